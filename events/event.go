@@ -1,0 +1,55 @@
+// Package events defines the odek.event/v1 structured event stream: the
+// event envelope and its types, a non-blocking emitter and the JSONL file
+// sink. Other sinks plug in through the one-method Sink interface.
+package events
+
+import "time"
+
+// Schema is the value of every event's schema field.
+const Schema = "odek.event/v1"
+
+// Type is an event type. Consumers must ignore types they do not know.
+type Type string
+
+// Event types of odek.event/v1.
+const (
+	RunStarted              Type = "run_started"
+	IterationCompleted      Type = "iteration_completed"
+	ToolCallStarted         Type = "tool_call_started"
+	ToolCallCompleted       Type = "tool_call_completed"
+	ToolCallFailed          Type = "tool_call_failed"
+	SessionSaved            Type = "session_saved"
+	ContextTrimmed          Type = "context_trimmed"
+	BudgetExceeded          Type = "budget_exceeded"
+	RunCompleted            Type = "run_completed"
+	RunFailed               Type = "run_failed"
+	PlanCreated             Type = "plan_created"
+	PlanUpdated             Type = "plan_updated"
+	PlanBlocked             Type = "plan_blocked"
+	SubagentDenied          Type = "subagent_denied"
+	SubagentSpawned         Type = "subagent_spawned"
+	SubagentCompleted       Type = "subagent_completed"
+	SubagentConcurrencyWait Type = "subagent_concurrency_wait"
+)
+
+// Event is one odek.event/v1 record. Field order here is the wire order.
+type Event struct {
+	Schema string `json:"schema"`
+	Type   Type   `json:"type"`
+	// Seq is assigned by the Emitter in emit order, starting at 1 per run;
+	// a gap in a sink shows a dropped event.
+	Seq       uint64 `json:"seq"`
+	RunID     string `json:"run_id"`
+	SessionID string `json:"session_id,omitempty"`
+	// Iteration is 1-based; 0 (omitted) for events outside an iteration.
+	Iteration int            `json:"iteration,omitempty"`
+	Tool      string         `json:"tool,omitempty"`
+	Timestamp time.Time      `json:"timestamp"`
+	Data      map[string]any `json:"data,omitempty"`
+}
+
+// Sink receives events one at a time, in Seq order, from a single
+// goroutine. Write must not retain ev after returning.
+type Sink interface {
+	Write(ev *Event) error
+}

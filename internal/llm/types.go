@@ -1,0 +1,112 @@
+// Package llm is odek's client for OpenAI-compatible chat-completions
+// endpoints: streaming (SSE) and non-streaming requests with function
+// calling, per-call usage and timing, retries with jittered backoff, and an
+// idle timeout for silent streams.
+//
+// A *Client is safe for concurrent use. It owns no goroutines between calls.
+package llm
+
+import (
+	"encoding/json"
+	"time"
+)
+
+// Message roles.
+const (
+	RoleSystem    = "system"
+	RoleUser      = "user"
+	RoleAssistant = "assistant"
+	RoleTool      = "tool"
+)
+
+// Message is one chat message in OpenAI wire shape. Content is always
+// marshalled (as "" when empty) except for assistant messages that carry
+// tool calls, where providers accept null.
+type Message struct {
+	Role       string     `json:"role"`
+	Content    string     `json:"content"`
+	ToolCalls  []ToolCall `json:"tool_calls,omitempty"`
+	ToolCallID string     `json:"tool_call_id,omitempty"`
+	Name       string     `json:"name,omitempty"`
+}
+
+// ToolCall is a function call requested by the model.
+type ToolCall struct {
+	ID       string       `json:"id"`
+	Type     string       `json:"type"` // always "function"
+	Function FunctionCall `json:"function"`
+}
+
+// FunctionCall names the function and carries its raw JSON arguments, as
+// the model produced them (possibly invalid JSON).
+type FunctionCall struct {
+	Name      string `json:"name"`
+	Arguments string `json:"arguments"`
+}
+
+// ToolSpec declares a tool to the model.
+type ToolSpec struct {
+	Type     string       `json:"type"` // "function"
+	Function FunctionSpec `json:"function"`
+}
+
+// FunctionSpec is the function part of a ToolSpec. Parameters is a JSON
+// Schema object.
+type FunctionSpec struct {
+	Name        string          `json:"name"`
+	Description string          `json:"description,omitempty"`
+	Parameters  json.RawMessage `json:"parameters,omitempty"`
+}
+
+// Request is one chat-completions call.
+type Request struct {
+	Model    string
+	Messages []Message
+	Tools    []ToolSpec
+	// Temperature, when non-nil, is sent as is.
+	Temperature *float64
+	// MaxTokens, when > 0, caps the completion length.
+	MaxTokens int
+}
+
+// Usage is the token accounting of one call (or a sum of calls).
+type Usage struct {
+	PromptTokens     int `json:"input_tokens"`
+	CompletionTokens int `json:"output_tokens"`
+	// CachedTokens is the part of PromptTokens served from the provider's
+	// prompt cache, when the provider reports it; 0 otherwise.
+	CachedTokens int `json:"cached_tokens,omitempty"`
+}
+
+// Add returns the element-wise sum of u and v.
+func (u Usage) Add(v Usage) Usage {
+	return Usage{
+		PromptTokens:     u.PromptTokens + v.PromptTokens,
+		CompletionTokens: u.CompletionTokens + v.CompletionTokens,
+		CachedTokens:     u.CachedTokens + v.CachedTokens,
+	}
+}
+
+// Timing is measured by the client for the successful attempt of a call.
+type Timing struct {
+	// Duration is request start to the end of the response body.
+	Duration time.Duration
+	// TTFT is request start to the first content or tool-call delta
+	// (streaming only; 0 when not measured).
+	TTFT time.Duration
+	// Generation is first delta to end of stream (streaming only).
+	Generation time.Duration
+	// Attempts is the number of HTTP attempts made, retries included.
+	Attempts int
+}
+
+// Response is the assembled answer of one call.
+type Response struct {
+	// Message is the assistant message: Content without any reasoning
+	// content, and ToolCalls assembled in index order.
+	Message      Message
+	FinishReason string
+	Model        string
+	Usage        Usage
+	Timing       Timing
+}

@@ -1,0 +1,63 @@
+// Package tools holds odek's built-in tools, the tool registry, danger
+// classes with the shell command classifier, and the approval policy.
+package tools
+
+import (
+	"context"
+	"encoding/json"
+)
+
+// Class is the danger class of one tool call.
+type Class string
+
+// Danger classes, from harmless to forbidden.
+const (
+	ClassSafe          Class = "safe"
+	ClassLocalWrite    Class = "local_write"
+	ClassSystemWrite   Class = "system_write"
+	ClassDestructive   Class = "destructive"
+	ClassCodeExecution Class = "code_execution"
+	ClassNetworkEgress Class = "network_egress"
+	ClassInstall       Class = "install"
+	ClassUnknown       Class = "unknown"
+	ClassBlocked       Class = "blocked"
+)
+
+// Definition is what the model is told about a tool.
+type Definition struct {
+	Name        string
+	Description string
+	// Parameters is a JSON Schema object describing the arguments.
+	Parameters json.RawMessage
+}
+
+// Assessment is the pre-execution view of one call: its danger class and
+// a low-cardinality audit summary (for events: shell → argv0 and class;
+// path tools → path and class; network tools → host and class). Summary
+// values are plain strings or string slices; they never hold raw content.
+type Assessment struct {
+	Class   Class
+	Summary map[string]any
+}
+
+// Result is what a tool call returns to the model.
+type Result struct {
+	// Text is shown to the model (after clipping and redaction by the
+	// caller).
+	Text string
+	// IsError marks a failed call; Text then explains the failure.
+	IsError bool
+	// ArtifactCount is the number of artifact refs the result carried.
+	ArtifactCount int
+}
+
+// Tool is one callable tool. Implementations must be safe for concurrent
+// calls. Assess must not have side effects. Run receives arguments that are
+// valid JSON; it reports failures the model should see as a Result with
+// IsError, and returns a Go error only for failures of the call itself
+// (cancellation, I/O), which the agent also turns into an error result.
+type Tool interface {
+	Definition() Definition
+	Assess(args json.RawMessage) (Assessment, error)
+	Run(ctx context.Context, args json.RawMessage) (Result, error)
+}
