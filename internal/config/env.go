@@ -1,0 +1,98 @@
+package config
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"reflect"
+	"runtime"
+	"strings"
+
+	"github.com/ilyakaznacheev/cleanenv"
+)
+
+// envVars is the environment layer. The tags are cleanenv's: ReadEnv fills
+// the struct from the process environment and EnvUsage renders the
+// descriptions. Every field is a string; an empty value counts as unset.
+type envVars struct {
+	Home         string `env:"ODEK_HOME" env-description:"odek home directory holding config.json and sessions (default ~/.odek)"`
+	APIKey       string `env:"ODEK_API_KEY" env-description:"API key for the chat-completions endpoint; overrides api_key in config.json"`
+	OpenAIAPIKey string `env:"OPENAI_API_KEY" env-description:"API key used when ODEK_API_KEY is unset or empty"`
+	BaseURL      string `env:"ODEK_BASE_URL" env-description:"OpenAI-compatible API root, e.g. https://api.openai.com/v1 or http://127.0.0.1:11434/v1"`
+	Model        string `env:"ODEK_MODEL" env-description:"model id; overrides model in config.json and odek.json"`
+}
+
+// readEnv fills envVars. A nil environ means the process environment, read
+// by cleanenv; otherwise the same tags are looked up in environ, with the
+// first KEY=VALUE occurrence winning as in os.Getenv.
+func readEnv(environ []string) (envVars, error) {
+	var v envVars
+	if environ == nil {
+		if err := cleanenv.ReadEnv(&v); err != nil {
+			return v, fmt.Errorf("%w: environment: %v", ErrInvalid, err)
+		}
+		return v, nil
+	}
+	rv := reflect.ValueOf(&v).Elem()
+	rt := rv.Type()
+	for i := range rt.NumField() {
+		for _, name := range strings.Split(rt.Field(i).Tag.Get(cleanenv.TagEnv), cleanenv.DefaultSeparator) {
+			if val, ok := lookup(environ, name); ok {
+				rv.Field(i).SetString(val)
+				break
+			}
+		}
+	}
+	return v, nil
+}
+
+func lookup(environ []string, key string) (string, bool) {
+	for _, kv := range environ {
+		if k, v, ok := strings.Cut(kv, "="); ok && k == key {
+			return v, true
+		}
+	}
+	return "", false
+}
+
+// EnvUsage describes the environment variables odek reads, for --help.
+func EnvUsage() string {
+	header := "Environment variables (empty values count as unset):"
+	s, err := cleanenv.GetDescription(&envVars{}, &header)
+	if err != nil { // only for a malformed struct, which tests rule out
+		return header
+	}
+	return s
+}
+
+// HomeDir resolves ODEK_HOME from environ (nil means the process
+// environment): $ODEK_HOME when set, with a leading "~" expanded, else
+// ~/.odek. The result is absolute and clean. ErrNoHome when neither
+// ODEK_HOME nor HOME (USERPROFILE on Windows) is set.
+func HomeDir(environ []string) (string, error) {
+	if environ == nil {
+		environ = os.Environ()
+	}
+	userHome, _ := lookup(environ, "HOME")
+	if userHome == "" && runtime.GOOS == "windows" {
+		userHome, _ = lookup(environ, "USERPROFILE")
+	}
+	home, _ := lookup(environ, "ODEK_HOME")
+	switch {
+	case home == "~" || strings.HasPrefix(home, "~/") || strings.HasPrefix(home, `~\`):
+		if userHome == "" {
+			return "", fmt.Errorf("%w: ODEK_HOME starts with ~ but HOME is not set", ErrNoHome)
+		}
+		home = filepath.Join(userHome, home[1:])
+	case home == "":
+		if userHome == "" {
+			return "", fmt.Errorf("%w: set ODEK_HOME or HOME", ErrNoHome)
+		}
+		home = filepath.Join(userHome, ".odek")
+	}
+	abs, err := filepath.Abs(home)
+	if err != nil {
+		return "", fmt.Errorf("%w: %v", ErrNoHome, err)
+	}
+	return abs, nil
+}

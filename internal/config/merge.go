@@ -1,0 +1,419 @@
+package config
+
+import (
+	"encoding/json"
+	"fmt"
+	"net/netip"
+	"net/url"
+	"runtime"
+	"sort"
+	"strings"
+)
+
+// The file layers decode into pointer fields so that "absent" and "zero"
+// differ. To add a setting: add it to Config (and its section type), to the
+// file struct of the layers allowed to set it, to validate* and apply*.
+// Sections owned by other packages do not go here: they read Layers.
+
+// settingsFile holds the keys both files may set.
+type settingsFile struct {
+	Model           *string    `json:"model"`
+	MaxIterations   *int       `json:"max_iterations"`
+	MaxToolParallel *int       `json:"max_tool_parallel"`
+	SystemPrompt    *string    `json:"system_prompt"`
+	LLM             *llmFile   `json:"llm"`
+	Tools           *toolsFile `json:"tools"`
+}
+
+type llmFile struct {
+	Stream                *bool `json:"stream"`
+	MaxAttempts           *int  `json:"max_attempts"`
+	IdleTimeoutSeconds    *int  `json:"idle_timeout_seconds"`
+	RequestTimeoutSeconds *int  `json:"request_timeout_seconds"`
+}
+
+type toolsFile struct {
+	ShellTimeoutSeconds *int `json:"shell_timeout_seconds"`
+	MaxOutputBytes      *int `json:"max_output_bytes"`
+}
+
+type dangerousFile struct {
+	Classes        map[string]string `json:"classes"`
+	NonInteractive *string           `json:"non_interactive"`
+}
+
+// operatorFile is config.json: everything.
+type operatorFile struct {
+	settingsFile
+	APIKey    *string        `json:"api_key"`
+	BaseURL   *string        `json:"base_url"`
+	Dangerous *dangerousFile `json:"dangerous"`
+}
+
+// projectFile is odek.json. The operator-only keys are captured raw, never
+// interpreted, only to warn that they were ignored (key matching is the
+// same case-insensitive matching the operator file gets).
+type projectFile struct {
+	settingsFile
+	APIKey    json.RawMessage `json:"api_key"`
+	BaseURL   json.RawMessage `json:"base_url"`
+	Dangerous json.RawMessage `json:"dangerous"`
+}
+
+// OpenAIBaseURL is used when an API key is set and no base URL is.
+const OpenAIBaseURL = "https://api.openai.com/v1"
+
+// build is Load without I/O: it decodes, validates and merges the layers.
+func build(op, proj fileInput, env envVars, flags Flags) (*Config, []Warning, error) {
+	cfg := defaults()
+	var warns []Warning
+
+	if op.data != nil {
+		var f operatorFile
+		raw, err := parseObject(op.path, op.data, &f)
+		if err != nil {
+			return nil, nil, err
+		}
+		if err := validateOperator(&f, op.path); err != nil {
+			return nil, nil, err
+		}
+		cfg.Layers.Operator = Layer{Path: op.path, Raw: raw}
+		applySettings(cfg, &f.settingsFile, SourceOperator)
+		setString(cfg, &cfg.APIKey, f.APIKey, "api_key", SourceOperator)
+		if f.BaseURL != nil && *f.BaseURL != "" {
+			cfg.BaseURL = normalizeURL(*f.BaseURL)
+			cfg.Sources["base_url"] = SourceOperator
+		}
+		applyDangerous(cfg, f.Dangerous)
+		if f.APIKey != nil && *f.APIKey != "" {
+			warns = append(warns, permWarning(op)...)
+		}
+	} else {
+		cfg.Layers.Operator = Layer{Path: op.path}
+	}
+
+	if proj.data != nil {
+		var f projectFile
+		raw, err := parseObject(proj.path, proj.data, &f)
+		if err != nil {
+			return nil, nil, err
+		}
+		if err := validateSettings(&f.settingsFile, proj.path); err != nil {
+			return nil, nil, err
+		}
+		cfg.Layers.Project = Layer{Path: proj.path, Raw: raw}
+		applySettings(cfg, &f.settingsFile, SourceProject)
+		for _, k := range []struct {
+			field, why string
+			raw       json.RawMessage
+		}{
+			{"api_key", "a project must not supply credentials; set ODEK_API_KEY or api_key in " + op.path, f.APIKey},
+			{"base_url", "a project must not redirect the API key to another host; set ODEK_BASE_URL or base_url in " + op.path, f.BaseURL},
+			{"dangerous", "a project must not change the danger policy; set dangerous in " + op.path, f.Dangerous},
+		} {
+			if k.raw != nil && string(k.raw) != "null" {
+				warns = append(warns, Warning{Source: proj.path, Field: k.field, Message: "ignored: " + k.why})
+			}
+		}
+		if f.APIKey != nil && string(f.APIKey) != "null" {
+			warns = append(warns, permWarning(proj)...)
+		}
+	} else {
+		cfg.Layers.Project = Layer{Path: proj.path}
+	}
+
+	if err := applyEnv(cfg, env); err != nil {
+		return nil, nil, err
+	}
+	if err := applyFlags(cfg, flags); err != nil {
+		return nil, nil, err
+	}
+	finish(cfg)
+	where := map[string]string{SourceOperator: op.path, SourceEnv: "environment", SourceFlag: "flags"}
+	warns = append(warns, transportWarnings(cfg, where[cfg.Sources["base_url"]])...)
+	return cfg, warns, nil
+}
+
+// defaults is layer 1. Every known key gets a Sources entry.
+func defaults() *Config {
+	c := &Config{
+		MaxIterations:   DefaultMaxIterations,
+		MaxToolParallel: DefaultMaxToolParallel,
+		Dangerous:       Dangerous{NonInteractive: ActionDeny},
+		LLM:             LLM{Stream: DefaultStream},
+		Tools:           Tools{MaxOutputBytes: DefaultMaxOutputBytes},
+		Sources:         map[string]string{},
+	}
+	for _, k := range []string{
+		"api_key", "base_url", "model", "max_iterations", "max_tool_parallel", "system_prompt",
+		"dangerous.non_interactive", "llm.stream", "llm.max_attempts", "llm.idle_timeout_seconds",
+		"llm.request_timeout_seconds", "tools.shell_timeout_seconds", "tools.max_output_bytes",
+	} {
+		c.Sources[k] = SourceDefault
+	}
+	return c
+}
+
+// finish maps explicit zeros back to the documented defaults.
+func finish(c *Config) {
+	if c.MaxIterations == 0 {
+		c.MaxIterations = DefaultMaxIterations
+	}
+	if c.MaxToolParallel == 0 {
+		c.MaxToolParallel = DefaultMaxToolParallel
+	}
+	if c.Tools.MaxOutputBytes == 0 {
+		c.Tools.MaxOutputBytes = DefaultMaxOutputBytes
+	}
+	if c.Dangerous.NonInteractive == "" {
+		c.Dangerous.NonInteractive = ActionDeny
+	}
+}
+
+func setString(c *Config, dst *string, v *string, key, src string) {
+	if v != nil && *v != "" {
+		*dst = *v
+		c.Sources[key] = src
+	}
+}
+
+func set[T any](c *Config, dst *T, v *T, key, src string) {
+	if v != nil {
+		*dst = *v
+		c.Sources[key] = src
+	}
+}
+
+func applySettings(c *Config, s *settingsFile, src string) {
+	setString(c, &c.Model, s.Model, "model", src)
+	set(c, &c.MaxIterations, s.MaxIterations, "max_iterations", src)
+	set(c, &c.MaxToolParallel, s.MaxToolParallel, "max_tool_parallel", src)
+	setString(c, &c.SystemPrompt, s.SystemPrompt, "system_prompt", src)
+	if l := s.LLM; l != nil {
+		set(c, &c.LLM.Stream, l.Stream, "llm.stream", src)
+		set(c, &c.LLM.MaxAttempts, l.MaxAttempts, "llm.max_attempts", src)
+		set(c, &c.LLM.IdleTimeoutSeconds, l.IdleTimeoutSeconds, "llm.idle_timeout_seconds", src)
+		set(c, &c.LLM.RequestTimeoutSeconds, l.RequestTimeoutSeconds, "llm.request_timeout_seconds", src)
+	}
+	if t := s.Tools; t != nil {
+		set(c, &c.Tools.ShellTimeoutSeconds, t.ShellTimeoutSeconds, "tools.shell_timeout_seconds", src)
+		set(c, &c.Tools.MaxOutputBytes, t.MaxOutputBytes, "tools.max_output_bytes", src)
+	}
+}
+
+// applyDangerous copies the operator's (validated) policy.
+func applyDangerous(c *Config, d *dangerousFile) {
+	if d == nil {
+		return
+	}
+	if len(d.Classes) > 0 {
+		c.Dangerous.Classes = make(map[string]Action, len(d.Classes))
+		for k, v := range d.Classes {
+			c.Dangerous.Classes[k] = Action(v)
+			c.Sources["dangerous.classes."+k] = SourceOperator
+		}
+	}
+	if d.NonInteractive != nil {
+		c.Dangerous.NonInteractive = Action(*d.NonInteractive)
+		c.Sources["dangerous.non_interactive"] = SourceOperator
+	}
+}
+
+func applyEnv(c *Config, e envVars) error {
+	switch {
+	case e.APIKey != "":
+		c.APIKey = e.APIKey
+		c.Sources["api_key"] = SourceEnv
+	case e.OpenAIAPIKey != "":
+		c.APIKey = e.OpenAIAPIKey
+		c.Sources["api_key"] = SourceEnv
+	}
+	if e.BaseURL != "" {
+		if reason := checkBaseURL(e.BaseURL); reason != "" {
+			return invalidf("environment variable ODEK_BASE_URL", "base_url", "%s", reason)
+		}
+		c.BaseURL = normalizeURL(e.BaseURL)
+		c.Sources["base_url"] = SourceEnv
+	}
+	if e.Model != "" {
+		c.Model = e.Model
+		c.Sources["model"] = SourceEnv
+	}
+	return nil
+}
+
+func applyFlags(c *Config, f Flags) error {
+	if f.MaxIterations < 0 {
+		return invalidf("flags", "max_iterations", "must be >= 0, got %d", f.MaxIterations)
+	}
+	if f.BaseURL != "" {
+		if reason := checkBaseURL(f.BaseURL); reason != "" {
+			return invalidf("flags", "base_url", "%s", reason)
+		}
+		c.BaseURL = normalizeURL(f.BaseURL)
+		c.Sources["base_url"] = SourceFlag
+	}
+	if f.Model != "" {
+		c.Model = f.Model
+		c.Sources["model"] = SourceFlag
+	}
+	if f.MaxIterations > 0 {
+		c.MaxIterations = f.MaxIterations
+		c.Sources["max_iterations"] = SourceFlag
+	}
+	return nil
+}
+
+// validateSettings checks the keys shared by both files.
+func validateSettings(s *settingsFile, path string) error {
+	type num struct {
+		key string
+		v   *int
+		max int // 0: no upper bound
+	}
+	nums := []num{
+		{"max_iterations", s.MaxIterations, 0},
+		{"max_tool_parallel", s.MaxToolParallel, 0},
+	}
+	if l := s.LLM; l != nil {
+		nums = append(nums,
+			num{"llm.max_attempts", l.MaxAttempts, 0},
+			num{"llm.idle_timeout_seconds", l.IdleTimeoutSeconds, MaxSeconds},
+			num{"llm.request_timeout_seconds", l.RequestTimeoutSeconds, MaxSeconds})
+	}
+	if t := s.Tools; t != nil {
+		nums = append(nums,
+			num{"tools.shell_timeout_seconds", t.ShellTimeoutSeconds, MaxSeconds},
+			num{"tools.max_output_bytes", t.MaxOutputBytes, 0})
+	}
+	for _, n := range nums {
+		switch {
+		case n.v == nil:
+		case *n.v < 0:
+			return invalidf(path, n.key, "must be >= 0, got %d", *n.v)
+		case n.max > 0 && *n.v > n.max:
+			return invalidf(path, n.key, "got %d, exceeding the limit MaxSeconds=%d", *n.v, n.max)
+		}
+	}
+	return nil
+}
+
+// validateOperator checks config.json: the shared keys plus the
+// operator-only ones.
+func validateOperator(f *operatorFile, path string) error {
+	if err := validateSettings(&f.settingsFile, path); err != nil {
+		return err
+	}
+	if f.BaseURL != nil && *f.BaseURL != "" {
+		if reason := checkBaseURL(*f.BaseURL); reason != "" {
+			return invalidf(path, "base_url", "%s", reason)
+		}
+	}
+	d := f.Dangerous
+	if d == nil {
+		return nil
+	}
+	classes := make([]string, 0, len(d.Classes))
+	for k := range d.Classes {
+		classes = append(classes, k)
+	}
+	sort.Strings(classes) // report the first bad class deterministically
+	for _, k := range classes {
+		field := "dangerous.classes." + k
+		if !validClassName(k) {
+			return invalidf(path, field, "class name must be 1-64 characters of a-z, 0-9 and _, starting with a letter")
+		}
+		switch Action(d.Classes[k]) {
+		case ActionAllow, ActionPrompt, ActionDeny:
+		default:
+			return invalidf(path, field, "invalid action %q: want \"allow\", \"prompt\" or \"deny\"", clip(d.Classes[k]))
+		}
+	}
+	if d.NonInteractive != nil {
+		switch Action(*d.NonInteractive) {
+		case ActionAllow, ActionDeny:
+		default:
+			return invalidf(path, "dangerous.non_interactive", "invalid action %q: want \"deny\" or \"allow\"", clip(*d.NonInteractive))
+		}
+	}
+	return nil
+}
+
+func validClassName(s string) bool {
+	if s == "" || len(s) > 64 || s[0] < 'a' || s[0] > 'z' {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if !(c >= 'a' && c <= 'z' || c >= '0' && c <= '9' || c == '_') {
+			return false
+		}
+	}
+	return true
+}
+
+// clip bounds a value quoted in an error message.
+func clip(s string) string {
+	const n = 32
+	if len(s) <= n {
+		return s
+	}
+	return s[:n] + "…"
+}
+
+// checkBaseURL returns "" for an acceptable base URL, else the reason. The
+// reason never repeats the URL: it may carry credentials.
+func checkBaseURL(raw string) string {
+	u, err := url.Parse(raw)
+	if err != nil {
+		return "not a valid URL"
+	}
+	if u.Scheme != "http" && u.Scheme != "https" {
+		return "must be an absolute http:// or https:// URL"
+	}
+	if u.Hostname() == "" {
+		return "must name a host"
+	}
+	if u.RawQuery != "" || u.Fragment != "" {
+		return "must not have a query or fragment"
+	}
+	return ""
+}
+
+func normalizeURL(s string) string { return strings.TrimRight(s, "/") }
+
+// isLoopback reports whether the base URL's host is a loopback address:
+// 127.0.0.0/8, ::1 (also IPv4-mapped) or the name "localhost".
+func isLoopback(raw string) bool {
+	u, err := url.Parse(raw)
+	if err != nil {
+		return false
+	}
+	h := u.Hostname()
+	if strings.EqualFold(h, "localhost") {
+		return true
+	}
+	ip, err := netip.ParseAddr(h)
+	return err == nil && ip.Unmap().IsLoopback()
+}
+
+// permWarning flags a file holding an API key that others can read.
+func permWarning(in fileInput) []Warning {
+	if runtime.GOOS == "windows" || in.mode&0o077 == 0 {
+		return nil
+	}
+	return []Warning{{Source: in.path, Field: "api_key", Message: fmt.Sprintf(
+		"file contains an API key and is readable by group or others (mode %04o); run: chmod 600 %s", uint32(in.mode), in.path)}}
+}
+
+// transportWarnings flags a key that would travel unencrypted.
+func transportWarnings(c *Config, source string) []Warning {
+	if c.APIKey == "" || c.BaseURL == "" || isLoopback(c.BaseURL) {
+		return nil
+	}
+	if u, err := url.Parse(c.BaseURL); err == nil && u.Scheme == "http" {
+		return []Warning{{Source: source, Field: "base_url",
+			Message: "plain http:// to a non-loopback host: the API key would travel unencrypted; use https://"}}
+	}
+	return nil
+}
