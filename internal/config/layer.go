@@ -163,8 +163,9 @@ func unwrapPath(err error) error {
 var utf8BOM = []byte("\xef\xbb\xbf")
 
 // parseObject checks that data is exactly one JSON object and decodes it
-// into dst with cleanenv. It returns data without a byte order mark.
-func parseObject(path string, data []byte, dst any) ([]byte, error) {
+// into each of dsts with cleanenv. It returns data without a byte order
+// mark.
+func parseObject(path string, data []byte, dsts ...any) ([]byte, error) {
 	data = bytes.TrimPrefix(data, utf8BOM)
 	trimmed := bytes.TrimSpace(data)
 	if len(trimmed) == 0 {
@@ -180,8 +181,10 @@ func parseObject(path string, data []byte, dst any) ([]byte, error) {
 		line, col := position(data, int64(len(data)-len(bytes.TrimLeft(data, " \t\r\n"))+1))
 		return nil, &Error{Source: path, Line: line, Column: col, Reason: "top level must be a JSON object", Err: ErrSyntax}
 	}
-	if err := cleanenv.ParseJSON(bytes.NewReader(data), dst); err != nil {
-		return nil, decodeError(path, data, err)
+	for _, dst := range dsts {
+		if err := cleanenv.ParseJSON(bytes.NewReader(data), dst); err != nil {
+			return nil, decodeError(path, data, err)
+		}
 	}
 	return data, nil
 }

@@ -42,19 +42,19 @@ type dangerousFile struct {
 	NonInteractive *string           `json:"non_interactive"`
 }
 
-// operatorFile is config.json: everything.
-type operatorFile struct {
-	settingsFile
+// operatorOnly holds the keys only config.json may set. A file is decoded
+// into settingsFile and into its layer's restricted-keys struct separately
+// (embedding would put the Go type name into error field paths).
+type operatorOnly struct {
 	APIKey    *string        `json:"api_key"`
 	BaseURL   *string        `json:"base_url"`
 	Dangerous *dangerousFile `json:"dangerous"`
 }
 
-// projectFile is odek.json. The operator-only keys are captured raw, never
+// projectRestricted captures the operator-only keys of odek.json raw, never
 // interpreted, only to warn that they were ignored (key matching is the
 // same case-insensitive matching the operator file gets).
-type projectFile struct {
-	settingsFile
+type projectRestricted struct {
 	APIKey    json.RawMessage `json:"api_key"`
 	BaseURL   json.RawMessage `json:"base_url"`
 	Dangerous json.RawMessage `json:"dangerous"`
@@ -69,16 +69,20 @@ func build(op, proj fileInput, env envVars, flags Flags) (*Config, []Warning, er
 	var warns []Warning
 
 	if op.data != nil {
-		var f operatorFile
-		raw, err := parseObject(op.path, op.data, &f)
+		var s settingsFile
+		var f operatorOnly
+		raw, err := parseObject(op.path, op.data, &s, &f)
 		if err != nil {
+			return nil, nil, err
+		}
+		if err := validateSettings(&s, op.path); err != nil {
 			return nil, nil, err
 		}
 		if err := validateOperator(&f, op.path); err != nil {
 			return nil, nil, err
 		}
 		cfg.Layers.Operator = Layer{Path: op.path, Raw: raw}
-		applySettings(cfg, &f.settingsFile, SourceOperator)
+		applySettings(cfg, &s, SourceOperator)
 		setString(cfg, &cfg.APIKey, f.APIKey, "api_key", SourceOperator)
 		if f.BaseURL != nil && *f.BaseURL != "" {
 			cfg.BaseURL = normalizeURL(*f.BaseURL)
@@ -93,19 +97,20 @@ func build(op, proj fileInput, env envVars, flags Flags) (*Config, []Warning, er
 	}
 
 	if proj.data != nil {
-		var f projectFile
-		raw, err := parseObject(proj.path, proj.data, &f)
+		var s settingsFile
+		var f projectRestricted
+		raw, err := parseObject(proj.path, proj.data, &s, &f)
 		if err != nil {
 			return nil, nil, err
 		}
-		if err := validateSettings(&f.settingsFile, proj.path); err != nil {
+		if err := validateSettings(&s, proj.path); err != nil {
 			return nil, nil, err
 		}
 		cfg.Layers.Project = Layer{Path: proj.path, Raw: raw}
-		applySettings(cfg, &f.settingsFile, SourceProject)
+		applySettings(cfg, &s, SourceProject)
 		for _, k := range []struct {
 			field, why string
-			raw       json.RawMessage
+			raw        json.RawMessage
 		}{
 			{"api_key", "a project must not supply credentials; set ODEK_API_KEY or api_key in " + op.path, f.APIKey},
 			{"base_url", "a project must not redirect the API key to another host; set ODEK_BASE_URL or base_url in " + op.path, f.BaseURL},
@@ -298,12 +303,8 @@ func validateSettings(s *settingsFile, path string) error {
 	return nil
 }
 
-// validateOperator checks config.json: the shared keys plus the
-// operator-only ones.
-func validateOperator(f *operatorFile, path string) error {
-	if err := validateSettings(&f.settingsFile, path); err != nil {
-		return err
-	}
+// validateOperator checks the operator-only keys of config.json.
+func validateOperator(f *operatorOnly, path string) error {
 	if f.BaseURL != nil && *f.BaseURL != "" {
 		if reason := checkBaseURL(*f.BaseURL); reason != "" {
 			return invalidf(path, "base_url", "%s", reason)

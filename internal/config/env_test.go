@@ -1,0 +1,112 @@
+package config
+
+import (
+	"errors"
+	"os"
+	"path/filepath"
+	"reflect"
+	"runtime"
+	"strings"
+	"testing"
+)
+
+func TestHomeDir(t *testing.T) {
+	if runtime.GOOS == "windows" {
+		t.Skip("paths below are Unix paths")
+	}
+	cwd, err := os.Getwd()
+	if err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct {
+		name    string
+		environ []string
+		want    string
+		err     error
+	}{
+		{"ODEK_HOME wins", env("HOME=/home/u", "ODEK_HOME=/srv/odek"), "/srv/odek", nil},
+		{"default under HOME", env("HOME=/home/u"), "/home/u/.odek", nil},
+		{"empty ODEK_HOME is unset", env("HOME=/home/u", "ODEK_HOME="), "/home/u/.odek", nil},
+		{"tilde expanded", env("HOME=/home/u", "ODEK_HOME=~/agents/odek"), "/home/u/agents/odek", nil},
+		{"bare tilde", env("HOME=/home/u", "ODEK_HOME=~"), "/home/u", nil},
+		{"cleaned", env("ODEK_HOME=/srv//odek/../odek/"), "/srv/odek", nil},
+		{"relative made absolute", env("ODEK_HOME=rel/odek"), filepath.Join(cwd, "rel/odek"), nil},
+		{"tilde without HOME", env("ODEK_HOME=~/x"), "", ErrNoHome},
+		{"nothing set", env(), "", ErrNoHome},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got, err := HomeDir(tt.environ)
+			if !errors.Is(err, tt.err) || got != tt.want {
+				t.Errorf("HomeDir = %q, %v; want %q, %v", got, err, tt.want, tt.err)
+			}
+		})
+	}
+}
+
+func TestLoadNoHome(t *testing.T) {
+	_, _, err := Load(Options{ProjectDir: t.TempDir(), Environ: env()})
+	if !errors.Is(err, ErrNoHome) {
+		t.Errorf("err = %v, want ErrNoHome", err)
+	}
+}
+
+func TestLoadHomeFromEnviron(t *testing.T) {
+	home := t.TempDir()
+	writeFile(t, filepath.Join(home, OperatorFileName), `{"model":"from-odek-home"}`, 0o600)
+	c, _ := mustLoad(t, Options{ProjectDir: t.TempDir(), Environ: env("ODEK_HOME=" + home)})
+	if c.Home != home || c.Model != "from-odek-home" || c.Layers.Operator.Path != filepath.Join(home, OperatorFileName) {
+		t.Errorf("home=%q model=%q layer=%v", c.Home, c.Model, c.Layers.Operator)
+	}
+}
+
+// TestReadEnvMatchesCleanenv pins the injected-environment reader to
+// cleanenv's reading of the process environment, the production path.
+// It sets every variable it reads, so the host environment cannot leak in.
+func TestReadEnvMatchesCleanenv(t *testing.T) {
+	vars := map[string]string{
+		"ODEK_HOME":      "/srv/odek",
+		"ODEK_API_KEY":   "",
+		"OPENAI_API_KEY": "openai-key",
+		"ODEK_BASE_URL":  "http://127.0.0.1:9/v1",
+	} // ODEK_MODEL deliberately unset
+	var environ []string
+	for k, v := range vars {
+		t.Setenv(k, v)
+		environ = append(environ, k+"="+v)
+	}
+	t.Setenv("ODEK_MODEL", "x") // registers restoration of the original value
+	os.Unsetenv("ODEK_MODEL")
+
+	fromProcess, err := readEnv(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	fromSlice, err := readEnv(environ)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := envVars{Home: "/srv/odek", OpenAIAPIKey: "openai-key", BaseURL: "http://127.0.0.1:9/v1"}
+	if fromProcess != want || fromSlice != want {
+		t.Errorf("cleanenv %+v, slice %+v, want %+v", fromProcess, fromSlice, want)
+	}
+}
+
+func TestEnvVarsAreStrings(t *testing.T) {
+	rt := reflect.TypeFor[envVars]()
+	for i := range rt.NumField() {
+		f := rt.Field(i)
+		if f.Type.Kind() != reflect.String || f.Tag.Get("env") == "" || f.Tag.Get("env-description") == "" {
+			t.Errorf("field %s: the slice reader supports only described string fields with an env tag", f.Name)
+		}
+	}
+}
+
+func TestEnvUsage(t *testing.T) {
+	u := EnvUsage()
+	for _, v := range []string{"ODEK_HOME", "ODEK_API_KEY", "OPENAI_API_KEY", "ODEK_BASE_URL", "ODEK_MODEL", "empty values count as unset"} {
+		if !strings.Contains(u, v) {
+			t.Errorf("EnvUsage lacks %s:\n%s", v, u)
+		}
+	}
+}
