@@ -471,7 +471,8 @@ func TestPermissionWarning(t *testing.T) {
 	t.Run("project file with key", func(t *testing.T) {
 		o := dirs(t, "", `{"api_key":"leaked"}`) // written 0644
 		_, warns := mustLoad(t, o)
-		if len(warns) != 2 || warns[0].Field != "api_key" || !strings.Contains(warns[1].Message, "chmod 600") {
+		if len(warns) != 1 || warns[0].Field != "api_key" || !strings.Contains(warns[0].Message, "remove it") ||
+			!strings.Contains(warns[0].Message, "mode 0644") || strings.Contains(warns[0].String(), "leaked") {
 			t.Errorf("warnings = %v", warns)
 		}
 	})

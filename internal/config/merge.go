@@ -11,9 +11,11 @@ import (
 )
 
 // The file layers decode into pointer fields so that "absent" and "zero"
-// differ. To add a setting: add it to Config (and its section type), to the
-// file struct of the layers allowed to set it, to validate* and apply*.
-// Sections owned by other packages do not go here: they read Layers.
+// differ. To add a setting: add it to Config (and its section type), to
+// settingsFile when both files may set it or to operatorOnly (plus
+// projectRestricted, for the warning) when only the operator may, then to
+// validate*, apply* and defaults. Sections owned by other packages do not
+// go here: they read Layers.
 
 // settingsFile holds the keys both files may set.
 type settingsFile struct {
@@ -108,20 +110,21 @@ func build(op, proj fileInput, env envVars, flags Flags) (*Config, []Warning, er
 		}
 		cfg.Layers.Project = Layer{Path: proj.path, Raw: raw}
 		applySettings(cfg, &s, SourceProject)
+		keyWhy := "a project must not supply credentials; remove it from this file and set ODEK_API_KEY or api_key in " + op.path
+		if runtime.GOOS != "windows" && proj.mode&0o077 != 0 {
+			keyWhy += fmt.Sprintf(" (this file is also readable by group or others: mode %04o)", uint32(proj.mode))
+		}
 		for _, k := range []struct {
 			field, why string
 			raw        json.RawMessage
 		}{
-			{"api_key", "a project must not supply credentials; set ODEK_API_KEY or api_key in " + op.path, f.APIKey},
+			{"api_key", keyWhy, f.APIKey},
 			{"base_url", "a project must not redirect the API key to another host; set ODEK_BASE_URL or base_url in " + op.path, f.BaseURL},
 			{"dangerous", "a project must not change the danger policy; set dangerous in " + op.path, f.Dangerous},
 		} {
 			if k.raw != nil && string(k.raw) != "null" {
 				warns = append(warns, Warning{Source: proj.path, Field: k.field, Message: "ignored: " + k.why})
 			}
-		}
-		if f.APIKey != nil && string(f.APIKey) != "null" {
-			warns = append(warns, permWarning(proj)...)
 		}
 	} else {
 		cfg.Layers.Project = Layer{Path: proj.path}
