@@ -1,0 +1,534 @@
+package llm
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"mime"
+	"net"
+	"net/http"
+	"net/url"
+	"slices"
+	"strings"
+	"sync/atomic"
+	"time"
+)
+
+// Defaults applied to zero Config fields.
+const (
+	DefaultMaxAttempts    = 4
+	DefaultIdleTimeout    = 90 * time.Second
+	DefaultRequestTimeout = 10 * time.Minute
+	DefaultBaseBackoff    = 500 * time.Millisecond
+	DefaultMaxBackoff     = 30 * time.Second
+)
+
+// Config configures a Client. The zero value of every field but BaseURL is
+// usable.
+type Config struct {
+	// BaseURL is the API root, e.g. "https://api.openai.com/v1"; requests
+	// go to BaseURL + "/chat/completions" (a query string is kept).
+	// Required; http or https with a host; a trailing slash is tolerated.
+	BaseURL string
+	// APIKey is sent as "Authorization: Bearer <key>". Empty sends no
+	// Authorization header (local servers). It never appears in errors.
+	APIKey string
+	// DisableStreaming asks for a single JSON body instead of an SSE
+	// stream. The zero value streams.
+	DisableStreaming bool
+	// MaxAttempts is the total number of HTTP attempts per Complete call,
+	// retries included. 0 means DefaultMaxAttempts; 1 means no retries.
+	MaxAttempts int
+	// IdleTimeout fails a stream that sends no byte for longer than this
+	// with *IdleTimeoutError (retried). 0 means DefaultIdleTimeout.
+	IdleTimeout time.Duration
+	// RequestTimeout bounds each attempt: until the response headers when
+	// streaming, until the end of the body otherwise; exceeding it fails
+	// the attempt with *RequestTimeoutError (retried). 0 means
+	// DefaultRequestTimeout.
+	RequestTimeout time.Duration
+	// BaseBackoff and MaxBackoff shape the jittered exponential wait
+	// between attempts (see backoff). 0 means DefaultBaseBackoff and
+	// DefaultMaxBackoff. A provider's Retry-After replaces the computed
+	// wait when it is at most RetryAfterCapFactor × MaxBackoff.
+	BaseBackoff, MaxBackoff time.Duration
+	// HTTPClient sends the requests. nil means a client of its own with a
+	// pooled transport, HTTP/2, and connect/TLS timeouts; the client's
+	// Timeout should be 0 (per-attempt limits are RequestTimeout and
+	// IdleTimeout).
+	HTTPClient *http.Client
+	// OnDelta, when set, is called synchronously with each piece of answer
+	// content as it streams (never reasoning, never tool-call arguments);
+	// for a non-streamed reply, once with the whole content. If an attempt
+	// fails after delivering content, the next attempt's deltas start the
+	// answer over; OnRetry tells when (Retry.Partial). It must not block.
+	OnDelta func(text string)
+	// OnRetry, when set, is called before each wait between attempts.
+	OnRetry func(Retry)
+	// Sleep waits between attempts; it must return ctx's error early when
+	// ctx ends. nil means a real timer honouring ctx. Tests inject it.
+	Sleep func(ctx context.Context, d time.Duration) error
+}
+
+// Retry describes a failed attempt that is about to be retried.
+type Retry struct {
+	Attempt int           // the attempt that failed, from 1
+	Wait    time.Duration // wait before the next attempt
+	Err     error         // why the attempt failed
+	Partial bool          // OnDelta had received content from the failed attempt
+}
+
+// Client calls one chat-completions endpoint. It is safe for concurrent use
+// and holds no goroutines between calls. Requests are not retained after
+// Complete returns; the Response belongs to the caller.
+type Client struct {
+	cfg      Config
+	endpoint string // BaseURL + "/chat/completions"
+	auth     string // "Bearer <key>", or "" for none
+	hc       *http.Client
+	sleep    func(context.Context, time.Duration) error
+}
+
+// New validates cfg and returns a Client. Errors wrap ErrInvalidRequest.
+func New(cfg Config) (*Client, error) {
+	endpoint, err := endpointURL(cfg.BaseURL)
+	if err != nil {
+		return nil, err
+	}
+	switch {
+	case cfg.MaxAttempts < 0:
+		return nil, fmt.Errorf("%w: MaxAttempts is %d, want >= 0", ErrInvalidRequest, cfg.MaxAttempts)
+	case cfg.IdleTimeout < 0:
+		return nil, fmt.Errorf("%w: IdleTimeout is %v, want >= 0", ErrInvalidRequest, cfg.IdleTimeout)
+	case cfg.RequestTimeout < 0:
+		return nil, fmt.Errorf("%w: RequestTimeout is %v, want >= 0", ErrInvalidRequest, cfg.RequestTimeout)
+	case cfg.BaseBackoff < 0 || cfg.MaxBackoff < 0:
+		return nil, fmt.Errorf("%w: BaseBackoff %v and MaxBackoff %v must be >= 0", ErrInvalidRequest, cfg.BaseBackoff, cfg.MaxBackoff)
+	case strings.ContainsAny(cfg.APIKey, "\r\n"):
+		return nil, fmt.Errorf("%w: APIKey contains a line break", ErrInvalidRequest)
+	}
+	if cfg.MaxAttempts == 0 {
+		cfg.MaxAttempts = DefaultMaxAttempts
+	}
+	if cfg.IdleTimeout == 0 {
+		cfg.IdleTimeout = DefaultIdleTimeout
+	}
+	if cfg.RequestTimeout == 0 {
+		cfg.RequestTimeout = DefaultRequestTimeout
+	}
+	if cfg.BaseBackoff == 0 {
+		cfg.BaseBackoff = DefaultBaseBackoff
+	}
+	if cfg.MaxBackoff == 0 {
+		cfg.MaxBackoff = DefaultMaxBackoff
+	}
+	c := &Client{cfg: cfg, endpoint: endpoint, hc: cfg.HTTPClient, sleep: cfg.Sleep}
+	if cfg.APIKey != "" {
+		c.auth = "Bearer " + cfg.APIKey
+	}
+	if c.hc == nil {
+		c.hc = &http.Client{Transport: defaultTransport()}
+	}
+	if c.sleep == nil {
+		c.sleep = sleepCtx
+	}
+	return c, nil
+}
+
+// endpointURL validates a base URL and returns the chat-completions URL.
+func endpointURL(base string) (string, error) {
+	u, err := url.Parse(strings.TrimSpace(base))
+	switch {
+	case base == "":
+		return "", fmt.Errorf("%w: BaseURL is empty", ErrInvalidRequest)
+	case err != nil:
+		return "", fmt.Errorf("%w: BaseURL does not parse as a URL", ErrInvalidRequest)
+	case u.Scheme != "http" && u.Scheme != "https":
+		return "", fmt.Errorf("%w: BaseURL scheme is %q, want http or https", ErrInvalidRequest, u.Scheme)
+	case u.Host == "" || u.Hostname() == "":
+		return "", fmt.Errorf("%w: BaseURL has no host", ErrInvalidRequest)
+	case u.Fragment != "":
+		return "", fmt.Errorf("%w: BaseURL has a #fragment", ErrInvalidRequest)
+	}
+	u.Path = strings.TrimRight(u.Path, "/") + "/chat/completions"
+	u.RawPath = ""
+	return u.String(), nil
+}
+
+func defaultTransport() *http.Transport {
+	return &http.Transport{
+		Proxy:                 http.ProxyFromEnvironment,
+		DialContext:           (&net.Dialer{Timeout: 30 * time.Second, KeepAlive: 30 * time.Second}).DialContext,
+		ForceAttemptHTTP2:     true,
+		MaxIdleConns:          64,
+		MaxIdleConnsPerHost:   16,
+		IdleConnTimeout:       90 * time.Second,
+		TLSHandshakeTimeout:   15 * time.Second,
+		ExpectContinueTimeout: time.Second,
+	}
+}
+
+func sleepCtx(ctx context.Context, d time.Duration) error {
+	if d <= 0 {
+		return ctx.Err()
+	}
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// Complete sends req and returns the assembled reply, retrying transient
+// failures (see classify, retryableTransportError) up to
+// Config.MaxAttempts with jittered backoff.
+//
+// Errors: ctx's error when ctx ends (at any point: waiting for headers,
+// reading the stream, sleeping between attempts); *APIError (possibly
+// wrapping ErrUnauthorized, ErrQuotaExhausted, ErrContextLength);
+// *IdleTimeoutError, *RequestTimeoutError, ErrStreamInterrupted,
+// ErrMalformedResponse, *LineTooLongError, *ResponseTooLargeError; wrapped
+// in ErrRetriesExhausted when the last of several retryable failures; and
+// ErrInvalidRequest for a request that cannot be sent.
+func (c *Client) Complete(ctx context.Context, req Request) (*Response, error) {
+	stream := !c.cfg.DisableStreaming
+	body, err := encodeRequest(&req, stream)
+	if err != nil {
+		return nil, err
+	}
+	for attempt := 1; ; attempt++ {
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
+		res, retryable, partial, err := c.attempt(ctx, body)
+		if err == nil {
+			res.Timing.Attempts = attempt
+			return res, nil
+		}
+		if ctx.Err() != nil {
+			return nil, ctx.Err()
+		}
+		if !retryable {
+			return nil, err
+		}
+		if attempt >= c.cfg.MaxAttempts {
+			return nil, fmt.Errorf("%w after %d attempt(s): %w", ErrRetriesExhausted, attempt, err)
+		}
+		wait, ok := retryWait(attempt, err, c.cfg.BaseBackoff, c.cfg.MaxBackoff, rand.Float64())
+		if !ok {
+			return nil, fmt.Errorf("llm: not retrying: the provider asked to wait %v, more than the %v allowed (%d × MaxBackoff): %w",
+				wait, RetryAfterCapFactor*c.cfg.MaxBackoff, RetryAfterCapFactor, err)
+		}
+		if dl, ok := ctx.Deadline(); ok && time.Until(dl) < wait {
+			return nil, fmt.Errorf("llm: not retrying: the next attempt in %v would start after the context deadline: %w", wait, err)
+		}
+		if c.cfg.OnRetry != nil {
+			c.cfg.OnRetry(Retry{Attempt: attempt, Wait: wait, Err: err, Partial: partial})
+		}
+		if err := c.sleep(ctx, wait); err != nil {
+			if ctx.Err() != nil {
+				return nil, ctx.Err()
+			}
+			return nil, err
+		}
+	}
+}
+
+// attempt makes one HTTP attempt. partial reports that OnDelta received
+// content before a failure.
+func (c *Client) attempt(ctx context.Context, body []byte) (res *Response, retryable, partial bool, err error) {
+	actx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	hreq, err := http.NewRequestWithContext(actx, http.MethodPost, c.endpoint, bytes.NewReader(body))
+	if err != nil {
+		return nil, false, false, fmt.Errorf("%w: %v", ErrInvalidRequest, err)
+	}
+	hreq.GetBody = func() (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(body)), nil }
+	hreq.Header["Content-Type"] = []string{"application/json"}
+	if c.cfg.DisableStreaming {
+		hreq.Header["Accept"] = []string{"application/json"}
+	} else {
+		hreq.Header["Accept"] = []string{"text/event-stream"}
+	}
+	hreq.Header["User-Agent"] = []string{"odek-llm/1"}
+	if c.auth != "" {
+		hreq.Header["Authorization"] = []string{c.auth}
+	}
+
+	start := time.Now()
+	reqTimer := time.AfterFunc(c.cfg.RequestTimeout, func() {
+		cancel(&RequestTimeoutError{Timeout: c.cfg.RequestTimeout})
+	})
+	defer reqTimer.Stop()
+
+	resp, err := c.hc.Do(hreq)
+	if err != nil {
+		if ctx.Err() != nil {
+			return nil, false, false, ctx.Err()
+		}
+		if cause := context.Cause(actx); isTimeoutCause(cause) {
+			return nil, true, false, cause
+		}
+		return nil, retryableTransportError(err), false, fmt.Errorf("llm: request failed: %w", err)
+	}
+	defer resp.Body.Close()
+
+	if resp.StatusCode < 200 || resp.StatusCode > 299 {
+		b, rerr := io.ReadAll(io.LimitReader(resp.Body, MaxErrorBodyBytes))
+		if rerr != nil && ctx.Err() != nil {
+			return nil, false, false, ctx.Err()
+		}
+		ra, hasRA := retryAfterFromHeader(resp.Header, time.Now())
+		r, apiErr := classify(resp.StatusCode, b, ra, hasRA)
+		return nil, r, false, apiErr
+	}
+
+	br := &bodyReader{r: resp.Body, limit: MaxResponseBytes}
+	if isEventStream(resp.Header.Get("Content-Type")) {
+		reqTimer.Stop()
+		wd := newWatchdog(c.cfg.IdleTimeout, func() { cancel(&IdleTimeoutError{Idle: c.cfg.IdleTimeout}) })
+		defer wd.stop()
+		br.wd = wd
+		st := getStreamState(br, MaxSSELineBytes, c.cfg.OnDelta)
+		serr := st.readStream()
+		end := time.Now()
+		if serr != nil {
+			partial = st.asm.delivered
+			putStreamState(st)
+			retryable, serr = c.streamError(ctx, actx, serr)
+			return nil, retryable, partial, serr
+		}
+		res = &Response{
+			Message:      st.asm.message(),
+			FinishReason: st.asm.finish,
+			Model:        st.asm.model,
+			Usage:        st.asm.usage,
+			Timing:       Timing{Duration: end.Sub(start)},
+		}
+		if !st.asm.firstDelta.IsZero() {
+			res.Timing.TTFT = st.asm.firstDelta.Sub(start)
+			res.Timing.Generation = end.Sub(st.asm.firstDelta)
+		}
+		putStreamState(st)
+		return res, false, false, nil
+	}
+
+	// A JSON body: asked for, or the server ignored "stream": true.
+	data, rerr := io.ReadAll(br)
+	if rerr != nil {
+		retryable, rerr = c.streamError(ctx, actx, rerr)
+		return nil, retryable, false, rerr
+	}
+	res, retryable, err = decodeBody(data)
+	if err != nil {
+		return nil, retryable, false, err
+	}
+	res.Timing.Duration = time.Since(start)
+	if c.cfg.OnDelta != nil && res.Message.Content != "" {
+		c.cfg.OnDelta(res.Message.Content)
+	}
+	return res, false, false, nil
+}
+
+// streamError interprets a failure while reading a 2xx body.
+func (c *Client) streamError(ctx, actx context.Context, err error) (retryable bool, _ error) {
+	if ctx.Err() != nil {
+		return false, ctx.Err()
+	}
+	if cause := context.Cause(actx); isTimeoutCause(cause) {
+		return true, cause
+	}
+	var (
+		apiErr  *APIError
+		lineErr *LineTooLongError
+		sizeErr *ResponseTooLargeError
+	)
+	switch {
+	case errors.As(err, &apiErr):
+		return classifyRetryable(apiErr), err
+	case errors.As(err, &lineErr), errors.As(err, &sizeErr):
+		return false, err
+	case errors.Is(err, ErrMalformedResponse), errors.Is(err, ErrStreamInterrupted):
+		return true, err
+	}
+	// A read error from the connection: the stream was cut.
+	return true, fmt.Errorf("%w: %w", ErrStreamInterrupted, err)
+}
+
+// classifyRetryable re-derives the retry decision of an APIError built
+// from a 200 reply.
+func classifyRetryable(e *APIError) bool {
+	if e.kind != nil {
+		return false
+	}
+	return classifyInStream(e)
+}
+
+func isTimeoutCause(err error) bool {
+	var idle *IdleTimeoutError
+	var req *RequestTimeoutError
+	return errors.As(err, &idle) || errors.As(err, &req)
+}
+
+func isEventStream(contentType string) bool {
+	mt, _, err := mime.ParseMediaType(contentType)
+	return err == nil && mt == "text/event-stream"
+}
+
+// bodyReader bounds a response body and reports activity to the idle
+// watchdog.
+type bodyReader struct {
+	r     io.Reader
+	n     int64
+	limit int64
+	wd    *watchdog
+}
+
+func (b *bodyReader) Read(p []byte) (int, error) {
+	if b.n > b.limit {
+		return 0, &ResponseTooLargeError{Limit: b.limit, Observed: b.n}
+	}
+	if rest := b.limit - b.n + 1; int64(len(p)) > rest {
+		p = p[:rest]
+	}
+	n, err := b.r.Read(p)
+	b.n += int64(n)
+	if n > 0 && b.wd != nil {
+		b.wd.touch()
+	}
+	if b.n > b.limit {
+		return 0, &ResponseTooLargeError{Limit: b.limit, Observed: b.n}
+	}
+	return n, err
+}
+
+// watchdog calls fire once no touch happened for idle. It re-arms itself
+// lazily instead of resetting a timer on every read.
+type watchdog struct {
+	idle  time.Duration
+	start time.Time
+	last  atomic.Int64 // nanoseconds since start of the last touch
+	timer *time.Timer
+	fire  func()
+}
+
+func newWatchdog(idle time.Duration, fire func()) *watchdog {
+	w := &watchdog{idle: idle, start: time.Now(), fire: fire}
+	w.timer = time.AfterFunc(idle, w.check)
+	return w
+}
+
+func (w *watchdog) touch() { w.last.Store(int64(time.Since(w.start))) }
+
+func (w *watchdog) check() {
+	silent := time.Since(w.start) - time.Duration(w.last.Load())
+	if silent >= w.idle {
+		w.fire()
+		return
+	}
+	w.timer.Reset(w.idle - silent)
+}
+
+func (w *watchdog) stop() { w.timer.Stop() }
+
+// wireRequest is the chat-completions request body.
+type wireRequest struct {
+	Model         string          `json:"model"`
+	Messages      []Message       `json:"messages"`
+	Tools         []ToolSpec      `json:"tools,omitempty"`
+	Temperature   *float64        `json:"temperature,omitempty"`
+	MaxTokens     int             `json:"max_tokens,omitempty"`
+	Stream        bool            `json:"stream,omitempty"`
+	StreamOptions *wireStreamOpts `json:"stream_options,omitempty"`
+}
+
+type wireStreamOpts struct {
+	IncludeUsage bool `json:"include_usage"`
+}
+
+// encodeRequest validates req and renders the body once for all attempts.
+// tools is omitted when empty and tool_choice is never sent ("auto" is the
+// default whenever tools are present). Empty ToolSpec.Type and
+// ToolCall.Type become "function" (in copies; req is not modified).
+func encodeRequest(req *Request, stream bool) ([]byte, error) {
+	switch {
+	case strings.TrimSpace(req.Model) == "":
+		return nil, fmt.Errorf("%w: Request.Model is empty", ErrInvalidRequest)
+	case len(req.Messages) == 0:
+		return nil, fmt.Errorf("%w: Request.Messages is empty", ErrInvalidRequest)
+	case req.MaxTokens < 0:
+		return nil, fmt.Errorf("%w: Request.MaxTokens is %d, want >= 0", ErrInvalidRequest, req.MaxTokens)
+	}
+	w := wireRequest{
+		Model:       req.Model,
+		Messages:    req.Messages,
+		Tools:       req.Tools,
+		Temperature: req.Temperature,
+		MaxTokens:   req.MaxTokens,
+	}
+	if stream {
+		w.Stream = true
+		w.StreamOptions = &wireStreamOpts{IncludeUsage: true}
+	}
+	toolsCopied := false
+	for i, t := range w.Tools {
+		if t.Function.Name == "" {
+			return nil, fmt.Errorf("%w: Request.Tools[%d] has no function name", ErrInvalidRequest, i)
+		}
+		if len(t.Function.Parameters) > 0 && !json.Valid(t.Function.Parameters) {
+			return nil, fmt.Errorf("%w: parameters of tool %q are not valid JSON", ErrInvalidRequest, t.Function.Name)
+		}
+		if t.Type == "" {
+			if !toolsCopied {
+				w.Tools, toolsCopied = slices.Clone(w.Tools), true
+			}
+			w.Tools[i].Type = "function"
+		}
+	}
+	msgsCopied := false
+	for i, m := range w.Messages {
+		callsCopied := false
+		for j, tc := range m.ToolCalls {
+			if tc.Type != "" {
+				continue
+			}
+			if !msgsCopied {
+				w.Messages, msgsCopied = slices.Clone(w.Messages), true
+			}
+			if !callsCopied {
+				w.Messages[i].ToolCalls, callsCopied = slices.Clone(m.ToolCalls), true
+			}
+			w.Messages[i].ToolCalls[j].Type = "function"
+		}
+	}
+	var buf bytes.Buffer
+	buf.Grow(estimateSize(req))
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(&w); err != nil {
+		return nil, fmt.Errorf("%w: %v", ErrInvalidRequest, err)
+	}
+	return buf.Bytes(), nil
+}
+
+// estimateSize guesses the encoded size to size the buffer once.
+func estimateSize(req *Request) int {
+	n := 256 + len(req.Model)
+	for _, m := range req.Messages {
+		n += 64 + len(m.Content) + len(m.ToolCallID) + len(m.Name)
+		for _, tc := range m.ToolCalls {
+			n += 64 + len(tc.ID) + len(tc.Function.Name) + len(tc.Function.Arguments)*5/4
+		}
+	}
+	for _, t := range req.Tools {
+		n += 64 + len(t.Function.Name) + len(t.Function.Description) + len(t.Function.Parameters)
+	}
+	return n + n/8
+}
