@@ -234,7 +234,8 @@ func jsonText(raw json.RawMessage) string {
 // scrubMessage masks anything in a provider message that looks like an API
 // key: words starting with "sk-" (OpenAI and many others echo a masked key
 // in 401 messages, showing its last characters) and long unbroken
-// alphanumeric tokens of 32+ characters.
+// alphanumeric tokens of 32+ characters (request ids "req_…" and
+// "chatcmpl-…" excepted).
 func scrubMessage(s string) string {
 	if s == "" {
 		return s
@@ -258,8 +259,8 @@ func looksLikeKey(w string) bool {
 	if strings.HasPrefix(w, "sk-") || strings.HasPrefix(w, "sk_") {
 		return true
 	}
-	if len(w) < 32 {
-		return false
+	if len(w) < 32 || strings.HasPrefix(w, "req_") || strings.HasPrefix(w, "chatcmpl-") {
+		return false // request ids help support and are not secrets
 	}
 	for _, r := range w {
 		if !(r == '-' || r == '_' || r == '*' || '0' <= r && r <= '9' || 'a' <= r && r <= 'z' || 'A' <= r && r <= 'Z') {
