@@ -197,8 +197,8 @@ func TestReadStream(t *testing.T) {
 			content: "joined", finish: "stop",
 		},
 		{
-			name: "[DONE] without finish_reason is complete",
-			body: sse(`{"choices":[{"index":0,"delta":{"content":"x"}}]}`, `[DONE]`, `garbage after done`),
+			name:    "[DONE] without finish_reason is complete",
+			body:    sse(`{"choices":[{"index":0,"delta":{"content":"x"}}]}`, `[DONE]`, `garbage after done`),
 			content: "x",
 		},
 		{
