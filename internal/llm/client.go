@@ -1,6 +1,7 @@
 package llm
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
@@ -291,12 +292,18 @@ func (c *Client) attempt(ctx context.Context, body []byte) (res *Response, retry
 	}
 
 	br := &bodyReader{r: resp.Body, limit: MaxResponseBytes}
-	if isEventStream(resp.Header.Get("Content-Type")) {
+	var rbody io.Reader = br
+	sseBody, err := isEventStream(resp.Header.Get("Content-Type"), &rbody)
+	if err != nil {
+		retryable, err = c.streamError(ctx, actx, err)
+		return nil, retryable, false, err
+	}
+	if sseBody {
 		reqTimer.Stop()
 		wd := newWatchdog(c.cfg.IdleTimeout, func() { cancel(&IdleTimeoutError{Idle: c.cfg.IdleTimeout}) })
 		defer wd.stop()
 		br.wd = wd
-		st := getStreamState(br, MaxSSELineBytes, c.cfg.OnDelta)
+		st := getStreamState(rbody, MaxSSELineBytes, c.cfg.OnDelta)
 		serr := st.readStream()
 		end := time.Now()
 		if serr != nil {
@@ -321,7 +328,7 @@ func (c *Client) attempt(ctx context.Context, body []byte) (res *Response, retry
 	}
 
 	// A JSON body: asked for, or the server ignored "stream": true.
-	data, rerr := io.ReadAll(br)
+	data, rerr := io.ReadAll(rbody)
 	if rerr != nil {
 		retryable, rerr = c.streamError(ctx, actx, rerr)
 		return nil, retryable, false, rerr
@@ -377,9 +384,42 @@ func isTimeoutCause(err error) bool {
 	return errors.As(err, &idle) || errors.As(err, &req)
 }
 
-func isEventStream(contentType string) bool {
+// isEventStream decides whether a 2xx body is an SSE stream: by its media
+// type when that is text/event-stream or JSON, else by sniffing the first
+// non-blank bytes (servers that omit or mislabel the type), in which case
+// *body is replaced by a reader that still yields the sniffed bytes.
+func isEventStream(contentType string, body *io.Reader) (bool, error) {
 	mt, _, err := mime.ParseMediaType(contentType)
-	return err == nil && mt == "text/event-stream"
+	if err == nil {
+		switch {
+		case mt == "text/event-stream":
+			return true, nil
+		case mt == "application/json" || strings.HasSuffix(mt, "+json"):
+			return false, nil
+		}
+	}
+	br := bufio.NewReaderSize(*body, 512)
+	*body = br
+	// Only the first non-blank byte is needed: '{' or '[' starts JSON; an
+	// SSE stream starts with a field name or a ':' comment.
+	for n := 1; n <= 512; n++ {
+		peek, err := br.Peek(n)
+		if len(peek) < n {
+			if err == io.EOF {
+				return false, nil
+			}
+			return false, err
+		}
+		switch peek[n-1] {
+		case ' ', '\t', '\r', '\n':
+			continue
+		case '{', '[':
+			return false, nil
+		default:
+			return true, nil
+		}
+	}
+	return false, nil
 }
 
 // bodyReader bounds a response body and reports activity to the idle

@@ -1,0 +1,74 @@
+package llm
+
+import (
+	"fmt"
+	"strings"
+	"testing"
+)
+
+// realisticStream is an OpenAI-shaped stream of about 200 chunks: a role
+// chunk, 80 content deltas, two tool calls whose arguments arrive in 60
+// deltas each, the finish chunk, the usage chunk and [DONE].
+func realisticStream() (body string, chunks int) {
+	var b strings.Builder
+	head := `{"id":"chatcmpl-B9MBs8CjcvOU2jLn4n570S5qMJKcT","object":"chat.completion.chunk","created":1741570283,"model":"gpt-4o-2024-08-06","system_fingerprint":"fp_eb9dce56a8","usage":null,"choices":[{"index":0,"delta":`
+	tail := `,"logprobs":null,"finish_reason":null}]}`
+	add := func(delta string) {
+		b.WriteString("data: ")
+		b.WriteString(head)
+		b.WriteString(delta)
+		b.WriteString(tail)
+		b.WriteString("\n\n")
+		chunks++
+	}
+	add(`{"role":"assistant","content":"","refusal":null}`)
+	for i := 0; i < 80; i++ {
+		add(fmt.Sprintf(`{"content":" word%d,"}`, i))
+	}
+	for call := 0; call < 2; call++ {
+		add(fmt.Sprintf(`{"tool_calls":[{"index":%d,"id":"call_%d","type":"function","function":{"name":"write_file","arguments":""}}]}`, call, call))
+		for i := 0; i < 59; i++ {
+			add(fmt.Sprintf(`{"tool_calls":[{"index":%d,"function":{"arguments":"{\"pa\\\"th%d"}}]}`, call, i))
+		}
+	}
+	b.WriteString(`data: {"id":"chatcmpl-B9MBs8CjcvOU2jLn4n570S5qMJKcT","object":"chat.completion.chunk","created":1741570283,"model":"gpt-4o-2024-08-06","system_fingerprint":"fp_eb9dce56a8","usage":null,"choices":[{"index":0,"delta":{},"logprobs":null,"finish_reason":"tool_calls"}]}` + "\n\n")
+	b.WriteString(`data: {"id":"chatcmpl-B9MBs8CjcvOU2jLn4n570S5qMJKcT","object":"chat.completion.chunk","created":1741570283,"model":"gpt-4o-2024-08-06","system_fingerprint":"fp_eb9dce56a8","choices":[],"usage":{"prompt_tokens":1843,"completion_tokens":402,"total_tokens":2245,"prompt_tokens_details":{"cached_tokens":1536,"audio_tokens":0},"completion_tokens_details":{"reasoning_tokens":0,"audio_tokens":0,"accepted_prediction_tokens":0,"rejected_prediction_tokens":0}}}` + "\n\n")
+	b.WriteString("data: [DONE]\n\n")
+	return b.String(), chunks + 2
+}
+
+// BenchmarkReadStream parses and assembles a ~200-chunk stream with
+// tool-call deltas (the client's per-answer parsing cost).
+func BenchmarkReadStream(b *testing.B) {
+	body, chunks := realisticStream()
+	b.SetBytes(int64(len(body)))
+	b.ReportAllocs()
+	r := strings.NewReader(body)
+	for b.Loop() {
+		r.Reset(body)
+		st := getStreamState(r, MaxSSELineBytes, nil)
+		if err := st.readStream(); err != nil {
+			b.Fatal(err)
+		}
+		m := st.asm.message()
+		if len(m.ToolCalls) != 2 {
+			b.Fatalf("calls = %d", len(m.ToolCalls))
+		}
+		putStreamState(st)
+	}
+	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/float64(chunks), "ns/chunk")
+}
+
+// BenchmarkDecodeChunk decodes one tool-call delta chunk.
+func BenchmarkDecodeChunk(b *testing.B) {
+	data := []byte(`{"id":"chatcmpl-B9MBs8CjcvOU2jLn4n570S5qMJKcT","object":"chat.completion.chunk","created":1741570283,"model":"gpt-4o-2024-08-06","system_fingerprint":"fp_eb9dce56a8","choices":[{"index":0,"delta":{"tool_calls":[{"index":0,"function":{"arguments":"\"path\": \"/"}}]},"logprobs":null,"finish_reason":null}]}`)
+	var s scanner
+	var v chunkView
+	b.SetBytes(int64(len(data)))
+	b.ReportAllocs()
+	for b.Loop() {
+		if err := s.decodeChunk(data, &v); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
