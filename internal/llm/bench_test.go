@@ -1,7 +1,12 @@
 package llm_test
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
+	"io"
+	"net/http"
+	"net/http/httptest"
 	"fmt"
 	"strings"
 	"testing"
@@ -52,7 +57,53 @@ func benchComplete(b *testing.B, stream bool) {
 
 // BenchmarkComplete measures whole calls against the loopback fake (the
 // fake server's own CPU is included, since it runs in-process).
+// "stream-replay" serves a recorded fake stream from memory in one write,
+// which leaves mostly the client's own cost.
 func BenchmarkComplete(b *testing.B) {
 	b.Run("stream", func(b *testing.B) { benchComplete(b, true) })
 	b.Run("json", func(b *testing.B) { benchComplete(b, false) })
+	b.Run("stream-replay", benchReplay)
+}
+
+func benchReplay(b *testing.B) {
+	// Record one streamed reply of the fake.
+	turn := llmtest.Turn{Content: strings.Repeat("answer text ", 40), ChunkSize: 6,
+		ToolCalls: []llmtest.Call{{Name: "read_file", Arguments: `{"path":"internal/llm/client.go","max_bytes":65536}`}}}
+	fake := llmtest.NewHandler(b, func(llmtest.Recorded) llmtest.Turn { return turn })
+	req := benchConversation()
+	body, err := json.Marshal(map[string]any{"model": req.Model, "messages": req.Messages, "tools": req.Tools,
+		"stream": true, "stream_options": map[string]bool{"include_usage": true}})
+	if err != nil {
+		b.Fatal(err)
+	}
+	resp, err := http.Post(fake.URL+"/chat/completions", "application/json", bytes.NewReader(body))
+	if err != nil {
+		b.Fatal(err)
+	}
+	recorded, err := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if err != nil || resp.StatusCode != 200 {
+		b.Fatalf("recording: %v %d", err, resp.StatusCode)
+	}
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		io.Copy(io.Discard, r.Body)
+		w.Header().Set("Content-Type", "text/event-stream")
+		w.Write(recorded)
+	}))
+	defer srv.Close()
+	c, err := llm.New(llm.Config{BaseURL: srv.URL})
+	if err != nil {
+		b.Fatal(err)
+	}
+	ctx := context.Background()
+	b.ReportAllocs()
+	for b.Loop() {
+		res, err := c.Complete(ctx, req)
+		if err != nil {
+			b.Fatal(err)
+		}
+		if len(res.Message.ToolCalls) != 1 {
+			b.Fatalf("message = %+v", res.Message)
+		}
+	}
 }

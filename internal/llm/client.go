@@ -195,9 +195,12 @@ func sleepCtx(ctx context.Context, d time.Duration) error {
 // reading the stream, sleeping between attempts); *APIError (possibly
 // wrapping ErrUnauthorized, ErrQuotaExhausted, ErrContextLength);
 // *IdleTimeoutError, *RequestTimeoutError, ErrStreamInterrupted,
-// ErrMalformedResponse, *LineTooLongError, *ResponseTooLargeError; wrapped
-// in ErrRetriesExhausted when the last of several retryable failures; and
-// ErrInvalidRequest for a request that cannot be sent.
+// ErrMalformedResponse, *LineTooLongError, *ResponseTooLargeError. When
+// every allowed attempt failed with a retryable error (MaxAttempts 1
+// included), the last error is wrapped in ErrRetriesExhausted. A
+// Retry-After beyond the cap, or a wait that would outlast ctx's deadline,
+// ends the call early with the last error. ErrInvalidRequest: the request
+// cannot be sent (nothing was sent).
 func (c *Client) Complete(ctx context.Context, req Request) (*Response, error) {
 	stream := !c.cfg.DisableStreaming
 	body, err := encodeRequest(&req, stream)
@@ -288,6 +291,7 @@ func (c *Client) attempt(ctx context.Context, body []byte) (res *Response, retry
 		}
 		ra, hasRA := retryAfterFromHeader(resp.Header, time.Now())
 		r, apiErr := classify(resp.StatusCode, b, ra, hasRA)
+		c.scrubKey(apiErr)
 		return nil, r, false, apiErr
 	}
 
@@ -312,6 +316,9 @@ func (c *Client) attempt(ctx context.Context, body []byte) (res *Response, retry
 			retryable, serr = c.streamError(ctx, actx, serr)
 			return nil, retryable, partial, serr
 		}
+		if st.asm.done {
+			drainBody(st.br, cancel)
+		}
 		res = &Response{
 			Message:      st.asm.message(),
 			FinishReason: st.asm.finish,
@@ -335,6 +342,10 @@ func (c *Client) attempt(ctx context.Context, body []byte) (res *Response, retry
 	}
 	res, retryable, err = decodeBody(data)
 	if err != nil {
+		var apiErr *APIError
+		if errors.As(err, &apiErr) {
+			c.scrubKey(apiErr)
+		}
 		return nil, retryable, false, err
 	}
 	res.Timing.Duration = time.Since(start)
@@ -342,6 +353,24 @@ func (c *Client) attempt(ctx context.Context, body []byte) (res *Response, retry
 		c.cfg.OnDelta(res.Message.Content)
 	}
 	return res, false, false, nil
+}
+
+// Draining after [DONE]: the end of the body normally follows at once;
+// reading it lets the transport reuse the connection (closing an unread
+// HTTP/1.1 body discards the connection, and a new TLS handshake costs far
+// more than the drain). A server that keeps the stream open is given up on
+// after drainTimeout or drainMaxBytes.
+const (
+	drainTimeout  = 250 * time.Millisecond
+	drainMaxBytes = 16 << 10
+)
+
+var errDrained = errors.New("llm: stopped draining the body after [DONE]")
+
+func drainBody(r io.Reader, cancel context.CancelCauseFunc) {
+	t := time.AfterFunc(drainTimeout, func() { cancel(errDrained) })
+	io.CopyN(io.Discard, r, drainMaxBytes)
+	t.Stop()
 }
 
 // streamError interprets a failure while reading a 2xx body.
@@ -359,6 +388,7 @@ func (c *Client) streamError(ctx, actx context.Context, err error) (retryable bo
 	)
 	switch {
 	case errors.As(err, &apiErr):
+		c.scrubKey(apiErr)
 		return classifyRetryable(apiErr), err
 	case errors.As(err, &lineErr), errors.As(err, &sizeErr):
 		return false, err
@@ -367,6 +397,15 @@ func (c *Client) streamError(ctx, actx context.Context, err error) (retryable bo
 	}
 	// A read error from the connection: the stream was cut.
 	return true, fmt.Errorf("%w: %w", ErrStreamInterrupted, err)
+}
+
+// scrubKey removes the configured API key from a provider message, in
+// case the provider echoed it whole (scrubMessage already masks the usual
+// shapes).
+func (c *Client) scrubKey(e *APIError) {
+	if k := c.cfg.APIKey; len(k) >= 4 && strings.Contains(e.Message, k) {
+		e.Message = strings.ReplaceAll(e.Message, k, "[redacted]")
+	}
 }
 
 // classifyRetryable re-derives the retry decision of an APIError built
@@ -452,7 +491,8 @@ func (b *bodyReader) Read(p []byte) (int, error) {
 // watchdog calls fire once no touch happened for idle. It re-arms itself
 // lazily instead of resetting a timer on every read.
 type watchdog struct {
-	idle  time.Duration
+	stopped atomic.Bool
+	idle    time.Duration
 	start time.Time
 	last  atomic.Int64 // nanoseconds since start of the last touch
 	timer *time.Timer
@@ -468,6 +508,9 @@ func newWatchdog(idle time.Duration, fire func()) *watchdog {
 func (w *watchdog) touch() { w.last.Store(int64(time.Since(w.start))) }
 
 func (w *watchdog) check() {
+	if w.stopped.Load() {
+		return
+	}
 	silent := time.Since(w.start) - time.Duration(w.last.Load())
 	if silent >= w.idle {
 		w.fire()
@@ -476,7 +519,10 @@ func (w *watchdog) check() {
 	w.timer.Reset(w.idle - silent)
 }
 
-func (w *watchdog) stop() { w.timer.Stop() }
+func (w *watchdog) stop() {
+	w.stopped.Store(true)
+	w.timer.Stop()
+}
 
 // wireRequest is the chat-completions request body.
 type wireRequest struct {

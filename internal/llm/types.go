@@ -4,6 +4,17 @@
 // idle timeout for silent streams.
 //
 // A *Client is safe for concurrent use. It owns no goroutines between calls.
+// Complete does not retain the Request or anything in it; the returned
+// Response (strings and slices included) belongs to the caller. OnDelta and
+// OnRetry callbacks run synchronously on the calling goroutine.
+//
+// Decisions are pure functions (classify, backoff, parseRetryAfter,
+// retryWait, retryableTransportError) with table tests; Complete only calls
+// them. Streamed chunks are decoded by a small allocation-free decoder
+// (chunk.go) that is fuzzed against encoding/json. Every input from the
+// endpoint is bounded: MaxSSELineBytes per line, MaxResponseBytes per body,
+// MaxErrorBodyBytes per error body, MaxErrorMessageBytes per message kept.
+// Errors never contain the API key.
 package llm
 
 import (
