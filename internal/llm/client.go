@@ -493,10 +493,10 @@ func (b *bodyReader) Read(p []byte) (int, error) {
 type watchdog struct {
 	stopped atomic.Bool
 	idle    time.Duration
-	start time.Time
-	last  atomic.Int64 // nanoseconds since start of the last touch
-	timer *time.Timer
-	fire  func()
+	start   time.Time
+	last    atomic.Int64 // nanoseconds since start of the last touch
+	timer   *time.Timer
+	fire    func()
 }
 
 func newWatchdog(idle time.Duration, fire func()) *watchdog {
