@@ -191,6 +191,17 @@ func sleepCtx(ctx context.Context, d time.Duration) error {
 // failures (see classify, retryableTransportError) up to
 // Config.MaxAttempts with jittered backoff.
 //
+// Streamed tool calls are assembled by their "index": id, type and name
+// take the first non-empty value, arguments are concatenated, and calls
+// come out in index order. A delta without an index continues the latest
+// call unless it carries a different id, which starts a new call. Missing
+// ids become "call_<position>", missing types "function", and empty
+// arguments "{}". Only choice 0 is used; reasoning_content/reasoning never
+// reach Message.Content, a refusal does. A stream that ends after a
+// finish_reason without [DONE] is accepted; one that ends before is
+// ErrStreamInterrupted. A reply in the other mode than asked (JSON to a
+// streaming request, or SSE to a plain one) is accepted.
+//
 // Errors: ctx's error when ctx ends (at any point: waiting for headers,
 // reading the stream, sleeping between attempts); *APIError (possibly
 // wrapping ErrUnauthorized, ErrQuotaExhausted, ErrContextLength);

@@ -74,6 +74,9 @@ func decodeBody(data []byte) (res *Response, retryable bool, err error) {
 		i  int
 		tc ToolCall
 	}
+	if n := len(ch.Message.ToolCalls); n > MaxToolCalls {
+		return nil, true, malformedf("%d tool calls in one response, more than %d (MaxToolCalls)", n, MaxToolCalls)
+	}
 	calls := make([]indexed, 0, len(ch.Message.ToolCalls))
 	for i, tc := range ch.Message.ToolCalls {
 		idx := i

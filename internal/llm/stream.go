@@ -9,6 +9,11 @@ import (
 	"time"
 )
 
+// MaxToolCalls bounds the tool calls in one response; more is treated as
+// a malformed response. It also keeps the per-delta lookup of a call by
+// index cheap.
+const MaxToolCalls = 256
+
 // callAcc accumulates one tool call from its deltas.
 type callAcc struct {
 	index         int
@@ -102,6 +107,9 @@ func (a *assembler) apply(v *chunkView) error {
 	}
 	for i := range c.tools {
 		a.applyTool(&c.tools[i])
+	}
+	if len(a.calls) > MaxToolCalls {
+		return malformedf("more than %d tool calls in one response (MaxToolCalls)", MaxToolCalls)
 	}
 	if c.finish.ok && len(c.finish.raw) > 0 {
 		a.finish = a.finishString(c.finish)

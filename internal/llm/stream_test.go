@@ -374,3 +374,21 @@ func FuzzReadStream(f *testing.F) {
 		}
 	})
 }
+
+func TestTooManyToolCalls(t *testing.T) {
+	var chunks []string
+	for i := 0; i <= MaxToolCalls; i++ {
+		chunks = append(chunks, fmt.Sprintf(`{"choices":[{"index":0,"delta":{"tool_calls":[{"index":%d,"id":"c%d","function":{"name":"f","arguments":"{}"}}]}}]}`, i, i))
+	}
+	st, err := runStream(t, sse(chunks...), MaxSSELineBytes)
+	defer putStreamState(st)
+	if !errors.Is(err, ErrMalformedResponse) || !strings.Contains(err.Error(), fmt.Sprint(MaxToolCalls)) {
+		t.Fatalf("err = %v, want ErrMalformedResponse naming the limit", err)
+	}
+	// Exactly at the limit is fine.
+	st2, err := runStream(t, sse(append(chunks[:MaxToolCalls], `{"choices":[{"index":0,"finish_reason":"tool_calls"}]}`)...), MaxSSELineBytes)
+	defer putStreamState(st2)
+	if err != nil || len(st2.asm.message().ToolCalls) != MaxToolCalls {
+		t.Fatalf("err = %v", err)
+	}
+}
