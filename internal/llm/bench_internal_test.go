@@ -72,3 +72,43 @@ func BenchmarkDecodeChunk(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkEncodeRequest renders an agent-sized request body (about
+// 120 KB of history with tool output) as Complete does once per call:
+// "cold" encodes everything, "warm" is the next call of the same agent, one
+// message longer, with the earlier messages' encodings cached.
+func BenchmarkEncodeRequest(b *testing.B) {
+	req := Request{Model: "m", Messages: []Message{{Role: RoleSystem, Content: strings.Repeat("You are careful. ", 60)}}}
+	for i := 0; i < 20; i++ {
+		id := fmt.Sprintf("call_%d", i)
+		req.Messages = append(req.Messages,
+			Message{Role: RoleAssistant, ToolCalls: []ToolCall{{ID: id, Type: "function", Function: FunctionCall{Name: "read_file", Arguments: `{"path":"x.go"}`}}}},
+			Message{Role: RoleTool, ToolCallID: id, Content: strings.Repeat("\tfmt.Println(\"line\")\n", 230)})
+	}
+	body, _ := encodeRequest(&req, true, nil, nil)
+	b.Run("cold", func(b *testing.B) {
+		b.SetBytes(int64(len(body)))
+		b.ReportAllocs()
+		for b.Loop() {
+			if _, err := encodeRequest(&req, true, nil, nil); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	b.Run("warm", func(b *testing.B) {
+		var cache msgCache
+		encodeRequest(&req, true, &cache, nil)
+		next := req
+		next.Messages = append(req.Messages[:len(req.Messages):len(req.Messages)],
+			Message{Role: RoleUser, Content: strings.Repeat("new ", 200)})
+		b.SetBytes(int64(len(body)))
+		b.ReportAllocs()
+		var dst []byte // the pooled buffer Complete reuses
+		for b.Loop() {
+			var err error
+			if dst, err = encodeRequest(&next, true, &cache, dst); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+}

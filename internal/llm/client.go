@@ -4,7 +4,6 @@ import (
 	"bufio"
 	"bytes"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -13,8 +12,8 @@ import (
 	"net"
 	"net/http"
 	"net/url"
-	"slices"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 )
@@ -92,6 +91,7 @@ type Client struct {
 	auth     string // "Bearer <key>", or "" for none
 	hc       *http.Client
 	sleep    func(context.Context, time.Duration) error
+	cache    msgCache // encoded messages, reused across calls
 }
 
 // New validates cfg and returns a Client. Errors wrap ErrInvalidRequest.
@@ -214,15 +214,33 @@ func sleepCtx(ctx context.Context, d time.Duration) error {
 // cannot be sent (nothing was sent).
 func (c *Client) Complete(ctx context.Context, req Request) (*Response, error) {
 	stream := !c.cfg.DisableStreaming
-	body, err := encodeRequest(&req, stream)
+	bp := bodyPool.Get().(*[]byte)
+	body, err := encodeRequest(&req, stream, &c.cache, *bp)
 	if err != nil {
+		bodyPool.Put(bp)
 		return nil, err
 	}
+	var bodies []*requestBody // one per attempt
+	defer func() {
+		// The transport may close a request body after RoundTrip returned;
+		// the buffer is reused only when every attempt's body was closed.
+		for _, b := range bodies {
+			if !b.closed.Load() {
+				return
+			}
+		}
+		if cap(body) <= maxPooledBody {
+			*bp = body[:0]
+			bodyPool.Put(bp)
+		}
+	}()
 	for attempt := 1; ; attempt++ {
 		if err := ctx.Err(); err != nil {
 			return nil, err
 		}
-		res, retryable, partial, err := c.attempt(ctx, body)
+		rb := &requestBody{data: body}
+		bodies = append(bodies, rb)
+		res, retryable, partial, err := c.attempt(ctx, rb)
 		if err == nil {
 			res.Timing.Attempts = attempt
 			return res, nil
@@ -258,14 +276,15 @@ func (c *Client) Complete(ctx context.Context, req Request) (*Response, error) {
 
 // attempt makes one HTTP attempt. partial reports that OnDelta received
 // content before a failure.
-func (c *Client) attempt(ctx context.Context, body []byte) (res *Response, retryable, partial bool, err error) {
+func (c *Client) attempt(ctx context.Context, body *requestBody) (res *Response, retryable, partial bool, err error) {
 	actx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
-	hreq, err := http.NewRequestWithContext(actx, http.MethodPost, c.endpoint, bytes.NewReader(body))
+	hreq, err := http.NewRequestWithContext(actx, http.MethodPost, c.endpoint, body)
 	if err != nil {
 		return nil, false, false, fmt.Errorf("%w: %v", ErrInvalidRequest, err)
 	}
-	hreq.GetBody = func() (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(body)), nil }
+	hreq.ContentLength = int64(len(body.data))
+	hreq.GetBody = body.again
 	hreq.Header["Content-Type"] = []string{"application/json"}
 	if c.cfg.DisableStreaming {
 		hreq.Header["Accept"] = []string{"application/json"}
@@ -364,6 +383,41 @@ func (c *Client) attempt(ctx context.Context, body []byte) (res *Response, retry
 		c.cfg.OnDelta(res.Message.Content)
 	}
 	return res, false, false, nil
+}
+
+// Request bodies are rendered into pooled buffers; maxPooledBody keeps a
+// rare huge one from being pinned.
+const maxPooledBody = 8 << 20
+
+var bodyPool = sync.Pool{New: func() any { return new([]byte) }}
+
+// requestBody is the body of one attempt. It records its Close, which the
+// transport may call after RoundTrip returned, so that the buffer is
+// reused only once nothing reads it any more.
+type requestBody struct {
+	data   []byte
+	off    int
+	closed atomic.Bool
+}
+
+func (b *requestBody) Read(p []byte) (int, error) {
+	if b.off >= len(b.data) {
+		return 0, io.EOF
+	}
+	n := copy(p, b.data[b.off:])
+	b.off += n
+	return n, nil
+}
+
+func (b *requestBody) Close() error {
+	b.closed.Store(true)
+	return nil
+}
+
+// again serves GetBody (redirects, retried HTTP/2 streams): a copy of the
+// data, so the pooled buffer is never shared with an untracked reader.
+func (b *requestBody) again() (io.ReadCloser, error) {
+	return io.NopCloser(bytes.NewReader(bytes.Clone(b.data))), nil
 }
 
 // Draining after [DONE]: the end of the body normally follows at once;
@@ -533,99 +587,4 @@ func (w *watchdog) check() {
 func (w *watchdog) stop() {
 	w.stopped.Store(true)
 	w.timer.Stop()
-}
-
-// wireRequest is the chat-completions request body.
-type wireRequest struct {
-	Model         string          `json:"model"`
-	Messages      []Message       `json:"messages"`
-	Tools         []ToolSpec      `json:"tools,omitempty"`
-	Temperature   *float64        `json:"temperature,omitempty"`
-	MaxTokens     int             `json:"max_tokens,omitempty"`
-	Stream        bool            `json:"stream,omitempty"`
-	StreamOptions *wireStreamOpts `json:"stream_options,omitempty"`
-}
-
-type wireStreamOpts struct {
-	IncludeUsage bool `json:"include_usage"`
-}
-
-// encodeRequest validates req and renders the body once for all attempts.
-// tools is omitted when empty and tool_choice is never sent ("auto" is the
-// default whenever tools are present). Empty ToolSpec.Type and
-// ToolCall.Type become "function" (in copies; req is not modified).
-func encodeRequest(req *Request, stream bool) ([]byte, error) {
-	switch {
-	case strings.TrimSpace(req.Model) == "":
-		return nil, fmt.Errorf("%w: Request.Model is empty", ErrInvalidRequest)
-	case len(req.Messages) == 0:
-		return nil, fmt.Errorf("%w: Request.Messages is empty", ErrInvalidRequest)
-	case req.MaxTokens < 0:
-		return nil, fmt.Errorf("%w: Request.MaxTokens is %d, want >= 0", ErrInvalidRequest, req.MaxTokens)
-	}
-	w := wireRequest{
-		Model:       req.Model,
-		Messages:    req.Messages,
-		Tools:       req.Tools,
-		Temperature: req.Temperature,
-		MaxTokens:   req.MaxTokens,
-	}
-	if stream {
-		w.Stream = true
-		w.StreamOptions = &wireStreamOpts{IncludeUsage: true}
-	}
-	toolsCopied := false
-	for i, t := range w.Tools {
-		if t.Function.Name == "" {
-			return nil, fmt.Errorf("%w: Request.Tools[%d] has no function name", ErrInvalidRequest, i)
-		}
-		if len(t.Function.Parameters) > 0 && !json.Valid(t.Function.Parameters) {
-			return nil, fmt.Errorf("%w: parameters of tool %q are not valid JSON", ErrInvalidRequest, t.Function.Name)
-		}
-		if t.Type == "" {
-			if !toolsCopied {
-				w.Tools, toolsCopied = slices.Clone(w.Tools), true
-			}
-			w.Tools[i].Type = "function"
-		}
-	}
-	msgsCopied := false
-	for i, m := range w.Messages {
-		callsCopied := false
-		for j, tc := range m.ToolCalls {
-			if tc.Type != "" {
-				continue
-			}
-			if !msgsCopied {
-				w.Messages, msgsCopied = slices.Clone(w.Messages), true
-			}
-			if !callsCopied {
-				w.Messages[i].ToolCalls, callsCopied = slices.Clone(m.ToolCalls), true
-			}
-			w.Messages[i].ToolCalls[j].Type = "function"
-		}
-	}
-	var buf bytes.Buffer
-	buf.Grow(estimateSize(req))
-	enc := json.NewEncoder(&buf)
-	enc.SetEscapeHTML(false)
-	if err := enc.Encode(&w); err != nil {
-		return nil, fmt.Errorf("%w: %v", ErrInvalidRequest, err)
-	}
-	return buf.Bytes(), nil
-}
-
-// estimateSize guesses the encoded size to size the buffer once.
-func estimateSize(req *Request) int {
-	n := 256 + len(req.Model)
-	for _, m := range req.Messages {
-		n += 64 + len(m.Content) + len(m.ToolCallID) + len(m.Name)
-		for _, tc := range m.ToolCalls {
-			n += 64 + len(tc.ID) + len(tc.Function.Name) + len(tc.Function.Arguments)*5/4
-		}
-	}
-	for _, t := range req.Tools {
-		n += 64 + len(t.Function.Name) + len(t.Function.Description) + len(t.Function.Parameters)
-	}
-	return n + n/8
 }

@@ -2,8 +2,11 @@ package llm_test
 
 import (
 	"context"
+	"fmt"
 	"net"
 	"net/http"
+	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 
@@ -48,4 +51,47 @@ func newCountingServer(t *testing.T, h http.Handler, conns *atomic.Int32) string
 	go srv.Serve(ln)
 	t.Cleanup(func() { srv.Close() })
 	return "http://" + ln.Addr().String()
+}
+
+// TestConcurrentCallsKeepTheirBodies shares one client between goroutines
+// whose requests differ, with big messages (cached encodings) and pooled
+// body buffers: every reply must answer its own request.
+func TestConcurrentCallsKeepTheirBodies(t *testing.T) {
+	srv := llmtest.NewHandler(t, func(r llmtest.Recorded) llmtest.Turn {
+		return llmtest.Reply("echo:" + r.LastMessage().Content[:16])
+	})
+	c := newClient(t, llm.Config{BaseURL: srv.URL})
+	shared := strings.Repeat("shared system prompt ", 100)
+	var wg sync.WaitGroup
+	errs := make(chan error, 64)
+	for g := 0; g < 8; g++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := 0; i < 10; i++ {
+				tag := fmt.Sprintf("g%02d-i%02d-%s", g, i, strings.Repeat("z", 600))
+				req := llm.Request{Model: "m", Messages: []llm.Message{
+					{Role: llm.RoleSystem, Content: shared},
+					{Role: llm.RoleUser, Content: tag},
+				}}
+				res, err := c.Complete(context.Background(), req)
+				if err != nil {
+					errs <- err
+					return
+				}
+				if want := "echo:" + tag[:16]; res.Message.Content != want {
+					errs <- fmt.Errorf("reply %q, want %q", res.Message.Content, want)
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Error(err)
+	}
+	if srv.Calls() != 80 {
+		t.Errorf("calls = %d", srv.Calls())
+	}
 }

@@ -15,6 +15,12 @@
 // endpoint is bounded: MaxSSELineBytes per line, MaxResponseBytes per body,
 // MaxErrorBodyBytes per error body, MaxErrorMessageBytes per message kept.
 // Errors never contain the API key.
+//
+// Per-call CPU is kept low for long agent runs: the request body is built
+// once per call into a pooled buffer, and the encodings of messages with
+// large content are memoized across calls (keyed by the identity of the
+// content string, checked against the whole message, bounded in bytes), so
+// resending an unchanged history costs little more than a copy.
 package llm
 
 import (

@@ -1,0 +1,272 @@
+package llm
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"strings"
+	"sync"
+	"unsafe"
+)
+
+// wireRest is the request body without "messages", which encodeRequest
+// writes itself.
+type wireRest struct {
+	Model         string          `json:"model"`
+	Tools         []ToolSpec      `json:"tools,omitempty"`
+	Temperature   *float64        `json:"temperature,omitempty"`
+	MaxTokens     int             `json:"max_tokens,omitempty"`
+	Stream        bool            `json:"stream,omitempty"`
+	StreamOptions *wireStreamOpts `json:"stream_options,omitempty"`
+}
+
+type wireStreamOpts struct {
+	IncludeUsage bool `json:"include_usage"`
+}
+
+// encodeRequest validates req and renders the body once for all attempts
+// of a call. "tools" is omitted when empty and tool_choice is never sent
+// ("auto" is the default whenever tools are present). Empty ToolSpec.Type
+// and ToolCall.Type are sent as "function" (req is not modified).
+//
+// Messages whose content is at least cacheMinContent bytes are looked up
+// in cache (nil: no caching): an agent resends its whole, mostly unchanged
+// history on every call, and re-encoding it would cost CPU in proportion
+// to the history on every iteration.
+//
+// The body is appended to dst[:0] (which may be nil).
+func encodeRequest(req *Request, stream bool, cache *msgCache, dst []byte) ([]byte, error) {
+	switch {
+	case strings.TrimSpace(req.Model) == "":
+		return nil, fmt.Errorf("%w: Request.Model is empty", ErrInvalidRequest)
+	case len(req.Messages) == 0:
+		return nil, fmt.Errorf("%w: Request.Messages is empty", ErrInvalidRequest)
+	case req.MaxTokens < 0:
+		return nil, fmt.Errorf("%w: Request.MaxTokens is %d, want >= 0", ErrInvalidRequest, req.MaxTokens)
+	}
+	rest := wireRest{Model: req.Model, Tools: req.Tools, Temperature: req.Temperature, MaxTokens: req.MaxTokens}
+	if stream {
+		rest.Stream = true
+		rest.StreamOptions = &wireStreamOpts{IncludeUsage: true}
+	}
+	toolsCopied := false
+	for i, t := range rest.Tools {
+		if t.Function.Name == "" {
+			return nil, fmt.Errorf("%w: Request.Tools[%d] has no function name", ErrInvalidRequest, i)
+		}
+		if len(t.Function.Parameters) > 0 && !json.Valid(t.Function.Parameters) {
+			return nil, fmt.Errorf("%w: parameters of tool %q are not valid JSON", ErrInvalidRequest, t.Function.Name)
+		}
+		if t.Type == "" {
+			if !toolsCopied {
+				rest.Tools = append([]ToolSpec(nil), rest.Tools...)
+				toolsCopied = true
+			}
+			rest.Tools[i].Type = "function"
+		}
+	}
+
+	buf := bytes.NewBuffer(dst[:0])
+	buf.Grow(estimateSize(req))
+	enc := json.NewEncoder(buf)
+	enc.SetEscapeHTML(false)
+
+	cached := cache.lookup(req.Messages)
+	buf.WriteString(`{"messages":[`)
+	var misses []int
+	for i := range req.Messages {
+		if i > 0 {
+			buf.WriteByte(',')
+		}
+		if cached != nil && cached[i] != nil {
+			buf.Write(cached[i])
+			continue
+		}
+		start := buf.Len()
+		if err := encodeMessage(enc, buf, &req.Messages[i]); err != nil {
+			return nil, err
+		}
+		if cache != nil && len(req.Messages[i].Content) >= cacheMinContent {
+			misses = append(misses, i, start, buf.Len())
+		}
+	}
+	if len(misses) > 0 {
+		// Copy the new encodings out of buf (which is returned and owned by
+		// the request) before caching them.
+		b := buf.Bytes()
+		entries := make([]msgEntry, 0, len(misses)/3)
+		for k := 0; k < len(misses); k += 3 {
+			i, from, to := misses[k], misses[k+1], misses[k+2]
+			entries = append(entries, msgEntry{msg: req.Messages[i], enc: bytes.Clone(b[from:to])})
+		}
+		cache.store(entries)
+	}
+	buf.WriteString("],")
+	restStart := buf.Len()
+	if err := enc.Encode(&rest); err != nil {
+		return nil, fmt.Errorf("%w: %v", ErrInvalidRequest, err)
+	}
+	// rest encodes as {"model":…}\n: drop its '{' (the object is already
+	// open) and the newline.
+	b := buf.Bytes()
+	copy(b[restStart:], b[restStart+1:])
+	return b[:len(b)-2], nil
+}
+
+// encodeMessage appends the JSON of m to buf (without a newline), sending
+// empty ToolCall.Type as "function".
+func encodeMessage(enc *json.Encoder, buf *bytes.Buffer, m *Message) error {
+	v := m
+	for j := range m.ToolCalls {
+		if m.ToolCalls[j].Type == "" {
+			c := *m
+			c.ToolCalls = append([]ToolCall(nil), m.ToolCalls...)
+			for k := range c.ToolCalls {
+				if c.ToolCalls[k].Type == "" {
+					c.ToolCalls[k].Type = "function"
+				}
+			}
+			v = &c
+			break
+		}
+	}
+	if err := enc.Encode(v); err != nil {
+		return fmt.Errorf("%w: %v", ErrInvalidRequest, err)
+	}
+	buf.Truncate(buf.Len() - 1) // Encode's newline
+	return nil
+}
+
+// estimateSize guesses the encoded size to size the buffer once.
+func estimateSize(req *Request) int {
+	n := 256 + len(req.Model)
+	for _, m := range req.Messages {
+		n += 64 + len(m.Content) + len(m.ToolCallID) + len(m.Name)
+		for _, tc := range m.ToolCalls {
+			n += 64 + len(tc.ID) + len(tc.Function.Name) + len(tc.Function.Arguments)*5/4
+		}
+	}
+	for _, t := range req.Tools {
+		n += 64 + len(t.Function.Name) + len(t.Function.Description) + len(t.Function.Parameters)
+	}
+	return n + n/8
+}
+
+// Message cache limits.
+const (
+	// cacheMinContent is the content size from which a message's encoding
+	// is cached; below it, encoding is cheaper than bookkeeping.
+	cacheMinContent = 512
+	// cacheGenerationBytes bounds the encoded bytes of one cache
+	// generation; at most two generations are held.
+	cacheGenerationBytes = 16 << 20
+)
+
+// msgCache memoizes message encodings across calls. It is keyed by the
+// identity of the content string (its data pointer and length) and an
+// entry is used only when the whole message is equal to the one encoded,
+// so a hit is O(1) for the unchanged strings an agent resends and a miss
+// is never wrong. Eviction is by generation: when the current generation
+// exceeds cacheGenerationBytes it becomes the old one (the previous old
+// one is dropped), and hits in the old generation are promoted. Safe for
+// concurrent use; the zero value is ready.
+type msgCache struct {
+	mu       sync.Mutex
+	cur, old map[msgKey]*msgEntry
+	curBytes int
+}
+
+type msgKey struct {
+	data *byte // keeps the content alive while cached
+	n    int
+}
+
+type msgEntry struct {
+	msg Message // the message as given (content shared, not copied)
+	enc []byte
+}
+
+func keyOf(m *Message) msgKey {
+	return msgKey{unsafe.StringData(m.Content), len(m.Content)}
+}
+
+// lookup returns the cached encoding for each message, nil where there is
+// none; nil overall when nothing is cached or c is nil.
+func (c *msgCache) lookup(msgs []Message) [][]byte {
+	if c == nil {
+		return nil
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if len(c.cur) == 0 && len(c.old) == 0 {
+		return nil
+	}
+	var out [][]byte
+	for i := range msgs {
+		m := &msgs[i]
+		if len(m.Content) < cacheMinContent {
+			continue
+		}
+		k := keyOf(m)
+		e := c.cur[k]
+		if e == nil {
+			if e = c.old[k]; e != nil {
+				delete(c.old, k)
+				c.put(k, e)
+			}
+		}
+		if e == nil || !sameMessage(&e.msg, m) {
+			continue
+		}
+		if out == nil {
+			out = make([][]byte, len(msgs))
+		}
+		out[i] = e.enc
+	}
+	return out
+}
+
+func (c *msgCache) store(entries []msgEntry) {
+	if c == nil {
+		return
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for i := range entries {
+		e := &entries[i]
+		c.put(keyOf(&e.msg), e)
+	}
+}
+
+func (c *msgCache) put(k msgKey, e *msgEntry) {
+	if len(e.enc) > cacheGenerationBytes {
+		return
+	}
+	if c.curBytes+len(e.enc) > cacheGenerationBytes {
+		c.old, c.cur, c.curBytes = c.cur, nil, 0
+	}
+	if c.cur == nil {
+		c.cur = make(map[msgKey]*msgEntry)
+	}
+	if prev := c.cur[k]; prev != nil {
+		c.curBytes -= len(prev.enc)
+	}
+	c.cur[k] = e
+	c.curBytes += len(e.enc)
+}
+
+// sameMessage reports whether a and b encode identically. Content
+// comparison is O(1) when both share the string data. It must compare
+// every field of Message and ToolCall (TestSameMessageCoversAllFields).
+func sameMessage(a, b *Message) bool {
+	if a.Role != b.Role || a.ToolCallID != b.ToolCallID || a.Name != b.Name ||
+		a.Content != b.Content || len(a.ToolCalls) != len(b.ToolCalls) {
+		return false
+	}
+	for i := range a.ToolCalls {
+		if a.ToolCalls[i] != b.ToolCalls[i] {
+			return false
+		}
+	}
+	return true
+}

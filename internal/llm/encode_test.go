@@ -1,0 +1,197 @@
+package llm
+
+import (
+	"encoding/json"
+	"math/rand/v2"
+	"reflect"
+	"strings"
+	"testing"
+)
+
+// referenceBody is the request body as encoding/json renders the whole
+// request in one go.
+func referenceBody(t *testing.T, req *Request, stream bool) any {
+	t.Helper()
+	type wire struct {
+		Model         string          `json:"model"`
+		Messages      []Message       `json:"messages"`
+		Tools         []ToolSpec      `json:"tools,omitempty"`
+		Temperature   *float64        `json:"temperature,omitempty"`
+		MaxTokens     int             `json:"max_tokens,omitempty"`
+		Stream        bool            `json:"stream,omitempty"`
+		StreamOptions *wireStreamOpts `json:"stream_options,omitempty"`
+	}
+	w := wire{Model: req.Model, Tools: req.Tools, Temperature: req.Temperature, MaxTokens: req.MaxTokens}
+	for _, m := range req.Messages {
+		m.ToolCalls = append([]ToolCall(nil), m.ToolCalls...)
+		for i := range m.ToolCalls {
+			if m.ToolCalls[i].Type == "" {
+				m.ToolCalls[i].Type = "function"
+			}
+		}
+		w.Messages = append(w.Messages, m)
+	}
+	for i := range w.Tools {
+		if w.Tools[i].Type == "" {
+			w.Tools = append([]ToolSpec(nil), w.Tools...)
+			w.Tools[i].Type = "function"
+		}
+	}
+	if stream {
+		w.Stream, w.StreamOptions = true, &wireStreamOpts{IncludeUsage: true}
+	}
+	b, err := json.Marshal(w)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var v any
+	if err := json.Unmarshal(b, &v); err != nil {
+		t.Fatal(err)
+	}
+	return v
+}
+
+func randomRequest(r *rand.Rand) Request {
+	pick := func(opts ...string) string { return opts[r.IntN(len(opts))] }
+	text := func() string {
+		n := r.IntN(4)
+		return strings.Repeat(pick("", "a", "é ✓", `"quoted" \ back`, "<html>&amp;", "\t\n\x01", "\xff"), 1+r.IntN(3)) +
+			strings.Repeat("long content ", []int{0, 10, 60, 200}[n])
+	}
+	req := Request{Model: pick("m", "gpt-4o")}
+	for i := 0; i < 1+r.IntN(8); i++ {
+		m := Message{Role: pick(RoleSystem, RoleUser, RoleAssistant, RoleTool), Content: text(), Name: pick("", "n"), ToolCallID: pick("", "c1")}
+		for j := 0; j < r.IntN(3); j++ {
+			m.ToolCalls = append(m.ToolCalls, ToolCall{ID: pick("c1", "c2"), Type: pick("", "function"),
+				Function: FunctionCall{Name: pick("f", "g"), Arguments: pick(`{}`, `{"a":"<b>"}`, ``)}})
+		}
+		req.Messages = append(req.Messages, m)
+	}
+	if r.IntN(2) == 0 {
+		req.Tools = []ToolSpec{{Type: pick("", "function"), Function: FunctionSpec{Name: "f", Description: text(),
+			Parameters: json.RawMessage(pick(``, `{"type":"object"}`, ` { "type" : "object" } `))}}}
+	}
+	if r.IntN(2) == 0 {
+		temp := 0.5
+		req.Temperature = &temp
+		req.MaxTokens = r.IntN(100)
+	}
+	return req
+}
+
+func TestEncodeRequestMatchesEncodingJSON(t *testing.T) {
+	r := rand.New(rand.NewPCG(1, 2))
+	var cache msgCache
+	for i := 0; i < 500; i++ {
+		req := randomRequest(r)
+		stream := r.IntN(2) == 0
+		want := referenceBody(t, &req, stream)
+		// Without cache, with a cold cache, and again with a warm one.
+		for pass, c := range []*msgCache{nil, &cache, &cache} {
+			body, err := encodeRequest(&req, stream, c, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var got any
+			if err := json.Unmarshal(body, &got); err != nil {
+				t.Fatalf("pass %d: body is not JSON: %v\n%s", pass, err, body)
+			}
+			if !reflect.DeepEqual(got, want) {
+				t.Fatalf("pass %d: body differs\n got %s\nwant %v", pass, body, want)
+			}
+		}
+	}
+}
+
+func TestEncodeRequestDoesNotModifyRequest(t *testing.T) {
+	req := Request{Model: "m", Messages: []Message{{Role: RoleAssistant, ToolCalls: []ToolCall{{ID: "c", Function: FunctionCall{Name: "f"}}}}},
+		Tools: []ToolSpec{{Function: FunctionSpec{Name: "f"}}}}
+	if _, err := encodeRequest(&req, true, nil, nil); err != nil {
+		t.Fatal(err)
+	}
+	if req.Messages[0].ToolCalls[0].Type != "" || req.Tools[0].Type != "" {
+		t.Errorf("request modified: %+v", req)
+	}
+}
+
+func TestMessageCacheHitsAndInvalidation(t *testing.T) {
+	var cache msgCache
+	big := strings.Repeat("x", cacheMinContent)
+	msgs := []Message{{Role: RoleUser, Content: big}, {Role: RoleTool, ToolCallID: "a", Content: big}}
+	req := Request{Model: "m", Messages: msgs[:1]}
+	encodeRequest(&req, false, &cache, nil)
+	if got := cache.lookup(msgs[:1]); got == nil || got[0] == nil {
+		t.Fatal("no hit after encoding")
+	}
+	// Same content string, different other fields: not a hit.
+	if got := cache.lookup(msgs[1:]); got != nil && got[0] != nil {
+		t.Fatalf("hit for a different message: %s", got[0])
+	}
+	// Equal content in a different string: not found by identity, and
+	// still encoded right.
+	other := []Message{{Role: RoleUser, Content: strings.Clone(big)}}
+	if got := cache.lookup(other); got != nil && got[0] != nil {
+		t.Fatal("hit by content for a different string")
+	}
+	// Small messages are never cached.
+	small := []Message{{Role: RoleUser, Content: "hi"}}
+	encodeRequest(&Request{Model: "m", Messages: small}, false, &cache, nil)
+	if got := cache.lookup(small); got != nil && got[0] != nil {
+		t.Fatal("small message cached")
+	}
+}
+
+func TestMessageCacheIsBounded(t *testing.T) {
+	var cache msgCache
+	content := strings.Repeat("y", 1<<20)
+	for i := 0; i < 3*cacheGenerationBytes>>20; i++ {
+		c := strings.Clone(content)
+		encodeRequest(&Request{Model: "m", Messages: []Message{{Role: RoleUser, Content: c}}}, false, &cache, nil)
+	}
+	total := 0
+	for _, g := range []map[msgKey]*msgEntry{cache.cur, cache.old} {
+		for _, e := range g {
+			total += len(e.enc)
+		}
+	}
+	if total > 2*cacheGenerationBytes || cache.curBytes > cacheGenerationBytes {
+		t.Errorf("cache holds %d bytes (cur %d), limit 2×%d", total, cache.curBytes, cacheGenerationBytes)
+	}
+}
+
+// TestSameMessageCoversAllFields fails when Message or ToolCall gain a
+// field that sameMessage does not compare (a stale cached encoding would
+// then be sent).
+func TestSameMessageCoversAllFields(t *testing.T) {
+	if n := reflect.TypeFor[Message]().NumField(); n != 5 {
+		t.Errorf("Message has %d fields; update sameMessage and this test", n)
+	}
+	if n := reflect.TypeFor[ToolCall]().NumField(); n != 3 {
+		t.Errorf("ToolCall has %d fields; update sameMessage and this test", n)
+	}
+	base := Message{Role: "r", Content: "c", ToolCallID: "i", Name: "n", ToolCalls: []ToolCall{{ID: "a", Type: "t", Function: FunctionCall{Name: "f", Arguments: "x"}}}}
+	for _, mut := range []func(*Message){
+		func(m *Message) { m.Role = "R" },
+		func(m *Message) { m.Content = "C" },
+		func(m *Message) { m.ToolCallID = "I" },
+		func(m *Message) { m.Name = "N" },
+		func(m *Message) { m.ToolCalls = nil },
+		func(m *Message) {
+			m.ToolCalls = []ToolCall{{ID: "b", Type: "t", Function: FunctionCall{Name: "f", Arguments: "x"}}}
+		},
+		func(m *Message) {
+			m.ToolCalls = []ToolCall{{ID: "a", Type: "t", Function: FunctionCall{Name: "f", Arguments: "y"}}}
+		},
+	} {
+		m := base
+		mut(&m)
+		if sameMessage(&base, &m) {
+			t.Errorf("sameMessage(%+v, %+v) = true", base, m)
+		}
+	}
+	c := base
+	c.ToolCalls = append([]ToolCall(nil), base.ToolCalls...)
+	if !sameMessage(&base, &c) {
+		t.Error("equal messages reported different")
+	}
+}
