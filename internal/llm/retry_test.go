@@ -328,3 +328,20 @@ func FuzzParseErrorBody(f *testing.F) {
 		_ = e.Error()
 	})
 }
+
+func FuzzParseRetryAfter(f *testing.F) {
+	for _, s := range []string{"", "0", "5", "1.5", "-1", "1e9", "99999999999999999999", "Sat, 01 Mar 2025 12:00:30 GMT", "Inf", "."} {
+		f.Add(s)
+	}
+	now := time.Date(2025, 3, 1, 12, 0, 0, 0, time.UTC)
+	f.Fuzz(func(t *testing.T, h string) {
+		d, ok := parseRetryAfter(h, now)
+		if d < 0 || (!ok && d != 0) {
+			t.Fatalf("parseRetryAfter(%q) = %v, %v", h, d, ok)
+		}
+		hd, hok := retryAfterFromHeader(http.Header{"Retry-After-Ms": {h}}, now)
+		if hd < 0 || (!hok && hd != 0) {
+			t.Fatalf("retry-after-ms %q = %v, %v", h, hd, hok)
+		}
+	})
+}

@@ -392,3 +392,34 @@ func TestTooManyToolCalls(t *testing.T) {
 		t.Fatalf("err = %v", err)
 	}
 }
+
+// FuzzDecodeBody feeds arbitrary bytes to the non-streamed reply parser:
+// no panic, only typed errors, bounded tool calls, defaults applied.
+func FuzzDecodeBody(f *testing.F) {
+	for _, s := range []string{
+		`{"id":"x","object":"chat.completion","model":"m","choices":[{"index":0,"message":{"role":"assistant","content":"hi","tool_calls":[{"id":"c","type":"function","function":{"name":"f","arguments":"{}"}}]},"finish_reason":"tool_calls"}],"usage":{"prompt_tokens":1,"completion_tokens":2,"prompt_tokens_details":{"cached_tokens":1}}}`,
+		`{"choices":[{"message":{"content":[{"type":"text","text":"a"}],"tool_calls":[{"function":{"name":"g","arguments":{"x":1}}},{}]}}]}`,
+		`{"error":{"message":"m","type":"server_error","code":503}}`,
+		`{"choices":[]}`, `null`, `[]`, `{`, ``,
+	} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		res, _, err := decodeBody(data)
+		if err != nil {
+			var ae *APIError
+			if !errors.As(err, &ae) && !errors.Is(err, ErrMalformedResponse) {
+				t.Fatalf("untyped error %v", err)
+			}
+			return
+		}
+		if len(res.Message.ToolCalls) > MaxToolCalls || res.Message.Role != RoleAssistant {
+			t.Fatalf("message %+v", res.Message)
+		}
+		for _, c := range res.Message.ToolCalls {
+			if c.ID == "" || c.Type == "" || c.Function.Arguments == "" {
+				t.Fatalf("defaults not applied: %+v", c)
+			}
+		}
+	})
+}
