@@ -1,6 +1,3 @@
-// Package events defines the odek.event/v1 structured event stream: the
-// event envelope and its types, a non-blocking emitter and the JSONL file
-// sink. Other sinks plug in through the one-method Sink interface.
 package events
 
 import "time"
