@@ -7,7 +7,8 @@ import (
 )
 
 // ordinaryText is about 8 KiB of what tool results look like: log lines,
-// Go source, JSON, prose with URLs. It contains no secret.
+// Go source, JSON, prose with URLs; dense in ':' and '=', which the
+// key/value detector must look at. It contains no secret.
 var ordinaryText = func() string {
 	parts := []string{
 		"2026-08-07T12:00:00Z INFO  server started on :8080 (pid=4242, workers=4)\n",
@@ -22,6 +23,15 @@ var ordinaryText = func() string {
 		b.WriteString(parts[i%len(parts)])
 	}
 	return b.String()[:8<<10]
+}()
+
+// proseText is about 8 KiB of English prose, the shape of model output.
+var proseText = func() string {
+	const para = "The build finished in four minutes; two of the integration suites were " +
+		"skipped because the database container did not start in time. Retrying with a " +
+		"longer health-check interval fixed it, and the report now lists every case as " +
+		"passed. Next, I will update the changelog and open a pull request for review.\n\n"
+	return strings.Repeat(para, 8<<10/len(para)+1)[:8<<10]
 }()
 
 // secretText is ordinaryText with a secret of each kind mixed in.
@@ -79,6 +89,7 @@ func BenchmarkString(b *testing.B) {
 		values int
 	}{
 		{"clean-8KiB/no-values", ordinaryText, 0},
+		{"prose-8KiB/no-values", proseText, 0},
 		{"clean-8KiB/10-values", ordinaryText, 10},
 		{"clean-8KiB/100-values", ordinaryText, 100},
 		{"secrets-8KiB/10-values", secretText, 10},
