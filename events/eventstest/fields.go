@@ -6,8 +6,7 @@ import "github.com/odekrun/odek/events"
 type kind int
 
 const (
-	kString      kind = iota // any string
-	kText                    // non-empty string
+	kText        kind = iota // non-empty string
 	kBool                    // true or false
 	kCount                   // integer ≥ 0
 	kPositiveInt             // integer ≥ 1

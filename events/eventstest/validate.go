@@ -265,9 +265,8 @@ func checkData(ev events.Event, data map[string]any, opts Options) (errs []error
 // check returns why v does not fit f, or "".
 func (f field) check(v any) string {
 	switch f.kind {
-	case kString, kText:
-		s, ok := v.(string)
-		if !ok || f.kind == kText && s == "" {
+	case kText:
+		if s, ok := v.(string); !ok || s == "" {
 			return "want a non-empty string, got " + show(v)
 		}
 	case kBool:
@@ -275,9 +274,12 @@ func (f field) check(v any) string {
 			return "want true or false, got " + show(v)
 		}
 	case kCount, kPositiveInt:
-		n, ok := integer(v)
-		if min := int64(f.kind - kCount); !ok || n < min {
-			return fmt.Sprintf("want an integer ≥ %d, got %s", min, show(v))
+		least := int64(0)
+		if f.kind == kPositiveInt {
+			least = 1
+		}
+		if n, ok := integer(v); !ok || n < least {
+			return fmt.Sprintf("want an integer ≥ %d, got %s", least, show(v))
 		}
 	case kNumber, kPositive:
 		x, ok := number(v)

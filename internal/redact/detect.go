@@ -128,6 +128,8 @@ func (r *Redactor) detect(sc *scan) {
 // byteClass is a set of bytes.
 type byteClass [256]bool
 
+// classOf builds a byteClass from strings of member bytes; a three-byte
+// string "x-y" stands for the range x to y.
 func classOf(ranges ...string) *byteClass {
 	var c byteClass
 	for _, r := range ranges {
