@@ -121,10 +121,10 @@ func (e *Emitter) SetSessionID(id string) {
 }
 
 // Emit queues one event and never blocks on the sink. It assigns the next
-// Seq even when the event is then dropped (the buffer is full or the
-// emitter closed), so a gap in the written stream shows a drop. data is
-// copied with Redact applied; the caller keeps ownership of it.
-// iteration 0 and tool "" are omitted from the event.
+// Seq even when the event is then dropped because the buffer is full, so a
+// gap in the written stream shows a drop. After Final or Close it only
+// counts a drop. data is copied with Redact applied; the caller keeps
+// ownership of it. iteration 0 and tool "" are omitted from the event.
 func (e *Emitter) Emit(typ Type, iteration int, tool string, data map[string]any) {
 	if e == nil {
 		return
