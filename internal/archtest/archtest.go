@@ -1,0 +1,175 @@
+// Package archtest keeps odek's import graph pointing the way
+// /work/shared/DESIGN.md says: from cmd/* through bot and worker to agent,
+// then mcpclient and internal/*, down to the leaves artifacts, events and
+// internal/redact, which import only the standard library.
+//
+// The rules are data (Rules) and the check is a pure function (Check) over
+// a list of packages and their direct imports, so the checker itself is
+// table-tested on synthetic graphs. The test in this package feeds it the
+// real graph from `go list`. Nothing here is imported by odek; the package
+// exists for its test.
+//
+// Concurrency and ownership: Check and the Rule methods have no state and
+// are safe for concurrent use; Check does not retain its arguments.
+package archtest
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+)
+
+// Std stands for "any standard library package" in Rule.Only.
+const Std = "std"
+
+// Package is one package of the module and its direct (non-test) imports,
+// as `go list` reports them: full import paths.
+type Package struct {
+	ImportPath string
+	Imports    []string
+}
+
+// Rule constrains the imports of the module packages it applies to.
+//
+// Patterns are module-relative paths: "events" matches that package only;
+// "queue/..." matches queue and every package below it; "..." matches every
+// package of the module. Entries of Only and Never are patterns of the
+// same form for module packages, Std for the standard library, or the
+// path of a package outside the module, which also admits the packages
+// below it ("golang.org/x/sys" admits "golang.org/x/sys/unix").
+type Rule struct {
+	// From selects the importing packages.
+	From string
+	// Except lists importing packages (patterns) the rule does not apply to.
+	Except []string
+	// Only, when non-empty, is the complete list of what From may import.
+	Only []string
+	// Never lists what From must not import.
+	Never []string
+	// Why is shown with a violation.
+	Why string
+}
+
+// Rules are the import rules of DESIGN.md's layout table. Helper packages
+// (events/eventstest, internal/llm/llmtest, …) are outside the leaf rules
+// because they import the package they help test, but the Never rules
+// cover them through their "/..." patterns.
+var Rules = []Rule{
+	{From: "events", Only: []string{Std}, Why: "events is a leaf: stdlib only"},
+	{From: "artifacts", Only: []string{Std}, Why: "artifacts is a leaf: stdlib only"},
+	{From: "internal/redact", Only: []string{Std}, Why: "internal/redact is a leaf: stdlib only"},
+	{From: "internal/llm", Only: []string{Std}, Why: "the llm client depends on nothing but the standard library"},
+	{From: "internal/budget", Only: []string{Std}, Why: "internal/budget is stdlib only"},
+	{
+		From: "mcpclient",
+		Only: []string{Std, "artifacts", "events", "github.com/sirupsen/logrus", "golang.org/x/sys"},
+		Why:  "mcpclient may use only the leaves, logrus and x/sys",
+	},
+	{From: "...", Never: []string{"cmd/..."}, Why: "mains are never imported"},
+	{From: "queue/...", Never: []string{"worker/...", "bot/..."}, Why: "queue sits below worker and bot"},
+	{From: "agent/...", Never: []string{"cmd/...", "worker/...", "bot/...", "queue/..."}, Why: "agent knows nothing of its front ends or the queue"},
+	{From: "internal/...", Never: []string{"worker/...", "bot/...", "cmd/..."}, Why: "internal packages sit below the front ends"},
+	{
+		From:   "internal/...",
+		Except: []string{"internal/subagent/..."},
+		Never:  []string{"agent/..."},
+		Why:    "internal packages sit below agent (only internal/subagent, which runs child agents, may import it)",
+	},
+	{From: "worker/...", Never: []string{"bot/..."}, Why: "worker and bot meet only through queue"},
+	{From: "bot/...", Never: []string{"worker/...", "agent/..."}, Why: "bot talks to workers through queue, never runs the agent itself"},
+}
+
+// Violation is one import that breaks a rule.
+type Violation struct {
+	Importer, Imported string
+	Rule               Rule
+}
+
+func (v Violation) String() string {
+	return fmt.Sprintf("%s imports %s: %s", v.Importer, v.Imported, v.Rule.Why)
+}
+
+// Check returns every import of pkgs that breaks one of rules, in the
+// order of pkgs, then of their imports, then of rules. module is the
+// module path; packages outside it are not checked as importers.
+func Check(module string, pkgs []Package, rules []Rule) []Violation {
+	var out []Violation
+	for _, p := range pkgs {
+		from, ok := rel(module, p.ImportPath)
+		if !ok {
+			continue
+		}
+		for _, imp := range p.Imports {
+			for _, r := range rules {
+				if r.applies(from) && !r.permits(module, imp) {
+					out = append(out, Violation{Importer: p.ImportPath, Imported: imp, Rule: r})
+				}
+			}
+		}
+	}
+	return out
+}
+
+func (r Rule) applies(from string) bool {
+	if !match(r.From, from) {
+		return false
+	}
+	return !slices.ContainsFunc(r.Except, func(pat string) bool { return match(pat, from) })
+}
+
+// permits reports whether the importer may import imp under r.
+func (r Rule) permits(module, imp string) bool {
+	if slices.ContainsFunc(r.Never, func(e string) bool { return entryMatches(module, e, imp) }) {
+		return false
+	}
+	if len(r.Only) == 0 {
+		return true
+	}
+	return slices.ContainsFunc(r.Only, func(e string) bool { return entryMatches(module, e, imp) })
+}
+
+// entryMatches reports whether imp is covered by an Only/Never entry.
+func entryMatches(module, entry, imp string) bool {
+	if relImp, ok := rel(module, imp); ok {
+		return entry != Std && !isExternal(entry) && match(entry, relImp)
+	}
+	if entry == Std {
+		return IsStd(imp)
+	}
+	return isExternal(entry) && (imp == entry || strings.HasPrefix(imp, entry+"/"))
+}
+
+// isExternal reports whether an entry names a package outside the module:
+// its first element has a dot, like every non-standard import path.
+func isExternal(entry string) bool {
+	first, _, _ := strings.Cut(entry, "/")
+	return strings.Contains(first, ".")
+}
+
+// IsStd reports whether path is a standard library package (or the cgo
+// pseudo-package "C"): its first element has no dot. Module packages must
+// be told apart first, with the module path.
+func IsStd(path string) bool {
+	first, _, _ := strings.Cut(path, "/")
+	return !strings.Contains(first, ".")
+}
+
+// rel returns path relative to module, and whether path is in the module.
+func rel(module, path string) (string, bool) {
+	if path == module {
+		return ".", true
+	}
+	r, ok := strings.CutPrefix(path, module+"/")
+	return r, ok
+}
+
+// match reports whether the module-relative path p matches pattern.
+func match(pattern, p string) bool {
+	if pattern == "..." {
+		return true
+	}
+	if base, ok := strings.CutSuffix(pattern, "/..."); ok {
+		return p == base || strings.HasPrefix(p, base+"/")
+	}
+	return p == pattern
+}
