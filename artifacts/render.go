@@ -1,0 +1,303 @@
+package artifacts
+
+import (
+	"fmt"
+	"strconv"
+	"strings"
+	"unicode"
+	"unicode/utf8"
+)
+
+// Display caps for server-supplied values in metadata lines, in Unicode
+// code points. Longer values are cut and end in "…".
+const (
+	// MaxIDChars is also the validation limit for ids: a longer id is
+	// rejected, so the id shown is the id the server sent.
+	MaxIDChars        = 128
+	MaxMediaTypeChars = 128
+	MaxSummaryChars   = 200
+	// ShortHashLen is the number of hex digits of sha256 shown.
+	ShortHashLen = 12
+)
+
+// Marker starts every line odek adds to a tool result; see Neutralize.
+const Marker = "[odek"
+
+// MetadataPrefix starts every artifact metadata line.
+const MetadataPrefix = "[odek artifact]"
+
+// Neutralize rewrites every occurrence of Marker in server-supplied text
+// (the letters "odek" in any case) to "[~odek", so the text cannot imitate
+// a line odek adds: a metadata line, the truncation notice, a content
+// summary. Text without a '[' is returned unchanged without copying.
+func Neutralize(s string) string {
+	i := indexMarker(s, 0)
+	if i < 0 {
+		return s
+	}
+	var b strings.Builder
+	b.Grow(len(s) + 16)
+	last := 0
+	for ; i >= 0; i = indexMarker(s, i+1) {
+		b.WriteString(s[last : i+1])
+		b.WriteByte('~')
+		last = i + 1
+	}
+	b.WriteString(s[last:])
+	return b.String()
+}
+
+// indexMarker returns the index of the next "[odek" (any case) at or after
+// from, or -1.
+func indexMarker(s string, from int) int {
+	for from < len(s) {
+		j := strings.IndexByte(s[from:], '[')
+		if j < 0 {
+			return -1
+		}
+		i := from + j
+		if i+len(Marker) <= len(s) && strings.EqualFold(s[i+1:i+len(Marker)], "odek") {
+			return i
+		}
+		from = i + 1
+	}
+	return -1
+}
+
+// sanitizeLine makes a server-supplied value fit on one line: invalid UTF-8
+// becomes U+FFFD, whitespace controls (tab, newline, U+2028, ...) become a
+// space, other control and format characters (bidi overrides, zero-width
+// characters) are removed.
+func sanitizeLine(s string) string {
+	clean := true
+	for i := 0; i < len(s); {
+		r, n := utf8.DecodeRuneInString(s[i:])
+		if r == utf8.RuneError && n == 1 || r < 0x20 || r >= 0x7f && (unicode.IsControl(r) || unicode.Is(unicode.Cf, r) || unicode.In(r, unicode.Zl, unicode.Zp)) {
+			clean = false
+			break
+		}
+		i += n
+	}
+	if clean {
+		return s
+	}
+	var b strings.Builder
+	b.Grow(len(s))
+	for i := 0; i < len(s); {
+		r, n := utf8.DecodeRuneInString(s[i:])
+		i += n
+		switch {
+		case r == utf8.RuneError && n == 1:
+			b.WriteRune(utf8.RuneError)
+		case r == '\t' || r == '\n' || r == '\r' || r == '\v' || r == '\f' || r == 0x85 || unicode.In(r, unicode.Zl, unicode.Zp):
+			b.WriteByte(' ')
+		case unicode.IsControl(r) || unicode.Is(unicode.Cf, r):
+			// dropped
+		default:
+			b.WriteRune(r)
+		}
+	}
+	return b.String()
+}
+
+// clip cuts s to at most n code points, ending in "…" when it was cut.
+func clip(s string, n int) string {
+	if n <= 0 {
+		return ""
+	}
+	if len(s) <= n || utf8.RuneCountInString(s) <= n { // bytes ≥ code points
+		return s
+	}
+	return clipRunes(s, n-1) + "…"
+}
+
+// displayValue prepares a server-supplied value for a metadata line.
+func displayValue(s string, max int) string {
+	return strconv.Quote(clip(Neutralize(sanitizeLine(s)), max))
+}
+
+// MetadataLine renders one validated ref as the single line the model sees:
+//
+//	[odek artifact] id="report-1" media_type="application/xml" size_bytes=21453211 sha256=9f2c1a2b3c4d summary="CI results"
+//
+// sha256 (the first ShortHashLen hex digits) is omitted when the server gave
+// none, summary when empty. The path and the content never appear.
+func (r *Ref) MetadataLine() string {
+	var b strings.Builder
+	b.Grow(96 + len(r.ID) + len(r.MediaType) + len(r.Summary))
+	b.WriteString(MetadataPrefix)
+	b.WriteString(" id=")
+	b.WriteString(displayValue(r.ID, MaxIDChars))
+	b.WriteString(" media_type=")
+	b.WriteString(displayValue(r.MediaType, MaxMediaTypeChars))
+	b.WriteString(" size_bytes=")
+	b.WriteString(strconv.FormatInt(r.SizeBytes, 10))
+	if len(r.SHA256) >= ShortHashLen {
+		b.WriteString(" sha256=")
+		b.WriteString(r.SHA256[:ShortHashLen])
+	}
+	if r.Summary != "" {
+		b.WriteString(" summary=")
+		b.WriteString(displayValue(r.Summary, MaxSummaryChars))
+	}
+	return b.String()
+}
+
+// MetadataLines renders one line per ref, in order.
+func MetadataLines(refs []Ref) []string {
+	if len(refs) == 0 {
+		return nil
+	}
+	lines := make([]string, len(refs))
+	for i := range refs {
+		lines[i] = refs[i].MetadataLine()
+	}
+	return lines
+}
+
+// Notice returns the contract's exact truncation notice. server and tool are
+// sanitised to one line; observed and limit are code-point counts.
+func Notice(server, tool string, observed, limit int) string {
+	return fmt.Sprintf("[odek: result truncated — server %q tool %q produced %d chars, exceeding the configured max_result_chars=%d; the full result is available via the retained artifact references, if any]",
+		noticeName(server), noticeName(tool), observed, limit)
+}
+
+// noticeName keeps names printable and free of quotes so %q adds no
+// escapes to valid names.
+func noticeName(s string) string {
+	return clip(Neutralize(sanitizeLine(s)), 128)
+}
+
+// omittedLine reports metadata lines that did not fit the limit.
+func omittedLine(n int) string {
+	return fmt.Sprintf("%s %d more artifact refs not shown (max_result_chars too small)", MetadataPrefix, n)
+}
+
+// Truncate joins body and the metadata lines (body first, one line each)
+// and, when the result exceeds limit code points, cuts it to fit:
+//
+//	<body cut to fit>\n<notice>\n<metadata line>\n...
+//
+// observed is the code-point count of the uncut join; truncated reports
+// whether it was cut. The output never exceeds limit code points (limit ≤ 0
+// yields ""). Metadata lines are kept before body text; only when the
+// notice and all metadata lines do not fit are trailing lines replaced by
+// one "N more artifact refs not shown" line, and only when the notice
+// itself does not fit is the notice cut. body must already be neutralised
+// (Neutralize) where it holds server text; Truncate does not neutralise.
+func Truncate(server, tool, body string, meta []string, limit int) (out string, observed int, truncated bool) {
+	bodyRunes := utf8.RuneCountInString(body)
+	observed = bodyRunes
+	for i, l := range meta {
+		if i > 0 || body != "" {
+			observed++ // newline
+		}
+		observed += utf8.RuneCountInString(l)
+	}
+	if observed <= limit {
+		return joinLines(body, meta), observed, false
+	}
+	if limit <= 0 {
+		return "", observed, true
+	}
+	notice := Notice(server, tool, observed, limit)
+	budget := limit - utf8.RuneCountInString(notice)
+	if budget < 0 {
+		return clipRunes(notice, limit), observed, true
+	}
+	// Keep as many metadata lines as fit, reserving room for an
+	// "N more" line when some must go.
+	kept := len(meta)
+	cost := 0
+	for _, l := range meta {
+		cost += 1 + utf8.RuneCountInString(l)
+	}
+	var tail string
+	if cost > budget {
+		kept, cost = 0, 0
+		for i, l := range meta {
+			c := 1 + utf8.RuneCountInString(l)
+			rest := 1 + utf8.RuneCountInString(omittedLine(len(meta)-i-1))
+			if cost+c+rest > budget {
+				break
+			}
+			kept, cost = i+1, cost+c
+		}
+		tail = omittedLine(len(meta) - kept)
+		if cost+1+utf8.RuneCountInString(tail) > budget {
+			tail = "" // not even the count fits
+		} else {
+			cost += 1 + utf8.RuneCountInString(tail)
+		}
+	}
+	budget -= cost
+	var b strings.Builder
+	b.Grow(len(body) + len(notice) + 256*len(meta))
+	if budget > 1 && bodyRunes > 0 {
+		b.WriteString(clipRunes(body, budget-1))
+		b.WriteByte('\n')
+	}
+	b.WriteString(notice)
+	for _, l := range meta[:kept] {
+		b.WriteByte('\n')
+		b.WriteString(l)
+	}
+	if tail != "" {
+		b.WriteByte('\n')
+		b.WriteString(tail)
+	}
+	return b.String(), observed, true
+}
+
+func joinLines(body string, meta []string) string {
+	if len(meta) == 0 {
+		return body
+	}
+	n := len(body)
+	for _, l := range meta {
+		n += 1 + len(l)
+	}
+	var b strings.Builder
+	b.Grow(n)
+	b.WriteString(body)
+	for i, l := range meta {
+		if i > 0 || body != "" {
+			b.WriteByte('\n')
+		}
+		b.WriteString(l)
+	}
+	return b.String()
+}
+
+// clipRunes returns the first n code points of s.
+func clipRunes(s string, n int) string {
+	if n <= 0 {
+		return ""
+	}
+	count := 0
+	for i := range s {
+		if count == n {
+			return s[:i]
+		}
+		count++
+	}
+	return s
+}
+
+// Rendered is the model-facing text of one tool result.
+type Rendered struct {
+	// Text is what the model sees (before the untrusted-content wrapper).
+	Text string
+	// ObservedChars is the code-point count before truncation.
+	ObservedChars int
+	// Truncated reports that Text was cut and carries the notice.
+	Truncated bool
+}
+
+// Render is the whole rendering of one tool result: Neutralize the server's
+// text, append one metadata line per validated ref, Truncate to limit code
+// points naming server and tool in the notice.
+func Render(server, tool, text string, refs []Ref, limit int) Rendered {
+	out, observed, cut := Truncate(server, tool, Neutralize(text), MetadataLines(refs), limit)
+	return Rendered{Text: out, ObservedChars: observed, Truncated: cut}
+}
