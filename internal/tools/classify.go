@@ -1,0 +1,1059 @@
+package tools
+
+import (
+	"path"
+	"strings"
+)
+
+// ShellVerdict is the danger classification of one shell command line.
+type ShellVerdict struct {
+	// Class is the most severe class over every command the line runs.
+	Class Class
+	// Argv0 is the program name of the most severe command (leading
+	// VAR=value assignments and wrappers such as sudo skipped, directories
+	// stripped from standard binary paths); "" when none was found.
+	Argv0 string
+	// Reason says in a few words why the line got its class.
+	Reason string
+}
+
+// severities orders the classes; a higher number is more severe.
+var severities = map[Class]int{
+	ClassSafe:          0,
+	ClassLocalWrite:    1,
+	ClassUnknown:       2,
+	ClassNetworkEgress: 3,
+	ClassCodeExecution: 4,
+	ClassInstall:       5,
+	ClassSystemWrite:   6,
+	ClassDestructive:   7,
+	ClassBlocked:       8,
+}
+
+// Severity ranks c: blocked > destructive > system_write > install >
+// code_execution > network_egress > unknown > local_write > safe, from 8
+// down to 0. A string that is not one of the Class constants ranks as
+// unknown.
+func Severity(c Class) int {
+	if s, ok := severities[c]; ok {
+		return s
+	}
+	return severities[ClassUnknown]
+}
+
+// validClass reports whether c is one of the Class constants.
+func validClass(c Class) bool {
+	_, ok := severities[c]
+	return ok
+}
+
+// maxShellDepth bounds the nesting of substitutions and sh -c bodies the
+// classifier follows; deeper lines are unknown.
+const maxShellDepth = 16
+
+// ClassifyShell classifies the command line that the shell tool would pass
+// to sh -c. It tokenizes the line like sh does (quotes, escapes, pipes and
+// lists, subshells, command substitution, redirections, here-documents),
+// unwraps wrappers such as sudo, env, timeout and xargs, classifies every
+// command and every redirection target, and returns the most severe
+// result. A line it cannot tokenize is unknown. Relative paths count as
+// inside the working directory, absolute ones as outside it.
+//
+// ClassifyShell is a pure function and safe for concurrent use.
+func ClassifyShell(cmdline string) ShellVerdict {
+	return classifyShell(cmdline, "", 0)
+}
+
+// classifier holds the state of one command line walk.
+type classifier struct {
+	// workDir is the absolute working directory; "" means unknown, so
+	// every absolute path is outside it.
+	workDir string
+	depth   int
+	// cwdMoved is set after a cd away from the working directory: later
+	// relative paths then point outside it. cwdTop is set when that cd
+	// went to / or the home directory.
+	cwdMoved, cwdTop bool
+	best             ShellVerdict
+}
+
+// raise records class if it is more severe than the best so far, or fills
+// in the program name of an equally severe verdict that lacks one.
+func (c *classifier) raise(class Class, argv0, reason string) {
+	switch {
+	case c.best.Class == "" || Severity(class) > Severity(c.best.Class):
+		c.best = ShellVerdict{Class: class, Argv0: argv0, Reason: reason}
+	case Severity(class) == Severity(c.best.Class) && c.best.Argv0 == "" && argv0 != "":
+		c.best = ShellVerdict{Class: class, Argv0: argv0, Reason: reason}
+	}
+}
+
+func classifyShell(cmdline, workDir string, depth int) ShellVerdict {
+	if depth > maxShellDepth {
+		return ShellVerdict{Class: ClassUnknown, Reason: "substitutions nested too deeply to classify"}
+	}
+	if isForkBomb(cmdline) {
+		return ShellVerdict{Class: ClassBlocked, Argv0: ":", Reason: "fork bomb"}
+	}
+	l, err := lex(cmdline)
+	if err != nil {
+		return ShellVerdict{Class: ClassUnknown, Reason: "unbalanced quotes or substitution"}
+	}
+	c := &classifier{workDir: workDir, depth: depth}
+	c.best = ShellVerdict{Class: ClassSafe, Reason: "empty command"}
+	for _, sub := range l.subs {
+		v := classifyShell(sub, workDir, depth+1)
+		c.raise(v.Class, v.Argv0, "in command substitution: "+v.Reason)
+	}
+	// Walk pipelines: segments separated by | belong together so a
+	// download piped into an interpreter is caught.
+	var pipeline []segResult
+	flush := func() {
+		fetched := false
+		for _, r := range pipeline {
+			if fetched && r.interpreter {
+				c.raise(ClassBlocked, r.argv0, "downloaded content piped into "+r.argv0)
+			}
+			if r.fetch {
+				fetched = true
+			}
+		}
+		pipeline = pipeline[:0]
+	}
+	var seg []token
+	end := func(op string) {
+		r := c.segment(seg)
+		if r.interpreter && len(l.subs) > 0 {
+			for _, sub := range l.subs {
+				if isFetchLine(sub, workDir, depth) {
+					c.raise(ClassBlocked, r.argv0, "downloaded content run by "+r.argv0)
+				}
+			}
+		}
+		pipeline = append(pipeline, r)
+		if op != "|" && op != "|&" {
+			flush()
+		}
+		seg = seg[:0]
+	}
+	for _, t := range l.toks {
+		if t.kind == tokOp {
+			end(t.text)
+			continue
+		}
+		seg = append(seg, t)
+	}
+	end("")
+	return c.best
+}
+
+// isFetchLine reports whether a substitution body downloads something.
+func isFetchLine(sub, workDir string, depth int) bool {
+	l, err := lex(sub)
+	if err != nil {
+		return false
+	}
+	c := &classifier{workDir: workDir, depth: depth + 1}
+	var seg []token
+	for _, t := range append(l.toks, token{kind: tokOp, text: ";"}) {
+		if t.kind == tokOp {
+			if c.segment(seg).fetch {
+				return true
+			}
+			seg = seg[:0]
+			continue
+		}
+		seg = append(seg, t)
+	}
+	return false
+}
+
+// segResult describes one simple command.
+type segResult struct {
+	argv0  string
+	reason string
+	// fetch marks a command that downloads content to stdout.
+	fetch bool
+	// interpreter marks a command that runs code read from stdin.
+	interpreter bool
+}
+
+// word is one argument of a simple command.
+type word struct {
+	v   string
+	dyn bool
+}
+
+// segment classifies one simple command (words and redirections) and
+// raises c.best accordingly.
+func (c *classifier) segment(toks []token) segResult {
+	var words []word
+	type redir struct {
+		op     string
+		target *token
+	}
+	var redirs []redir
+	for i := 0; i < len(toks); i++ {
+		t := toks[i]
+		if t.kind == tokRedir {
+			rd := redir{op: t.text}
+			if i+1 < len(toks) && toks[i+1].kind == tokWord {
+				rd.target = &toks[i+1]
+				i++
+			}
+			redirs = append(redirs, rd)
+			continue
+		}
+		words = append(words, word{v: t.text, dyn: t.dynamic})
+	}
+	r := c.command(words)
+	for _, rd := range redirs {
+		c.redirect(rd.op, rd.target, r.argv0)
+	}
+	return r
+}
+
+// redirect classifies one redirection of the command argv0.
+func (c *classifier) redirect(op string, target *token, argv0 string) {
+	o := strings.TrimLeft(op, "0123456789")
+	switch o {
+	case "<", "<<", "<<-", "<<<", "<&":
+		return
+	}
+	if target == nil {
+		return
+	}
+	if o == ">&" && (isDigits(target.text) || target.text == "-") {
+		return // fd duplication
+	}
+	class, why := c.writeTarget(target.text, target.dynamic)
+	c.raise(class, argv0, "redirection to "+why)
+}
+
+// writeTarget classifies writing to path p.
+func (c *classifier) writeTarget(p string, dyn bool) (Class, string) {
+	switch {
+	case p == "/dev/null" || p == "/dev/stdout" || p == "/dev/stderr" || p == "/dev/tty" ||
+		strings.HasPrefix(p, "/dev/fd/") || strings.HasPrefix(p, "/proc/self/fd/"):
+		return ClassSafe, p
+	case strings.HasPrefix(p, "/dev/"):
+		return ClassBlocked, "a device (" + p + ")"
+	case dyn:
+		return ClassSystemWrite, "a path decided at run time"
+	case strings.HasPrefix(p, "~"):
+		return ClassSystemWrite, "a path in the home directory"
+	case strings.HasPrefix(p, "/"):
+		if c.inWorkDir(p) {
+			return ClassLocalWrite, "a path in the working directory"
+		}
+		return ClassSystemWrite, "an absolute path outside the working directory"
+	}
+	cp := path.Clean(p)
+	if cp == ".." || strings.HasPrefix(cp, "../") || c.cwdMoved {
+		return ClassSystemWrite, "a path outside the working directory"
+	}
+	return ClassLocalWrite, "a path in the working directory"
+}
+
+func (c *classifier) inWorkDir(p string) bool {
+	if c.workDir == "" || c.cwdMoved {
+		return false
+	}
+	cp := path.Clean(p)
+	wd := path.Clean(c.workDir)
+	return cp == wd || strings.HasPrefix(cp, strings.TrimSuffix(wd, "/")+"/")
+}
+
+// keywords are shell reserved words that may start a simple command; the
+// command proper follows them.
+var keywords = map[string]bool{
+	"if": true, "then": true, "else": true, "elif": true, "fi": true, "do": true, "done": true,
+	"while": true, "until": true, "!": true, "{": true, "}": true, "esac": true, "in": true,
+}
+
+// dangerousVars are variables whose assignment changes which program runs
+// or what it loads.
+var dangerousVars = map[string]bool{
+	"PATH": true, "LD_PRELOAD": true, "LD_LIBRARY_PATH": true, "BASH_ENV": true, "ENV": true,
+	"IFS": true, "PROMPT_COMMAND": true, "DYLD_INSERT_LIBRARIES": true, "PYTHONPATH": true,
+	"NODE_OPTIONS": true, "GIT_SSH_COMMAND": true, "GIT_EXEC_PATH": true, "SHELLOPTS": true,
+}
+
+// assignmentName returns the variable name of a NAME=value word.
+func assignmentName(w word) (string, bool) {
+	eq := strings.IndexByte(w.v, '=')
+	if eq <= 0 {
+		return "", false
+	}
+	for i := 0; i < eq; i++ {
+		ch := w.v[i]
+		if !(ch == '_' || 'a' <= ch && ch <= 'z' || 'A' <= ch && ch <= 'Z' || i > 0 && '0' <= ch && ch <= '9') {
+			return "", false
+		}
+	}
+	return w.v[:eq], true
+}
+
+// standardBinDirs hold system programs; /usr/bin/rm is rm.
+var standardBinDirs = map[string]bool{
+	"/bin": true, "/usr/bin": true, "/sbin": true, "/usr/sbin": true, "/usr/local/bin": true,
+	"/usr/local/sbin": true, "/opt/homebrew/bin": true, "/usr/libexec": true,
+}
+
+// command classifies one simple command given its words.
+func (c *classifier) command(words []word) segResult {
+	// Leading assignments and reserved words.
+	for len(words) > 0 {
+		if name, ok := assignmentName(words[0]); ok {
+			if dangerousVars[name] {
+				c.raise(ClassCodeExecution, name, "assignment to "+name+" changes what runs")
+			}
+			words = words[1:]
+			continue
+		}
+		if keywords[words[0].v] && !words[0].dyn {
+			words = words[1:]
+			continue
+		}
+		break
+	}
+	if len(words) == 0 {
+		return segResult{}
+	}
+	if words[0].v == "for" || words[0].v == "case" || words[0].v == "select" {
+		c.raise(ClassSafe, words[0].v, "shell control flow")
+		return segResult{argv0: words[0].v, reason: "shell control flow"}
+	}
+	minClass := ClassSafe
+	minWhy := ""
+	for {
+		if len(words) == 0 {
+			return segResult{}
+		}
+		w0 := words[0]
+		if w0.dyn {
+			c.raise(ClassUnknown, w0.v, "program name decided at run time")
+			return segResult{argv0: w0.v}
+		}
+		name := w0.v
+		if strings.Contains(name, "/") {
+			dir, base := path.Split(name)
+			if standardBinDirs[path.Clean(dir)] {
+				name = base
+			} else {
+				c.raise(ClassCodeExecution, name, "runs a program by path")
+				return segResult{argv0: name, interpreter: true}
+			}
+		}
+		args := words[1:]
+		inner, extra, ok := unwrap(name, args)
+		if !ok {
+			if Severity(minClass) > 0 {
+				c.raise(minClass, name, minWhy)
+			}
+			r := c.program(name, args)
+			return r
+		}
+		if name == "sudo" || name == "doas" || name == "su" || name == "pkexec" || name == "run0" {
+			minClass, minWhy = ClassSystemWrite, "runs as another user via "+name
+			c.raise(minClass, name, minWhy)
+		}
+		if extra != "" {
+			c.raise(ClassUnknown, name, extra)
+		}
+		if len(inner) == 0 {
+			return segResult{argv0: name, reason: "wrapper without a command"}
+		}
+		words = inner
+	}
+}
+
+// unwrap strips a wrapper program and its options, returning the wrapped
+// command. ok is false when name is not a wrapper.
+func unwrap(name string, args []word) (inner []word, problem string, ok bool) {
+	// optsWithArg lists options that consume the next word.
+	var optsWithArg string
+	switch name {
+	case "sudo":
+		optsWithArg = "ugCDhprRTU"
+	case "doas":
+		optsWithArg = "uC"
+	case "env":
+		optsWithArg = "uCS"
+	case "nice":
+		optsWithArg = "n"
+	case "ionice":
+		optsWithArg = "cnp"
+	case "stdbuf":
+		optsWithArg = "ioe"
+	case "xargs":
+		optsWithArg = "IiLlnPsdEaR"
+	case "timeout":
+		optsWithArg = "sk"
+	case "time":
+		optsWithArg = "fo"
+	case "nohup", "command", "exec", "builtin", "chrt", "taskset", "setsid", "unbuffer", "caffeinate", "busybox":
+	default:
+		return nil, "", false
+	}
+	i := 0
+	for i < len(args) {
+		a := args[i].v
+		if a == "--" {
+			i++
+			break
+		}
+		if !strings.HasPrefix(a, "-") || a == "-" {
+			break
+		}
+		if name == "command" && (a == "-v" || a == "-V") {
+			return nil, "", true // lookup only
+		}
+		if strings.HasPrefix(a, "--") {
+			if !strings.Contains(a, "=") && (name == "sudo" && (a == "--user" || a == "--group") ||
+				name == "timeout" && (a == "--signal" || a == "--kill-after")) {
+				i++
+			}
+			i++
+			continue
+		}
+		if name == "nice" && isDigits(a[1:]) {
+			i++
+			continue
+		}
+		// -x or -xVALUE or -abc with a trailing option that takes an argument.
+		last := a[len(a)-1]
+		if len(a) == 2 && strings.IndexByte(optsWithArg, last) >= 0 {
+			i += 2
+			continue
+		}
+		i++
+	}
+	if i > len(args) {
+		i = len(args)
+	}
+	rest := args[i:]
+	switch name {
+	case "env":
+		for len(rest) > 0 {
+			if _, ok := assignmentName(rest[0]); !ok {
+				break
+			}
+			rest = rest[1:]
+		}
+	case "timeout":
+		if len(rest) > 0 {
+			rest = rest[1:] // the duration
+		}
+	case "chrt", "taskset":
+		if len(rest) > 0 {
+			rest = rest[1:] // priority / mask
+		}
+	case "xargs":
+		if len(rest) == 0 {
+			return []word{{v: "echo"}}, "", true
+		}
+	}
+	return rest, "", true
+}
+
+// Program tables for commands whose class does not depend on arguments.
+var (
+	safePrograms = words2set(`ls cat grep egrep fgrep rg ag echo printf pwd head tail wc uniq cut tr diff
+		cmp file stat du df which whereis type whoami id date uname hostname printenv true false test [ [[
+		basename dirname realpath readlink tree less more jq md5sum sha1sum sha256sum sha512sum
+		base64 xxd od hexdump ps free uptime nproc lsof column fold fmt nl rev comm join paste
+		expr seq sleep wait cd pushd popd exit return set unset export local readonly shift
+		break continue : read getopts umask ulimit hash history jobs fg bg trap declare typeset
+		let test tac strings zcat zgrep bzcat xzcat locale tty groups w who last env`)
+	localWritePrograms = words2set(`mkdir touch cp mv ln tee rmdir mktemp install patch unzip tar gzip gunzip
+		bzip2 bunzip2 xz unxz zip`)
+	destructivePrograms = words2set(`rm unlink truncate shred wipe srm kill pkill killall
+		git-clean`)
+	blockedPrograms = words2set(`mkfs mke2fs mkswap fdisk sfdisk cfdisk parted gdisk wipefs shutdown reboot
+		halt poweroff telinit fsck badblocks`)
+	networkPrograms = words2set(`curl wget ssh scp sftp rsync nc ncat netcat telnet ftp ping ping6 dig
+		nslookup host socat http https aria2c lftp mosh traceroute tracepath whois openssl`)
+	installPrograms = words2set(`pip pip3 pipx apt apt-get aptitude yum dnf zypper pacman apk brew port
+		gem conda mamba snap flatpak npx bunx uv poetry yarn pnpm npm bundle composer cpan cpanm nix-env`)
+	interpreterPrograms = words2set(`python python2 python3 node nodejs deno bun ruby perl php lua luajit
+		bash sh zsh dash ksh fish csh tcsh busybox eval source . Rscript julia java groovy scala
+		osascript pwsh powershell tclsh expect awk gawk mawk nawk`)
+	codePrograms = words2set(`make cmake ninja gcc cc clang g++ clang++ rustc javac tsc pytest jest
+		mvn gradle bazel meson ctest docker podman kubectl helm terraform ansible ansible-playbook
+		vagrant nix gdb strace ltrace valgrind watch crontab at batch`)
+	systemWritePrograms = words2set(`systemctl service mount umount useradd userdel usermod groupadd
+		passwd chpasswd visudo iptables ip6tables nft ufw sysctl modprobe insmod rmmod hwclock
+		timedatectl hostnamectl update-alternatives ldconfig launchctl swapon swapoff chattr`)
+)
+
+func words2set(s string) map[string]bool {
+	m := map[string]bool{}
+	for _, f := range strings.Fields(s) {
+		m[f] = true
+	}
+	return m
+}
+
+// program classifies a non-wrapper program with its arguments.
+func (c *classifier) program(name string, args []word) segResult {
+	r := segResult{argv0: name}
+	set := func(class Class, why string) segResult {
+		r.reason = why
+		c.raise(class, name, why)
+		return r
+	}
+	if strings.HasPrefix(name, "mkfs.") {
+		return set(ClassBlocked, "formats a file system")
+	}
+	switch name {
+	case "sh", "bash", "zsh", "dash", "ksh", "fish":
+		r.interpreter = true
+		for i, a := range args {
+			if a.v == "-c" && i+1 < len(args) {
+				v := classifyShell(args[i+1].v, c.workDir, c.depth+1)
+				if args[i+1].dyn {
+					c.raise(ClassCodeExecution, name, name+" -c with a command decided at run time")
+				}
+				c.raise(v.Class, v.Argv0, name+" -c: "+v.Reason)
+				break
+			}
+		}
+		return set(ClassCodeExecution, "runs a shell")
+	case "eval":
+		joined := make([]string, len(args))
+		for i, a := range args {
+			joined[i] = a.v
+		}
+		v := classifyShell(strings.Join(joined, " "), c.workDir, c.depth+1)
+		c.raise(v.Class, v.Argv0, "eval: "+v.Reason)
+		return set(ClassCodeExecution, "evaluates a string as shell code")
+	case "alias":
+		for _, a := range args {
+			if eq := strings.IndexByte(a.v, '='); eq > 0 {
+				v := classifyShell(a.v[eq+1:], c.workDir, c.depth+1)
+				c.raise(v.Class, v.Argv0, "alias: "+v.Reason)
+			}
+		}
+		return set(ClassSafe, "defines an alias")
+	case "python", "python2", "python3":
+		r.interpreter = true
+		for i, a := range args {
+			if a.v == "-m" && i+1 < len(args) {
+				switch args[i+1].v {
+				case "pip", "pip3", "ensurepip":
+					return c.packageManager("pip", args[i+2:], r)
+				case "venv", "virtualenv":
+					return set(ClassLocalWrite, "creates a virtual environment")
+				}
+				break
+			}
+		}
+		return set(ClassCodeExecution, "runs "+name+" code")
+	case "awk", "gawk", "mawk", "nawk":
+		for _, a := range args {
+			if !strings.HasPrefix(a.v, "-") {
+				if strings.Contains(a.v, "system") || strings.ContainsAny(a.v, "|>") || strings.Contains(a.v, "getline") {
+					r.interpreter = true
+					return set(ClassCodeExecution, "awk program runs commands or writes files")
+				}
+				break
+			}
+			if a.v == "-f" {
+				return set(ClassCodeExecution, "runs an awk program file")
+			}
+		}
+		return set(ClassSafe, "awk text processing")
+	case "sed":
+		for _, a := range args {
+			if a.v == "-i" || strings.HasPrefix(a.v, "-i") || strings.HasPrefix(a.v, "--in-place") ||
+				strings.HasPrefix(a.v, "-") && !strings.HasPrefix(a.v, "--") && strings.Contains(a.v, "i") {
+				return c.writeArgs(name, lastOperands(args, 1), r, "edits files in place")
+			}
+		}
+		return set(ClassSafe, "sed text processing")
+	case "sort":
+		for i, a := range args {
+			if a.v == "-o" && i+1 < len(args) {
+				cl, why := c.writeTarget(args[i+1].v, args[i+1].dyn)
+				return set(cl, "sort writes to "+why)
+			}
+		}
+		return set(ClassSafe, "sorts text")
+	case "find":
+		return c.find(args, r)
+	case "git":
+		return c.git(args, r)
+	case "go":
+		return c.goTool(args, r)
+	case "gofmt":
+		for _, a := range args {
+			if a.v == "-w" {
+				return set(ClassLocalWrite, "rewrites Go files")
+			}
+		}
+		return set(ClassSafe, "formats Go source to stdout")
+	case "cargo":
+		sub := firstOperand(args)
+		switch sub {
+		case "install", "add", "uninstall":
+			return set(ClassInstall, "cargo "+sub+" installs packages")
+		case "build", "run", "test", "check", "bench", "clippy", "doc":
+			return set(ClassCodeExecution, "cargo "+sub+" compiles and runs build scripts")
+		case "fmt":
+			return set(ClassLocalWrite, "formats Rust source")
+		case "fetch", "update":
+			return set(ClassNetworkEgress, "cargo "+sub+" downloads")
+		case "--version", "version", "metadata", "tree":
+			return set(ClassSafe, "reads cargo metadata")
+		}
+		return set(ClassUnknown, "unrecognised cargo subcommand")
+	case "pip", "pip3", "pipx", "apt", "apt-get", "aptitude", "yum", "dnf", "zypper", "pacman", "apk",
+		"brew", "port", "gem", "conda", "mamba", "snap", "flatpak", "npm", "yarn", "pnpm", "bundle",
+		"composer", "uv", "poetry":
+		return c.packageManager(name, args, r)
+	case "rm":
+		return c.rm(args, r)
+	case "dd":
+		for _, a := range args {
+			if strings.HasPrefix(a.v, "of=") {
+				cl, why := c.writeTarget(a.v[3:], a.dyn)
+				if cl == ClassLocalWrite || cl == ClassSafe {
+					return set(cl, "dd writes to "+why)
+				}
+				return set(maxClass(cl, ClassDestructive), "dd writes to "+why)
+			}
+		}
+		return set(ClassSafe, "dd to stdout")
+	case "shred", "wipe":
+		for _, a := range args {
+			if strings.HasPrefix(a.v, "/dev/") {
+				return set(ClassBlocked, "destroys a device")
+			}
+		}
+		return set(ClassDestructive, name+" destroys file contents")
+	case "kill", "pkill", "killall":
+		for _, a := range args {
+			if a.v == "-1" && name == "kill" {
+				return set(ClassBlocked, "kills every process")
+			}
+		}
+		return set(ClassDestructive, name+" terminates processes")
+	case "chmod", "chown", "chgrp":
+		recursive := false
+		for _, a := range args {
+			if a.v == "-R" || a.v == "--recursive" || strings.HasPrefix(a.v, "-") && !strings.HasPrefix(a.v, "--") && strings.Contains(a.v, "R") {
+				recursive = true
+			}
+		}
+		ops := operands(args)
+		if len(ops) > 0 {
+			ops = ops[1:] // mode or owner
+		}
+		for _, o := range ops {
+			if recursive && c.catastrophic(o.v) {
+				return set(ClassBlocked, name+" -R on "+o.v)
+			}
+		}
+		return c.writeArgs(name, ops, r, "changes file attributes")
+	case "init":
+		if len(args) > 0 && (args[0].v == "0" || args[0].v == "6") {
+			return set(ClassBlocked, "shuts down or reboots")
+		}
+		return set(ClassSystemWrite, "changes the run level")
+	case "systemctl":
+		for _, a := range args {
+			switch a.v {
+			case "poweroff", "reboot", "halt", "kexec", "suspend", "hibernate", "emergency", "rescue":
+				return set(ClassBlocked, "systemctl "+a.v)
+			case "status", "show", "list-units", "list-unit-files", "is-active", "is-enabled", "cat":
+				return set(ClassSafe, "reads service state")
+			}
+		}
+		return set(ClassSystemWrite, "changes services")
+	case "cd", "pushd":
+		ops := operands(args)
+		switch {
+		case len(ops) == 0 || ops[0].v == "~" || ops[0].v == "/" || ops[0].v == "$HOME" || ops[0].v == "${HOME}" || ops[0].v == "~/":
+			c.cwdMoved, c.cwdTop = true, true
+		case ops[0].dyn || strings.HasPrefix(ops[0].v, "/") || strings.HasPrefix(ops[0].v, "~") || ops[0].v == "-" ||
+			path.Clean(ops[0].v) == ".." || strings.HasPrefix(path.Clean(ops[0].v), "../"):
+			if !(strings.HasPrefix(ops[0].v, "/") && c.inWorkDir(ops[0].v)) {
+				c.cwdMoved = true
+			}
+		}
+		return set(ClassSafe, "changes directory")
+	case "cp", "mv", "ln", "install":
+		ops := operands(args)
+		for i, a := range args {
+			if (a.v == "-t" || a.v == "--target-directory") && i+1 < len(args) {
+				return c.writeArgs(name, args[i+1:i+2], r, "copies files")
+			}
+		}
+		targets := lastOperands(ops, 1)
+		if name == "mv" {
+			targets = ops // the sources disappear too
+		}
+		return c.writeArgs(name, targets, r, name+" writes files")
+	case "mkdir", "touch", "tee", "rmdir", "mktemp":
+		return c.writeArgs(name, operands(args), r, name+" writes files")
+	case "truncate":
+		return set(ClassDestructive, "truncates files")
+	case "curl", "wget":
+		r.fetch = true
+		for i, a := range args {
+			if (a.v == "-o" || a.v == "--output" || a.v == "-O" && name == "wget" || a.v == "--output-document") && i+1 < len(args) {
+				cl, why := c.writeTarget(args[i+1].v, args[i+1].dyn)
+				c.raise(cl, name, name+" saves to "+why)
+			}
+		}
+		return set(ClassNetworkEgress, name+" contacts the network")
+	}
+	switch {
+	case blockedPrograms[name]:
+		return set(ClassBlocked, name+" can destroy the system")
+	case destructivePrograms[name]:
+		return set(ClassDestructive, name+" deletes data")
+	case systemWritePrograms[name]:
+		return set(ClassSystemWrite, name+" changes system configuration")
+	case installPrograms[name]:
+		return set(ClassInstall, name+" installs software")
+	case interpreterPrograms[name]:
+		r.interpreter = true
+		return set(ClassCodeExecution, "runs "+name+" code")
+	case codePrograms[name]:
+		return set(ClassCodeExecution, name+" runs code")
+	case networkPrograms[name]:
+		return set(ClassNetworkEgress, name+" contacts the network")
+	case localWritePrograms[name]:
+		return c.writeArgs(name, operands(args), r, name+" writes files")
+	case safePrograms[name]:
+		return set(ClassSafe, name+" only reads")
+	}
+	return set(ClassUnknown, "unrecognised program "+name)
+}
+
+// writeArgs classifies a command that writes to each of targets; it is at
+// least local_write.
+func (c *classifier) writeArgs(name string, targets []word, r segResult, why string) segResult {
+	best, bestWhy := ClassLocalWrite, why
+	for _, t := range targets {
+		cl, tw := c.writeTarget(t.v, t.dyn)
+		if Severity(cl) > Severity(best) {
+			best, bestWhy = cl, why+" to "+tw
+		}
+	}
+	r.reason = bestWhy
+	c.raise(best, name, bestWhy)
+	return r
+}
+
+// operands returns the non-option arguments (everything after "--").
+func operands(args []word) []word {
+	var out []word
+	dashdash := false
+	for _, a := range args {
+		if !dashdash && a.v == "--" {
+			dashdash = true
+			continue
+		}
+		if !dashdash && strings.HasPrefix(a.v, "-") && a.v != "-" {
+			continue
+		}
+		out = append(out, a)
+	}
+	return out
+}
+
+func lastOperands(args []word, n int) []word {
+	ops := operands(args)
+	if len(ops) > n {
+		return ops[len(ops)-n:]
+	}
+	return ops
+}
+
+func firstOperand(args []word) string {
+	for _, a := range args {
+		if !strings.HasPrefix(a.v, "-") {
+			return a.v
+		}
+	}
+	return ""
+}
+
+func maxClass(a, b Class) Class {
+	if Severity(b) > Severity(a) {
+		return b
+	}
+	return a
+}
+
+// catastrophic reports whether deleting p recursively would wipe the
+// system or the home directory.
+func (c *classifier) catastrophic(p string) bool {
+	q := strings.TrimSuffix(p, "*")
+	for _, home := range [...]string{"~", "$HOME", "${HOME}"} {
+		if q == home || q == home+"/" {
+			return true
+		}
+	}
+	if c.cwdTop && (q == "" || q == "." || q == "./") {
+		return true
+	}
+	if !strings.HasPrefix(q, "/") {
+		return false
+	}
+	cl := path.Clean(q)
+	// "/", or a top-level directory such as /etc or /usr.
+	return cl == "/" || strings.Count(cl, "/") == 1
+}
+
+func (c *classifier) rm(args []word, r segResult) segResult {
+	recursive := false
+	dashdash := false
+	for _, a := range args {
+		if a.v == "--" {
+			dashdash = true
+			continue
+		}
+		if dashdash || !strings.HasPrefix(a.v, "-") {
+			continue
+		}
+		if a.v == "--recursive" || !strings.HasPrefix(a.v, "--") && strings.ContainsAny(a.v, "rR") {
+			recursive = true
+		}
+	}
+	for _, o := range operands(args) {
+		if recursive && c.catastrophic(o.v) {
+			r.reason = "rm -r on " + o.v
+			c.raise(ClassBlocked, "rm", r.reason)
+			return r
+		}
+	}
+	r.reason = "rm deletes files"
+	c.raise(ClassDestructive, "rm", r.reason)
+	return r
+}
+
+func (c *classifier) find(args []word, r segResult) segResult {
+	class, why := ClassSafe, "find only lists files"
+	for i := 0; i < len(args); i++ {
+		switch args[i].v {
+		case "-delete":
+			class, why = maxClass(class, ClassDestructive), "find -delete deletes files"
+		case "-exec", "-execdir", "-ok", "-okdir":
+			j := i + 1
+			for j < len(args) && args[j].v != ";" && args[j].v != "+" {
+				j++
+			}
+			inner := args[i+1 : j]
+			sub := &classifier{workDir: c.workDir, depth: c.depth + 1, cwdMoved: c.cwdMoved, cwdTop: c.cwdTop}
+			sub.best = ShellVerdict{Class: ClassSafe}
+			sub.command(inner)
+			c.raise(sub.best.Class, sub.best.Argv0, "find "+args[i].v+": "+sub.best.Reason)
+			i = j
+		case "-fprint", "-fprint0", "-fprintf", "-fls":
+			if i+1 < len(args) {
+				cl, w := c.writeTarget(args[i+1].v, args[i+1].dyn)
+				if Severity(cl) > Severity(class) {
+					class, why = cl, "find writes to "+w
+				}
+			}
+		}
+	}
+	r.reason = why
+	c.raise(class, "find", why)
+	return r
+}
+
+// gitGlobalOptsWithArg consume the next word before the subcommand.
+var gitGlobalOptsWithArg = map[string]bool{"-C": true, "--git-dir": true, "--work-tree": true, "--namespace": true, "--exec-path": true}
+
+func (c *classifier) git(args []word, r segResult) segResult {
+	set := func(class Class, why string) segResult {
+		r.reason = why
+		c.raise(class, "git", why)
+		return r
+	}
+	i := 0
+	for i < len(args) && strings.HasPrefix(args[i].v, "-") {
+		if args[i].v == "-c" || strings.HasPrefix(args[i].v, "--config-env") {
+			// Configuration on the command line can name programs to run.
+			c.raise(ClassCodeExecution, "git", "git -c can run configured programs")
+			i += 2
+			continue
+		}
+		if gitGlobalOptsWithArg[args[i].v] {
+			i++
+		}
+		i++
+	}
+	if i >= len(args) {
+		return set(ClassSafe, "git without a subcommand")
+	}
+	sub, rest := args[i].v, args[i+1:]
+	has := func(flags ...string) bool {
+		for _, a := range rest {
+			for _, f := range flags {
+				if a.v == f {
+					return true
+				}
+			}
+		}
+		return false
+	}
+	switch sub {
+	case "status", "log", "diff", "show", "rev-parse", "ls-files", "blame", "grep", "describe",
+		"shortlog", "reflog", "cat-file", "ls-tree", "whatchanged", "rev-list", "merge-base",
+		"name-rev", "version", "help", "check-ignore", "show-ref", "for-each-ref", "count-objects":
+		return set(ClassSafe, "git "+sub+" only reads")
+	case "branch", "tag", "remote", "stash", "worktree", "config":
+		if len(rest) == 0 || has("-l", "--list", "-v", "-vv", "-a", "-r", "--show-current", "show", "list", "--get", "--get-all", "--list") && !has("-D", "-d", "--delete", "drop", "clear", "remove", "rm", "prune") {
+			return set(ClassSafe, "git "+sub+" lists")
+		}
+		if has("-D", "--delete", "drop", "clear") && (sub == "branch" || sub == "stash") {
+			return set(ClassDestructive, "git "+sub+" deletes work")
+		}
+		if sub == "remote" && has("update") {
+			return set(ClassNetworkEgress, "git remote update fetches")
+		}
+		if sub == "config" && has("--global", "--system") {
+			return set(ClassSystemWrite, "git config outside the repository")
+		}
+		return set(ClassLocalWrite, "git "+sub+" changes the repository")
+	case "add", "commit", "init", "mv", "switch", "merge", "rebase", "cherry-pick", "revert", "am",
+		"apply", "notes", "rm", "bisect", "fmt-merge-msg", "update-index", "sparse-checkout":
+		if sub == "rebase" && has("--exec", "-x") {
+			return set(ClassCodeExecution, "git rebase --exec runs commands")
+		}
+		return set(ClassLocalWrite, "git "+sub+" changes the repository")
+	case "checkout", "restore":
+		if has("-f", "--force", ".", "--", "--worktree", "-W") && sub == "checkout" && has(".", "--", "-f", "--force") || sub == "restore" {
+			return set(ClassDestructive, "git "+sub+" discards uncommitted changes")
+		}
+		return set(ClassLocalWrite, "git "+sub+" switches branches")
+	case "reset":
+		if has("--hard", "--merge", "--keep") {
+			return set(ClassDestructive, "git reset --hard discards uncommitted changes")
+		}
+		return set(ClassLocalWrite, "git reset moves HEAD")
+	case "clean":
+		if has("-n", "--dry-run") {
+			return set(ClassSafe, "git clean dry run")
+		}
+		return set(ClassDestructive, "git clean deletes untracked files")
+	case "gc", "prune", "filter-branch", "filter-repo", "reflog-expire":
+		return set(ClassDestructive, "git "+sub+" can drop history")
+	case "push", "pull", "fetch", "clone", "ls-remote", "submodule", "send-email", "request-pull", "archive":
+		if sub == "push" && has("--force", "-f", "--mirror", "--delete", "-d") {
+			return set(ClassDestructive, "git push rewrites or deletes remote history")
+		}
+		if sub == "archive" && !has("--remote") {
+			return set(ClassSafe, "git archive to stdout")
+		}
+		return set(ClassNetworkEgress, "git "+sub+" contacts a remote")
+	}
+	return set(ClassUnknown, "unrecognised git subcommand "+sub)
+}
+
+func (c *classifier) goTool(args []word, r segResult) segResult {
+	set := func(class Class, why string) segResult {
+		r.reason = why
+		c.raise(class, "go", why)
+		return r
+	}
+	sub := firstOperand(args)
+	switch sub {
+	case "run", "test", "build", "generate", "vet", "tool", "fix":
+		return set(ClassCodeExecution, "go "+sub+" compiles and runs code")
+	case "install", "get":
+		return set(ClassInstall, "go "+sub+" installs packages")
+	case "mod":
+		for _, a := range args {
+			switch a.v {
+			case "download", "tidy", "vendor":
+				return set(ClassNetworkEgress, "go mod "+a.v+" downloads modules")
+			case "init", "edit":
+				return set(ClassLocalWrite, "go mod "+a.v+" edits go.mod")
+			case "graph", "why", "verify":
+				return set(ClassSafe, "go mod "+a.v+" reads")
+			}
+		}
+		return set(ClassUnknown, "unrecognised go mod subcommand")
+	case "fmt":
+		return set(ClassLocalWrite, "go fmt rewrites files")
+	case "version", "env", "list", "doc", "help":
+		if sub == "env" {
+			for _, a := range args {
+				if a.v == "-w" || a.v == "-u" {
+					return set(ClassSystemWrite, "go env -w changes user configuration")
+				}
+			}
+		}
+		return set(ClassSafe, "go "+sub+" reads")
+	case "work":
+		return set(ClassLocalWrite, "go work edits go.work")
+	case "clean":
+		return set(ClassDestructive, "go clean deletes caches")
+	}
+	return set(ClassUnknown, "unrecognised go subcommand "+sub)
+}
+
+// packageManager classifies pip/npm/apt-style tools: queries are safe,
+// script runners execute code, the rest installs.
+func (c *classifier) packageManager(name string, args []word, r segResult) segResult {
+	set := func(class Class, why string) segResult {
+		r.reason = why
+		c.raise(class, name, why)
+		return r
+	}
+	sub := firstOperand(args)
+	switch sub {
+	case "list", "ls", "show", "info", "search", "freeze", "view", "outdated", "why", "help",
+		"config", "policy", "--version", "-v", "version", "check", "doctor", "audit", "explain", "inspect":
+		if sub == "config" {
+			for _, a := range args {
+				if a.v == "set" || a.v == "delete" {
+					return set(ClassSystemWrite, name+" config changes user configuration")
+				}
+			}
+		}
+		return set(ClassSafe, name+" "+sub+" reads package metadata")
+	case "run", "run-script", "test", "start", "exec", "x", "dlx", "restart", "stop":
+		return set(ClassCodeExecution, name+" "+sub+" runs project scripts")
+	case "":
+		if name == "yarn" || name == "bundle" || name == "composer" {
+			return set(ClassInstall, name+" installs dependencies")
+		}
+		return set(ClassSafe, name+" without a subcommand prints help")
+	}
+	return set(ClassInstall, name+" "+sub+" installs or changes packages")
+}
+
+// isForkBomb spots the classic :(){ :|:& };: shape under any name.
+func isForkBomb(s string) bool {
+	var b strings.Builder
+	for i := 0; i < len(s); i++ {
+		if s[i] != ' ' && s[i] != '\t' && s[i] != '\n' {
+			b.WriteByte(s[i])
+		}
+	}
+	t := b.String()
+	for off := 0; ; {
+		k := strings.Index(t[off:], "(){")
+		if k < 0 {
+			return false
+		}
+		k += off
+		j := k
+		for j > 0 && !strings.ContainsRune(";&|(){}\n", rune(t[j-1])) {
+			j--
+		}
+		name := t[j:k]
+		if name != "" && strings.Contains(t[k:], name+"|"+name+"&") {
+			return true
+		}
+		off = k + 3
+	}
+}

@@ -1,0 +1,465 @@
+package tools
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+)
+
+// Read defaults and limits.
+const (
+	defaultReadLimit = 2000
+	// sniffBytes is how much of a file decides whether it is binary.
+	sniffBytes = 8000
+	// maxListEntries bounds list_dir output.
+	maxListEntries = 1000
+	maxListDepth   = 5
+	// maxMatchLine bounds the text of one search match.
+	maxMatchLine = 300
+	// maxSearchFileBytes: larger files are skipped by search_files.
+	maxSearchFileBytes = 16 << 20
+)
+
+// readerPool recycles the 64 KiB buffered readers of read_file and
+// search_files so small reads do not allocate them.
+var readerPool = sync.Pool{New: func() any { return bufio.NewReaderSize(nil, 64<<10) }}
+
+type readFileTool struct{ c *config }
+
+type readFileArgs struct {
+	Path   *string `json:"path"`
+	Offset *int    `json:"offset"`
+	Limit  *int    `json:"limit"`
+}
+
+func (t *readFileTool) Definition() Definition {
+	return Definition{
+		Name: "read_file",
+		Description: "Read a text file. Returns numbered lines (line number, tab, text) after a header giving the " +
+			"range shown and the total line count. Use offset and limit to page through large files.",
+		Parameters: schema([]string{"path"}, `"path":{"type":"string","description":"File path, relative to the working directory or absolute"},`+
+			`"offset":{"type":"integer","minimum":1,"description":"First line to return, 1-based (default 1)"},`+
+			`"limit":{"type":"integer","minimum":1,"description":"Maximum number of lines (default 2000)"}`),
+	}
+}
+
+func (t *readFileTool) Assess(args json.RawMessage) (Assessment, error) {
+	var a readFileArgs
+	if err := invalidJSON("read_file", args); err != nil {
+		return Assessment{}, err
+	}
+	_ = decodeArgs("read_file", args, &a)
+	return pathSummary(deref(a.Path), ClassSafe), nil
+}
+
+func deref[T any](p *T) T {
+	var z T
+	if p == nil {
+		return z
+	}
+	return *p
+}
+
+func (t *readFileTool) Run(ctx context.Context, args json.RawMessage) (Result, error) {
+	var a readFileArgs
+	if err := decodeArgs("read_file", args, &a); err != nil {
+		return errResult(err), nil
+	}
+	if a.Path == nil || *a.Path == "" {
+		return errResult(&argError{"read_file", "path", "required"}), nil
+	}
+	offset, limit := 1, defaultReadLimit
+	if a.Offset != nil {
+		if *a.Offset < 1 {
+			return errResult(&argError{"read_file", "offset", fmt.Sprintf("must be >= 1, got %d", *a.Offset)}), nil
+		}
+		offset = *a.Offset
+	}
+	if a.Limit != nil {
+		if *a.Limit < 1 {
+			return errResult(&argError{"read_file", "limit", fmt.Sprintf("must be >= 1, got %d", *a.Limit)}), nil
+		}
+		limit = *a.Limit
+	}
+	return t.c.readFile(ctx, *a.Path, offset, limit), nil
+}
+
+// readFile renders lines [offset, offset+limit) of the file at p.
+func (c *config) readFile(ctx context.Context, p string, offset, limit int) Result {
+	abs := c.resolve(p)
+	f, err := os.Open(abs)
+	if err != nil {
+		return Result{Text: "read_file: " + err.Error(), IsError: true}
+	}
+	defer f.Close()
+	if fi, err := f.Stat(); err == nil && fi.IsDir() {
+		return Result{Text: fmt.Sprintf("read_file: %s is a directory; use list_dir", p), IsError: true}
+	}
+	br := readerPool.Get().(*bufio.Reader)
+	br.Reset(f)
+	defer func() { br.Reset(nil); readerPool.Put(br) }()
+
+	var out bytes.Buffer
+	var (
+		line      = 0    // number of the line being read
+		atStart   = true // the next byte starts a line
+		seen      = 0    // bytes seen, for the binary sniff
+		last      = 0    // last line written to out
+		capped    = false
+		lastEmpty = true // the file ended right after a newline (or is empty)
+	)
+	numBuf := make([]byte, 0, 24)
+	for {
+		chunk, err := br.ReadSlice('\n')
+		if len(chunk) > 0 {
+			if seen < sniffBytes {
+				n := min(len(chunk), sniffBytes-seen)
+				if bytes.IndexByte(chunk[:n], 0) >= 0 {
+					return Result{Text: fmt.Sprintf("read_file: %s looks binary (NUL byte in the first %d bytes); not shown", p, sniffBytes), IsError: true}
+				}
+				seen += n
+			}
+			if atStart {
+				line++
+			}
+			lastEmpty = false
+			if line >= offset && line < offset+limit && !capped {
+				if atStart {
+					numBuf = strconv.AppendInt(numBuf[:0], int64(line), 10)
+					numBuf = append(numBuf, '\t')
+					if out.Len()+len(numBuf)+len(chunk) > c.maxReadBytes && last > 0 {
+						capped = true
+					} else {
+						out.Write(numBuf)
+					}
+				}
+				if !capped {
+					room := c.maxReadBytes - out.Len()
+					if len(chunk) > room {
+						out.WriteString(string(chunk[:runeStartBefore(string(chunk), max(room, 0))]))
+						out.WriteString("\n")
+						capped = true
+					} else {
+						out.Write(chunk)
+					}
+					last = line
+				}
+			}
+			atStart = chunk[len(chunk)-1] == '\n'
+			if atStart {
+				lastEmpty = true
+			}
+		}
+		if err == bufio.ErrBufferFull {
+			continue
+		}
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			return Result{Text: "read_file: " + err.Error(), IsError: true}
+		}
+		if line%4096 == 0 && ctx.Err() != nil {
+			return Result{Text: "read_file: " + ctx.Err().Error(), IsError: true}
+		}
+	}
+	_ = lastEmpty
+	total := line
+	if total == 0 {
+		return Result{Text: fmt.Sprintf("[%s: empty file]", p)}
+	}
+	if offset > total {
+		return Result{Text: fmt.Sprintf("read_file: offset %d is past the end of %s (%d lines)", offset, p, total), IsError: true}
+	}
+	if out.Len() > 0 && out.Bytes()[out.Len()-1] != '\n' {
+		out.WriteByte('\n')
+	}
+	var hdr string
+	switch {
+	case capped:
+		hdr = fmt.Sprintf("[%s: lines %d-%d of %d; output capped at %d bytes; continue with offset=%d]\n", p, offset, last, total, c.maxReadBytes, last+1)
+	case last < total:
+		hdr = fmt.Sprintf("[%s: lines %d-%d of %d; more remain, continue with offset=%d]\n", p, offset, last, total, last+1)
+	default:
+		hdr = fmt.Sprintf("[%s: lines %d-%d of %d; end of file]\n", p, offset, last, total)
+	}
+	return Result{Text: hdr + out.String()}
+}
+
+type writeFileTool struct{ c *config }
+
+type writeFileArgs struct {
+	Path    *string `json:"path"`
+	Content *string `json:"content"`
+}
+
+func (t *writeFileTool) Definition() Definition {
+	return Definition{
+		Name:        "write_file",
+		Description: "Create or overwrite a file with the given content, creating parent directories. The write is atomic.",
+		Parameters: schema([]string{"path", "content"}, `"path":{"type":"string","description":"File path, relative to the working directory or absolute"},`+
+			`"content":{"type":"string","description":"The complete new file content"}`),
+	}
+}
+
+func (t *writeFileTool) Assess(args json.RawMessage) (Assessment, error) {
+	if err := invalidJSON("write_file", args); err != nil {
+		return Assessment{}, err
+	}
+	var a writeFileArgs
+	_ = decodeArgs("write_file", args, &a)
+	return t.c.writeAssessment(deref(a.Path)), nil
+}
+
+// writeAssessment classifies writing to p: local_write inside the
+// working directory (symlinks resolved), system_write elsewhere.
+func (c *config) writeAssessment(p string) Assessment {
+	if c.inside(c.resolve(p)) {
+		return pathSummary(p, ClassLocalWrite)
+	}
+	return pathSummary(p, ClassSystemWrite)
+}
+
+func (t *writeFileTool) Run(ctx context.Context, args json.RawMessage) (Result, error) {
+	var a writeFileArgs
+	if err := decodeArgs("write_file", args, &a); err != nil {
+		return errResult(err), nil
+	}
+	if a.Path == nil || *a.Path == "" {
+		return errResult(&argError{"write_file", "path", "required"}), nil
+	}
+	if a.Content == nil {
+		return errResult(&argError{"write_file", "content", "required"}), nil
+	}
+	abs := t.c.resolve(*a.Path)
+	if err := os.MkdirAll(filepath.Dir(abs), 0o755); err != nil {
+		return Result{Text: "write_file: " + err.Error(), IsError: true}, nil
+	}
+	if err := atomicWrite(abs, []byte(*a.Content)); err != nil {
+		return Result{Text: "write_file: " + err.Error(), IsError: true}, nil
+	}
+	return Result{Text: fmt.Sprintf("wrote %d bytes to %s", len(*a.Content), *a.Path)}, nil
+}
+
+// atomicWrite replaces the file at abs with data via a temporary file in
+// the same directory and a rename. An existing file keeps its mode; a
+// symlink is replaced by its target's path being written.
+func atomicWrite(abs string, data []byte) error {
+	if r, err := filepath.EvalSymlinks(abs); err == nil {
+		abs = r
+	}
+	mode := fs.FileMode(0o644)
+	if fi, err := os.Stat(abs); err == nil {
+		if fi.IsDir() {
+			return fmt.Errorf("%s is a directory", abs)
+		}
+		mode = fi.Mode().Perm()
+	}
+	tmp, err := os.CreateTemp(filepath.Dir(abs), "."+filepath.Base(abs)+".odek-*")
+	if err != nil {
+		return err
+	}
+	name := tmp.Name()
+	ok := false
+	defer func() {
+		if !ok {
+			tmp.Close()
+			os.Remove(name)
+		}
+	}()
+	if _, err := tmp.Write(data); err != nil {
+		return err
+	}
+	if err := tmp.Chmod(mode); err != nil {
+		return err
+	}
+	if err := tmp.Close(); err != nil {
+		return err
+	}
+	if err := os.Rename(name, abs); err != nil {
+		return err
+	}
+	ok = true
+	return nil
+}
+
+type listDirTool struct{ c *config }
+
+type listDirArgs struct {
+	Path  *string `json:"path"`
+	Depth *int    `json:"depth"`
+}
+
+func (t *listDirTool) Definition() Definition {
+	return Definition{
+		Name:        "list_dir",
+		Description: "List a directory. Directories end in '/', files show their size in bytes. depth > 1 recurses (max 5).",
+		Parameters: schema(nil, `"path":{"type":"string","description":"Directory (default \".\")"},`+
+			`"depth":{"type":"integer","minimum":1,"maximum":5,"description":"Levels to list (default 1)"}`),
+	}
+}
+
+func (t *listDirTool) Assess(args json.RawMessage) (Assessment, error) {
+	if err := invalidJSON("list_dir", args); err != nil {
+		return Assessment{}, err
+	}
+	var a listDirArgs
+	_ = decodeArgs("list_dir", args, &a)
+	return pathSummary(nonEmpty(deref(a.Path), "."), ClassSafe), nil
+}
+
+func (t *listDirTool) Run(ctx context.Context, args json.RawMessage) (Result, error) {
+	var a listDirArgs
+	if err := decodeArgs("list_dir", args, &a); err != nil {
+		return errResult(err), nil
+	}
+	p := nonEmpty(deref(a.Path), ".")
+	depth := 1
+	if a.Depth != nil {
+		if *a.Depth < 1 || *a.Depth > maxListDepth {
+			return errResult(&argError{"list_dir", "depth", fmt.Sprintf("must be 1 to %d, got %d", maxListDepth, *a.Depth)}), nil
+		}
+		depth = *a.Depth
+	}
+	root := t.c.resolve(p)
+	fi, err := os.Stat(root)
+	if err != nil {
+		return Result{Text: "list_dir: " + err.Error(), IsError: true}, nil
+	}
+	if !fi.IsDir() {
+		return Result{Text: fmt.Sprintf("list_dir: %s is not a directory (%d bytes)", p, fi.Size()), IsError: true}, nil
+	}
+	var lines []string
+	truncated := false
+	var walk func(dir, rel string, level int) error
+	walk = func(dir, rel string, level int) error {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		ents, err := os.ReadDir(dir)
+		if err != nil {
+			lines = append(lines, rel+"  [unreadable: "+err.Error()+"]")
+			return nil
+		}
+		sort.Slice(ents, func(i, j int) bool { return ents[i].Name() < ents[j].Name() })
+		for _, e := range ents {
+			if len(lines) >= maxListEntries {
+				truncated = true
+				return nil
+			}
+			name := rel + e.Name()
+			switch {
+			case e.IsDir():
+				lines = append(lines, name+"/")
+				if level < depth && !skipDir(e.Name()) {
+					if err := walk(filepath.Join(dir, e.Name()), name+"/", level+1); err != nil {
+						return err
+					}
+				}
+			case e.Type()&fs.ModeSymlink != 0:
+				target, _ := os.Readlink(filepath.Join(dir, e.Name()))
+				lines = append(lines, name+" -> "+target)
+			default:
+				info, err := e.Info()
+				if err != nil {
+					lines = append(lines, name)
+					continue
+				}
+				lines = append(lines, fmt.Sprintf("%s  %d bytes", name, info.Size()))
+			}
+		}
+		return nil
+	}
+	if err := walk(root, "", 1); err != nil {
+		return Result{}, err
+	}
+	hdr := fmt.Sprintf("[%s: %d entries, depth %d]\n", p, len(lines), depth)
+	body := strings.Join(lines, "\n")
+	if truncated {
+		body += fmt.Sprintf("\n[truncated at %d entries; list a subdirectory or use a smaller depth]", maxListEntries)
+	}
+	return Result{Text: hdr + body}, nil
+}
+
+// skipDir names directories that listings and searches do not descend
+// into.
+func skipDir(name string) bool {
+	return name == ".git" || name == "node_modules" || name == ".hg" || name == ".svn"
+}
+
+type patchTool struct{ c *config }
+
+type patchArgs struct {
+	Path       *string `json:"path"`
+	OldString  *string `json:"old_string"`
+	NewString  *string `json:"new_string"`
+	ReplaceAll *bool   `json:"replace_all"`
+}
+
+func (t *patchTool) Definition() Definition {
+	return Definition{
+		Name: "patch",
+		Description: "Replace exact text in a file. old_string must occur exactly once (include surrounding lines to make it unique) " +
+			"unless replace_all is true. Line numbers from read_file are not part of the file.",
+		Parameters: schema([]string{"path", "old_string", "new_string"}, `"path":{"type":"string"},`+
+			`"old_string":{"type":"string","description":"Exact text to replace"},`+
+			`"new_string":{"type":"string","description":"Replacement text"},`+
+			`"replace_all":{"type":"boolean","description":"Replace every occurrence (default false)"}`),
+	}
+}
+
+func (t *patchTool) Assess(args json.RawMessage) (Assessment, error) {
+	if err := invalidJSON("patch", args); err != nil {
+		return Assessment{}, err
+	}
+	var a patchArgs
+	_ = decodeArgs("patch", args, &a)
+	return t.c.writeAssessment(deref(a.Path)), nil
+}
+
+func (t *patchTool) Run(ctx context.Context, args json.RawMessage) (Result, error) {
+	var a patchArgs
+	if err := decodeArgs("patch", args, &a); err != nil {
+		return errResult(err), nil
+	}
+	switch {
+	case a.Path == nil || *a.Path == "":
+		return errResult(&argError{"patch", "path", "required"}), nil
+	case a.OldString == nil || *a.OldString == "":
+		return errResult(&argError{"patch", "old_string", "required and must not be empty"}), nil
+	case a.NewString == nil:
+		return errResult(&argError{"patch", "new_string", "required"}), nil
+	}
+	abs := t.c.resolve(*a.Path)
+	data, err := os.ReadFile(abs)
+	if err != nil {
+		return Result{Text: "patch: " + err.Error(), IsError: true}, nil
+	}
+	content := string(data)
+	n := strings.Count(content, *a.OldString)
+	switch {
+	case n == 0:
+		return Result{Text: fmt.Sprintf("patch: old_string not found in %s (0 matches); read the file and copy the text exactly", *a.Path), IsError: true}, nil
+	case n > 1 && !deref(a.ReplaceAll):
+		return Result{Text: fmt.Sprintf("patch: old_string matches %d times in %s; add surrounding context to make it unique, or set replace_all", n, *a.Path), IsError: true}, nil
+	}
+	if deref(a.ReplaceAll) {
+		content = strings.ReplaceAll(content, *a.OldString, *a.NewString)
+	} else {
+		content = strings.Replace(content, *a.OldString, *a.NewString, 1)
+	}
+	if err := atomicWrite(abs, []byte(content)); err != nil {
+		return Result{Text: "patch: " + err.Error(), IsError: true}, nil
+	}
+	return Result{Text: fmt.Sprintf("patched %s: replaced %d occurrence(s); file is now %d bytes", *a.Path, n, len(content))}, nil
+}

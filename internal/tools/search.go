@@ -1,0 +1,186 @@
+package tools
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+)
+
+type searchFilesTool struct{ c *config }
+
+type searchArgs struct {
+	Pattern    *string `json:"pattern"`
+	Path       *string `json:"path"`
+	Glob       *string `json:"glob"`
+	MaxMatches *int    `json:"max_matches"`
+}
+
+func (t *searchFilesTool) Definition() Definition {
+	return Definition{
+		Name: "search_files",
+		Description: "Search file contents with a Go (RE2) regular expression. Prints 'path:line: text' per match. " +
+			"Skips .git, node_modules and binary files.",
+		Parameters: schema([]string{"pattern"}, `"pattern":{"type":"string","description":"Go regexp syntax"},`+
+			`"path":{"type":"string","description":"File or directory to search (default \".\")"},`+
+			`"glob":{"type":"string","description":"Only files whose name matches this glob (e.g. *.go); a glob with '/' matches the path relative to path"},`+
+			`"max_matches":{"type":"integer","minimum":1,"description":"Stop after this many matches"}`),
+	}
+}
+
+func (t *searchFilesTool) Assess(args json.RawMessage) (Assessment, error) {
+	if err := invalidJSON("search_files", args); err != nil {
+		return Assessment{}, err
+	}
+	var a searchArgs
+	_ = decodeArgs("search_files", args, &a)
+	return pathSummary(nonEmpty(deref(a.Path), "."), ClassSafe), nil
+}
+
+func (t *searchFilesTool) Run(ctx context.Context, args json.RawMessage) (Result, error) {
+	var a searchArgs
+	if err := decodeArgs("search_files", args, &a); err != nil {
+		return errResult(err), nil
+	}
+	if a.Pattern == nil || *a.Pattern == "" {
+		return errResult(&argError{"search_files", "pattern", "required"}), nil
+	}
+	re, err := regexp.Compile(*a.Pattern)
+	if err != nil {
+		return errResult(&argError{"search_files", "pattern", "invalid regular expression: " + err.Error()}), nil
+	}
+	glob := deref(a.Glob)
+	if glob != "" {
+		if _, err := filepath.Match(glob, ""); err != nil {
+			return errResult(&argError{"search_files", "glob", "invalid glob: " + err.Error()}), nil
+		}
+	}
+	limit := t.c.maxSearchMatches
+	note := ""
+	if a.MaxMatches != nil {
+		switch {
+		case *a.MaxMatches < 1:
+			return errResult(&argError{"search_files", "max_matches", fmt.Sprintf("must be >= 1, got %d", *a.MaxMatches)}), nil
+		case *a.MaxMatches > HardMaxSearchMatches:
+			limit = HardMaxSearchMatches
+			note = fmt.Sprintf(" (max_matches %d lowered to the hard limit %d)", *a.MaxMatches, HardMaxSearchMatches)
+		default:
+			limit = *a.MaxMatches
+		}
+	}
+	p := nonEmpty(deref(a.Path), ".")
+	root := t.c.resolve(p)
+	var out strings.Builder
+	matches, files := 0, 0
+	stopped := false
+	walkErr := filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {
+		if err != nil {
+			if path == root {
+				return err
+			}
+			return nil // unreadable entries are skipped
+		}
+		if cerr := ctx.Err(); cerr != nil {
+			return cerr
+		}
+		if d.IsDir() {
+			if path != root && skipDir(d.Name()) {
+				return filepath.SkipDir
+			}
+			return nil
+		}
+		if !d.Type().IsRegular() {
+			return nil
+		}
+		if glob != "" {
+			name := d.Name()
+			if strings.Contains(glob, "/") {
+				name, _ = filepath.Rel(root, path)
+				name = filepath.ToSlash(name)
+			}
+			if ok, _ := filepath.Match(glob, name); !ok {
+				return nil
+			}
+		}
+		files++
+		n, full := t.c.searchFile(path, re, limit-matches, &out)
+		matches += n
+		if full {
+			stopped = true
+			return filepath.SkipAll
+		}
+		return nil
+	})
+	if walkErr != nil {
+		if ctx.Err() != nil {
+			return Result{}, ctx.Err()
+		}
+		return Result{Text: "search_files: " + walkErr.Error(), IsError: true}, nil
+	}
+	var hdr string
+	switch {
+	case stopped:
+		hdr = fmt.Sprintf("[%d matches in %s; stopped at the limit of %d%s, narrow the pattern, path or glob]\n", matches, p, limit, note)
+	case matches == 0:
+		return Result{Text: fmt.Sprintf("[no matches for %q in %s (%d files searched)]", *a.Pattern, p, files)}, nil
+	default:
+		hdr = fmt.Sprintf("[%d matches in %s (%d files searched)]\n", matches, p, files)
+	}
+	return Result{Text: hdr + out.String()}, nil
+}
+
+// searchFile appends up to room matches of re in the file at path to out.
+// full reports that room was reached. Binary and huge files are skipped.
+func (c *config) searchFile(path string, re *regexp.Regexp, room int, out *strings.Builder) (n int, full bool) {
+	f, err := os.Open(path)
+	if err != nil {
+		return 0, false
+	}
+	defer f.Close()
+	if fi, err := f.Stat(); err != nil || fi.Size() > maxSearchFileBytes {
+		return 0, false
+	}
+	br := readerPool.Get().(*bufio.Reader)
+	br.Reset(f)
+	defer func() { br.Reset(nil); readerPool.Put(br) }()
+	if head, _ := br.Peek(sniffBytes); bytes.IndexByte(head, 0) >= 0 {
+		return 0, false
+	}
+	display := c.display(path)
+	line := 0
+	var long []byte
+	for {
+		chunk, err := br.ReadSlice('\n')
+		if err == bufio.ErrBufferFull {
+			// A line longer than the buffer: collect it (bounded by the file size cap).
+			long = append(long, chunk...)
+			continue
+		}
+		text := chunk
+		if long != nil {
+			long = append(long, chunk...)
+			text = long
+		}
+		if len(text) > 0 {
+			line++
+			text = bytes.TrimRight(text, "\r\n")
+			if re.Match(text) {
+				fmt.Fprintf(out, "%s:%d: %s\n", display, line, Clip(string(text), maxMatchLine))
+				n++
+				if n >= room {
+					return n, true
+				}
+			}
+		}
+		long = nil
+		if err != nil {
+			return n, false
+		}
+	}
+}

@@ -1,0 +1,201 @@
+package tools
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math"
+	"os/exec"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+)
+
+// shellWaitDelay bounds how long Wait waits for the output pipes after the
+// shell exited or was killed (a background grandchild may hold them).
+const shellWaitDelay = 2 * time.Second
+
+type shellTool struct{ c *config }
+
+type shellArgs struct {
+	Command        *string  `json:"command"`
+	TimeoutSeconds *float64 `json:"timeout_seconds"`
+}
+
+func (t *shellTool) Definition() Definition {
+	return Definition{
+		Name: "shell",
+		Description: fmt.Sprintf("Run a command with sh -c in the working directory. Returns the exit code, stdout and stderr "+
+			"(each capped at %d bytes, head and tail kept). Non-zero exit is an error. Default timeout %s, max %s.",
+			t.c.maxStreamBytes, t.c.shellTimeout, t.c.maxShellTimeout),
+		Parameters: schema([]string{"command"}, `"command":{"type":"string","description":"Shell command line"},`+
+			`"timeout_seconds":{"type":"number","exclusiveMinimum":0,"description":"Kill the command after this many seconds"}`),
+	}
+}
+
+func (t *shellTool) Assess(args json.RawMessage) (Assessment, error) {
+	if err := invalidJSON("shell", args); err != nil {
+		return Assessment{}, err
+	}
+	var a shellArgs
+	_ = decodeArgs("shell", args, &a)
+	v := classifyShell(deref(a.Command), t.c.workDir, 0)
+	return Assessment{Class: v.Class, Summary: map[string]any{"argv0": v.Argv0, "class": string(v.Class)}}, nil
+}
+
+func (t *shellTool) Run(ctx context.Context, args json.RawMessage) (Result, error) {
+	var a shellArgs
+	if err := decodeArgs("shell", args, &a); err != nil {
+		return errResult(err), nil
+	}
+	if a.Command == nil || strings.TrimSpace(*a.Command) == "" {
+		return errResult(&argError{"shell", "command", "required"}), nil
+	}
+	timeout := t.c.shellTimeout
+	if a.TimeoutSeconds != nil {
+		s := *a.TimeoutSeconds
+		maxS := t.c.maxShellTimeout.Seconds()
+		if !(s > 0) || math.IsInf(s, 0) || s > maxS {
+			return errResult(&argError{"shell", "timeout_seconds", fmt.Sprintf("must be > 0 and <= %g (the configured maximum), got %g", maxS, s)}), nil
+		}
+		timeout = time.Duration(s * float64(time.Second))
+	}
+	return t.c.runShell(ctx, *a.Command, timeout)
+}
+
+// runShell runs command in its own process group and kills the whole
+// group on timeout or cancellation.
+func (c *config) runShell(ctx context.Context, command string, timeout time.Duration) (Result, error) {
+	tctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	cmd := exec.CommandContext(tctx, "sh", "-c", command)
+	cmd.Dir = c.workDir
+	cmd.Env = c.env
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	cmd.Cancel = func() error {
+		// Negative pid: the whole process group, grandchildren included.
+		return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+	}
+	cmd.WaitDelay = shellWaitDelay
+	stdout := newStreamCap(c.maxStreamBytes)
+	stderr := newStreamCap(c.maxStreamBytes)
+	cmd.Stdout, cmd.Stderr = stdout, stderr
+	start := time.Now()
+	err := cmd.Run()
+	elapsed := time.Since(start)
+
+	var b strings.Builder
+	res := Result{}
+	var exitErr *exec.ExitError
+	switch {
+	case ctx.Err() != nil:
+		fmt.Fprintf(&b, "command cancelled after %s; process group killed\n", elapsed.Round(time.Millisecond))
+		res.IsError = true
+	case tctx.Err() != nil:
+		fmt.Fprintf(&b, "command timed out after %s (timeout_seconds limit %g); process group killed\n", timeout, timeout.Seconds())
+		res.IsError = true
+	case err == nil:
+		b.WriteString("exit code: 0\n")
+	case errors.As(err, &exitErr):
+		if ws, ok := exitErr.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
+			fmt.Fprintf(&b, "killed by signal: %s\n", ws.Signal())
+		} else {
+			fmt.Fprintf(&b, "exit code: %d\n", exitErr.ExitCode())
+		}
+		res.IsError = true
+	case errors.Is(err, exec.ErrWaitDelay):
+		// The shell exited but a background process kept the output open.
+		code := cmd.ProcessState.ExitCode()
+		fmt.Fprintf(&b, "exit code: %d (output closed after %s: a background process kept it open)\n", code, shellWaitDelay)
+		res.IsError = code != 0
+	default:
+		fmt.Fprintf(&b, "failed to run: %v\n", err)
+		res.IsError = true
+	}
+	writeStream(&b, "stdout", stdout)
+	writeStream(&b, "stderr", stderr)
+	res.Text = b.String()
+	if ctx.Err() != nil {
+		return res, ctx.Err()
+	}
+	return res, nil
+}
+
+func writeStream(b *strings.Builder, name string, s *streamCap) {
+	if s.total == 0 {
+		fmt.Fprintf(b, "%s: (empty)\n", name)
+		return
+	}
+	fmt.Fprintf(b, "%s:\n", name)
+	b.WriteString(s.String())
+	if !strings.HasSuffix(b.String(), "\n") {
+		b.WriteByte('\n')
+	}
+}
+
+// streamCap keeps the first and last max/2 bytes written to it and counts
+// the rest. Writes never fail, so the child keeps draining. One goroutine
+// writes at a time (os/exec copies each stream in its own goroutine);
+// String must be called after the writer finished.
+type streamCap struct {
+	headMax, tailMax int
+	head             []byte
+	tail             []byte // ring buffer once full
+	tailPos          int    // next write position in a full ring
+	total            int64
+}
+
+func newStreamCap(max int) *streamCap {
+	return &streamCap{headMax: max / 2, tailMax: max - max/2}
+}
+
+func (s *streamCap) Write(p []byte) (int, error) {
+	n := len(p)
+	s.total += int64(n)
+	if room := s.headMax - len(s.head); room > 0 {
+		k := min(room, len(p))
+		s.head = append(s.head, p[:k]...)
+		p = p[k:]
+	}
+	if len(p) == 0 || s.tailMax == 0 {
+		return n, nil
+	}
+	if len(p) >= s.tailMax {
+		s.tail = append(s.tail[:0], p[len(p)-s.tailMax:]...)
+		s.tailPos = 0
+		return n, nil
+	}
+	if room := s.tailMax - len(s.tail); room > 0 {
+		k := min(room, len(p))
+		s.tail = append(s.tail, p[:k]...)
+		p = p[k:]
+	}
+	for len(p) > 0 {
+		k := copy(s.tail[s.tailPos:], p)
+		p = p[k:]
+		s.tailPos = (s.tailPos + k) % s.tailMax
+	}
+	return n, nil
+}
+
+// dropped is the number of bytes neither in head nor tail.
+func (s *streamCap) dropped() int64 {
+	return s.total - int64(len(s.head)) - int64(len(s.tail))
+}
+
+func (s *streamCap) String() string {
+	var tail []byte
+	if len(s.tail) == s.tailMax && s.tailPos > 0 {
+		tail = append(append(tail, s.tail[s.tailPos:]...), s.tail[:s.tailPos]...)
+	} else {
+		tail = s.tail
+	}
+	if d := s.dropped(); d > 0 {
+		t := string(tail)
+		skip := runeStartAfter(t, 0)
+		return string(s.head) + "\n[... " + strconv.FormatInt(d+int64(skip), 10) + " bytes dropped ...]\n" + t[skip:]
+	}
+	return string(s.head) + string(tail)
+}
