@@ -301,3 +301,11 @@ func Render(server, tool, text string, refs []Ref, limit int) Rendered {
 	out, observed, cut := Truncate(server, tool, Neutralize(text), MetadataLines(refs), limit)
 	return Rendered{Text: out, ObservedChars: observed, Truncated: cut}
 }
+
+// DisplayValue prepares a server-supplied value for a line odek adds (a
+// metadata line, a content summary): sanitised to one line, neutralised,
+// cut to maxChars code points and quoted Go-style, so it can neither end the
+// line nor the quoted value nor carry the marker.
+func DisplayValue(s string, maxChars int) string {
+	return displayValue(s, maxChars)
+}
