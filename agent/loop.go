@@ -1,0 +1,340 @@
+package agent
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"io"
+	"runtime/debug"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/odekrun/odek/events"
+	"github.com/odekrun/odek/internal/llm"
+	"github.com/odekrun/odek/internal/tools"
+	"github.com/sirupsen/logrus"
+)
+
+type run struct {
+	cfg      Config
+	byName   map[string]tools.Tool
+	specs    []llm.ToolSpec
+	names    string // comma-separated tool names for "unknown tool" errors
+	em       *events.Emitter
+	log      logrus.FieldLogger
+	maxIter  int
+	parallel int
+	maxOut   int
+}
+
+func newRun(cfg Config) (*run, error) {
+	if cfg.LLM == nil {
+		return nil, ErrNoLLM
+	}
+	if cfg.Model == "" {
+		return nil, ErrNoModel
+	}
+	r := &run{cfg: cfg, byName: make(map[string]tools.Tool, len(cfg.Tools))}
+	names := make([]string, 0, len(cfg.Tools))
+	for _, t := range cfg.Tools {
+		d := t.Definition()
+		if _, dup := r.byName[d.Name]; dup {
+			return nil, fmt.Errorf("agent: tool %q is registered twice", d.Name)
+		}
+		r.byName[d.Name] = t
+		params := d.Parameters
+		if len(params) == 0 {
+			params = json.RawMessage(`{"type":"object","properties":{}}`)
+		}
+		r.specs = append(r.specs, llm.ToolSpec{Type: "function", Function: llm.FunctionSpec{
+			Name: d.Name, Description: d.Description, Parameters: params}})
+		names = append(names, d.Name)
+	}
+	sort.Strings(names)
+	r.names = strings.Join(names, ", ")
+	r.maxIter = orDefault(cfg.MaxIterations, DefaultMaxIterations)
+	r.parallel = orDefault(cfg.MaxToolParallel, DefaultMaxToolParallel)
+	r.maxOut = orDefault(cfg.MaxToolOutputBytes, DefaultMaxToolOutputBytes)
+	r.log = cfg.Logger
+	if r.log == nil {
+		l := logrus.New()
+		l.SetOutput(io.Discard)
+		r.log = l
+	}
+	if r.cfg.Policy.Classes == nil && r.cfg.Policy.NonInteractive == "" {
+		r.cfg.Policy = tools.DefaultPolicy()
+	}
+	return r, nil
+}
+
+func orDefault(v, def int) int {
+	if v <= 0 {
+		return def
+	}
+	return v
+}
+
+func (r *run) run(ctx context.Context, goal string) (*Result, error) {
+	start := time.Now()
+	runID := r.cfg.RunID
+	if runID == "" {
+		runID = events.NewRunID()
+	}
+	r.em = events.NewEmitter(runID, r.cfg.EventSink, events.Options{
+		Redact: r.cfg.Redactor.String,
+		OnError: func(err error) {
+			r.log.WithField("run_id", runID).WithError(err).Warn("event sink failed")
+		},
+	})
+	if r.cfg.SessionID != "" {
+		r.em.SetSessionID(r.cfg.SessionID)
+	}
+	res := &Result{RunID: runID}
+	r.em.Emit(events.RunStarted, 0, "", map[string]any{
+		"model": r.cfg.Model, "sandbox": false, "max_iterations": r.maxIter,
+	})
+
+	system := r.cfg.SystemPrompt
+	if system == "" {
+		system = DefaultSystemPrompt
+	}
+	msgs := make([]llm.Message, 0, len(r.cfg.History)+2+2*r.maxIter)
+	msgs = append(msgs, llm.Message{Role: llm.RoleSystem, Content: system})
+	msgs = append(msgs, r.cfg.History...)
+	msgs = append(msgs, llm.Message{Role: llm.RoleUser, Content: goal})
+
+	err := r.loop(ctx, &msgs, res)
+
+	res.Duration = time.Since(start)
+	res.Messages = msgs[1:]
+	data := map[string]any{
+		"duration_ms":   res.Duration.Milliseconds(),
+		"input_tokens":  res.Usage.PromptTokens,
+		"output_tokens": res.Usage.CompletionTokens,
+	}
+	if res.LLMDuration > 0 {
+		data["llm_duration_ms"] = res.LLMDuration.Milliseconds()
+		if res.Usage.CompletionTokens > 0 {
+			data["tokens_per_second"] = round2(float64(res.Usage.CompletionTokens) / res.LLMDuration.Seconds())
+		}
+	}
+	typ := events.RunCompleted
+	if err != nil {
+		typ = events.RunFailed
+		delete(data, "input_tokens")
+		delete(data, "output_tokens")
+		data["error_class"] = ErrorClass(err)
+		if res.LLMDuration == 0 {
+			delete(data, "llm_duration_ms")
+		}
+	}
+	// The closing event must reach the sink even when ctx is cancelled
+	// (SIGTERM): it gets its own bounded context.
+	fctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), finalEventTimeout)
+	if ferr := r.em.Final(fctx, typ, data); ferr != nil {
+		r.log.WithError(ferr).Warn("closing event not written")
+	}
+	cancel()
+	res.DroppedEvents = r.em.Dropped()
+	return res, err
+}
+
+// ms renders a duration in milliseconds with microsecond resolution, so
+// sub-millisecond calls against a local server are not reported as 0.
+func ms(d time.Duration) float64 {
+	return float64(d.Microseconds()) / 1000
+}
+
+func round2(f float64) float64 {
+	return float64(int64(f*100+0.5)) / 100
+}
+
+func (r *run) loop(ctx context.Context, msgs *[]llm.Message, res *Result) error {
+	for iter := 1; iter <= r.maxIter; iter++ {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		resp, err := r.cfg.LLM.Complete(ctx, llm.Request{Model: r.cfg.Model, Messages: *msgs, Tools: r.specs})
+		if err != nil {
+			if ctx.Err() != nil {
+				return ctx.Err()
+			}
+			return fmt.Errorf("agent: model call %d: %w", iter, err)
+		}
+		res.Iterations = iter
+		res.Usage = res.Usage.Add(resp.Usage)
+		res.LLMDuration += resp.Timing.Duration
+
+		msg := resp.Message
+		msg.Role = llm.RoleAssistant
+		for j := range msg.ToolCalls {
+			if msg.ToolCalls[j].ID == "" {
+				msg.ToolCalls[j].ID = "it" + strconv.Itoa(iter) + "-call" + strconv.Itoa(j)
+			}
+			msg.ToolCalls[j].Type = "function"
+		}
+		*msgs = append(*msgs, msg)
+		if len(msg.ToolCalls) == 0 {
+			r.emitIteration(iter, res, resp, 0)
+			res.Answer = msg.Content
+			return nil
+		}
+		results := r.runCalls(ctx, iter, msg.ToolCalls)
+		res.ToolCalls += len(results)
+		*msgs = append(*msgs, results...)
+		r.emitIteration(iter, res, resp, len(results))
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		if msg.Content != "" {
+			res.Answer = msg.Content // a partial answer, kept in case the run stops here
+		}
+	}
+	return fmt.Errorf("%w: the model was still calling tools after %d iterations (raise --max-iter or max_iterations)", ErrMaxIterations, r.maxIter)
+}
+
+func (r *run) emitIteration(iter int, res *Result, resp *llm.Response, called int) {
+	d := map[string]any{
+		"input_tokens":  res.Usage.PromptTokens,
+		"output_tokens": res.Usage.CompletionTokens,
+		"tools_called":  called,
+	}
+	t := resp.Timing
+	if t.Duration > 0 {
+		d["call_duration_ms"] = ms(t.Duration)
+	}
+	if t.TTFT > 0 {
+		d["ttft_ms"] = ms(t.TTFT)
+	}
+	if t.Generation > 0 {
+		d["generation_ms"] = ms(t.Generation)
+	}
+	if resp.Usage.PromptTokens > 0 {
+		d["call_input_tokens"] = resp.Usage.PromptTokens
+	}
+	if out := resp.Usage.CompletionTokens; out > 0 {
+		d["call_output_tokens"] = out
+		if t.Duration > 0 {
+			d["tokens_per_second"] = round2(float64(out) / t.Duration.Seconds())
+		}
+		if t.Generation > 0 {
+			d["generation_tokens_per_second"] = round2(float64(out) / t.Generation.Seconds())
+		}
+	}
+	r.em.Emit(events.IterationCompleted, iter, "", d)
+}
+
+// runCalls executes the calls of one reply concurrently, bounded by
+// r.parallel, and returns the tool messages in the original call order.
+func (r *run) runCalls(ctx context.Context, iter int, calls []llm.ToolCall) []llm.Message {
+	out := make([]llm.Message, len(calls))
+	if len(calls) == 1 {
+		out[0] = r.runCall(ctx, iter, calls[0])
+		return out
+	}
+	sem := make(chan struct{}, r.parallel)
+	var wg sync.WaitGroup
+	for i, c := range calls {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			select {
+			case sem <- struct{}{}:
+			case <-ctx.Done():
+				out[i] = toolMessage(c.ID, "error: run cancelled before the call started")
+				return
+			}
+			defer func() { <-sem }()
+			out[i] = r.runCall(ctx, iter, c)
+		}()
+	}
+	wg.Wait()
+	return out
+}
+
+func toolMessage(id, text string) llm.Message {
+	return llm.Message{Role: llm.RoleTool, ToolCallID: id, Content: text}
+}
+
+// runCall runs one tool call through assessment, policy and execution and
+// emits its started/completed|failed pair. It never panics.
+func (r *run) runCall(ctx context.Context, iter int, c llm.ToolCall) (msg llm.Message) {
+	start := time.Now()
+	name := c.Function.Name
+	args := c.Function.Arguments
+	if strings.TrimSpace(args) == "" {
+		args = "{}"
+	}
+	sum := sha256.Sum256([]byte(args))
+	started := map[string]any{
+		"call_id":     c.ID,
+		"args_sha256": hex.EncodeToString(sum[:]),
+		"args_bytes":  len(args),
+	}
+	if r.cfg.EventsIncludeArgs {
+		started["args"] = args
+	}
+	fail := func(class, text string) llm.Message {
+		r.em.Emit(events.ToolCallFailed, iter, name, map[string]any{
+			"call_id": c.ID, "duration_ms": time.Since(start).Milliseconds(), "error_class": class,
+		})
+		return toolMessage(c.ID, "error: "+r.cfg.Redactor.String(text))
+	}
+	defer func() {
+		if p := recover(); p != nil {
+			r.log.WithFields(logrus.Fields{"tool": name, "panic": fmt.Sprint(p)}).Error("tool panicked\n" + string(debug.Stack()))
+			msg = fail("tool_panic", fmt.Sprintf("tool %q crashed (panic: %v); the run goes on", name, p))
+		}
+	}()
+
+	t, ok := r.byName[name]
+	if !ok {
+		started["args_summary"] = map[string]any{}
+		r.em.Emit(events.ToolCallStarted, iter, name, started)
+		return fail("unknown_tool", fmt.Sprintf("unknown tool %q; available tools: %s", name, r.names))
+	}
+	if !json.Valid([]byte(args)) {
+		started["args_summary"] = map[string]any{}
+		r.em.Emit(events.ToolCallStarted, iter, name, started)
+		return fail("invalid_arguments", fmt.Sprintf("the arguments of %s are not valid JSON; send a JSON object matching the tool's schema", name))
+	}
+	raw := json.RawMessage(args)
+	a, err := t.Assess(raw)
+	if err != nil {
+		started["args_summary"] = map[string]any{}
+		r.em.Emit(events.ToolCallStarted, iter, name, started)
+		return fail("invalid_arguments", fmt.Sprintf("%s: %v", name, err))
+	}
+	summary := make(map[string]any, len(a.Summary)+1)
+	for k, v := range a.Summary {
+		summary[k] = v
+	}
+	summary["class"] = string(a.Class)
+	started["args_summary"] = summary
+	r.em.Emit(events.ToolCallStarted, iter, name, started)
+
+	if allowed, reason := tools.Authorize(ctx, r.cfg.Policy, r.cfg.Prompter, name, a); !allowed {
+		return fail("denied", reason)
+	}
+	res, err := t.Run(ctx, raw)
+	if err != nil {
+		return fail(ErrorClass(err), fmt.Sprintf("%s failed: %v", name, err))
+	}
+	text := tools.Clip(r.cfg.Redactor.String(res.Text), r.maxOut)
+	if res.IsError {
+		r.em.Emit(events.ToolCallFailed, iter, name, map[string]any{
+			"call_id": c.ID, "duration_ms": time.Since(start).Milliseconds(), "error_class": "tool_error",
+		})
+		return toolMessage(c.ID, text)
+	}
+	r.em.Emit(events.ToolCallCompleted, iter, name, map[string]any{
+		"call_id": c.ID, "duration_ms": time.Since(start).Milliseconds(),
+		"result_bytes": len(text), "artifact_count": res.ArtifactCount,
+	})
+	return toolMessage(c.ID, text)
+}

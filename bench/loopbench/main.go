@@ -1,0 +1,135 @@
+// Command loopbench measures the odek binary's own overhead: it serves a
+// scripted model from an in-process fake OpenAI-compatible server that
+// answers instantly, runs `odek run` against it and reports CPU time (user
+// + sys of the whole odek process, from rusage) per model call and peak
+// RSS. See docs/BENCHMARKS.md for how the figures are used.
+//
+//	go build -o /tmp/odek ./cmd/odek && go run ./bench/loopbench -odek /tmp/odek -iters 50 -result-bytes 200
+package main
+
+import (
+	"bytes"
+	"flag"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/odekrun/odek/internal/llm"
+	"github.com/odekrun/odek/internal/llm/llmtest"
+)
+
+func main() {
+	bin := flag.String("odek", "odek", "path to the odek binary")
+	iters := flag.Int("iters", 50, "tool iterations before the final answer")
+	resultBytes := flag.Int("result-bytes", 200, "size of the file read_file returns each iteration")
+	runs := flag.Int("runs", 5, "repetitions (the median is reported)")
+	stream := flag.Bool("stream", true, "let odek stream (false sets llm.stream=false via config)")
+	startup := flag.Bool("startup", false, "measure `odek version` wall time instead")
+	flag.Parse()
+	if *startup {
+		measureStartup(*bin, *runs)
+		return
+	}
+
+	work, _ := os.MkdirTemp("", "loopbench")
+	defer os.RemoveAll(work)
+	content := strings.Repeat("x", *resultBytes-1) + "\n"
+	os.WriteFile(filepath.Join(work, "small.txt"), []byte(content), 0o644)
+	home := filepath.Join(work, "home")
+	os.MkdirAll(home, 0o700)
+	if !*stream {
+		os.WriteFile(filepath.Join(home, "config.json"), []byte(`{"llm":{"stream":false}}`), 0o600)
+	}
+
+	h := llmtest.NewScriptHandler(func(r llmtest.Recorded) llmtest.Turn {
+		n := 0
+		for _, m := range r.Messages {
+			if m.Role == llm.RoleTool {
+				n++
+			}
+		}
+		u := &llm.Usage{PromptTokens: 100 + n*50, CompletionTokens: 20}
+		if n >= *iters {
+			return llmtest.Turn{Content: "done", Usage: u}
+		}
+		return llmtest.Turn{Usage: u, ChunkSize: 64, ToolCalls: []llmtest.Call{{
+			ID: "c" + strconv.Itoa(n), Name: "read_file", Arguments: `{"path":"small.txt"}`}}}
+	})
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		panic(err)
+	}
+	go http.Serve(ln, h)
+	base := "http://" + ln.Addr().String() + "/v1"
+
+	var cpus, rss []float64
+	var calls int
+	for i := 0; i < *runs; i++ {
+		before := h.Calls()
+		cmd := exec.Command(*bin, "run", "--quiet", "read the file repeatedly")
+		cmd.Dir = work
+		cmd.Env = []string{"PATH=" + os.Getenv("PATH"), "HOME=" + work, "ODEK_HOME=" + home,
+			"ODEK_BASE_URL=" + base, "ODEK_MODEL=bench", "ODEK_API_KEY=sk-bench-0123456789"}
+		var se bytes.Buffer
+		cmd.Stderr = &se
+		if err := cmd.Run(); err != nil {
+			fmt.Fprintf(os.Stderr, "odek run failed: %v\n%s", err, se.String())
+			os.Exit(1)
+		}
+		calls = h.Calls() - before
+		ru := cmd.ProcessState.SysUsage().(*syscall.Rusage)
+		cpu := time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+		cpus = append(cpus, float64(cpu)/float64(time.Millisecond)/float64(calls))
+		rss = append(rss, float64(ru.Maxrss)/1024) // Linux reports KiB
+	}
+	fmt.Printf("iterations=%d result_bytes=%d stream=%v model_calls=%d runs=%d\n", *iters, *resultBytes, *stream, calls, *runs)
+	fmt.Printf("cpu_ms_per_call median=%.3f min=%.3f\n", median(cpus), minOf(cpus))
+	fmt.Printf("peak_rss_mib median=%.1f max=%.1f\n", median(rss), maxOf(rss))
+}
+
+func measureStartup(bin string, runs int) {
+	var walls []float64
+	for i := 0; i < runs; i++ {
+		start := time.Now()
+		if err := exec.Command(bin, "version").Run(); err != nil {
+			panic(err)
+		}
+		walls = append(walls, float64(time.Since(start))/float64(time.Millisecond))
+	}
+	fmt.Printf("odek version wall_ms median=%.2f min=%.2f (runs=%d)\n", median(walls), minOf(walls), runs)
+}
+
+func median(v []float64) float64 {
+	s := append([]float64(nil), v...)
+	for i := range s {
+		for j := i + 1; j < len(s); j++ {
+			if s[j] < s[i] {
+				s[i], s[j] = s[j], s[i]
+			}
+		}
+	}
+	return s[len(s)/2]
+}
+
+func minOf(v []float64) float64 {
+	m := v[0]
+	for _, x := range v {
+		m = min(m, x)
+	}
+	return m
+}
+
+func maxOf(v []float64) float64 {
+	m := v[0]
+	for _, x := range v {
+		m = max(m, x)
+	}
+	return m
+}

@@ -1,0 +1,234 @@
+package main_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/odekrun/odek/events"
+	"github.com/odekrun/odek/events/eventstest"
+	"github.com/odekrun/odek/internal/llm/llmtest"
+)
+
+var odekBin string
+
+func TestMain(m *testing.M) {
+	dir, err := os.MkdirTemp("", "odek-e2e")
+	if err != nil {
+		panic(err)
+	}
+	odekBin = filepath.Join(dir, "odek")
+	build := exec.Command("go", "build", "-o", odekBin, ".")
+	build.Stderr = os.Stderr
+	if err := build.Run(); err != nil {
+		panic("building odek: " + err.Error())
+	}
+	code := m.Run()
+	os.RemoveAll(dir)
+	os.Exit(code)
+}
+
+type runOut struct {
+	stdout, stderr string
+	code           int
+}
+
+// odek starts the binary in workdir with a clean, test-owned environment.
+func odekCmd(t *testing.T, ctx context.Context, baseURL, workdir string, args ...string) *exec.Cmd {
+	t.Helper()
+	home := t.TempDir()
+	cmd := exec.CommandContext(ctx, odekBin, args...)
+	cmd.Dir = workdir
+	cmd.Env = []string{
+		"PATH=" + os.Getenv("PATH"),
+		"HOME=" + home,
+		"ODEK_HOME=" + filepath.Join(home, ".odek"),
+		"ODEK_BASE_URL=" + baseURL,
+		"ODEK_MODEL=test-model",
+		"ODEK_API_KEY=sk-test-key-0123456789abcdef",
+	}
+	return cmd
+}
+
+func runOdek(t *testing.T, baseURL, workdir string, args ...string) runOut {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	cmd := odekCmd(t, ctx, baseURL, workdir, args...)
+	var so, se bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &so, &se
+	err := cmd.Run()
+	out := runOut{stdout: so.String(), stderr: se.String()}
+	var ee *exec.ExitError
+	if errors.As(err, &ee) {
+		out.code = ee.ExitCode()
+	} else if err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+func readEvents(t *testing.T, path string) []events.Event {
+	t.Helper()
+	f, err := os.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	fi, _ := f.Stat()
+	if fi.Mode().Perm() != 0o600 {
+		t.Fatalf("events file mode %v, want 0600", fi.Mode().Perm())
+	}
+	evs, err := eventstest.ValidateStream(f, eventstest.Options{})
+	if err != nil {
+		b, _ := os.ReadFile(path)
+		t.Fatalf("events file invalid: %v\n%s", err, b)
+	}
+	return evs
+}
+
+func TestRunMultiStepWithParallelTools(t *testing.T) {
+	work := t.TempDir()
+	os.WriteFile(filepath.Join(work, "a.txt"), []byte("alpha\n"), 0o644)
+	os.WriteFile(filepath.Join(work, "b.txt"), []byte("beta\n"), 0o644)
+	srv := llmtest.New(t,
+		llmtest.CallTools(
+			llmtest.Call{ID: "r1", Name: "read_file", Arguments: `{"path":"a.txt"}`},
+			llmtest.Call{ID: "r2", Name: "read_file", Arguments: `{"path":"b.txt"}`},
+		),
+		llmtest.CallTools(llmtest.Call{ID: "w1", Name: "write_file", Arguments: `{"path":"out.txt","content":"alpha beta"}`}),
+		llmtest.Reply("Both files read; wrote out.txt."),
+	)
+	evPath := filepath.Join(t.TempDir(), "events.jsonl")
+	out := runOdek(t, srv.URL, work, "run", "--events-jsonl", evPath, "read both files")
+	if out.code != 0 {
+		t.Fatalf("exit %d\nstderr: %s", out.code, out.stderr)
+	}
+	if out.stdout != "Both files read; wrote out.txt.\n" {
+		t.Fatalf("stdout %q", out.stdout)
+	}
+	if b, err := os.ReadFile(filepath.Join(work, "out.txt")); err != nil || string(b) != "alpha beta" {
+		t.Fatalf("out.txt = %q, %v", b, err)
+	}
+	msgs := srv.Requests()[1].Messages
+	if !strings.Contains(msgs[len(msgs)-2].Content, "alpha") || !strings.Contains(msgs[len(msgs)-1].Content, "beta") {
+		t.Fatalf("tool results out of order: %+v", msgs[len(msgs)-2:])
+	}
+	evs := readEvents(t, evPath)
+	var started, completed int
+	for _, e := range evs {
+		switch e.Type {
+		case events.ToolCallStarted:
+			started++
+			sum, _ := e.Data["args_summary"].(map[string]any)
+			if sum["path"] == nil || sum["class"] == nil {
+				t.Fatalf("args_summary %v", e.Data["args_summary"])
+			}
+		case events.ToolCallCompleted:
+			completed++
+		}
+	}
+	if started != 3 || completed != 3 {
+		t.Fatalf("started %d completed %d", started, completed)
+	}
+	if evs[0].Type != events.RunStarted || evs[len(evs)-1].Type != events.RunCompleted {
+		t.Fatalf("first %s last %s", evs[0].Type, evs[len(evs)-1].Type)
+	}
+	if !strings.Contains(out.stderr, "read_file") {
+		t.Fatalf("no progress on stderr: %q", out.stderr)
+	}
+}
+
+func TestRunDeniesDangerousShell(t *testing.T) {
+	work := t.TempDir()
+	victim := filepath.Join(work, "keep.txt")
+	os.WriteFile(victim, []byte("precious"), 0o644)
+	srv := llmtest.New(t,
+		llmtest.CallTools(llmtest.Call{ID: "s", Name: "shell", Arguments: `{"command":"rm -f keep.txt"}`}),
+		llmtest.Reply("could not delete"),
+	)
+	out := runOdek(t, srv.URL, work, "run", "--quiet", "--json", "delete keep.txt")
+	if out.code != 0 {
+		t.Fatalf("exit %d: %s", out.code, out.stderr)
+	}
+	if _, err := os.Stat(victim); err != nil {
+		t.Fatal("denied command ran:", err)
+	}
+	msgs := srv.Requests()[1].Messages
+	if res := msgs[len(msgs)-1].Content; !strings.Contains(res, "destructive") {
+		t.Fatalf("model was not told about the denial: %q", res)
+	}
+	var j map[string]any
+	if err := json.Unmarshal([]byte(out.stdout), &j); err != nil {
+		t.Fatalf("--json output %q: %v", out.stdout, err)
+	}
+	if j["status"] != "success" || j["answer"] != "could not delete" || len(j["run_id"].(string)) != 32 {
+		t.Fatalf("json %v", j)
+	}
+	if out.stderr != "" {
+		t.Fatalf("--quiet printed %q", out.stderr)
+	}
+}
+
+func TestRunSIGTERMWritesRunFailed(t *testing.T) {
+	srv := llmtest.New(t, llmtest.Turn{Content: "thinking hard about this", StallAfterChunks: 1})
+	evPath := filepath.Join(t.TempDir(), "events.jsonl")
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	cmd := odekCmd(t, ctx, srv.URL, t.TempDir(), "run", "--quiet", "--events-jsonl", evPath, "stall")
+	var se bytes.Buffer
+	cmd.Stderr = &se
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	// Wait until the model call is in flight.
+	for deadline := time.Now().Add(30 * time.Second); srv.Calls() == 0; {
+		if time.Now().After(deadline) {
+			t.Fatal("odek never called the model")
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	cmd.Process.Signal(syscall.SIGTERM)
+	err := cmd.Wait()
+	var ee *exec.ExitError
+	if !errors.As(err, &ee) || ee.ExitCode() != 130 {
+		t.Fatalf("wait: %v (stderr %s)", err, se.String())
+	}
+	evs := readEvents(t, evPath)
+	last := evs[len(evs)-1]
+	if last.Type != events.RunFailed || last.Data["error_class"] != "context_canceled" {
+		t.Fatalf("last event %+v", last)
+	}
+}
+
+func TestRunUsageErrors(t *testing.T) {
+	for _, args := range [][]string{{"run", "--no-such-flag", "x"}, {"run"}, {"frobnicate"}} {
+		out := runOdek(t, "http://127.0.0.1:1/v1", t.TempDir(), args...)
+		if out.code != 3 || out.stderr == "" {
+			t.Errorf("%v: exit %d stderr %q", args, out.code, out.stderr)
+		}
+	}
+	out := runOdek(t, "http://127.0.0.1:1/v1", t.TempDir(), "version")
+	if out.code != 0 || !strings.HasPrefix(out.stdout, "odek ") {
+		t.Fatalf("version: %+v", out)
+	}
+}
+
+func TestRunModelFailureExitsOne(t *testing.T) {
+	srv := llmtest.New(t, llmtest.Turn{Status: 401, ErrorMessage: "invalid key", ErrorCode: "invalid_api_key"})
+	out := runOdek(t, srv.URL, t.TempDir(), "run", "--quiet", "hi")
+	if out.code != 1 || !strings.Contains(out.stderr, "401") {
+		t.Fatalf("exit %d stderr %q", out.code, out.stderr)
+	}
+	if strings.Contains(out.stderr, "sk-test-key") {
+		t.Fatal("API key leaked on stderr")
+	}
+}

@@ -1,0 +1,102 @@
+// Command odek is the command-line surface of the odek agent runtime.
+//
+// main only wires: it builds a context cancelled by SIGINT/SIGTERM, calls
+// run and maps the returned error to an exit code (see exitCode).
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"syscall"
+)
+
+// version is set at link time (-ldflags "-X main.version=...").
+var version = "dev"
+
+// Exit codes of odek (odek-extension/v1 plus the shell convention for
+// signals).
+const (
+	exitOK        = 0
+	exitError     = 1 // task, model or tool error
+	exitTimeout   = 2 // overall timeout
+	exitSetup     = 3 // bad flags, bad config, missing credentials
+	exitBudget    = 4 // execution budget exhausted
+	exitCancelled = 130
+)
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	err := run(ctx, os.Args[1:], os.Stdin, os.Stdout, os.Stderr)
+	stop()
+	code := exitCode(err)
+	if err != nil && !errors.Is(err, errReported) {
+		fmt.Fprintln(os.Stderr, "odek:", err)
+	}
+	os.Exit(code)
+}
+
+// exitError carries an exit code through run's error return.
+type exitErr struct {
+	code int
+	err  error
+}
+
+func (e *exitErr) Error() string { return e.err.Error() }
+func (e *exitErr) Unwrap() error { return e.err }
+
+// errReported marks errors already shown to the user (e.g. in --json
+// output), so main only sets the exit code.
+var errReported = errors.New("reported")
+
+func withCode(code int, err error) error { return &exitErr{code: code, err: err} }
+
+func usageErr(format string, a ...any) error {
+	return withCode(exitSetup, fmt.Errorf(format, a...))
+}
+
+func exitCode(err error) int {
+	if err == nil {
+		return exitOK
+	}
+	var e *exitErr
+	if errors.As(err, &e) {
+		return e.code
+	}
+	return exitError
+}
+
+const usage = `odek — an autonomous agent runtime
+
+Usage:
+  odek run [flags] [--] <goal>   run one goal to an answer (odek run -h for flags)
+  odek init [--force]            write a starter config to $ODEK_HOME/config.json
+  odek version                   print the version
+
+Exit codes: 0 success, 1 task/model/tool error, 3 setup error (flags, config,
+credentials), 4 budget exhausted, 130 cancelled by SIGINT/SIGTERM.
+`
+
+func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) error {
+	if len(args) == 0 {
+		fmt.Fprint(stderr, usage)
+		return withCode(exitSetup, errors.Join(errReported, errors.New("no command")))
+	}
+	switch args[0] {
+	case "run":
+		return cmdRun(ctx, args[1:], stdout, stderr)
+	case "init":
+		return cmdInit(args[1:], stdout, stderr)
+	case "version", "--version", "-v":
+		fmt.Fprintln(stdout, "odek", version)
+		return nil
+	case "help", "-h", "--help":
+		fmt.Fprint(stdout, usage)
+		return nil
+	default:
+		return usageErr("unknown command %q (try `odek help`)", args[0])
+	}
+}
