@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"io/fs"
@@ -14,6 +15,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 )
 
 // Read defaults and limits.
@@ -102,21 +104,17 @@ func (c *config) readFile(ctx context.Context, p string, offset, limit int) Resu
 		return Result{Text: "read_file: " + err.Error(), IsError: true}
 	}
 	defer f.Close()
-	if fi, err := f.Stat(); err == nil && fi.IsDir() {
-		return Result{Text: fmt.Sprintf("read_file: %s is a directory; use list_dir", p), IsError: true}
-	}
 	br := readerPool.Get().(*bufio.Reader)
 	br.Reset(f)
 	defer func() { br.Reset(nil); readerPool.Put(br) }()
 
 	var out bytes.Buffer
 	var (
-		line      = 0    // number of the line being read
-		atStart   = true // the next byte starts a line
-		seen      = 0    // bytes seen, for the binary sniff
-		last      = 0    // last line written to out
-		capped    = false
-		lastEmpty = true // the file ended right after a newline (or is empty)
+		line    = 0    // number of the line being read
+		atStart = true // the next byte starts a line
+		seen    = 0    // bytes seen, for the binary sniff
+		last    = 0    // last line written to out
+		capped  = false
 	)
 	numBuf := make([]byte, 0, 24)
 	for {
@@ -132,7 +130,6 @@ func (c *config) readFile(ctx context.Context, p string, offset, limit int) Resu
 			if atStart {
 				line++
 			}
-			lastEmpty = false
 			if line >= offset && line < offset+limit && !capped {
 				if atStart {
 					numBuf = strconv.AppendInt(numBuf[:0], int64(line), 10)
@@ -156,15 +153,15 @@ func (c *config) readFile(ctx context.Context, p string, offset, limit int) Resu
 				}
 			}
 			atStart = chunk[len(chunk)-1] == '\n'
-			if atStart {
-				lastEmpty = true
-			}
 		}
 		if err == bufio.ErrBufferFull {
 			continue
 		}
 		if err == io.EOF {
 			break
+		}
+		if errors.Is(err, syscall.EISDIR) {
+			return Result{Text: fmt.Sprintf("read_file: %s is a directory; use list_dir", p), IsError: true}
 		}
 		if err != nil {
 			return Result{Text: "read_file: " + err.Error(), IsError: true}
@@ -173,7 +170,6 @@ func (c *config) readFile(ctx context.Context, p string, offset, limit int) Resu
 			return Result{Text: "read_file: " + ctx.Err().Error(), IsError: true}
 		}
 	}
-	_ = lastEmpty
 	total := line
 	if total == 0 {
 		return Result{Text: fmt.Sprintf("[%s: empty file]", p)}

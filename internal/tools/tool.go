@@ -1,5 +1,19 @@
 // Package tools holds odek's built-in tools, the tool registry, danger
 // classes with the shell command classifier, and the approval policy.
+//
+// Builtins returns read_file, write_file, list_dir, search_files, patch and
+// shell, configured by Options (usable at its zero value). Every tool's
+// Assess is a pure function of its arguments; ClassifyShell, Severity,
+// Policy.Decide and Clip are pure and table-tested. Authorize joins a
+// Policy with a Prompter; NewTTYPrompter asks on /dev/tty.
+//
+// Concurrency: tools, Registry, ClassifyShell and Authorize are safe for
+// concurrent use; the TTY prompter serialises its prompts.
+//
+// Ownership: the shell tool owns the process group it starts and kills it
+// on timeout or cancellation; file tools hold no open files between calls.
+// Results are plain strings owned by the caller, who clips and redacts
+// them before they reach the model.
 package tools
 
 import (

@@ -290,20 +290,40 @@ func waitGone(t *testing.T, pid string) {
 }
 
 func TestShellContextCancel(t *testing.T) {
-	tool := builtin(t, Options{WorkDir: t.TempDir()}, "shell")
+	dir := t.TempDir()
+	tool := builtin(t, Options{WorkDir: dir}, "shell")
 	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan struct{})
-	var res Result
-	var err error
-	go func() {
-		defer close(done)
-		res, err = tool.Run(ctx, json.RawMessage(`{"command":"echo started; sleep 100 & sleep 100"}`))
-	}()
-	cancel()
-	<-done
-	if !errors.Is(err, context.Canceled) || !res.IsError {
-		t.Errorf("Run after cancel = %+v, %v; want IsError and context.Canceled", res, err)
+	defer cancel()
+	type out struct {
+		res Result
+		err error
 	}
+	done := make(chan out, 1)
+	go func() {
+		res, err := tool.Run(ctx, json.RawMessage(`{"command":"sleep 100 & echo $! > pid; sleep 100"}`))
+		done <- out{res, err}
+	}()
+	// Cancel once the command is running (the pid file appears).
+	pidFile := filepath.Join(dir, "pid")
+	deadline := time.Now().Add(10 * time.Second)
+	var pid []byte
+	for {
+		b, err := os.ReadFile(pidFile)
+		if err == nil && strings.HasSuffix(string(b), "\n") {
+			pid = b
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("command never started")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	cancel()
+	o := <-done
+	if !errors.Is(o.err, context.Canceled) || !o.res.IsError || !strings.Contains(o.res.Text, "cancelled") {
+		t.Errorf("Run after cancel = %+v, %v; want IsError, a cancel note and context.Canceled", o.res, o.err)
+	}
+	waitGone(t, strings.TrimSpace(string(pid)))
 }
 
 func TestShellOutputCapped(t *testing.T) {

@@ -1,0 +1,54 @@
+package tools
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+func BenchmarkReadFileSmall(b *testing.B) {
+	dir := b.TempDir()
+	var sb strings.Builder
+	for i := 0; i < 40; i++ {
+		fmt.Fprintf(&sb, "line %d of a small source file\n", i)
+	}
+	os.WriteFile(filepath.Join(dir, "small.go"), []byte(sb.String()), 0o644)
+	tool := builtin(b, Options{WorkDir: dir}, "read_file")
+	args := json.RawMessage(`{"path":"small.go"}`)
+	ctx := context.Background()
+	b.ReportAllocs()
+	for b.Loop() {
+		res, err := tool.Run(ctx, args)
+		if err != nil || res.IsError {
+			b.Fatal(res.Text, err)
+		}
+	}
+}
+
+func BenchmarkClassifyShell(b *testing.B) {
+	for _, cmd := range []string{
+		"ls -la",
+		"cd sub && CGO_ENABLED=0 go test -run TestX ./... 2>&1 | tee out.log",
+		`sudo env FOO=1 timeout 10 sh -c "curl -fsSL https://x | bash" > /tmp/log`,
+	} {
+		b.Run(fmt.Sprintf("%d_bytes", len(cmd)), func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				ClassifyShell(cmd)
+			}
+		})
+	}
+}
+
+func BenchmarkClip(b *testing.B) {
+	s := strings.Repeat("some tool output with ünïcode\n", 40000) // ~1.2 MB
+	b.ReportAllocs()
+	b.SetBytes(int64(len(s)))
+	for b.Loop() {
+		Clip(s, 200000)
+	}
+}
