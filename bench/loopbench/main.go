@@ -73,7 +73,7 @@ func main() {
 	var calls int
 	for i := 0; i < *runs; i++ {
 		before := h.Calls()
-		cmd := exec.Command(*bin, "run", "--quiet", "read the file repeatedly")
+		cmd := exec.Command(*bin, "run", "--quiet", "--max-iter", strconv.Itoa(*iters+1), "read the file repeatedly")
 		cmd.Dir = work
 		cmd.Env = []string{"PATH=" + os.Getenv("PATH"), "HOME=" + work, "ODEK_HOME=" + home,
 			"ODEK_BASE_URL=" + base, "ODEK_MODEL=bench", "ODEK_API_KEY=sk-bench-0123456789"}
