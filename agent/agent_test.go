@@ -309,3 +309,37 @@ func TestModelErrorFailsRun(t *testing.T) {
 		t.Fatalf("last %+v", last)
 	}
 }
+
+func TestSyntheticCallIDs(t *testing.T) {
+	// A provider that sends tool calls without ids: the agent assigns
+	// it<iteration>-call<index> and pairs events by it.
+	c := &idlessLLM{}
+	sink := &jsonlSink{}
+	if _, err := agent.Run(context.Background(), agent.Config{LLM: c, Model: "m", Tools: []tools.Tool{echoTool()}, EventSink: sink}, "go"); err != nil {
+		t.Fatal(err)
+	}
+	var ids []string
+	for _, e := range sink.validate(t, eventstest.Options{}) {
+		if e.Type == events.ToolCallStarted {
+			ids = append(ids, e.Data["call_id"].(string))
+		}
+	}
+	if strings.Join(ids, ",") != "it1-call0,it1-call1" && strings.Join(ids, ",") != "it1-call1,it1-call0" {
+		t.Fatalf("call ids %v", ids)
+	}
+}
+
+// idlessLLM answers the first call with two id-less tool calls, then
+// with a final answer.
+type idlessLLM struct{ n int }
+
+func (l *idlessLLM) Complete(_ context.Context, _ llm.Request) (*llm.Response, error) {
+	l.n++
+	if l.n == 1 {
+		return &llm.Response{Message: llm.Message{Role: llm.RoleAssistant, ToolCalls: []llm.ToolCall{
+			{Function: llm.FunctionCall{Name: "echo", Arguments: "{}"}},
+			{Function: llm.FunctionCall{Name: "echo", Arguments: "{}"}},
+		}}}, nil
+	}
+	return &llm.Response{Message: llm.Message{Role: llm.RoleAssistant, Content: "ok"}}, nil
+}

@@ -195,7 +195,8 @@ func sleepCtx(ctx context.Context, d time.Duration) error {
 // take the first non-empty value, arguments are concatenated, and calls
 // come out in index order. A delta without an index continues the latest
 // call unless it carries a different id, which starts a new call. Missing
-// ids become "call_<position>", missing types "function", and empty
+// ids stay empty (the caller assigns its own deterministic ids, e.g. the
+// agent's it<iteration>-call<index>), missing types become "function", and empty
 // arguments "{}". Only choice 0 is used; reasoning_content/reasoning never
 // reach Message.Content, a refusal does. A stream that ends after a
 // finish_reason without [DONE] is accepted; one that ends before is

@@ -144,7 +144,7 @@ func TestToolCallsSplitAcrossChunks(t *testing.T) {
 					t.Errorf("call %d = %+v, want %s(%s)", i, tc, wantNames[i], wantArgs[i])
 				}
 			}
-			if got[0].ID != "call_a" || got[2].ID != "call_c" || got[1].ID == "" || got[1].ID == got[0].ID {
+			if got[0].ID != "call_a" || got[2].ID != "call_c" || got[1].ID == got[0].ID {
 				t.Errorf("ids = %q %q %q", got[0].ID, got[1].ID, got[2].ID)
 			}
 			if res.Message.Content != "Let me check." || res.FinishReason != "tool_calls" {

@@ -4,7 +4,6 @@ import (
 	"bufio"
 	"bytes"
 	"io"
-	"strconv"
 	"sync"
 	"time"
 )
@@ -33,7 +32,7 @@ type callAcc struct {
 //     unless it carries an id different from that call's id (or there is no
 //     call yet): then it starts a new call with the index after the largest
 //     seen. This covers providers that omit index and send each call whole.
-//   - On output an empty id becomes "call_<position>", an empty type
+//   - On output an empty id stays empty (the caller owns synthetic ids), an empty type
 //     "function", and empty arguments "{}" (what a call without parameters
 //     means; several providers send ""). A call with no id, name or
 //     arguments at all is dropped.
@@ -220,9 +219,6 @@ func (a *assembler) message() Message {
 			continue
 		}
 		tc := ToolCall{ID: c.id, Type: c.typ, Function: FunctionCall{Name: c.name, Arguments: string(c.args)}}
-		if tc.ID == "" {
-			tc.ID = "call_" + strconv.Itoa(len(m.ToolCalls))
-		}
 		if tc.Type == "" {
 			tc.Type = "function"
 		}

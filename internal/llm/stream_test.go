@@ -157,7 +157,7 @@ func TestReadStream(t *testing.T) {
 			finish: "tool_calls",
 		},
 		{
-			name: "repeated id and name are not duplicated, missing id generated, empty args become {}",
+			name: "repeated id and name are not duplicated, missing id left empty, empty args become {}",
 			body: sse(
 				`{"choices":[{"index":0,"delta":{"tool_calls":[{"index":0,"function":{"name":"f","arguments":""}}]}}]}`,
 				`{"choices":[{"index":0,"delta":{"tool_calls":[{"index":0,"function":{"name":"f","arguments":"  "}}]}}]}`,
@@ -165,7 +165,7 @@ func TestReadStream(t *testing.T) {
 				`{"choices":[{"index":0,"delta":{"tool_calls":[{"index":1,"id":"x","function":{"name":"g","arguments":"{\"k\":2}"}}]}}]}`,
 				`{"choices":[{"index":0,"delta":{"tool_calls":[{"index":5}]}}]}`,
 				`{"choices":[{"index":0,"finish_reason":"tool_calls"}]}`),
-			calls:  []call{{"call_0", "f", "{}"}, {"x", "g", `{"k":2}`}},
+			calls:  []call{{"", "f", "{}"}, {"x", "g", `{"k":2}`}},
 			finish: "tool_calls",
 		},
 		{
@@ -417,7 +417,7 @@ func FuzzDecodeBody(f *testing.F) {
 			t.Fatalf("message %+v", res.Message)
 		}
 		for _, c := range res.Message.ToolCalls {
-			if c.ID == "" || c.Type == "" || c.Function.Arguments == "" {
+			if c.Type == "" || c.Function.Arguments == "" {
 				t.Fatalf("defaults not applied: %+v", c)
 			}
 		}
