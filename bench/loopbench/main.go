@@ -77,6 +77,9 @@ func main() {
 		cmd.Dir = work
 		cmd.Env = []string{"PATH=" + os.Getenv("PATH"), "HOME=" + work, "ODEK_HOME=" + home,
 			"ODEK_BASE_URL=" + base, "ODEK_MODEL=bench", "ODEK_API_KEY=sk-bench-0123456789"}
+		if v, ok := os.LookupEnv("GOGC"); ok {
+			cmd.Env = append(cmd.Env, "GOGC="+v)
+		}
 		var se bytes.Buffer
 		cmd.Stderr = &se
 		if err := cmd.Run(); err != nil {
