@@ -1,0 +1,325 @@
+package mcpclient
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/sirupsen/logrus"
+)
+
+// reply is what a pending request receives: a result, a JSON-RPC error, or
+// the connection's terminal error.
+type reply struct {
+	result json.RawMessage
+	rpcErr *wireError
+	err    error
+}
+
+var replyPool = sync.Pool{New: func() any { return make(chan reply, 1) }}
+
+// conn is one live connection to one server process. It is safe for
+// concurrent use. One reader goroutine owns stdout; writes are serialised
+// by wmu on one bufio.Writer.
+type conn struct {
+	server string
+	log    logrus.FieldLogger
+	proc   *process
+	grace  time.Duration
+	// timeout bounds writes that belong to no request (notifications,
+	// answers to server requests).
+	timeout time.Duration
+
+	wmu  sync.Mutex
+	w    *bufio.Writer
+	wbuf []byte // request scratch, guarded by wmu
+
+	nextID atomic.Uint64
+
+	mu      sync.Mutex
+	pending map[uint64]chan reply
+	err     error     // terminal error, set once
+	deadAt  time.Time // when err was set
+	done    chan struct{}
+
+	replies chan []byte // answers to server→client requests
+	stats   connStats
+	wg      sync.WaitGroup // reader, stderr drain, replier
+}
+
+// connStats count what the reader skipped or dropped; read with atomic
+// loads, for tests and ext check.
+type connStats struct {
+	invalid       atomic.Int64 // unparseable lines
+	notifications atomic.Int64
+	requests      atomic.Int64 // server→client requests answered
+	dropped       atomic.Int64 // responses with a missing/unknown id
+	stderrLines   atomic.Int64
+}
+
+func newConn(server string, log logrus.FieldLogger, p *process, limit int64, grace, timeout time.Duration) *conn {
+	c := &conn{
+		server:  server,
+		log:     log,
+		proc:    p,
+		grace:   grace,
+		timeout: timeout,
+		w:       bufio.NewWriterSize(p.stdin, 32<<10),
+		pending: make(map[uint64]chan reply, 64),
+		done:    make(chan struct{}),
+		replies: make(chan []byte, 16),
+	}
+	c.wg.Add(3)
+	go c.readLoop(newLineReader(p.stdout, limit))
+	go c.drainStderr(p.stderr)
+	go c.replyLoop()
+	return c
+}
+
+// alive reports whether the connection is usable.
+func (c *conn) alive() bool {
+	select {
+	case <-c.done:
+		return false
+	default:
+		return true
+	}
+}
+
+// terminal returns the error that closed the connection and when.
+func (c *conn) terminal() (error, time.Time) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.err, c.deadAt
+}
+
+// fail closes the connection with err (first error wins): every pending
+// request gets err, the process is stopped in the background.
+func (c *conn) fail(err error) {
+	c.mu.Lock()
+	if c.err != nil {
+		c.mu.Unlock()
+		return
+	}
+	c.err, c.deadAt = err, time.Now()
+	for id, ch := range c.pending {
+		ch <- reply{err: err}
+		delete(c.pending, id)
+	}
+	close(c.done)
+	c.mu.Unlock()
+	go c.proc.stop(context.Background(), c.grace)
+}
+
+// shutdown closes the connection on purpose and waits for the process and
+// the goroutines.
+func (c *conn) shutdown(ctx context.Context, cause error) error {
+	c.fail(cause)
+	err := c.proc.stop(ctx, c.grace)
+	c.wg.Wait()
+	return err
+}
+
+func (c *conn) readLoop(lr *lineReader) {
+	defer c.wg.Done()
+	defer close(c.replies)
+	for {
+		line, err := lr.next()
+		if err != nil {
+			c.fail(c.readError(err, lr.limit))
+			return
+		}
+		c.dispatch(line)
+	}
+}
+
+// readError turns a read failure into the connection's terminal error.
+func (c *conn) readError(err error, limit int64) error {
+	var tl *lineTooLong
+	switch {
+	case errors.As(err, &tl):
+		c.log.WithField("limit", limit).Error("response line exceeds max_response_bytes; closing the connection")
+		return &LineTooLongError{Server: c.server, Limit: limit, Observed: tl.observed}
+	case errors.Is(err, os.ErrClosed):
+		return fmt.Errorf("%w: server %q: closed by odek", ErrConnClosed, c.server)
+	}
+	what := "server closed its stdout"
+	if errors.Is(err, errPartialLine) {
+		what = "server closed its stdout in the middle of a line (the partial message was discarded)"
+	} else if err != io.EOF {
+		what = "reading the server's stdout failed: " + err.Error()
+	}
+	// Name the exit status when the process is gone already (it usually
+	// is when stdout ends); wait briefly for it.
+	select {
+	case <-c.proc.exited:
+	case <-time.After(200 * time.Millisecond):
+	}
+	if st := c.proc.exitStatus(); st != "" {
+		what += " (" + st + ")"
+	}
+	return fmt.Errorf("%w: server %q: %s", ErrConnClosed, c.server, what)
+}
+
+// dispatch routes one line. It runs on the reader goroutine and must not
+// block on the server.
+func (c *conn) dispatch(line []byte) {
+	msg, kind, id := decodeLine(line)
+	switch kind {
+	case kindResponse:
+		c.mu.Lock()
+		ch, ok := c.pending[id]
+		if ok {
+			delete(c.pending, id)
+		}
+		c.mu.Unlock()
+		if !ok {
+			// Unknown, already answered (result and error for one id:
+			// the first won) or timed out.
+			c.stats.dropped.Add(1)
+			c.log.WithField("id", id).Debug("dropped a response with an unknown id")
+			return
+		}
+		r := reply{result: msg.Result, rpcErr: msg.Error}
+		if msg.Result == nil && msg.Error == nil {
+			r.err = fmt.Errorf("%w: server %q: response %d has neither result nor error", ErrProtocol, c.server, id)
+		}
+		ch <- r
+	case kindRequest:
+		c.stats.requests.Add(1)
+		if len(msg.ID) > 256 {
+			c.log.Warn("server→client request with an oversized id ignored")
+			return
+		}
+		b := appendMethodNotFound(nil, msg.ID, msg.Method)
+		select {
+		case c.replies <- b:
+		default:
+			c.log.Warn("server→client request flood: answer dropped")
+		}
+	case kindNotification:
+		c.stats.notifications.Add(1)
+		c.log.WithField("method", clipDisplay(msg.Method, 64)).Debug("server notification skipped")
+	case kindBadID:
+		c.stats.dropped.Add(1)
+		c.log.Debug("dropped a response without a usable id")
+	default:
+		if n := c.stats.invalid.Add(1); n <= 10 || n%1000 == 0 {
+			c.log.WithFields(logrus.Fields{"bytes": len(line), "count": n}).Warn("skipped a stdout line that is not JSON-RPC")
+		}
+	}
+}
+
+// replyLoop writes answers to server→client requests off the reader
+// goroutine, so a server that does not read its stdin cannot stall stdout.
+func (c *conn) replyLoop() {
+	defer c.wg.Done()
+	for b := range c.replies {
+		if c.write(c.timeout, func(buf []byte) []byte { return append(buf, b...) }) != nil {
+			for range c.replies {
+			}
+			return
+		}
+	}
+}
+
+// write sends one message line built by build into the scratch buffer. A
+// server that does not read its stdin cannot block the caller past
+// timeout: the write then fails and the connection is closed (a partial
+// line may have been written).
+func (c *conn) write(timeout time.Duration, build func([]byte) []byte) error {
+	c.wmu.Lock()
+	_ = c.proc.stdin.SetWriteDeadline(time.Now().Add(timeout))
+	c.wbuf = build(c.wbuf[:0])
+	_, err := c.w.Write(c.wbuf)
+	if err == nil {
+		err = c.w.Flush()
+	}
+	if cap(c.wbuf) > 1<<20 {
+		c.wbuf = nil
+	}
+	c.wmu.Unlock()
+	if err != nil {
+		err = fmt.Errorf("%w: server %q: writing to its stdin failed: %v", ErrConnClosed, c.server, err)
+		c.fail(err)
+		return err
+	}
+	return nil
+}
+
+// notify sends a notification; errors close the connection and are
+// returned.
+func (c *conn) notify(method string, params []byte) error {
+	return c.write(c.timeout, func(b []byte) []byte { return appendNotification(b, method, params) })
+}
+
+// request sends method with params and waits for the answer, the timeout
+// or ctx. On timeout or cancellation it sends notifications/cancelled and
+// forgets the request (a late answer is dropped); the connection stays up.
+// A JSON-RPC error answer is returned as rpcErr with a nil error.
+func (c *conn) request(ctx context.Context, method string, params []byte, timeout time.Duration, tool string) (json.RawMessage, *wireError, error) {
+	ch := replyPool.Get().(chan reply)
+	id := c.nextID.Add(1)
+	c.mu.Lock()
+	if c.err != nil {
+		err := c.err
+		c.mu.Unlock()
+		replyPool.Put(ch)
+		return nil, nil, err
+	}
+	c.pending[id] = ch
+	c.mu.Unlock()
+
+	if err := c.write(timeout, func(b []byte) []byte { return appendRequest(b, id, method, params) }); err != nil {
+		// fail() answered every pending request, ours included.
+		r := <-ch
+		replyPool.Put(ch)
+		return nil, nil, r.err
+	}
+	timer := time.NewTimer(timeout)
+	var r reply
+	select {
+	case r = <-ch:
+		timer.Stop()
+	case <-timer.C:
+		if r, ok := c.abandon(id, ch, "timeout"); ok {
+			replyPool.Put(ch)
+			return r.result, r.rpcErr, r.err
+		}
+		replyPool.Put(ch)
+		return nil, nil, &TimeoutError{Server: c.server, Tool: tool, Method: method, Limit: timeout}
+	case <-ctx.Done():
+		timer.Stop()
+		if r, ok := c.abandon(id, ch, "cancelled by the client"); ok {
+			replyPool.Put(ch)
+			return r.result, r.rpcErr, r.err
+		}
+		replyPool.Put(ch)
+		return nil, nil, ctx.Err()
+	}
+	replyPool.Put(ch)
+	return r.result, r.rpcErr, r.err
+}
+
+// abandon forgets request id and tells the server. If the answer won the
+// race (it is already in ch), it is returned instead with ok.
+func (c *conn) abandon(id uint64, ch chan reply, reason string) (reply, bool) {
+	c.mu.Lock()
+	_, pending := c.pending[id]
+	delete(c.pending, id)
+	c.mu.Unlock()
+	if !pending {
+		return <-ch, true
+	}
+	if c.alive() {
+		_ = c.notify("notifications/cancelled", cancelledParams(id, reason))
+	}
+	return reply{}, false
+}

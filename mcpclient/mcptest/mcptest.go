@@ -1,0 +1,148 @@
+// Package mcptest builds and starts odek's MCP fixture server
+// (mcpclient/testdata/artifact_server.go) for tests of mcpclient and of
+// the packages that use it (agent, CLI end-to-end tests).
+//
+// The fixture is compiled once per test binary (and cached across runs in
+// the OS temp directory, keyed by the source's hash), so tests pay for one
+// `go build` at most. The helpers fail the test on error and register
+// cleanups; they are safe for concurrent use by parallel tests.
+package mcptest
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/odekrun/odek/mcpclient"
+	"github.com/sirupsen/logrus"
+)
+
+var (
+	buildOnce sync.Once
+	buildPath string
+	buildErr  error
+)
+
+// SourcePath returns the absolute path of the fixture's source.
+func SourcePath() string {
+	_, file, _, _ := runtime.Caller(0)
+	return filepath.Join(filepath.Dir(file), "..", "testdata", "artifact_server.go")
+}
+
+// FixturePath returns the path of the compiled fixture server, building it
+// on first use. The test fails if it cannot be built.
+func FixturePath(t testing.TB) string {
+	t.Helper()
+	buildOnce.Do(func() { buildPath, buildErr = build() })
+	if buildErr != nil {
+		t.Fatalf("mcptest: building the fixture server: %v", buildErr)
+	}
+	return buildPath
+}
+
+func build() (string, error) {
+	src := SourcePath()
+	data, err := os.ReadFile(src)
+	if err != nil {
+		return "", err
+	}
+	sum := sha256.Sum256(data)
+	dir := filepath.Join(os.TempDir(), "odek-mcptest")
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return "", err
+	}
+	out := filepath.Join(dir, "artifact_server-"+hex.EncodeToString(sum[:8]))
+	if fi, err := os.Stat(out); err == nil && fi.Mode().IsRegular() && fi.Mode()&0o111 != 0 {
+		return out, nil
+	}
+	tmp, err := os.CreateTemp(dir, "build-*")
+	if err != nil {
+		return "", err
+	}
+	tmp.Close()
+	goBin := filepath.Join(runtime.GOROOT(), "bin", "go")
+	if _, err := os.Stat(goBin); err != nil {
+		goBin = "go"
+	}
+	cmd := exec.Command(goBin, "build", "-o", tmp.Name(), src)
+	cmd.Dir = filepath.Dir(src)
+	if b, err := cmd.CombinedOutput(); err != nil {
+		os.Remove(tmp.Name())
+		return "", fmt.Errorf("%v: %s", err, b)
+	}
+	// Rename is atomic: concurrent test binaries never see half a file.
+	if err := os.Rename(tmp.Name(), out); err != nil {
+		return "", err
+	}
+	return out, nil
+}
+
+// Config returns a ServerConfig for the fixture named name, run with args
+// (fixture flags such as "-chaos", "-mode=garbage", "-root=DIR"), with a
+// minimal environment, a 10s timeout and a logger writing to t.Log.
+// Adjust the fields before starting.
+func Config(t testing.TB, name string, args ...string) mcpclient.ServerConfig {
+	t.Helper()
+	env, _ := mcpclient.FilterEnv(os.Environ(), nil, nil)
+	return mcpclient.ServerConfig{
+		Name:           name,
+		Command:        FixturePath(t),
+		Args:           args,
+		Env:            env,
+		Timeout:        10 * time.Second,
+		StartupTimeout: 20 * time.Second,
+		Logger:         Logger(t),
+	}
+}
+
+// Start starts cfg and closes the client when the test ends.
+func Start(t testing.TB, cfg mcpclient.ServerConfig) *mcpclient.Client {
+	t.Helper()
+	c, err := mcpclient.Start(context.Background(), cfg)
+	if err != nil {
+		t.Fatalf("mcptest: starting %q: %v", cfg.Name, err)
+	}
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		if err := c.Close(ctx); err != nil {
+			t.Errorf("mcptest: closing %q: %v", cfg.Name, err)
+		}
+	})
+	return c
+}
+
+// Logger returns a logger that writes to t.Log (at debug level), so server
+// stderr and client warnings show up with the failing test.
+func Logger(t testing.TB) logrus.FieldLogger {
+	l := logrus.New()
+	l.SetLevel(logrus.DebugLevel)
+	w := &testWriter{t: t}
+	t.Cleanup(func() { w.done.Store(true) }) // runs after later cleanups (Close)
+	l.Out = w
+	l.Formatter = &logrus.TextFormatter{DisableTimestamp: true, DisableColors: true}
+	return l
+}
+
+type testWriter struct {
+	t    testing.TB
+	done atomic.Bool
+}
+
+// Write logs p unless the test has finished (t.Log would panic then).
+func (w *testWriter) Write(p []byte) (int, error) {
+	if !w.done.Load() {
+		w.t.Log(strings.TrimRight(string(p), "\n"))
+	}
+	return len(p), nil
+}

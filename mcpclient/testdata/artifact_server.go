@@ -1,0 +1,543 @@
+// Command artifact_server is the MCP fixture server of odek's contract
+// tests: a stdio JSON-RPC 2.0 server implementing the odek-extension/v1
+// fixture tools (echo, large_result, artifact_result, bad_artifact, slow,
+// error_result) with knobs, plus misbehaviours for the bad-input tests:
+// start-up modes (-mode) and, with -chaos, extra tools that break the
+// protocol on demand. It uses only the standard library and is built by
+// mcpclient/mcptest.
+//
+// Start-up modes (-mode): exit-initialize, hang-initialize, bad-protocol,
+// invalid-tool-name, repeat-cursor, garbage (junk lines before every
+// answer), notify (notifications and a server→client request before every
+// answer). -tools N adds N generated tools; -page-size M pages tools/list.
+// -variant-file F changes echo's description while F exists (a restarted
+// server then lists different tools). -starts F appends one line per start.
+//
+// Chaos tools (-chaos): huge_line {mib}, wrong_id {then_correct},
+// double_response {error_first}, close_mid_line, crash {code},
+// spawn_grandchild {pidfile, ignore_term}, stderr_flood {lines,
+// long_line_bytes}, server_request, mixed_content, stats.
+package main
+
+import (
+	"bufio"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"os"
+	"os/exec"
+	"os/signal"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"time"
+)
+
+var (
+	mode        = flag.String("mode", "", "start-up misbehaviour")
+	chaos       = flag.Bool("chaos", false, "expose the chaos tools")
+	root        = flag.String("root", "", "artifact directory for artifact_result and bad_artifact")
+	extraTools  = flag.Int("tools", 0, "number of generated extra tools")
+	pageSize    = flag.Int("page-size", 0, "tools per tools/list page (0: one page)")
+	protocol    = flag.String("protocol", "", "protocolVersion to answer (default: the client's)")
+	variantFile = flag.String("variant-file", "", "when this file exists, echo's description changes")
+	startsFile  = flag.String("starts", "", "append a line to this file at every start")
+)
+
+type request struct {
+	ID     json.RawMessage `json:"id"`
+	Method string          `json:"method"`
+	Params json.RawMessage `json:"params"`
+	Result json.RawMessage `json:"result"`
+	Error  json.RawMessage `json:"error"`
+}
+
+type server struct {
+	wmu sync.Mutex
+	w   *bufio.Writer
+
+	mu          sync.Mutex
+	cancels     map[string]chan struct{} // request id → cancelled
+	waiting     map[string]chan []byte   // our request id → client answer
+	cancelled   atomic.Int64
+	lastCancel  atomic.Value // string: requestId of the last notifications/cancelled
+	initialized atomic.Bool
+}
+
+func main() {
+	flag.Parse()
+	switch *mode {
+	case "sleeper", "sleeper-ignore-term":
+		if *mode == "sleeper-ignore-term" {
+			signal.Ignore(syscall.SIGTERM)
+		}
+		select {}
+	}
+	if *startsFile != "" {
+		f, err := os.OpenFile(*startsFile, os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o644)
+		if err == nil {
+			fmt.Fprintln(f, os.Getpid())
+			f.Close()
+		}
+	}
+	s := &server{w: bufio.NewWriterSize(os.Stdout, 64<<10), cancels: map[string]chan struct{}{}, waiting: map[string]chan []byte{}}
+	s.lastCancel.Store("")
+	in := bufio.NewReaderSize(os.Stdin, 1<<20)
+	for {
+		line, err := in.ReadBytes('\n')
+		if len(line) > 0 {
+			s.handle(line)
+		}
+		if err != nil {
+			os.Exit(0)
+		}
+	}
+}
+
+func (s *server) send(v any) {
+	b, _ := json.Marshal(v)
+	s.sendRaw(append(b, '\n'))
+}
+
+func (s *server) sendRaw(b []byte) {
+	s.wmu.Lock()
+	defer s.wmu.Unlock()
+	s.w.Write(b)
+	if err := s.w.Flush(); err != nil {
+		os.Exit(1)
+	}
+}
+
+func (s *server) result(id json.RawMessage, result any) {
+	s.before()
+	s.send(map[string]any{"jsonrpc": "2.0", "id": id, "result": result})
+}
+
+func (s *server) rpcError(id json.RawMessage, code int, msg string) {
+	s.before()
+	s.send(map[string]any{"jsonrpc": "2.0", "id": id, "error": map[string]any{"code": code, "message": msg}})
+}
+
+// before runs the garbage/notify modes ahead of every answer.
+func (s *server) before() {
+	switch *mode {
+	case "garbage":
+		s.sendRaw([]byte("this is not json\n{broken\n[1,2,3]\n\n{\"jsonrpc\":\"2.0\",\"id\":\"x\",\"result\":{}}\n"))
+	case "notify":
+		s.sendRaw([]byte(`{"jsonrpc":"2.0","method":"notifications/message","params":{"level":"info","data":"hi"}}` + "\n"))
+		s.sendRaw([]byte(`{"jsonrpc":"2.0","method":"notifications/progress","params":{"progressToken":1,"progress":0.5}}` + "\n"))
+		s.sendRaw([]byte(`{"jsonrpc":"2.0","id":"srv-ping","method":"roots/list"}` + "\n"))
+	}
+}
+
+func (s *server) handle(line []byte) {
+	var req request
+	if err := json.Unmarshal(line, &req); err != nil {
+		return
+	}
+	if req.Method == "" { // an answer to one of our requests
+		s.mu.Lock()
+		ch := s.waiting[string(req.ID)]
+		s.mu.Unlock()
+		if ch != nil {
+			ch <- append([]byte(nil), line...)
+		}
+		return
+	}
+	switch req.Method {
+	case "initialize":
+		switch *mode {
+		case "exit-initialize":
+			fmt.Fprintln(os.Stderr, "fixture: exiting during initialize")
+			os.Exit(2)
+		case "hang-initialize":
+			return
+		}
+		var p struct {
+			ProtocolVersion string `json:"protocolVersion"`
+		}
+		json.Unmarshal(req.Params, &p)
+		v := p.ProtocolVersion
+		if *protocol != "" {
+			v = *protocol
+		}
+		if *mode == "bad-protocol" {
+			v = "1999-01-01"
+		}
+		s.result(req.ID, map[string]any{
+			"protocolVersion": v,
+			"capabilities":    map[string]any{"tools": map[string]any{"listChanged": false}},
+			"serverInfo":      map[string]any{"name": "odek-fixture", "version": "1.0.0"},
+			"instructions":    "fixture server",
+		})
+	case "notifications/initialized":
+		s.initialized.Store(true)
+	case "notifications/cancelled":
+		var p struct {
+			RequestID json.RawMessage `json:"requestId"`
+		}
+		json.Unmarshal(req.Params, &p)
+		s.cancelled.Add(1)
+		s.lastCancel.Store(string(p.RequestID))
+		s.mu.Lock()
+		if ch := s.cancels[string(p.RequestID)]; ch != nil {
+			close(ch)
+			delete(s.cancels, string(p.RequestID))
+		}
+		s.mu.Unlock()
+	case "ping":
+		s.result(req.ID, map[string]any{})
+	case "tools/list":
+		s.listTools(req)
+	case "tools/call":
+		done := make(chan struct{})
+		s.mu.Lock()
+		s.cancels[string(req.ID)] = done
+		s.mu.Unlock()
+		go s.call(req, done)
+	default:
+		if len(req.ID) > 0 {
+			s.rpcError(req.ID, -32601, "method not found: "+req.Method)
+		}
+	}
+}
+
+func schema(props string) json.RawMessage {
+	return json.RawMessage(`{"type":"object","properties":{` + props + `}}`)
+}
+
+func (s *server) tools() []map[string]any {
+	echoDesc := "Echo the text argument."
+	if *variantFile != "" {
+		if _, err := os.Stat(*variantFile); err == nil {
+			echoDesc = "Echo, but changed."
+		}
+	}
+	t := []map[string]any{
+		{"name": "echo", "description": echoDesc, "inputSchema": schema(`"text":{"type":"string"}`)},
+		{"name": "large_result", "description": "Return chars characters (repeating char), optionally inside an envelope with artifacts refs.", "inputSchema": schema(`"chars":{"type":"integer"},"char":{"type":"string"},"envelope":{"type":"boolean"},"artifacts":{"type":"integer"}`)},
+		{"name": "artifact_result", "description": "Write artifacts under the root and return an odek.tool-result/v1 envelope.", "inputSchema": schema(`"size":{"type":"integer"},"count":{"type":"integer"},"summary":{"type":"string"},"omit_hash":{"type":"boolean"},"text":{"type":"string"}`)},
+		{"name": "bad_artifact", "description": "Return an envelope with a bad artifact ref of the given kind.", "inputSchema": schema(`"kind":{"type":"string"}`)},
+		{"name": "slow", "description": "Sleep ms milliseconds (until cancelled), then answer.", "inputSchema": schema(`"ms":{"type":"integer"}`)},
+		{"name": "error_result", "description": "Return an isError result with text (or chars characters).", "inputSchema": schema(`"text":{"type":"string"},"chars":{"type":"integer"},"rpc":{"type":"boolean"}`)},
+	}
+	if *chaos {
+		for _, n := range []string{"huge_line", "wrong_id", "double_response", "close_mid_line", "crash", "spawn_grandchild", "stderr_flood", "server_request", "mixed_content", "stats"} {
+			t = append(t, map[string]any{"name": n, "description": "chaos: " + n, "inputSchema": schema("")})
+		}
+	}
+	if *mode == "invalid-tool-name" {
+		t = append(t, map[string]any{"name": "bad.name", "description": "invalid", "inputSchema": schema("")})
+	}
+	for i := range *extraTools {
+		t = append(t, map[string]any{"name": fmt.Sprintf("tool_%05d", i), "description": "generated", "inputSchema": schema("")})
+	}
+	return t
+}
+
+func (s *server) listTools(req request) {
+	all := s.tools()
+	var p struct {
+		Cursor string `json:"cursor"`
+	}
+	json.Unmarshal(req.Params, &p)
+	start := 0
+	if p.Cursor != "" {
+		n, err := strconv.Atoi(strings.TrimPrefix(p.Cursor, "page-"))
+		if err != nil || n > len(all) {
+			s.rpcError(req.ID, -32602, "bad cursor")
+			return
+		}
+		start = n
+	}
+	end := len(all)
+	if *pageSize > 0 && start+*pageSize < end {
+		end = start + *pageSize
+	}
+	res := map[string]any{"tools": all[start:end]}
+	if end < len(all) {
+		res["nextCursor"] = fmt.Sprintf("page-%d", end)
+	}
+	if *mode == "repeat-cursor" {
+		res["nextCursor"] = "same"
+		res["tools"] = []any{}
+	}
+	s.result(req.ID, res)
+}
+
+type args struct {
+	Text          string `json:"text"`
+	Chars         int    `json:"chars"`
+	Char          string `json:"char"`
+	Envelope      bool   `json:"envelope"`
+	Artifacts     int    `json:"artifacts"`
+	Size          int    `json:"size"`
+	Count         int    `json:"count"`
+	Summary       string `json:"summary"`
+	OmitHash      bool   `json:"omit_hash"`
+	Kind          string `json:"kind"`
+	MS            int    `json:"ms"`
+	RPC           bool   `json:"rpc"`
+	MiB           int    `json:"mib"`
+	ThenCorrect   bool   `json:"then_correct"`
+	ErrorFirst    bool   `json:"error_first"`
+	Code          int    `json:"code"`
+	PIDFile       string `json:"pidfile"`
+	IgnoreTerm    bool   `json:"ignore_term"`
+	Lines         int    `json:"lines"`
+	LongLineBytes int    `json:"long_line_bytes"`
+}
+
+func text(t string) map[string]any {
+	return map[string]any{"content": []any{map[string]any{"type": "text", "text": t}}}
+}
+
+func (s *server) call(req request, cancelled chan struct{}) {
+	defer func() {
+		s.mu.Lock()
+		delete(s.cancels, string(req.ID))
+		s.mu.Unlock()
+	}()
+	var p struct {
+		Name      string `json:"name"`
+		Arguments args   `json:"arguments"`
+	}
+	if err := json.Unmarshal(req.Params, &p); err != nil {
+		s.rpcError(req.ID, -32602, "invalid params: "+err.Error())
+		return
+	}
+	a := p.Arguments
+	switch p.Name {
+	case "echo":
+		s.result(req.ID, text(a.Text))
+	case "large_result":
+		c := a.Char
+		if c == "" {
+			c = "x"
+		}
+		body := strings.Repeat(c, a.Chars)
+		if !a.Envelope {
+			s.result(req.ID, text(body))
+			return
+		}
+		refs := s.writeArtifacts(a.Artifacts, 16, "large result part", false)
+		s.result(req.ID, text(envelope(body, refs)))
+	case "artifact_result":
+		n := a.Count
+		if n == 0 {
+			n = 1
+		}
+		size := a.Size
+		if size == 0 {
+			size = 1024
+		}
+		t := a.Text
+		if t == "" {
+			t = fmt.Sprintf("Wrote %d artifacts.", n)
+		}
+		s.result(req.ID, text(envelope(t, s.writeArtifacts(n, size, a.Summary, a.OmitHash))))
+	case "bad_artifact":
+		s.badArtifact(req.ID, a.Kind)
+	case "slow":
+		select {
+		case <-time.After(time.Duration(a.MS) * time.Millisecond):
+			s.result(req.ID, text(fmt.Sprintf("slept %dms", a.MS)))
+		case <-cancelled:
+			// MCP: no answer to a cancelled request.
+		}
+	case "error_result":
+		t := a.Text
+		if a.Chars > 0 {
+			t = strings.Repeat("e", a.Chars)
+		}
+		if a.RPC {
+			s.rpcError(req.ID, -32000, t)
+			return
+		}
+		r := text(t)
+		r["isError"] = true
+		s.result(req.ID, r)
+	default:
+		if *chaos && s.chaosCall(req, p.Name, a) {
+			return
+		}
+		s.rpcError(req.ID, -32602, "unknown tool: "+p.Name)
+	}
+}
+
+func envelope(t string, refs []map[string]any) string {
+	b, _ := json.Marshal(map[string]any{"schema": "odek.tool-result/v1", "text": t, "artifacts": refs, "producer": "fixture"})
+	return string(b)
+}
+
+var artifactSeq atomic.Int64
+
+// writeArtifacts creates n files of size bytes under the root and returns
+// correct refs for them.
+func (s *server) writeArtifacts(n, size int, summary string, omitHash bool) []map[string]any {
+	refs := []map[string]any{}
+	for i := range n {
+		seq := artifactSeq.Add(1)
+		data := []byte(strings.Repeat(fmt.Sprintf("artifact %d line\n", seq), size/16+1))[:size]
+		p := filepath.Join(*root, fmt.Sprintf("artifact-%d-%d.txt", os.Getpid(), seq))
+		if err := os.WriteFile(p, data, 0o644); err != nil {
+			fmt.Fprintln(os.Stderr, "fixture:", err)
+		}
+		sum := sha256.Sum256(data)
+		ref := map[string]any{"schema": "odek.artifact-ref/v1", "id": fmt.Sprintf("art-%d", i+1), "uri": "file://" + p,
+			"media_type": "text/plain", "size_bytes": size, "summary": summary, "future_field": 1}
+		if !omitHash {
+			ref["sha256"] = hex.EncodeToString(sum[:])
+		}
+		refs = append(refs, ref)
+	}
+	return refs
+}
+
+func (s *server) badArtifact(id json.RawMessage, kind string) {
+	good := s.writeArtifacts(1, 64, "good", false)[0]
+	path := strings.TrimPrefix(good["uri"].(string), "file://")
+	ref := good
+	switch kind {
+	case "passwd":
+		ref["uri"], ref["sha256"], ref["size_bytes"] = "file:///etc/passwd", nil, nil
+	case "symlink":
+		link := path + ".link"
+		os.Symlink("/etc/passwd", link)
+		ref["uri"], ref["sha256"], ref["size_bytes"] = "file://"+link, nil, nil
+	case "dotdot":
+		ref["uri"] = "file://" + filepath.Dir(path) + "/../" + filepath.Base(filepath.Dir(path)) + "/" + filepath.Base(path)
+	case "missing":
+		ref["uri"] = "file://" + path + ".missing"
+	case "hash":
+		ref["sha256"] = strings.Repeat("0", 64)
+	case "size":
+		ref["size_bytes"] = 65
+	case "uppercase_hash":
+		ref["sha256"] = strings.ToUpper(ref["sha256"].(string))
+	case "http":
+		ref["uri"] = "https://example.test/x"
+	case "dir":
+		ref["uri"], ref["sha256"], ref["size_bytes"] = "file://"+filepath.Dir(path), nil, nil
+	case "duplicate_id":
+		s.result(id, text(envelope("dup", []map[string]any{ref, ref})))
+		return
+	case "malformed_json":
+		s.result(id, text(`{"schema":"odek.tool-result/v1","text":"cut`))
+		return
+	case "wrong_type":
+		s.result(id, text(`{"schema":"odek.tool-result/v1","text":42}`))
+		return
+	case "two_envelopes":
+		r := text(envelope("one", nil))
+		r["content"] = append(r["content"].([]any), map[string]any{"type": "text", "text": envelope("two", nil)})
+		s.result(id, r)
+		return
+	}
+	s.result(id, text(envelope("bad artifact: "+kind, []map[string]any{ref})))
+}
+
+// chaosCall implements the chaos tools; it reports whether name was one.
+func (s *server) chaosCall(req request, name string, a args) bool {
+	switch name {
+	case "huge_line":
+		chunk := strings.Repeat("x", 1<<20)
+		s.wmu.Lock()
+		fmt.Fprintf(s.w, `{"jsonrpc":"2.0","id":%s,"result":{"content":[{"type":"text","text":"`, req.ID)
+		for range a.MiB {
+			if _, err := s.w.WriteString(chunk); err != nil {
+				os.Exit(1)
+			}
+		}
+		s.w.WriteString("\"}]}}\n")
+		err := s.w.Flush()
+		s.wmu.Unlock()
+		if err != nil {
+			os.Exit(1)
+		}
+	case "wrong_id":
+		var n int64
+		json.Unmarshal(req.ID, &n)
+		s.send(map[string]any{"jsonrpc": "2.0", "id": n + 100000, "result": text("misrouted")})
+		s.send(map[string]any{"jsonrpc": "2.0", "result": text("no id")})
+		s.send(map[string]any{"jsonrpc": "2.0", "id": "not-a-number", "result": text("string id")})
+		if a.ThenCorrect {
+			s.result(req.ID, text("correct"))
+		}
+	case "double_response":
+		if a.ErrorFirst {
+			s.rpcError(req.ID, -32000, "first: error")
+			s.result(req.ID, text("second: result"))
+		} else {
+			s.result(req.ID, text("first: result"))
+			s.rpcError(req.ID, -32000, "second: error")
+		}
+	case "close_mid_line":
+		s.wmu.Lock()
+		fmt.Fprintf(s.w, `{"jsonrpc":"2.0","id":%s,"result":{"content":[{"type":"text","text":"half`, req.ID)
+		s.w.Flush()
+		os.Exit(0)
+	case "crash":
+		fmt.Fprintln(os.Stderr, "fixture: crashing on purpose")
+		os.Exit(a.Code)
+	case "spawn_grandchild":
+		m := "sleeper"
+		if a.IgnoreTerm {
+			m = "sleeper-ignore-term"
+		}
+		cmd := exec.Command(os.Args[0], "-mode="+m)
+		cmd.Stderr = os.Stderr // hold the stderr pipe open, as careless servers do
+		if err := cmd.Start(); err != nil {
+			s.rpcError(req.ID, -32000, err.Error())
+			return true
+		}
+		os.WriteFile(a.PIDFile, []byte(strconv.Itoa(cmd.Process.Pid)), 0o644)
+		if a.IgnoreTerm {
+			signal.Ignore(syscall.SIGTERM)
+		}
+		s.result(req.ID, text(fmt.Sprintf("spawned %d", cmd.Process.Pid)))
+	case "stderr_flood":
+		w := bufio.NewWriterSize(os.Stderr, 64<<10)
+		for i := range a.Lines {
+			fmt.Fprintf(w, "fixture stderr line %d \x1b[31mred\x1b[0m\n", i)
+		}
+		if a.LongLineBytes > 0 {
+			w.WriteString(strings.Repeat("L", a.LongLineBytes))
+			w.WriteString("\n")
+		}
+		w.Flush()
+		s.result(req.ID, text(fmt.Sprintf("wrote %d stderr lines", a.Lines)))
+	case "server_request":
+		ch := make(chan []byte, 1)
+		s.mu.Lock()
+		s.waiting[`"srv-1"`] = ch
+		s.mu.Unlock()
+		s.send(map[string]any{"jsonrpc": "2.0", "id": "srv-1", "method": "sampling/createMessage", "params": map[string]any{}})
+		select {
+		case ans := <-ch:
+			s.result(req.ID, text(strings.TrimSpace(string(ans))))
+		case <-time.After(10 * time.Second):
+			s.result(req.ID, text("no answer"))
+		}
+	case "mixed_content":
+		s.result(req.ID, map[string]any{"content": []any{
+			map[string]any{"type": "text", "text": "before"},
+			map[string]any{"type": "image", "mimeType": "image/png", "data": strings.Repeat("QUJD", 1000)},
+			map[string]any{"type": "audio", "mimeType": "audio/wav", "data": "AAAA"},
+			map[string]any{"type": "resource", "resource": map[string]any{"uri": "file:///docs/readme.md", "mimeType": "text/markdown", "text": "SECRET CONTENT NOT SHOWN"}},
+			map[string]any{"type": "resource_link", "uri": "file:///docs/big.bin", "name": "big.bin", "mimeType": "application/octet-stream", "size": 123456},
+			map[string]any{"type": "text", "text": "after"},
+		}})
+	case "stats":
+		b, _ := json.Marshal(map[string]any{"cancelled": s.cancelled.Load(), "last_cancel": s.lastCancel.Load(), "initialized": s.initialized.Load(), "pid": os.Getpid()})
+		s.result(req.ID, text(string(b)))
+	default:
+		return false
+	}
+	return true
+}
