@@ -1,0 +1,344 @@
+package budget
+
+import (
+	"encoding/json"
+	"errors"
+	"math"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+)
+
+func f64(v float64) *float64 { return &v }
+
+var t0 = time.Date(2026, 8, 7, 12, 0, 0, 0, time.UTC)
+
+// Each counting limit allows reaching the cap exactly and is exhausted one
+// unit past it.
+func TestTokenAndCostLimitsExactly(t *testing.T) {
+	price := Prices{InputPerMillionUSD: f64(1_000_000), OutputPerMillionUSD: f64(2_000_000)} // $1 per input token, $2 per output token
+	tests := []struct {
+		name     string
+		limits   Limits
+		in, out  int
+		wantErr  string // limit name or ""
+		observed float64
+	}{
+		{"input at limit", Limits{MaxInputTokens: 100}, 100, 0, "", 0},
+		{"input one over", Limits{MaxInputTokens: 100}, 101, 0, LimitInputTokens, 101},
+		{"output at limit", Limits{MaxOutputTokens: 50}, 0, 50, "", 0},
+		{"output one over", Limits{MaxOutputTokens: 50}, 0, 51, LimitOutputTokens, 51},
+		{"cost at limit", Limits{MaxCostUSD: 10}, 4, 3, "", 0},
+		{"cost one over", Limits{MaxCostUSD: 10}, 5, 3, LimitCostUSD, 11},
+		{"unlimited", Limits{}, math.MaxInt32, math.MaxInt32, "", 0},
+		{"input checked before output", Limits{MaxInputTokens: 1, MaxOutputTokens: 1}, 2, 2, LimitInputTokens, 2},
+		{"negative counts ignored", Limits{MaxInputTokens: 1}, -5, -5, "", 0},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			tr := NewTracker(tc.limits, price, true, t0)
+			err := tr.AddUsage(tc.in, tc.out)
+			if tc.wantErr == "" {
+				if err != nil {
+					t.Fatalf("AddUsage: %v, want nil", err)
+				}
+				return
+			}
+			var ee *ExceededError
+			if !errors.As(err, &ee) || !errors.Is(err, ErrExceeded) {
+				t.Fatalf("AddUsage: %v, want *ExceededError", err)
+			}
+			if ee.Limit != tc.wantErr || ee.Observed != tc.observed {
+				t.Fatalf("got %s observed %g, want %s observed %g", ee.Limit, ee.Observed, tc.wantErr, tc.observed)
+			}
+		})
+	}
+}
+
+// Tokens accumulate over responses: the call that crosses the cap fails.
+func TestAddUsageAccumulates(t *testing.T) {
+	tr := NewTracker(Limits{MaxInputTokens: 10}, Prices{}, false, t0)
+	for i := range 10 {
+		if err := tr.AddUsage(1, 0); err != nil {
+			t.Fatalf("call %d: %v", i, err)
+		}
+	}
+	err := tr.AddUsage(1, 0)
+	var ee *ExceededError
+	if !errors.As(err, &ee) || ee.Observed != 11 || ee.Max != 10 {
+		t.Fatalf("11th token: %v", err)
+	}
+	if got := tr.Snapshot().InputTokens; got != 11 {
+		t.Fatalf("snapshot input tokens %d, want 11 (recorded even when exceeded)", got)
+	}
+}
+
+func TestToolCallLimitExactly(t *testing.T) {
+	tests := []struct {
+		name        string
+		max         int
+		batches     []int
+		wantAllowed []int
+		wantErrAt   int // index of the batch that errs, -1 none
+	}{
+		{"reach cap in one batch", 3, []int{3}, []int{3}, -1},
+		{"one over in one batch", 3, []int{4}, []int{3}, 0},
+		{"reach cap over batches", 3, []int{1, 2}, []int{1, 2}, -1},
+		{"next batch after cap", 3, []int{3, 1}, []int{3, 0}, 1},
+		{"partial batch", 3, []int{2, 3}, []int{2, 1}, 1},
+		{"unlimited", 0, []int{1000, 1000}, []int{1000, 1000}, -1},
+		{"empty batch", 1, []int{0, 1}, []int{0, 1}, -1},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			tr := NewTracker(Limits{MaxToolCalls: tc.max}, Prices{}, false, t0)
+			asked := 0
+			for i, n := range tc.batches {
+				asked += n
+				got, err := tr.ReserveToolCalls(n)
+				if got != tc.wantAllowed[i] {
+					t.Fatalf("batch %d: allowed %d, want %d", i, got, tc.wantAllowed[i])
+				}
+				if (err != nil) != (i == tc.wantErrAt) {
+					t.Fatalf("batch %d: err %v, want error: %v", i, err, i == tc.wantErrAt)
+				}
+				if err != nil {
+					var ee *ExceededError
+					if !errors.As(err, &ee) || ee.Limit != LimitToolCalls || ee.Observed != float64(asked) || ee.Max != float64(tc.max) {
+						t.Fatalf("batch %d: %#v", i, err)
+					}
+				}
+			}
+		})
+	}
+}
+
+func TestRuntimeLimitExactly(t *testing.T) {
+	tr := NewTracker(Limits{MaxRuntime: 10 * time.Second}, Prices{}, false, t0)
+	if err := tr.CheckRuntime(t0.Add(10*time.Second - time.Nanosecond)); err != nil {
+		t.Fatalf("before deadline: %v", err)
+	}
+	err := tr.CheckRuntime(t0.Add(10 * time.Second))
+	var ee *ExceededError
+	if !errors.As(err, &ee) || ee.Limit != LimitRuntime || ee.Observed != 10 || ee.Max != 10 {
+		t.Fatalf("at deadline: %v", err)
+	}
+	if d, ok := tr.Deadline(); !ok || !d.Equal(t0.Add(10*time.Second)) {
+		t.Fatalf("Deadline = %v, %v", d, ok)
+	}
+	un := NewTracker(Limits{}, Prices{}, false, t0)
+	if _, ok := un.Deadline(); ok {
+		t.Fatal("unlimited runtime has a deadline")
+	}
+	if err := un.CheckRuntime(t0.Add(1000 * time.Hour)); err != nil {
+		t.Fatalf("unlimited: %v", err)
+	}
+}
+
+func TestExceededErrorText(t *testing.T) {
+	msg := (&ExceededError{Limit: LimitCostUSD, Observed: 1.25, Max: 1}).Error()
+	for _, want := range []string{"cost_usd", "1.250000", "1.000000", "budget"} {
+		if !strings.Contains(msg, want) {
+			t.Errorf("%q lacks %q", msg, want)
+		}
+	}
+	if !errors.Is(&ExceededError{}, ErrExceeded) || errors.Is(errors.New("x"), ErrExceeded) {
+		t.Fatal("errors.Is mismatch")
+	}
+}
+
+func TestPriceTableFor(t *testing.T) {
+	table := PriceTable{
+		Flat: Prices{InputPerMillionUSD: f64(1), OutputPerMillionUSD: f64(2)},
+		Models: map[string]Prices{
+			"big":     {InputPerMillionUSD: f64(10), OutputPerMillionUSD: f64(20)},
+			"in-only": {InputPerMillionUSD: f64(5)},
+		},
+	}
+	tests := []struct {
+		name, model string
+		table       PriceTable
+		wantCost    float64 // for 1M in + 1M out
+		wantKnown   bool
+	}{
+		{"exact model", "big", table, 30, true},
+		{"missing output falls back", "in-only", table, 7, true},
+		{"unknown model uses flat", "other", table, 3, true},
+		{"prefix is not a match", "big-2", table, 3, true},
+		{"no prices", "big", PriceTable{}, 0, false},
+		{"model only, flat missing", "x", PriceTable{Models: map[string]Prices{"x": {OutputPerMillionUSD: f64(4)}}}, 4, true},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			p, known := tc.table.For(tc.model)
+			if known != tc.wantKnown {
+				t.Fatalf("known %v, want %v", known, tc.wantKnown)
+			}
+			if got := Cost(p, 1_000_000, 1_000_000); math.Abs(got-tc.wantCost) > 1e-9 {
+				t.Fatalf("cost %g, want %g", got, tc.wantCost)
+			}
+		})
+	}
+}
+
+func TestCostCapInactive(t *testing.T) {
+	if !NewTracker(Limits{MaxCostUSD: 1}, Prices{}, false, t0).CostCapInactive() {
+		t.Fatal("cap without prices must report inactive")
+	}
+	tr := NewTracker(Limits{MaxCostUSD: 1}, Prices{}, false, t0)
+	if err := tr.AddUsage(1e9, 1e9); err != nil || tr.Snapshot().CostUSD != 0 {
+		t.Fatalf("unknown prices: %v, cost %g", err, tr.Snapshot().CostUSD)
+	}
+	if NewTracker(Limits{MaxCostUSD: 1}, Prices{InputPerMillionUSD: f64(1)}, true, t0).CostCapInactive() {
+		t.Fatal("cap with prices reported inactive")
+	}
+}
+
+func TestTrackerConcurrent(t *testing.T) {
+	tr := NewTracker(Limits{MaxToolCalls: 50}, Prices{InputPerMillionUSD: f64(1)}, true, t0)
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	total := 0
+	for range 20 {
+		wg.Go(func() {
+			for range 10 {
+				n, _ := tr.ReserveToolCalls(1)
+				_ = tr.AddUsage(1, 1)
+				mu.Lock()
+				total += n
+				mu.Unlock()
+			}
+		})
+	}
+	wg.Wait()
+	if total != 50 || tr.Snapshot().ToolCalls != 50 || tr.Snapshot().InputTokens != 200 {
+		t.Fatalf("allowed %d, snapshot %+v", total, tr.Snapshot())
+	}
+}
+
+func TestMergeLimits(t *testing.T) {
+	op := Limits{MaxRuntime: time.Minute, MaxToolCalls: 10, MaxCostUSD: 1}
+	tests := []struct {
+		name      string
+		op, proj  Limits
+		want      Limits
+		wantWarns []string
+	}{
+		{"project absent", op, Limits{}, op, nil},
+		{"project lowers", op, Limits{MaxRuntime: time.Second, MaxToolCalls: 3, MaxCostUSD: 0.5}, Limits{MaxRuntime: time.Second, MaxToolCalls: 3, MaxCostUSD: 0.5}, nil},
+		{"project equal", op, op, op, nil},
+		{"project higher clamped", op, Limits{MaxToolCalls: 11, MaxCostUSD: 2}, op, []string{"max_tool_calls", "max_cost_usd"}},
+		{"project adds missing", op, Limits{MaxInputTokens: 5, MaxOutputTokens: 6}, Limits{MaxRuntime: time.Minute, MaxToolCalls: 10, MaxCostUSD: 1, MaxInputTokens: 5, MaxOutputTokens: 6}, nil},
+		{"runtime clamped", op, Limits{MaxRuntime: time.Hour}, op, []string{"max_runtime_seconds"}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			got, warns := MergeLimits(tc.op, tc.proj)
+			if got != tc.want {
+				t.Fatalf("got %+v, want %+v", got, tc.want)
+			}
+			if len(warns) != len(tc.wantWarns) {
+				t.Fatalf("warnings %q, want ones naming %q", warns, tc.wantWarns)
+			}
+			for i, w := range tc.wantWarns {
+				if !strings.Contains(warns[i], w) || !strings.Contains(warns[i], "clamped") {
+					t.Errorf("warning %q lacks %q", warns[i], w)
+				}
+			}
+		})
+	}
+}
+
+func TestFromSections(t *testing.T) {
+	tests := []struct {
+		name, op, proj string
+		wantErr        string // substring; "" means success
+		want           Limits
+		wantWarns      int
+		model          string
+		wantCost       float64 // 1M in + 1M out for model
+		wantKnown      bool
+	}{
+		{name: "both absent", want: Limits{}},
+		{name: "operator only", op: `{"max_runtime_seconds": 90, "max_tool_calls": 5, "max_input_tokens": 7, "max_output_tokens": 8, "max_cost_usd": 2.5, "input_cost_per_million_usd": 1, "output_cost_per_million_usd": 3}`,
+			want: Limits{MaxRuntime: 90 * time.Second, MaxToolCalls: 5, MaxInputTokens: 7, MaxOutputTokens: 8, MaxCostUSD: 2.5}, model: "m", wantCost: 4, wantKnown: true},
+		{name: "per-model price", op: `{"input_cost_per_million_usd": 1, "output_cost_per_million_usd": 3, "model_prices": {"m": {"output_cost_per_million_usd": 10}}}`,
+			model: "m", wantCost: 11, wantKnown: true},
+		{name: "project lowers", op: `{"max_tool_calls": 5}`, proj: `{"max_tool_calls": 2}`, want: Limits{MaxToolCalls: 2}},
+		{name: "project clamped", op: `{"max_tool_calls": 5}`, proj: `{"max_tool_calls": 9}`, want: Limits{MaxToolCalls: 5}, wantWarns: 1},
+		{name: "project adds", op: `{"max_tool_calls": 5}`, proj: `{"max_cost_usd": 0.1}`, want: Limits{MaxToolCalls: 5, MaxCostUSD: 0.1}},
+		{name: "project flat input price", proj: `{"input_cost_per_million_usd": 0}`, wantErr: "project limits.input_cost_per_million_usd"},
+		{name: "project flat output price", proj: `{"output_cost_per_million_usd": 1}`, wantErr: "project limits.output_cost_per_million_usd"},
+		{name: "project model prices", proj: `{"model_prices": {}}`, wantErr: "project limits.model_prices"},
+		{name: "negative limit", op: `{"max_tool_calls": -1}`, wantErr: "operator limits.max_tool_calls: got -1"},
+		{name: "negative project runtime", proj: `{"max_runtime_seconds": -0.5}`, wantErr: "project limits.max_runtime_seconds"},
+		{name: "negative model price", op: `{"model_prices": {"m": {"input_cost_per_million_usd": -1}}}`, wantErr: `model_prices["m"].input_cost_per_million_usd`},
+		{name: "runtime too large", op: `{"max_runtime_seconds": 1e30}`, wantErr: "max_runtime_seconds"},
+		{name: "unknown key", op: `{"max_tool_call": 5}`, wantErr: "max_tool_call"},
+		{name: "not an object", op: `[1]`, wantErr: "operator limits"},
+		{name: "fractional tokens", op: `{"max_input_tokens": 1.5}`, wantErr: "operator limits"},
+		{name: "null section", op: `null`, want: Limits{}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			l, table, warns, err := FromSections(raw(tc.op), raw(tc.proj))
+			if tc.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), tc.wantErr) || !errors.Is(err, ErrInvalidSection) {
+					t.Fatalf("err %v, want one containing %q", err, tc.wantErr)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if l != tc.want || len(warns) != tc.wantWarns {
+				t.Fatalf("got %+v %q, want %+v and %d warnings", l, warns, tc.want, tc.wantWarns)
+			}
+			p, known := table.For(tc.model)
+			if known != tc.wantKnown || math.Abs(Cost(p, 1e6, 1e6)-tc.wantCost) > 1e-9 {
+				t.Fatalf("prices for %q: known %v cost %g, want %v %g", tc.model, known, Cost(p, 1e6, 1e6), tc.wantKnown, tc.wantCost)
+			}
+		})
+	}
+}
+
+func raw(s string) json.RawMessage {
+	if s == "" {
+		return nil
+	}
+	return json.RawMessage(s)
+}
+
+// FuzzFromSections: a project file is untrusted; parsing never panics, and a
+// successful parse never yields negative limits or project prices.
+func FuzzFromSections(f *testing.F) {
+	f.Add([]byte(`{"max_tool_calls": 5, "max_cost_usd": 1}`), []byte(`{"max_tool_calls": 9}`))
+	f.Add([]byte(`{"model_prices": {"m": {"input_cost_per_million_usd": 2}}}`), []byte(`{"model_prices": {}}`))
+	f.Add([]byte(`{"max_runtime_seconds": 1e308}`), []byte(`null`))
+	f.Add([]byte(``), []byte(`{"max_input_tokens": -1}`))
+	f.Fuzz(func(t *testing.T, op, proj []byte) {
+		l, _, _, err := FromSections(op, proj)
+		if err != nil {
+			return
+		}
+		if l.MaxRuntime < 0 || l.MaxToolCalls < 0 || l.MaxInputTokens < 0 || l.MaxOutputTokens < 0 || l.MaxCostUSD < 0 {
+			t.Fatalf("negative limit accepted: %+v", l)
+		}
+		opOnly, _, _, err := FromSections(op, nil)
+		if err != nil {
+			t.Fatalf("operator section accepted with a project but not alone: %v", err)
+		}
+		for _, pair := range [][2]float64{
+			{float64(l.MaxRuntime), float64(opOnly.MaxRuntime)},
+			{float64(l.MaxToolCalls), float64(opOnly.MaxToolCalls)},
+			{float64(l.MaxInputTokens), float64(opOnly.MaxInputTokens)},
+			{float64(l.MaxOutputTokens), float64(opOnly.MaxOutputTokens)},
+			{l.MaxCostUSD, opOnly.MaxCostUSD},
+		} {
+			if pair[1] > 0 && (pair[0] == 0 || pair[0] > pair[1]) {
+				t.Fatalf("project raised an operator limit: merged %+v, operator %+v", l, opOnly)
+			}
+		}
+	})
+}
