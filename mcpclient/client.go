@@ -339,7 +339,7 @@ func (c *Client) live(ctx context.Context) (*conn, error) {
 	if c.permanent != nil {
 		err := c.permanent
 		c.mu.Unlock()
-		return nil, fmt.Errorf("%w: %v", ErrServerDown, err)
+		return nil, fmt.Errorf("%w: server %q is not restarted again: %w", ErrServerDown, c.cfg.Name, err)
 	}
 	ok, why := restartDecision(c.restarts, c.lim.MaxRestarts, c.restarting, time.Since(deadAt))
 	if !ok {

@@ -16,7 +16,7 @@
 // Chaos tools (-chaos): huge_line {mib}, wrong_id {then_correct},
 // double_response {error_first}, close_mid_line, crash {code},
 // spawn_grandchild {pidfile, ignore_term}, stderr_flood {lines,
-// long_line_bytes}, server_request, mixed_content, stats.
+// long_line_bytes}, server_request, mixed_content, stats, env.
 package main
 
 import (
@@ -238,7 +238,7 @@ func (s *server) tools() []map[string]any {
 		{"name": "error_result", "description": "Return an isError result with text (or chars characters).", "inputSchema": schema(`"text":{"type":"string"},"chars":{"type":"integer"},"rpc":{"type":"boolean"}`)},
 	}
 	if *chaos {
-		for _, n := range []string{"huge_line", "wrong_id", "double_response", "close_mid_line", "crash", "spawn_grandchild", "stderr_flood", "server_request", "mixed_content", "stats"} {
+		for _, n := range []string{"huge_line", "wrong_id", "double_response", "close_mid_line", "crash", "spawn_grandchild", "stderr_flood", "server_request", "mixed_content", "stats", "env"} {
 			t = append(t, map[string]any{"name": n, "description": "chaos: " + n, "inputSchema": schema("")})
 		}
 	}
@@ -257,6 +257,10 @@ func (s *server) listTools(req request) {
 		Cursor string `json:"cursor"`
 	}
 	json.Unmarshal(req.Params, &p)
+	if *mode == "repeat-cursor" {
+		s.result(req.ID, map[string]any{"tools": []any{}, "nextCursor": "same"})
+		return
+	}
 	start := 0
 	if p.Cursor != "" {
 		n, err := strconv.Atoi(strings.TrimPrefix(p.Cursor, "page-"))
@@ -273,10 +277,6 @@ func (s *server) listTools(req request) {
 	res := map[string]any{"tools": all[start:end]}
 	if end < len(all) {
 		res["nextCursor"] = fmt.Sprintf("page-%d", end)
-	}
-	if *mode == "repeat-cursor" {
-		res["nextCursor"] = "same"
-		res["tools"] = []any{}
 	}
 	s.result(req.ID, res)
 }
@@ -555,6 +555,9 @@ func (s *server) chaosCall(req request, name string, a args) bool {
 			map[string]any{"type": "resource_link", "uri": "file:///docs/big.bin", "name": "big.bin", "mimeType": "application/octet-stream", "size": 123456},
 			map[string]any{"type": "text", "text": "after"},
 		}})
+	case "env":
+		b, _ := json.Marshal(os.Environ())
+		s.result(req.ID, text(string(b)))
 	case "stats":
 		b, _ := json.Marshal(map[string]any{"cancelled": s.cancelled.Load(), "last_cancel": s.lastCancel.Load(), "initialized": s.initialized.Load(), "pid": os.Getpid()})
 		s.result(req.ID, text(string(b)))
