@@ -15,8 +15,9 @@ const (
 	MaxRefKindChars      = 64
 	MaxRefURIChars       = 2048
 	MaxRefCreatedByChars = 128
-	// MaxRefSpecBytes bounds the input of ParseExternalRef.
-	MaxRefSpecBytes = 4096
+	// MaxRefSpecBytes bounds the input of ParseExternalRef, in bytes (room
+	// for the longest valid fields in 4-byte UTF-8).
+	MaxRefSpecBytes = 16 << 10
 )
 
 // ErrInvalidRef is wrapped by every *RefError.
