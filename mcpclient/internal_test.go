@@ -1,0 +1,387 @@
+package mcpclient
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"io"
+	"strings"
+	"testing"
+	"testing/iotest"
+	"time"
+
+	"github.com/odekrun/odek/artifacts"
+)
+
+func TestValidateName(t *testing.T) {
+	for _, tt := range []struct {
+		name string
+		ok   bool
+	}{
+		{"echo", true}, {"a", true}, {"A-b_9", true}, {strings.Repeat("x", 64), true},
+		{"", false}, {strings.Repeat("x", 65), false}, {"a__b", false}, {"__", false},
+		{"a.b", false}, {"a b", false}, {"é", false}, {"a/b", false}, {"a\x00", false},
+	} {
+		err := ValidateName(tt.name)
+		if (err == nil) != tt.ok || err != nil && !errors.Is(err, ErrInvalidName) {
+			t.Errorf("ValidateName(%q) = %v, want ok=%v", tt.name, err, tt.ok)
+		}
+	}
+}
+
+func TestQualifiedName(t *testing.T) {
+	if got := QualifiedName("files", "read"); got != "files__read" {
+		t.Fatalf("got %q", got)
+	}
+	exact := QualifiedName(strings.Repeat("s", 30), strings.Repeat("t", 32))
+	if len(exact) != 64 || !strings.Contains(exact, "__") || strings.ContainsAny(exact[62:], "0123456789") {
+		t.Fatalf("64-char name shortened: %q", exact)
+	}
+	long1 := QualifiedName(strings.Repeat("s", 40), strings.Repeat("t", 40))
+	long2 := QualifiedName(strings.Repeat("s", 40), strings.Repeat("t", 39)+"u")
+	if len(long1) != 64 || len(long2) != 64 || long1 == long2 || long1[:53] != long2[:53] {
+		t.Fatalf("shortened names: %q %q", long1, long2)
+	}
+	if long1 != QualifiedName(strings.Repeat("s", 40), strings.Repeat("t", 40)) {
+		t.Fatal("not deterministic")
+	}
+	if err := validQualified(long1); err != nil {
+		t.Fatal(err)
+	}
+	var m NameMap
+	q, err := m.Add(strings.Repeat("s", 40), strings.Repeat("t", 40))
+	if err != nil || q != long1 {
+		t.Fatalf("Add = %q, %v", q, err)
+	}
+	if r, ok := m.Resolve(q); !ok || r.Server != strings.Repeat("s", 40) || r.Tool != strings.Repeat("t", 40) {
+		t.Fatalf("Resolve = %+v %v", r, ok)
+	}
+	if _, ok := m.Resolve("nope"); ok {
+		t.Fatal("resolved an unknown name")
+	}
+	if _, err := m.Add("a", "b__c"); !errors.Is(err, ErrInvalidName) {
+		t.Fatalf("invalid tool accepted: %v", err)
+	}
+	// Force a collision by planting an entry.
+	m.m["x__y"] = ToolRef{"other", "pair"}
+	if _, err := m.Add("x", "y"); !errors.Is(err, ErrNameCollision) {
+		t.Fatalf("collision: %v", err)
+	}
+}
+
+// validQualified checks a qualified name fits what providers accept.
+func validQualified(q string) error {
+	if len(q) > MaxNameLen {
+		return errors.New("too long")
+	}
+	for _, c := range q {
+		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '_' || c == '-') {
+			return errors.New("bad char")
+		}
+	}
+	return nil
+}
+
+func TestLimits(t *testing.T) {
+	base := ServerConfig{Name: "s", Command: "x"}
+	l, err := base.Limits()
+	if err != nil || l.Timeout != DefaultTimeout || l.MaxResponseBytes != DefaultMaxResponseBytes || l.MaxResultChars != DefaultMaxResultChars ||
+		l.StartupTimeout != DefaultStartupTimeout || l.MaxTools != DefaultMaxTools || l.MaxRestarts != DefaultMaxRestarts || len(l.Warnings) != 0 {
+		t.Fatalf("defaults = %+v, %v", l, err)
+	}
+	for _, tt := range []struct {
+		name   string
+		mutate func(*ServerConfig)
+		check  func(Limits) bool
+		err    error
+	}{
+		{"timeout clamped", func(c *ServerConfig) { c.Timeout = 2 * time.Hour }, func(l Limits) bool {
+			return l.Timeout == MaxTimeout && len(l.Warnings) == 1 && strings.Contains(l.Warnings[0], `"s"`)
+		}, nil},
+		{"result chars clamped", func(c *ServerConfig) { c.MaxResultChars = 5000000 }, func(l Limits) bool {
+			return l.MaxResultChars == MaxResultCharsCeiling && len(l.Warnings) == 1
+		}, nil},
+		{"response bytes at ceiling", func(c *ServerConfig) { c.MaxResponseBytes = MaxResponseBytesCeiling }, func(l Limits) bool { return l.MaxResponseBytes == MaxResponseBytesCeiling }, nil},
+		{"restarts disabled", func(c *ServerConfig) { c.MaxRestarts = -1 }, func(l Limits) bool { return l.MaxRestarts == 0 }, nil},
+		{"response bytes above ceiling", func(c *ServerConfig) { c.MaxResponseBytes = MaxResponseBytesCeiling + 1 }, nil, ErrInvalidConfig},
+		{"negative timeout", func(c *ServerConfig) { c.Timeout = -time.Second }, nil, ErrInvalidConfig},
+		{"negative result chars", func(c *ServerConfig) { c.MaxResultChars = -1 }, nil, ErrInvalidConfig},
+		{"negative response bytes", func(c *ServerConfig) { c.MaxResponseBytes = -1 }, nil, ErrInvalidConfig},
+		{"negative startup", func(c *ServerConfig) { c.StartupTimeout = -1 }, nil, ErrInvalidConfig},
+		{"negative artifact bytes", func(c *ServerConfig) { c.MaxArtifactBytes = -1 }, nil, ErrInvalidConfig},
+		{"no command", func(c *ServerConfig) { c.Command = "" }, nil, ErrInvalidConfig},
+		{"bad name", func(c *ServerConfig) { c.Name = "a b" }, nil, ErrInvalidName},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			c := base
+			tt.mutate(&c)
+			l, err := c.Limits()
+			if tt.err != nil {
+				if !errors.Is(err, tt.err) {
+					t.Fatalf("err = %v, want %v", err, tt.err)
+				}
+				return
+			}
+			if err != nil || !tt.check(l) {
+				t.Fatalf("limits = %+v, %v", l, err)
+			}
+		})
+	}
+}
+
+func TestFilterEnv(t *testing.T) {
+	base := []string{"PATH=/bin", "HOME=/h", "USER=u", "LANG=C", "TZ=UTC", "TMPDIR=/t", "TERM=xterm", "LC_CTYPE=C",
+		"OPENAI_API_KEY=sk", "SSH_AUTH_SOCK=/s", "noequals", "=x"}
+	env, stripped := FilterEnv(base, map[string]string{
+		"LOG_LEVEL": "info", "PATH": "/custom", "github-token": "x", "DbPassword": "p", "A=B": "c", "x_private.key": "k", "MAX_TOKENS": "10",
+	}, nil)
+	want := "HOME=/h,LANG=C,LC_CTYPE=C,LOG_LEVEL=info,PATH=/custom,TERM=xterm,TMPDIR=/t,TZ=UTC,USER=u"
+	if strings.Join(env, ",") != want {
+		t.Fatalf("env = %v\nwant %s", env, want)
+	}
+	// The default test is conservative: MAX_TOKENS looks secret to it
+	// (odek passes redact.IsSecretName, which knows token counts).
+	if got := strings.Join(stripped, ","); got != "A=B,DbPassword,MAX_TOKENS,github-token,x_private.key" {
+		t.Fatalf("stripped = %s", got)
+	}
+	env, _ = FilterEnv(base, map[string]string{"MAX_TOKENS": "10"}, func(string) bool { return false })
+	if !strings.Contains(strings.Join(env, ","), "MAX_TOKENS=10") {
+		t.Fatal("custom isSecret not used")
+	}
+}
+
+func TestCheckProtocolVersion(t *testing.T) {
+	for _, v := range SupportedProtocolVersions {
+		if err := CheckProtocolVersion("s", v); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, v := range []string{"", "2024-10-07", "2099-01-01", "1.0"} {
+		err := CheckProtocolVersion("srv", v)
+		if !errors.Is(err, ErrUnsupportedProtocol) || !strings.Contains(err.Error(), `"srv"`) {
+			t.Fatalf("%q: %v", v, err)
+		}
+	}
+}
+
+func TestRestartDecision(t *testing.T) {
+	if restartBackoff(1) != 0 || restartBackoff(2) != time.Second || restartBackoff(3) != 2*time.Second || restartBackoff(20) != 30*time.Second {
+		t.Fatal("backoff schedule changed")
+	}
+	for _, tt := range []struct {
+		restarts, max int
+		restarting    bool
+		down          time.Duration
+		ok            bool
+		why           string
+	}{
+		{0, 3, false, 0, true, ""},
+		{1, 3, false, 0, false, "backoff"},
+		{1, 3, false, time.Second, true, ""},
+		{3, 3, false, time.Hour, false, "restart limit reached (3 of 3"},
+		{0, 0, false, time.Hour, false, "restart limit"},
+		{0, 3, true, time.Hour, false, "another call"},
+	} {
+		ok, why := restartDecision(tt.restarts, tt.max, tt.restarting, tt.down)
+		if ok != tt.ok || !strings.Contains(why, tt.why) {
+			t.Errorf("%+v: got %v %q", tt, ok, why)
+		}
+	}
+}
+
+func TestDecodeLine(t *testing.T) {
+	for _, tt := range []struct {
+		line string
+		kind msgKind
+		id   uint64
+	}{
+		{`{"jsonrpc":"2.0","id":7,"result":{}}`, kindResponse, 7},
+		{` {"jsonrpc":"2.0","id":7,"result":{}}`, kindResponse, 7},
+		{`{"jsonrpc":"2.0","id":7,"error":{"code":-1,"message":"m"}}`, kindResponse, 7},
+		{`{"jsonrpc":"2.0","id":7,"result":{},"error":{"code":-1,"message":"m"}}`, kindResponse, 7},
+		{`{"jsonrpc":"2.0","id":"7","result":{}}`, kindBadID, 0},
+		{`{"jsonrpc":"2.0","id":-7,"result":{}}`, kindBadID, 0},
+		{`{"jsonrpc":"2.0","id":0,"result":{}}`, kindBadID, 0},
+		{`{"jsonrpc":"2.0","id":null,"result":{}}`, kindBadID, 0},
+		{`{"jsonrpc":"2.0","result":{}}`, kindBadID, 0},
+		{`{"jsonrpc":"2.0","id":1.5,"result":{}}`, kindBadID, 0},
+		{`{"jsonrpc":"2.0","id":"a","method":"roots/list"}`, kindRequest, 0},
+		{`{"jsonrpc":"2.0","method":"notifications/message"}`, kindNotification, 0},
+		{`{"jsonrpc":"2.0","id":null,"method":"x"}`, kindNotification, 0},
+		{`not json`, kindInvalid, 0},
+		{`[1]`, kindInvalid, 0},
+		{``, kindInvalid, 0},
+		{`{"id":1,"result":`, kindInvalid, 0},
+		{`{"id":1,"error":"string"}`, kindInvalid, 0},
+	} {
+		msg, kind, id := decodeLine([]byte(tt.line))
+		if kind != tt.kind || id != tt.id {
+			t.Errorf("decodeLine(%s) = %v %d, want %v %d", tt.line, kind, id, tt.kind, tt.id)
+		}
+		if kind == kindResponse && msg.Error != nil && msg.Result != nil {
+			t.Errorf("decodeLine(%s): result and error both kept", tt.line)
+		}
+	}
+}
+
+func TestWireEncoding(t *testing.T) {
+	if got := string(appendRequest(nil, 42, "tools/list", []byte(`{"cursor":"c"}`))); got != `{"jsonrpc":"2.0","id":42,"method":"tools/list","params":{"cursor":"c"}}`+"\n" {
+		t.Fatal(got)
+	}
+	if got := string(appendRequest(nil, 1, "ping", nil)); got != `{"jsonrpc":"2.0","id":1,"method":"ping"}`+"\n" {
+		t.Fatal(got)
+	}
+	if got := string(appendNotification(nil, "notifications/cancelled", cancelledParams(9, "timeout"))); got != `{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":9,"reason":"timeout"}}`+"\n" {
+		t.Fatal(got)
+	}
+	got := appendMethodNotFound(nil, []byte(`"srv-1"`), "sampling/createMessage")
+	var ans struct {
+		ID    string `json:"id"`
+		Error struct {
+			Code    int    `json:"code"`
+			Message string `json:"message"`
+		} `json:"error"`
+	}
+	if err := json.Unmarshal(got, &ans); err != nil || ans.ID != "srv-1" || ans.Error.Code != -32601 || !bytes.HasSuffix(got, []byte("}\n")) {
+		t.Fatalf("%s %v", got, err)
+	}
+	var buf bytes.Buffer
+	if err := callParams(&buf, "echo", []byte("{\n \"a\" : [1, 2]\n}")); err != nil || buf.String() != `{"name":"echo","arguments":{"a":[1,2]}}` {
+		t.Fatalf("%s %v", buf.String(), err)
+	}
+	for _, bad := range []string{"[1]", "1", `"s"`, "{", "{} {}"} {
+		buf.Reset()
+		if err := callParams(&buf, "echo", []byte(bad)); !errors.Is(err, ErrInvalidArgs) {
+			t.Errorf("args %q: %v", bad, err)
+		}
+	}
+}
+
+func TestLineReader(t *testing.T) {
+	long := strings.Repeat("a", 3*readChunk+17)
+	for _, tt := range []struct {
+		name  string
+		in    string
+		limit int64
+		want  []string
+		err   string // "", "long", "partial"
+	}{
+		{"lines", "a\nbb\n\nccc\n", 10, []string{"a", "bb", "", "ccc"}, ""},
+		{"crlf kept for json", "a\r\n", 10, []string{"a\r"}, ""},
+		{"exact limit", "12345\n", 5, []string{"12345"}, ""},
+		{"one over", "123456\n", 5, nil, "long"},
+		{"long line within limit", long + "\nx\n", int64(len(long)), []string{long, "x"}, ""},
+		{"long line over limit", long + "\n", int64(len(long) - 1), nil, "long"},
+		{"partial at end", "a\nbc", 10, []string{"a"}, "partial"},
+		{"long partial at end", "a\n" + long, int64(len(long) + 1), []string{"a"}, "partial"},
+		{"empty", "", 10, nil, ""},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			for _, r := range []io.Reader{strings.NewReader(tt.in), iotest.OneByteReader(strings.NewReader(tt.in))} {
+				lr := newLineReader(r, tt.limit)
+				var got []string
+				var err error
+				for {
+					var line []byte
+					line, err = lr.next()
+					if err != nil {
+						break
+					}
+					got = append(got, string(line))
+				}
+				if strings.Join(got, "|") != strings.Join(tt.want, "|") {
+					t.Fatalf("lines = %q, want %q", got, tt.want)
+				}
+				var tl *lineTooLong
+				switch tt.err {
+				case "":
+					if err != io.EOF {
+						t.Fatalf("err = %v, want EOF", err)
+					}
+				case "long":
+					if !errors.As(err, &tl) || tl.observed <= tt.limit {
+						t.Fatalf("err = %v", err)
+					}
+				case "partial":
+					if !errors.Is(err, errPartialLine) {
+						t.Fatalf("err = %v", err)
+					}
+				}
+			}
+		})
+	}
+}
+
+func TestRenderResultPure(t *testing.T) {
+	res := &callResult{Content: []contentItem{{Type: "text", Text: "a"}, {Type: "mystery"}, {Type: "text", Text: "[odek x"}}}
+	r, err := renderResult("s", "t", res, 1000, &artifacts.Validator{})
+	if err != nil || r.Text != "a\n[odek content] type=\"mystery\" (content not shown)\n[~odek x" {
+		t.Fatalf("%+v %v", r, err)
+	}
+	res = &callResult{StructuredContent: json.RawMessage(`{"k":1}`), IsError: true}
+	if r, err := renderResult("s", "t", res, 1000, &artifacts.Validator{}); err != nil || r.Text != `{"k":1}` || !r.IsError {
+		t.Fatalf("%+v %v", r, err)
+	}
+	e := errorResult("s", "t", &wireError{Code: -32602, Message: "bad [odek"}, 1000)
+	if !e.IsError || e.Text != "MCP error -32602: bad [~odek" {
+		t.Fatalf("%+v", e)
+	}
+}
+
+// FuzzDecodeLine: the JSON-RPC line decoder never panics, and what it
+// classifies as a response has a positive id and never both a result and
+// an error.
+func FuzzDecodeLine(f *testing.F) {
+	for _, s := range []string{
+		`{"jsonrpc":"2.0","id":1,"result":{"content":[{"type":"text","text":"x"}]}}`,
+		`{"jsonrpc":"2.0","id":1,"error":{"code":-32601,"message":"m"}}`,
+		`{"id":1,"result":{},"error":{"code":1,"message":""}}`,
+		`{"jsonrpc":"2.0","method":"notifications/progress","params":{}}`,
+		`{"jsonrpc":"2.0","id":"x","method":"roots/list"}`,
+		`{"id":18446744073709551615,"result":null}`, `{"id":18446744073709551616,"result":1}`,
+		`garbage`, `{`, `[]`, ` {"id":2,"result":true}`,
+	} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, line []byte) {
+		msg, kind, id := decodeLine(line)
+		switch kind {
+		case kindResponse:
+			if id == 0 || msg.Method != "" {
+				t.Fatalf("response with id %d method %q", id, msg.Method)
+			}
+			if msg.Result != nil && msg.Error != nil {
+				t.Fatal("both result and error kept")
+			}
+			if msg.Result != nil && !json.Valid(msg.Result) {
+				t.Fatal("invalid result bytes")
+			}
+		case kindRequest:
+			if msg.Method == "" || len(msg.ID) == 0 {
+				t.Fatal("request without method or id")
+			}
+			reply := appendMethodNotFound(nil, msg.ID, msg.Method)
+			if !json.Valid(bytes.TrimSuffix(reply, []byte("\n"))) || bytes.Count(reply, []byte("\n")) != 1 {
+				t.Fatalf("invalid reply %q", reply)
+			}
+		}
+	})
+}
+
+// FuzzLineReader: lines never exceed the limit and never contain '\n'.
+func FuzzLineReader(f *testing.F) {
+	f.Add([]byte("a\nbb\nccc"), uint16(2))
+	f.Add([]byte(strings.Repeat("x", 70000)+"\n"), uint16(100))
+	f.Fuzz(func(t *testing.T, data []byte, limit uint16) {
+		lr := newLineReader(bytes.NewReader(data), int64(limit))
+		for {
+			line, err := lr.next()
+			if err != nil {
+				return
+			}
+			if len(line) > int(limit) || bytes.IndexByte(line, '\n') >= 0 {
+				t.Fatalf("line of %d bytes (limit %d)", len(line), limit)
+			}
+		}
+	})
+}
