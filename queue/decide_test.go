@@ -1,0 +1,35 @@
+package queue
+
+import "testing"
+
+func TestDecideReclaim(t *testing.T) {
+	for _, c := range []struct {
+		attempt, max int
+		canceled     bool
+		want         reclaimAction
+	}{
+		{0, 3, false, reclaimRetry}, // died before the first claim was recorded
+		{1, 3, false, reclaimRetry},
+		{2, 3, false, reclaimRetry},
+		{3, 3, false, reclaimDead},
+		{4, 3, false, reclaimDead},
+		{1, 1, false, reclaimDead},
+		{1, 3, true, reclaimCancel},
+		{3, 3, true, reclaimCancel}, // cancel wins over dead-lettering
+	} {
+		if got := decideReclaim(c.attempt, c.max, c.canceled); got != c.want {
+			t.Errorf("decideReclaim(%d, %d, %v) = %v, want %v", c.attempt, c.max, c.canceled, got, c.want)
+		}
+	}
+}
+
+func TestValidID(t *testing.T) {
+	for id, want := range map[string]bool{
+		"": false, "abc": true, "a-b_c.d:e": true, "a b": false, `a"b`: false, "é": false,
+		string(make([]byte, MaxIDLen+1)): false,
+	} {
+		if validID(id) != want {
+			t.Errorf("validID(%q) = %v, want %v", id, !want, want)
+		}
+	}
+}

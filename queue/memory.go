@@ -1,0 +1,490 @@
+package queue
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"fmt"
+	"sort"
+	"strconv"
+	"sync"
+	"time"
+)
+
+// Memory is the in-process Queue: the embedded default when no Redis is
+// configured. It behaves as Redis does (see the package doc) but holds
+// everything in memory, so a process exit loses queued jobs. Safe for
+// concurrent use.
+type Memory struct {
+	o Options
+
+	mu        sync.Mutex
+	wake      chan struct{} // closed and replaced on every change
+	seq       uint64
+	jobs      map[string]*memJob
+	chats     map[int64][]string // arrival order of unfinished jobs per chat
+	ready     []string           // runnable job ids, at most one per chat
+	idem      map[string]memIdem
+	dead      []Job
+	results   []*memResult
+	delivered map[string]time.Time // job id -> AckResult time
+	progress  map[string]*memProgress
+}
+
+type jobState int
+
+const (
+	stateQueued  jobState = iota // waiting behind an earlier job of its chat
+	stateReady                   // head of its chat, not claimed
+	stateRunning                 // claimed, lease held
+	stateDone                    // result published
+)
+
+type memJob struct {
+	job      Job
+	state    jobState
+	seq      uint64 // entry sequence of the current ready/running spell
+	attempt  int
+	token    string
+	beat     time.Time // last claim or heartbeat
+	canceled bool
+	doneAt   time.Time
+}
+
+type memIdem struct {
+	id      string
+	expires time.Time
+}
+
+type memResult struct {
+	id       string
+	res      Result
+	readAt   time.Time
+	read     bool
+	acked    bool
+	consumer string
+}
+
+type memProgress struct {
+	next    uint64
+	entries []Progress
+	doneAt  time.Time
+}
+
+// NewMemory returns an empty in-process queue.
+func NewMemory(opts Options) *Memory {
+	return &Memory{
+		o:         opts.withDefaults(),
+		wake:      make(chan struct{}),
+		jobs:      map[string]*memJob{},
+		chats:     map[int64][]string{},
+		idem:      map[string]memIdem{},
+		delivered: map[string]time.Time{},
+		progress:  map[string]*memProgress{},
+	}
+}
+
+var _ Queue = (*Memory)(nil)
+
+// newID returns 32 random hex digits.
+func newID() string {
+	var b [16]byte
+	if _, err := rand.Read(b[:]); err != nil {
+		panic("queue: crypto/rand failed: " + err.Error())
+	}
+	return hex.EncodeToString(b[:])
+}
+
+// notifyLocked wakes every waiter. m.mu must be held.
+func (m *Memory) notifyLocked() {
+	close(m.wake)
+	m.wake = make(chan struct{})
+}
+
+// Enqueue implements Queue.
+func (m *Memory) Enqueue(ctx context.Context, job Job) (Job, bool, error) {
+	if err := ctx.Err(); err != nil {
+		return job, false, err
+	}
+	job, _, err := prepareJob(job, m.o, newID)
+	if err != nil {
+		return job, false, err
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	now := m.o.Now()
+	m.sweepLocked(now)
+	if job.IdempotencyKey != "" {
+		if e, ok := m.idem[job.IdempotencyKey]; ok && now.Before(e.expires) {
+			if prev, ok := m.jobs[e.id]; ok {
+				return prev.job, true, nil
+			}
+			return Job{ID: e.id, IdempotencyKey: job.IdempotencyKey}, true, nil
+		}
+		m.idem[job.IdempotencyKey] = memIdem{id: job.ID, expires: now.Add(m.o.DedupeWindow)}
+	}
+	if _, ok := m.jobs[job.ID]; ok {
+		return job, false, fmt.Errorf("%w: id %q already exists", ErrInvalidJob, job.ID)
+	}
+	j := &memJob{job: job, state: stateQueued}
+	m.jobs[job.ID] = j
+	m.chats[job.ChatID] = append(m.chats[job.ChatID], job.ID)
+	if len(m.chats[job.ChatID]) == 1 {
+		m.makeReadyLocked(j)
+	}
+	return job, false, nil
+}
+
+func (m *Memory) makeReadyLocked(j *memJob) {
+	m.seq++
+	j.seq = m.seq
+	j.state = stateReady
+	m.ready = append(m.ready, j.job.ID)
+	m.notifyLocked()
+}
+
+// sweepLocked forgets finished jobs, markers and expired keys after Retain.
+func (m *Memory) sweepLocked(now time.Time) {
+	for k, e := range m.idem {
+		if !now.Before(e.expires) {
+			delete(m.idem, k)
+		}
+	}
+	for id, j := range m.jobs {
+		if j.state == stateDone && now.Sub(j.doneAt) >= m.o.Retain {
+			delete(m.jobs, id)
+		}
+	}
+	for id, p := range m.progress {
+		if !p.doneAt.IsZero() && now.Sub(p.doneAt) >= m.o.Retain {
+			delete(m.progress, id)
+		}
+	}
+	for id, t := range m.delivered {
+		if now.Sub(t) >= m.o.Retain {
+			delete(m.delivered, id)
+		}
+	}
+	kept := m.results[:0]
+	for _, r := range m.results {
+		if !r.acked {
+			kept = append(kept, r)
+		}
+	}
+	m.results = kept
+}
+
+// finishLocked publishes res once, frees the job's chat and starts its next job.
+func (m *Memory) finishLocked(j *memJob, res Result) {
+	if j.state == stateDone {
+		return
+	}
+	j.state, j.token, j.doneAt = stateDone, "", m.o.Now()
+	if p := m.progress[j.job.ID]; p != nil {
+		p.doneAt = j.doneAt
+	}
+	m.seq++
+	m.results = append(m.results, &memResult{id: strconv.FormatUint(m.seq, 10), res: res})
+	ids := m.chats[j.job.ChatID]
+	for i, id := range ids {
+		if id == j.job.ID {
+			ids = append(ids[:i:i], ids[i+1:]...)
+			break
+		}
+	}
+	if len(ids) == 0 {
+		delete(m.chats, j.job.ChatID)
+	} else {
+		m.chats[j.job.ChatID] = ids
+		if head := m.jobs[ids[0]]; head.state == stateQueued {
+			m.makeReadyLocked(head)
+		}
+	}
+	m.notifyLocked()
+}
+
+// Claim implements Queue.
+func (m *Memory) Claim(ctx context.Context, consumer string, max int, block time.Duration) ([]Lease, error) {
+	if max <= 0 {
+		max = 1
+	}
+	var timer *time.Timer
+	for {
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
+		m.mu.Lock()
+		leases := m.claimLocked(consumer, max)
+		wake := m.wake
+		m.mu.Unlock()
+		if len(leases) > 0 || block <= 0 {
+			return leases, nil
+		}
+		if timer == nil {
+			timer = time.NewTimer(block)
+			defer timer.Stop()
+		}
+		select {
+		case <-wake:
+		case <-timer.C:
+			block = 0
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
+	}
+}
+
+func (m *Memory) claimLocked(consumer string, max int) []Lease {
+	now := m.o.Now()
+	var leases []Lease
+	// Expired leases first, oldest entry first.
+	var expired []*memJob
+	for _, j := range m.jobs {
+		if j.state == stateRunning && now.Sub(j.beat) >= m.o.LeaseTTL {
+			expired = append(expired, j)
+		}
+	}
+	sort.Slice(expired, func(a, b int) bool { return expired[a].seq < expired[b].seq })
+	for _, j := range expired {
+		if len(leases) == max {
+			break
+		}
+		switch decideReclaim(j.attempt, m.o.MaxAttempts, j.canceled) {
+		case reclaimCancel:
+			m.finishLocked(j, canceledResult(j.job, j.attempt))
+		case reclaimDead:
+			dj := j.job
+			dj.Attempt = j.attempt
+			m.dead = append(m.dead, dj)
+			m.finishLocked(j, deadResult(j.job, j.attempt))
+		default:
+			leases = append(leases, m.leaseLocked(j, consumer, now))
+		}
+	}
+	for len(leases) < max && len(m.ready) > 0 {
+		id := m.ready[0]
+		m.ready = m.ready[1:]
+		j := m.jobs[id]
+		if j == nil || j.state != stateReady {
+			continue
+		}
+		if j.canceled {
+			m.finishLocked(j, canceledResult(j.job, j.attempt))
+			continue
+		}
+		leases = append(leases, m.leaseLocked(j, consumer, now))
+	}
+	return leases
+}
+
+func (m *Memory) leaseLocked(j *memJob, consumer string, now time.Time) Lease {
+	j.attempt++
+	j.state, j.token, j.beat = stateRunning, newID(), now
+	job := j.job
+	job.Attempt = j.attempt
+	return Lease{Job: job, Consumer: consumer, entry: strconv.FormatUint(j.seq, 10), token: j.token}
+}
+
+// owned returns the job if l still owns it. m.mu must be held.
+func (m *Memory) ownedLocked(l Lease) *memJob {
+	j := m.jobs[l.Job.ID]
+	if j == nil || j.state != stateRunning || j.token != l.token {
+		return nil
+	}
+	return j
+}
+
+// Heartbeat implements Queue.
+func (m *Memory) Heartbeat(ctx context.Context, l Lease) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	j := m.ownedLocked(l)
+	if j == nil {
+		return ErrLeaseLost
+	}
+	j.beat = m.o.Now()
+	if j.canceled {
+		return ErrCanceled
+	}
+	return nil
+}
+
+// Ack implements Queue.
+func (m *Memory) Ack(ctx context.Context, l Lease, res Result) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	res, _, err := encodeResult(l, res, m.o)
+	if err != nil {
+		return err
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	j := m.ownedLocked(l)
+	if j == nil {
+		return ErrLeaseLost
+	}
+	m.finishLocked(j, res)
+	return nil
+}
+
+// Cancel implements Queue.
+func (m *Memory) Cancel(ctx context.Context, jobID string) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	j := m.jobs[jobID]
+	if j == nil || j.state == stateDone {
+		return ErrNotFound
+	}
+	switch j.state {
+	case stateQueued, stateReady:
+		m.finishLocked(j, canceledResult(j.job, j.attempt))
+	default:
+		j.canceled = true
+		m.notifyLocked()
+	}
+	return nil
+}
+
+// DeadLetters returns a copy of the dead-lettered jobs, oldest first.
+func (m *Memory) DeadLetters() []Job {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return append([]Job(nil), m.dead...)
+}
+
+// PublishProgress implements Queue.
+func (m *Memory) PublishProgress(ctx context.Context, jobID string, data []byte) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	if len(data) > m.o.MaxPayloadBytes {
+		return &PayloadTooLargeError{What: "progress", Limit: m.o.MaxPayloadBytes, Size: len(data)}
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	p := m.progress[jobID]
+	if p == nil {
+		p = &memProgress{}
+		m.progress[jobID] = p
+	}
+	p.next++
+	p.entries = append(p.entries, Progress{ID: strconv.FormatUint(p.next, 10), Data: append([]byte(nil), data...)})
+	if over := int64(len(p.entries)) - m.o.ProgressMaxLen; over > 0 {
+		p.entries = append(p.entries[:0:0], p.entries[over:]...)
+	}
+	m.notifyLocked()
+	return nil
+}
+
+// ReadProgress implements Queue.
+func (m *Memory) ReadProgress(ctx context.Context, jobID, after string, max int, block time.Duration) ([]Progress, error) {
+	var from uint64
+	if after != "" {
+		n, err := strconv.ParseUint(after, 10, 64)
+		if err != nil {
+			return nil, fmt.Errorf("queue: progress id %q is not a Memory progress id", clip(after, 40))
+		}
+		from = n
+	}
+	if max <= 0 {
+		max = 100
+	}
+	return waitFor(ctx, m, block, func() []Progress {
+		p := m.progress[jobID]
+		if p == nil {
+			return nil
+		}
+		var out []Progress
+		for _, e := range p.entries {
+			if n, _ := strconv.ParseUint(e.ID, 10, 64); n > from && len(out) < max {
+				out = append(out, Progress{ID: e.ID, Data: append([]byte(nil), e.Data...)})
+			}
+		}
+		return out
+	})
+}
+
+// ReadResults implements Queue.
+func (m *Memory) ReadResults(ctx context.Context, consumer string, max int, block time.Duration) ([]Delivery, error) {
+	if max <= 0 {
+		max = 1
+	}
+	return waitFor(ctx, m, block, func() []Delivery {
+		now := m.o.Now()
+		var out []Delivery
+		for _, r := range m.results {
+			if len(out) == max {
+				break
+			}
+			if r.acked {
+				continue
+			}
+			if _, ok := m.delivered[r.res.JobID]; ok {
+				r.acked = true
+				continue
+			}
+			if r.read && now.Sub(r.readAt) < m.o.ResultLeaseTTL {
+				continue
+			}
+			r.read, r.readAt, r.consumer = true, now, consumer
+			res := r.res
+			res.Artifacts = append([]ArtifactMeta(nil), res.Artifacts...)
+			out = append(out, Delivery{ID: r.id, Result: res})
+		}
+		return out
+	})
+}
+
+// AckResult implements Queue.
+func (m *Memory) AckResult(ctx context.Context, d Delivery) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	for _, r := range m.results {
+		if r.id == d.ID {
+			r.acked = true
+		}
+	}
+	if _, ok := m.delivered[d.Result.JobID]; !ok {
+		m.delivered[d.Result.JobID] = m.o.Now()
+	}
+	return nil
+}
+
+// waitFor calls poll under m.mu until it returns something, block passes or
+// ctx ends.
+func waitFor[T any](ctx context.Context, m *Memory, block time.Duration, poll func() []T) ([]T, error) {
+	var timer *time.Timer
+	for {
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
+		m.mu.Lock()
+		out := poll()
+		wake := m.wake
+		m.mu.Unlock()
+		if len(out) > 0 || block <= 0 {
+			return out, nil
+		}
+		if timer == nil {
+			timer = time.NewTimer(block)
+			defer timer.Stop()
+		}
+		select {
+		case <-wake:
+		case <-timer.C:
+			block = 0
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
+	}
+}

@@ -1,0 +1,366 @@
+// Package queue carries odek jobs from a front end (the Telegram bot, `odek
+// queue submit`) to workers and carries results and progress back.
+//
+// Two implementations share one behaviour, checked by the conformance suite
+// in queue/queuetest: Redis (Redis Streams with a consumer group, for
+// distributed workers) and Memory (in-process, the embedded default when no
+// REDIS_URL is set).
+//
+// # Delivery model
+//
+// A job is enqueued once per idempotency key within the dedupe window. Jobs
+// of one chat run one at a time in arrival order; jobs of other chats are not
+// held up behind them. A worker claims a job and holds a lease on it that it
+// renews with Heartbeat; a lease not renewed for LeaseTTL is taken over by the
+// next Claim of any worker, with Job.Attempt raised by one. A job whose
+// attempts reach MaxAttempts goes to the dead-letter stream and a failure
+// Result is published instead. Exactly one Result is published per job: the
+// first of Ack, dead-lettering and cancellation wins; a worker whose lease
+// was lost gets ErrLeaseLost from Heartbeat and Ack and its result is dropped.
+// docs/QUEUE.md states the guarantees and the Redis keys precisely.
+//
+// # Concurrency and ownership
+//
+// Both implementations are safe for concurrent use by many goroutines (and,
+// for Redis, many processes). A Lease belongs to the consumer that claimed it;
+// pass it back unchanged. Byte slices handed to the queue are not retained
+// after the call returns; returned values are owned by the caller.
+package queue
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+)
+
+// Queue is the contract both implementations satisfy. Workers use Claim,
+// Heartbeat, Ack and PublishProgress; front ends use Enqueue, Cancel,
+// ReadResults, AckResult and ReadProgress.
+type Queue interface {
+	// Enqueue validates and stores job. It fills an empty ID and a zero
+	// CreatedAt. If job.IdempotencyKey was seen within the dedupe window,
+	// nothing is stored and the earlier job is returned with dup true.
+	Enqueue(ctx context.Context, job Job) (stored Job, dup bool, err error)
+	// Claim first takes over up to max jobs whose leases expired (raising
+	// their Attempt, dead-lettering those at MaxAttempts), then waits up to
+	// block for new jobs (block <= 0: do not wait). It returns at most max
+	// leases, possibly none.
+	Claim(ctx context.Context, consumer string, max int, block time.Duration) ([]Lease, error)
+	// Heartbeat renews the lease. It returns ErrLeaseLost when another
+	// worker owns the job now, and ErrCanceled when the job's cancellation
+	// was requested (the lease is still renewed; finish with Ack).
+	Heartbeat(ctx context.Context, l Lease) error
+	// Ack finishes the job with res (JobID, ChatID and Attempt are filled
+	// from the lease) and lets the chat's next job run. It returns
+	// ErrLeaseLost if the lease was lost; the result is then not published.
+	Ack(ctx context.Context, l Lease, res Result) error
+	// Cancel cancels a job by id. A job still waiting is finished at once
+	// with a StatusCanceled result; a running job's worker learns it from
+	// its next Heartbeat. ErrNotFound when the job is unknown or finished.
+	Cancel(ctx context.Context, jobID string) error
+	// PublishProgress appends data (an odek.event/v1 line or a summary) to
+	// the job's bounded progress stream.
+	PublishProgress(ctx context.Context, jobID string, data []byte) error
+	// ReadProgress returns progress entries of jobID after the entry id
+	// after ("" or "0" for the start), waiting up to block for one.
+	ReadProgress(ctx context.Context, jobID, after string, max int, block time.Duration) ([]Progress, error)
+	// ReadResults returns results for this front-end consumer: first results
+	// another consumer read but did not acknowledge within the result lease,
+	// then new ones, waiting up to block. Results already acknowledged by
+	// any consumer are skipped.
+	ReadResults(ctx context.Context, consumer string, max int, block time.Duration) ([]Delivery, error)
+	// AckResult records that d's result reached the chat.
+	AckResult(ctx context.Context, d Delivery) error
+}
+
+// Job is one unit of work: a goal for one chat. It is the wire format of the
+// jobs stream (JSON).
+type Job struct {
+	// ID is unique per job: [A-Za-z0-9_.:-], at most 128 bytes. Enqueue
+	// fills an empty ID with 32 random hex digits.
+	ID     string `json:"id"`
+	ChatID int64  `json:"chat_id"`
+	UserID int64  `json:"user_id,omitempty"`
+	// Goal is the task for the agent; it must not be empty.
+	Goal      string `json:"goal"`
+	SessionID string `json:"session_id,omitempty"`
+	// Budget is passed through to the worker untouched (a JSON object of
+	// limits); empty means the worker's defaults.
+	Budget json.RawMessage `json:"budget,omitempty"`
+	// Attempt is 1 on the first claim and rises by one per reclaim. Set by
+	// the queue; ignored by Enqueue.
+	Attempt int `json:"attempt"`
+	// IdempotencyKey (the chat update id) dedupes enqueues within
+	// Options.DedupeWindow; empty means no dedupe.
+	IdempotencyKey string    `json:"idempotency_key,omitempty"`
+	CreatedAt      time.Time `json:"created_at"`
+}
+
+// Status is a Result's outcome.
+type Status string
+
+// Result statuses.
+const (
+	StatusSucceeded Status = "succeeded"
+	StatusFailed    Status = "failed"
+	// StatusCanceled: Cancel was called; Answer may hold partial output.
+	StatusCanceled Status = "canceled"
+	// StatusDeadLettered: the job's leases expired MaxAttempts times.
+	StatusDeadLettered Status = "dead_lettered"
+)
+
+// Usage is the model usage and estimated cost of a run.
+type Usage struct {
+	PromptTokens     int64   `json:"prompt_tokens,omitempty"`
+	CompletionTokens int64   `json:"completion_tokens,omitempty"`
+	CostUSD          float64 `json:"cost_usd,omitempty"`
+}
+
+// ArtifactMeta describes a file a run produced. Path is relative to the
+// artifact directory shared by workers and the front end.
+type ArtifactMeta struct {
+	Path  string `json:"path"`
+	Name  string `json:"name,omitempty"`
+	MIME  string `json:"mime,omitempty"`
+	Bytes int64  `json:"bytes,omitempty"`
+}
+
+// Result is the outcome of a job, delivered to the front end. It is the wire
+// format of the results stream (JSON).
+type Result struct {
+	JobID      string         `json:"job_id"`
+	ChatID     int64          `json:"chat_id"`
+	Status     Status         `json:"status"`
+	Answer     string         `json:"answer,omitempty"`
+	Error      string         `json:"error,omitempty"`
+	ExitCode   int            `json:"exit_code,omitempty"`
+	Usage      Usage          `json:"usage,omitempty"`
+	DurationMS int64          `json:"duration_ms,omitempty"`
+	Attempt    int            `json:"attempt,omitempty"`
+	Artifacts  []ArtifactMeta `json:"artifacts,omitempty"`
+}
+
+// Lease is a claimed job. Pass it back unchanged to Heartbeat and Ack.
+type Lease struct {
+	Job      Job
+	Consumer string
+	entry    string // stream entry id (Redis) or sequence (Memory)
+	token    string // proves ownership; a reclaim issues a new one
+}
+
+// Delivery is a result handed to a front-end consumer.
+type Delivery struct {
+	// ID is the results-stream entry id.
+	ID     string
+	Result Result
+}
+
+// Progress is one entry of a job's progress stream.
+type Progress struct {
+	// ID orders entries; pass the last one seen as ReadProgress's after.
+	ID   string
+	Data []byte
+}
+
+// Errors. Match with errors.Is.
+var (
+	ErrLeaseLost       = errors.New("queue: lease lost (job reclaimed by another worker or finished)")
+	ErrCanceled        = errors.New("queue: job cancellation requested")
+	ErrNotFound        = errors.New("queue: job not found or already finished")
+	ErrInvalidJob      = errors.New("queue: invalid job")
+	ErrPayloadTooLarge = errors.New("queue: payload too large")
+)
+
+// PayloadTooLargeError reports an encoded job, result or progress entry over
+// Options.MaxPayloadBytes. It matches ErrPayloadTooLarge.
+type PayloadTooLargeError struct {
+	What  string // "job", "result" or "progress"
+	Limit int    // bytes
+	Size  int    // bytes observed
+}
+
+func (e *PayloadTooLargeError) Error() string {
+	return fmt.Sprintf("queue: %s payload is %d bytes, over the MaxPayloadBytes limit of %d", e.What, e.Size, e.Limit)
+}
+
+// Is makes errors.Is(err, ErrPayloadTooLarge) true.
+func (e *PayloadTooLargeError) Is(target error) bool { return target == ErrPayloadTooLarge }
+
+// Options configure both implementations. The zero value is usable.
+type Options struct {
+	// Prefix starts every Redis key; "" means "odek:".
+	Prefix string
+	// Group is the workers' consumer group on the jobs stream; "" means "workers".
+	Group string
+	// ResultsGroup is the front ends' consumer group on the results stream;
+	// "" means "frontends".
+	ResultsGroup string
+	// LeaseTTL is how long a claimed job stays owned without a Heartbeat
+	// before another worker may take it over; 0 means 30s.
+	LeaseTTL time.Duration
+	// ResultLeaseTTL is how long a front end may hold a read result without
+	// AckResult before another front end may take it over; 0 means 30s.
+	ResultLeaseTTL time.Duration
+	// MaxAttempts is how many claims a job gets before it is dead-lettered;
+	// 0 means 3.
+	MaxAttempts int
+	// DedupeWindow is how long an idempotency key is remembered; 0 means 24h.
+	DedupeWindow time.Duration
+	// MaxPayloadBytes caps an encoded job, result or progress entry; 0 means
+	// 256 KiB.
+	MaxPayloadBytes int
+	// ProgressMaxLen bounds each job's progress stream (entries, trimmed
+	// approximately in Redis); 0 means 1000.
+	ProgressMaxLen int64
+	// Retain is how long a finished job's record, progress stream and
+	// result-delivered marker are kept; 0 means 24h.
+	Retain time.Duration
+	// Now is the clock (Memory's leases and both CreatedAt stamps); nil
+	// means time.Now. Redis measures lease idle time on the server clock.
+	Now func() time.Time
+}
+
+func (o Options) withDefaults() Options {
+	if o.Prefix == "" {
+		o.Prefix = "odek:"
+	}
+	if o.Group == "" {
+		o.Group = "workers"
+	}
+	if o.ResultsGroup == "" {
+		o.ResultsGroup = "frontends"
+	}
+	if o.LeaseTTL <= 0 {
+		o.LeaseTTL = 30 * time.Second
+	}
+	if o.ResultLeaseTTL <= 0 {
+		o.ResultLeaseTTL = 30 * time.Second
+	}
+	if o.MaxAttempts <= 0 {
+		o.MaxAttempts = 3
+	}
+	if o.DedupeWindow <= 0 {
+		o.DedupeWindow = 24 * time.Hour
+	}
+	if o.MaxPayloadBytes <= 0 {
+		o.MaxPayloadBytes = 256 << 10
+	}
+	if o.ProgressMaxLen <= 0 {
+		o.ProgressMaxLen = 1000
+	}
+	if o.Retain <= 0 {
+		o.Retain = 24 * time.Hour
+	}
+	if o.Now == nil {
+		o.Now = time.Now
+	}
+	return o
+}
+
+// MaxIDLen is the longest job id accepted.
+const MaxIDLen = 128
+
+// validID reports whether id is safe to embed in keys and JSON.
+func validID(id string) bool {
+	if id == "" || len(id) > MaxIDLen {
+		return false
+	}
+	for i := 0; i < len(id); i++ {
+		c := id[i]
+		switch {
+		case c >= 'a' && c <= 'z', c >= 'A' && c <= 'Z', c >= '0' && c <= '9', c == '_', c == '.', c == ':', c == '-':
+		default:
+			return false
+		}
+	}
+	return true
+}
+
+// prepareJob validates job, fills ID and CreatedAt, and encodes it. It is
+// shared by both implementations so they reject the same inputs.
+func prepareJob(job Job, o Options, newID func() string) (Job, []byte, error) {
+	if job.ID == "" {
+		job.ID = newID()
+	}
+	if !validID(job.ID) {
+		return job, nil, fmt.Errorf("%w: id %q must be 1..%d bytes of [A-Za-z0-9_.:-]", ErrInvalidJob, clip(job.ID, 40), MaxIDLen)
+	}
+	if job.ChatID == 0 {
+		return job, nil, fmt.Errorf("%w: chat_id is 0", ErrInvalidJob)
+	}
+	if job.Goal == "" {
+		return job, nil, fmt.Errorf("%w: goal is empty", ErrInvalidJob)
+	}
+	if len(job.Budget) > 0 && !json.Valid(job.Budget) {
+		return job, nil, fmt.Errorf("%w: budget is not valid JSON", ErrInvalidJob)
+	}
+	job.Attempt = 0
+	if job.CreatedAt.IsZero() {
+		job.CreatedAt = o.Now().UTC()
+	}
+	b, err := json.Marshal(job)
+	if err != nil {
+		return job, nil, fmt.Errorf("%w: %v", ErrInvalidJob, err)
+	}
+	if len(b) > o.MaxPayloadBytes {
+		return job, nil, &PayloadTooLargeError{What: "job", Limit: o.MaxPayloadBytes, Size: len(b)}
+	}
+	return job, b, nil
+}
+
+// encodeResult fills res from the lease and encodes it within the cap.
+func encodeResult(l Lease, res Result, o Options) (Result, []byte, error) {
+	res.JobID, res.ChatID, res.Attempt = l.Job.ID, l.Job.ChatID, l.Job.Attempt
+	if res.Status == "" {
+		res.Status = StatusSucceeded
+	}
+	b, err := json.Marshal(res)
+	if err != nil {
+		return res, nil, fmt.Errorf("queue: encode result: %w", err)
+	}
+	if len(b) > o.MaxPayloadBytes {
+		return res, nil, &PayloadTooLargeError{What: "result", Limit: o.MaxPayloadBytes, Size: len(b)}
+	}
+	return res, b, nil
+}
+
+// reclaimAction is what happens to a job whose lease expired.
+type reclaimAction int
+
+const (
+	reclaimRetry  reclaimAction = iota // hand to the claiming worker, attempt+1
+	reclaimDead                        // dead-letter with a failure result
+	reclaimCancel                      // finish with a canceled result
+)
+
+// decideReclaim is the rule for an expired lease: a canceled job is finished
+// as canceled, a job that has used its attempts is dead-lettered, any other
+// is retried. attempt is the number of claims so far.
+func decideReclaim(attempt, maxAttempts int, canceled bool) reclaimAction {
+	switch {
+	case canceled:
+		return reclaimCancel
+	case attempt >= maxAttempts:
+		return reclaimDead
+	default:
+		return reclaimRetry
+	}
+}
+
+func deadResult(j Job, attempt int) Result {
+	return Result{JobID: j.ID, ChatID: j.ChatID, Status: StatusDeadLettered, Attempt: attempt,
+		Error: fmt.Sprintf("queue: job abandoned by its worker %d times (MaxAttempts %d reached); moved to the dead-letter stream", attempt, attempt)}
+}
+
+func canceledResult(j Job, attempt int) Result {
+	return Result{JobID: j.ID, ChatID: j.ChatID, Status: StatusCanceled, Attempt: attempt, Error: "queue: canceled before it ran"}
+}
+
+func clip(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return s[:n] + "…"
+}

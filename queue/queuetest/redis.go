@@ -1,0 +1,176 @@
+// Package queuetest holds test helpers for the queue package: a real
+// redis-server on an ephemeral port, and the conformance suite Run that
+// every queue.Queue implementation must pass.
+//
+// Helpers are safe to call from parallel tests; each StartRedis gets its own
+// server process, port and data directory, all removed by t.Cleanup.
+package queuetest
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// RequireEnv names the environment variable that turns a missing
+// redis-server from a skip into a failure (CI sets it).
+const RequireEnv = "ODEK_REQUIRE_REDIS"
+
+// ServerOptions configure StartServer. The zero value is a throwaway server
+// without persistence.
+type ServerOptions struct {
+	// AOF turns on the append-only file (appendfsync always), so Restart
+	// keeps every acknowledged write.
+	AOF bool
+}
+
+// Server is a redis-server child process owned by one test.
+type Server struct {
+	Addr string
+	Dir  string
+
+	t    testing.TB
+	bin  string
+	opts ServerOptions
+	port int
+	cmd  *exec.Cmd
+	exit chan struct{}
+}
+
+// StartRedis starts a throwaway redis-server and returns a client for it.
+// Both are closed when the test ends.
+func StartRedis(t testing.TB) *redis.Client {
+	t.Helper()
+	return StartServer(t, ServerOptions{}).Client()
+}
+
+// StartServer starts redis-server on a free loopback port with its data in
+// t.TempDir. It skips the test when redis-server is not installed, unless
+// ODEK_REQUIRE_REDIS is set, in which case it fails.
+func StartServer(t testing.TB, opts ServerOptions) *Server {
+	t.Helper()
+	bin, err := exec.LookPath("redis-server")
+	if err != nil {
+		if os.Getenv(RequireEnv) != "" {
+			t.Fatalf("queuetest: redis-server not found and %s is set: %v", RequireEnv, err)
+		}
+		t.Skipf("queuetest: redis-server not installed (set %s to fail instead)", RequireEnv)
+	}
+	s := &Server{t: t, bin: bin, opts: opts, Dir: t.TempDir()}
+	var lastErr error
+	for try := 0; try < 5; try++ {
+		port, err := freePort()
+		if err != nil {
+			t.Fatalf("queuetest: pick a port: %v", err)
+		}
+		s.port = port
+		if lastErr = s.start(); lastErr == nil {
+			t.Cleanup(s.Kill)
+			return s
+		}
+	}
+	t.Fatalf("queuetest: redis-server did not start: %v", lastErr)
+	return nil
+}
+
+// freePort asks the kernel for a free port. Another process may take it
+// before redis-server binds it; StartServer retries then.
+func freePort() (int, error) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return 0, err
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port, nil
+}
+
+func (s *Server) start() error {
+	s.Addr = net.JoinHostPort("127.0.0.1", strconv.Itoa(s.port))
+	args := []string{
+		"--port", strconv.Itoa(s.port), "--bind", "127.0.0.1", "--dir", s.Dir,
+		"--save", "", "--daemonize", "no", "--protected-mode", "yes",
+		"--logfile", filepath.Join(s.Dir, "redis.log"),
+	}
+	if s.opts.AOF {
+		args = append(args, "--appendonly", "yes", "--appendfsync", "always")
+	} else {
+		args = append(args, "--appendonly", "no")
+	}
+	cmd := exec.Command(s.bin, args...)
+	if err := cmd.Start(); err != nil {
+		return err
+	}
+	exit := make(chan struct{})
+	go func() { _ = cmd.Wait(); close(exit) }()
+	s.cmd, s.exit = cmd, exit
+
+	c := redis.NewClient(&redis.Options{Addr: s.Addr, MaxRetries: -1})
+	defer c.Close()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		select {
+		case <-exit:
+			log, _ := os.ReadFile(filepath.Join(s.Dir, "redis.log"))
+			return fmt.Errorf("redis-server on %s exited: %s", s.Addr, tail(log, 400))
+		default:
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
+		err := c.Ping(ctx).Err()
+		cancel()
+		if err == nil {
+			return nil
+		}
+		if time.Now().After(deadline) {
+			s.Kill()
+			return fmt.Errorf("redis-server on %s not answering PING: %w", s.Addr, err)
+		}
+		select {
+		case <-exit:
+		case <-time.After(10 * time.Millisecond): // poll interval, not synchronisation
+		}
+	}
+}
+
+// Client returns a new client for the server, closed when the test ends.
+func (s *Server) Client() *redis.Client {
+	c := redis.NewClient(&redis.Options{Addr: s.Addr})
+	s.t.Cleanup(func() { _ = c.Close() })
+	return c
+}
+
+// Kill stops the server with SIGKILL and waits for it to exit. Safe to call
+// more than once.
+func (s *Server) Kill() {
+	if s.cmd == nil {
+		return
+	}
+	_ = s.cmd.Process.Kill()
+	<-s.exit
+	s.cmd = nil
+}
+
+// Restart kills the server and starts it again on the same port and data
+// directory (with AOF, acknowledged writes survive).
+func (s *Server) Restart() {
+	s.t.Helper()
+	s.Kill()
+	if err := s.start(); err != nil {
+		s.t.Fatalf("queuetest: restart redis-server: %v", err)
+	}
+}
+
+func tail(b []byte, n int) string {
+	if len(b) > n {
+		b = b[len(b)-n:]
+	}
+	return string(b)
+}
+

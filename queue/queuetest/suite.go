@@ -1,0 +1,456 @@
+package queuetest
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/odekrun/odek/queue"
+)
+
+// NewQueue builds a fresh, empty queue with the given options for one subtest.
+type NewQueue func(t *testing.T, o queue.Options) queue.Queue
+
+// Run is the conformance suite: every queue.Queue implementation must pass it.
+func Run(t *testing.T, newQueue NewQueue) {
+	t.Run("EnqueueClaimAck", func(t *testing.T) { testEnqueueClaimAck(t, newQueue) })
+	t.Run("IdempotencyKey", func(t *testing.T) { testIdempotency(t, newQueue) })
+	t.Run("PayloadCap", func(t *testing.T) { testPayloadCap(t, newQueue) })
+	t.Run("InvalidJob", func(t *testing.T) { testInvalid(t, newQueue) })
+	t.Run("LeaseExpiryReclaim", func(t *testing.T) { testReclaim(t, newQueue) })
+	t.Run("DeadLetter", func(t *testing.T) { testDeadLetter(t, newQueue) })
+	t.Run("OtherChatsNotBlocked", func(t *testing.T) { testOtherChats(t, newQueue) })
+	t.Run("PerChatOrder", func(t *testing.T) { testPerChatOrder(t, newQueue) })
+	t.Run("CancelWaiting", func(t *testing.T) { testCancelWaiting(t, newQueue) })
+	t.Run("CancelRunning", func(t *testing.T) { testCancelRunning(t, newQueue) })
+	t.Run("ResultsOncePerJob", func(t *testing.T) { testResultsOnce(t, newQueue) })
+	t.Run("Progress", func(t *testing.T) { testProgress(t, newQueue) })
+}
+
+func ctxT(t *testing.T) context.Context {
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	t.Cleanup(cancel)
+	return ctx
+}
+
+func enqueue(t *testing.T, q queue.Queue, j queue.Job) queue.Job {
+	t.Helper()
+	got, dup, err := q.Enqueue(ctxT(t), j)
+	if err != nil || dup {
+		t.Fatalf("Enqueue(%+v) = dup %v, err %v", j, dup, err)
+	}
+	return got
+}
+
+func claimOne(t *testing.T, q queue.Queue, consumer string) queue.Lease {
+	t.Helper()
+	ls, err := q.Claim(ctxT(t), consumer, 1, 2*time.Second)
+	if err != nil || len(ls) != 1 {
+		t.Fatalf("Claim = %d leases, err %v; want 1", len(ls), err)
+	}
+	return ls[0]
+}
+
+// claimUntil polls Claim until it returns a lease or the deadline passes.
+func claimUntil(t *testing.T, q queue.Queue, consumer string, within time.Duration) []queue.Lease {
+	t.Helper()
+	deadline := time.Now().Add(within)
+	for time.Now().Before(deadline) {
+		ls, err := q.Claim(ctxT(t), consumer, 10, 50*time.Millisecond)
+		if err != nil {
+			t.Fatalf("Claim: %v", err)
+		}
+		if len(ls) > 0 {
+			return ls
+		}
+	}
+	return nil
+}
+
+// readResults collects results until want arrived or the deadline passes.
+func readResults(t *testing.T, q queue.Queue, consumer string, want int) []queue.Delivery {
+	t.Helper()
+	var out []queue.Delivery
+	deadline := time.Now().Add(5 * time.Second)
+	for len(out) < want && time.Now().Before(deadline) {
+		ds, err := q.ReadResults(ctxT(t), consumer, 10, 100*time.Millisecond)
+		if err != nil {
+			t.Fatalf("ReadResults: %v", err)
+		}
+		out = append(out, ds...)
+	}
+	return out
+}
+
+func testEnqueueClaimAck(t *testing.T, nq NewQueue) {
+	q := nq(t, queue.Options{})
+	in := queue.Job{ChatID: -1001234567890123, UserID: 42, Goal: "say hi", SessionID: "s1", Budget: []byte(`{"max_iterations":3}`)}
+	j := enqueue(t, q, in)
+	if j.ID == "" || j.CreatedAt.IsZero() {
+		t.Fatalf("Enqueue did not fill ID/CreatedAt: %+v", j)
+	}
+	l := claimOne(t, q, "w1")
+	if l.Job.ID != j.ID || l.Job.Goal != "say hi" || l.Job.ChatID != in.ChatID || l.Job.Attempt != 1 || string(l.Job.Budget) != `{"max_iterations":3}` {
+		t.Fatalf("claimed %+v, want job %s attempt 1 with the enqueued fields", l.Job, j.ID)
+	}
+	if err := q.Heartbeat(ctxT(t), l); err != nil {
+		t.Fatalf("Heartbeat: %v", err)
+	}
+	if ls, err := q.Claim(ctxT(t), "w2", 5, 0); err != nil || len(ls) != 0 {
+		t.Fatalf("second Claim while leased = %d, %v; want none", len(ls), err)
+	}
+	res := queue.Result{Status: queue.StatusSucceeded, Answer: "hi", DurationMS: 7, Usage: queue.Usage{PromptTokens: 3},
+		Artifacts: []queue.ArtifactMeta{{Path: "a/b.txt", Bytes: 2}}}
+	if err := q.Ack(ctxT(t), l, res); err != nil {
+		t.Fatalf("Ack: %v", err)
+	}
+	if err := q.Ack(ctxT(t), l, res); !errors.Is(err, queue.ErrLeaseLost) {
+		t.Fatalf("second Ack = %v, want ErrLeaseLost", err)
+	}
+	if err := q.Heartbeat(ctxT(t), l); !errors.Is(err, queue.ErrLeaseLost) {
+		t.Fatalf("Heartbeat after Ack = %v, want ErrLeaseLost", err)
+	}
+	ds := readResults(t, q, "fe1", 1)
+	if len(ds) != 1 {
+		t.Fatalf("got %d results, want 1", len(ds))
+	}
+	r := ds[0].Result
+	if r.JobID != j.ID || r.ChatID != in.ChatID || r.Answer != "hi" || r.Status != queue.StatusSucceeded || r.Attempt != 1 || len(r.Artifacts) != 1 {
+		t.Fatalf("result %+v does not match the ack", r)
+	}
+}
+
+func testIdempotency(t *testing.T, nq NewQueue) {
+	q := nq(t, queue.Options{})
+	a := enqueue(t, q, queue.Job{ChatID: 1, Goal: "g", IdempotencyKey: "upd-1"})
+	b, dup, err := q.Enqueue(ctxT(t), queue.Job{ChatID: 1, Goal: "g again", IdempotencyKey: "upd-1"})
+	if err != nil || !dup || b.ID != a.ID {
+		t.Fatalf("duplicate Enqueue = %s dup %v err %v; want %s dup true", b.ID, dup, err, a.ID)
+	}
+	enqueue(t, q, queue.Job{ChatID: 1, Goal: "g2", IdempotencyKey: "upd-2"})
+	l := claimOne(t, q, "w")
+	if l.Job.ID != a.ID {
+		t.Fatalf("claimed %s, want %s", l.Job.ID, a.ID)
+	}
+	if err := q.Ack(ctxT(t), l, queue.Result{}); err != nil {
+		t.Fatal(err)
+	}
+	l2 := claimOne(t, q, "w")
+	if l2.Job.Goal != "g2" {
+		t.Fatalf("second job goal %q, want g2 (the duplicate must not be queued)", l2.Job.Goal)
+	}
+	if err := q.Ack(ctxT(t), l2, queue.Result{}); err != nil {
+		t.Fatal(err)
+	}
+	if ls, _ := q.Claim(ctxT(t), "w", 5, 0); len(ls) != 0 {
+		t.Fatalf("a third job exists: %+v", ls[0].Job)
+	}
+}
+
+func testPayloadCap(t *testing.T, nq NewQueue) {
+	q := nq(t, queue.Options{MaxPayloadBytes: 1000})
+	_, _, err := q.Enqueue(ctxT(t), queue.Job{ChatID: 1, Goal: strings.Repeat("x", 2000)})
+	var pe *queue.PayloadTooLargeError
+	if !errors.Is(err, queue.ErrPayloadTooLarge) || !errors.As(err, &pe) || pe.Limit != 1000 || pe.Size <= 2000 {
+		t.Fatalf("Enqueue of a 2000-byte goal = %v, want PayloadTooLargeError limit 1000 size > 2000", err)
+	}
+	if !strings.Contains(err.Error(), "1000") {
+		t.Fatalf("error %q does not name the limit", err)
+	}
+	if err := q.PublishProgress(ctxT(t), "j1", make([]byte, 1001)); !errors.Is(err, queue.ErrPayloadTooLarge) {
+		t.Fatalf("PublishProgress over cap = %v", err)
+	}
+	enqueue(t, q, queue.Job{ChatID: 1, Goal: "small"})
+	l := claimOne(t, q, "w")
+	if err := q.Ack(ctxT(t), l, queue.Result{Answer: strings.Repeat("y", 2000)}); !errors.Is(err, queue.ErrPayloadTooLarge) {
+		t.Fatalf("Ack with oversized answer = %v", err)
+	}
+	if err := q.Ack(ctxT(t), l, queue.Result{Status: queue.StatusFailed, Error: "answer too large"}); err != nil {
+		t.Fatalf("lease must survive a rejected Ack: %v", err)
+	}
+}
+
+func testInvalid(t *testing.T, nq NewQueue) {
+	q := nq(t, queue.Options{})
+	for _, j := range []queue.Job{
+		{Goal: "no chat"},
+		{ChatID: 1},
+		{ChatID: 1, Goal: "g", ID: "bad id with spaces"},
+		{ChatID: 1, Goal: "g", ID: strings.Repeat("a", queue.MaxIDLen+1)},
+		{ChatID: 1, Goal: "g", Budget: []byte("{")},
+	} {
+		if _, _, err := q.Enqueue(ctxT(t), j); !errors.Is(err, queue.ErrInvalidJob) {
+			t.Errorf("Enqueue(%+v) = %v, want ErrInvalidJob", j, err)
+		}
+	}
+}
+
+func testReclaim(t *testing.T, nq NewQueue) {
+	q := nq(t, queue.Options{LeaseTTL: 150 * time.Millisecond})
+	j := enqueue(t, q, queue.Job{ChatID: 5, Goal: "g"})
+	dead := claimOne(t, q, "dying")
+	ls := claimUntil(t, q, "rescuer", 5*time.Second)
+	if len(ls) != 1 || ls[0].Job.ID != j.ID || ls[0].Job.Attempt != 2 || ls[0].Consumer != "rescuer" {
+		t.Fatalf("reclaim = %+v, want job %s attempt 2 for rescuer", ls, j.ID)
+	}
+	if err := q.Heartbeat(ctxT(t), dead); !errors.Is(err, queue.ErrLeaseLost) {
+		t.Fatalf("old worker's Heartbeat = %v, want ErrLeaseLost", err)
+	}
+	if err := q.Ack(ctxT(t), dead, queue.Result{Answer: "stale"}); !errors.Is(err, queue.ErrLeaseLost) {
+		t.Fatalf("old worker's Ack = %v, want ErrLeaseLost", err)
+	}
+	if err := q.Ack(ctxT(t), ls[0], queue.Result{Answer: "fresh"}); err != nil {
+		t.Fatal(err)
+	}
+	ds := readResults(t, q, "fe", 1)
+	if len(ds) != 1 || ds[0].Result.Answer != "fresh" || ds[0].Result.Attempt != 2 {
+		t.Fatalf("results %+v, want one from attempt 2", ds)
+	}
+}
+
+func testDeadLetter(t *testing.T, nq NewQueue) {
+	q := nq(t, queue.Options{LeaseTTL: 100 * time.Millisecond, MaxAttempts: 2})
+	j := enqueue(t, q, queue.Job{ChatID: 9, Goal: "poison"})
+	next := enqueue(t, q, queue.Job{ChatID: 9, Goal: "after poison"})
+	claimOne(t, q, "w1")
+	ls := claimUntil(t, q, "w2", 5*time.Second)
+	if len(ls) != 1 || ls[0].Job.Attempt != 2 {
+		t.Fatalf("second attempt = %+v", ls)
+	}
+	// The second lease expires too: the job is dead and its chat moves on.
+	ls = claimUntil(t, q, "w3", 5*time.Second)
+	if len(ls) != 1 || ls[0].Job.ID != next.ID || ls[0].Job.Attempt != 1 {
+		t.Fatalf("after dead-lettering got %+v, want the chat's next job %s", ls, next.ID)
+	}
+	ds := readResults(t, q, "fe", 1)
+	if len(ds) != 1 || ds[0].Result.JobID != j.ID || ds[0].Result.Status != queue.StatusDeadLettered || ds[0].Result.Error == "" || ds[0].Result.ChatID != 9 {
+		t.Fatalf("results %+v, want one dead_lettered failure for %s", ds, j.ID)
+	}
+}
+
+func testOtherChats(t *testing.T, nq NewQueue) {
+	q := nq(t, queue.Options{})
+	a1 := enqueue(t, q, queue.Job{ChatID: 1, Goal: "a1"})
+	enqueue(t, q, queue.Job{ChatID: 1, Goal: "a2"})
+	b1 := enqueue(t, q, queue.Job{ChatID: 2, Goal: "b1"})
+	ls, err := q.Claim(ctxT(t), "w", 10, time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]bool{}
+	for _, l := range ls {
+		got[l.Job.ID] = true
+	}
+	if len(ls) != 2 || !got[a1.ID] || !got[b1.ID] {
+		t.Fatalf("Claim(10) got %d jobs %v, want exactly a1 and b1 (a2 waits for a1)", len(ls), got)
+	}
+}
+
+func testPerChatOrder(t *testing.T, nq NewQueue) {
+	q := nq(t, queue.Options{})
+	const chats, perChat, workers = 3, 6, 4
+	want := map[int64][]string{}
+	for i := 0; i < perChat; i++ {
+		for c := int64(1); c <= chats; c++ {
+			j := enqueue(t, q, queue.Job{ChatID: c, Goal: fmt.Sprintf("c%d-%d", c, i)})
+			want[c] = append(want[c], j.ID)
+		}
+	}
+	var (
+		mu      sync.Mutex
+		running = map[int64]int{}
+		order   = map[int64][]string{}
+		done    int
+		fail    string
+	)
+	ctx := ctxT(t)
+	var wg sync.WaitGroup
+	for w := 0; w < workers; w++ {
+		wg.Add(1)
+		go func(name string) {
+			defer wg.Done()
+			for {
+				mu.Lock()
+				finished := done == chats*perChat || fail != ""
+				mu.Unlock()
+				if finished || ctx.Err() != nil {
+					return
+				}
+				ls, err := q.Claim(ctx, name, 2, 50*time.Millisecond)
+				if err != nil {
+					mu.Lock()
+					fail = err.Error()
+					mu.Unlock()
+					return
+				}
+				for _, l := range ls {
+					mu.Lock()
+					running[l.Job.ChatID]++
+					if running[l.Job.ChatID] > 1 {
+						fail = fmt.Sprintf("chat %d has two jobs running", l.Job.ChatID)
+					}
+					order[l.Job.ChatID] = append(order[l.Job.ChatID], l.Job.ID)
+					mu.Unlock()
+					mu.Lock()
+					running[l.Job.ChatID]--
+					done++
+					mu.Unlock()
+					if err := q.Ack(ctx, l, queue.Result{}); err != nil {
+						mu.Lock()
+						fail = "Ack: " + err.Error()
+						mu.Unlock()
+					}
+				}
+			}
+		}(fmt.Sprintf("w%d", w))
+	}
+	wg.Wait()
+	if fail != "" {
+		t.Fatal(fail)
+	}
+	for c, ids := range want {
+		if strings.Join(order[c], ",") != strings.Join(ids, ",") {
+			t.Errorf("chat %d ran %v, want arrival order %v", c, order[c], ids)
+		}
+	}
+}
+
+func testCancelWaiting(t *testing.T, nq NewQueue) {
+	q := nq(t, queue.Options{})
+	a := enqueue(t, q, queue.Job{ChatID: 1, Goal: "a"})
+	b := enqueue(t, q, queue.Job{ChatID: 1, Goal: "b"})
+	c := enqueue(t, q, queue.Job{ChatID: 1, Goal: "c"})
+	if err := q.Cancel(ctxT(t), b.ID); err != nil {
+		t.Fatalf("Cancel waiting job: %v", err)
+	}
+	if err := q.Cancel(ctxT(t), b.ID); !errors.Is(err, queue.ErrNotFound) {
+		t.Fatalf("second Cancel = %v, want ErrNotFound", err)
+	}
+	if err := q.Cancel(ctxT(t), "no-such-job"); !errors.Is(err, queue.ErrNotFound) {
+		t.Fatalf("Cancel unknown = %v, want ErrNotFound", err)
+	}
+	l := claimOne(t, q, "w")
+	if l.Job.ID != a.ID {
+		t.Fatalf("claimed %s, want %s", l.Job.ID, a.ID)
+	}
+	if err := q.Ack(ctxT(t), l, queue.Result{}); err != nil {
+		t.Fatal(err)
+	}
+	l = claimOne(t, q, "w")
+	if l.Job.ID != c.ID {
+		t.Fatalf("claimed %s after a, want %s (b was canceled)", l.Job.ID, c.ID)
+	}
+	ds := readResults(t, q, "fe", 2)
+	var canceled int
+	for _, d := range ds {
+		if d.Result.JobID == b.ID && d.Result.Status == queue.StatusCanceled {
+			canceled++
+		}
+	}
+	if canceled != 1 {
+		t.Fatalf("results %+v, want one canceled result for %s", ds, b.ID)
+	}
+}
+
+func testCancelRunning(t *testing.T, nq NewQueue) {
+	q := nq(t, queue.Options{})
+	j := enqueue(t, q, queue.Job{ChatID: 3, Goal: "long"})
+	l := claimOne(t, q, "w")
+	if err := q.Cancel(ctxT(t), j.ID); err != nil {
+		t.Fatalf("Cancel running: %v", err)
+	}
+	if err := q.Heartbeat(ctxT(t), l); !errors.Is(err, queue.ErrCanceled) {
+		t.Fatalf("Heartbeat after Cancel = %v, want ErrCanceled", err)
+	}
+	if err := q.Ack(ctxT(t), l, queue.Result{Status: queue.StatusCanceled, Answer: "partial"}); err != nil {
+		t.Fatalf("Ack of canceled job: %v", err)
+	}
+	ds := readResults(t, q, "fe", 1)
+	if len(ds) != 1 || ds[0].Result.Status != queue.StatusCanceled || ds[0].Result.Answer != "partial" {
+		t.Fatalf("results %+v, want the worker's canceled result", ds)
+	}
+}
+
+func testResultsOnce(t *testing.T, nq NewQueue) {
+	q := nq(t, queue.Options{ResultLeaseTTL: 150 * time.Millisecond})
+	const n = 5
+	for i := 0; i < n; i++ {
+		enqueue(t, q, queue.Job{ChatID: int64(100 + i), Goal: "g"})
+	}
+	ls, err := q.Claim(ctxT(t), "w", n, time.Second)
+	if err != nil || len(ls) != n {
+		t.Fatalf("Claim = %d, %v", len(ls), err)
+	}
+	for _, l := range ls {
+		if err := q.Ack(ctxT(t), l, queue.Result{Answer: l.Job.ID}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// Front end 1 reads everything but acknowledges only two, then "dies".
+	first := readResults(t, q, "fe1", n)
+	if len(first) != n {
+		t.Fatalf("fe1 read %d results, want %d", len(first), n)
+	}
+	seen := map[string]int{}
+	for _, d := range first[:2] {
+		if err := q.AckResult(ctxT(t), d); err != nil {
+			t.Fatal(err)
+		}
+		seen[d.Result.JobID]++
+	}
+	// Front end 2 takes over the three unacknowledged ones after the result lease.
+	rest := readResults(t, q, "fe2", n-2)
+	for _, d := range rest {
+		seen[d.Result.JobID]++
+		if err := q.AckResult(ctxT(t), d); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if len(seen) != n {
+		t.Fatalf("delivered %d distinct jobs, want %d: %v", len(seen), n, seen)
+	}
+	for id, c := range seen {
+		if c != 1 {
+			t.Errorf("job %s delivered %d times", id, c)
+		}
+	}
+	if ds, err := q.ReadResults(ctxT(t), "fe3", 10, 300*time.Millisecond); err != nil || len(ds) != 0 {
+		t.Fatalf("after all acks ReadResults = %d, %v; want none", len(ds), err)
+	}
+}
+
+func testProgress(t *testing.T, nq NewQueue) {
+	q := nq(t, queue.Options{ProgressMaxLen: 50})
+	got := make(chan []queue.Progress, 1)
+	go func() {
+		ps, _ := q.ReadProgress(context.Background(), "job-p", "", 10, 5*time.Second)
+		got <- ps
+	}()
+	if err := q.PublishProgress(ctxT(t), "job-p", []byte(`{"type":"run_started"}`)); err != nil {
+		t.Fatal(err)
+	}
+	ps := <-got
+	if len(ps) == 0 || string(ps[0].Data) != `{"type":"run_started"}` {
+		t.Fatalf("live reader got %+v", ps)
+	}
+	for i := 0; i < 200; i++ {
+		if err := q.PublishProgress(ctxT(t), "job-p", []byte(fmt.Sprint(i))); err != nil {
+			t.Fatal(err)
+		}
+	}
+	all, err := q.ReadProgress(ctxT(t), "job-p", "", 1000, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(all) < 50 || len(all) > 150 || string(all[len(all)-1].Data) != "199" {
+		t.Fatalf("bounded stream has %d entries ending %q; want about 50 ending 199", len(all), all[len(all)-1].Data)
+	}
+	after, err := q.ReadProgress(ctxT(t), "job-p", all[len(all)-2].ID, 10, 0)
+	if err != nil || len(after) != 1 || string(after[0].Data) != "199" {
+		t.Fatalf("ReadProgress after second-to-last = %+v, %v", after, err)
+	}
+}
