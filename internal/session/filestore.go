@@ -38,9 +38,6 @@ type FileStore struct {
 	Dir string
 	// Now stamps CreatedAt/UpdatedAt; nil means time.Now.
 	Now func() time.Time
-
-	mkdirOnce sync.Once
-	mkdirErr  error
 }
 
 var _ Store = (*FileStore)(nil)
@@ -64,9 +61,8 @@ func (f *FileStore) ensureDir() error {
 	if f.Dir == "" {
 		return errors.New("session: FileStore.Dir is empty")
 	}
-	f.mkdirOnce.Do(func() { f.mkdirErr = os.MkdirAll(f.Dir, 0o700) })
-	if f.mkdirErr != nil {
-		return fmt.Errorf("session: creating store directory: %w", f.mkdirErr)
+	if err := os.MkdirAll(f.Dir, 0o700); err != nil {
+		return fmt.Errorf("session: creating store directory: %w", err)
 	}
 	return nil
 }
