@@ -173,4 +173,3 @@ func tail(b []byte, n int) string {
 	}
 	return string(b)
 }
-

@@ -1,0 +1,482 @@
+package queue
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// Redis is the Queue on Redis Streams, for workers in many processes. Every
+// state change of a job is one Lua script, so it is atomic on the server;
+// see docs/QUEUE.md for the keys and the command count per job. It needs a
+// single Redis primary (not Redis Cluster: scripts touch keys derived from
+// job ids). Safe for concurrent use.
+type Redis struct {
+	c *redis.Client
+	o Options
+}
+
+var _ Queue = (*Redis)(nil)
+
+// NewRedis returns a queue on c and creates the consumer groups if missing.
+// c stays owned by the caller.
+func NewRedis(ctx context.Context, c *redis.Client, opts Options) (*Redis, error) {
+	r := &Redis{c: c, o: opts.withDefaults()}
+	if err := r.ensureGroups(ctx); err != nil {
+		return nil, err
+	}
+	return r, nil
+}
+
+func (r *Redis) key(parts ...string) string { return r.o.Prefix + strings.Join(parts, "") }
+
+func (r *Redis) ensureGroups(ctx context.Context) error {
+	for _, g := range [][2]string{{r.key("jobs"), r.o.Group}, {r.key("results"), r.o.ResultsGroup}} {
+		err := r.c.XGroupCreateMkStream(ctx, g[0], g[1], "0").Err()
+		if err != nil && !strings.HasPrefix(err.Error(), "BUSYGROUP") {
+			return fmt.Errorf("queue: create consumer group %s on %s: %w", g[1], g[0], err)
+		}
+	}
+	return nil
+}
+
+func isNoGroup(err error) bool { return err != nil && strings.HasPrefix(err.Error(), "NOGROUP") }
+
+// Lua prelude shared by the scripts. ARGV[1] prefix, ARGV[2] group,
+// ARGV[3] retain ms. finish publishes a job's one result and starts the
+// chat's next job; it is a no-op for a finished job.
+const luaPrelude = `
+local P, G, RET = ARGV[1], ARGV[2], tonumber(ARGV[3])
+local JOBS = P .. 'jobs'
+local function finish(id, res)
+  local h = P .. 'job:' .. id
+  local st = redis.call('HGET', h, 'state')
+  if (not st) or st == 'done' then return 0 end
+  local entry = redis.call('HGET', h, 'entry')
+  if entry and entry ~= '' then
+    redis.call('XACK', JOBS, G, entry)
+    redis.call('XDEL', JOBS, entry)
+  end
+  redis.call('HSET', h, 'state', 'done', 'owner', '', 'entry', '')
+  redis.call('PEXPIRE', h, RET)
+  redis.call('PEXPIRE', P .. 'progress:' .. id, RET)
+  redis.call('XADD', P .. 'results', '*', 'job', id, 'r', res)
+  local cl = P .. 'chat:' .. redis.call('HGET', h, 'chat')
+  redis.call('LREM', cl, 1, id)
+  local head = redis.call('LINDEX', cl, 0)
+  if head then
+    local hh = P .. 'job:' .. head
+    if redis.call('HGET', hh, 'state') == 'queued' then
+      local e = redis.call('XADD', JOBS, '*', 'id', head)
+      redis.call('HSET', hh, 'state', 'ready', 'entry', e)
+    end
+  end
+  return 1
+end
+local function sysresult(id, status, attempt, err)
+  local h = P .. 'job:' .. id
+  return '{"job_id":"' .. id .. '","chat_id":' .. redis.call('HGET', h, 'chat') ..
+    ',"status":"' .. status .. '","error":"' .. err .. '","attempt":' .. attempt .. '}'
+end
+`
+
+// ARGV[4] id, [5] data, [6] chat, [7] idempotency key or "", [8] dedupe ms.
+var enqueueScript = redis.NewScript(luaPrelude + `
+if ARGV[7] ~= '' then
+  local k = P .. 'idem:' .. ARGV[7]
+  if not redis.call('SET', k, ARGV[4], 'NX', 'PX', ARGV[8]) then
+    local prev = redis.call('GET', k)
+    return {0, prev, redis.call('HGET', P .. 'job:' .. prev, 'data') or ''}
+  end
+end
+local h = P .. 'job:' .. ARGV[4]
+if redis.call('EXISTS', h) == 1 then return {2} end
+redis.call('HSET', h, 'data', ARGV[5], 'chat', ARGV[6], 'attempt', 0, 'state', 'queued', 'owner', '', 'entry', '')
+if redis.call('RPUSH', P .. 'chat:' .. ARGV[6], ARGV[4]) == 1 then
+  local e = redis.call('XADD', JOBS, '*', 'id', ARGV[4])
+  redis.call('HSET', h, 'state', 'ready', 'entry', e)
+end
+return {1}
+`)
+
+// ARGV[4] token, [5] max attempts, [6] consumer, [7] min idle ms, [8] count.
+// Returns {id, data, attempt, token, entry}... for leases handed out.
+var reclaimScript = redis.NewScript(luaPrelude + `
+local ck = P .. 'reclaim-cursor'
+local cursor = redis.call('GET', ck) or '0-0'
+local r = redis.call('XAUTOCLAIM', JOBS, G, ARGV[6], ARGV[7], cursor, 'COUNT', ARGV[8])
+redis.call('SET', ck, r[1])
+local out = {}
+for i, ent in ipairs(r[2]) do
+  local eid, f = ent[1], ent[2]
+  local id = f and f[2]
+  local h = id and (P .. 'job:' .. id)
+  local st = h and redis.call('HGET', h, 'state')
+  if (not id) or redis.call('HGET', h, 'entry') ~= eid or (st ~= 'running' and st ~= 'ready') then
+    redis.call('XACK', JOBS, G, eid)
+  else
+    local attempt = tonumber(redis.call('HGET', h, 'attempt'))
+    if redis.call('HGET', h, 'cancel') == '1' then
+      finish(id, sysresult(id, 'canceled', attempt, 'queue: canceled'))
+    elseif attempt >= tonumber(ARGV[5]) then
+      redis.call('XADD', P .. 'dead', '*', 'id', id, 'data', redis.call('HGET', h, 'data'), 'attempt', attempt)
+      finish(id, sysresult(id, 'dead_lettered', attempt,
+        'queue: job abandoned by its worker ' .. attempt .. ' times (MaxAttempts reached); moved to the dead-letter stream'))
+    else
+      attempt = redis.call('HINCRBY', h, 'attempt', 1)
+      local tok = ARGV[4] .. '.' .. i
+      redis.call('HSET', h, 'state', 'running', 'owner', tok)
+      table.insert(out, id); table.insert(out, redis.call('HGET', h, 'data'))
+      table.insert(out, attempt); table.insert(out, tok); table.insert(out, eid)
+    end
+  end
+end
+return out
+`)
+
+// ARGV[4] token, then pairs entry, id. Returns leases as reclaimScript does.
+var startScript = redis.NewScript(luaPrelude + `
+local out = {}
+for i = 5, #ARGV, 2 do
+  local eid, id = ARGV[i], ARGV[i + 1]
+  local h = P .. 'job:' .. id
+  if redis.call('HGET', h, 'state') ~= 'ready' or redis.call('HGET', h, 'entry') ~= eid then
+    redis.call('XACK', JOBS, G, eid)
+  elseif redis.call('HGET', h, 'cancel') == '1' then
+    finish(id, sysresult(id, 'canceled', redis.call('HGET', h, 'attempt'), 'queue: canceled before it ran'))
+  else
+    local attempt = redis.call('HINCRBY', h, 'attempt', 1)
+    local tok = ARGV[4] .. '.' .. i
+    redis.call('HSET', h, 'state', 'running', 'owner', tok)
+    table.insert(out, id); table.insert(out, redis.call('HGET', h, 'data'))
+    table.insert(out, attempt); table.insert(out, tok); table.insert(out, eid)
+  end
+end
+return out
+`)
+
+// ARGV[4] id, [5] token, [6] consumer.
+var heartbeatScript = redis.NewScript(luaPrelude + `
+local h = P .. 'job:' .. ARGV[4]
+if redis.call('HGET', h, 'owner') ~= ARGV[5] or redis.call('HGET', h, 'state') ~= 'running' then return 'lost' end
+redis.call('XCLAIM', JOBS, G, ARGV[6], 0, redis.call('HGET', h, 'entry'), 'JUSTID')
+if redis.call('HGET', h, 'cancel') == '1' then return 'canceled' end
+return 'ok'
+`)
+
+// ARGV[4] id, [5] token, [6] result JSON.
+var ackScript = redis.NewScript(luaPrelude + `
+local h = P .. 'job:' .. ARGV[4]
+if redis.call('HGET', h, 'owner') ~= ARGV[5] or redis.call('HGET', h, 'state') ~= 'running' then return 'lost' end
+finish(ARGV[4], ARGV[6])
+return 'ok'
+`)
+
+// ARGV[4] id.
+var cancelScript = redis.NewScript(luaPrelude + `
+local id = ARGV[4]
+local h = P .. 'job:' .. id
+local st = redis.call('HGET', h, 'state')
+if (not st) or st == 'done' then return 'notfound' end
+if st == 'running' then
+  redis.call('HSET', h, 'cancel', '1')
+  redis.call('PUBLISH', P .. 'cancel', id)
+  return 'ok'
+end
+finish(id, sysresult(id, 'canceled', redis.call('HGET', h, 'attempt'), 'queue: canceled before it ran'))
+return 'ok'
+`)
+
+func (r *Redis) base() []any {
+	return []any{r.o.Prefix, r.o.Group, r.o.Retain.Milliseconds()}
+}
+
+// Enqueue implements Queue: one EVALSHA.
+func (r *Redis) Enqueue(ctx context.Context, job Job) (Job, bool, error) {
+	job, data, err := prepareJob(job, r.o, newID)
+	if err != nil {
+		return job, false, err
+	}
+	args := append(r.base(), job.ID, data, job.ChatID, job.IdempotencyKey, r.o.DedupeWindow.Milliseconds())
+	res, err := enqueueScript.Run(ctx, r.c, nil, args...).Slice()
+	if err != nil {
+		return job, false, fmt.Errorf("queue: enqueue %s: %w", job.ID, err)
+	}
+	switch res[0].(int64) {
+	case 0:
+		prevID, _ := res[1].(string)
+		prevData, _ := res[2].(string)
+		var prev Job
+		if prevData == "" || json.Unmarshal([]byte(prevData), &prev) != nil {
+			prev = Job{ID: prevID, IdempotencyKey: job.IdempotencyKey}
+		}
+		return prev, true, nil
+	case 2:
+		return job, false, fmt.Errorf("%w: id %q already exists", ErrInvalidJob, job.ID)
+	}
+	return job, false, nil
+}
+
+// parseLeases decodes the {id, data, attempt, token, entry}... reply.
+func parseLeases(consumer string, v []any) ([]Lease, error) {
+	var out []Lease
+	for i := 0; i+4 < len(v); i += 5 {
+		data, _ := v[i+1].(string)
+		var j Job
+		if err := json.Unmarshal([]byte(data), &j); err != nil {
+			return out, fmt.Errorf("queue: stored job %v is corrupt: %w", v[i], err)
+		}
+		att, _ := v[i+2].(int64)
+		j.Attempt = int(att)
+		tok, _ := v[i+3].(string)
+		eid, _ := v[i+4].(string)
+		out = append(out, Lease{Job: j, Consumer: consumer, token: tok, entry: eid})
+	}
+	return out, nil
+}
+
+// Claim implements Queue: one EVALSHA for expired leases, then one
+// XREADGROUP and one EVALSHA for a whole batch of new jobs.
+func (r *Redis) Claim(ctx context.Context, consumer string, max int, block time.Duration) ([]Lease, error) {
+	if max <= 0 {
+		max = 1
+	}
+	leases, err := r.claim(ctx, consumer, max, block)
+	if isNoGroup(err) { // Redis lost its data (restart without persistence)
+		if err = r.ensureGroups(ctx); err == nil {
+			leases, err = r.claim(ctx, consumer, max, block)
+		}
+	}
+	return leases, err
+}
+
+func (r *Redis) claim(ctx context.Context, consumer string, max int, block time.Duration) ([]Lease, error) {
+	args := append(r.base(), newID(), r.o.MaxAttempts, consumer, r.o.LeaseTTL.Milliseconds(), max)
+	v, err := reclaimScript.Run(ctx, r.c, nil, args...).Slice()
+	if err != nil {
+		return nil, fmt.Errorf("queue: reclaim: %w", err)
+	}
+	leases, err := parseLeases(consumer, v)
+	if err != nil || len(leases) >= max {
+		return leases, err
+	}
+	if block <= 0 {
+		block = -1
+	}
+	streams, err := r.c.XReadGroup(ctx, &redis.XReadGroupArgs{
+		Group: r.o.Group, Consumer: consumer, Streams: []string{r.key("jobs"), ">"},
+		Count: int64(max - len(leases)), Block: block,
+	}).Result()
+	if errors.Is(err, redis.Nil) {
+		return leases, nil
+	}
+	if err != nil {
+		return leases, fmt.Errorf("queue: read jobs: %w", err)
+	}
+	sargs := append(r.base(), newID())
+	for _, s := range streams {
+		for _, m := range s.Messages {
+			id, _ := m.Values["id"].(string)
+			sargs = append(sargs, m.ID, id)
+		}
+	}
+	if len(sargs) == 4 {
+		return leases, nil
+	}
+	v, err = startScript.Run(ctx, r.c, nil, sargs...).Slice()
+	if err != nil {
+		// The entries stay pending and are reclaimed after LeaseTTL.
+		return leases, fmt.Errorf("queue: start jobs: %w", err)
+	}
+	more, err := parseLeases(consumer, v)
+	return append(leases, more...), err
+}
+
+// Heartbeat implements Queue: one EVALSHA.
+func (r *Redis) Heartbeat(ctx context.Context, l Lease) error {
+	s, err := heartbeatScript.Run(ctx, r.c, nil, append(r.base(), l.Job.ID, l.token, l.Consumer)...).Text()
+	switch {
+	case err != nil:
+		return fmt.Errorf("queue: heartbeat %s: %w", l.Job.ID, err)
+	case s == "lost":
+		return ErrLeaseLost
+	case s == "canceled":
+		return ErrCanceled
+	}
+	return nil
+}
+
+// Ack implements Queue: one EVALSHA.
+func (r *Redis) Ack(ctx context.Context, l Lease, res Result) error {
+	_, b, err := encodeResult(l, res, r.o)
+	if err != nil {
+		return err
+	}
+	s, err := ackScript.Run(ctx, r.c, nil, append(r.base(), l.Job.ID, l.token, b)...).Text()
+	if err != nil {
+		return fmt.Errorf("queue: ack %s: %w", l.Job.ID, err)
+	}
+	if s == "lost" {
+		return ErrLeaseLost
+	}
+	return nil
+}
+
+// Cancel implements Queue: one EVALSHA. A running job's worker is also told
+// on the pub/sub channel <prefix>cancel (payload: job id).
+func (r *Redis) Cancel(ctx context.Context, jobID string) error {
+	if !validID(jobID) {
+		return ErrNotFound
+	}
+	s, err := cancelScript.Run(ctx, r.c, nil, append(r.base(), jobID)...).Text()
+	if err != nil {
+		return fmt.Errorf("queue: cancel %s: %w", jobID, err)
+	}
+	if s == "notfound" {
+		return ErrNotFound
+	}
+	return nil
+}
+
+// PublishProgress implements Queue: one XADD with approximate MAXLEN.
+func (r *Redis) PublishProgress(ctx context.Context, jobID string, data []byte) error {
+	if len(data) > r.o.MaxPayloadBytes {
+		return &PayloadTooLargeError{What: "progress", Limit: r.o.MaxPayloadBytes, Size: len(data)}
+	}
+	err := r.c.XAdd(ctx, &redis.XAddArgs{Stream: r.key("progress:", jobID), MaxLen: r.o.ProgressMaxLen, Approx: true,
+		Values: []any{"d", data}}).Err()
+	if err != nil {
+		return fmt.Errorf("queue: publish progress of %s: %w", jobID, err)
+	}
+	return nil
+}
+
+// ReadProgress implements Queue: one XREAD. Entry ids are stream ids.
+func (r *Redis) ReadProgress(ctx context.Context, jobID, after string, max int, block time.Duration) ([]Progress, error) {
+	if after == "" {
+		after = "0-0"
+	}
+	if max <= 0 {
+		max = 100
+	}
+	if block <= 0 {
+		block = -1
+	}
+	streams, err := r.c.XRead(ctx, &redis.XReadArgs{Streams: []string{r.key("progress:", jobID), after}, Count: int64(max), Block: block}).Result()
+	if errors.Is(err, redis.Nil) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("queue: read progress of %s: %w", jobID, err)
+	}
+	var out []Progress
+	for _, s := range streams {
+		for _, m := range s.Messages {
+			d, _ := m.Values["d"].(string)
+			out = append(out, Progress{ID: m.ID, Data: []byte(d)})
+		}
+	}
+	return out, nil
+}
+
+// ReadResults implements Queue: XAUTOCLAIM, XREADGROUP, and one pipelined
+// EXISTS per result to skip ones another front end already delivered.
+func (r *Redis) ReadResults(ctx context.Context, consumer string, max int, block time.Duration) ([]Delivery, error) {
+	if max <= 0 {
+		max = 1
+	}
+	ds, err := r.readResults(ctx, consumer, max, block)
+	if isNoGroup(err) {
+		if err = r.ensureGroups(ctx); err == nil {
+			ds, err = r.readResults(ctx, consumer, max, block)
+		}
+	}
+	return ds, err
+}
+
+func (r *Redis) readResults(ctx context.Context, consumer string, max int, block time.Duration) ([]Delivery, error) {
+	key := r.key("results")
+	msgs, _, err := r.c.XAutoClaim(ctx, &redis.XAutoClaimArgs{Stream: key, Group: r.o.ResultsGroup, Consumer: consumer,
+		MinIdle: r.o.ResultLeaseTTL, Start: "0-0", Count: int64(max)}).Result()
+	if err != nil && !errors.Is(err, redis.Nil) {
+		return nil, fmt.Errorf("queue: reclaim results: %w", err)
+	}
+	if len(msgs) < max {
+		b := block
+		if len(msgs) > 0 || b <= 0 {
+			b = -1
+		}
+		streams, err := r.c.XReadGroup(ctx, &redis.XReadGroupArgs{Group: r.o.ResultsGroup, Consumer: consumer,
+			Streams: []string{key, ">"}, Count: int64(max - len(msgs)), Block: b}).Result()
+		if err != nil && !errors.Is(err, redis.Nil) {
+			return nil, fmt.Errorf("queue: read results: %w", err)
+		}
+		for _, s := range streams {
+			msgs = append(msgs, s.Messages...)
+		}
+	}
+	if len(msgs) == 0 {
+		return nil, nil
+	}
+	pipe := r.c.Pipeline()
+	exists := make([]*redis.IntCmd, len(msgs))
+	for i, m := range msgs {
+		job, _ := m.Values["job"].(string)
+		exists[i] = pipe.Exists(ctx, r.key("delivered:", job))
+	}
+	if _, err := pipe.Exec(ctx); err != nil {
+		return nil, fmt.Errorf("queue: check delivered results: %w", err)
+	}
+	var out []Delivery
+	for i, m := range msgs {
+		raw, _ := m.Values["r"].(string)
+		var res Result
+		if exists[i].Val() == 1 || json.Unmarshal([]byte(raw), &res) != nil {
+			// Delivered by another front end, or unreadable: drop it.
+			r.c.XAck(ctx, key, r.o.ResultsGroup, m.ID)
+			r.c.XDel(ctx, key, m.ID)
+			continue
+		}
+		out = append(out, Delivery{ID: m.ID, Result: res})
+	}
+	return out, nil
+}
+
+// AckResult implements Queue: SET NX, XACK and XDEL in one pipeline.
+func (r *Redis) AckResult(ctx context.Context, d Delivery) error {
+	key := r.key("results")
+	pipe := r.c.Pipeline()
+	pipe.SetNX(ctx, r.key("delivered:", d.Result.JobID), "1", r.o.Retain)
+	pipe.XAck(ctx, key, r.o.ResultsGroup, d.ID)
+	pipe.XDel(ctx, key, d.ID)
+	if _, err := pipe.Exec(ctx); err != nil {
+		return fmt.Errorf("queue: ack result of %s: %w", d.Result.JobID, err)
+	}
+	return nil
+}
+
+// DeadLetters returns up to max dead-lettered jobs, oldest first, with the
+// attempt count they died at.
+func (r *Redis) DeadLetters(ctx context.Context, max int64) ([]Job, error) {
+	msgs, err := r.c.XRangeN(ctx, r.key("dead"), "-", "+", max).Result()
+	if err != nil {
+		return nil, fmt.Errorf("queue: read dead letters: %w", err)
+	}
+	var out []Job
+	for _, m := range msgs {
+		data, _ := m.Values["data"].(string)
+		var j Job
+		if json.Unmarshal([]byte(data), &j) != nil {
+			continue
+		}
+		j.Attempt, _ = strconv.Atoi(fmt.Sprint(m.Values["attempt"]))
+		out = append(out, j)
+	}
+	return out, nil
+}
