@@ -19,6 +19,7 @@ import (
 	"time"
 
 	"github.com/odekrun/odek/events"
+	"github.com/odekrun/odek/internal/budget"
 	"github.com/odekrun/odek/internal/llm"
 	"github.com/odekrun/odek/internal/redact"
 	"github.com/odekrun/odek/internal/tools"
@@ -90,6 +91,11 @@ type Config struct {
 	Redactor *redact.Redactor
 	// Logger receives diagnostics; nil ⇒ discarded.
 	Logger logrus.FieldLogger
+	// Budget enforces execution limits: its runtime as a deadline around
+	// the whole run, tokens and cost after every model response, tool
+	// calls before every batch. nil ⇒ unlimited. On exhaustion Run
+	// returns a *budget.ExceededError after emitting budget_exceeded.
+	Budget *budget.Tracker
 }
 
 // Result is the outcome of a run. Run returns a non-nil Result even when
@@ -141,6 +147,8 @@ func ErrorClass(err error) string {
 		return "context_canceled"
 	case errors.Is(err, context.DeadlineExceeded):
 		return "deadline_exceeded"
+	case errors.Is(err, budget.ErrExceeded):
+		return "budget_exceeded"
 	case errors.Is(err, ErrMaxIterations):
 		return "max_iterations"
 	case errors.Is(err, llm.ErrUnauthorized):

@@ -5,6 +5,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"runtime/debug"
@@ -15,6 +16,7 @@ import (
 	"time"
 
 	"github.com/odekrun/odek/events"
+	"github.com/odekrun/odek/internal/budget"
 	"github.com/odekrun/odek/internal/llm"
 	"github.com/odekrun/odek/internal/tools"
 	"github.com/sirupsen/logrus"
@@ -113,7 +115,7 @@ func (r *run) run(ctx context.Context, goal string) (*Result, error) {
 	msgs = append(msgs, r.cfg.History...)
 	msgs = append(msgs, llm.Message{Role: llm.RoleUser, Content: goal})
 
-	err := r.loop(ctx, &msgs, res)
+	err := r.loopWithBudget(ctx, &msgs, res)
 
 	res.Duration = time.Since(start)
 	res.Messages = msgs[1:]
@@ -129,6 +131,12 @@ func (r *run) run(ctx context.Context, goal string) (*Result, error) {
 		}
 	}
 	typ := events.RunCompleted
+	var exceeded *budget.ExceededError
+	if errors.As(err, &exceeded) {
+		r.em.Emit(events.BudgetExceeded, 0, "", map[string]any{
+			"limit_name": exceeded.Limit, "observed": exceeded.Observed, "limit": exceeded.Max,
+		})
+	}
 	if err != nil {
 		typ = events.RunFailed
 		delete(data, "input_tokens")
@@ -159,6 +167,30 @@ func round2(f float64) float64 {
 	return float64(int64(f*100+0.5)) / 100
 }
 
+// loopWithBudget runs the loop under the budget's runtime deadline and
+// turns the deadline's expiry into the typed runtime budget error.
+func (r *run) loopWithBudget(ctx context.Context, msgs *[]llm.Message, res *Result) error {
+	b := r.cfg.Budget
+	if b == nil {
+		return r.loop(ctx, msgs, res)
+	}
+	deadline, ok := b.Deadline()
+	if !ok {
+		return r.loop(ctx, msgs, res)
+	}
+	rctx, cancel := context.WithDeadlineCause(ctx, deadline, errRuntimeBudget)
+	defer cancel()
+	err := r.loop(rctx, msgs, res)
+	if err != nil && ctx.Err() == nil && errors.Is(context.Cause(rctx), errRuntimeBudget) {
+		if rerr := b.CheckRuntime(time.Now()); rerr != nil {
+			return rerr
+		}
+	}
+	return err
+}
+
+var errRuntimeBudget = errors.New("agent: runtime budget exhausted")
+
 func (r *run) loop(ctx context.Context, msgs *[]llm.Message, res *Result) error {
 	for iter := 1; iter <= r.maxIter; iter++ {
 		if err := ctx.Err(); err != nil {
@@ -174,6 +206,10 @@ func (r *run) loop(ctx context.Context, msgs *[]llm.Message, res *Result) error 
 		res.Iterations = iter
 		res.Usage = res.Usage.Add(resp.Usage)
 		res.LLMDuration += resp.Timing.Duration
+		var budgetErr error
+		if r.cfg.Budget != nil {
+			budgetErr = r.cfg.Budget.AddUsage(resp.Usage.PromptTokens, resp.Usage.CompletionTokens)
+		}
 
 		msg := resp.Message
 		msg.Role = llm.RoleAssistant
@@ -184,20 +220,35 @@ func (r *run) loop(ctx context.Context, msgs *[]llm.Message, res *Result) error 
 			msg.ToolCalls[j].Type = "function"
 		}
 		*msgs = append(*msgs, msg)
+		if msg.Content != "" {
+			res.Answer = msg.Content // kept as a partial answer if the run stops here
+		}
+		if budgetErr != nil {
+			r.emitIteration(iter, res, resp, 0)
+			return budgetErr
+		}
 		if len(msg.ToolCalls) == 0 {
 			r.emitIteration(iter, res, resp, 0)
 			res.Answer = msg.Content
 			return nil
 		}
-		results := r.runCalls(ctx, iter, msg.ToolCalls)
-		res.ToolCalls += len(results)
+		allowed := len(msg.ToolCalls)
+		if r.cfg.Budget != nil {
+			allowed, budgetErr = r.cfg.Budget.ReserveToolCalls(allowed)
+		}
+		results := r.runCalls(ctx, iter, msg.ToolCalls[:allowed])
+		for _, c := range msg.ToolCalls[allowed:] {
+			// Every call needs an answer in the transcript, even unrun ones.
+			results = append(results, toolMessage(c.ID, "error: not run: "+budgetErr.Error()))
+		}
+		res.ToolCalls += allowed
 		*msgs = append(*msgs, results...)
-		r.emitIteration(iter, res, resp, len(results))
+		r.emitIteration(iter, res, resp, allowed)
 		if err := ctx.Err(); err != nil {
 			return err
 		}
-		if msg.Content != "" {
-			res.Answer = msg.Content // a partial answer, kept in case the run stops here
+		if budgetErr != nil {
+			return budgetErr
 		}
 	}
 	return fmt.Errorf("%w: the model was still calling tools after %d iterations (raise --max-iter or max_iterations)", ErrMaxIterations, r.maxIter)

@@ -232,3 +232,25 @@ func TestRunModelFailureExitsOne(t *testing.T) {
 		t.Fatal("API key leaked on stderr")
 	}
 }
+
+func TestRunBudgetExhaustedExitsFour(t *testing.T) {
+	work := t.TempDir()
+	os.WriteFile(filepath.Join(work, "a.txt"), []byte("alpha\n"), 0o644)
+	srv := llmtest.New(t, llmtest.Turn{Content: "reading both", ToolCalls: []llmtest.Call{
+		{ID: "r1", Name: "read_file", Arguments: `{"path":"a.txt"}`},
+		{ID: "r2", Name: "read_file", Arguments: `{"path":"a.txt"}`},
+	}})
+	evPath := filepath.Join(t.TempDir(), "events.jsonl")
+	out := runOdek(t, srv.URL, work, "run", "--quiet", "--max-tool-calls", "1", "--events-jsonl", evPath, "read twice")
+	if out.code != 4 {
+		t.Fatalf("exit %d, want 4; stderr %s", out.code, out.stderr)
+	}
+	if out.stdout != "reading both\n" || !strings.Contains(out.stderr, "tool_calls") {
+		t.Fatalf("stdout %q stderr %q", out.stdout, out.stderr)
+	}
+	evs := readEvents(t, evPath)
+	n := len(evs)
+	if evs[n-2].Type != events.BudgetExceeded || evs[n-2].Data["limit_name"] != "tool_calls" || evs[n-1].Type != events.RunFailed {
+		t.Fatalf("closing events: %s, %s", evs[n-2].Type, evs[n-1].Type)
+	}
+}

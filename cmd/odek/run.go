@@ -9,11 +9,14 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/odekrun/odek/agent"
 	"github.com/odekrun/odek/events"
+	"github.com/odekrun/odek/internal/budget"
 	"github.com/odekrun/odek/internal/config"
 	"github.com/odekrun/odek/internal/llm"
 	"github.com/odekrun/odek/internal/redact"
@@ -26,6 +29,11 @@ type runFlags struct {
 	maxIter                    int
 	includeArgs, jsonOut       bool
 	quiet                      bool
+	// Budget flags; zero ⇒ not set on the command line.
+	maxRuntime                time.Duration
+	maxToolCalls              int
+	maxInputTok, maxOutputTok int
+	maxCostUSD                float64
 }
 
 func parseRunFlags(args []string, stderr io.Writer) (*runFlags, string, error) {
@@ -39,6 +47,15 @@ func parseRunFlags(args []string, stderr io.Writer) (*runFlags, string, error) {
 	fs.BoolVar(&f.includeArgs, "events-include-args", false, "add raw (redacted) tool arguments to tool_call_started events")
 	fs.BoolVar(&f.jsonOut, "json", false, "print one JSON object with status, answer, usage… instead of the bare answer")
 	fs.BoolVar(&f.quiet, "quiet", false, "no progress on stderr")
+	fs.Func("max-runtime", "wall-clock budget for the whole run, e.g. 90s or 5m (plain numbers are seconds)", func(v string) error {
+		d, err := parseSeconds(v)
+		f.maxRuntime = d
+		return err
+	})
+	fs.IntVar(&f.maxToolCalls, "max-tool-calls", 0, "budget: tool calls for the run (0 = config / unlimited)")
+	fs.IntVar(&f.maxInputTok, "max-input-tokens", 0, "budget: input tokens for the run")
+	fs.IntVar(&f.maxOutputTok, "max-output-tokens", 0, "budget: output tokens for the run")
+	fs.Float64Var(&f.maxCostUSD, "max-cost-usd", 0, "budget: estimated cost in USD (needs prices in the limits config)")
 	fs.Usage = func() {
 		fmt.Fprintln(stderr, "Usage: odek run [flags] [--] <goal>")
 		fs.PrintDefaults()
@@ -49,8 +66,11 @@ func parseRunFlags(args []string, stderr io.Writer) (*runFlags, string, error) {
 		}
 		return nil, "", withCode(exitSetup, errors.Join(errReported, err))
 	}
-	if f.maxIter < 0 {
-		return nil, "", usageErr("--max-iter must be ≥ 0, got %d", f.maxIter)
+	for name, v := range map[string]float64{"--max-iter": float64(f.maxIter), "--max-tool-calls": float64(f.maxToolCalls),
+		"--max-input-tokens": float64(f.maxInputTok), "--max-output-tokens": float64(f.maxOutputTok), "--max-cost-usd": f.maxCostUSD} {
+		if v < 0 {
+			return nil, "", usageErr("%s must be ≥ 0, got %v", name, v)
+		}
 	}
 	goal := strings.TrimSpace(strings.Join(fs.Args(), " "))
 	if goal == "" {
@@ -89,6 +109,11 @@ func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 		fmt.Fprintln(stderr, "odek: warning:", w.String())
 	}
 	if err := cfg.ResolveEndpoint(ctx, nil); err != nil {
+		return withCode(exitSetup, err)
+	}
+
+	tracker, err := loadBudget(cfg, f, stderr)
+	if err != nil {
 		return withCode(exitSetup, err)
 	}
 
@@ -146,6 +171,7 @@ func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 		EventsIncludeArgs:  f.includeArgs,
 		Redactor:           red,
 		Logger:             log,
+		Budget:             tracker,
 	}
 	if p, ok := tools.NewTTYPrompter(); ok {
 		acfg.Prompter = p
@@ -155,6 +181,8 @@ func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	status, code := "success", exitOK
 	switch {
 	case runErr == nil:
+	case errors.Is(runErr, budget.ErrExceeded):
+		status, code = "budget_exhausted", exitBudget
 	case errors.Is(runErr, context.Canceled):
 		status, code = "canceled", exitCancelled
 	default:
@@ -164,7 +192,7 @@ func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	if f.jsonOut {
 		out := jsonResult{
 			Status: status, Answer: answer, RunID: res.RunID, Iterations: res.Iterations,
-			Usage: res.Usage, DurationMS: res.Duration.Milliseconds(),
+			Usage: res.Usage, DurationMS: res.Duration.Milliseconds(), CostUSD: tracker.Snapshot().CostUSD,
 		}
 		if runErr != nil {
 			out.Error = red.String(runErr.Error())
@@ -262,4 +290,62 @@ func cmdInit(args []string, stdout, stderr io.Writer) error {
 	}
 	fmt.Fprintln(stdout, "wrote", path)
 	return nil
+}
+
+// parseSeconds accepts a Go duration ("90s", "5m") or a plain number of
+// seconds.
+func parseSeconds(v string) (time.Duration, error) {
+	if n, err := strconv.ParseFloat(v, 64); err == nil {
+		if n < 0 {
+			return 0, fmt.Errorf("must be ≥ 0, got %v", v)
+		}
+		return time.Duration(n * float64(time.Second)), nil
+	}
+	d, err := time.ParseDuration(v)
+	if err != nil || d < 0 {
+		return 0, fmt.Errorf("want a duration like 90s or 5m, got %q", v)
+	}
+	return d, nil
+}
+
+// loadBudget merges the limits sections of the operator and project
+// files (the project may only lower limits and may not set prices), then
+// applies the command-line flags, which the operator typed and so
+// override both.
+func loadBudget(cfg *config.Config, f *runFlags, stderr io.Writer) (*budget.Tracker, error) {
+	var op, pr json.RawMessage
+	if _, err := cfg.Layers.Operator.Section("limits", &op); err != nil {
+		return nil, err
+	}
+	if _, err := cfg.Layers.Project.Section("limits", &pr); err != nil {
+		return nil, err
+	}
+	limits, prices, warnings, err := budget.FromSections(op, pr)
+	if err != nil {
+		return nil, err
+	}
+	for _, w := range warnings {
+		fmt.Fprintln(stderr, "odek: warning:", w)
+	}
+	if f.maxRuntime > 0 {
+		limits.MaxRuntime = f.maxRuntime
+	}
+	if f.maxToolCalls > 0 {
+		limits.MaxToolCalls = f.maxToolCalls
+	}
+	if f.maxInputTok > 0 {
+		limits.MaxInputTokens = f.maxInputTok
+	}
+	if f.maxOutputTok > 0 {
+		limits.MaxOutputTokens = f.maxOutputTok
+	}
+	if f.maxCostUSD > 0 {
+		limits.MaxCostUSD = f.maxCostUSD
+	}
+	p, known := prices.For(cfg.Model)
+	t := budget.NewTracker(limits, p, known, time.Now())
+	if t.CostCapInactive() {
+		fmt.Fprintf(stderr, "odek: warning: cost cap inactive: max_cost_usd is set but no price is known for model %q (set limits.input_cost_per_million_usd / output_cost_per_million_usd or limits.model_prices in the operator config)\n", cfg.Model)
+	}
+	return t, nil
 }
