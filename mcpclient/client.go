@@ -155,6 +155,9 @@ func (c *Client) request(ctx context.Context, cn *conn, method string, params []
 		}
 	}
 	res, rpcErr, err := cn.request(ctx, method, params, timeout, "")
+	if err == errConnDead {
+		err, _ = cn.terminal()
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -414,12 +417,24 @@ func (c *Client) Call(ctx context.Context, tool string, args json.RawMessage) (*
 	if err := callParams(buf, tool, args); err != nil {
 		return nil, &CallError{Server: c.cfg.Name, Tool: tool, Err: err}
 	}
-	cn, err := c.live(ctx)
-	if err != nil {
-		return nil, &CallError{Server: c.cfg.Name, Tool: tool, Err: err}
-	}
-	raw, rpcErr, err := cn.request(ctx, "tools/call", buf.Bytes(), c.lim.Timeout, tool)
-	if err != nil {
+	var raw json.RawMessage
+	var rpcErr *wireError
+	for attempt := 0; ; attempt++ {
+		cn, err := c.live(ctx)
+		if err != nil {
+			return nil, &CallError{Server: c.cfg.Name, Tool: tool, Err: err}
+		}
+		raw, rpcErr, err = cn.request(ctx, "tools/call", buf.Bytes(), c.lim.Timeout, tool)
+		if err == errConnDead && attempt == 0 {
+			continue // closed between live() and sending: nothing was sent
+		}
+		if err == errConnDead {
+			cause, _ := cn.terminal()
+			err = cause
+		}
+		if err == nil {
+			break
+		}
 		return nil, &CallError{Server: c.cfg.Name, Tool: tool, Err: err}
 	}
 	if rpcErr != nil {

@@ -23,7 +23,24 @@ type reply struct {
 	err    error
 }
 
-var replyPool = sync.Pool{New: func() any { return make(chan reply, 1) }}
+// errConnDead: the connection had closed before the request was sent.
+// Nothing reached the server, so the caller may get a live connection
+// (restarting the server) and send it there.
+var errConnDead = errors.New("mcpclient: connection closed before the request was sent")
+
+// waiter is one in-flight request's rendezvous: the channel the reader
+// answers on and the request's timer, pooled together so the hot path
+// allocates neither.
+type waiter struct {
+	ch    chan reply
+	timer *time.Timer
+}
+
+var waiterPool = sync.Pool{New: func() any {
+	t := time.NewTimer(time.Hour)
+	t.Stop()
+	return &waiter{ch: make(chan reply, 1), timer: t}
+}}
 
 // conn is one live connection to one server process. It is safe for
 // concurrent use. One reader goroutine owns stdout; writes are serialised
@@ -109,11 +126,13 @@ func (c *conn) fail(err error) {
 		return
 	}
 	c.err, c.deadAt = err, time.Now()
+	// done closes before any pending request learns of the failure, so a
+	// caller that saw the error never finds the connection alive.
+	close(c.done)
 	for id, ch := range c.pending {
 		ch <- reply{err: err}
 		delete(c.pending, id)
 	}
-	close(c.done)
 	c.mu.Unlock()
 	go c.proc.stop(context.Background(), c.grace)
 }
@@ -238,6 +257,12 @@ func (c *conn) write(timeout time.Duration, build func([]byte) []byte) error {
 	c.wmu.Lock()
 	_ = c.proc.stdin.SetWriteDeadline(time.Now().Add(timeout))
 	c.wbuf = build(c.wbuf[:0])
+	return c.flushLocked()
+}
+
+// flushLocked writes c.wbuf and flushes; it is called with wmu held and
+// releases it.
+func (c *conn) flushLocked() error {
 	_, err := c.w.Write(c.wbuf)
 	if err == nil {
 		err = c.w.Flush()
@@ -254,6 +279,15 @@ func (c *conn) write(timeout time.Duration, build func([]byte) []byte) error {
 	return nil
 }
 
+// writeRequest is write for a request line, without a closure so the hot
+// path does not allocate.
+func (c *conn) writeRequest(timeout time.Duration, id uint64, method string, params []byte) error {
+	c.wmu.Lock()
+	_ = c.proc.stdin.SetWriteDeadline(time.Now().Add(timeout))
+	c.wbuf = appendRequest(c.wbuf[:0], id, method, params)
+	return c.flushLocked()
+}
+
 // notify sends a notification; errors close the connection and are
 // returned.
 func (c *conn) notify(method string, params []byte) error {
@@ -265,47 +299,40 @@ func (c *conn) notify(method string, params []byte) error {
 // forgets the request (a late answer is dropped); the connection stays up.
 // A JSON-RPC error answer is returned as rpcErr with a nil error.
 func (c *conn) request(ctx context.Context, method string, params []byte, timeout time.Duration, tool string) (json.RawMessage, *wireError, error) {
-	ch := replyPool.Get().(chan reply)
+	w := waiterPool.Get().(*waiter)
+	defer waiterPool.Put(w) // ch is empty and timer stopped on every return path
+	ch := w.ch
 	id := c.nextID.Add(1)
 	c.mu.Lock()
 	if c.err != nil {
-		err := c.err
 		c.mu.Unlock()
-		replyPool.Put(ch)
-		return nil, nil, err
+		return nil, nil, errConnDead
 	}
 	c.pending[id] = ch
 	c.mu.Unlock()
 
-	if err := c.write(timeout, func(b []byte) []byte { return appendRequest(b, id, method, params) }); err != nil {
+	if err := c.writeRequest(timeout, id, method, params); err != nil {
 		// fail() answered every pending request, ours included.
 		r := <-ch
-		replyPool.Put(ch)
 		return nil, nil, r.err
 	}
-	timer := time.NewTimer(timeout)
-	var r reply
+	w.timer.Reset(timeout)
 	select {
-	case r = <-ch:
-		timer.Stop()
-	case <-timer.C:
+	case r := <-ch:
+		w.timer.Stop()
+		return r.result, r.rpcErr, r.err
+	case <-w.timer.C:
 		if r, ok := c.abandon(id, ch, "timeout"); ok {
-			replyPool.Put(ch)
 			return r.result, r.rpcErr, r.err
 		}
-		replyPool.Put(ch)
 		return nil, nil, &TimeoutError{Server: c.server, Tool: tool, Method: method, Limit: timeout}
 	case <-ctx.Done():
-		timer.Stop()
+		w.timer.Stop()
 		if r, ok := c.abandon(id, ch, "cancelled by the client"); ok {
-			replyPool.Put(ch)
 			return r.result, r.rpcErr, r.err
 		}
-		replyPool.Put(ch)
 		return nil, nil, ctx.Err()
 	}
-	replyPool.Put(ch)
-	return r.result, r.rpcErr, r.err
 }
 
 // abandon forgets request id and tells the server. If the answer won the

@@ -76,7 +76,9 @@ func main() {
 		if *mode == "sleeper-ignore-term" {
 			signal.Ignore(syscall.SIGTERM)
 		}
-		select {}
+		for {
+			time.Sleep(time.Hour) // not select{}: that is a deadlock the runtime kills
+		}
 	}
 	if *startsFile != "" {
 		f, err := os.OpenFile(*startsFile, os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o644)
