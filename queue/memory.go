@@ -29,6 +29,8 @@ type Memory struct {
 	results   []*memResult
 	delivered map[string]time.Time // job id -> AckResult time
 	progress  map[string]*memProgress
+	running   map[string]*memJob // claimed jobs, scanned for expired leases
+	lastSweep time.Time
 }
 
 type jobState int
@@ -81,6 +83,7 @@ func NewMemory(opts Options) *Memory {
 		idem:      map[string]memIdem{},
 		delivered: map[string]time.Time{},
 		progress:  map[string]*memProgress{},
+		running:   map[string]*memJob{},
 	}
 }
 
@@ -144,7 +147,12 @@ func (m *Memory) makeReadyLocked(j *memJob) {
 }
 
 // sweepLocked forgets finished jobs, markers and expired keys after Retain.
+// It does the O(n) scan at most once a second.
 func (m *Memory) sweepLocked(now time.Time) {
+	if now.Sub(m.lastSweep) < time.Second {
+		return
+	}
+	m.lastSweep = now
 	for k, e := range m.idem {
 		if !now.Before(e.expires) {
 			delete(m.idem, k)
@@ -180,6 +188,7 @@ func (m *Memory) finishLocked(j *memJob, res Result) {
 		return
 	}
 	j.state, j.token, j.doneAt = stateDone, "", m.o.Now()
+	delete(m.running, j.job.ID)
 	if p := m.progress[j.job.ID]; p != nil {
 		p.doneAt = j.doneAt
 	}
@@ -239,8 +248,8 @@ func (m *Memory) claimLocked(consumer string, max int) []Lease {
 	var leases []Lease
 	// Expired leases first, oldest entry first.
 	var expired []*memJob
-	for _, j := range m.jobs {
-		if j.state == stateRunning && now.Sub(j.beat) >= m.o.LeaseTTL {
+	for _, j := range m.running {
+		if now.Sub(j.beat) >= m.o.LeaseTTL {
 			expired = append(expired, j)
 		}
 	}
@@ -280,6 +289,7 @@ func (m *Memory) claimLocked(consumer string, max int) []Lease {
 func (m *Memory) leaseLocked(j *memJob, consumer string, now time.Time) Lease {
 	j.attempt++
 	j.state, j.token, j.beat = stateRunning, newID(), now
+	m.running[j.job.ID] = j
 	job := j.job
 	job.Attempt = j.attempt
 	return Lease{Job: job, Consumer: consumer, entry: strconv.FormatUint(j.seq, 10), token: j.token}

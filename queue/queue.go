@@ -33,6 +33,7 @@ import (
 	"errors"
 	"fmt"
 	"time"
+	"unicode/utf8"
 )
 
 // Queue is the contract both implementations satisfy. Workers use Claim,
@@ -292,6 +293,9 @@ func prepareJob(job Job, o Options, newID func() string) (Job, []byte, error) {
 	}
 	if job.Goal == "" {
 		return job, nil, fmt.Errorf("%w: goal is empty", ErrInvalidJob)
+	}
+	if !utf8.ValidString(job.IdempotencyKey) || len(job.IdempotencyKey) > MaxIDLen {
+		return job, nil, fmt.Errorf("%w: idempotency_key must be valid UTF-8 of at most %d bytes (got %d bytes)", ErrInvalidJob, MaxIDLen, len(job.IdempotencyKey))
 	}
 	if len(job.Budget) > 0 && !json.Valid(job.Budget) {
 		return job, nil, fmt.Errorf("%w: budget is not valid JSON", ErrInvalidJob)

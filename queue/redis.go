@@ -46,7 +46,7 @@ func (r *Redis) ensureGroups(ctx context.Context) error {
 	return nil
 }
 
-func isNoGroup(err error) bool { return err != nil && strings.HasPrefix(err.Error(), "NOGROUP") }
+func isNoGroup(err error) bool { return err != nil && strings.Contains(err.Error(), "NOGROUP") }
 
 // Lua prelude shared by the scripts. ARGV[1] prefix, ARGV[2] group,
 // ARGV[3] retain ms. finish publishes a job's one result and starts the

@@ -3,6 +3,7 @@ package queue_test
 import (
 	"context"
 	"testing"
+	"time"
 
 	"github.com/odekrun/odek/queue"
 	"github.com/odekrun/odek/queue/queuetest"
@@ -20,4 +21,83 @@ func TestRedisConformance(t *testing.T) {
 		}
 		return q
 	})
+}
+
+// A Redis restart with AOF on loses no job: queued ones are claimed after
+// it, the one running at the crash is reclaimed after its lease.
+func TestRedisRestartWithAOFLosesNoJob(t *testing.T) {
+	srv := queuetest.StartServer(t, queuetest.ServerOptions{AOF: true})
+	c := srv.Client()
+	ctx := context.Background()
+	q, err := queue.NewRedis(ctx, c, queue.Options{LeaseTTL: 200 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]bool{}
+	for i := 1; i <= 3; i++ {
+		j, _, err := q.Enqueue(ctx, queue.Job{ChatID: int64(i), Goal: "survive"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		want[j.ID] = true
+	}
+	if ls, err := q.Claim(ctx, "crashed", 1, time.Second); err != nil || len(ls) != 1 {
+		t.Fatalf("Claim = %d, %v", len(ls), err)
+	}
+	srv.Restart()
+	got := map[string]bool{}
+	deadline := time.Now().Add(10 * time.Second)
+	for len(got) < len(want) && time.Now().Before(deadline) {
+		ls, err := q.Claim(ctx, "survivor", 10, 50*time.Millisecond)
+		if err != nil {
+			continue // the pool reconnects after the restart
+		}
+		for _, l := range ls {
+			if got[l.Job.ID] {
+				t.Fatalf("job %s handed out twice", l.Job.ID)
+			}
+			got[l.Job.ID] = true
+			if err := q.Ack(ctx, l, queue.Result{}); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	for id := range want {
+		if !got[id] {
+			t.Errorf("job %s lost across the restart", id)
+		}
+	}
+}
+
+// A Redis that lost its data (no persistence) gets its consumer groups back
+// on the next Claim instead of failing with NOGROUP forever.
+func TestRedisRecreatesGroupsAfterDataLoss(t *testing.T) {
+	srv := queuetest.StartServer(t, queuetest.ServerOptions{})
+	c := srv.Client()
+	ctx := context.Background()
+	q, err := queue.NewRedis(ctx, c, queue.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv.Restart()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		if _, err = q.Claim(ctx, "w", 1, 0); err == nil || time.Now().After(deadline) {
+			break
+		}
+	}
+	if err != nil {
+		t.Fatalf("Claim after data loss: %v", err)
+	}
+	j, _, err := q.Enqueue(ctx, queue.Job{ChatID: 1, Goal: "after"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ls, err := q.Claim(ctx, "w", 1, time.Second)
+	if err != nil || len(ls) != 1 || ls[0].Job.ID != j.ID {
+		t.Fatalf("Claim = %+v, %v; want %s", ls, err, j.ID)
+	}
+	if _, err := q.ReadResults(ctx, "fe", 1, 0); err != nil {
+		t.Fatalf("ReadResults after data loss: %v", err)
+	}
 }

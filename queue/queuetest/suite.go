@@ -26,6 +26,7 @@ func Run(t *testing.T, newQueue NewQueue) {
 	t.Run("OtherChatsNotBlocked", func(t *testing.T) { testOtherChats(t, newQueue) })
 	t.Run("PerChatOrder", func(t *testing.T) { testPerChatOrder(t, newQueue) })
 	t.Run("CancelWaiting", func(t *testing.T) { testCancelWaiting(t, newQueue) })
+	t.Run("CancelReady", func(t *testing.T) { testCancelReady(t, newQueue) })
 	t.Run("CancelRunning", func(t *testing.T) { testCancelRunning(t, newQueue) })
 	t.Run("ResultsOncePerJob", func(t *testing.T) { testResultsOnce(t, newQueue) })
 	t.Run("Progress", func(t *testing.T) { testProgress(t, newQueue) })
@@ -452,5 +453,24 @@ func testProgress(t *testing.T, nq NewQueue) {
 	after, err := q.ReadProgress(ctxT(t), "job-p", all[len(all)-2].ID, 10, 0)
 	if err != nil || len(after) != 1 || string(after[0].Data) != "199" {
 		t.Fatalf("ReadProgress after second-to-last = %+v, %v", after, err)
+	}
+}
+
+func testCancelReady(t *testing.T, nq NewQueue) {
+	q := nq(t, queue.Options{})
+	j := enqueue(t, q, queue.Job{ChatID: 7, Goal: "head of its chat, never claimed"})
+	if err := q.Cancel(ctxT(t), j.ID); err != nil {
+		t.Fatalf("Cancel: %v", err)
+	}
+	if ls, err := q.Claim(ctxT(t), "w", 5, 100*time.Millisecond); err != nil || len(ls) != 0 {
+		t.Fatalf("Claim after Cancel = %d leases, %v; want none", len(ls), err)
+	}
+	next := enqueue(t, q, queue.Job{ChatID: 7, Goal: "next"})
+	if l := claimOne(t, q, "w"); l.Job.ID != next.ID {
+		t.Fatalf("claimed %s, want %s (the chat must be free again)", l.Job.ID, next.ID)
+	}
+	ds := readResults(t, q, "fe", 1)
+	if len(ds) != 1 || ds[0].Result.JobID != j.ID || ds[0].Result.Status != queue.StatusCanceled || ds[0].Result.ChatID != 7 {
+		t.Fatalf("results %+v, want one canceled result for %s", ds, j.ID)
 	}
 }

@@ -1,0 +1,102 @@
+package queue_test
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/odekrun/odek/queue"
+	"github.com/odekrun/odek/queue/queuetest"
+	"github.com/redis/go-redis/v9"
+)
+
+// benchFlow pushes b.N no-op jobs (one chat each) through enqueue → claim →
+// ack with the given number of producers and consumers and reports jobs/s.
+func benchFlow(b *testing.B, q queue.Queue, producers, consumers, batch int) {
+	ctx := context.Background()
+	var next, acked atomic.Int64
+	total := int64(b.N)
+	b.ResetTimer()
+	start := time.Now()
+	var wg sync.WaitGroup
+	for p := 0; p < producers; p++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for {
+				i := next.Add(1)
+				if i > total {
+					return
+				}
+				if _, _, err := q.Enqueue(ctx, queue.Job{ChatID: i, Goal: "noop"}); err != nil {
+					b.Error(err)
+					return
+				}
+			}
+		}()
+	}
+	for c := 0; c < consumers; c++ {
+		wg.Add(1)
+		go func(name string) {
+			defer wg.Done()
+			for acked.Load() < total {
+				ls, err := q.Claim(ctx, name, batch, 20*time.Millisecond)
+				if err != nil {
+					b.Error(err)
+					return
+				}
+				for _, l := range ls {
+					if err := q.Ack(ctx, l, queue.Result{Answer: "ok"}); err != nil {
+						b.Error(err)
+						return
+					}
+					acked.Add(1)
+				}
+			}
+		}(fmt.Sprintf("c%d", c))
+	}
+	wg.Wait()
+	b.ReportMetric(float64(total)/time.Since(start).Seconds(), "jobs/s")
+}
+
+func BenchmarkRedisEnqueueClaimAck(b *testing.B) {
+	srv := queuetest.StartServer(b, queuetest.ServerOptions{})
+	for _, cons := range []int{1, 4} {
+		b.Run(fmt.Sprintf("consumers=%d", cons), func(b *testing.B) {
+			c := redis.NewClient(&redis.Options{Addr: srv.Addr, PoolSize: 16})
+			defer c.Close()
+			q, err := queue.NewRedis(context.Background(), c, queue.Options{Prefix: fmt.Sprintf("b%d:%d:", cons, b.N)})
+			if err != nil {
+				b.Fatal(err)
+			}
+			benchFlow(b, q, 4, cons, 64)
+		})
+	}
+}
+
+func BenchmarkMemoryEnqueueClaimAck(b *testing.B) {
+	benchFlow(b, queue.NewMemory(queue.Options{}), 4, 4, 64)
+}
+
+func BenchmarkRedisEnqueueOnly(b *testing.B) {
+	srv := queuetest.StartServer(b, queuetest.ServerOptions{})
+	c := redis.NewClient(&redis.Options{Addr: srv.Addr})
+	defer c.Close()
+	q, err := queue.NewRedis(context.Background(), c, queue.Options{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	var n atomic.Int64
+	b.SetParallelism(4)
+	b.RunParallel(func(pb *testing.PB) {
+		for pb.Next() {
+			if _, _, err := q.Enqueue(context.Background(), queue.Job{ChatID: n.Add(1), Goal: "noop"}); err != nil {
+				b.Error(err)
+				return
+			}
+		}
+	})
+}

@@ -1,0 +1,42 @@
+package queue
+
+import (
+	"encoding/json"
+	"errors"
+	"reflect"
+	"testing"
+	"time"
+)
+
+// FuzzPrepareJob feeds arbitrary (user-controlled) job fields through the
+// validation both implementations share: it either rejects them with a
+// queue error or produces a payload within the cap that decodes back to the
+// same job.
+func FuzzPrepareJob(f *testing.F) {
+	f.Add("", int64(1), "hello", []byte(nil), "upd-1")
+	f.Add("job:1", int64(-100123), "goal\x00with nul \u2028", []byte(`{"max_iterations":2}`), "")
+	f.Add("bad id", int64(0), "", []byte("{"), "k")
+	f.Add("x", int64(5), "\xff\xfe", []byte(`null`), "\"quote")
+	o := Options{MaxPayloadBytes: 512, Now: func() time.Time { return time.Unix(1700000000, 0) }}.withDefaults()
+	f.Fuzz(func(t *testing.T, id string, chat int64, goal string, budget []byte, key string) {
+		in := Job{ID: id, ChatID: chat, Goal: goal, Budget: budget, IdempotencyKey: key}
+		j, b, err := prepareJob(in, o, func() string { return "generated" })
+		if err != nil {
+			if !errors.Is(err, ErrInvalidJob) && !errors.Is(err, ErrPayloadTooLarge) {
+				t.Fatalf("unexpected error kind: %v", err)
+			}
+			return
+		}
+		if len(b) > o.MaxPayloadBytes || !validID(j.ID) || j.ChatID == 0 || j.Goal == "" {
+			t.Fatalf("accepted a job that breaks the rules: %d bytes, %+v", len(b), j)
+		}
+		var back Job
+		if err := json.Unmarshal(b, &back); err != nil {
+			t.Fatalf("payload does not decode: %v", err)
+		}
+		back.Budget, j.Budget = nil, nil // compact vs. original spacing
+		if !reflect.DeepEqual(back.ID, j.ID) || back.CreatedAt != j.CreatedAt || back.ChatID != j.ChatID || back.IdempotencyKey != key {
+			t.Fatalf("round trip changed the job: %+v vs %+v", back, j)
+		}
+	})
+}
