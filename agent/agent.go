@@ -96,6 +96,12 @@ type Config struct {
 	// calls before every batch. nil ⇒ unlimited. On exhaustion Run
 	// returns a *budget.ExceededError after emitting budget_exceeded.
 	Budget *budget.Tracker
+	// Persist, when set, is called after every completed step (a reply
+	// with all its tool results, or the final answer) with the
+	// conversation so far, without the system prompt; the slice must not
+	// be retained. A nil error emits session_saved. A failing Persist is
+	// logged and the run goes on (the previous save stays valid).
+	Persist func(msgs []llm.Message) error
 }
 
 // Result is the outcome of a run. Run returns a non-nil Result even when

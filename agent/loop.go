@@ -230,6 +230,7 @@ func (r *run) loop(ctx context.Context, msgs *[]llm.Message, res *Result) error 
 		if len(msg.ToolCalls) == 0 {
 			r.emitIteration(iter, res, resp, 0)
 			res.Answer = msg.Content
+			r.persist(iter, *msgs)
 			return nil
 		}
 		allowed := len(msg.ToolCalls)
@@ -245,8 +246,9 @@ func (r *run) loop(ctx context.Context, msgs *[]llm.Message, res *Result) error 
 		*msgs = append(*msgs, results...)
 		r.emitIteration(iter, res, resp, allowed)
 		if err := ctx.Err(); err != nil {
-			return err
+			return err // a step cut short by cancellation is not saved
 		}
+		r.persist(iter, *msgs)
 		if budgetErr != nil {
 			return budgetErr
 		}
@@ -393,4 +395,16 @@ func (r *run) runCall(ctx context.Context, iter int, c llm.ToolCall) (msg llm.Me
 		"result_bytes": len(text), "artifact_count": res.ArtifactCount,
 	})
 	return toolMessage(c.ID, text)
+}
+
+// persist hands a completed step to Config.Persist and reports it.
+func (r *run) persist(iter int, msgs []llm.Message) {
+	if r.cfg.Persist == nil {
+		return
+	}
+	if err := r.cfg.Persist(msgs[1:]); err != nil {
+		r.log.WithError(err).Warn("session not saved")
+		return
+	}
+	r.em.Emit(events.SessionSaved, iter, "", map[string]any{"message_count": len(msgs) - 1})
 }

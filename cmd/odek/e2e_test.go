@@ -254,3 +254,61 @@ func TestRunBudgetExhaustedExitsFour(t *testing.T) {
 		t.Fatalf("closing events: %s, %s", evs[n-2].Type, evs[n-1].Type)
 	}
 }
+
+func TestSessionRunThenContinue(t *testing.T) {
+	work := t.TempDir()
+	home := t.TempDir()
+	srv := llmtest.New(t, llmtest.Reply("first answer"), llmtest.Reply("second answer"))
+	run := func(args ...string) runOut {
+		ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+		defer cancel()
+		cmd := odekCmd(t, ctx, srv.URL, work, args...)
+		cmd.Env = append(cmd.Env, "ODEK_HOME="+home) // later entries win: one home for both runs
+		var so, se bytes.Buffer
+		cmd.Stdout, cmd.Stderr = &so, &se
+		err := cmd.Run()
+		var ee *exec.ExitError
+		code := 0
+		if errors.As(err, &ee) {
+			code = ee.ExitCode()
+		}
+		return runOut{so.String(), se.String(), code}
+	}
+	evPath := filepath.Join(t.TempDir(), "events.jsonl")
+	first := run("run", "--session", "--events-jsonl", evPath, "remember the number 42")
+	if first.code != 0 || !strings.Contains(first.stderr, "odek: session ") {
+		t.Fatalf("first run: %+v", first)
+	}
+	evs := readEvents(t, evPath)
+	var saved bool
+	for _, e := range evs {
+		if e.Type == events.SessionSaved && e.SessionID != "" {
+			saved = true
+		}
+	}
+	if !saved {
+		t.Fatal("no session_saved event with a session id")
+	}
+	second := run("continue", "--quiet", "what number?")
+	if second.code != 0 || second.stdout != "second answer\n" {
+		t.Fatalf("continue: %+v", second)
+	}
+	msgs := srv.Requests()[1].Messages
+	var sawGoal bool
+	for _, m := range msgs {
+		if m.Content == "remember the number 42" {
+			sawGoal = true
+		}
+	}
+	if !sawGoal || msgs[len(msgs)-1].Content != "what number?" {
+		t.Fatalf("continue did not resume the conversation: %+v", msgs)
+	}
+	list := run("session", "list")
+	if list.code != 0 || strings.Count(list.stdout, "\n") != 1 {
+		t.Fatalf("session list: %+v", list)
+	}
+	bad := run("session", "show", "../../etc/passwd")
+	if bad.code != 3 {
+		t.Fatalf("path injection not refused: %+v", bad)
+	}
+}

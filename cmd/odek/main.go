@@ -73,6 +73,8 @@ const usage = `odek — an autonomous agent runtime
 
 Usage:
   odek run [flags] [--] <goal>   run one goal to an answer (odek run -h for flags)
+  odek continue [--id ID] <goal> resume the latest (or named) session
+  odek session list|show ID|delete ID
   odek init [--force]            write a starter config to $ODEK_HOME/config.json
   odek version                   print the version
 
@@ -87,7 +89,11 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 	}
 	switch args[0] {
 	case "run":
-		return cmdRun(ctx, args[1:], stdout, stderr)
+		return cmdRun(ctx, args[1:], stdout, stderr, false)
+	case "continue":
+		return cmdRun(ctx, args[1:], stdout, stderr, true)
+	case "session":
+		return cmdSession(ctx, args[1:], stdout)
 	case "init":
 		return cmdInit(args[1:], stdout, stderr)
 	case "version", "--version", "-v":

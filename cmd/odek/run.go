@@ -20,6 +20,7 @@ import (
 	"github.com/odekrun/odek/internal/config"
 	"github.com/odekrun/odek/internal/llm"
 	"github.com/odekrun/odek/internal/redact"
+	"github.com/odekrun/odek/internal/session"
 	"github.com/odekrun/odek/internal/tools"
 	"github.com/sirupsen/logrus"
 )
@@ -29,6 +30,9 @@ type runFlags struct {
 	maxIter                    int
 	includeArgs, jsonOut       bool
 	quiet                      bool
+	session                    bool   // run: persist a new session
+	resumeID                   string // continue: session id ("" ⇒ latest)
+	cont                       bool   // continue mode
 	// Budget flags; zero ⇒ not set on the command line.
 	maxRuntime                time.Duration
 	maxToolCalls              int
@@ -36,9 +40,18 @@ type runFlags struct {
 	maxCostUSD                float64
 }
 
-func parseRunFlags(args []string, stderr io.Writer) (*runFlags, string, error) {
-	f := &runFlags{}
-	fs := flag.NewFlagSet("odek run", flag.ContinueOnError)
+func parseRunFlags(args []string, stderr io.Writer, cont bool) (*runFlags, string, error) {
+	f := &runFlags{cont: cont}
+	name := "odek run"
+	if cont {
+		name = "odek continue"
+	}
+	fs := flag.NewFlagSet(name, flag.ContinueOnError)
+	if cont {
+		fs.StringVar(&f.resumeID, "id", "", "session to continue (default: the most recently updated)")
+	} else {
+		fs.BoolVar(&f.session, "session", false, "save the conversation as a session after every step (resume with odek continue)")
+	}
 	fs.SetOutput(stderr)
 	fs.StringVar(&f.model, "model", "", "model id (overrides config and ODEK_MODEL)")
 	fs.StringVar(&f.baseURL, "base-url", "", "OpenAI-compatible base URL, e.g. https://api.openai.com/v1")
@@ -57,7 +70,7 @@ func parseRunFlags(args []string, stderr io.Writer) (*runFlags, string, error) {
 	fs.IntVar(&f.maxOutputTok, "max-output-tokens", 0, "budget: output tokens for the run")
 	fs.Float64Var(&f.maxCostUSD, "max-cost-usd", 0, "budget: estimated cost in USD (needs prices in the limits config)")
 	fs.Usage = func() {
-		fmt.Fprintln(stderr, "Usage: odek run [flags] [--] <goal>")
+		fmt.Fprintf(stderr, "Usage: %s [flags] [--] <goal>\n", name)
 		fs.PrintDefaults()
 	}
 	if err := fs.Parse(args); err != nil {
@@ -74,7 +87,7 @@ func parseRunFlags(args []string, stderr io.Writer) (*runFlags, string, error) {
 	}
 	goal := strings.TrimSpace(strings.Join(fs.Args(), " "))
 	if goal == "" {
-		return nil, "", usageErr("odek run needs a goal: odek run \"<goal>\"")
+		return nil, "", usageErr("%s needs a goal: %s \"<goal>\"", name, name)
 	}
 	return f, goal, nil
 }
@@ -92,8 +105,8 @@ type jsonResult struct {
 	DurationMS int64     `json:"duration_ms"`
 }
 
-func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	f, goal, err := parseRunFlags(args, stderr)
+func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer, cont bool) error {
+	f, goal, err := parseRunFlags(args, stderr, cont)
 	if err != nil {
 		return err
 	}
@@ -173,6 +186,29 @@ func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 		Logger:             log,
 		Budget:             tracker,
 	}
+	var sess *session.Session
+	if f.session || f.cont {
+		store := &session.FileStore{Dir: filepath.Join(cfg.Home, "sessions")}
+		if f.cont {
+			if f.resumeID != "" {
+				sess, err = store.Load(ctx, f.resumeID)
+			} else {
+				sess, err = store.Latest(ctx)
+			}
+			if err != nil {
+				return withCode(exitSetup, fmt.Errorf("continue: %w", err))
+			}
+			acfg.History = sess.Messages
+		} else {
+			sess = session.New(cfg.Model, time.Now())
+		}
+		fmt.Fprintln(stderr, "odek: session", sess.ID)
+		acfg.SessionID = sess.ID
+		acfg.Persist = func(msgs []llm.Message) error {
+			sess.Messages = msgs
+			return store.Save(context.WithoutCancel(ctx), sess)
+		}
+	}
 	if p, ok := tools.NewTTYPrompter(); ok {
 		acfg.Prompter = p
 	}
@@ -191,7 +227,7 @@ func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	answer := red.String(res.Answer)
 	if f.jsonOut {
 		out := jsonResult{
-			Status: status, Answer: answer, RunID: res.RunID, Iterations: res.Iterations,
+			Status: status, Answer: answer, RunID: res.RunID, SessionID: acfg.SessionID, Iterations: res.Iterations,
 			Usage: res.Usage, DurationMS: res.Duration.Milliseconds(), CostUSD: tracker.Snapshot().CostUSD,
 		}
 		if runErr != nil {
