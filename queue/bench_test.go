@@ -15,7 +15,9 @@ import (
 
 // benchFlow pushes b.N no-op jobs (one chat each) through enqueue → claim →
 // ack with the given number of producers and consumers and reports jobs/s.
-func benchFlow(b *testing.B, q queue.Queue, producers, consumers, batch int) {
+// With parallelAck each claimed batch is acked from one goroutine per job, as
+// a worker running jobs concurrently would.
+func benchFlow(b *testing.B, q queue.Queue, producers, consumers, batch int, parallelAck bool) {
 	ctx := context.Background()
 	var next, acked atomic.Int64
 	total := int64(b.N)
@@ -48,13 +50,21 @@ func benchFlow(b *testing.B, q queue.Queue, producers, consumers, batch int) {
 					b.Error(err)
 					return
 				}
+				var aw sync.WaitGroup
 				for _, l := range ls {
-					if err := q.Ack(ctx, l, queue.Result{Answer: "ok"}); err != nil {
-						b.Error(err)
-						return
+					ack := func() {
+						if err := q.Ack(ctx, l, queue.Result{Answer: "ok"}); err != nil {
+							b.Error(err)
+						}
+						acked.Add(1)
 					}
-					acked.Add(1)
+					if parallelAck {
+						aw.Go(ack)
+					} else {
+						ack()
+					}
 				}
+				aw.Wait()
 			}
 		}(fmt.Sprintf("c%d", c))
 	}
@@ -64,21 +74,25 @@ func benchFlow(b *testing.B, q queue.Queue, producers, consumers, batch int) {
 
 func BenchmarkRedisEnqueueClaimAck(b *testing.B) {
 	srv := queuetest.StartServer(b, queuetest.ServerOptions{})
-	for _, cons := range []int{1, 4} {
-		b.Run(fmt.Sprintf("consumers=%d", cons), func(b *testing.B) {
+	for _, tc := range []struct {
+		cons     int
+		parallel bool
+	}{{1, false}, {4, false}, {1, true}, {4, true}} {
+		cons := tc.cons
+		b.Run(fmt.Sprintf("consumers=%d/parallelAck=%v", cons, tc.parallel), func(b *testing.B) {
 			c := redis.NewClient(&redis.Options{Addr: srv.Addr, PoolSize: 16})
 			defer c.Close()
-			q, err := queue.NewRedis(context.Background(), c, queue.Options{Prefix: fmt.Sprintf("b%d:%d:", cons, b.N)})
+			q, err := queue.NewRedis(context.Background(), c, queue.Options{Prefix: fmt.Sprintf("b%d:%v:%d:", cons, tc.parallel, b.N)})
 			if err != nil {
 				b.Fatal(err)
 			}
-			benchFlow(b, q, 4, cons, 64)
+			benchFlow(b, q, 4, cons, 64, tc.parallel)
 		})
 	}
 }
 
 func BenchmarkMemoryEnqueueClaimAck(b *testing.B) {
-	benchFlow(b, queue.NewMemory(queue.Options{}), 4, 4, 64)
+	benchFlow(b, queue.NewMemory(queue.Options{}), 4, 4, 64, false)
 }
 
 func BenchmarkRedisEnqueueOnly(b *testing.B) {

@@ -1,6 +1,9 @@
 package queue
 
-import "testing"
+import (
+	"testing"
+	"time"
+)
 
 func TestDecideReclaim(t *testing.T) {
 	for _, c := range []struct {
@@ -30,6 +33,19 @@ func TestValidID(t *testing.T) {
 	} {
 		if validID(id) != want {
 			t.Errorf("validID(%q) = %v, want %v", id, !want, want)
+		}
+	}
+}
+
+func TestReclaimInterval(t *testing.T) {
+	for lease, want := range map[time.Duration]time.Duration{
+		30 * time.Second:       time.Second,
+		4 * time.Second:        time.Second,
+		2 * time.Second:        500 * time.Millisecond,
+		100 * time.Millisecond: 25 * time.Millisecond,
+	} {
+		if got := reclaimInterval(lease); got != want {
+			t.Errorf("reclaimInterval(%v) = %v, want %v", lease, got, want)
 		}
 	}
 }

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -20,6 +21,16 @@ import (
 type Redis struct {
 	c *redis.Client
 	o Options
+
+	// nextReclaim (unix ns) throttles the expired-lease scan to once per
+	// reclaimInterval per Redis value; other claims skip straight to new jobs.
+	nextReclaim atomic.Int64
+}
+
+// reclaimInterval is how often Claim scans for expired leases: a quarter of
+// the lease, at most a second. Pure, so it has a table test.
+func reclaimInterval(lease time.Duration) time.Duration {
+	return min(lease/4, time.Second)
 }
 
 var _ Queue = (*Redis)(nil)
@@ -257,14 +268,18 @@ func (r *Redis) Claim(ctx context.Context, consumer string, max int, block time.
 }
 
 func (r *Redis) claim(ctx context.Context, consumer string, max int, block time.Duration) ([]Lease, error) {
-	args := append(r.base(), newID(), r.o.MaxAttempts, consumer, r.o.LeaseTTL.Milliseconds(), max)
-	v, err := reclaimScript.Run(ctx, r.c, nil, args...).Slice()
-	if err != nil {
-		return nil, fmt.Errorf("queue: reclaim: %w", err)
-	}
-	leases, err := parseLeases(consumer, v)
-	if err != nil || len(leases) >= max {
-		return leases, err
+	var leases []Lease
+	now := time.Now().UnixNano()
+	if due := r.nextReclaim.Load(); now >= due && r.nextReclaim.CompareAndSwap(due, now+int64(reclaimInterval(r.o.LeaseTTL))) {
+		args := append(r.base(), newID(), r.o.MaxAttempts, consumer, r.o.LeaseTTL.Milliseconds(), max)
+		v, err := reclaimScript.Run(ctx, r.c, nil, args...).Slice()
+		if err != nil {
+			r.nextReclaim.Store(0) // retry the scan on the next call
+			return nil, fmt.Errorf("queue: reclaim: %w", err)
+		}
+		if leases, err = parseLeases(consumer, v); err != nil || len(leases) >= max {
+			return leases, err
+		}
 	}
 	if block <= 0 {
 		block = -1
@@ -289,7 +304,7 @@ func (r *Redis) claim(ctx context.Context, consumer string, max int, block time.
 	if len(sargs) == 4 {
 		return leases, nil
 	}
-	v, err = startScript.Run(ctx, r.c, nil, sargs...).Slice()
+	v, err := startScript.Run(ctx, r.c, nil, sargs...).Slice()
 	if err != nil {
 		// The entries stay pending and are reclaimed after LeaseTTL.
 		return leases, fmt.Errorf("queue: start jobs: %w", err)
