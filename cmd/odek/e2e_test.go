@@ -275,7 +275,10 @@ func TestSessionRunThenContinue(t *testing.T) {
 		return runOut{so.String(), se.String(), code}
 	}
 	evPath := filepath.Join(t.TempDir(), "events.jsonl")
-	first := run("run", "--session", "--events-jsonl", evPath, "remember the number 42")
+	if bad := run("run", "--session", "--external-ref", "kind=CI,uri=x,created_by=y", "x"); bad.code != 3 || !strings.Contains(bad.stderr, "kind") {
+		t.Fatalf("bad external ref: %+v", bad)
+	}
+	first := run("run", "--session", "--external-ref", "kind=ci-run,uri=https://ci.example.test/runs/1,created_by=ci", "--events-jsonl", evPath, "remember the number 42")
 	if first.code != 0 || !strings.Contains(first.stderr, "odek: session ") {
 		t.Fatalf("first run: %+v", first)
 	}
@@ -306,6 +309,10 @@ func TestSessionRunThenContinue(t *testing.T) {
 	list := run("session", "list")
 	if list.code != 0 || strings.Count(list.stdout, "\n") != 1 {
 		t.Fatalf("session list: %+v", list)
+	}
+	id := strings.Fields(list.stdout)[0]
+	if show := run("session", "show", id); !strings.Contains(show.stdout, `"kind": "ci-run"`) {
+		t.Fatalf("external ref not stored: %s", show.stdout)
 	}
 	bad := run("session", "show", "../../etc/passwd")
 	if bad.code != 3 {

@@ -33,6 +33,7 @@ type runFlags struct {
 	session                    bool   // run: persist a new session
 	resumeID                   string // continue: session id ("" ⇒ latest)
 	cont                       bool   // continue mode
+	refs                       []session.ExternalRef
 	// Budget flags; zero ⇒ not set on the command line.
 	maxRuntime                time.Duration
 	maxToolCalls              int
@@ -65,6 +66,14 @@ func parseRunFlags(args []string, stderr io.Writer, cont bool) (*runFlags, strin
 		f.maxRuntime = d
 		return err
 	})
+	fs.Func("external-ref", "attach an external-state ref to the session: kind=...,uri=...,created_by=...[,read_only=true] (repeatable; stored, never dereferenced)", func(v string) error {
+		r, err := session.ParseExternalRef(v)
+		if err != nil {
+			return err
+		}
+		f.refs = append(f.refs, r)
+		return nil
+	})
 	fs.IntVar(&f.maxToolCalls, "max-tool-calls", 0, "budget: tool calls for the run (0 = config / unlimited)")
 	fs.IntVar(&f.maxInputTok, "max-input-tokens", 0, "budget: input tokens for the run")
 	fs.IntVar(&f.maxOutputTok, "max-output-tokens", 0, "budget: output tokens for the run")
@@ -84,6 +93,9 @@ func parseRunFlags(args []string, stderr io.Writer, cont bool) (*runFlags, strin
 		if v < 0 {
 			return nil, "", usageErr("%s must be ≥ 0, got %v", name, v)
 		}
+	}
+	if len(f.refs) > 0 && !f.session && !cont {
+		return nil, "", usageErr("--external-ref is stored with a session: add --session")
 	}
 	goal := strings.TrimSpace(strings.Join(fs.Args(), " "))
 	if goal == "" {
@@ -202,6 +214,7 @@ func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer, cont b
 		} else {
 			sess = session.New(cfg.Model, time.Now())
 		}
+		sess.ExternalRefs = session.MergeRefs(sess.ExternalRefs, f.refs, time.Now())
 		fmt.Fprintln(stderr, "odek: session", sess.ID)
 		acfg.SessionID = sess.ID
 		acfg.Persist = func(msgs []llm.Message) error {
