@@ -3,6 +3,7 @@ package queue_test
 import (
 	"context"
 	"fmt"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -113,4 +114,57 @@ func BenchmarkRedisEnqueueOnly(b *testing.B) {
 			}
 		}
 	})
+}
+
+// BenchmarkRedisIdlePickup measures Enqueue → Claim return for an idle
+// worker blocked in Claim, reporting the median and p99 in µs.
+func BenchmarkRedisIdlePickup(b *testing.B) {
+	srv := queuetest.StartServer(b, queuetest.ServerOptions{})
+	c := redis.NewClient(&redis.Options{Addr: srv.Addr})
+	defer c.Close()
+	q, err := queue.NewRedis(context.Background(), c, queue.Options{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	pickup(b, q)
+}
+
+func BenchmarkMemoryIdlePickup(b *testing.B) { pickup(b, queue.NewMemory(queue.Options{})) }
+
+func pickup(b *testing.B, q queue.Queue) {
+	ctx := context.Background()
+	lat := make([]time.Duration, 0, b.N)
+	for i := 0; i < b.N; i++ {
+		got := make(chan time.Time, 1)
+		ready := make(chan struct{})
+		go func() {
+			close(ready)
+			for {
+				ls, err := q.Claim(ctx, "idle", 1, 5*time.Second)
+				if err != nil {
+					b.Error(err)
+					got <- time.Time{}
+					return
+				}
+				if len(ls) == 1 {
+					t := time.Now()
+					if err := q.Ack(ctx, ls[0], queue.Result{}); err != nil {
+						b.Error(err)
+					}
+					got <- t
+					return
+				}
+			}
+		}()
+		<-ready
+		time.Sleep(200 * time.Microsecond) // let the worker block: this is the idle state being measured
+		start := time.Now()
+		if _, _, err := q.Enqueue(ctx, queue.Job{ChatID: int64(i + 1), Goal: "noop"}); err != nil {
+			b.Fatal(err)
+		}
+		lat = append(lat, (<-got).Sub(start))
+	}
+	slices.Sort(lat)
+	b.ReportMetric(float64(lat[len(lat)/2].Microseconds()), "p50-µs")
+	b.ReportMetric(float64(lat[len(lat)*99/100].Microseconds()), "p99-µs")
 }
