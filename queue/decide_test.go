@@ -49,3 +49,23 @@ func TestReclaimInterval(t *testing.T) {
 		}
 	}
 }
+
+func TestBlockSlice(t *testing.T) {
+	now := time.Unix(1000, 0)
+	for _, c := range []struct {
+		name        string
+		end, ctxEnd time.Time
+		want        time.Duration
+	}{
+		{"long wait is sliced", now.Add(time.Minute), time.Time{}, maxBlockSlice},
+		{"short wait", now.Add(40 * time.Millisecond), time.Time{}, 40 * time.Millisecond},
+		{"ctx deadline first", now.Add(time.Minute), now.Add(30 * time.Millisecond), 30 * time.Millisecond},
+		{"wait over", now, time.Time{}, -1},
+		{"sub-millisecond never becomes BLOCK 0", now.Add(500 * time.Microsecond), time.Time{}, -1},
+		{"ctx already past", now.Add(time.Minute), now.Add(-time.Second), -1},
+	} {
+		if got := blockSlice(now, c.end, c.ctxEnd); got != c.want {
+			t.Errorf("%s: blockSlice = %v, want %v", c.name, got, c.want)
+		}
+	}
+}

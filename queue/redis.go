@@ -267,7 +267,49 @@ func (r *Redis) Claim(ctx context.Context, consumer string, max int, block time.
 	return leases, err
 }
 
+// maxBlockSlice bounds one blocking Redis read. go-redis does not interrupt a
+// blocked read when ctx is canceled, so long waits are cut into slices and
+// ctx (and expired leases) are checked between them.
+const maxBlockSlice = 250 * time.Millisecond
+
+// blockSlice returns the BLOCK argument for the next read of a wait ending at
+// end: at most maxBlockSlice, never past ctxEnd (zero: none), and -1 (do not
+// block) when less than a millisecond is left, because BLOCK 0 means forever.
+func blockSlice(now, end, ctxEnd time.Time) time.Duration {
+	d := min(end.Sub(now), maxBlockSlice)
+	if !ctxEnd.IsZero() {
+		d = min(d, ctxEnd.Sub(now))
+	}
+	if d < time.Millisecond {
+		return -1
+	}
+	return d
+}
+
+// blockLoop calls read with successive block slices until it returns
+// something, an error, the wait ends or ctx is done.
+func blockLoop[T any](ctx context.Context, block time.Duration, read func(block time.Duration) ([]T, error)) ([]T, error) {
+	end := time.Now().Add(block)
+	ctxEnd, _ := ctx.Deadline()
+	for {
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
+		b := blockSlice(time.Now(), end, ctxEnd)
+		out, err := read(b)
+		if err != nil || len(out) > 0 || b < 0 {
+			return out, err
+		}
+	}
+}
+
 func (r *Redis) claim(ctx context.Context, consumer string, max int, block time.Duration) ([]Lease, error) {
+	return blockLoop(ctx, block, func(b time.Duration) ([]Lease, error) { return r.claimOnce(ctx, consumer, max, b) })
+}
+
+// claimOnce does one expired-lease scan (if due) and one read of new jobs;
+// block < 0 means do not wait.
+func (r *Redis) claimOnce(ctx context.Context, consumer string, max int, block time.Duration) ([]Lease, error) {
 	var leases []Lease
 	now := time.Now().UnixNano()
 	if due := r.nextReclaim.Load(); now >= due && r.nextReclaim.CompareAndSwap(due, now+int64(reclaimInterval(r.o.LeaseTTL))) {
@@ -280,9 +322,6 @@ func (r *Redis) claim(ctx context.Context, consumer string, max int, block time.
 		if leases, err = parseLeases(consumer, v); err != nil || len(leases) >= max {
 			return leases, err
 		}
-	}
-	if block <= 0 {
-		block = -1
 	}
 	streams, err := r.c.XReadGroup(ctx, &redis.XReadGroupArgs{
 		Group: r.o.Group, Consumer: consumer, Streams: []string{r.key("jobs"), ">"},
@@ -380,9 +419,10 @@ func (r *Redis) ReadProgress(ctx context.Context, jobID, after string, max int, 
 	if max <= 0 {
 		max = 100
 	}
-	if block <= 0 {
-		block = -1
-	}
+	return blockLoop(ctx, block, func(b time.Duration) ([]Progress, error) { return r.readProgress(ctx, jobID, after, max, b) })
+}
+
+func (r *Redis) readProgress(ctx context.Context, jobID, after string, max int, block time.Duration) ([]Progress, error) {
 	streams, err := r.c.XRead(ctx, &redis.XReadArgs{Streams: []string{r.key("progress:", jobID), after}, Count: int64(max), Block: block}).Result()
 	if errors.Is(err, redis.Nil) {
 		return nil, nil
@@ -406,13 +446,15 @@ func (r *Redis) ReadResults(ctx context.Context, consumer string, max int, block
 	if max <= 0 {
 		max = 1
 	}
-	ds, err := r.readResults(ctx, consumer, max, block)
-	if isNoGroup(err) {
-		if err = r.ensureGroups(ctx); err == nil {
-			ds, err = r.readResults(ctx, consumer, max, block)
+	return blockLoop(ctx, block, func(b time.Duration) ([]Delivery, error) {
+		ds, err := r.readResults(ctx, consumer, max, b)
+		if isNoGroup(err) {
+			if err = r.ensureGroups(ctx); err == nil {
+				ds, err = r.readResults(ctx, consumer, max, b)
+			}
 		}
-	}
-	return ds, err
+		return ds, err
+	})
 }
 
 func (r *Redis) readResults(ctx context.Context, consumer string, max int, block time.Duration) ([]Delivery, error) {
@@ -424,7 +466,7 @@ func (r *Redis) readResults(ctx context.Context, consumer string, max int, block
 	}
 	if len(msgs) < max {
 		b := block
-		if len(msgs) > 0 || b <= 0 {
+		if len(msgs) > 0 {
 			b = -1
 		}
 		streams, err := r.c.XReadGroup(ctx, &redis.XReadGroupArgs{Group: r.o.ResultsGroup, Consumer: consumer,

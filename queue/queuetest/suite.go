@@ -30,6 +30,7 @@ func Run(t *testing.T, newQueue NewQueue) {
 	t.Run("CancelRunning", func(t *testing.T) { testCancelRunning(t, newQueue) })
 	t.Run("ResultsOncePerJob", func(t *testing.T) { testResultsOnce(t, newQueue) })
 	t.Run("Progress", func(t *testing.T) { testProgress(t, newQueue) })
+	t.Run("ClaimHonoursContext", func(t *testing.T) { testClaimContext(t, newQueue) })
 }
 
 func ctxT(t *testing.T) context.Context {
@@ -472,5 +473,21 @@ func testCancelReady(t *testing.T, nq NewQueue) {
 	ds := readResults(t, q, "fe", 1)
 	if len(ds) != 1 || ds[0].Result.JobID != j.ID || ds[0].Result.Status != queue.StatusCanceled || ds[0].Result.ChatID != 7 {
 		t.Fatalf("results %+v, want one canceled result for %s", ds, j.ID)
+	}
+}
+
+// A Claim blocked for a long time returns when its context is canceled,
+// so a worker's shutdown is not held up by an idle queue.
+func testClaimContext(t *testing.T, nq NewQueue) {
+	q := nq(t, queue.Options{})
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() {
+		_, err := q.Claim(ctx, "w", 1, time.Hour)
+		done <- err
+	}()
+	cancel()
+	if err := <-done; !errors.Is(err, context.Canceled) {
+		t.Fatalf("Claim after cancel = %v, want context.Canceled", err)
 	}
 }
