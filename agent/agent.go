@@ -96,6 +96,13 @@ type Config struct {
 	// calls before every batch. nil ⇒ unlimited. On exhaustion Run
 	// returns a *budget.ExceededError after emitting budget_exceeded.
 	Budget *budget.Tracker
+	// ContextWindow is the model's context window in tokens; 0 ⇒ unknown,
+	// no proactive trimming (survival trimming after a provider's
+	// context-length error still applies).
+	ContextWindow int
+	// ContextShare is the share of ContextWindow a request may fill;
+	// 0 ⇒ DefaultContextShare.
+	ContextShare float64
 	// Persist, when set, is called after every completed step (a reply
 	// with all its tool results, or the final answer) with the
 	// conversation so far, without the system prompt; the slice must not

@@ -343,3 +343,35 @@ func (l *idlessLLM) Complete(_ context.Context, _ llm.Request) (*llm.Response, e
 	}
 	return &llm.Response{Message: llm.Message{Role: llm.RoleAssistant, Content: "ok"}}, nil
 }
+
+func TestSurvivalTrimRetriesOnce(t *testing.T) {
+	big := strings.Repeat("z", 50000)
+	srv := llmtest.New(t,
+		llmtest.CallTools(llmtest.Call{ID: "a", Name: "big", Arguments: `{}`}),
+		llmtest.Turn{Status: 400, ErrorType: "invalid_request_error", ErrorCode: "context_length_exceeded", ErrorMessage: "maximum context length exceeded"},
+		llmtest.Reply("made it"),
+	)
+	bigTool := &fakeTool{name: "big", class: tools.ClassSafe, run: func(context.Context, json.RawMessage) (tools.Result, error) {
+		return tools.Result{Text: big}, nil
+	}}
+	sink := &jsonlSink{}
+	res, err := agent.Run(context.Background(), agent.Config{
+		LLM: newClient(t, srv.URL), Model: "m", Tools: []tools.Tool{bigTool}, EventSink: sink, MaxToolOutputBytes: 1 << 20,
+	}, "go")
+	if err != nil || res.Answer != "made it" {
+		t.Fatalf("res %+v err %v", res, err)
+	}
+	last := srv.Requests()[2].Messages
+	if n := len(last[len(last)-1].Content); n > 8<<10 {
+		t.Fatalf("tool result not truncated in survival mode: %d bytes", n)
+	}
+	var trimmed bool
+	for _, e := range sink.validate(t, eventstest.Options{}) {
+		if e.Type == events.ContextTrimmed && e.Data["mode"] == "survival" {
+			trimmed = true
+		}
+	}
+	if !trimmed {
+		t.Fatal("no context_trimmed survival event")
+	}
+}

@@ -196,7 +196,17 @@ func (r *run) loop(ctx context.Context, msgs *[]llm.Message, res *Result) error 
 		if err := ctx.Err(); err != nil {
 			return err
 		}
+		r.trimProactive(iter, msgs)
 		resp, err := r.cfg.LLM.Complete(ctx, llm.Request{Model: r.cfg.Model, Messages: *msgs, Tools: r.specs})
+		if err != nil && errors.Is(err, llm.ErrContextLength) && ctx.Err() == nil {
+			// Survival: cut to the bone and retry this iteration once.
+			trimmed, dropped, truncated := trimSurvival(*msgs)
+			*msgs = trimmed
+			r.em.Emit(events.ContextTrimmed, iter, "", map[string]any{
+				"mode": "survival", "dropped_groups": dropped, "truncated_results": truncated,
+			})
+			resp, err = r.cfg.LLM.Complete(ctx, llm.Request{Model: r.cfg.Model, Messages: *msgs, Tools: r.specs})
+		}
 		if err != nil {
 			if ctx.Err() != nil {
 				return ctx.Err()
@@ -407,4 +417,24 @@ func (r *run) persist(iter int, msgs []llm.Message) {
 		return
 	}
 	r.em.Emit(events.SessionSaved, iter, "", map[string]any{"message_count": len(msgs) - 1})
+}
+
+// trimProactive keeps the next request under the configured share of the
+// context window by dropping the oldest message groups.
+func (r *run) trimProactive(iter int, msgs *[]llm.Message) {
+	if r.cfg.ContextWindow <= 0 {
+		return
+	}
+	share := r.cfg.ContextShare
+	if share <= 0 || share > 1 {
+		share = DefaultContextShare
+	}
+	trimmed, dropped := trimProactive(*msgs, int(float64(r.cfg.ContextWindow)*share), 2)
+	if dropped == 0 {
+		return
+	}
+	*msgs = trimmed
+	r.em.Emit(events.ContextTrimmed, iter, "", map[string]any{
+		"mode": "proactive", "dropped_groups": dropped, "truncated_results": 0,
+	})
 }

@@ -197,6 +197,7 @@ func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer, cont b
 		Redactor:           red,
 		Logger:             log,
 		Budget:             tracker,
+		ContextWindow:      contextWindow(cfg, stderr),
 	}
 	var sess *session.Session
 	if f.session || f.cont {
@@ -397,4 +398,22 @@ func loadBudget(cfg *config.Config, f *runFlags, stderr io.Writer) (*budget.Trac
 		fmt.Fprintf(stderr, "odek: warning: cost cap inactive: max_cost_usd is set but no price is known for model %q (set limits.input_cost_per_million_usd / output_cost_per_million_usd or limits.model_prices in the operator config)\n", cfg.Model)
 	}
 	return t, nil
+}
+
+// contextWindow reads the run model's window from the context_window
+// section ({"model-id": tokens}); a project file may only lower it.
+// Unknown ⇒ 0, no proactive trimming.
+func contextWindow(cfg *config.Config, stderr io.Writer) int {
+	var op, pr map[string]int
+	if _, err := cfg.Layers.Operator.Section("context_window", &op); err != nil {
+		fmt.Fprintln(stderr, "odek: warning: context_window ignored:", err)
+	}
+	if _, err := cfg.Layers.Project.Section("context_window", &pr); err != nil {
+		fmt.Fprintln(stderr, "odek: warning: context_window ignored:", err)
+	}
+	w := max(op[cfg.Model], 0)
+	if p := pr[cfg.Model]; p > 0 && (w == 0 || p < w) {
+		w = p
+	}
+	return w
 }
