@@ -147,3 +147,30 @@ func trimSurvival(msgs []llm.Message) ([]llm.Message, int, int) {
 	}
 	return out, dropped, truncated
 }
+
+// KeepRecent trims a stored conversation (without the system prompt, as in
+// Result.Messages and sessions) to the first user goal plus the newest
+// groups message groups, inserting a note about what was dropped. Tool
+// results are never orphaned. It returns the messages and the number of
+// groups dropped.
+func KeepRecent(msgs []llm.Message, groups int) ([]llm.Message, int) {
+	withSys := append([]llm.Message{{Role: llm.RoleSystem}}, msgs...)
+	head := anchorEnd(withSys)
+	starts := groupStarts(withSys, head)
+	if groups < 0 {
+		groups = 0
+	}
+	if len(starts) <= groups {
+		return msgs, 0
+	}
+	dropped := len(starts) - groups
+	cut := len(withSys)
+	if groups > 0 {
+		cut = starts[dropped]
+	}
+	out := make([]llm.Message, 0, head+len(withSys)-cut)
+	out = append(out, withSys[1:head]...)
+	out = append(out, trimNote(dropped))
+	out = append(out, withSys[cut:]...)
+	return out, dropped
+}

@@ -93,3 +93,16 @@ func TestTrimProactiveDropsOldestAndNotes(t *testing.T) {
 		t.Fatal("trimmed a transcript that fits")
 	}
 }
+
+func TestKeepRecent(t *testing.T) {
+	r := rand.New(rand.NewPCG(3, 4))
+	for i := 0; i < 500; i++ {
+		full := randomTranscript(r)
+		keep := r.IntN(5)
+		out, dropped := KeepRecent(full[1:], keep)
+		checkPaired(t, append([]llm.Message{full[0]}, out...))
+		if got := len(groupStarts(out, 2)); dropped > 0 && got != keep {
+			t.Fatalf("kept %d groups, want %d", got, keep)
+		}
+	}
+}

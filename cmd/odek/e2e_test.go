@@ -314,6 +314,9 @@ func TestSessionRunThenContinue(t *testing.T) {
 	if show := run("session", "show", id); !strings.Contains(show.stdout, `"kind": "ci-run"`) {
 		t.Fatalf("external ref not stored: %s", show.stdout)
 	}
+	if tr := run("session", "trim", "--keep", "0", id); tr.code != 0 || !strings.Contains(tr.stdout, "dropped") {
+		t.Fatalf("session trim: %+v", tr)
+	}
 	bad := run("session", "show", "../../etc/passwd")
 	if bad.code != 3 {
 		t.Fatalf("path injection not refused: %+v", bad)

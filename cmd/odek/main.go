@@ -74,7 +74,7 @@ const usage = `odek — an autonomous agent runtime
 Usage:
   odek run [flags] [--] <goal>   run one goal to an answer (odek run -h for flags)
   odek continue [--id ID] <goal> resume the latest (or named) session
-  odek session list|show ID|delete ID
+  odek session list|show ID|delete ID|trim [--keep N] ID
   odek init [--force]            write a starter config to $ODEK_HOME/config.json
   odek version                   print the version
 
