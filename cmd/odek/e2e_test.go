@@ -322,3 +322,50 @@ func TestSessionRunThenContinue(t *testing.T) {
 		t.Fatalf("path injection not refused: %+v", bad)
 	}
 }
+
+func TestSessionSurvivesSIGTERMMidRun(t *testing.T) {
+	work := t.TempDir()
+	os.WriteFile(filepath.Join(work, "a.txt"), []byte("alpha\n"), 0o644)
+	srv := llmtest.New(t,
+		llmtest.CallTools(llmtest.Call{ID: "r1", Name: "read_file", Arguments: `{"path":"a.txt"}`}),
+		llmtest.Turn{Content: "still thinking", StallAfterChunks: 1},
+		llmtest.Reply("resumed fine"),
+	)
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	cmd := odekCmd(t, ctx, srv.URL, work, "run", "--session", "--quiet", "read a.txt")
+	home := strings.TrimPrefix(cmd.Env[2], "ODEK_HOME=")
+	var se bytes.Buffer
+	cmd.Stderr = &se
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	for deadline := time.Now().Add(30 * time.Second); srv.Calls() < 2; {
+		if time.Now().After(deadline) {
+			t.Fatal("second model call never came")
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	cmd.Process.Signal(syscall.SIGTERM)
+	var ee *exec.ExitError
+	if err := cmd.Wait(); !errors.As(err, &ee) || ee.ExitCode() != 130 {
+		t.Fatalf("wait: %v; stderr %s", err, se.String())
+	}
+	// The completed first step (goal, tool call, tool result) was saved.
+	cont := exec.CommandContext(ctx, odekBin, "continue", "--quiet", "go on")
+	cont.Dir, cont.Env = work, append(append([]string(nil), cmd.Env...), "ODEK_HOME="+home)
+	out, err := cont.Output()
+	if err != nil || string(out) != "resumed fine\n" {
+		t.Fatalf("continue: %q %v", out, err)
+	}
+	msgs := srv.Requests()[2].Messages
+	var sawResult bool
+	for _, m := range msgs {
+		if m.Role == "tool" && strings.Contains(m.Content, "alpha") {
+			sawResult = true
+		}
+	}
+	if !sawResult {
+		t.Fatalf("saved step missing from the resumed conversation: %+v", msgs)
+	}
+}
