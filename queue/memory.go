@@ -48,6 +48,7 @@ type memJob struct {
 	seq      uint64 // entry sequence of the current ready/running spell
 	attempt  int
 	token    string
+	consumer string
 	beat     time.Time // last claim or heartbeat
 	canceled bool
 	doneAt   time.Time
@@ -288,7 +289,7 @@ func (m *Memory) claimLocked(consumer string, max int) []Lease {
 
 func (m *Memory) leaseLocked(j *memJob, consumer string, now time.Time) Lease {
 	j.attempt++
-	j.state, j.token, j.beat = stateRunning, newID(), now
+	j.state, j.token, j.beat, j.consumer = stateRunning, newID(), now, consumer
 	m.running[j.job.ID] = j
 	job := j.job
 	job.Attempt = j.attempt
@@ -360,13 +361,6 @@ func (m *Memory) Cancel(ctx context.Context, jobID string) error {
 		m.notifyLocked()
 	}
 	return nil
-}
-
-// DeadLetters returns a copy of the dead-lettered jobs, oldest first.
-func (m *Memory) DeadLetters() []Job {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	return append([]Job(nil), m.dead...)
 }
 
 // PublishProgress implements Queue.

@@ -518,9 +518,11 @@ func (r *Redis) AckResult(ctx context.Context, d Delivery) error {
 	return nil
 }
 
-// DeadLetters returns up to max dead-lettered jobs, oldest first, with the
-// attempt count they died at.
+// DeadLetters implements Operator; each job carries the attempt it died at.
 func (r *Redis) DeadLetters(ctx context.Context, max int64) ([]Job, error) {
+	if max <= 0 {
+		max = 1 << 62
+	}
 	msgs, err := r.c.XRangeN(ctx, r.key("dead"), "-", "+", max).Result()
 	if err != nil {
 		return nil, fmt.Errorf("queue: read dead letters: %w", err)

@@ -30,6 +30,7 @@ func Run(t *testing.T, newQueue NewQueue) {
 	t.Run("CancelRunning", func(t *testing.T) { testCancelRunning(t, newQueue) })
 	t.Run("ResultsOncePerJob", func(t *testing.T) { testResultsOnce(t, newQueue) })
 	t.Run("Progress", func(t *testing.T) { testProgress(t, newQueue) })
+	t.Run("OperatorDeadRetryStats", func(t *testing.T) { testOperator(t, newQueue) })
 	t.Run("ClaimHonoursContext", func(t *testing.T) { testClaimContext(t, newQueue) })
 }
 
@@ -489,5 +490,56 @@ func testClaimContext(t *testing.T, nq NewQueue) {
 	cancel()
 	if err := <-done; !errors.Is(err, context.Canceled) {
 		t.Fatalf("Claim after cancel = %v, want context.Canceled", err)
+	}
+}
+
+// testOperator checks Stats, DeadLetters and Retry of queues that implement
+// queue.Operator.
+func testOperator(t *testing.T, nq NewQueue) {
+	q := nq(t, queue.Options{LeaseTTL: 100 * time.Millisecond, MaxAttempts: 1})
+	op, ok := q.(queue.Operator)
+	if !ok {
+		t.Skip("queue does not implement queue.Operator")
+	}
+	j := enqueue(t, q, queue.Job{ChatID: 11, Goal: "poison", SessionID: "s"})
+	enqueue(t, q, queue.Job{ChatID: 12, Goal: "other"})
+	claimOne(t, q, "w1")
+	st, err := op.Stats(ctxT(t))
+	if err != nil || st.Running != 1 || st.Ready != 1 || st.RunningBy["w1"] != 1 {
+		t.Fatalf("Stats = %+v, %v; want 1 running (w1), 1 ready", st, err)
+	}
+	// w1 "dies": with MaxAttempts 1 the next scan dead-letters the job.
+	deadline := time.Now().Add(5 * time.Second)
+	for time.Now().Before(deadline) {
+		ls, err := q.Claim(ctxT(t), "w2", 1, 50*time.Millisecond)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, l := range ls { // chat 12's job: w2 finishes it
+			if err := q.Ack(ctxT(t), l, queue.Result{}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if st, _ = op.Stats(ctxT(t)); st.Dead == 1 {
+			break
+		}
+	}
+	dead, err := op.DeadLetters(ctxT(t), 0)
+	if err != nil || len(dead) != 1 || dead[0].ID != j.ID || dead[0].Attempt != 1 {
+		t.Fatalf("DeadLetters = %+v, %v; want %s at attempt 1", dead, err, j.ID)
+	}
+	if _, err := op.Retry(ctxT(t), "nope"); !errors.Is(err, queue.ErrNotFound) {
+		t.Fatalf("Retry unknown = %v, want ErrNotFound", err)
+	}
+	nj, err := op.Retry(ctxT(t), j.ID)
+	if err != nil || nj.ID == j.ID || nj.Goal != "poison" || nj.ChatID != 11 || nj.SessionID != "s" {
+		t.Fatalf("Retry = %+v, %v; want a new job copying chat, goal, session", nj, err)
+	}
+	if dead, _ := op.DeadLetters(ctxT(t), 0); len(dead) != 0 {
+		t.Fatalf("dead job still listed after Retry: %+v", dead)
+	}
+	ls := claimUntil(t, q, "w3", 5*time.Second)
+	if len(ls) != 1 || ls[0].Job.ID != nj.ID {
+		t.Fatalf("claimed %+v, want the retried job %s", ls, nj.ID)
 	}
 }

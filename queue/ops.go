@@ -1,0 +1,158 @@
+package queue
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+)
+
+// Stats is a snapshot for operators (`odek queue stats`).
+type Stats struct {
+	// Ready counts jobs that may start now (head of their chat) and are not claimed.
+	Ready int64
+	// Running counts claimed jobs, including ones whose lease expired and
+	// that the next Claim scan will take over.
+	Running int64
+	// RunningBy counts Running jobs per consumer name.
+	RunningBy map[string]int64
+	// Dead counts dead-lettered jobs.
+	Dead int64
+	// Results counts results not yet acknowledged by a front end.
+	Results int64
+}
+
+// Operator is implemented by both queues for the operator CLI.
+type Operator interface {
+	Stats(ctx context.Context) (Stats, error)
+	// DeadLetters returns up to max dead jobs, oldest first (max <= 0: all).
+	DeadLetters(ctx context.Context, max int64) ([]Job, error)
+	// Retry moves a dead job back to the queue as a new job (new ID, same
+	// chat, goal, session and budget) and returns it. ErrNotFound if no dead
+	// job has that id.
+	Retry(ctx context.Context, jobID string) (Job, error)
+}
+
+var (
+	_ Operator = (*Redis)(nil)
+	_ Operator = (*Memory)(nil)
+)
+
+// retryJob is the new job Retry enqueues for a dead one.
+func retryJob(dead Job) Job {
+	return Job{ChatID: dead.ChatID, UserID: dead.UserID, Goal: dead.Goal, SessionID: dead.SessionID, Budget: dead.Budget}
+}
+
+// Stats implements Operator.
+func (m *Memory) Stats(ctx context.Context) (Stats, error) {
+	if err := ctx.Err(); err != nil {
+		return Stats{}, err
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	s := Stats{RunningBy: map[string]int64{}, Dead: int64(len(m.dead))}
+	for _, j := range m.jobs {
+		switch j.state {
+		case stateReady:
+			s.Ready++
+		case stateRunning:
+			s.Running++
+			s.RunningBy[j.consumer]++
+		}
+	}
+	for _, r := range m.results {
+		if !r.acked {
+			s.Results++
+		}
+	}
+	return s, nil
+}
+
+// DeadLetters implements Operator.
+func (m *Memory) DeadLetters(ctx context.Context, max int64) ([]Job, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	out := append([]Job(nil), m.dead...)
+	if max > 0 && int64(len(out)) > max {
+		out = out[:max]
+	}
+	return out, nil
+}
+
+// Retry implements Operator.
+func (m *Memory) Retry(ctx context.Context, jobID string) (Job, error) {
+	m.mu.Lock()
+	idx := -1
+	for i, j := range m.dead {
+		if j.ID == jobID {
+			idx = i
+		}
+	}
+	if idx < 0 {
+		m.mu.Unlock()
+		return Job{}, ErrNotFound
+	}
+	dead := m.dead[idx]
+	m.dead = append(m.dead[:idx:idx], m.dead[idx+1:]...)
+	m.mu.Unlock()
+	j, _, err := m.Enqueue(ctx, retryJob(dead))
+	if err != nil {
+		m.mu.Lock()
+		m.dead = append(m.dead, dead)
+		m.mu.Unlock()
+		return Job{}, fmt.Errorf("queue: retry %s: %w", jobID, err)
+	}
+	return j, nil
+}
+
+// Stats implements Operator: XLEN ×3 and XPENDING in one pipeline.
+func (r *Redis) Stats(ctx context.Context) (Stats, error) {
+	pipe := r.c.Pipeline()
+	jobs := pipe.XLen(ctx, r.key("jobs"))
+	dead := pipe.XLen(ctx, r.key("dead"))
+	results := pipe.XLen(ctx, r.key("results"))
+	pend := pipe.XPending(ctx, r.key("jobs"), r.o.Group)
+	if _, err := pipe.Exec(ctx); err != nil && !isNoGroup(err) {
+		return Stats{}, fmt.Errorf("queue: stats: %w", err)
+	}
+	s := Stats{RunningBy: map[string]int64{}, Dead: dead.Val(), Results: results.Val()}
+	if p := pend.Val(); p != nil {
+		s.Running = p.Count
+		for c, n := range p.Consumers {
+			s.RunningBy[c] = n
+		}
+	}
+	// Finished entries are deleted, so the stream holds ready + claimed jobs.
+	s.Ready = max(jobs.Val()-s.Running, 0)
+	return s, nil
+}
+
+// Retry implements Operator: finds the job in the dead-letter stream,
+// enqueues its copy and deletes the dead entry.
+func (r *Redis) Retry(ctx context.Context, jobID string) (Job, error) {
+	msgs, err := r.c.XRange(ctx, r.key("dead"), "-", "+").Result()
+	if err != nil {
+		return Job{}, fmt.Errorf("queue: retry %s: %w", jobID, err)
+	}
+	for _, m := range msgs {
+		if m.Values["id"] != jobID {
+			continue
+		}
+		data, _ := m.Values["data"].(string)
+		var dead Job
+		if err := json.Unmarshal([]byte(data), &dead); err != nil {
+			return Job{}, fmt.Errorf("queue: retry %s: dead entry is corrupt: %w", jobID, err)
+		}
+		j, _, err := r.Enqueue(ctx, retryJob(dead))
+		if err != nil {
+			return Job{}, fmt.Errorf("queue: retry %s: %w", jobID, err)
+		}
+		if err := r.c.XDel(ctx, r.key("dead"), m.ID).Err(); err != nil {
+			return j, fmt.Errorf("queue: retry %s: requeued as %s but the dead entry stays: %w", jobID, j.ID, err)
+		}
+		return j, nil
+	}
+	return Job{}, ErrNotFound
+}
