@@ -106,3 +106,26 @@ func TestKeepRecent(t *testing.T) {
 		}
 	}
 }
+
+// BenchmarkTrim2000 measures proactive and survival trimming of a
+// 2,000-message transcript.
+func BenchmarkTrim2000(b *testing.B) {
+	msgs := []llm.Message{{Role: llm.RoleSystem, Content: "sys"}, {Role: llm.RoleUser, Content: "goal"}}
+	for len(msgs) < 2000 {
+		id := "c" + strconv.Itoa(len(msgs))
+		msgs = append(msgs,
+			llm.Message{Role: llm.RoleAssistant, ToolCalls: []llm.ToolCall{{ID: id, Function: llm.FunctionCall{Name: "read_file", Arguments: `{"path":"x.go"}`}}}},
+			llm.Message{Role: llm.RoleTool, ToolCallID: id, Content: strings.Repeat("line of code\n", 80)})
+	}
+	budget := estimateAll(msgs) / 2
+	b.Run("proactive", func(b *testing.B) {
+		for i := 0; i < b.N; i++ {
+			trimProactive(msgs, budget, 2)
+		}
+	})
+	b.Run("survival", func(b *testing.B) {
+		for i := 0; i < b.N; i++ {
+			trimSurvival(msgs)
+		}
+	})
+}
