@@ -198,6 +198,7 @@ func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer, cont b
 		Logger:             log,
 		Budget:             tracker,
 		ContextWindow:      contextWindow(cfg, stderr),
+		ContextShare:       contextShare(cfg, stderr),
 	}
 	var sess *session.Session
 	if f.session || f.cont {
@@ -416,4 +417,22 @@ func contextWindow(cfg *config.Config, stderr io.Writer) int {
 		w = p
 	}
 	return w
+}
+
+// contextShare reads context_share (0 < share ≤ 1; default 0.8) from the
+// operator file, or a lower one from the project file.
+func contextShare(cfg *config.Config, stderr io.Writer) float64 {
+	var op, pr float64
+	if _, err := cfg.Layers.Operator.Section("context_share", &op); err != nil || op < 0 || op > 1 {
+		fmt.Fprintln(stderr, "odek: warning: context_share ignored: want a number in (0, 1]")
+		op = 0
+	}
+	if _, err := cfg.Layers.Project.Section("context_share", &pr); err != nil || pr < 0 || pr > 1 {
+		fmt.Fprintln(stderr, "odek: warning: project context_share ignored: want a number in (0, 1]")
+		pr = 0
+	}
+	if pr > 0 && (op == 0 || pr < op) {
+		return pr
+	}
+	return op
 }
