@@ -266,7 +266,7 @@ func (m *Memory) claimLocked(consumer string, max int) []Lease {
 			dj := j.job
 			dj.Attempt = j.attempt
 			m.dead = append(m.dead, dj)
-			m.finishLocked(j, deadResult(j.job, j.attempt))
+			m.finishLocked(j, deadResult(j.job, j.attempt, m.o.MaxAttempts))
 		default:
 			leases = append(leases, m.leaseLocked(j, consumer, now))
 		}

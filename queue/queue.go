@@ -19,6 +19,9 @@
 // was lost gets ErrLeaseLost from Heartbeat and Ack and its result is dropped.
 // docs/QUEUE.md states the guarantees and the Redis keys precisely.
 //
+// Both queues also implement Operator (stats, dead letters, retry) for the
+// operator CLI.
+//
 // # Concurrency and ownership
 //
 // Both implementations are safe for concurrent use by many goroutines (and,
@@ -353,9 +356,9 @@ func decideReclaim(attempt, maxAttempts int, canceled bool) reclaimAction {
 	}
 }
 
-func deadResult(j Job, attempt int) Result {
+func deadResult(j Job, attempt, maxAttempts int) Result {
 	return Result{JobID: j.ID, ChatID: j.ChatID, Status: StatusDeadLettered, Attempt: attempt,
-		Error: fmt.Sprintf("queue: job abandoned by its worker %d times (MaxAttempts %d reached); moved to the dead-letter stream", attempt, attempt)}
+		Error: fmt.Sprintf("queue: job abandoned by its worker %d times (MaxAttempts %d); moved to the dead-letter stream", attempt, maxAttempts)}
 }
 
 func canceledResult(j Job, attempt int) Result {

@@ -138,7 +138,7 @@ for i, ent in ipairs(r[2]) do
     elseif attempt >= tonumber(ARGV[5]) then
       redis.call('XADD', P .. 'dead', '*', 'id', id, 'data', redis.call('HGET', h, 'data'), 'attempt', attempt)
       finish(id, sysresult(id, 'dead_lettered', attempt,
-        'queue: job abandoned by its worker ' .. attempt .. ' times (MaxAttempts reached); moved to the dead-letter stream'))
+        'queue: job abandoned by its worker ' .. attempt .. ' times (MaxAttempts ' .. ARGV[5] .. '); moved to the dead-letter stream'))
     else
       attempt = redis.call('HINCRBY', h, 'attempt', 1)
       local tok = ARGV[4] .. '.' .. i

@@ -230,7 +230,7 @@ func testDeadLetter(t *testing.T, nq NewQueue) {
 		t.Fatalf("after dead-lettering got %+v, want the chat's next job %s", ls, next.ID)
 	}
 	ds := readResults(t, q, "fe", 1)
-	if len(ds) != 1 || ds[0].Result.JobID != j.ID || ds[0].Result.Status != queue.StatusDeadLettered || ds[0].Result.Error == "" || ds[0].Result.ChatID != 9 {
+	if len(ds) != 1 || ds[0].Result.JobID != j.ID || ds[0].Result.Status != queue.StatusDeadLettered || !strings.Contains(ds[0].Result.Error, "MaxAttempts 2") || ds[0].Result.ChatID != 9 {
 		t.Fatalf("results %+v, want one dead_lettered failure for %s", ds, j.ID)
 	}
 }
