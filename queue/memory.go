@@ -125,10 +125,12 @@ func (m *Memory) Enqueue(ctx context.Context, job Job) (Job, bool, error) {
 			}
 			return Job{ID: e.id, IdempotencyKey: job.IdempotencyKey}, true, nil
 		}
-		m.idem[job.IdempotencyKey] = memIdem{id: job.ID, expires: now.Add(m.o.DedupeWindow)}
 	}
 	if _, ok := m.jobs[job.ID]; ok {
 		return job, false, fmt.Errorf("%w: id %q already exists", ErrInvalidJob, job.ID)
+	}
+	if job.IdempotencyKey != "" {
+		m.idem[job.IdempotencyKey] = memIdem{id: job.ID, expires: now.Add(m.o.DedupeWindow)}
 	}
 	j := &memJob{job: job, state: stateQueued}
 	m.jobs[job.ID] = j

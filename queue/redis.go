@@ -99,15 +99,17 @@ end
 
 // ARGV[4] id, [5] data, [6] chat, [7] idempotency key or "", [8] dedupe ms.
 var enqueueScript = redis.NewScript(luaPrelude + `
+local h = P .. 'job:' .. ARGV[4]
 if ARGV[7] ~= '' then
   local k = P .. 'idem:' .. ARGV[7]
   if not redis.call('SET', k, ARGV[4], 'NX', 'PX', ARGV[8]) then
     local prev = redis.call('GET', k)
     return {0, prev, redis.call('HGET', P .. 'job:' .. prev, 'data') or ''}
   end
+  if redis.call('EXISTS', h) == 1 then redis.call('DEL', k) return {2} end
+elseif redis.call('EXISTS', h) == 1 then
+  return {2}
 end
-local h = P .. 'job:' .. ARGV[4]
-if redis.call('EXISTS', h) == 1 then return {2} end
 redis.call('HSET', h, 'data', ARGV[5], 'chat', ARGV[6], 'attempt', 0, 'state', 'queued', 'owner', '', 'entry', '')
 if redis.call('RPUSH', P .. 'chat:' .. ARGV[6], ARGV[4]) == 1 then
   local e = redis.call('XADD', JOBS, '*', 'id', ARGV[4])

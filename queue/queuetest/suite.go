@@ -134,6 +134,10 @@ func testIdempotency(t *testing.T, nq NewQueue) {
 	if err != nil || !dup || b.ID != a.ID {
 		t.Fatalf("duplicate Enqueue = %s dup %v err %v; want %s dup true", b.ID, dup, err, a.ID)
 	}
+	// A clashing explicit id is rejected and must not burn its key.
+	if _, _, err := q.Enqueue(ctxT(t), queue.Job{ID: a.ID, ChatID: 1, Goal: "clash", IdempotencyKey: "upd-2"}); !errors.Is(err, queue.ErrInvalidJob) {
+		t.Fatalf("Enqueue with an existing id = %v, want ErrInvalidJob", err)
+	}
 	enqueue(t, q, queue.Job{ChatID: 1, Goal: "g2", IdempotencyKey: "upd-2"})
 	l := claimOne(t, q, "w")
 	if l.Job.ID != a.ID {
