@@ -29,6 +29,7 @@ func Run(t *testing.T, newQueue NewQueue) {
 	t.Run("CancelReady", func(t *testing.T) { testCancelReady(t, newQueue) })
 	t.Run("CancelRunning", func(t *testing.T) { testCancelRunning(t, newQueue) })
 	t.Run("ResultsOncePerJob", func(t *testing.T) { testResultsOnce(t, newQueue) })
+	t.Run("ResultsTwoFrontEnds", func(t *testing.T) { testResultsSideBySide(t, newQueue) })
 	t.Run("Progress", func(t *testing.T) { testProgress(t, newQueue) })
 	t.Run("OperatorDeadRetryStats", func(t *testing.T) { testOperator(t, newQueue) })
 	t.Run("ClaimHonoursContext", func(t *testing.T) { testClaimContext(t, newQueue) })
@@ -545,5 +546,68 @@ func testOperator(t *testing.T, nq NewQueue) {
 	ls := claimUntil(t, q, "w3", 5*time.Second)
 	if len(ls) != 1 || ls[0].Job.ID != nj.ID {
 		t.Fatalf("claimed %+v, want the retried job %s", ls, nj.ID)
+	}
+}
+
+// Two front ends reading side by side see each result exactly once.
+func testResultsSideBySide(t *testing.T, nq NewQueue) {
+	q := nq(t, queue.Options{})
+	const n = 40
+	for i := 0; i < n; i++ {
+		enqueue(t, q, queue.Job{ChatID: int64(200 + i), Goal: "g"})
+	}
+	for acked := 0; acked < n; {
+		ls, err := q.Claim(ctxT(t), "w", n, time.Second)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, l := range ls {
+			if err := q.Ack(ctxT(t), l, queue.Result{}); err != nil {
+				t.Fatal(err)
+			}
+			acked++
+		}
+	}
+	var (
+		mu   sync.Mutex
+		seen = map[string]int{}
+		wg   sync.WaitGroup
+	)
+	for _, fe := range []string{"feA", "feB"} {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			deadline := time.Now().Add(5 * time.Second)
+			for time.Now().Before(deadline) {
+				mu.Lock()
+				total := len(seen)
+				mu.Unlock()
+				if total == n {
+					return
+				}
+				ds, err := q.ReadResults(ctxT(t), fe, 3, 50*time.Millisecond)
+				if err != nil {
+					t.Error(err)
+					return
+				}
+				for _, d := range ds {
+					mu.Lock()
+					seen[d.Result.JobID]++
+					mu.Unlock()
+					if err := q.AckResult(ctxT(t), d); err != nil {
+						t.Error(err)
+					}
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	if len(seen) != n {
+		t.Fatalf("%d distinct results delivered, want %d", len(seen), n)
+	}
+	for id, c := range seen {
+		if c != 1 {
+			t.Errorf("result of %s delivered %d times", id, c)
+		}
 	}
 }
