@@ -375,3 +375,18 @@ func TestSurvivalTrimRetriesOnce(t *testing.T) {
 		t.Fatal("no context_trimmed survival event")
 	}
 }
+
+// assessPanics panics while assessing, before any event was emitted.
+type assessPanics struct{ fakeTool }
+
+func (a *assessPanics) Assess(json.RawMessage) (tools.Assessment, error) { panic("assess boom") }
+
+func TestPanicInAssessKeepsEventPair(t *testing.T) {
+	bad := &assessPanics{fakeTool{name: "weird", class: tools.ClassSafe}}
+	srv := llmtest.New(t, llmtest.CallTools(llmtest.Call{ID: "w", Name: "weird", Arguments: `{}`}), llmtest.Reply("ok"))
+	sink := &jsonlSink{}
+	if _, err := agent.Run(context.Background(), agent.Config{LLM: newClient(t, srv.URL), Model: "m", Tools: []tools.Tool{bad}, EventSink: sink}, "go"); err != nil {
+		t.Fatal(err)
+	}
+	sink.validate(t, eventstest.Options{}) // pairs every started with a failed
+}

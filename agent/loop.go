@@ -353,8 +353,19 @@ func (r *run) runCall(ctx context.Context, iter int, c llm.ToolCall) (msg llm.Me
 		})
 		return toolMessage(c.ID, "error: "+r.cfg.Redactor.String(text))
 	}
+	startedSent := false
+	emitStarted := func() {
+		if _, ok := started["args_summary"]; !ok {
+			started["args_summary"] = map[string]any{}
+		}
+		r.em.Emit(events.ToolCallStarted, iter, name, started)
+		startedSent = true
+	}
 	defer func() {
 		if p := recover(); p != nil {
+			if !startedSent { // a panic in Assess: keep the started/failed pair
+				emitStarted()
+			}
 			r.log.WithFields(logrus.Fields{"tool": name, "panic": fmt.Sprint(p)}).Error("tool panicked\n" + string(debug.Stack()))
 			msg = fail("tool_panic", fmt.Sprintf("tool %q crashed (panic: %v); the run goes on", name, p))
 		}
@@ -362,20 +373,17 @@ func (r *run) runCall(ctx context.Context, iter int, c llm.ToolCall) (msg llm.Me
 
 	t, ok := r.byName[name]
 	if !ok {
-		started["args_summary"] = map[string]any{}
-		r.em.Emit(events.ToolCallStarted, iter, name, started)
+		emitStarted()
 		return fail("unknown_tool", fmt.Sprintf("unknown tool %q; available tools: %s", name, r.names))
 	}
 	if !json.Valid([]byte(args)) {
-		started["args_summary"] = map[string]any{}
-		r.em.Emit(events.ToolCallStarted, iter, name, started)
+		emitStarted()
 		return fail("invalid_arguments", fmt.Sprintf("the arguments of %s are not valid JSON; send a JSON object matching the tool's schema", name))
 	}
 	raw := json.RawMessage(args)
 	a, err := t.Assess(raw)
 	if err != nil {
-		started["args_summary"] = map[string]any{}
-		r.em.Emit(events.ToolCallStarted, iter, name, started)
+		emitStarted()
 		return fail("invalid_arguments", fmt.Sprintf("%s: %v", name, err))
 	}
 	summary := make(map[string]any, len(a.Summary)+1)
@@ -384,7 +392,7 @@ func (r *run) runCall(ctx context.Context, iter int, c llm.ToolCall) (msg llm.Me
 	}
 	summary["class"] = string(a.Class)
 	started["args_summary"] = summary
-	r.em.Emit(events.ToolCallStarted, iter, name, started)
+	emitStarted()
 
 	if allowed, reason := tools.Authorize(ctx, r.cfg.Policy, r.cfg.Prompter, name, a); !allowed {
 		return fail("denied", reason)
