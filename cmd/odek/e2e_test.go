@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -367,5 +368,49 @@ func TestSessionSurvivesSIGTERMMidRun(t *testing.T) {
 	}
 	if !sawResult {
 		t.Fatalf("saved step missing from the resumed conversation: %+v", msgs)
+	}
+}
+
+func TestSIGTERMKillsToolSubprocesses(t *testing.T) {
+	work := t.TempDir()
+	srv := llmtest.New(t, llmtest.CallTools(llmtest.Call{ID: "s", Name: "shell",
+		Arguments: `{"command":"sleep 300 & echo $! > child.pid; wait"}`}))
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	cmd := odekCmd(t, ctx, srv.URL, work, "run", "--quiet", "sleep a while")
+	home := strings.TrimPrefix(cmd.Env[2], "ODEK_HOME=")
+	os.MkdirAll(home, 0o700)
+	// The operator allows unknown commands (sleep, wait) for this test.
+	os.WriteFile(filepath.Join(home, "config.json"), []byte(`{"dangerous":{"classes":{"unknown":"allow","code_execution":"allow"}}}`), 0o600)
+	var se bytes.Buffer
+	cmd.Stderr = &se
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	pidFile := filepath.Join(work, "child.pid")
+	var pid int
+	for deadline := time.Now().Add(30 * time.Second); pid == 0; time.Sleep(10 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			cmd.Process.Kill()
+			t.Fatalf("the shell tool never started; stderr %s", se.String())
+		}
+		if b, err := os.ReadFile(pidFile); err == nil && strings.HasSuffix(string(b), "\n") {
+			fmt.Sscan(string(b), &pid)
+		}
+	}
+	cmd.Process.Signal(syscall.SIGTERM)
+	var ee *exec.ExitError
+	if err := cmd.Wait(); !errors.As(err, &ee) || ee.ExitCode() != 130 {
+		t.Fatalf("wait: %v; stderr %s", err, se.String())
+	}
+	// The backgrounded grandchild must be gone (or a zombie awaiting its reaper).
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(10 * time.Millisecond) {
+		b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+		if err != nil || strings.Contains(string(b), ") Z ") {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("tool grandchild %d survived SIGTERM of odek: %s", pid, b)
+		}
 	}
 }
