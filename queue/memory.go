@@ -220,30 +220,7 @@ func (m *Memory) Claim(ctx context.Context, consumer string, max int, block time
 	if max <= 0 {
 		max = 1
 	}
-	var timer *time.Timer
-	for {
-		if err := ctx.Err(); err != nil {
-			return nil, err
-		}
-		m.mu.Lock()
-		leases := m.claimLocked(consumer, max)
-		wake := m.wake
-		m.mu.Unlock()
-		if len(leases) > 0 || block <= 0 {
-			return leases, nil
-		}
-		if timer == nil {
-			timer = time.NewTimer(block)
-			defer timer.Stop()
-		}
-		select {
-		case <-wake:
-		case <-timer.C:
-			block = 0
-		case <-ctx.Done():
-			return nil, ctx.Err()
-		}
-	}
+	return waitFor(ctx, m, block, func() []Lease { return m.claimLocked(consumer, max) })
 }
 
 func (m *Memory) claimLocked(consumer string, max int) []Lease {

@@ -119,16 +119,10 @@ func decodeBody(data []byte) (res *Response, retryable bool, err error) {
 // array of parts as the concatenation of their "text" fields.
 func contentText(raw json.RawMessage) string {
 	raw = bytes.TrimSpace(raw)
-	if len(raw) == 0 {
-		return ""
+	if s, ok := jsonStringValue(raw); ok {
+		return s
 	}
-	switch raw[0] {
-	case '"':
-		var s string
-		if json.Unmarshal(raw, &s) == nil {
-			return s
-		}
-	case '[':
+	if len(raw) > 0 && raw[0] == '[' {
 		var parts []struct {
 			Text string `json:"text"`
 		}
@@ -143,20 +137,26 @@ func contentText(raw json.RawMessage) string {
 	return ""
 }
 
+// jsonStringValue decodes raw (already trimmed) when it is a JSON string.
+func jsonStringValue(raw json.RawMessage) (string, bool) {
+	if len(raw) == 0 || raw[0] != '"' {
+		return "", false
+	}
+	var s string
+	if json.Unmarshal(raw, &s) != nil {
+		return "", false
+	}
+	return s, true
+}
+
 // argumentsText renders tool-call arguments: a JSON string as its value,
 // an object or array as its JSON text, null as "".
 func argumentsText(raw json.RawMessage) string {
 	raw = bytes.TrimSpace(raw)
-	if len(raw) == 0 {
-		return ""
+	if s, ok := jsonStringValue(raw); ok {
+		return s
 	}
-	switch raw[0] {
-	case '"':
-		var s string
-		if json.Unmarshal(raw, &s) == nil {
-			return s
-		}
-	case '{', '[':
+	if len(raw) > 0 && (raw[0] == '{' || raw[0] == '[') {
 		return string(raw)
 	}
 	return ""

@@ -216,16 +216,10 @@ func parseErrorBody(body []byte) *APIError {
 // other values (null, objects) as "".
 func jsonText(raw json.RawMessage) string {
 	raw = bytes.TrimSpace(raw)
-	if len(raw) == 0 {
-		return ""
+	if s, ok := jsonStringValue(raw); ok {
+		return s
 	}
-	switch raw[0] {
-	case '"':
-		var s string
-		if json.Unmarshal(raw, &s) == nil {
-			return s
-		}
-	case '-', '0', '1', '2', '3', '4', '5', '6', '7', '8', '9':
+	if len(raw) > 0 && (raw[0] == '-' || raw[0] >= '0' && raw[0] <= '9') {
 		return string(raw)
 	}
 	return ""
