@@ -61,9 +61,17 @@ func odekCmd(t *testing.T, ctx context.Context, baseURL, workdir string, args ..
 
 func runOdek(t *testing.T, baseURL, workdir string, args ...string) runOut {
 	t.Helper()
+	return runOdekEnv(t, baseURL, workdir, nil, args...)
+}
+
+// runOdekEnv is runOdek with extra environment entries, which win over the
+// defaults (e.g. a fixed ODEK_HOME shared by several runs).
+func runOdekEnv(t *testing.T, baseURL, workdir string, env []string, args ...string) runOut {
+	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 	cmd := odekCmd(t, ctx, baseURL, workdir, args...)
+	cmd.Env = append(cmd.Env, env...)
 	var so, se bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &so, &se
 	err := cmd.Run()
@@ -261,19 +269,7 @@ func TestSessionRunThenContinue(t *testing.T) {
 	home := t.TempDir()
 	srv := llmtest.New(t, llmtest.Reply("first answer"), llmtest.Reply("second answer"))
 	run := func(args ...string) runOut {
-		ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
-		defer cancel()
-		cmd := odekCmd(t, ctx, srv.URL, work, args...)
-		cmd.Env = append(cmd.Env, "ODEK_HOME="+home) // later entries win: one home for both runs
-		var so, se bytes.Buffer
-		cmd.Stdout, cmd.Stderr = &so, &se
-		err := cmd.Run()
-		var ee *exec.ExitError
-		code := 0
-		if errors.As(err, &ee) {
-			code = ee.ExitCode()
-		}
-		return runOut{so.String(), se.String(), code}
+		return runOdekEnv(t, srv.URL, work, []string{"ODEK_HOME=" + home}, args...)
 	}
 	evPath := filepath.Join(t.TempDir(), "events.jsonl")
 	if bad := run("run", "--session", "--external-ref", "kind=CI,uri=x,created_by=y", "x"); bad.code != 3 || !strings.Contains(bad.stderr, "kind") {
