@@ -18,8 +18,8 @@ import (
 	"github.com/odekrun/odek/events"
 	"github.com/odekrun/odek/internal/budget"
 	"github.com/odekrun/odek/internal/config"
+	"github.com/odekrun/odek/internal/host"
 	"github.com/odekrun/odek/internal/llm"
-	"github.com/odekrun/odek/internal/redact"
 	"github.com/odekrun/odek/internal/session"
 	"github.com/odekrun/odek/internal/tools"
 	"github.com/sirupsen/logrus"
@@ -137,27 +137,6 @@ func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer, cont b
 		return withCode(exitSetup, err)
 	}
 
-	tracker, err := loadBudget(cfg, f, stderr)
-	if err != nil {
-		return withCode(exitSetup, err)
-	}
-
-	red := redact.New()
-	red.AddValue(cfg.APIKey)
-	red.AddFromEnv(os.Environ())
-
-	client, err := llm.New(llm.Config{
-		BaseURL:          cfg.BaseURL,
-		APIKey:           cfg.APIKey,
-		DisableStreaming: !cfg.LLM.Stream,
-		MaxAttempts:      cfg.LLM.MaxAttempts,
-		IdleTimeout:      cfg.LLM.IdleTimeout(),
-		RequestTimeout:   cfg.LLM.RequestTimeout(),
-	})
-	if err != nil {
-		return withCode(exitSetup, err)
-	}
-
 	var sinks []events.Sink
 	if f.eventsPath != "" {
 		fsink, err := events.OpenFile(f.eventsPath, events.FileOptions{})
@@ -179,27 +158,27 @@ func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer, cont b
 		sink = events.Multi(sinks...)
 	}
 
-	wd, err := os.Getwd()
+	hopts := host.Options{
+		Config:            cfg,
+		Warn:              func(w string) { fmt.Fprintln(stderr, "odek: warning:", w) },
+		Logger:            log,
+		EventSink:         sink,
+		EventsIncludeArgs: f.includeArgs,
+		Environ:           os.Environ(),
+		LimitOverrides: budget.Limits{
+			MaxRuntime: f.maxRuntime, MaxToolCalls: f.maxToolCalls,
+			MaxInputTokens: f.maxInputTok, MaxOutputTokens: f.maxOutputTok, MaxCostUSD: f.maxCostUSD,
+		},
+	}
+	if p, ok := tools.NewTTYPrompter(); ok {
+		hopts.Prompter = p
+	}
+	rt, err := host.Build(ctx, hopts)
 	if err != nil {
 		return withCode(exitSetup, err)
 	}
-	acfg := agent.Config{
-		LLM:                client,
-		Model:              cfg.Model,
-		SystemPrompt:       cfg.SystemPrompt,
-		Tools:              tools.Builtins(tools.Options{WorkDir: wd, ShellTimeout: cfg.Tools.ShellTimeout()}),
-		Policy:             policyFrom(cfg.Dangerous),
-		MaxIterations:      cfg.MaxIterations,
-		MaxToolParallel:    cfg.MaxToolParallel,
-		MaxToolOutputBytes: cfg.Tools.MaxOutputBytes,
-		EventSink:          sink,
-		EventsIncludeArgs:  f.includeArgs,
-		Redactor:           red,
-		Logger:             log,
-		Budget:             tracker,
-		ContextWindow:      contextWindow(cfg, stderr),
-		ContextShare:       contextShare(cfg, stderr),
-	}
+	defer rt.Close()
+	acfg, tracker, red := rt.Agent, rt.Budget, rt.Redactor
 	var sess *session.Session
 	if f.session || f.cont {
 		store := &session.FileStore{Dir: filepath.Join(cfg.Home, "sessions")}
@@ -223,9 +202,6 @@ func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer, cont b
 			sess.Messages = msgs
 			return store.Save(context.WithoutCancel(ctx), sess)
 		}
-	}
-	if p, ok := tools.NewTTYPrompter(); ok {
-		acfg.Prompter = p
 	}
 	res, runErr := agent.Run(ctx, acfg, goal)
 
@@ -269,17 +245,6 @@ func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer, cont b
 	}
 	fmt.Fprintln(stdout, answer)
 	return nil
-}
-
-func policyFrom(d config.Dangerous) tools.Policy {
-	p := tools.DefaultPolicy()
-	for class, action := range d.Classes {
-		p.Classes[tools.Class(class)] = tools.Action(action)
-	}
-	if d.NonInteractive != "" {
-		p.NonInteractive = tools.Action(d.NonInteractive)
-	}
-	return p
 }
 
 // progressSink renders a human-readable progress line per interesting
@@ -357,82 +322,4 @@ func parseSeconds(v string) (time.Duration, error) {
 		return 0, fmt.Errorf("want a duration like 90s or 5m, got %q", v)
 	}
 	return d, nil
-}
-
-// loadBudget merges the limits sections of the operator and project
-// files (the project may only lower limits and may not set prices), then
-// applies the command-line flags, which the operator typed and so
-// override both.
-func loadBudget(cfg *config.Config, f *runFlags, stderr io.Writer) (*budget.Tracker, error) {
-	var op, pr json.RawMessage
-	if _, err := cfg.Layers.Operator.Section("limits", &op); err != nil {
-		return nil, err
-	}
-	if _, err := cfg.Layers.Project.Section("limits", &pr); err != nil {
-		return nil, err
-	}
-	limits, prices, warnings, err := budget.FromSections(op, pr)
-	if err != nil {
-		return nil, err
-	}
-	for _, w := range warnings {
-		fmt.Fprintln(stderr, "odek: warning:", w)
-	}
-	if f.maxRuntime > 0 {
-		limits.MaxRuntime = f.maxRuntime
-	}
-	if f.maxToolCalls > 0 {
-		limits.MaxToolCalls = f.maxToolCalls
-	}
-	if f.maxInputTok > 0 {
-		limits.MaxInputTokens = f.maxInputTok
-	}
-	if f.maxOutputTok > 0 {
-		limits.MaxOutputTokens = f.maxOutputTok
-	}
-	if f.maxCostUSD > 0 {
-		limits.MaxCostUSD = f.maxCostUSD
-	}
-	p, known := prices.For(cfg.Model)
-	t := budget.NewTracker(limits, p, known, time.Now())
-	if t.CostCapInactive() {
-		fmt.Fprintf(stderr, "odek: warning: cost cap inactive: max_cost_usd is set but no price is known for model %q (set limits.input_cost_per_million_usd / output_cost_per_million_usd or limits.model_prices in the operator config)\n", cfg.Model)
-	}
-	return t, nil
-}
-
-// contextWindow reads the run model's window from the context_window
-// section ({"model-id": tokens}); a project file may only lower it.
-// Unknown ⇒ 0, no proactive trimming.
-func contextWindow(cfg *config.Config, stderr io.Writer) int {
-	var op, pr map[string]int
-	if _, err := cfg.Layers.Operator.Section("context_window", &op); err != nil {
-		fmt.Fprintln(stderr, "odek: warning: context_window ignored:", err)
-	}
-	if _, err := cfg.Layers.Project.Section("context_window", &pr); err != nil {
-		fmt.Fprintln(stderr, "odek: warning: context_window ignored:", err)
-	}
-	w := max(op[cfg.Model], 0)
-	if p := pr[cfg.Model]; p > 0 && (w == 0 || p < w) {
-		w = p
-	}
-	return w
-}
-
-// contextShare reads context_share (0 < share ≤ 1; default 0.8) from the
-// operator file, or a lower one from the project file.
-func contextShare(cfg *config.Config, stderr io.Writer) float64 {
-	var op, pr float64
-	if _, err := cfg.Layers.Operator.Section("context_share", &op); err != nil || op < 0 || op > 1 {
-		fmt.Fprintln(stderr, "odek: warning: context_share ignored: want a number in (0, 1]")
-		op = 0
-	}
-	if _, err := cfg.Layers.Project.Section("context_share", &pr); err != nil || pr < 0 || pr > 1 {
-		fmt.Fprintln(stderr, "odek: warning: project context_share ignored: want a number in (0, 1]")
-		pr = 0
-	}
-	if pr > 0 && (op == 0 || pr < op) {
-		return pr
-	}
-	return op
 }

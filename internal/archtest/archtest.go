@@ -71,9 +71,9 @@ var Rules = []Rule{
 	{From: "internal/...", Never: []string{"worker/...", "bot/...", "cmd/..."}, Why: "internal packages sit below the front ends"},
 	{
 		From:   "internal/...",
-		Except: []string{"internal/subagent/..."},
+		Except: []string{"internal/subagent/...", "internal/host/..."},
 		Never:  []string{"agent/..."},
-		Why:    "internal packages sit below agent (only internal/subagent, which runs child agents, may import it)",
+		Why:    "internal packages sit below agent (only internal/subagent, which runs child agents, and internal/host, which assembles agent.Config, may import it)",
 	},
 	{From: "worker/...", Never: []string{"bot/..."}, Why: "worker and bot meet only through queue"},
 	{From: "bot/...", Never: []string{"worker/...", "agent/..."}, Why: "bot talks to workers through queue, never runs the agent itself"},

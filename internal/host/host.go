@@ -1,0 +1,315 @@
+// Package host assembles one agent run from the operator's configuration:
+// the LLM client, the built-in tools and any extra ones, the danger policy,
+// the execution budget, the redactor, the context-window settings and the
+// event sink, ready to hand to agent.Run.
+//
+// Every front end builds its runs here — `odek run` and `odek continue`,
+// `odek worker` for queued chat jobs, `odek subagent` for delegated tasks —
+// so a setting means the same thing whichever way odek is used. Build does
+// not read files or the environment itself: the caller passes a loaded
+// *config.Config (cmd/* and internal/config own all reading) and, when it
+// wants known secret values masked, the environment to learn them from.
+//
+// Concurrency and ownership: Build is safe for concurrent use; each call
+// returns a Runtime of its own. The Runtime owns what Build started
+// (extension servers once they are wired in) and releases it in Close; the
+// caller owns the config and the sink it passed in.
+package host
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"sync"
+	"time"
+
+	"github.com/odekrun/odek/agent"
+	"github.com/odekrun/odek/events"
+	"github.com/odekrun/odek/internal/budget"
+	"github.com/odekrun/odek/internal/config"
+	"github.com/odekrun/odek/internal/llm"
+	"github.com/odekrun/odek/internal/redact"
+	"github.com/odekrun/odek/internal/tools"
+	"github.com/sirupsen/logrus"
+)
+
+// ErrNoConfig is returned by Build when Options.Config is nil.
+var ErrNoConfig = errors.New("host: Options.Config is required")
+
+// Options configures Build. Only Config is required; every other field
+// works at its zero value.
+type Options struct {
+	// Config is the loaded configuration with its endpoint resolved
+	// (config.Load, then Config.ResolveEndpoint). Required.
+	Config *config.Config
+	// WorkDir is the root of the file tools and the shell's working
+	// directory. "" means the process working directory.
+	WorkDir string
+	// Warn receives one human-readable line per configuration problem
+	// that does not stop the run (an ignored section, an inactive cost
+	// cap). nil discards them.
+	Warn func(string)
+	// Logger receives operational logs. nil means a logger that discards.
+	Logger logrus.FieldLogger
+	// Prompter asks the operator about calls the policy marks "prompt".
+	// nil means nobody can be asked: the policy's non-interactive action
+	// applies (deny by default).
+	Prompter tools.Prompter
+	// EventSink receives the run's odek.event/v1 events. nil means none.
+	EventSink events.Sink
+	// EventsIncludeArgs adds raw (redacted) tool arguments to
+	// tool_call_started events.
+	EventsIncludeArgs bool
+	// Environ is scanned for secret-looking variables whose values the
+	// redactor then masks everywhere (os.Environ() for a CLI run). nil
+	// means only the API key is masked.
+	Environ []string
+	// LimitOverrides replaces the configured execution limits field by
+	// field: each non-zero field wins (command-line flags, a job's budget).
+	LimitOverrides budget.Limits
+	// AdjustLimits, when set, sees the merged limits last and may change
+	// them (a sub-agent lowering them to what its parent has left).
+	AdjustLimits func(*budget.Limits)
+	// ExtraTools are offered to the model after the built-ins. A name
+	// that collides with a built-in is an error.
+	ExtraTools []tools.Tool
+	// RunID and SessionID are passed through to agent.Config.
+	RunID, SessionID string
+	// Start is the budget clock's start. Zero means now.
+	Start time.Time
+}
+
+// Runtime is one assembled run.
+type Runtime struct {
+	// Agent is ready for agent.Run; callers may still set History,
+	// Persist, RunID and SessionID.
+	Agent agent.Config
+	// Budget is the run's tracker, also set as Agent.Budget, kept here
+	// so the caller can report the cost after the run.
+	Budget *budget.Tracker
+	// Redactor masks the API key and known secret values; the caller
+	// uses it on anything it prints.
+	Redactor *redact.Redactor
+
+	closeOnce sync.Once
+	closers   []func() error
+	closeErr  error
+}
+
+// Close releases what Build started. It is safe to call more than once.
+func (r *Runtime) Close() error {
+	if r == nil {
+		return nil
+	}
+	r.closeOnce.Do(func() {
+		var errs []error
+		for i := len(r.closers) - 1; i >= 0; i-- {
+			errs = append(errs, r.closers[i]())
+		}
+		r.closeErr = errors.Join(errs...)
+	})
+	return r.closeErr
+}
+
+// Build assembles a Runtime from opts. Its errors are setup errors: bad
+// limits sections, an unusable endpoint, colliding tool names.
+func Build(ctx context.Context, opts Options) (*Runtime, error) {
+	cfg := opts.Config
+	if cfg == nil {
+		return nil, ErrNoConfig
+	}
+	warn := opts.Warn
+	if warn == nil {
+		warn = func(string) {}
+	}
+	log := opts.Logger
+	if log == nil {
+		l := logrus.New()
+		l.SetOutput(io.Discard)
+		log = l
+	}
+	workDir := opts.WorkDir
+	if workDir == "" {
+		wd, err := os.Getwd()
+		if err != nil {
+			return nil, fmt.Errorf("host: working directory: %w", err)
+		}
+		workDir = wd
+	}
+
+	limits, prices, err := Limits(cfg, warn)
+	if err != nil {
+		return nil, err
+	}
+	limits = Override(limits, opts.LimitOverrides)
+	if opts.AdjustLimits != nil {
+		opts.AdjustLimits(&limits)
+	}
+	start := opts.Start
+	if start.IsZero() {
+		start = time.Now()
+	}
+	p, known := prices.For(cfg.Model)
+	tracker := budget.NewTracker(limits, p, known, start)
+	if tracker.CostCapInactive() {
+		warn(fmt.Sprintf("cost cap inactive: max_cost_usd is set but no price is known for model %q (set limits.input_cost_per_million_usd / output_cost_per_million_usd or limits.model_prices in the operator config)", cfg.Model))
+	}
+
+	red := redact.New()
+	red.AddValue(cfg.APIKey)
+	if opts.Environ != nil {
+		red.AddFromEnv(opts.Environ)
+	}
+
+	client, err := llm.New(llm.Config{
+		BaseURL:          cfg.BaseURL,
+		APIKey:           cfg.APIKey,
+		DisableStreaming: !cfg.LLM.Stream,
+		MaxAttempts:      cfg.LLM.MaxAttempts,
+		IdleTimeout:      cfg.LLM.IdleTimeout(),
+		RequestTimeout:   cfg.LLM.RequestTimeout(),
+	})
+	if err != nil {
+		return nil, err
+	}
+
+	toolset := tools.Builtins(tools.Options{WorkDir: workDir, ShellTimeout: cfg.Tools.ShellTimeout()})
+	toolset, err = appendTools(toolset, opts.ExtraTools)
+	if err != nil {
+		return nil, err
+	}
+
+	rt := &Runtime{Budget: tracker, Redactor: red}
+	rt.Agent = agent.Config{
+		LLM:                client,
+		Model:              cfg.Model,
+		SystemPrompt:       cfg.SystemPrompt,
+		Tools:              toolset,
+		Policy:             Policy(cfg.Dangerous),
+		Prompter:           opts.Prompter,
+		MaxIterations:      cfg.MaxIterations,
+		MaxToolParallel:    cfg.MaxToolParallel,
+		MaxToolOutputBytes: cfg.Tools.MaxOutputBytes,
+		EventSink:          opts.EventSink,
+		EventsIncludeArgs:  opts.EventsIncludeArgs,
+		Redactor:           red,
+		Logger:             log,
+		Budget:             tracker,
+		ContextWindow:      ContextWindow(cfg, warn),
+		ContextShare:       ContextShare(cfg, warn),
+		RunID:              opts.RunID,
+		SessionID:          opts.SessionID,
+	}
+	_ = ctx // extension servers start under ctx once they are wired in
+	return rt, nil
+}
+
+// appendTools adds extra after base, refusing a name already taken.
+func appendTools(base, extra []tools.Tool) ([]tools.Tool, error) {
+	seen := make(map[string]bool, len(base)+len(extra))
+	for _, t := range base {
+		seen[t.Definition().Name] = true
+	}
+	out := append([]tools.Tool(nil), base...)
+	for _, t := range extra {
+		name := t.Definition().Name
+		if seen[name] {
+			return nil, fmt.Errorf("host: tool name %q is offered twice (it collides with another tool of the run)", name)
+		}
+		seen[name] = true
+		out = append(out, t)
+	}
+	return out, nil
+}
+
+// Policy turns the dangerous section into a tools.Policy on top of the
+// defaults.
+func Policy(d config.Dangerous) tools.Policy {
+	p := tools.DefaultPolicy()
+	for class, action := range d.Classes {
+		p.Classes[tools.Class(class)] = tools.Action(action)
+	}
+	if d.NonInteractive != "" {
+		p.NonInteractive = tools.Action(d.NonInteractive)
+	}
+	return p
+}
+
+// Limits merges the limits sections of the operator and project files (a
+// project may only lower limits and may not set prices).
+func Limits(cfg *config.Config, warn func(string)) (budget.Limits, budget.PriceTable, error) {
+	var op, pr json.RawMessage
+	if _, err := cfg.Layers.Operator.Section("limits", &op); err != nil {
+		return budget.Limits{}, budget.PriceTable{}, err
+	}
+	if _, err := cfg.Layers.Project.Section("limits", &pr); err != nil {
+		return budget.Limits{}, budget.PriceTable{}, err
+	}
+	limits, prices, warnings, err := budget.FromSections(op, pr)
+	if err != nil {
+		return budget.Limits{}, budget.PriceTable{}, err
+	}
+	for _, w := range warnings {
+		warn(w)
+	}
+	return limits, prices, nil
+}
+
+// Override returns base with every non-zero field of over in its place.
+func Override(base, over budget.Limits) budget.Limits {
+	if over.MaxRuntime > 0 {
+		base.MaxRuntime = over.MaxRuntime
+	}
+	if over.MaxToolCalls > 0 {
+		base.MaxToolCalls = over.MaxToolCalls
+	}
+	if over.MaxInputTokens > 0 {
+		base.MaxInputTokens = over.MaxInputTokens
+	}
+	if over.MaxOutputTokens > 0 {
+		base.MaxOutputTokens = over.MaxOutputTokens
+	}
+	if over.MaxCostUSD > 0 {
+		base.MaxCostUSD = over.MaxCostUSD
+	}
+	return base
+}
+
+// ContextWindow reads the run model's window from the context_window
+// section ({"model-id": tokens}); a project file may only lower it.
+// Unknown ⇒ 0, no proactive trimming.
+func ContextWindow(cfg *config.Config, warn func(string)) int {
+	var op, pr map[string]int
+	if _, err := cfg.Layers.Operator.Section("context_window", &op); err != nil {
+		warn("context_window ignored: " + err.Error())
+	}
+	if _, err := cfg.Layers.Project.Section("context_window", &pr); err != nil {
+		warn("context_window ignored: " + err.Error())
+	}
+	w := max(op[cfg.Model], 0)
+	if p := pr[cfg.Model]; p > 0 && (w == 0 || p < w) {
+		w = p
+	}
+	return w
+}
+
+// ContextShare reads context_share (0 < share ≤ 1; default 0.8) from the
+// operator file, or a lower one from the project file.
+func ContextShare(cfg *config.Config, warn func(string)) float64 {
+	var op, pr float64
+	if _, err := cfg.Layers.Operator.Section("context_share", &op); err != nil || op < 0 || op > 1 {
+		warn("context_share ignored: want a number in (0, 1]")
+		op = 0
+	}
+	if _, err := cfg.Layers.Project.Section("context_share", &pr); err != nil || pr < 0 || pr > 1 {
+		warn("project context_share ignored: want a number in (0, 1]")
+		pr = 0
+	}
+	if pr > 0 && (op == 0 || pr < op) {
+		return pr
+	}
+	return op
+}

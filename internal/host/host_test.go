@@ -1,0 +1,141 @@
+package host
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/odekrun/odek/agent"
+	"github.com/odekrun/odek/internal/budget"
+	"github.com/odekrun/odek/internal/config"
+	"github.com/odekrun/odek/internal/llm/llmtest"
+	"github.com/odekrun/odek/internal/tools"
+)
+
+// load writes the operator and project files (either may be "") and loads
+// them with an environment that holds only what env gives.
+func load(t *testing.T, operator, project string, env ...string) *config.Config {
+	t.Helper()
+	home, proj := t.TempDir(), t.TempDir()
+	if operator != "" {
+		if err := os.WriteFile(filepath.Join(home, config.OperatorFileName), []byte(operator), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if project != "" {
+		if err := os.WriteFile(filepath.Join(proj, config.ProjectFileName), []byte(project), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	cfg, _, err := config.Load(config.Options{Home: home, ProjectDir: proj, Environ: append([]string{}, env...)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return cfg
+}
+
+func TestBuildRunsAgainstTheConfiguredEndpoint(t *testing.T) {
+	srv := llmtest.New(t, llmtest.Turn{Content: "done"})
+	cfg := load(t, `{"model":"m1","base_url":"`+srv.URL+`","api_key":"sk-host-test-secret-123456"}`, "")
+	var warns []string
+	rt, err := Build(context.Background(), Options{Config: cfg, WorkDir: t.TempDir(), Warn: func(w string) { warns = append(warns, w) }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rt.Close()
+	if rt.Agent.Budget != rt.Budget || rt.Agent.Redactor != rt.Redactor {
+		t.Fatal("Agent must share the runtime's budget tracker and redactor")
+	}
+	if got := rt.Redactor.String("key sk-host-test-secret-123456"); strings.Contains(got, "secret-123456") {
+		t.Fatalf("the API key is not masked: %q", got)
+	}
+	res, err := agent.Run(context.Background(), rt.Agent, "hi")
+	if err != nil || res.Answer != "done" {
+		t.Fatalf("Run = %q, %v", res.Answer, err)
+	}
+	if len(warns) != 0 {
+		t.Fatalf("unexpected warnings %q", warns)
+	}
+	if err := rt.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := rt.Close(); err != nil {
+		t.Fatal("second Close:", err)
+	}
+}
+
+func TestBuildLimits(t *testing.T) {
+	cfg := load(t, `{"model":"m1","base_url":"http://127.0.0.1:1","limits":{"max_tool_calls":10,"max_runtime_seconds":60}}`,
+		`{"limits":{"max_tool_calls":5}}`)
+	rt, err := Build(context.Background(), Options{
+		Config:         cfg,
+		WorkDir:        t.TempDir(),
+		LimitOverrides: budget.Limits{MaxInputTokens: 1000},
+		AdjustLimits:   func(l *budget.Limits) { l.MaxRuntime = min(l.MaxRuntime, 30*time.Second) },
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := rt.Budget.Limits()
+	want := budget.Limits{MaxToolCalls: 5, MaxRuntime: 30 * time.Second, MaxInputTokens: 1000}
+	if got != want {
+		t.Fatalf("limits = %+v, want %+v (project lowers, override adds, adjust last)", got, want)
+	}
+}
+
+func TestBuildRejectsBadLimitsAndCollidingTools(t *testing.T) {
+	cfg := load(t, `{"model":"m1","base_url":"http://127.0.0.1:1","limits":{"max_tool_calls":-1}}`, "")
+	if _, err := Build(context.Background(), Options{Config: cfg, WorkDir: t.TempDir()}); err == nil {
+		t.Fatal("negative limit accepted")
+	}
+	cfg = load(t, `{"model":"m1","base_url":"http://127.0.0.1:1"}`, "")
+	dup := tools.Builtins(tools.Options{})[0]
+	_, err := Build(context.Background(), Options{Config: cfg, WorkDir: t.TempDir(), ExtraTools: []tools.Tool{dup}})
+	if err == nil || !strings.Contains(err.Error(), dup.Definition().Name) {
+		t.Fatalf("colliding tool: err = %v, want one naming %q", err, dup.Definition().Name)
+	}
+	if _, err := Build(context.Background(), Options{}); !errors.Is(err, ErrNoConfig) {
+		t.Fatalf("nil config: %v", err)
+	}
+}
+
+func TestContextSettings(t *testing.T) {
+	cfg := load(t, `{"model":"m1","context_window":{"m1":100000},"context_share":0.9}`,
+		`{"context_window":{"m1":50000},"context_share":0.5}`)
+	if got := ContextWindow(cfg, func(string) {}); got != 50000 {
+		t.Fatalf("window = %d, want the project's lower 50000", got)
+	}
+	if got := ContextShare(cfg, func(string) {}); got != 0.5 {
+		t.Fatalf("share = %v, want 0.5", got)
+	}
+	cfg = load(t, `{"model":"m1","context_window":{"m1":100000}}`, `{"context_window":{"m1":500000},"context_share":7}`)
+	var warns []string
+	if got := ContextWindow(cfg, func(w string) { warns = append(warns, w) }); got != 100000 {
+		t.Fatalf("window = %d, a project may not raise it", got)
+	}
+	if got := ContextShare(cfg, func(w string) { warns = append(warns, w) }); got != 0 {
+		t.Fatalf("share = %v, want 0 (default) for an out-of-range project value", got)
+	}
+	if len(warns) != 1 || !strings.Contains(warns[0], "context_share") {
+		t.Fatalf("warnings = %q", warns)
+	}
+}
+
+func TestPolicy(t *testing.T) {
+	var d config.Dangerous
+	if err := json.Unmarshal([]byte(`{"classes":{"code_execution":"allow"},"non_interactive":"deny"}`), &d); err != nil {
+		t.Fatal(err)
+	}
+	p := Policy(d)
+	if p.Classes[tools.ClassCodeExecution] != tools.Action("allow") || p.NonInteractive != tools.Action("deny") {
+		t.Fatalf("policy = %+v", p)
+	}
+	if p.Classes[tools.ClassSafe] != tools.Action("allow") {
+		t.Fatal("defaults lost")
+	}
+}
