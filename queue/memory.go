@@ -31,6 +31,7 @@ type Memory struct {
 	progress  map[string]*memProgress
 	running   map[string]*memJob // claimed jobs, scanned for expired leases
 	lastSweep time.Time
+	approvals map[string]*memApproval
 }
 
 type jobState int

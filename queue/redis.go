@@ -48,7 +48,7 @@ func NewRedis(ctx context.Context, c *redis.Client, opts Options) (*Redis, error
 func (r *Redis) key(parts ...string) string { return r.o.Prefix + strings.Join(parts, "") }
 
 func (r *Redis) ensureGroups(ctx context.Context) error {
-	for _, g := range [][2]string{{r.key("jobs"), r.o.Group}, {r.key("results"), r.o.ResultsGroup}} {
+	for _, g := range [][2]string{{r.key("jobs"), r.o.Group}, {r.key("results"), r.o.ResultsGroup}, {r.key("approvals"), r.o.ResultsGroup}} {
 		err := r.c.XGroupCreateMkStream(ctx, g[0], g[1], "0").Err()
 		if err != nil && !strings.HasPrefix(err.Error(), "BUSYGROUP") {
 			return fmt.Errorf("queue: create consumer group %s on %s: %w", g[1], g[0], err)

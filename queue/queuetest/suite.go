@@ -33,6 +33,7 @@ func Run(t *testing.T, newQueue NewQueue) {
 	t.Run("Progress", func(t *testing.T) { testProgress(t, newQueue) })
 	t.Run("OperatorDeadRetryStats", func(t *testing.T) { testOperator(t, newQueue) })
 	t.Run("ClaimHonoursContext", func(t *testing.T) { testClaimContext(t, newQueue) })
+	t.Run("Approvals", func(t *testing.T) { testApprovals(t, newQueue) })
 }
 
 func ctxT(t *testing.T) context.Context {
@@ -609,5 +610,75 @@ func testResultsSideBySide(t *testing.T, nq NewQueue) {
 		if c != 1 {
 			t.Errorf("result of %s delivered %d times", id, c)
 		}
+	}
+}
+
+// A question reaches one front end once, the first answer wins and wakes
+// the asking worker, and a late or unknown answer is ErrNotFound.
+func testApprovals(t *testing.T, nq NewQueue) {
+	q, ok := nq(t, queue.Options{}).(queue.Approvals)
+	if !ok {
+		t.Fatal("queue does not implement queue.Approvals")
+	}
+	ctx := ctxT(t)
+	if _, err := q.Ask(ctx, queue.Approval{JobID: "j1", ChatID: 5}); !errors.Is(err, queue.ErrInvalidJob) {
+		t.Fatalf("Ask without a question = %v, want ErrInvalidJob", err)
+	}
+	if _, err := q.Ask(ctx, queue.Approval{JobID: "j1", ChatID: 5, Question: strings.Repeat("x", queue.MaxQuestionBytes+1)}); !errors.Is(err, queue.ErrPayloadTooLarge) {
+		t.Fatalf("Ask with a huge question = %v, want ErrPayloadTooLarge", err)
+	}
+	a, err := q.Ask(ctx, queue.Approval{JobID: "j1", ChatID: 5, Question: "run `make deploy`?", Deadline: time.Now().Add(10 * time.Second)})
+	if err != nil || a.ID == "" {
+		t.Fatalf("Ask = %+v, %v", a, err)
+	}
+	if _, ok, err := q.AwaitAnswer(ctx, a.ID, 0); ok || err != nil {
+		t.Fatalf("AwaitAnswer before any answer = ok %v, err %v", ok, err)
+	}
+	var got []queue.Approval
+	deadline := time.Now().Add(5 * time.Second)
+	for len(got) == 0 && time.Now().Before(deadline) {
+		as, err := q.ReadApprovals(ctx, "fe1", 10, 100*time.Millisecond)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got = append(got, as...)
+	}
+	if len(got) != 1 || got[0].ID != a.ID || got[0].ChatID != 5 || got[0].Question != a.Question {
+		t.Fatalf("ReadApprovals = %+v, want the one question", got)
+	}
+	if as, err := q.ReadApprovals(ctx, "fe2", 10, 0); err != nil || len(as) != 0 {
+		t.Fatalf("second front end read %+v, %v; want nothing", as, err)
+	}
+	answered := make(chan bool, 1)
+	go func() {
+		allow, ok, err := q.AwaitAnswer(ctx, a.ID, 5*time.Second)
+		if err != nil || !ok {
+			t.Errorf("AwaitAnswer = ok %v, err %v", ok, err)
+		}
+		answered <- allow
+	}()
+	if err := q.Answer(ctx, a.ID, true); err != nil {
+		t.Fatal(err)
+	}
+	if err := q.Answer(ctx, a.ID, false); !errors.Is(err, queue.ErrNotFound) {
+		t.Fatalf("second Answer = %v, want ErrNotFound", err)
+	}
+	if allow := <-answered; !allow {
+		t.Fatal("worker saw deny, want allow")
+	}
+	if err := q.Answer(ctx, "0123456789abcdef0123456789abcdef", true); !errors.Is(err, queue.ErrNotFound) {
+		t.Fatalf("Answer of an unknown question = %v, want ErrNotFound", err)
+	}
+	late, err := q.Ask(ctx, queue.Approval{JobID: "j1", ChatID: 5, Question: "too late?", Deadline: time.Now().Add(20 * time.Millisecond)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for time.Now().Before(late.Deadline.Add(50 * time.Millisecond)) {
+		if _, _, err := q.AwaitAnswer(ctx, late.ID, 20*time.Millisecond); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := q.Answer(ctx, late.ID, true); !errors.Is(err, queue.ErrNotFound) {
+		t.Fatalf("Answer after the deadline = %v, want ErrNotFound", err)
 	}
 }
