@@ -109,6 +109,11 @@ type Config struct {
 	// be retained. A nil error emits session_saved. A failing Persist is
 	// logged and the run goes on (the previous save stays valid).
 	Persist func(msgs []llm.Message) error
+	// Plan, when set, is rendered (PlanView.Block) before every model call
+	// and sent as the request's last message — a system message that is
+	// never stored in the transcript, so trimming never drops it. nil or
+	// an empty block ⇒ nothing is added.
+	Plan PlanView
 }
 
 // Result is the outcome of a run. Run returns a non-nil Result even when

@@ -32,6 +32,7 @@ type run struct {
 	maxIter  int
 	parallel int
 	maxOut   int
+	runID    string
 }
 
 func newRun(cfg Config) (*run, error) {
@@ -101,6 +102,7 @@ func (r *run) run(ctx context.Context, goal string) (*Result, error) {
 	if r.cfg.SessionID != "" {
 		r.em.SetSessionID(r.cfg.SessionID)
 	}
+	r.runID = runID
 	res := &Result{RunID: runID}
 	r.em.Emit(events.RunStarted, 0, "", map[string]any{
 		"model": r.cfg.Model, "sandbox": false, "max_iterations": r.maxIter,
@@ -197,7 +199,7 @@ func (r *run) loop(ctx context.Context, msgs *[]llm.Message, res *Result) error 
 			return err
 		}
 		r.trimProactive(iter, msgs)
-		resp, err := r.cfg.LLM.Complete(ctx, llm.Request{Model: r.cfg.Model, Messages: *msgs, Tools: r.specs})
+		resp, err := r.cfg.LLM.Complete(ctx, r.request(*msgs))
 		if err != nil && errors.Is(err, llm.ErrContextLength) && ctx.Err() == nil {
 			// Survival: cut to the bone and retry this iteration once.
 			trimmed, dropped, truncated := trimSurvival(*msgs)
@@ -205,7 +207,7 @@ func (r *run) loop(ctx context.Context, msgs *[]llm.Message, res *Result) error 
 			r.em.Emit(events.ContextTrimmed, iter, "", map[string]any{
 				"mode": "survival", "dropped_groups": dropped, "truncated_results": truncated,
 			})
-			resp, err = r.cfg.LLM.Complete(ctx, llm.Request{Model: r.cfg.Model, Messages: *msgs, Tools: r.specs})
+			resp, err = r.cfg.LLM.Complete(ctx, r.request(*msgs))
 		}
 		if err != nil {
 			if ctx.Err() != nil {
@@ -397,7 +399,7 @@ func (r *run) runCall(ctx context.Context, iter int, c llm.ToolCall) (msg llm.Me
 	if allowed, reason := tools.Authorize(ctx, r.cfg.Policy, r.cfg.Prompter, name, a); !allowed {
 		return fail("denied", reason)
 	}
-	res, err := t.Run(ctx, raw)
+	res, err := t.Run(r.withCall(ctx, r.runID, name), raw)
 	if err != nil {
 		return fail(ErrorClass(err), fmt.Sprintf("%s failed: %v", name, err))
 	}
@@ -437,7 +439,11 @@ func (r *run) trimProactive(iter int, msgs *[]llm.Message) {
 	if share <= 0 || share > 1 {
 		share = DefaultContextShare
 	}
-	trimmed, dropped := trimProactive(*msgs, int(float64(r.cfg.ContextWindow)*share), 2)
+	limit := int(float64(r.cfg.ContextWindow) * share)
+	if pm, ok := r.planMessage(); ok {
+		limit -= estimateTokens(&pm) // the plan block rides along every request
+	}
+	trimmed, dropped := trimProactive(*msgs, limit, 2)
 	if dropped == 0 {
 		return
 	}
@@ -445,4 +451,29 @@ func (r *run) trimProactive(iter int, msgs *[]llm.Message) {
 	r.em.Emit(events.ContextTrimmed, iter, "", map[string]any{
 		"mode": "proactive", "dropped_groups": dropped, "truncated_results": 0,
 	})
+}
+
+// request builds the model request for the transcript msgs. The current
+// plan, when Config.Plan has one, is appended as a final system message:
+// it is rebuilt for every request and never stored in the transcript, so
+// trimming can never drop it and sessions do not accumulate stale copies.
+func (r *run) request(msgs []llm.Message) llm.Request {
+	if pm, ok := r.planMessage(); ok {
+		withPlan := make([]llm.Message, len(msgs), len(msgs)+1)
+		copy(withPlan, msgs)
+		msgs = append(withPlan, pm)
+	}
+	return llm.Request{Model: r.cfg.Model, Messages: msgs, Tools: r.specs}
+}
+
+// planMessage renders Config.Plan; ok is false when there is no plan.
+func (r *run) planMessage() (llm.Message, bool) {
+	if r.cfg.Plan == nil {
+		return llm.Message{}, false
+	}
+	b := r.cfg.Plan.Block()
+	if b == "" {
+		return llm.Message{}, false
+	}
+	return llm.Message{Role: llm.RoleSystem, Content: b}, true
 }
