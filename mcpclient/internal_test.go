@@ -2,6 +2,7 @@ package mcpclient
 
 import (
 	"bytes"
+	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"io"
@@ -384,4 +385,19 @@ func FuzzLineReader(f *testing.F) {
 			}
 		}
 	})
+}
+
+func TestBase64Bytes(t *testing.T) {
+	for _, n := range []int{0, 1, 2, 3, 4, 5, 69, 70, 71, 3000} {
+		data := bytes.Repeat([]byte{0xfb}, n)
+		for name, enc := range map[string]*base64.Encoding{"padded": base64.StdEncoding, "unpadded": base64.RawStdEncoding} {
+			var e encodedLen
+			if err := json.Unmarshal([]byte(`"`+enc.EncodeToString(data)+`"`), &e); err != nil {
+				t.Fatal(err)
+			}
+			if got := e.base64Bytes(); got != int64(n) {
+				t.Errorf("%s base64 of %d bytes: base64Bytes() = %d", name, n, got)
+			}
+		}
+	}
 }

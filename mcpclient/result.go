@@ -58,9 +58,11 @@ type resourceObj struct {
 }
 
 // encodedLen records the size of a JSON string without keeping it: the
-// raw length and whether it was a string at all. Content is never kept.
+// raw length, how many '=' end it (base64 padding) and whether it was a
+// string at all. Content is never kept.
 type encodedLen struct {
 	raw     int
+	pad     int
 	present bool
 }
 
@@ -72,12 +74,19 @@ func (e *encodedLen) UnmarshalJSON(b []byte) error {
 		return fmt.Errorf("not a string")
 	}
 	e.present, e.raw = true, len(b)-2
+	for i := len(b) - 2; i > 0 && e.pad < 2 && b[i] == '='; i-- {
+		e.pad++
+	}
 	return nil
 }
 
-// base64Bytes estimates the decoded size of base64 text of raw characters
-// (exact for unpadded escapes-free base64, within 2 bytes otherwise).
-func (e encodedLen) base64Bytes() int64 { return int64(e.raw) / 4 * 3 }
+// base64Bytes is the decoded size of base64 text of raw characters: exact
+// for padded or unpadded base64 without JSON escapes (an escaped "\/"
+// counts one byte too many).
+func (e encodedLen) base64Bytes() int64 {
+	n := int64(e.raw)
+	return n/4*3 + max(n%4-1, 0) - int64(e.pad)
+}
 
 // contentLine summarises one non-text content item in one line; content
 // is never included.

@@ -1,6 +1,7 @@
 // Package mcptest builds and starts odek's MCP fixture server
 // (mcpclient/testdata/artifact_server.go) for tests of mcpclient and of
-// the packages that use it (agent, CLI end-to-end tests).
+// the packages that use it (agent, CLI end-to-end tests), and locates the
+// real MCP servers from npm that the interop tests run (NodeServer).
 //
 // The fixture is compiled once per test binary (and cached across runs in
 // the OS temp directory, keyed by the source's hash), so tests pay for one
@@ -12,6 +13,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
+	"encoding/json"
 	"fmt"
 	"os"
 	"os/exec"
@@ -43,11 +45,19 @@ func SourcePath() string {
 // on first use. The test fails if it cannot be built.
 func FixturePath(t testing.TB) string {
 	t.Helper()
-	buildOnce.Do(func() { buildPath, buildErr = build() })
-	if buildErr != nil {
-		t.Fatalf("mcptest: building the fixture server: %v", buildErr)
+	p, err := BuildFixture()
+	if err != nil {
+		t.Fatalf("mcptest: building the fixture server: %v", err)
 	}
-	return buildPath
+	return p
+}
+
+// BuildFixture is FixturePath for programs that have no testing.TB (the
+// SDK comparison in bench/mcpsdk): it returns the compiled fixture's path,
+// building it once per process.
+func BuildFixture() (string, error) {
+	buildOnce.Do(func() { buildPath, buildErr = build() })
+	return buildPath, buildErr
 }
 
 func build() (string, error) {
@@ -145,4 +155,107 @@ func (w *testWriter) Write(p []byte) (int, error) {
 		w.t.Log(strings.TrimRight(string(p), "\n"))
 	}
 	return len(p), nil
+}
+
+// NodeDir returns the absolute path of mcpclient/testdata/node, where the
+// interop tests' npm packages are pinned (package.json, package-lock.json)
+// and installed by `npm ci --prefix mcpclient/testdata/node`.
+func NodeDir() string {
+	_, file, _, _ := runtime.Caller(0)
+	return filepath.Join(filepath.Dir(file), "..", "testdata", "node")
+}
+
+// NodeServer returns a ServerConfig that runs the npm package pkg (for
+// example "@modelcontextprotocol/server-everything") from NodeDir by its
+// installed entry point — `node <bin script> args...` — with a minimal
+// environment, a 10s timeout and a test logger.
+//
+// The test is skipped when node is not on PATH and ODEK_REQUIRE_NODE is
+// unset; with ODEK_REQUIRE_NODE set (CI) a missing node fails it. When
+// node is there but pkg is not installed, or is installed at another
+// version than package.json pins, the test fails saying to run
+// `npm ci --prefix mcpclient/testdata/node`.
+func NodeServer(t testing.TB, name, pkg string, args ...string) mcpclient.ServerConfig {
+	t.Helper()
+	node, err := exec.LookPath("node")
+	if err != nil {
+		if os.Getenv("ODEK_REQUIRE_NODE") == "" {
+			t.Skipf("mcptest: node is not installed (set ODEK_REQUIRE_NODE=1 to make this a failure): %v", err)
+		}
+		t.Fatalf("mcptest: ODEK_REQUIRE_NODE is set but node is not on PATH: %v", err)
+	}
+	entry, err := nodeEntry(NodeDir(), pkg)
+	if err != nil {
+		t.Fatalf("mcptest: %v; run `npm ci --prefix mcpclient/testdata/node` from the repository root", err)
+	}
+	env, _ := mcpclient.FilterEnv(os.Environ(), nil, nil)
+	return mcpclient.ServerConfig{
+		Name:           name,
+		Command:        node,
+		Args:           append([]string{entry}, args...),
+		Env:            env,
+		Timeout:        10 * time.Second,
+		StartupTimeout: 30 * time.Second,
+		Logger:         Logger(t),
+	}
+}
+
+// nodeEntry finds pkg's installed entry point under dir/node_modules: the
+// script its package.json "bin" names (the only one, or the one named
+// after the package), checking the installed version against the one
+// dir/package.json pins.
+func nodeEntry(dir, pkg string) (string, error) {
+	var pinned struct {
+		Dependencies map[string]string `json:"dependencies"`
+	}
+	if err := readJSON(filepath.Join(dir, "package.json"), &pinned); err != nil {
+		return "", err
+	}
+	want, ok := pinned.Dependencies[pkg]
+	if !ok {
+		return "", fmt.Errorf("%s is not pinned in %s", pkg, filepath.Join(dir, "package.json"))
+	}
+	pkgDir := filepath.Join(dir, "node_modules", filepath.FromSlash(pkg))
+	var installed struct {
+		Version string          `json:"version"`
+		Bin     json.RawMessage `json:"bin"`
+	}
+	if err := readJSON(filepath.Join(pkgDir, "package.json"), &installed); err != nil {
+		return "", fmt.Errorf("%s is not installed: %v", pkg, err)
+	}
+	if installed.Version != want {
+		return "", fmt.Errorf("%s is installed at version %s, package.json pins %s", pkg, installed.Version, want)
+	}
+	var script string
+	var bins map[string]string
+	if err := json.Unmarshal(installed.Bin, &script); err != nil {
+		if err := json.Unmarshal(installed.Bin, &bins); err != nil || len(bins) == 0 {
+			return "", fmt.Errorf("%s: package.json has no usable \"bin\" entry", pkg)
+		}
+		base := pkg[strings.LastIndexByte(pkg, '/')+1:]
+		for name, s := range bins {
+			if len(bins) == 1 || strings.HasSuffix(name, base) {
+				script = s
+			}
+		}
+		if script == "" {
+			return "", fmt.Errorf("%s: package.json names %d bin scripts, none after the package", pkg, len(bins))
+		}
+	}
+	entry := filepath.Join(pkgDir, filepath.FromSlash(script))
+	if _, err := os.Stat(entry); err != nil {
+		return "", fmt.Errorf("%s: entry point: %v", pkg, err)
+	}
+	return entry, nil
+}
+
+func readJSON(path string, v any) error {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return err
+	}
+	if err := json.Unmarshal(b, v); err != nil {
+		return fmt.Errorf("%s: %v", path, err)
+	}
+	return nil
 }
