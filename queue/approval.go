@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strconv"
 	"strings"
 	"time"
 	"unicode/utf8"
@@ -213,7 +214,8 @@ func (r *Redis) AwaitAnswer(ctx context.Context, id string, block time.Duration)
 			s, err = r.c.LPop(ctx, key).Result()
 			v = []string{key, s}
 		} else {
-			v, err = r.c.BLPop(ctx, b, key).Result()
+			// BLPOP with a fractional timeout (go-redis' BLPop rounds up to 1 s).
+			v, err = r.c.Do(ctx, "BLPOP", key, strconv.FormatFloat(b.Seconds(), 'f', 3, 64)).StringSlice()
 		}
 		if errors.Is(err, redis.Nil) {
 			return nil, nil

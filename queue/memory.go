@@ -32,6 +32,8 @@ type Memory struct {
 	running   map[string]*memJob // claimed jobs, scanned for expired leases
 	lastSweep time.Time
 	approvals map[string]*memApproval
+	// deadLettered counts jobs moved to the dead letters.
+	deadLettered uint64
 }
 
 type jobState int
@@ -246,6 +248,7 @@ func (m *Memory) claimLocked(consumer string, max int) []Lease {
 			dj := j.job
 			dj.Attempt = j.attempt
 			m.dead = append(m.dead, dj)
+			m.deadLettered++
 			m.finishLocked(j, deadResult(j.job, j.attempt, m.o.MaxAttempts))
 		default:
 			leases = append(leases, m.leaseLocked(j, consumer, now))

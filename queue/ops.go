@@ -32,9 +32,28 @@ type Operator interface {
 	Retry(ctx context.Context, jobID string) (Job, error)
 }
 
+// DeadLetterCounter is implemented by both queues: the number of jobs
+// this queue value's Claim calls moved to the dead-letter stream since it
+// was created (a worker's metric; other processes' moves are not counted).
+type DeadLetterCounter interface {
+	DeadLettered() uint64
+}
+
+// DeadLettered implements DeadLetterCounter.
+func (r *Redis) DeadLettered() uint64 { return r.deadLettered.Load() }
+
+// DeadLettered implements DeadLetterCounter.
+func (m *Memory) DeadLettered() uint64 {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.deadLettered
+}
+
 var (
-	_ Operator = (*Redis)(nil)
-	_ Operator = (*Memory)(nil)
+	_ DeadLetterCounter = (*Redis)(nil)
+	_ DeadLetterCounter = (*Memory)(nil)
+	_ Operator          = (*Redis)(nil)
+	_ Operator          = (*Memory)(nil)
 )
 
 // retryJob is the new job Retry enqueues for a dead one.

@@ -25,6 +25,8 @@ type Redis struct {
 	// nextReclaim (unix ns) throttles the expired-lease scan to once per
 	// reclaimInterval per Redis value; other claims skip straight to new jobs.
 	nextReclaim atomic.Int64
+	// deadLettered counts jobs this value's claims moved to the dead letters.
+	deadLettered atomic.Uint64
 }
 
 // reclaimInterval is how often Claim scans for expired leases: a quarter of
@@ -119,13 +121,14 @@ return {1}
 `)
 
 // ARGV[4] token, [5] max attempts, [6] consumer, [7] min idle ms, [8] count.
-// Returns {id, data, attempt, token, entry}... for leases handed out.
+// Returns {number dead-lettered, then id, data, attempt, token, entry...}
+// for the leases handed out.
 var reclaimScript = redis.NewScript(luaPrelude + `
 local ck = P .. 'reclaim-cursor'
 local cursor = redis.call('GET', ck) or '0-0'
 local r = redis.call('XAUTOCLAIM', JOBS, G, ARGV[6], ARGV[7], cursor, 'COUNT', ARGV[8])
 redis.call('SET', ck, r[1])
-local out = {}
+local out = {0}
 for i, ent in ipairs(r[2]) do
   local eid, f = ent[1], ent[2]
   local id = f and f[2]
@@ -139,6 +142,7 @@ for i, ent in ipairs(r[2]) do
       finish(id, sysresult(id, 'canceled', attempt, 'queue: canceled'))
     elseif attempt >= tonumber(ARGV[5]) then
       redis.call('XADD', P .. 'dead', '*', 'id', id, 'data', redis.call('HGET', h, 'data'), 'attempt', attempt)
+      out[1] = out[1] + 1
       finish(id, sysresult(id, 'dead_lettered', attempt,
         'queue: job abandoned by its worker ' .. attempt .. ' times (MaxAttempts ' .. ARGV[5] .. '); moved to the dead-letter stream'))
     else
@@ -320,6 +324,11 @@ func (r *Redis) claimOnce(ctx context.Context, consumer string, max int, block t
 		if err != nil {
 			r.nextReclaim.Store(0) // retry the scan on the next call
 			return nil, fmt.Errorf("queue: reclaim: %w", err)
+		}
+		if len(v) > 0 {
+			n, _ := v[0].(int64)
+			r.deadLettered.Add(uint64(n))
+			v = v[1:]
 		}
 		if leases, err = parseLeases(consumer, v); err != nil || len(leases) >= max {
 			return leases, err

@@ -1,0 +1,84 @@
+package worker
+
+import (
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/odekrun/odek/queue"
+)
+
+func TestBackoff(t *testing.T) {
+	ms := time.Millisecond
+	for _, tc := range []struct {
+		attempt   int
+		base, cap time.Duration
+		jitter    float64
+		want      time.Duration
+	}{
+		{1, 100 * ms, 5 * time.Second, 0, 75 * ms},
+		{1, 100 * ms, 5 * time.Second, 0.5, 87500 * time.Microsecond},
+		{2, 100 * ms, 5 * time.Second, 0, 150 * ms},
+		{3, 100 * ms, 5 * time.Second, 0, 300 * ms},
+		{10, 100 * ms, 5 * time.Second, 0, 3750 * ms},
+		{100, 100 * ms, 5 * time.Second, 0, 3750 * ms},
+		{0, 100 * ms, 5 * time.Second, 0, 75 * ms},
+		{1, 0, 0, 0, 37500 * time.Microsecond},
+		{2, 100 * ms, 50 * ms, 0, 75 * ms},     // cap below base: base
+		{1, 100 * ms, time.Second, 7, 75 * ms}, // bad jitter ignored
+	} {
+		if got := Backoff(tc.attempt, tc.base, tc.cap, tc.jitter); got != tc.want {
+			t.Errorf("Backoff(%d, %v, %v, %v) = %v, want %v", tc.attempt, tc.base, tc.cap, tc.jitter, got, tc.want)
+		}
+	}
+}
+
+func TestDecideResult(t *testing.T) {
+	boom := errors.New("boom")
+	for _, tc := range []struct {
+		name     string
+		in       queue.Result
+		err      error
+		canceled bool
+		want     queue.Result
+	}{
+		{"success", queue.Result{Answer: "a"}, nil, false, queue.Result{Answer: "a", Status: queue.StatusSucceeded, DurationMS: 5}},
+		{"error", queue.Result{Answer: "part"}, boom, false, queue.Result{Answer: "part", Status: queue.StatusFailed, Error: "boom", DurationMS: 5}},
+		{"runner status kept", queue.Result{Status: queue.StatusFailed, ExitCode: 4, Error: "budget", DurationMS: 9}, boom, false,
+			queue.Result{Status: queue.StatusFailed, ExitCode: 4, Error: "budget", DurationMS: 9}},
+		{"canceled wins", queue.Result{Status: queue.StatusFailed}, nil, true, queue.Result{Status: queue.StatusCanceled, Error: "canceled by request", DurationMS: 5}},
+	} {
+		if got := decideResult(tc.in, tc.err, tc.canceled, 5*time.Millisecond); got.Status != tc.want.Status || got.Error != tc.want.Error ||
+			got.DurationMS != tc.want.DurationMS || got.Answer != tc.want.Answer || got.ExitCode != tc.want.ExitCode {
+			t.Errorf("%s: got %+v, want %+v", tc.name, got, tc.want)
+		}
+	}
+}
+
+func TestHistogramBuckets(t *testing.T) {
+	var m Metrics
+	m.ObserveRun(3 * time.Millisecond)
+	m.ObserveRun(700 * time.Millisecond)
+	m.ObserveRun(time.Hour)
+	var b strings.Builder
+	if err := m.WritePrometheus(&b, Gauges{DeadLettered: 2}); err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{
+		`odek_worker_run_duration_seconds_bucket{le="0.005"} 1` + "\n",
+		`odek_worker_run_duration_seconds_bucket{le="0.5"} 1` + "\n",
+		`odek_worker_run_duration_seconds_bucket{le="1"} 2` + "\n",
+		`odek_worker_run_duration_seconds_bucket{le="600"} 2` + "\n",
+		`odek_worker_run_duration_seconds_bucket{le="+Inf"} 3` + "\n",
+		"odek_worker_run_duration_seconds_count 3\n",
+		"odek_worker_jobs_dead_lettered_total 2\n",
+	} {
+		if !strings.Contains(b.String(), want) {
+			t.Errorf("missing %q in\n%s", want, b.String())
+		}
+	}
+	if strings.Contains(b.String(), "odek_queue_depth") {
+		t.Error("queue gauges written without stats")
+	}
+}

@@ -1,0 +1,176 @@
+package worker
+
+import (
+	"context"
+	"encoding/json"
+	"time"
+
+	"github.com/odekrun/odek/events"
+	"github.com/odekrun/odek/queue"
+	"github.com/sirupsen/logrus"
+)
+
+// publisher moves progress entries of every running job to the queue from
+// one goroutine, many entries per round trip when the queue is a
+// queue.ProgressBatcher. Order is kept per job (and overall).
+type publisher struct {
+	q       Queue
+	log     logrus.FieldLogger
+	metrics *Metrics
+	ch      chan pubItem
+	done    chan struct{}
+}
+
+// pubItem is an entry, or (flushed != nil, no data) a marker closed once
+// everything queued before it was published.
+type pubItem struct {
+	entry   queue.ProgressEntry
+	flushed chan struct{}
+}
+
+// maxProgressBatch bounds the entries of one batched publish.
+const maxProgressBatch = 256
+
+func newPublisher(q Queue, log logrus.FieldLogger, m *Metrics) *publisher {
+	return &publisher{q: q, log: log, metrics: m, ch: make(chan pubItem, 4096), done: make(chan struct{})}
+}
+
+// run publishes until ch is closed; ctx bounds each queue call.
+func (p *publisher) run(ctx context.Context) {
+	defer close(p.done)
+	batcher, _ := p.q.(queue.ProgressBatcher)
+	var entries []queue.ProgressEntry
+	var markers []chan struct{}
+	for it := range p.ch {
+		entries, markers = entries[:0], markers[:0]
+		add := func(it pubItem) {
+			if it.flushed != nil {
+				markers = append(markers, it.flushed)
+			} else {
+				entries = append(entries, it.entry)
+			}
+		}
+		add(it)
+	drain:
+		for len(entries) < maxProgressBatch {
+			select {
+			case it, ok := <-p.ch:
+				if !ok {
+					break drain
+				}
+				add(it)
+			default:
+				break drain
+			}
+		}
+		if len(entries) > 0 {
+			cctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+			var err error
+			if batcher != nil {
+				err = batcher.PublishProgressBatch(cctx, entries)
+			} else {
+				for _, e := range entries {
+					if e2 := p.q.PublishProgress(cctx, e.JobID, e.Data); e2 != nil && err == nil {
+						err = e2
+					}
+				}
+			}
+			cancel()
+			if err != nil {
+				// Progress is best effort: log and go on.
+				p.metrics.QueueErrors.Add(1)
+				p.log.WithError(err).WithField("entries", len(entries)).Warn("worker: progress not published")
+			}
+		}
+		for _, m := range markers {
+			close(m)
+		}
+	}
+}
+
+// flush returns once everything queued before the call is published, or
+// ctx is done.
+func (p *publisher) flush(ctx context.Context) {
+	m := make(chan struct{})
+	select {
+	case p.ch <- pubItem{flushed: m}:
+	case <-ctx.Done():
+		return
+	}
+	select {
+	case <-m:
+	case <-ctx.Done():
+	}
+}
+
+// jobSink is the events.Sink of one job: every event goes to the job's
+// progress stream as its odek.event/v1 JSON line, and a queue.ProgressSummary
+// follows every iteration and the run's end. The agent's emitter calls
+// Write from one goroutine.
+type jobSink struct {
+	p     *publisher
+	start time.Time
+	sum   queue.ProgressSummary
+}
+
+func newJobSink(p *publisher, job queue.Job, start time.Time) *jobSink {
+	s := &jobSink{p: p, start: start, sum: queue.ProgressSummary{Schema: queue.SummarySchema, JobID: job.ID, State: "started", Attempt: job.Attempt}}
+	s.publishSummary()
+	return s
+}
+
+func (s *jobSink) send(data []byte) {
+	s.p.ch <- pubItem{entry: queue.ProgressEntry{JobID: s.sum.JobID, Data: data}}
+}
+
+func (s *jobSink) publishSummary() {
+	s.sum.ElapsedMS = time.Since(s.start).Milliseconds()
+	b, err := json.Marshal(s.sum)
+	if err == nil {
+		s.send(b)
+	}
+}
+
+// Write implements events.Sink.
+func (s *jobSink) Write(ev *events.Event) error {
+	b, err := json.Marshal(ev)
+	if err != nil {
+		return err
+	}
+	s.send(b)
+	switch ev.Type {
+	case events.ToolCallStarted:
+		s.sum.ToolCalls++
+		s.sum.LastTool = ev.Tool
+	case events.IterationCompleted:
+		s.sum.State, s.sum.Iteration = "running", ev.Iteration
+		s.sum.InputTokens, s.sum.OutputTokens = num(ev.Data["input_tokens"]), num(ev.Data["output_tokens"])
+		s.publishSummary()
+	case events.RunCompleted, events.RunFailed:
+		s.sum.State, s.sum.Outcome = "finished", string(ev.Type)
+		if v, ok := ev.Data["error_class"].(string); ok {
+			s.sum.ErrorClass = v
+		}
+		if in := num(ev.Data["input_tokens"]); in > 0 {
+			s.sum.InputTokens, s.sum.OutputTokens = in, num(ev.Data["output_tokens"])
+		}
+		s.publishSummary()
+	}
+	return nil
+}
+
+// num reads an integer event field, whatever numeric type it was stored as.
+func num(v any) int64 {
+	switch x := v.(type) {
+	case int:
+		return int64(x)
+	case int64:
+		return x
+	case float64:
+		return int64(x)
+	case json.Number:
+		n, _ := x.Int64()
+		return n
+	}
+	return 0
+}

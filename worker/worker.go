@@ -1,0 +1,516 @@
+// Package worker runs queued odek jobs: it claims jobs from a queue.Queue,
+// holds their leases with heartbeats, runs each through an injected
+// RunFunc (cmd/odek builds one around agent.Run with the operator's
+// configuration), publishes the run's events and a compact summary to the
+// job's progress stream, and acknowledges the job with its result.
+//
+// The worker does not know how a run is assembled: it hands the RunFunc the
+// job, an events.Sink bound to the job's progress stream and a
+// tools.Prompter that asks the job's chat over the queue (when the queue
+// implements queue.Approvals). That keeps this package free of
+// configuration and of the LLM client.
+//
+// # Job outcomes
+//
+//   - The RunFunc returns: the result (or a failure built from its error)
+//     is acknowledged, which publishes it exactly once.
+//   - Cancel by id: the next heartbeat (every HeartbeatInterval, 500 ms by
+//     default) returns queue.ErrCanceled; the run's context is canceled and
+//     the job is acknowledged as canceled.
+//   - Lease lost (another worker took the job over after a pause longer
+//     than the lease): the run is canceled and its result dropped.
+//   - Shutdown: no new claims; running jobs get ShutdownTimeout (or the
+//     Shutdown context) to finish, then their contexts are canceled and they
+//     are left unacknowledged, so another worker reruns them after the
+//     lease.
+//   - The RunFunc panics: the job is left unacknowledged exactly as if the
+//     process had crashed (the panic is logged, the worker goes on), so the
+//     queue's attempt counting dead-letters a job that keeps doing it.
+//
+// Queue calls that fail (Redis down) are retried with Backoff; a result is
+// acknowledged as soon as the queue answers again, and the lease is kept
+// alive meanwhile by the heartbeat, so an outage shorter than the lease
+// neither loses nor duplicates a job.
+//
+// # Concurrency and ownership
+//
+// A Worker runs up to Concurrency jobs at once, each in its own goroutine,
+// plus one claim loop and one progress publisher. Run may be called once;
+// Shutdown may be called from any goroutine, more than once. The Worker
+// does not own the queue or the logger it is given.
+package worker
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"runtime/debug"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/odekrun/odek/events"
+	"github.com/odekrun/odek/internal/tools"
+	"github.com/odekrun/odek/queue"
+	"github.com/sirupsen/logrus"
+)
+
+// Queue is what a worker needs of a queue.Queue.
+type Queue interface {
+	Claim(ctx context.Context, consumer string, max int, block time.Duration) ([]queue.Lease, error)
+	Heartbeat(ctx context.Context, l queue.Lease) error
+	Ack(ctx context.Context, l queue.Lease, res queue.Result) error
+	PublishProgress(ctx context.Context, jobID string, data []byte) error
+}
+
+// RunFunc runs one job. sink receives the run's events (pass it as
+// agent.Config.EventSink); approver asks the job's chat (pass it as
+// agent.Config.Prompter; nil when the queue cannot carry approvals). ctx is
+// canceled when the job is canceled, its lease is lost or the worker's
+// shutdown timeout passes.
+//
+// The returned Result is acknowledged as is; the worker fills JobID,
+// ChatID and Attempt, an empty Status (succeeded without error, failed
+// with one) and a zero DurationMS. A non-nil error with an empty
+// Result.Error puts err's text in the result: it reaches the chat, so the
+// RunFunc must return redacted errors.
+type RunFunc func(ctx context.Context, job queue.Job, sink events.Sink, approver tools.Prompter) (queue.Result, error)
+
+// Config configures a Worker. Queue and Run are required; every other
+// field works at its zero value.
+type Config struct {
+	// Queue is claimed from. If it implements queue.Approvals the RunFunc
+	// gets an approver; queue.ProgressBatcher, queue.Operator and
+	// queue.DeadLetterCounter are used for batching and metrics.
+	Queue Queue
+	// Run runs one job.
+	Run RunFunc
+	// Name is the consumer name in the queue, unique per worker process;
+	// "" means "<hostname>-<pid>-<4 random hex>".
+	Name string
+	// Concurrency is the number of jobs run at once; 0 means 1.
+	Concurrency int
+	// ShutdownTimeout is how long Shutdown lets running jobs finish when
+	// its context has no earlier deadline; 0 means 30 s.
+	ShutdownTimeout time.Duration
+	// HeartbeatInterval is the time between lease renewals and so the
+	// latency of a cancellation; 0 means 500 ms. Keep it well under the
+	// queue's LeaseTTL.
+	HeartbeatInterval time.Duration
+	// ClaimBlock is how long one Claim waits for a job; 0 means 250 ms.
+	// It bounds how quickly Shutdown stops the claim loop.
+	ClaimBlock time.Duration
+	// ApprovalTimeout is how long an approval waits for the chat before
+	// denying; 0 means queue.DefaultApprovalTimeout.
+	ApprovalTimeout time.Duration
+	// RetryBase and RetryMax bound the backoff between failed queue calls;
+	// 0 means 50 ms and 5 s.
+	RetryBase, RetryMax time.Duration
+	// Logger receives diagnostics with job_id fields; nil discards.
+	Logger logrus.FieldLogger
+	// Metrics collects counters; nil means a fresh Metrics (see
+	// Worker.Metrics).
+	Metrics *Metrics
+}
+
+// Errors.
+var (
+	ErrNoQueue        = errors.New("worker: Config.Queue is required")
+	ErrNoRun          = errors.New("worker: Config.Run is required")
+	ErrAlreadyStarted = errors.New("worker: Run called twice")
+)
+
+// Causes of a job context's cancellation.
+var (
+	errJobCanceled = errors.New("worker: job canceled by request")
+	errLeaseLost   = errors.New("worker: lease lost to another worker")
+	errShutdown    = errors.New("worker: shutdown timeout passed; job left for redelivery")
+)
+
+// Worker claims and runs jobs. Create it with New.
+type Worker struct {
+	cfg     Config
+	log     logrus.FieldLogger
+	metrics *Metrics
+	pub     *publisher
+
+	started atomic.Bool
+	// stopClaims ends the claim loop (Shutdown); stopJobs cancels running
+	// jobs (shutdown timeout, or Run's ctx ending).
+	stopCtx    context.Context
+	stopClaims context.CancelFunc
+	jobsCtx    context.Context
+	stopJobs   context.CancelCauseFunc
+	jobs       sync.WaitGroup
+	finished   chan struct{} // closed when Run has returned
+
+	healthMu  sync.Mutex
+	lastErr   error // last failed claim; nil after a success
+	running   bool
+	shutdownO sync.Once
+}
+
+// New validates cfg and returns a Worker.
+func New(cfg Config) (*Worker, error) {
+	if cfg.Queue == nil {
+		return nil, ErrNoQueue
+	}
+	if cfg.Run == nil {
+		return nil, ErrNoRun
+	}
+	if cfg.Concurrency <= 0 {
+		cfg.Concurrency = 1
+	}
+	if cfg.ShutdownTimeout <= 0 {
+		cfg.ShutdownTimeout = 30 * time.Second
+	}
+	if cfg.HeartbeatInterval <= 0 {
+		cfg.HeartbeatInterval = 500 * time.Millisecond
+	}
+	if cfg.ClaimBlock <= 0 {
+		cfg.ClaimBlock = 250 * time.Millisecond
+	}
+	if cfg.ApprovalTimeout <= 0 {
+		cfg.ApprovalTimeout = queue.DefaultApprovalTimeout
+	}
+	if cfg.RetryBase <= 0 {
+		cfg.RetryBase = 50 * time.Millisecond
+	}
+	if cfg.RetryMax <= 0 {
+		cfg.RetryMax = 5 * time.Second
+	}
+	if cfg.Name == "" {
+		host, _ := os.Hostname()
+		cfg.Name = fmt.Sprintf("%s-%d-%04x", host, os.Getpid(), rand.IntN(1<<16))
+	}
+	if cfg.Metrics == nil {
+		cfg.Metrics = &Metrics{}
+	}
+	log := cfg.Logger
+	if log == nil {
+		l := logrus.New()
+		l.SetOutput(discard{})
+		log = l
+	}
+	w := &Worker{cfg: cfg, log: log.WithField("worker", cfg.Name), metrics: cfg.Metrics, finished: make(chan struct{})}
+	w.pub = newPublisher(cfg.Queue, w.log, w.metrics)
+	w.stopCtx, w.stopClaims = context.WithCancel(context.Background())
+	w.jobsCtx, w.stopJobs = context.WithCancelCause(context.Background())
+	return w, nil
+}
+
+type discard struct{}
+
+func (discard) Write(p []byte) (int, error) { return len(p), nil }
+
+// Name returns the worker's consumer name.
+func (w *Worker) Name() string { return w.cfg.Name }
+
+// Metrics returns the worker's counters.
+func (w *Worker) Metrics() *Metrics { return w.metrics }
+
+// Run claims and runs jobs until Shutdown is called (it then returns once
+// the running jobs are done or left for redelivery) or ctx ends (running
+// jobs are canceled at once and left for redelivery). It returns nil after
+// Shutdown, ctx.Err() otherwise.
+func (w *Worker) Run(ctx context.Context) error {
+	if !w.started.CompareAndSwap(false, true) {
+		return ErrAlreadyStarted
+	}
+	defer close(w.finished)
+	w.setHealth(true, nil)
+	defer w.setHealth(false, nil)
+	stop := context.AfterFunc(ctx, func() {
+		w.stopClaims()
+		w.stopJobs(errShutdown)
+	})
+	defer stop()
+	pubCtx, pubCancel := context.WithCancel(context.Background())
+	go w.pub.run(pubCtx)
+
+	w.claimLoop()
+	w.jobs.Wait()
+	close(w.pub.ch)
+	<-w.pub.done
+	pubCancel()
+	w.stopJobs(nil)
+	if w.stopCtx.Err() != nil && ctx.Err() == nil {
+		return nil
+	}
+	return ctx.Err()
+}
+
+// Shutdown stops claiming, lets running jobs finish until ctx ends or
+// ShutdownTimeout passes, then cancels them (they are left for
+// redelivery), and waits for Run to return. It returns an error when jobs
+// had to be canceled.
+func (w *Worker) Shutdown(ctx context.Context) error {
+	if _, ok := ctx.Deadline(); !ok {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, w.cfg.ShutdownTimeout)
+		defer cancel()
+	}
+	w.stopClaims()
+	if !w.started.Load() {
+		return nil
+	}
+	idle := make(chan struct{})
+	go func() { w.jobs.Wait(); close(idle) }()
+	var err error
+	select {
+	case <-idle:
+	case <-ctx.Done():
+		w.stopJobs(errShutdown)
+		err = fmt.Errorf("worker: shutdown: running jobs canceled and left for redelivery: %w", ctx.Err())
+	}
+	<-w.finished
+	return err
+}
+
+func (w *Worker) setHealth(running bool, err error) {
+	w.healthMu.Lock()
+	w.running, w.lastErr = running, err
+	w.healthMu.Unlock()
+}
+
+func (w *Worker) setErr(err error) {
+	w.healthMu.Lock()
+	w.lastErr = err
+	w.healthMu.Unlock()
+}
+
+// unhealthy returns "" when healthy, else the reason.
+func (w *Worker) unhealthy() string {
+	w.healthMu.Lock()
+	defer w.healthMu.Unlock()
+	switch {
+	case !w.running:
+		return "not running"
+	case w.lastErr != nil:
+		return "queue unreachable: " + w.lastErr.Error()
+	}
+	return ""
+}
+
+// sleep waits d or until ctx ends; it reports whether the wait completed.
+func sleep(ctx context.Context, d time.Duration) bool {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return true
+	case <-ctx.Done():
+		return false
+	}
+}
+
+// claimLoop claims jobs into free slots until stopCtx ends. Claim itself
+// runs under a context that is never canceled half way: a claim canceled
+// after Redis handed out entries would leave them pending until their
+// lease expired, costing them an attempt. ClaimBlock bounds each call.
+func (w *Worker) claimLoop() {
+	slots := make(chan struct{}, w.cfg.Concurrency)
+	failures := 0
+	for {
+		select {
+		case slots <- struct{}{}:
+		case <-w.stopCtx.Done():
+			return
+		}
+		free := 1
+	more:
+		for free < w.cfg.Concurrency {
+			select {
+			case slots <- struct{}{}:
+				free++
+			default:
+				break more
+			}
+		}
+		if w.stopCtx.Err() != nil {
+			return
+		}
+		leases, err := w.cfg.Queue.Claim(context.Background(), w.cfg.Name, free, w.cfg.ClaimBlock)
+		for range free - len(leases) {
+			<-slots
+		}
+		for _, l := range leases {
+			w.jobs.Add(1)
+			go func() {
+				defer func() { <-slots; w.jobs.Done() }()
+				w.runJob(l)
+			}()
+		}
+		if err != nil {
+			failures++
+			w.metrics.QueueErrors.Add(1)
+			w.setErr(err)
+			d := Backoff(failures, w.cfg.RetryBase, w.cfg.RetryMax, rand.Float64())
+			w.log.WithError(err).WithField("retry_in", d).Warn("worker: claim failed")
+			if !sleep(w.stopCtx, d) {
+				return
+			}
+			continue
+		}
+		if failures > 0 {
+			w.log.WithField("failures", failures).Info("worker: queue reachable again")
+		}
+		failures = 0
+		w.setErr(nil)
+	}
+}
+
+// runJob runs one claimed job to its acknowledgement (or abandonment).
+func (w *Worker) runJob(l queue.Lease) {
+	log := w.log.WithFields(logrus.Fields{"job_id": l.Job.ID, "attempt": l.Job.Attempt})
+	w.metrics.Started.Add(1)
+	w.metrics.Running.Add(1)
+	defer w.metrics.Running.Add(-1)
+	if l.Job.Attempt > 1 {
+		w.metrics.Reclaimed.Add(1)
+	}
+	runCtx, cancelRun := context.WithCancelCause(w.jobsCtx)
+	defer cancelRun(nil)
+	hbCtx, stopHB := context.WithCancel(context.Background())
+	hbDone := make(chan struct{})
+	go func() { defer close(hbDone); w.heartbeat(hbCtx, l, cancelRun, log) }()
+	defer func() { stopHB(); <-hbDone }()
+
+	start := time.Now()
+	sink := newJobSink(w.pub, l.Job, start)
+	var prompter tools.Prompter
+	if a, ok := w.cfg.Queue.(queue.Approvals); ok {
+		prompter = &approver{a: a, job: l.Job, timeout: w.cfg.ApprovalTimeout, now: time.Now}
+	}
+	res, err, panicked := w.call(runCtx, l.Job, sink, prompter)
+	dur := time.Since(start)
+	cause := context.Cause(runCtx)
+	w.metrics.ObserveRun(dur)
+	// The job's progress goes out before its result.
+	flushCtx, cancelFlush := context.WithTimeout(context.Background(), 5*time.Second)
+	w.pub.flush(flushCtx)
+	cancelFlush()
+
+	switch {
+	case panicked != nil:
+		w.metrics.Abandoned.Add(1)
+		log.WithField("panic", fmt.Sprint(panicked)).WithField("stack", string(debug.Stack())).
+			Error("worker: run panicked; job left unacknowledged so the queue retries it and dead-letters it after its attempts")
+		return
+	case errors.Is(cause, errLeaseLost):
+		w.metrics.LeaseLost.Add(1)
+		log.Warn("worker: lease lost while running; result dropped")
+		return
+	case errors.Is(cause, errShutdown):
+		w.metrics.Abandoned.Add(1)
+		log.Warn("worker: shutdown timeout; job left for redelivery")
+		return
+	}
+	res = decideResult(res, err, errors.Is(cause, errJobCanceled), dur)
+	switch res.Status {
+	case queue.StatusSucceeded:
+		w.metrics.Succeeded.Add(1)
+	case queue.StatusCanceled:
+		w.metrics.Canceled.Add(1)
+	default:
+		w.metrics.Failed.Add(1)
+	}
+	w.ack(l, res, log)
+}
+
+// decideResult completes a RunFunc's result: status from the error and
+// the cancellation, the error text, the duration. Pure, table-tested.
+func decideResult(res queue.Result, err error, canceled bool, dur time.Duration) queue.Result {
+	switch {
+	case canceled:
+		res.Status = queue.StatusCanceled
+	case res.Status == "" && err != nil:
+		res.Status = queue.StatusFailed
+	case res.Status == "":
+		res.Status = queue.StatusSucceeded
+	}
+	if err != nil && res.Error == "" {
+		res.Error = err.Error()
+	}
+	if canceled && res.Error == "" {
+		res.Error = "canceled by request"
+	}
+	if res.DurationMS == 0 {
+		res.DurationMS = dur.Milliseconds()
+	}
+	return res
+}
+
+// call runs the RunFunc, turning a panic into panicked.
+func (w *Worker) call(ctx context.Context, job queue.Job, sink events.Sink, p tools.Prompter) (res queue.Result, err error, panicked any) {
+	defer func() {
+		if v := recover(); v != nil {
+			panicked = v
+		}
+	}()
+	res, err = w.cfg.Run(ctx, job, sink, p)
+	return res, err, nil
+}
+
+// heartbeat renews the lease until ctx ends, canceling the run on a
+// cancellation request or a lost lease. Failed renewals (queue down) are
+// logged and retried at the next tick.
+func (w *Worker) heartbeat(ctx context.Context, l queue.Lease, cancelRun context.CancelCauseFunc, log logrus.FieldLogger) {
+	t := time.NewTicker(w.cfg.HeartbeatInterval)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		cctx, cancel := context.WithTimeout(ctx, max(w.cfg.HeartbeatInterval, time.Second))
+		err := w.cfg.Queue.Heartbeat(cctx, l)
+		cancel()
+		switch {
+		case err == nil:
+		case errors.Is(err, queue.ErrCanceled):
+			cancelRun(errJobCanceled)
+		case errors.Is(err, queue.ErrLeaseLost):
+			cancelRun(errLeaseLost)
+			return
+		case ctx.Err() != nil:
+			return
+		default:
+			w.metrics.QueueErrors.Add(1)
+			log.WithError(err).Warn("worker: heartbeat failed")
+		}
+	}
+}
+
+// ack publishes res, retrying with backoff while the queue is unreachable,
+// until it succeeds, the lease is lost, or the worker's jobs are stopped.
+func (w *Worker) ack(l queue.Lease, res queue.Result, log logrus.FieldLogger) {
+	for attempt := 1; ; attempt++ {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		err := w.cfg.Queue.Ack(ctx, l, res)
+		cancel()
+		switch {
+		case err == nil:
+			return
+		case errors.Is(err, queue.ErrLeaseLost):
+			w.metrics.LeaseLost.Add(1)
+			log.Warn("worker: lease lost before the result was acknowledged; result dropped")
+			return
+		case errors.Is(err, queue.ErrPayloadTooLarge):
+			log.WithError(err).Warn("worker: result too large; acknowledging a short failure instead")
+			res = queue.Result{Status: queue.StatusFailed, Error: err.Error(), DurationMS: res.DurationMS, Usage: res.Usage, ExitCode: 1}
+			continue
+		}
+		w.metrics.QueueErrors.Add(1)
+		d := Backoff(attempt, w.cfg.RetryBase, w.cfg.RetryMax, rand.Float64())
+		log.WithError(err).WithField("retry_in", d).Warn("worker: ack failed")
+		if !sleep(w.jobsCtx, d) {
+			w.metrics.Abandoned.Add(1)
+			log.Warn("worker: stopped before the result was acknowledged; job left for redelivery")
+			return
+		}
+	}
+}

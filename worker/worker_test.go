@@ -1,0 +1,436 @@
+package worker_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/odekrun/odek/agent"
+	"github.com/odekrun/odek/events"
+	"github.com/odekrun/odek/internal/llm"
+	"github.com/odekrun/odek/internal/llm/llmtest"
+	"github.com/odekrun/odek/internal/tools"
+	"github.com/odekrun/odek/queue"
+	"github.com/odekrun/odek/queue/queuetest"
+	"github.com/odekrun/odek/worker"
+)
+
+// start runs a worker on q until the test ends.
+func start(t *testing.T, cfg worker.Config) *worker.Worker {
+	t.Helper()
+	w, err := worker.New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- w.Run(context.Background()) }()
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		_ = w.Shutdown(ctx)
+		if err := <-done; err != nil {
+			t.Errorf("Run = %v after Shutdown, want nil", err)
+		}
+	})
+	return w
+}
+
+var (
+	seenMu sync.Mutex
+	seen   = map[queue.Queue]map[string]queue.Result{}
+)
+
+// waitResult reads (and acknowledges) results until the one for jobID
+// arrives or 10 s pass; results of other jobs are kept for later calls.
+func waitResult(t *testing.T, q queue.Queue, jobID string) queue.Result {
+	t.Helper()
+	seenMu.Lock()
+	defer seenMu.Unlock()
+	if seen[q] == nil {
+		seen[q] = map[string]queue.Result{}
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for time.Now().Before(deadline) {
+		if r, ok := seen[q][jobID]; ok {
+			return r
+		}
+		ds, err := q.ReadResults(context.Background(), "fe", 10, 100*time.Millisecond)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, d := range ds {
+			if err := q.AckResult(context.Background(), d); err != nil {
+				t.Fatal(err)
+			}
+			if _, dup := seen[q][d.Result.JobID]; dup {
+				t.Fatalf("second result for job %s: %+v", d.Result.JobID, d.Result)
+			}
+			seen[q][d.Result.JobID] = d.Result
+		}
+	}
+	t.Fatalf("no result for job %s within 10s", jobID)
+	return queue.Result{}
+}
+
+func enqueue(t *testing.T, q queue.Queue, j queue.Job) queue.Job {
+	t.Helper()
+	got, _, err := q.Enqueue(context.Background(), j)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return got
+}
+
+// agentRun is a RunFunc around the real agent loop against llmURL.
+func agentRun(llmURL string) worker.RunFunc {
+	return func(ctx context.Context, job queue.Job, sink events.Sink, p tools.Prompter) (queue.Result, error) {
+		res, err := agent.Run(ctx, agent.Config{LLM: mustClient(llmURL), Model: "test-model", EventSink: sink, Prompter: p}, job.Goal)
+		return queue.Result{Answer: res.Answer, Usage: queue.Usage{PromptTokens: int64(res.Usage.PromptTokens), CompletionTokens: int64(res.Usage.CompletionTokens)}}, err
+	}
+}
+
+func TestRealAgentJobPublishesEventsSummaryAndResult(t *testing.T) {
+	for _, impl := range []string{"memory", "redis"} {
+		t.Run(impl, func(t *testing.T) {
+			srv := llmtest.New(t, llmtest.Reply("forty-two"))
+			q := newQueue(t, impl, queue.Options{})
+			start(t, worker.Config{Queue: q, Run: agentRun(srv.URL)})
+			j := enqueue(t, q, queue.Job{ChatID: 7, Goal: "what is the answer?"})
+			res := waitResult(t, q, j.ID)
+			if res.Status != queue.StatusSucceeded || res.Answer != "forty-two" || res.Attempt != 1 || res.Usage.CompletionTokens == 0 {
+				t.Fatalf("result %+v", res)
+			}
+			ps, err := q.ReadProgress(context.Background(), j.ID, "", 100, 0)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var types []string
+			var last queue.ProgressSummary
+			for _, p := range ps {
+				var probe struct {
+					Schema string `json:"schema"`
+					Type   string `json:"type"`
+				}
+				if err := json.Unmarshal(p.Data, &probe); err != nil {
+					t.Fatalf("progress entry is not JSON: %q", p.Data)
+				}
+				switch probe.Schema {
+				case events.Schema:
+					types = append(types, probe.Type)
+				case queue.SummarySchema:
+					_ = json.Unmarshal(p.Data, &last)
+				default:
+					t.Fatalf("unknown progress entry %q", p.Data)
+				}
+			}
+			if strings.Join(types, ",") != "run_started,iteration_completed,run_completed" {
+				t.Fatalf("event types %v", types)
+			}
+			if last.State != "finished" || last.Outcome != "run_completed" || last.Iteration != 1 || last.JobID != j.ID {
+				t.Fatalf("last summary %+v", last)
+			}
+		})
+	}
+}
+
+func newQueue(t *testing.T, impl string, o queue.Options) queue.Queue {
+	t.Helper()
+	if impl == "memory" {
+		return queue.NewMemory(o)
+	}
+	q, err := queue.NewRedis(context.Background(), queuetest.StartRedis(t), o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return q
+}
+
+// blockUntilCanceled is a RunFunc that signals started and waits for ctx.
+func blockUntilCanceled(started chan<- string) worker.RunFunc {
+	return func(ctx context.Context, job queue.Job, _ events.Sink, _ tools.Prompter) (queue.Result, error) {
+		started <- job.ID
+		<-ctx.Done()
+		return queue.Result{Answer: "partial"}, ctx.Err()
+	}
+}
+
+func TestCancelRunningJob(t *testing.T) {
+	for _, impl := range []string{"memory", "redis"} {
+		t.Run(impl, func(t *testing.T) {
+			q := newQueue(t, impl, queue.Options{})
+			started := make(chan string, 1)
+			w := start(t, worker.Config{Queue: q, Run: blockUntilCanceled(started)})
+			j := enqueue(t, q, queue.Job{ChatID: 1, Goal: "long"})
+			<-started
+			t0 := time.Now()
+			if err := q.Cancel(context.Background(), j.ID); err != nil {
+				t.Fatal(err)
+			}
+			res := waitResult(t, q, j.ID)
+			t.Logf("cancel to result: %v", time.Since(t0))
+			if res.Status != queue.StatusCanceled || res.Answer != "partial" {
+				t.Fatalf("result %+v, want canceled with the partial answer", res)
+			}
+			if w.Metrics().Canceled.Load() != 1 {
+				t.Fatalf("canceled counter %d", w.Metrics().Canceled.Load())
+			}
+		})
+	}
+}
+
+// A RunFunc that panics leaves the job unacknowledged, as a crash would;
+// after MaxAttempts claims the queue dead-letters it, and the chat's next
+// job runs.
+func TestPanickingRunIsDeadLetteredAfterMaxAttempts(t *testing.T) {
+	for _, impl := range []string{"memory", "redis"} {
+		t.Run(impl, func(t *testing.T) {
+			q := newQueue(t, impl, queue.Options{LeaseTTL: 150 * time.Millisecond, MaxAttempts: 2})
+			var calls atomic.Int32
+			w := start(t, worker.Config{Queue: q, HeartbeatInterval: 20 * time.Millisecond,
+				Run: func(ctx context.Context, job queue.Job, _ events.Sink, _ tools.Prompter) (queue.Result, error) {
+					if job.Goal == "poison" {
+						calls.Add(1)
+						panic("boom")
+					}
+					return queue.Result{Answer: "fine"}, nil
+				}})
+			poison := enqueue(t, q, queue.Job{ChatID: 3, Goal: "poison"})
+			next := enqueue(t, q, queue.Job{ChatID: 3, Goal: "after"})
+			res := waitResult(t, q, poison.ID)
+			if res.Status != queue.StatusDeadLettered || res.Attempt != 2 {
+				t.Fatalf("poison result %+v, want dead_lettered at attempt 2", res)
+			}
+			if got := waitResult(t, q, next.ID); got.Status != queue.StatusSucceeded || got.Answer != "fine" {
+				t.Fatalf("next job %+v", got)
+			}
+			if calls.Load() != 2 || w.Metrics().Abandoned.Load() != 2 || w.Metrics().Reclaimed.Load() != 1 {
+				t.Fatalf("calls %d abandoned %d reclaimed %d", calls.Load(), w.Metrics().Abandoned.Load(), w.Metrics().Reclaimed.Load())
+			}
+			if d, _ := q.(queue.Operator).DeadLetters(context.Background(), 0); len(d) != 1 || d[0].ID != poison.ID {
+				t.Fatalf("dead letters %+v", d)
+			}
+			var g worker.Gauges
+			g.DeadLettered = q.(queue.DeadLetterCounter).DeadLettered()
+			if g.DeadLettered != 1 {
+				t.Fatalf("dead-lettered counter %d", g.DeadLettered)
+			}
+		})
+	}
+}
+
+func TestShutdownLetsRunningJobFinish(t *testing.T) {
+	q := queue.NewMemory(queue.Options{})
+	started, release := make(chan string, 1), make(chan struct{})
+	w, _ := worker.New(worker.Config{Queue: q, Run: func(ctx context.Context, job queue.Job, _ events.Sink, _ tools.Prompter) (queue.Result, error) {
+		started <- job.ID
+		<-release
+		return queue.Result{Answer: "drained"}, nil
+	}})
+	runDone := make(chan error, 1)
+	go func() { runDone <- w.Run(context.Background()) }()
+	j := enqueue(t, q, queue.Job{ChatID: 1, Goal: "x"})
+	<-started
+	shutDone := make(chan error, 1)
+	go func() { shutDone <- w.Shutdown(context.Background()) }()
+	select {
+	case err := <-shutDone:
+		t.Fatalf("Shutdown returned %v while a job was running", err)
+	case <-time.After(100 * time.Millisecond): // Shutdown must still be waiting
+	}
+	close(release)
+	if err := <-shutDone; err != nil {
+		t.Fatalf("Shutdown = %v", err)
+	}
+	if err := <-runDone; err != nil {
+		t.Fatalf("Run = %v", err)
+	}
+	// The claim loop has stopped: a new job stays ready.
+	j2 := enqueue(t, q, queue.Job{ChatID: 2, Goal: "y"})
+	if res := waitResult(t, q, j.ID); res.Answer != "drained" {
+		t.Fatalf("result %+v", res)
+	}
+	st, _ := q.Stats(context.Background())
+	if st.Ready != 1 || st.Running != 0 {
+		t.Fatalf("stats after shutdown %+v; job %s should still be ready", st, j2.ID)
+	}
+}
+
+func TestShutdownTimeoutLeavesJobForRedelivery(t *testing.T) {
+	q := queue.NewMemory(queue.Options{LeaseTTL: 100 * time.Millisecond})
+	started := make(chan string, 2)
+	w, _ := worker.New(worker.Config{Queue: q, Run: blockUntilCanceled(started)})
+	go func() { _ = w.Run(context.Background()) }()
+	j := enqueue(t, q, queue.Job{ChatID: 1, Goal: "stuck"})
+	<-started
+	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
+	defer cancel()
+	if err := w.Shutdown(ctx); err == nil {
+		t.Fatal("Shutdown = nil, want an error naming the canceled jobs")
+	}
+	if w.Metrics().Abandoned.Load() != 1 || w.Metrics().Canceled.Load() != 0 {
+		t.Fatalf("abandoned %d canceled %d", w.Metrics().Abandoned.Load(), w.Metrics().Canceled.Load())
+	}
+	// A second worker gets it after the lease, as attempt 2.
+	var attempt atomic.Int32
+	start(t, worker.Config{Queue: q, Run: func(ctx context.Context, job queue.Job, _ events.Sink, _ tools.Prompter) (queue.Result, error) {
+		attempt.Store(int32(job.Attempt))
+		return queue.Result{Answer: "again"}, nil
+	}})
+	if res := waitResult(t, q, j.ID); res.Answer != "again" || attempt.Load() != 2 {
+		t.Fatalf("redelivered result %+v attempt %d", res, attempt.Load())
+	}
+}
+
+func TestApprovalOverQueue(t *testing.T) {
+	for _, impl := range []string{"memory", "redis"} {
+		t.Run(impl, func(t *testing.T) {
+			q := newQueue(t, impl, queue.Options{})
+			start(t, worker.Config{Queue: q, ApprovalTimeout: 300 * time.Millisecond,
+				Run: func(ctx context.Context, job queue.Job, _ events.Sink, p tools.Prompter) (queue.Result, error) {
+					ok, err := p.Confirm(ctx, "allow "+job.Goal+"?")
+					if err != nil {
+						return queue.Result{}, err
+					}
+					return queue.Result{Answer: map[bool]string{true: "allowed", false: "denied"}[ok]}, nil
+				}})
+			a := q.(queue.Approvals)
+			j := enqueue(t, q, queue.Job{ChatID: 9, Goal: "deploy"})
+			var asked []queue.Approval
+			for deadline := time.Now().Add(5 * time.Second); len(asked) == 0 && time.Now().Before(deadline); {
+				asked, _ = a.ReadApprovals(context.Background(), "fe", 1, 100*time.Millisecond)
+			}
+			if len(asked) != 1 || asked[0].JobID != j.ID || asked[0].ChatID != 9 || asked[0].Question != "allow deploy?" {
+				t.Fatalf("asked %+v", asked)
+			}
+			if err := a.Answer(context.Background(), asked[0].ID, true); err != nil {
+				t.Fatal(err)
+			}
+			if res := waitResult(t, q, j.ID); res.Answer != "allowed" {
+				t.Fatalf("result %+v", res)
+			}
+			// Nobody answers: denied after the timeout.
+			j2 := enqueue(t, q, queue.Job{ChatID: 9, Goal: "rm"})
+			if res := waitResult(t, q, j2.ID); res.Answer != "denied" || res.Status != queue.StatusSucceeded {
+				t.Fatalf("unanswered result %+v", res)
+			}
+		})
+	}
+}
+
+// Redis goes away while the worker is idle: /healthz turns 503, and after
+// the restart (AOF) the job enqueued before the outage completes once.
+func TestRedisOutageReconnects(t *testing.T) {
+	srv := queuetest.StartServer(t, queuetest.ServerOptions{AOF: true})
+	q, err := queue.NewRedis(context.Background(), srv.Client(), queue.Options{LeaseTTL: time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var runs atomic.Int32
+	w := start(t, worker.Config{Queue: q, RetryBase: 10 * time.Millisecond, RetryMax: 100 * time.Millisecond,
+		Run: func(ctx context.Context, job queue.Job, _ events.Sink, _ tools.Prompter) (queue.Result, error) {
+			runs.Add(1)
+			return queue.Result{Answer: "ok"}, nil
+		}})
+	hs := httptest.NewServer(w.Handler())
+	defer hs.Close()
+	waitStatus(t, hs.URL+"/healthz", 200)
+	port := srv.Addr
+	srv.Kill()
+	waitStatus(t, hs.URL+"/healthz", 503)
+	srv.Restart()
+	if srv.Addr != port {
+		t.Fatalf("restarted on %s, want %s", srv.Addr, port)
+	}
+	j := enqueue(t, q, queue.Job{ChatID: 4, Goal: "after outage"})
+	if res := waitResult(t, q, j.ID); res.Answer != "ok" {
+		t.Fatalf("result %+v", res)
+	}
+	waitStatus(t, hs.URL+"/healthz", 200)
+	if runs.Load() != 1 {
+		t.Fatalf("runs %d, want 1", runs.Load())
+	}
+	if w.Metrics().QueueErrors.Load() == 0 {
+		t.Fatal("queue errors not counted during the outage")
+	}
+}
+
+func waitStatus(t *testing.T, url string, want int) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	last := 0
+	for time.Now().Before(deadline) {
+		resp, err := http.Get(url)
+		if err == nil {
+			last = resp.StatusCode
+			resp.Body.Close()
+			if last == want {
+				return
+			}
+		}
+		time.Sleep(20 * time.Millisecond) // poll interval
+	}
+	t.Fatalf("%s: status %d, want %d within 10s", url, last, want)
+}
+
+func TestMetricsEndpoint(t *testing.T) {
+	q := queue.NewMemory(queue.Options{})
+	w := start(t, worker.Config{Queue: q, Run: func(ctx context.Context, job queue.Job, _ events.Sink, _ tools.Prompter) (queue.Result, error) {
+		if job.Goal == "fail" {
+			return queue.Result{}, errors.New("model said no")
+		}
+		return queue.Result{Answer: "ok"}, nil
+	}})
+	a := enqueue(t, q, queue.Job{ChatID: 1, Goal: "ok"})
+	b := enqueue(t, q, queue.Job{ChatID: 2, Goal: "fail"})
+	waitResult(t, q, a.ID)
+	if res := waitResult(t, q, b.ID); res.Status != queue.StatusFailed || res.Error != "model said no" {
+		t.Fatalf("failed result %+v", res)
+	}
+	enqueue(t, q, queue.Job{ChatID: 3, Goal: "ok"}) // stays ready? no: the worker runs it; depth is 0 or 1
+	hs := httptest.NewServer(w.Handler())
+	defer hs.Close()
+	resp, err := http.Get(hs.URL + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if ct := resp.Header.Get("Content-Type"); !strings.HasPrefix(ct, "text/plain; version=0.0.4") {
+		t.Fatalf("content type %q", ct)
+	}
+	for _, want := range []string{
+		"odek_worker_jobs_succeeded_total ", "odek_worker_jobs_failed_total 1\n",
+		"odek_worker_run_duration_seconds_bucket{le=\"+Inf\"} ", "odek_worker_run_duration_seconds_count ",
+		"# TYPE odek_worker_run_duration_seconds histogram\n", "odek_queue_depth ", "odek_queue_pending ",
+		"odek_worker_jobs_dead_lettered_total 0\n", "odek_worker_jobs_running ",
+	} {
+		if !strings.Contains(string(body), want) {
+			t.Errorf("metrics lack %q:\n%s", want, body)
+		}
+	}
+}
+
+func TestNewRequiresQueueAndRun(t *testing.T) {
+	if _, err := worker.New(worker.Config{}); !errors.Is(err, worker.ErrNoQueue) {
+		t.Fatalf("New without queue = %v", err)
+	}
+	if _, err := worker.New(worker.Config{Queue: queue.NewMemory(queue.Options{})}); !errors.Is(err, worker.ErrNoRun) {
+		t.Fatalf("New without run = %v", err)
+	}
+}
+
+func mustClient(url string) agent.Completer {
+	c, err := llm.New(llm.Config{BaseURL: url, APIKey: "sk-test"})
+	if err != nil {
+		panic(err)
+	}
+	return c
+}
