@@ -14,9 +14,9 @@ import (
 
 func TestDecideSpawn(t *testing.T) {
 	tests := []struct {
-		src                            Source
+		src                           Source
 		persisted, approveAll, canAsk bool
-		want                           Decision
+		want                          Decision
 	}{
 		{SourceOperator, false, false, false, Decision{Allow: true, Grant: GrantOperator}},
 		{SourceOperator, false, false, true, Decision{Allow: true, Grant: GrantOperator}},
