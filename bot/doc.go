@@ -1,0 +1,31 @@
+// Package bot is odek's Telegram front end: it turns chat messages into
+// queue jobs and job results, progress and approval questions back into
+// chat messages.
+//
+// # What it does
+//
+// Bot.Run long-polls the Bot API (or serves a webhook), authorizes every
+// update against the allowlists before anything else, answers the commands
+// (/start, /help, /new, /stop, /status, /usage, /artifact <id>), enqueues a
+// job per message (idempotency key = the update id, so a redelivered update
+// never runs twice), keeps one status message per running job edited from
+// its progress stream, shows tool approvals as inline keyboards, and
+// delivers each result once: the answer as MarkdownV2 in chunks of at most
+// 4096 characters, one line per artifact and a footer with tokens, cost and
+// duration.
+//
+// Formatting is pure: FormatAnswer, FormatReply, ArtifactLine and Footer
+// turn untrusted text into MarkdownV2 with every reserved character escaped
+// and a plain-text twin of every chunk, sent when Telegram still rejects the
+// entities. Decisions (authorization, rate limits, daily budgets, retry
+// backoff, Telegram error classification, status text) are pure functions
+// with table tests; the I/O code calls them.
+//
+// # Concurrency and ownership
+//
+// A Bot is created by New and run once by Run, which returns when its
+// context ends; all its goroutines have stopped by then. Chat state lives in
+// memory behind one mutex; Telegram calls are made without holding it. The
+// Bot owns the HTTP client it creates; the queue is the caller's and is not
+// closed. Pure functions are safe for concurrent use.
+package bot
