@@ -1,0 +1,537 @@
+package subagent
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/odekrun/odek/agent"
+	"github.com/odekrun/odek/artifacts"
+	"github.com/odekrun/odek/events"
+	"github.com/odekrun/odek/internal/artifactstore"
+	"github.com/odekrun/odek/internal/tools"
+	"github.com/sirupsen/logrus"
+)
+
+// DepthEnv carries a child's nesting depth (1 for a top-level run's
+// children).
+const DepthEnv = "ODEK_SUBAGENT_DEPTH"
+
+// APIKeyFD is the file descriptor on which a child reads its API key.
+const APIKeyFD = 3
+
+// InlineMaxBytes is the largest text artifact inlined into the parent's
+// context; larger or binary ones are read with artifact_read.
+const InlineMaxBytes = 32 << 10
+
+// killGrace is how long the parent waits past a task's timeout for the
+// child to report its own timeout before it kills the process group.
+const killGrace = 5 * time.Second
+
+// EmitFunc sends an event of the run ctx belongs to; agent.Emit fits.
+type EmitFunc func(ctx context.Context, typ events.Type, data map[string]any)
+
+// Options configure NewDelegateTool. Zero fields take the defaults noted.
+type Options struct {
+	// Executable is the odek binary started for each child; "" ⇒
+	// os.Executable().
+	Executable string
+	// Environ is the children's base environment; nil ⇒ os.Environ(). The
+	// API key variables (ODEK_API_KEY, OPENAI_API_KEY) and any inherited
+	// DepthEnv are removed; DepthEnv is set to Depth+1.
+	Environ []string
+	// APIKey is passed to each child over an inherited pipe; "" ⇒ none.
+	APIKey string
+	// Model and BaseURL are written into every task file ("" ⇒ the child's
+	// own configuration decides).
+	Model, BaseURL string
+	// WorkDir is the children's working directory; "" ⇒ the process's.
+	WorkDir string
+	// ArtifactsDir is where per-task artifact roots are created
+	// (<ArtifactsDir>/<session or run>/<task_id>/, 0700), normally
+	// ~/.odek/artifacts. "" ⇒ children return no artifacts.
+	ArtifactsDir string
+	// Store receives the validated artifacts that are not inlined, for
+	// artifact_read; nil ⇒ a private store (then only inlined content is
+	// readable).
+	Store *artifactstore.Store
+	// Settings are the subagent config section (zero ⇒ defaults).
+	Settings Settings
+	// Depth is this process's depth (0 for a top-level run).
+	Depth int
+	// Emit sends subagent_* events; nil ⇒ agent.Emit.
+	Emit EmitFunc
+	// Logger receives diagnostics; nil ⇒ discarded.
+	Logger logrus.FieldLogger
+}
+
+// Delegate is the delegate_tasks tool.
+type Delegate struct {
+	o Options
+}
+
+// ToolName is the delegate tool's name.
+const ToolName = "delegate_tasks"
+
+// NewDelegateTool returns the delegate_tasks tool.
+func NewDelegateTool(o Options) *Delegate {
+	o.Settings = o.Settings.withDefaults()
+	if o.Emit == nil {
+		o.Emit = agent.Emit
+	}
+	if o.Store == nil {
+		o.Store = &artifactstore.Store{}
+	}
+	if o.Logger == nil {
+		l := logrus.New()
+		l.SetOutput(nopWriter{})
+		o.Logger = l
+	}
+	return &Delegate{o: o}
+}
+
+type nopWriter struct{}
+
+func (nopWriter) Write(p []byte) (int, error) { return len(p), nil }
+
+// Definition describes the tool to the model.
+func (d *Delegate) Definition() tools.Definition {
+	return tools.Definition{
+		Name: ToolName,
+		Description: fmt.Sprintf("Delegate 1 to %d independent, focused tasks to sub-agents that run in parallel (at most %d at a time) "+
+			"and report back a summary, artifacts and any denied actions. Each task: goal (required), context, guidance, "+
+			"max_risk (the most dangerous action class allowed: safe, local_write, network_egress, code_execution, ...). "+
+			"Sub-agents cannot ask the user; what needs approval is denied.", MaxTasks, d.o.Settings.MaxConcurrency),
+		Parameters: json.RawMessage(`{"type":"object","properties":{"tasks":{"type":"array","minItems":1,"maxItems":8,"items":{"type":"object",` +
+			`"properties":{"goal":{"type":"string"},"context":{"type":"string"},"guidance":{"type":"string"},"max_risk":{"type":"string"}},"required":["goal"]}}},"required":["tasks"]}`),
+	}
+}
+
+// TaskArg is one task of a delegate_tasks call.
+type TaskArg struct {
+	Goal     string `json:"goal"`
+	Context  string `json:"context"`
+	Guidance string `json:"guidance"`
+	MaxRisk  string `json:"max_risk"`
+}
+
+// ParseTasks validates delegate_tasks arguments: 1–MaxTasks tasks, each
+// with a goal; unknown fields are ignored. Errors wrap ErrInvalidTask.
+// Pure.
+func ParseTasks(raw []byte) ([]TaskArg, error) {
+	if len(raw) > MaxTaskBytes*MaxTasks {
+		return nil, fmt.Errorf("%w: arguments are %d bytes, limit %d", ErrInvalidTask, len(raw), MaxTaskBytes*MaxTasks)
+	}
+	var w struct {
+		Tasks []TaskArg `json:"tasks"`
+	}
+	if err := json.Unmarshal(raw, &w); err != nil {
+		return nil, fmt.Errorf("%w: want {\"tasks\": [{\"goal\": string, \"context\"?, \"guidance\"?, \"max_risk\"?}, ...]}: %v", ErrInvalidTask, err)
+	}
+	if len(w.Tasks) < 1 || len(w.Tasks) > MaxTasks {
+		return nil, fmt.Errorf("%w: tasks: want 1 to %d tasks, got %d", ErrInvalidTask, MaxTasks, len(w.Tasks))
+	}
+	for i, t := range w.Tasks {
+		tk := Task{Goal: t.Goal, Context: t.Context, Guidance: t.Guidance, MaxRisk: t.MaxRisk}
+		if err := tk.Validate(); err != nil {
+			return nil, fmt.Errorf("tasks[%d]: %w", i, err)
+		}
+	}
+	return w.Tasks, nil
+}
+
+// Assess validates the arguments. Delegation runs other agents that can
+// act, so it is code_execution unless every task's max_risk is lower; the
+// policy decides, children are bounded by their own policy.
+func (d *Delegate) Assess(args json.RawMessage) (tools.Assessment, error) {
+	ts, err := ParseTasks(args)
+	if err != nil {
+		return tools.Assessment{}, err
+	}
+	class := tools.ClassSafe
+	for _, t := range ts {
+		c := tools.ClassCodeExecution
+		if t.MaxRisk != "" && tools.Severity(tools.Class(t.MaxRisk)) < tools.Severity(c) {
+			c = tools.Class(t.MaxRisk)
+		}
+		if tools.Severity(c) > tools.Severity(class) {
+			class = c
+		}
+	}
+	return tools.Assessment{Class: class, Summary: map[string]any{"tasks": strconv.Itoa(len(ts))}}, nil
+}
+
+// ErrDepth is returned when a run at the maximum depth tries to delegate.
+var ErrDepth = errors.New("subagent: depth limit reached")
+
+// Run starts one child per task and renders their results.
+func (d *Delegate) Run(ctx context.Context, args json.RawMessage) (tools.Result, error) {
+	ts, err := ParseTasks(args)
+	if err != nil {
+		return tools.Result{Text: err.Error(), IsError: true}, nil
+	}
+	if d.o.Depth >= d.o.Settings.MaxDepth {
+		return tools.Result{Text: fmt.Sprintf("%v: this agent runs at depth %d and subagent.max_depth is %d; do the work yourself", ErrDepth, d.o.Depth, d.o.Settings.MaxDepth), IsError: true}, nil
+	}
+	ci, _ := agent.CallFrom(ctx)
+	outs := d.runAll(ctx, ci, ts)
+	if err := ctx.Err(); err != nil {
+		return tools.Result{}, err
+	}
+	return d.render(outs), nil
+}
+
+// outcome is one child's result as the parent saw it.
+type outcome struct {
+	index   int
+	taskID  string
+	res     *Result
+	refs    []artifacts.Ref
+	inline  map[string]string // id → content
+	artErr  error
+	spawned bool
+}
+
+func (d *Delegate) runAll(ctx context.Context, ci agent.CallInfo, ts []TaskArg) []outcome {
+	outs := make([]outcome, len(ts))
+	sem := make(chan struct{}, d.o.Settings.MaxConcurrency)
+	runDir := ci.SessionID
+	if runDir == "" {
+		runDir = ci.RunID
+	}
+	if runDir == "" {
+		runDir = "run-" + randomID()
+	}
+	var wg sync.WaitGroup
+	for i, t := range ts {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			select {
+			case sem <- struct{}{}:
+			default:
+				began := time.Now()
+				select {
+				case sem <- struct{}{}:
+				case <-ctx.Done():
+					outs[i] = outcome{index: i, res: &Result{Status: StatusError, Error: "subagent: cancelled before the task started"}}
+					return
+				}
+				d.o.Emit(ctx, events.SubagentConcurrencyWait, map[string]any{"task_index": i, "waited_ms": time.Since(began).Milliseconds()})
+			}
+			defer func() { <-sem }()
+			outs[i] = d.runOne(ctx, ci, runDir, i, t)
+		}()
+	}
+	wg.Wait()
+	return outs
+}
+
+// safeDirName keeps a session or run id usable as one path element.
+func safeDirName(s string) string {
+	var b strings.Builder
+	for _, c := range []byte(s) {
+		if c == '-' || c == '_' || '0' <= c && c <= '9' || 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' {
+			b.WriteByte(c)
+		}
+	}
+	if b.Len() == 0 || b.Len() > 128 {
+		return "run-" + randomID()
+	}
+	return b.String()
+}
+
+// GoalHash is the goal_sha256 of subagent_spawned: the first 8 bytes of
+// the goal's SHA-256 in hex.
+func GoalHash(goal string) string {
+	s := sha256.Sum256([]byte(goal))
+	return hex.EncodeToString(s[:8])
+}
+
+func (d *Delegate) runOne(ctx context.Context, ci agent.CallInfo, runDir string, i int, t TaskArg) outcome {
+	out := outcome{index: i, taskID: fmt.Sprintf("t%d-%s", i+1, randomID())}
+	fail := func(format string, a ...any) outcome {
+		out.res = &Result{Status: StatusError, Error: fmt.Sprintf(format, a...)}
+		return out
+	}
+	task := Task{
+		TaskID: out.taskID, Goal: t.Goal, Context: t.Context, Guidance: t.Guidance, MaxRisk: t.MaxRisk,
+		Model: d.o.Model, BaseURL: d.o.BaseURL, TimeoutSeconds: d.o.Settings.TaskTimeout.Seconds(),
+	}
+	if d.o.ArtifactsDir != "" {
+		task.ArtifactRoot = filepath.Join(d.o.ArtifactsDir, safeDirName(runDir), out.taskID)
+		if err := os.MkdirAll(task.ArtifactRoot, 0o700); err != nil {
+			return fail("subagent: create the task's artifact root: %v", err)
+		}
+		os.Chmod(task.ArtifactRoot, 0o700)
+	}
+	if d.o.Settings.BudgetInherit == InheritShare && ci.Budget != nil {
+		l := ci.Budget.Limits()
+		var elapsed time.Duration
+		if dl, ok := ci.Budget.Deadline(); ok {
+			elapsed = l.MaxRuntime - time.Until(dl)
+		}
+		task.Budget = Remaining(l, ci.Budget.Snapshot(), elapsed, !ci.Budget.CostCapInactive())
+	}
+	res, err := d.spawn(ctx, ci, i, task)
+	if err != nil {
+		return fail("%v", err)
+	}
+	out.res, out.spawned = res, true
+	if ci.Budget != nil {
+		// The parent's budget counts what the child spent; an exhausted
+		// limit surfaces at the parent's next check.
+		_ = ci.Budget.AddUsage(res.InputTokens, res.OutputTokens)
+		if res.ToolCalls > 0 {
+			_, _ = ci.Budget.ReserveToolCalls(res.ToolCalls)
+		}
+	}
+	for _, dn := range res.Denials {
+		d.o.Emit(ctx, events.SubagentDenied, map[string]any{"task_index": i, "class": nonEmpty(dn.Class, "unknown"), "reason": nonEmpty(dn.Reason, "denied")})
+	}
+	if len(res.Artifacts) > 0 {
+		out.refs, out.inline, out.artErr = d.acceptArtifacts(out.taskID, task.ArtifactRoot, res.Artifacts)
+	}
+	done := map[string]any{
+		"task_id": out.taskID, "status": res.Status, "iterations": res.Iterations,
+		"duration_seconds": res.DurationSeconds, "tokens_used": res.TokensUsed, "artifact_count": len(out.refs),
+	}
+	d.o.Emit(ctx, events.SubagentCompleted, done)
+	return out
+}
+
+func nonEmpty(s, def string) string {
+	if s == "" {
+		return def
+	}
+	return s
+}
+
+// childEnv is base without the API key variables and any inherited depth,
+// plus the child's depth.
+func childEnv(base []string, depth int) []string {
+	out := make([]string, 0, len(base)+1)
+	for _, kv := range base {
+		k, _, _ := strings.Cut(kv, "=")
+		switch k {
+		case "ODEK_API_KEY", "OPENAI_API_KEY", DepthEnv:
+			continue
+		}
+		out = append(out, kv)
+	}
+	return append(out, DepthEnv+"="+strconv.Itoa(depth))
+}
+
+// spawn runs one child to its result.
+func (d *Delegate) spawn(ctx context.Context, ci agent.CallInfo, i int, task Task) (*Result, error) {
+	exe := d.o.Executable
+	if exe == "" {
+		var err error
+		if exe, err = os.Executable(); err != nil {
+			return nil, fmt.Errorf("subagent: find the odek executable: %v", err)
+		}
+	}
+	tmp, err := os.MkdirTemp("", "odek-task-")
+	if err != nil {
+		return nil, fmt.Errorf("subagent: task file directory: %v", err)
+	}
+	defer os.RemoveAll(tmp)
+	taskPath := filepath.Join(tmp, "task.json")
+	body, _ := json.Marshal(task)
+	if err := os.WriteFile(taskPath, body, 0o600); err != nil {
+		return nil, fmt.Errorf("subagent: write task file: %v", err)
+	}
+	keyR, keyW, err := os.Pipe()
+	if err != nil {
+		return nil, fmt.Errorf("subagent: key pipe: %v", err)
+	}
+	// The key is tiny (well under the pipe buffer), so writing it before
+	// the child starts cannot block.
+	_, werr := keyW.WriteString(d.o.APIKey)
+	keyW.Close()
+	if werr != nil {
+		keyR.Close()
+		return nil, fmt.Errorf("subagent: key pipe: %v", werr)
+	}
+
+	timeout := time.Duration(task.TimeoutSeconds*float64(time.Second)) + killGrace
+	cctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	cmd := exec.Command(exe, "subagent", "--task", taskPath, "--api-key-fd", strconv.Itoa(APIKeyFD))
+	cmd.Dir = d.o.WorkDir
+	base := d.o.Environ
+	if base == nil {
+		base = os.Environ()
+	}
+	cmd.Env = childEnv(base, d.o.Depth+1)
+	cmd.ExtraFiles = []*os.File{keyR}
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout = &limitedBuffer{b: &stdout, max: MaxResultBytes}
+	cmd.Stderr = &limitedBuffer{b: &stderr, max: 64 << 10}
+	setProcessGroup(cmd)
+	if err := cmd.Start(); err != nil {
+		keyR.Close()
+		return nil, fmt.Errorf("subagent: start child: %v", err)
+	}
+	keyR.Close()
+	d.o.Emit(ctx, events.SubagentSpawned, map[string]any{
+		"task_id": task.TaskID, "pid": cmd.Process.Pid, "depth": d.o.Depth + 1,
+		"timeout_seconds": int(task.TimeoutSeconds), "goal_sha256": GoalHash(task.Goal),
+	})
+	waitErr := make(chan error, 1)
+	go func() { waitErr <- cmd.Wait() }()
+	var werr2 error
+	select {
+	case werr2 = <-waitErr:
+		// The child is gone; anything it left in its group goes too.
+		killGroup(cmd.Process.Pid, nil)
+	case <-cctx.Done():
+		killGroup(cmd.Process.Pid, waitErr)
+		if ctx.Err() != nil {
+			return nil, fmt.Errorf("subagent: task %s cancelled: %w", task.TaskID, ctx.Err())
+		}
+		return &Result{Status: StatusError, TimedOut: true, Error: fmt.Sprintf("subagent: task %s did not finish within %gs; its processes were killed", task.TaskID, timeout.Seconds())}, nil
+	}
+	var res Result
+	if err := json.Unmarshal(bytes.TrimSpace(stdout.Bytes()), &res); err != nil || res.Status == "" {
+		code := -1
+		var ee *exec.ExitError
+		if errors.As(werr2, &ee) {
+			code = ee.ExitCode()
+		}
+		d.o.Logger.WithFields(logrus.Fields{"task_id": task.TaskID, "exit_code": code}).Warn("subagent printed no result: " + lastLine(stderr.String()))
+		return &Result{Status: StatusError, Error: fmt.Sprintf("subagent: task %s exited with code %d without a valid result", task.TaskID, code)}, nil
+	}
+	return &res, nil
+}
+
+func lastLine(s string) string {
+	s = strings.TrimSpace(s)
+	if i := strings.LastIndexByte(s, '\n'); i >= 0 {
+		s = s[i+1:]
+	}
+	if len(s) > 300 {
+		s = s[:300]
+	}
+	return s
+}
+
+// limitedBuffer keeps the first max bytes and discards the rest, so a
+// runaway child cannot exhaust the parent's memory.
+type limitedBuffer struct {
+	b   *bytes.Buffer
+	max int
+}
+
+func (l *limitedBuffer) Write(p []byte) (int, error) {
+	if room := l.max - l.b.Len(); room > 0 {
+		l.b.Write(p[:min(len(p), room)])
+	}
+	return len(p), nil
+}
+
+// acceptArtifacts validates the child's refs fail closed against the
+// task's own root, reads text artifacts of at most InlineMaxBytes for
+// inlining and registers the others for artifact_read under
+// "<task_id>/<id>".
+func (d *Delegate) acceptArtifacts(taskID, root string, specs []artifacts.RefSpec) ([]artifacts.Ref, map[string]string, error) {
+	if root == "" {
+		return nil, nil, fmt.Errorf("%w: the child returned artifacts but no artifact root was set", ErrArtifacts)
+	}
+	for i := range specs {
+		specs[i].ID = taskID + "/" + specs[i].ID
+	}
+	v := artifacts.Validator{Roots: []string{root}, MaxRefs: MaxArtifactsPerTask, MaxArtifactBytes: MaxArtifactBytes}
+	refs, err := v.Validate(specs)
+	if err != nil {
+		return nil, nil, err
+	}
+	inline := make(map[string]string)
+	for _, r := range refs {
+		if r.SizeBytes <= InlineMaxBytes && artifactstore.IsText(r.MediaType) {
+			if text, ok := readVerified(r); ok {
+				inline[r.ID] = text
+				continue
+			}
+		}
+		if err := d.o.Store.Register(r); err != nil {
+			return nil, nil, err
+		}
+	}
+	return refs, inline, nil
+}
+
+// readVerified reads a small validated artifact and checks it still
+// hashes to the validated digest.
+func readVerified(r artifacts.Ref) (string, bool) {
+	b, err := os.ReadFile(r.Path)
+	if err != nil || int64(len(b)) != r.SizeBytes {
+		return "", false
+	}
+	if r.SHA256 != "" {
+		s := sha256.Sum256(b)
+		if hex.EncodeToString(s[:]) != r.SHA256 {
+			return "", false
+		}
+	}
+	if !utf8Valid(b) {
+		return "", false
+	}
+	return string(b), true
+}
+
+// render builds the text the parent's model sees.
+func (d *Delegate) render(outs []outcome) tools.Result {
+	var b strings.Builder
+	failed, artCount := 0, 0
+	for k, o := range outs {
+		if k > 0 {
+			b.WriteString("\n\n")
+		}
+		r := o.res
+		if r.Status != StatusSuccess {
+			failed++
+		}
+		fmt.Fprintf(&b, "task %d (%s): %s", o.index+1, nonEmpty(o.taskID, "-"), r.Status)
+		fmt.Fprintf(&b, " — %d iterations, %d tokens, %.1fs", r.Iterations, r.TokensUsed, r.DurationSeconds)
+		if r.TimedOut {
+			b.WriteString(", timed out")
+		}
+		if r.Error != "" {
+			fmt.Fprintf(&b, "\nerror: %s", artifacts.DisplayValue(r.Error, 500))
+		}
+		if r.Summary != "" {
+			b.WriteString("\n")
+			b.WriteString(artifacts.WrapUntrusted("subagent "+o.taskID, r.Summary))
+		}
+		for _, dn := range r.Denials {
+			fmt.Fprintf(&b, "\ndenied: %s", artifacts.DisplayValue(dn.Reason, 300))
+		}
+		if o.artErr != nil {
+			fmt.Fprintf(&b, "\nartifacts rejected (none accepted): %s", artifacts.DisplayValue(o.artErr.Error(), 400))
+		}
+		for _, ref := range o.refs {
+			artCount++
+			b.WriteString("\n")
+			b.WriteString(ref.MetadataLine())
+			if text, ok := o.inline[ref.ID]; ok {
+				b.WriteString("\n")
+				b.WriteString(artifacts.WrapUntrusted("artifact "+ref.ID, text))
+			} else {
+				b.WriteString(" (read with artifact_read)")
+			}
+		}
+	}
+	return tools.Result{Text: b.String(), IsError: failed == len(outs), ArtifactCount: artCount}
+}

@@ -1,0 +1,73 @@
+package subagent
+
+import (
+	"github.com/odekrun/odek/artifacts"
+)
+
+// Result statuses.
+const (
+	StatusSuccess         = "success"
+	StatusPartial         = "partial"
+	StatusBudgetExhausted = "budget_exhausted"
+	StatusError           = "error"
+)
+
+// Exit codes of `odek subagent` (EXTENSIONS.md "Budget exit behavior").
+const (
+	ExitOK      = 0
+	ExitError   = 1
+	ExitTimeout = 2
+	ExitSetup   = 3
+	ExitBudget  = 4
+)
+
+// MaxResultBytes bounds the child's JSON result the parent reads.
+const MaxResultBytes = 4 << 20
+
+// Result is the one JSON object `odek subagent` prints on stdout. Fields
+// may be added; readers ignore unknown ones.
+type Result struct {
+	// Status is one of the Status* constants.
+	Status string `json:"status"`
+	// Summary is the child's final (or partial) answer.
+	Summary string `json:"summary"`
+	// Error says why the run did not succeed; "" on success.
+	Error string `json:"error,omitempty"`
+	// TimedOut reports that the task's own timeout ended the run (exit 2).
+	TimedOut bool `json:"timed_out,omitempty"`
+	// Iterations is the number of model calls.
+	Iterations int `json:"iterations"`
+	// DurationSeconds is the run's wall clock.
+	DurationSeconds float64 `json:"duration_seconds"`
+	// TokensUsed is input plus output tokens.
+	TokensUsed int `json:"tokens_used"`
+	// InputTokens, OutputTokens and ToolCalls detail the usage the parent
+	// adds to its own budget.
+	InputTokens  int `json:"input_tokens"`
+	OutputTokens int `json:"output_tokens"`
+	ToolCalls    int `json:"tool_calls"`
+	// Artifacts are the refs of the files moved into the artifact root.
+	Artifacts []artifacts.RefSpec `json:"artifacts"`
+	// Denials lists every tool call the policy refused.
+	Denials []Denial `json:"denials"`
+}
+
+// Denial is one refused tool call.
+type Denial struct {
+	Tool   string `json:"tool"`
+	Class  string `json:"class"`
+	Reason string `json:"reason"`
+}
+
+// ExitCode maps a result to the process exit code. Pure.
+func (r *Result) ExitCode() int {
+	switch {
+	case r.TimedOut:
+		return ExitTimeout
+	case r.Status == StatusSuccess:
+		return ExitOK
+	case r.Status == StatusBudgetExhausted:
+		return ExitBudget
+	}
+	return ExitError
+}

@@ -1,0 +1,180 @@
+package subagent
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"mime"
+	"net/http"
+	"net/url"
+	"os"
+	"path/filepath"
+	"strings"
+	"unicode"
+	"unicode/utf8"
+
+	"github.com/odekrun/odek/artifacts"
+)
+
+// Limits of the artifact channel.
+const (
+	// MaxArtifactsPerTask bounds the files one child may hand back.
+	MaxArtifactsPerTask = 64
+	// MaxArtifactBytes bounds one artifact.
+	MaxArtifactBytes = artifacts.DefaultMaxArtifactBytes
+)
+
+// ErrArtifacts is wrapped by errors of the artifact channel.
+var ErrArtifacts = errors.New("subagent: artifacts")
+
+// prepareStage creates an empty 0700 staging directory (removing what a
+// previous run of the same task left behind).
+func prepareStage(dir string) error {
+	if err := os.RemoveAll(dir); err != nil {
+		return fmt.Errorf("%w: clear staging directory: %v", ErrArtifacts, err)
+	}
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return fmt.Errorf("%w: create staging directory: %v", ErrArtifacts, err)
+	}
+	return nil
+}
+
+// CollectArtifacts moves every regular file staged under stage into root
+// (same relative path), measures its sha256 and size from the moved file,
+// and returns one odek.artifact-ref/v1 per file, with the relative path
+// (slash-separated) as id. Symlinks and other non-regular entries are
+// skipped, never followed. The staging directory is removed afterwards.
+// The refs of files moved before an error are returned with it.
+func CollectArtifacts(stage, root string) ([]artifacts.RefSpec, error) {
+	defer os.RemoveAll(stage)
+	refs := []artifacts.RefSpec{}
+	var files []string
+	err := filepath.WalkDir(stage, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if d.Type().IsRegular() {
+			files = append(files, p)
+		}
+		return nil
+	})
+	if err != nil {
+		return refs, fmt.Errorf("%w: walk staging directory: %v", ErrArtifacts, err)
+	}
+	if len(files) > MaxArtifactsPerTask {
+		return refs, fmt.Errorf("%w: %d files staged, limit %d", ErrArtifacts, len(files), MaxArtifactsPerTask)
+	}
+	if len(files) > 0 {
+		if err := os.MkdirAll(root, 0o700); err != nil {
+			return refs, fmt.Errorf("%w: artifact root: %v", ErrArtifacts, err)
+		}
+	}
+	for _, src := range files {
+		rel, err := filepath.Rel(stage, src)
+		if err != nil {
+			return refs, fmt.Errorf("%w: %v", ErrArtifacts, err)
+		}
+		id := filepath.ToSlash(rel)
+		if !printableID(id) {
+			return refs, fmt.Errorf("%w: staged file name %q is not a printable id of at most %d characters", ErrArtifacts, id, artifacts.MaxIDChars)
+		}
+		dst := filepath.Join(root, rel)
+		if err := os.MkdirAll(filepath.Dir(dst), 0o700); err != nil {
+			return refs, fmt.Errorf("%w: %v", ErrArtifacts, err)
+		}
+		if err := move(src, dst); err != nil {
+			return refs, fmt.Errorf("%w: move %q: %v", ErrArtifacts, id, err)
+		}
+		sum, size, head, err := measure(dst)
+		if err != nil {
+			return refs, fmt.Errorf("%w: measure %q: %v", ErrArtifacts, id, err)
+		}
+		refs = append(refs, artifacts.RefSpec{
+			Schema:    artifacts.RefSchema,
+			ID:        id,
+			URI:       (&url.URL{Scheme: "file", Path: filepath.ToSlash(dst)}).String(),
+			MediaType: mediaType(dst, head),
+			SHA256:    sum,
+			SizeBytes: &size,
+		})
+	}
+	return refs, nil
+}
+
+func printableID(id string) bool {
+	if id == "" || len([]rune(id)) > artifacts.MaxIDChars {
+		return false
+	}
+	for _, r := range id {
+		if !unicode.IsPrint(r) {
+			return false
+		}
+	}
+	return true
+}
+
+// move renames src to dst, copying when they are on different file
+// systems. The destination is created 0600 and never overwritten through a
+// symlink.
+func move(src, dst string) error {
+	if err := os.Rename(src, dst); err == nil {
+		return os.Chmod(dst, 0o600)
+	}
+	in, err := os.Open(src)
+	if err != nil {
+		return err
+	}
+	defer in.Close()
+	out, err := os.OpenFile(dst, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
+	if err != nil {
+		return err
+	}
+	if _, err := io.Copy(out, io.LimitReader(in, MaxArtifactBytes+1)); err != nil {
+		out.Close()
+		return err
+	}
+	if err := out.Close(); err != nil {
+		return err
+	}
+	return os.Remove(src)
+}
+
+// measure hashes the file at p, returning the digest, the size and its
+// first 512 bytes (for media type sniffing).
+func measure(p string) (string, int64, []byte, error) {
+	f, err := os.Open(p)
+	if err != nil {
+		return "", 0, nil, err
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil {
+		return "", 0, nil, err
+	}
+	if !fi.Mode().IsRegular() || fi.Size() > MaxArtifactBytes {
+		return "", 0, nil, fmt.Errorf("not a regular file of at most %d bytes (size %d)", MaxArtifactBytes, fi.Size())
+	}
+	h := sha256.New()
+	head := make([]byte, 512)
+	n, _ := io.ReadFull(f, head)
+	head = head[:n]
+	h.Write(head)
+	rest, err := io.Copy(h, f)
+	if err != nil {
+		return "", 0, nil, err
+	}
+	return hex.EncodeToString(h.Sum(nil)), int64(n) + rest, head, nil
+}
+
+// mediaType picks the media type from the extension, else by sniffing.
+func mediaType(p string, head []byte) string {
+	if mt := mime.TypeByExtension(strings.ToLower(filepath.Ext(p))); mt != "" {
+		return mt
+	}
+	return http.DetectContentType(head)
+}
+
+func utf8Valid(b []byte) bool { return utf8.Valid(b) }
