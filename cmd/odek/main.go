@@ -75,6 +75,8 @@ Usage:
   odek run [flags] [--] <goal>   run one goal to an answer (odek run -h for flags)
   odek continue [--id ID] <goal> resume the latest (or named) session
   odek session list|show ID|delete ID|trim [--keep N] ID
+  odek subagent --task FILE | --goal TEXT
+                                 run one delegated task; one JSON result on stdout
   odek init [--force]            write a starter config to $ODEK_HOME/config.json
   odek version                   print the version
 
@@ -92,6 +94,8 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 		return cmdRun(ctx, args[1:], stdout, stderr, false)
 	case "continue":
 		return cmdRun(ctx, args[1:], stdout, stderr, true)
+	case "subagent":
+		return cmdSubagent(ctx, args[1:], stdout, stderr)
 	case "session":
 		return cmdSession(ctx, args[1:], stdout)
 	case "init":
