@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"runtime"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -155,7 +156,13 @@ func (c *conn) readLoop(lr *lineReader) {
 			c.fail(c.readError(err, lr.limit))
 			return
 		}
-		c.dispatch(line)
+		if c.dispatch(line) && lr.buffered() == 0 {
+			// A caller was woken and the next read would block this
+			// goroutine's thread in poll(2) (pipe_linux.go) while the
+			// caller waits in this P's run queue for another thread to
+			// steal it. Let it run here first.
+			runtime.Gosched()
+		}
 	}
 }
 
@@ -187,9 +194,10 @@ func (c *conn) readError(err error, limit int64) error {
 	return fmt.Errorf("%w: server %q: %s", ErrConnClosed, c.server, what)
 }
 
-// dispatch routes one line. It runs on the reader goroutine and must not
-// block on the server.
-func (c *conn) dispatch(line []byte) {
+// dispatch routes one line and reports whether it answered a pending
+// request. It runs on the reader goroutine and must not block on the
+// server.
+func (c *conn) dispatch(line []byte) bool {
 	msg, kind, id := decodeLine(line)
 	switch kind {
 	case kindResponse:
@@ -204,18 +212,19 @@ func (c *conn) dispatch(line []byte) {
 			// the first won) or timed out.
 			c.stats.dropped.Add(1)
 			c.log.WithField("id", id).Debug("dropped a response with an unknown id")
-			return
+			return false
 		}
 		r := reply{result: msg.Result, rpcErr: msg.Error}
 		if msg.Result == nil && msg.Error == nil {
 			r.err = fmt.Errorf("%w: server %q: response %d has neither result nor error", ErrProtocol, c.server, id)
 		}
 		ch <- r
+		return true
 	case kindRequest:
 		c.stats.requests.Add(1)
 		if len(msg.ID) > 256 {
 			c.log.Warn("server→client request with an oversized id ignored")
-			return
+			return false
 		}
 		b := appendMethodNotFound(nil, msg.ID, msg.Method)
 		select {
@@ -234,6 +243,7 @@ func (c *conn) dispatch(line []byte) {
 			c.log.WithFields(logrus.Fields{"bytes": len(line), "count": n}).Warn("skipped a stdout line that is not JSON-RPC")
 		}
 	}
+	return false
 }
 
 // replyLoop writes answers to server→client requests off the reader

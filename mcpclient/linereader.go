@@ -88,6 +88,9 @@ func (lr *lineReader) next() ([]byte, error) {
 	}
 }
 
+// buffered is the number of bytes read from the pipe and not yet returned.
+func (lr *lineReader) buffered() int { return lr.br.Buffered() }
+
 func (lr *lineReader) release() {
 	clear(lr.chunks)
 	lr.chunks = lr.chunks[:0]

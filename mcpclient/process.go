@@ -3,6 +3,7 @@ package mcpclient
 import (
 	"context"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"sync"
@@ -13,9 +14,9 @@ import (
 type process struct {
 	cmd    *exec.Cmd
 	pid    int
-	stdin  *os.File // our write end
-	stdout *os.File // our read end
-	stderr *os.File // our read end
+	stdin  *os.File      // our write end
+	stdout io.ReadCloser // our read end (newStdoutPipe)
+	stderr *os.File      // our read end
 
 	exited  chan struct{} // closed once Wait returned
 	waitErr error         // valid after exited is closed
@@ -31,7 +32,7 @@ func startProcess(cfg *ServerConfig) (*process, error) {
 	if err != nil {
 		return nil, err
 	}
-	outR, outW, err := os.Pipe()
+	outR, outW, err := newStdoutPipe()
 	if err != nil {
 		inR.Close()
 		inW.Close()
