@@ -98,6 +98,8 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 		return cmdSubagent(ctx, args[1:], stdout, stderr)
 	case "session":
 		return cmdSession(ctx, args[1:], stdout)
+	case "ext":
+		return cmdExt(ctx, args[1:], stdout, stderr)
 	case "init":
 		return cmdInit(args[1:], stdout, stderr)
 	case "version", "--version", "-v":

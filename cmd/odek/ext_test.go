@@ -1,0 +1,202 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/odekrun/odek/mcpclient/mcptest"
+)
+
+func TestParseCall(t *testing.T) {
+	tests := []struct {
+		in, tool, args, errHas string
+	}{
+		{in: "echo", tool: "echo", args: "{}"},
+		{in: "echo=", tool: "echo", args: "{}"},
+		{in: `echo={"text":"a=b"}`, tool: "echo", args: `{"text":"a=b"}`},
+		{in: `echo=[1]`, errHas: "must be a JSON object"},
+		{in: `echo=null`, errHas: "must be a JSON object"},
+		{in: `echo={bad`, errHas: "must be a JSON object"},
+		{in: `bad.name={}`, errHas: "tool name"},
+		{in: `={}`, errHas: "tool name"},
+	}
+	for _, tc := range tests {
+		c, err := parseCall(tc.in)
+		if tc.errHas != "" {
+			if err == nil || !strings.Contains(err.Error(), tc.errHas) {
+				t.Errorf("parseCall(%q) err %v, want %q", tc.in, err, tc.errHas)
+			}
+			continue
+		}
+		if err != nil || c.tool != tc.tool || string(c.args) != tc.args {
+			t.Errorf("parseCall(%q) = %+v, %v", tc.in, c, err)
+		}
+	}
+}
+
+func TestServerNameFor(t *testing.T) {
+	for in, want := range map[string]string{
+		"/usr/bin/log-analyzer-mcp":     "log-analyzer-mcp",
+		"./srv.py":                      "srv-py",
+		"a__b":                          "a_-b",
+		"/x/" + strings.Repeat("n", 80): strings.Repeat("n", 32),
+		"/":                             "-",
+		"..":                            "--",
+	} {
+		if got := serverNameFor(in); got != want {
+			t.Errorf("serverNameFor(%q) = %q, want %q", in, got, want)
+		}
+	}
+}
+
+func TestLatencySummary(t *testing.T) {
+	if got := latencySummary(nil); got != "-" {
+		t.Error(got)
+	}
+	if got := latencySummary([]time.Duration{1500 * time.Microsecond}); got != "1.5ms" {
+		t.Error(got)
+	}
+	var d []time.Duration
+	for i := 100; i >= 1; i-- {
+		d = append(d, time.Duration(i)*time.Millisecond)
+	}
+	if got := latencySummary(d); got != "100 calls, p50 51ms, p99 100ms, max 100ms" {
+		t.Error(got)
+	}
+}
+
+func TestParseCheckArgsUsage(t *testing.T) {
+	for _, args := range [][]string{
+		{},
+		{"a", "b"},
+		{"--"},
+		{"name", "--", "cmd"},
+		{"--call", "x=[1]", "--", "cmd"},
+		{"--repeat", "0", "--", "cmd"},
+		{"--timeout", "-1", "--", "cmd"},
+		{"--env", "NOEQUALS", "--", "cmd"},
+		{"--name", "a__b", "--", "cmd"},
+		{"--bogus", "--", "cmd"},
+	} {
+		_, err := parseCheckArgs(args, &bytes.Buffer{})
+		if exitCode(err) != exitSetup {
+			t.Errorf("args %q: exit %d (%v), want %d", args, exitCode(err), err, exitSetup)
+		}
+	}
+	o, err := parseCheckArgs([]string{"--call", "echo", "--root", ".", "--env", "A=1", "--", "srv", "--flag", "--"}, &bytes.Buffer{})
+	if err != nil || len(o.command) != 3 || o.command[1] != "--flag" || !filepath.IsAbs(o.roots[0]) || o.env["A"] != "1" {
+		t.Fatalf("%+v %v", o, err)
+	}
+}
+
+// check runs `odek ext check` in-process.
+func check(t *testing.T, args ...string) (string, string, int) {
+	t.Helper()
+	var so, se bytes.Buffer
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	err := run(ctx, append([]string{"ext", "check"}, args...), nil, &so, &se)
+	return so.String(), se.String(), exitCode(err)
+}
+
+func TestExtCheckFixturePasses(t *testing.T) {
+	fx := mcptest.FixturePath(t)
+	root := t.TempDir()
+	out, errOut, code := check(t, "--name", "fx", "--root", root, "--repeat", "3",
+		"--call", `echo={"text":"hi"}`, "--call", `artifact_result={"count":2}`, "--call", `large_result={"chars":300000}`,
+		"--", fx, "-root="+root)
+	if code != 0 {
+		t.Fatalf("exit %d\n%s\n%s", code, out, errOut)
+	}
+	for _, want := range []string{
+		"PASS  handshake              protocolVersion 2025-03-26",
+		"PASS  tool-names             6 tool(s)",
+		"the model sees them as fx__",
+		"PASS  ping",
+		"PASS  call echo              2 code points; latency 3 calls, p50",
+		"PASS  call artifact_result   ", "2 artifact ref(s) valid (art-1, art-2)",
+		"PASS  call large_result", "truncated to max_result_chars",
+		"PASS  unknown-arguments      echo ignored an extra unknown argument",
+		"PASS  stdout",
+		"PASS  shutdown",
+		" 0 failed",
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("output lacks %q:\n%s", want, out)
+		}
+	}
+}
+
+func TestExtCheckFailures(t *testing.T) {
+	fx := mcptest.FixturePath(t)
+	root := t.TempDir()
+	tests := []struct {
+		name    string
+		args    []string
+		wantHas []string
+	}{
+		{"command exits", []string{"--", "/bin/false"}, []string{"FAIL  handshake", "exit status 1"}},
+		{"no such command", []string{"--", "/nonexistent/odek-server"}, []string{"FAIL  handshake", "spawn"}},
+		{"hangs in initialize", []string{"--startup-timeout", "1", "--", fx, "-mode=hang-initialize"}, []string{"FAIL  handshake", "startup_timeout"}},
+		{"unsupported protocol", []string{"--", fx, "-mode=bad-protocol"}, []string{"FAIL  handshake", "1999-01-01"}},
+		{"invalid tool name", []string{"--", fx, "-mode=invalid-tool-name"}, []string{"FAIL  tool-names", `"bad.name"`}},
+		{"garbage on stdout", []string{"--call", "echo", "--", fx, "-mode=garbage"}, []string{"PASS  call echo", "FAIL  stdout"}},
+		{"artifact outside roots", []string{"--root", root, "--call", `bad_artifact={"kind":"passwd"}`, "--", fx, "-root=" + root}, []string{"FAIL  call bad_artifact", `"art-1"`}},
+		{"wrong hash", []string{"--root", root, "--call", `bad_artifact={"kind":"hash"}`, "--", fx, "-root=" + root}, []string{"FAIL  call bad_artifact", "sha256"}},
+		{"no roots", []string{"--call", "artifact_result", "--", fx, "-root=" + root}, []string{"FAIL  call artifact_result", "no artifact_roots"}},
+		{"error result", []string{"--call", `error_result={"text":"boom"}`, "--", fx}, []string{"FAIL  call error_result", "boom"}},
+		{"unknown tool", []string{"--call", "nope", "--", fx}, []string{`FAIL  call nope`, `does not list a tool "nope"`}},
+		{"timeout", []string{"--timeout", "1", "--call", `slow={"ms":30000}`, "--", fx}, []string{"FAIL  call slow", "timeout_seconds=1"}},
+		{"malformed envelope", []string{"--root", root, "--call", `bad_artifact={"kind":"malformed_json"}`, "--", fx, "-root=" + root}, []string{"FAIL  call bad_artifact"}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			out, errOut, code := check(t, tc.args...)
+			if code != exitError {
+				t.Fatalf("exit %d, want %d\n%s\n%s", code, exitError, out, errOut)
+			}
+			for _, w := range tc.wantHas {
+				if !strings.Contains(out, w) {
+					t.Errorf("output lacks %q:\n%s", w, out)
+				}
+			}
+		})
+	}
+}
+
+func TestExtCheckConfiguredServer(t *testing.T) {
+	fx := mcptest.FixturePath(t)
+	home := t.TempDir()
+	proj := t.TempDir()
+	root := t.TempDir()
+	cfg := fmt.Sprintf(`{"mcp_servers":{"fx":{"command":%q,"args":["-root=%s"],"artifact_roots":[%q],"env":{"API_TOKEN":"t0ps3cret"}},
+		"broken":{"command":"x","max_response_bytes":-1}}}`, fx, root, root)
+	if err := os.WriteFile(filepath.Join(home, "config.json"), []byte(cfg), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("ODEK_HOME", home)
+	t.Chdir(proj)
+
+	out, errOut, code := check(t, "--call", "artifact_result", "fx")
+	if code != 0 {
+		t.Fatalf("exit %d\n%s\n%s", code, out, errOut)
+	}
+	if !strings.Contains(out, `server "fx" from `+filepath.Join(home, "config.json")) || !strings.Contains(out, "1 artifact ref(s) valid") ||
+		!strings.Contains(out, `WARN  config                 MCP server "fx": env key "API_TOKEN"`) || strings.Contains(out, "t0ps3cret") {
+		t.Fatalf("output:\n%s", out)
+	}
+	out, _, code = check(t, "broken")
+	if code != exitError || !strings.Contains(out, "FAIL  config") || !strings.Contains(out, "max_response_bytes=-1 is negative") {
+		t.Fatalf("broken entry: exit %d\n%s", code, out)
+	}
+	_, _, code = check(t, "missing")
+	if code != exitSetup {
+		t.Fatalf("unknown server: exit %d", code)
+	}
+}
