@@ -5,6 +5,7 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -198,5 +199,20 @@ func TestExtCheckConfiguredServer(t *testing.T) {
 	_, _, code = check(t, "missing")
 	if code != exitSetup {
 		t.Fatalf("unknown server: exit %d", code)
+	}
+}
+
+// TestExampleExtensionPassesCheck keeps examples/echo-extension honest: it
+// builds with the module and passes every rule of `odek ext check`.
+func TestExampleExtensionPassesCheck(t *testing.T) {
+	bin := filepath.Join(t.TempDir(), "echo-extension")
+	build := exec.Command("go", "build", "-o", bin, "../../examples/echo-extension")
+	if b, err := build.CombinedOutput(); err != nil {
+		t.Fatalf("building the example: %v\n%s", err, b)
+	}
+	dir := t.TempDir()
+	out, errOut, code := check(t, "--root", dir, "--call", `echo={"text":"hi"}`, "--call", `report={"lines":3,"text":"ok"}`, "--", bin, "-dir", dir)
+	if code != 0 || !strings.Contains(out, "1 artifact ref(s) valid (report-1)") || !strings.Contains(out, "9 passed, 0 failed, 0 warnings") {
+		t.Fatalf("exit %d\n%s\n%s", code, out, errOut)
 	}
 }
