@@ -151,9 +151,10 @@ func ParseTasks(raw []byte) ([]TaskArg, error) {
 	return w.Tasks, nil
 }
 
-// Assess validates the arguments. Delegation runs other agents that can
-// act, so it is code_execution unless every task's max_risk is lower; the
-// policy decides, children are bounded by their own policy.
+// Assess validates the arguments. Delegation is local_write: children
+// never prompt, so they can do no more than the operator's policy allows
+// without asking (ChildPolicy), and by default that is working on files in
+// the workspace. Tasks whose max_risk is safe make the call safe.
 func (d *Delegate) Assess(args json.RawMessage) (tools.Assessment, error) {
 	ts, err := ParseTasks(args)
 	if err != nil {
@@ -161,12 +162,8 @@ func (d *Delegate) Assess(args json.RawMessage) (tools.Assessment, error) {
 	}
 	class := tools.ClassSafe
 	for _, t := range ts {
-		c := tools.ClassCodeExecution
-		if t.MaxRisk != "" && tools.Severity(tools.Class(t.MaxRisk)) < tools.Severity(c) {
-			c = tools.Class(t.MaxRisk)
-		}
-		if tools.Severity(c) > tools.Severity(class) {
-			class = c
+		if t.MaxRisk != string(tools.ClassSafe) {
+			class = tools.ClassLocalWrite
 		}
 	}
 	return tools.Assessment{Class: class, Summary: map[string]any{"tasks": strconv.Itoa(len(ts))}}, nil
