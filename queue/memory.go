@@ -55,6 +55,7 @@ type memJob struct {
 	beat     time.Time // last claim or heartbeat
 	canceled bool
 	doneAt   time.Time
+	result   Result // once done
 }
 
 type memIdem struct {
@@ -194,6 +195,7 @@ func (m *Memory) finishLocked(j *memJob, res Result) {
 		return
 	}
 	j.state, j.token, j.doneAt = stateDone, "", m.o.Now()
+	j.result = res
 	delete(m.running, j.job.ID)
 	if p := m.progress[j.job.ID]; p != nil {
 		p.doneAt = j.doneAt

@@ -3,7 +3,10 @@ package queue
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
+
+	"github.com/redis/go-redis/v9"
 )
 
 // Stats is a snapshot for operators (`odek queue stats`).
@@ -30,6 +33,11 @@ type Operator interface {
 	// chat, goal, session and budget) and returns it. ErrNotFound if no dead
 	// job has that id.
 	Retry(ctx context.Context, jobID string) (Job, error)
+	// JobResult returns the result of a finished job without consuming it
+	// from the results stream (`odek queue submit --wait`), for Retain
+	// after the job finished. ok is false while the job is unfinished,
+	// unknown or forgotten.
+	JobResult(ctx context.Context, jobID string) (res Result, ok bool, err error)
 }
 
 // DeadLetterCounter is implemented by both queues: the number of jobs
@@ -174,4 +182,39 @@ func (r *Redis) Retry(ctx context.Context, jobID string) (Job, error) {
 		return j, nil
 	}
 	return Job{}, ErrNotFound
+}
+
+// JobResult implements Operator.
+func (m *Memory) JobResult(ctx context.Context, jobID string) (Result, bool, error) {
+	if err := ctx.Err(); err != nil {
+		return Result{}, false, err
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	j := m.jobs[jobID]
+	if j == nil || j.state != stateDone {
+		return Result{}, false, nil
+	}
+	res := j.result
+	res.Artifacts = append([]ArtifactMeta(nil), res.Artifacts...)
+	return res, true, nil
+}
+
+// JobResult implements Operator: one HGET.
+func (r *Redis) JobResult(ctx context.Context, jobID string) (Result, bool, error) {
+	if !validID(jobID) {
+		return Result{}, false, nil
+	}
+	raw, err := r.c.HGet(ctx, r.key("job:", jobID), "result").Result()
+	if errors.Is(err, redis.Nil) {
+		return Result{}, false, nil
+	}
+	if err != nil {
+		return Result{}, false, fmt.Errorf("queue: result of %s: %w", jobID, err)
+	}
+	var res Result
+	if err := json.Unmarshal([]byte(raw), &res); err != nil {
+		return Result{}, false, fmt.Errorf("queue: stored result of %s is corrupt: %w", jobID, err)
+	}
+	return res, true, nil
 }

@@ -76,7 +76,7 @@ local function finish(id, res)
     redis.call('XACK', JOBS, G, entry)
     redis.call('XDEL', JOBS, entry)
   end
-  redis.call('HSET', h, 'state', 'done', 'owner', '', 'entry', '')
+  redis.call('HSET', h, 'state', 'done', 'owner', '', 'entry', '', 'result', res)
   redis.call('PEXPIRE', h, RET)
   redis.call('PEXPIRE', P .. 'progress:' .. id, RET)
   redis.call('XADD', P .. 'results', '*', 'job', id, 'r', res)

@@ -231,6 +231,7 @@ func (w *Worker) Run(ctx context.Context) error {
 	go w.pub.run(pubCtx)
 
 	w.claimLoop()
+	w.log.WithField("running", w.metrics.Running.Load()).Info("worker: stopped claiming")
 	w.jobs.Wait()
 	close(w.pub.ch)
 	<-w.pub.done

@@ -77,6 +77,10 @@ Usage:
   odek session list|show ID|delete ID|trim [--keep N] ID
   odek subagent --task FILE | --goal TEXT
                                  run one delegated task; one JSON result on stdout
+  odek worker [--redis URL] [--concurrency N]
+                                 run queued jobs from Redis (env REDIS_URL)
+  odek queue stats|submit|cancel|dead|retry
+                                 operate the Redis job queue (odek queue help)
   odek init [--force]            write a starter config to $ODEK_HOME/config.json
   odek version                   print the version
 
@@ -98,6 +102,10 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 		return cmdSubagent(ctx, args[1:], stdout, stderr)
 	case "session":
 		return cmdSession(ctx, args[1:], stdout)
+	case "worker":
+		return cmdWorker(ctx, args[1:], stdout, stderr)
+	case "queue":
+		return cmdQueue(ctx, args[1:], stdout, stderr)
 	case "ext":
 		return cmdExt(ctx, args[1:], stdout, stderr)
 	case "init":

@@ -110,8 +110,19 @@ func testEnqueueClaimAck(t *testing.T, nq NewQueue) {
 	}
 	res := queue.Result{Status: queue.StatusSucceeded, Answer: "hi", DurationMS: 7, Usage: queue.Usage{PromptTokens: 3},
 		Artifacts: []queue.ArtifactMeta{{Path: "a/b.txt", Bytes: 2}}}
+	if op, ok := q.(queue.Operator); ok {
+		if _, ok, err := op.JobResult(ctxT(t), j.ID); ok || err != nil {
+			t.Fatalf("JobResult of a running job = %v, %v; want not ok", ok, err)
+		}
+	}
 	if err := q.Ack(ctxT(t), l, res); err != nil {
 		t.Fatalf("Ack: %v", err)
+	}
+	if op, ok := q.(queue.Operator); ok {
+		got, ok, err := op.JobResult(ctxT(t), j.ID)
+		if err != nil || !ok || got.Answer != "hi" || got.JobID != j.ID || len(got.Artifacts) != 1 {
+			t.Fatalf("JobResult after Ack = %+v, %v, %v", got, ok, err)
+		}
 	}
 	if err := q.Ack(ctxT(t), l, res); !errors.Is(err, queue.ErrLeaseLost) {
 		t.Fatalf("second Ack = %v, want ErrLeaseLost", err)
@@ -529,6 +540,12 @@ func testOperator(t *testing.T, nq NewQueue) {
 		if st, _ = op.Stats(ctxT(t)); st.Dead == 1 {
 			break
 		}
+	}
+	if res, ok, err := op.JobResult(ctxT(t), j.ID); err != nil || !ok || res.Status != queue.StatusDeadLettered {
+		t.Fatalf("JobResult of the dead job = %+v, %v, %v", res, ok, err)
+	}
+	if _, ok, err := op.JobResult(ctxT(t), "unknown-job"); ok || err != nil {
+		t.Fatalf("JobResult of an unknown job = %v, %v", ok, err)
 	}
 	dead, err := op.DeadLetters(ctxT(t), 0)
 	if err != nil || len(dead) != 1 || dead[0].ID != j.ID || dead[0].Attempt != 1 {

@@ -1,0 +1,354 @@
+package main
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"io/fs"
+	"mime"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/odekrun/odek/events"
+	"github.com/odekrun/odek/internal/budget"
+	"github.com/odekrun/odek/internal/config"
+	"github.com/odekrun/odek/internal/host"
+	"github.com/odekrun/odek/internal/llm"
+	"github.com/odekrun/odek/internal/session"
+	"github.com/odekrun/odek/internal/tools"
+	"github.com/odekrun/odek/queue"
+	"github.com/odekrun/odek/worker"
+	"github.com/redis/go-redis/v9"
+	"github.com/sirupsen/logrus"
+
+	"github.com/odekrun/odek/agent"
+)
+
+// queueFlags are the queue settings every process sharing a Redis must
+// agree on (`odek worker`, `odek queue`).
+type queueFlags struct {
+	redisURL    string
+	prefix      string
+	lease       time.Duration
+	maxAttempts int
+}
+
+func (q *queueFlags) register(fs *flag.FlagSet) {
+	fs.StringVar(&q.redisURL, "redis", os.Getenv("REDIS_URL"), "Redis URL, e.g. redis://localhost:6379/0 (env REDIS_URL)")
+	fs.StringVar(&q.prefix, "prefix", envOr("ODEK_QUEUE_PREFIX", "odek:"), "key prefix of the queue and sessions (env ODEK_QUEUE_PREFIX)")
+	fs.DurationVar(&q.lease, "lease", envDuration("ODEK_QUEUE_LEASE", 30*time.Second), "lease of a claimed job without heartbeat before another worker takes it over (env ODEK_QUEUE_LEASE)")
+	fs.IntVar(&q.maxAttempts, "max-attempts", envInt("ODEK_QUEUE_MAX_ATTEMPTS", 3), "claims of a job before it is dead-lettered (env ODEK_QUEUE_MAX_ATTEMPTS)")
+}
+
+func (q *queueFlags) options() queue.Options {
+	return queue.Options{Prefix: q.prefix, LeaseTTL: q.lease, MaxAttempts: q.maxAttempts}
+}
+
+// errNoRedis explains why a worker without Redis has nothing to do.
+var errNoRedis = errors.New("no Redis configured: set REDIS_URL or pass --redis URL (workers take jobs from Redis; without it the bot runs its own in-process workers)")
+
+// connect opens the Redis client and the queue. The URL is never echoed:
+// it may carry a password.
+func (q *queueFlags) connect(ctx context.Context) (*redis.Client, *queue.Redis, error) {
+	if q.redisURL == "" {
+		return nil, nil, withCode(exitSetup, errNoRedis)
+	}
+	opt, err := redis.ParseURL(q.redisURL)
+	if err != nil {
+		return nil, nil, withCode(exitSetup, errors.New("--redis / REDIS_URL is not a valid redis:// or rediss:// URL"))
+	}
+	c := redis.NewClient(opt)
+	cctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	qu, err := queue.NewRedis(cctx, c, q.options())
+	if err != nil {
+		c.Close()
+		return nil, nil, withCode(exitSetup, fmt.Errorf("connecting to Redis at %s: %w", opt.Addr, err))
+	}
+	return c, qu, nil
+}
+
+func envOr(k, def string) string {
+	if v := os.Getenv(k); v != "" {
+		return v
+	}
+	return def
+}
+
+func envInt(k string, def int) int {
+	if n, err := strconv.Atoi(os.Getenv(k)); err == nil {
+		return n
+	}
+	return def
+}
+
+func envDuration(k string, def time.Duration) time.Duration {
+	if d, err := parseSeconds(os.Getenv(k)); err == nil && d > 0 {
+		return d
+	}
+	return def
+}
+
+type workerFlags struct {
+	q               queueFlags
+	concurrency     int
+	name            string
+	metricsAddr     string
+	shutdownTimeout time.Duration
+	artifacts       string
+	approvalTimeout time.Duration
+	sessionTTL      time.Duration
+	logLevel        string
+}
+
+func cmdWorker(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	var f workerFlags
+	fs := flag.NewFlagSet("odek worker", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	f.q.register(fs)
+	fs.IntVar(&f.concurrency, "concurrency", envInt("ODEK_WORKER_CONCURRENCY", 4), "jobs run at once (env ODEK_WORKER_CONCURRENCY)")
+	fs.StringVar(&f.name, "name", os.Getenv("ODEK_WORKER_NAME"), "consumer name, unique per worker (default host-pid-random; env ODEK_WORKER_NAME)")
+	fs.StringVar(&f.metricsAddr, "metrics-addr", os.Getenv("ODEK_WORKER_METRICS_ADDR"), "serve /healthz and /metrics on this address, e.g. :9464 (default off; env ODEK_WORKER_METRICS_ADDR)")
+	fs.DurationVar(&f.shutdownTimeout, "shutdown-timeout", envDuration("ODEK_WORKER_SHUTDOWN_TIMEOUT", 30*time.Second), "on SIGTERM, how long running jobs may finish before they are canceled and left for redelivery")
+	fs.StringVar(&f.artifacts, "artifacts", os.Getenv("ODEK_ARTIFACTS_DIR"), "directory shared with the front end; each chat works in <dir>/<chat id> and files a job writes there are reported as artifacts (default: the working directory, no artifacts; env ODEK_ARTIFACTS_DIR)")
+	fs.DurationVar(&f.approvalTimeout, "approval-timeout", envDuration("ODEK_APPROVAL_TIMEOUT", queue.DefaultApprovalTimeout), "how long a tool approval waits for the chat before denying")
+	fs.DurationVar(&f.sessionTTL, "session-ttl", envDuration("ODEK_SESSION_TTL", 0), "forget a chat's session this long after its last job (default never)")
+	fs.StringVar(&f.logLevel, "log-level", envOr("ODEK_LOG_LEVEL", "info"), "debug, info, warn or error")
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return withCode(exitOK, errors.Join(errReported, err))
+		}
+		return withCode(exitSetup, errors.Join(errReported, err))
+	}
+	if fs.NArg() > 0 {
+		return usageErr("odek worker takes no arguments, got %q", fs.Args())
+	}
+	if f.concurrency < 1 {
+		return usageErr("--concurrency must be ≥ 1, got %d", f.concurrency)
+	}
+	log := logrus.New()
+	log.SetOutput(stderr)
+	lvl, err := logrus.ParseLevel(f.logLevel)
+	if err != nil {
+		return usageErr("--log-level: %v", err)
+	}
+	log.SetLevel(lvl)
+
+	cfg, warnings, err := config.Load(config.Options{})
+	if err != nil {
+		return withCode(exitSetup, err)
+	}
+	for _, w := range warnings {
+		log.Warn(w.String())
+	}
+	if err := cfg.ResolveEndpoint(ctx, nil); err != nil {
+		return withCode(exitSetup, err)
+	}
+	// One LLM client for all jobs, so connections are reused.
+	client, err := llm.New(llm.Config{
+		BaseURL: cfg.BaseURL, APIKey: cfg.APIKey, DisableStreaming: !cfg.LLM.Stream,
+		MaxAttempts: cfg.LLM.MaxAttempts, IdleTimeout: cfg.LLM.IdleTimeout(), RequestTimeout: cfg.LLM.RequestTimeout(),
+	})
+	if err != nil {
+		return withCode(exitSetup, err)
+	}
+	wd, err := os.Getwd()
+	if err != nil {
+		return withCode(exitSetup, err)
+	}
+	if f.artifacts != "" {
+		if f.artifacts, err = filepath.Abs(f.artifacts); err != nil {
+			return withCode(exitSetup, err)
+		}
+		if err := os.MkdirAll(f.artifacts, 0o700); err != nil {
+			return withCode(exitSetup, fmt.Errorf("--artifacts: %w", err))
+		}
+	}
+
+	rc, q, err := f.q.connect(ctx)
+	if err != nil {
+		return err
+	}
+	defer rc.Close()
+	store := &session.RedisStore{Client: rc, Prefix: f.q.prefix, TTL: f.sessionTTL}
+	jr := &jobRunner{cfg: cfg, client: client, store: store, log: log, workDir: wd, artifacts: f.artifacts, environ: os.Environ()}
+
+	w, err := worker.New(worker.Config{
+		Queue: q, Run: jr.run, Name: f.name, Concurrency: f.concurrency, ShutdownTimeout: f.shutdownTimeout,
+		ApprovalTimeout: f.approvalTimeout, Logger: log,
+		// Heartbeats well inside the lease, at most every 500 ms (cancel latency).
+		HeartbeatInterval: min(f.q.lease/3, 500*time.Millisecond),
+	})
+	if err != nil {
+		return withCode(exitSetup, err)
+	}
+	if f.metricsAddr != "" {
+		ln, err := net.Listen("tcp", f.metricsAddr)
+		if err != nil {
+			return withCode(exitSetup, fmt.Errorf("--metrics-addr: %w", err))
+		}
+		srv := &http.Server{Handler: w.Handler(), ReadHeaderTimeout: 5 * time.Second}
+		go func() { _ = srv.Serve(ln) }()
+		defer srv.Close()
+		log.WithField("addr", ln.Addr().String()).Info("odek worker: serving /healthz and /metrics")
+	}
+	log.WithFields(logrus.Fields{"concurrency": f.concurrency, "prefix": f.q.prefix}).Infof("odek worker %s: waiting for jobs", w.Name())
+
+	runDone := make(chan error, 1)
+	go func() { runDone <- w.Run(context.WithoutCancel(ctx)) }()
+	select {
+	case err := <-runDone:
+		return err
+	case <-ctx.Done():
+	}
+	log.WithField("timeout", f.shutdownTimeout).Info("odek worker: signal received; finishing running jobs")
+	sctx, cancel := context.WithTimeout(context.Background(), f.shutdownTimeout)
+	defer cancel()
+	serr := w.Shutdown(sctx)
+	if err := <-runDone; err != nil {
+		return err
+	}
+	if serr != nil {
+		log.WithError(serr).Warn("odek worker: stopped")
+		return nil // the jobs are safe in the queue; this is not a failure of the worker
+	}
+	log.Info("odek worker: stopped")
+	return nil
+}
+
+// jobRunner builds and runs the agent for one job with the operator's
+// configuration, the chat's session from Redis and the job's budget.
+type jobRunner struct {
+	cfg       *config.Config
+	client    agent.Completer
+	store     session.Store
+	log       logrus.FieldLogger
+	workDir   string
+	artifacts string
+	environ   []string
+}
+
+// Exit codes in results, as `odek run` would exit.
+func resultExitCode(runErr error) int {
+	switch {
+	case runErr == nil:
+		return exitOK
+	case errors.Is(runErr, budget.ErrExceeded):
+		return exitBudget
+	case errors.Is(runErr, context.Canceled):
+		return exitCancelled
+	default:
+		return exitError
+	}
+}
+
+func (j *jobRunner) run(ctx context.Context, job queue.Job, sink events.Sink, approver tools.Prompter) (queue.Result, error) {
+	log := j.log.WithField("job_id", job.ID)
+	jobLimits, _, _, err := budget.FromSections(nil, job.Budget)
+	if err != nil {
+		return queue.Result{Status: queue.StatusFailed, ExitCode: exitSetup}, fmt.Errorf("job budget: %w", err)
+	}
+	dir := j.workDir
+	if j.artifacts != "" {
+		dir = filepath.Join(j.artifacts, strconv.FormatInt(job.ChatID, 10))
+		if err := os.MkdirAll(dir, 0o700); err != nil {
+			return queue.Result{Status: queue.StatusFailed, ExitCode: exitSetup}, fmt.Errorf("chat work directory: %v", err)
+		}
+	}
+	sid := jobSessionID(job)
+	sess, err := j.store.Load(ctx, sid)
+	switch {
+	case errors.Is(err, session.ErrNotFound):
+		sess = &session.Session{ID: sid, Model: j.cfg.Model}
+	case err != nil:
+		return queue.Result{Status: queue.StatusFailed, ExitCode: exitError}, fmt.Errorf("loading the chat's session: %w", err)
+	}
+	start := time.Now()
+	rt, err := host.Build(ctx, host.Options{
+		Config: j.cfg, WorkDir: dir, Logger: log, Prompter: approver, EventSink: sink, Environ: j.environ,
+		Warn:         func(w string) { log.Warn(w) },
+		AdjustLimits: func(l *budget.Limits) { *l, _ = budget.MergeLimits(*l, jobLimits) },
+		SessionID:    sid, Start: start,
+	})
+	if err != nil {
+		return queue.Result{Status: queue.StatusFailed, ExitCode: exitSetup}, err
+	}
+	defer rt.Close()
+	acfg := rt.Agent
+	acfg.LLM = j.client
+	acfg.History = sess.Messages
+	acfg.Persist = func(msgs []llm.Message) error {
+		sess.Messages = msgs
+		return j.store.Save(context.WithoutCancel(ctx), sess)
+	}
+	res, runErr := agent.Run(ctx, acfg, job.Goal)
+	out := queue.Result{
+		Answer:     rt.Redactor.String(res.Answer),
+		ExitCode:   resultExitCode(runErr),
+		DurationMS: res.Duration.Milliseconds(),
+		Usage: queue.Usage{PromptTokens: int64(res.Usage.PromptTokens), CompletionTokens: int64(res.Usage.CompletionTokens),
+			CostUSD: rt.Budget.Snapshot().CostUSD},
+	}
+	if j.artifacts != "" {
+		out.Artifacts = collectArtifacts(j.artifacts, dir, start, maxArtifacts)
+	}
+	if runErr != nil {
+		return out, errors.New(rt.Redactor.String(runErr.Error()))
+	}
+	return out, nil
+}
+
+// jobSessionID is the session a job continues: its SessionID when that is a
+// valid session id, else one derived from it, else one derived from the
+// chat, so every chat has one conversation unless the front end names
+// another.
+func jobSessionID(job queue.Job) string {
+	if session.ValidateID(job.SessionID) == nil {
+		return job.SessionID
+	}
+	key := "chat:" + strconv.FormatInt(job.ChatID, 10)
+	if job.SessionID != "" {
+		key = "session:" + job.SessionID
+	}
+	sum := sha256.Sum256([]byte("odek-session/v1\x00" + key))
+	return hex.EncodeToString(sum[:session.IDLen/2])
+}
+
+// maxArtifacts bounds the artifact metadata of one result.
+const maxArtifacts = 32
+
+// collectArtifacts lists regular files under dir modified at or after
+// since (at most max, symlinks skipped), with paths relative to root.
+func collectArtifacts(root, dir string, since time.Time, max int) []queue.ArtifactMeta {
+	var out []queue.ArtifactMeta
+	since = since.Add(-time.Second) // coarse file system clocks
+	_ = filepath.WalkDir(dir, func(path string, d fs.DirEntry, err error) error {
+		if err != nil || len(out) >= max {
+			return filepath.SkipDir
+		}
+		if !d.Type().IsRegular() {
+			return nil
+		}
+		fi, err := d.Info()
+		if err != nil || fi.ModTime().Before(since) {
+			return nil
+		}
+		rel, err := filepath.Rel(root, path)
+		if err != nil || strings.HasPrefix(rel, "..") {
+			return nil
+		}
+		out = append(out, queue.ArtifactMeta{Path: filepath.ToSlash(rel), Name: d.Name(), Bytes: fi.Size(),
+			MIME: mime.TypeByExtension(filepath.Ext(d.Name()))})
+		return nil
+	})
+	return out
+}
