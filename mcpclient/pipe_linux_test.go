@@ -16,7 +16,7 @@ func openFDs(t *testing.T) int {
 	return len(ents)
 }
 
-func TestPollReaderReadsThenEOF(t *testing.T) {
+func TestStdoutPipeReadsThenEOF(t *testing.T) {
 	before := openFDs(t)
 	r, w, err := newStdoutPipe()
 	if err != nil {
@@ -42,10 +42,10 @@ func TestPollReaderReadsThenEOF(t *testing.T) {
 	}
 }
 
-// TestPollReaderCloseInterruptsRead: Close wakes a Read blocked on a pipe
+// TestStdoutPipeCloseInterruptsRead: Close wakes a Read blocked on a pipe
 // whose write end is still open (a grandchild may hold it), and both
 // descriptors are released once the Read returned.
-func TestPollReaderCloseInterruptsRead(t *testing.T) {
+func TestStdoutPipeCloseInterruptsRead(t *testing.T) {
 	before := openFDs(t)
 	r, w, err := newStdoutPipe()
 	if err != nil {
