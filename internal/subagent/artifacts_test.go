@@ -1,0 +1,153 @@
+package subagent
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/odekrun/odek/artifacts"
+	"github.com/odekrun/odek/internal/artifactstore"
+)
+
+func stageFiles(t *testing.T, files map[string]string) (stage, root string) {
+	t.Helper()
+	stage = filepath.Join(t.TempDir(), "stage")
+	root = filepath.Join(t.TempDir(), "root")
+	for name, content := range files {
+		p := filepath.Join(stage, filepath.FromSlash(name))
+		os.MkdirAll(filepath.Dir(p), 0o700)
+		if err := os.WriteFile(p, []byte(content), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return stage, root
+}
+
+func TestCollectArtifactsMovesAndMeasures(t *testing.T) {
+	stage, root := stageFiles(t, map[string]string{"a.txt": "alpha", "sub/b.json": `{"b":1}`})
+	secret := filepath.Join(t.TempDir(), "secret")
+	os.WriteFile(secret, []byte("do not return"), 0o600)
+	if err := os.Symlink(secret, filepath.Join(stage, "link.txt")); err != nil {
+		t.Fatal(err)
+	}
+	refs, err := CollectArtifacts(stage, root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(refs) != 2 || refs[0].ID != "a.txt" || refs[1].ID != "sub/b.json" {
+		t.Fatalf("refs %+v (symlinks must be skipped)", refs)
+	}
+	sum := sha256.Sum256([]byte("alpha"))
+	if refs[0].SHA256 != hex.EncodeToString(sum[:]) || *refs[0].SizeBytes != 5 || !strings.HasPrefix(refs[0].MediaType, "text/plain") {
+		t.Fatalf("measured %+v", refs[0])
+	}
+	if _, err := os.Stat(stage); !os.IsNotExist(err) {
+		t.Fatal("staging directory not removed")
+	}
+	fi, err := os.Stat(filepath.Join(root, "a.txt"))
+	if err != nil || fi.Mode().Perm() != 0o600 {
+		t.Fatalf("moved file %v %v", fi, err)
+	}
+	// The parent accepts exactly these refs against the root.
+	d := NewDelegateTool(Options{})
+	got, inline, err := d.acceptArtifacts("t1-x", root, refs)
+	if err != nil || len(got) != 2 || inline["t1-x/a.txt"] != "alpha" {
+		t.Fatalf("accept: %v %+v %v", err, got, inline)
+	}
+}
+
+func TestCollectArtifactsLimit(t *testing.T) {
+	files := map[string]string{}
+	for i := range MaxArtifactsPerTask + 1 {
+		files[filepath.Join("f", strings.Repeat("x", i+1))] = "x"
+	}
+	stage, root := stageFiles(t, files)
+	if _, err := CollectArtifacts(stage, root); !errors.Is(err, ErrArtifacts) || !strings.Contains(err.Error(), "limit 64") {
+		t.Fatalf("err %v", err)
+	}
+}
+
+func TestTamperedArtifactRejected(t *testing.T) {
+	tests := []struct {
+		name   string
+		tamper func(t *testing.T, root string, refs []artifacts.RefSpec)
+		want   error
+	}{
+		{"content changed after measuring", func(t *testing.T, root string, _ []artifacts.RefSpec) {
+			os.WriteFile(filepath.Join(root, "r.txt"), []byte("evil!"), 0o600) // same size, other bytes
+		}, artifacts.ErrHashMismatch},
+		{"size changed", func(t *testing.T, root string, _ []artifacts.RefSpec) {
+			os.WriteFile(filepath.Join(root, "r.txt"), []byte("longer text"), 0o600)
+		}, artifacts.ErrSizeMismatch},
+		{"uri points outside the task root", func(t *testing.T, _ string, refs []artifacts.RefSpec) {
+			other := filepath.Join(t.TempDir(), "r.txt")
+			os.WriteFile(other, []byte("hello"), 0o600)
+			refs[0].URI = "file://" + other
+		}, artifacts.ErrOutsideRoots},
+		{"file swapped for a symlink", func(t *testing.T, root string, _ []artifacts.RefSpec) {
+			other := filepath.Join(t.TempDir(), "r.txt")
+			os.WriteFile(other, []byte("hello"), 0o600)
+			p := filepath.Join(root, "r.txt")
+			os.Remove(p)
+			os.Symlink(other, p)
+		}, artifacts.ErrOutsideRoots},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			stage, root := stageFiles(t, map[string]string{"r.txt": "hello"})
+			refs, err := CollectArtifacts(stage, root)
+			if err != nil {
+				t.Fatal(err)
+			}
+			tt.tamper(t, root, refs)
+			store := &artifactstore.Store{}
+			d := NewDelegateTool(Options{Store: store})
+			_, _, err = d.acceptArtifacts("t1-x", root, refs)
+			if !errors.Is(err, tt.want) {
+				t.Fatalf("err %v, want %v", err, tt.want)
+			}
+			if len(store.IDs()) != 0 {
+				t.Fatal("a rejected artifact was registered")
+			}
+			out := d.render([]outcome{{index: 0, taskID: "t1-x", res: &Result{Status: StatusSuccess}, artErr: err}})
+			if !strings.Contains(out.Text, "artifacts rejected (none accepted)") || strings.Contains(out.Text, root) {
+				t.Fatalf("render: %s", out.Text)
+			}
+		})
+	}
+}
+
+func TestLargeArtifactsAreRegisteredNotInlined(t *testing.T) {
+	big := strings.Repeat("y", InlineMaxBytes+1)
+	stage, root := stageFiles(t, map[string]string{"big.txt": big, "small.bin": "\x00\x01\x02"})
+	refs, err := CollectArtifacts(stage, root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	store := &artifactstore.Store{}
+	d := NewDelegateTool(Options{Store: store})
+	got, inline, err := d.acceptArtifacts("t2-y", root, refs)
+	if err != nil || len(got) != 2 || len(inline) != 0 {
+		t.Fatalf("%v %d %v", err, len(got), inline)
+	}
+	if ids := strings.Join(store.IDs(), ","); ids != "t2-y/big.txt,t2-y/small.bin" {
+		t.Fatalf("registered %s", ids)
+	}
+	p, err := store.Read("t2-y/big.txt", int64(InlineMaxBytes), 100)
+	if err != nil || string(p.Data) != "y" || p.More() {
+		t.Fatalf("page %+v %v", p, err)
+	}
+}
+
+func TestDelegateRefusesAtMaxDepth(t *testing.T) {
+	d := NewDelegateTool(Options{Depth: 2, Executable: "/nonexistent/odek"})
+	res, err := d.Run(context.Background(), []byte(`{"tasks":[{"goal":"g"}]}`))
+	if err != nil || !res.IsError || !strings.Contains(res.Text, "depth 2") || !strings.Contains(res.Text, "max_depth is 2") {
+		t.Fatalf("%+v %v", res, err)
+	}
+}
