@@ -7,10 +7,14 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
+	"syscall"
 	"testing"
+	"time"
 
 	"github.com/odekrun/odek/artifacts"
+	"github.com/odekrun/odek/events"
 	"github.com/odekrun/odek/internal/artifactstore"
 )
 
@@ -149,5 +153,34 @@ func TestDelegateRefusesAtMaxDepth(t *testing.T) {
 	res, err := d.Run(context.Background(), []byte(`{"tasks":[{"goal":"g"}]}`))
 	if err != nil || !res.IsError || !strings.Contains(res.Text, "depth 2") || !strings.Contains(res.Text, "max_depth is 2") {
 		t.Fatalf("%+v %v", res, err)
+	}
+}
+
+// TestStuckChildKilledAtTimeout: a child that ignores its own timeout and
+// SIGTERM is killed with its whole process group once the task timeout
+// (plus grace) has passed.
+func TestStuckChildKilledAtTimeout(t *testing.T) {
+	dir := t.TempDir()
+	pidFile := filepath.Join(dir, "grandchild.pid")
+	script := filepath.Join(dir, "stuck-odek")
+	os.WriteFile(script, []byte("#!/bin/sh\ntrap '' TERM\nsleep 60 &\necho $! > "+pidFile+"\nwait\n"), 0o700)
+	d := NewDelegateTool(Options{Executable: script, Environ: []string{"PATH=" + os.Getenv("PATH")},
+		Settings: Settings{TaskTimeout: 200 * time.Millisecond}, Emit: func(context.Context, events.Type, map[string]any) {}})
+	d.killGrace = 100 * time.Millisecond
+	res, err := d.Run(context.Background(), []byte(`{"tasks":[{"goal":"hang"}]}`))
+	if err != nil || !res.IsError || !strings.Contains(res.Text, "timed out") || !strings.Contains(res.Text, "did not finish within 0.3s") {
+		t.Fatalf("%+v %v", res, err)
+	}
+	b, err := os.ReadFile(pidFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pid, _ := strconv.Atoi(strings.TrimSpace(string(b)))
+	deadline := time.Now().Add(5 * time.Second)
+	for syscall.Kill(pid, 0) == nil {
+		if time.Now().After(deadline) {
+			t.Fatalf("grandchild %d survived", pid)
+		}
+		time.Sleep(10 * time.Millisecond) // polling with a deadline
 	}
 }

@@ -79,6 +79,9 @@ type Options struct {
 // Delegate is the delegate_tasks tool.
 type Delegate struct {
 	o Options
+	// killGrace is how long past a task's timeout the parent waits before
+	// killing the child (killGrace by default; tests shorten it).
+	killGrace time.Duration
 }
 
 // ToolName is the delegate tool's name.
@@ -98,7 +101,7 @@ func NewDelegateTool(o Options) *Delegate {
 		l.SetOutput(nopWriter{})
 		o.Logger = l
 	}
-	return &Delegate{o: o}
+	return &Delegate{o: o, killGrace: killGrace}
 }
 
 type nopWriter struct{}
@@ -300,9 +303,12 @@ func (d *Delegate) runOne(ctx context.Context, ci agent.CallInfo, runDir string,
 	if len(res.Artifacts) > 0 {
 		out.refs, out.inline, out.artErr = d.acceptArtifacts(out.taskID, task.ArtifactRoot, res.Artifacts)
 	}
-	done := map[string]any{
-		"task_id": out.taskID, "status": res.Status, "iterations": res.Iterations,
-		"duration_seconds": res.DurationSeconds, "tokens_used": res.TokensUsed, "artifact_count": len(out.refs),
+	done := map[string]any{"task_id": out.taskID, "status": res.Status}
+	if res.fromChild {
+		// Counts only when the child's own result carried them (a child
+		// the parent had to kill reported nothing).
+		done["iterations"], done["duration_seconds"], done["tokens_used"] = res.Iterations, res.DurationSeconds, res.TokensUsed
+		done["artifact_count"] = len(out.refs)
 	}
 	d.o.Emit(ctx, events.SubagentCompleted, done)
 	return out
@@ -362,7 +368,7 @@ func (d *Delegate) spawn(ctx context.Context, ci agent.CallInfo, i int, task Tas
 		return nil, fmt.Errorf("subagent: key pipe: %v", werr)
 	}
 
-	timeout := time.Duration(task.TimeoutSeconds*float64(time.Second)) + killGrace
+	timeout := time.Duration(task.TimeoutSeconds*float64(time.Second)) + d.killGrace
 	cctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	cmd := exec.Command(exe, "subagent", "--task", taskPath, "--api-key-fd", strconv.Itoa(APIKeyFD))
@@ -410,6 +416,7 @@ func (d *Delegate) spawn(ctx context.Context, ci agent.CallInfo, i int, task Tas
 		d.o.Logger.WithFields(logrus.Fields{"task_id": task.TaskID, "exit_code": code}).Warn("subagent printed no result: " + lastLine(stderr.String()))
 		return &Result{Status: StatusError, Error: fmt.Sprintf("subagent: task %s exited with code %d without a valid result", task.TaskID, code)}, nil
 	}
+	res.fromChild = true
 	return &res, nil
 }
 

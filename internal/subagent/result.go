@@ -50,6 +50,10 @@ type Result struct {
 	Artifacts []artifacts.RefSpec `json:"artifacts"`
 	// Denials lists every tool call the policy refused.
 	Denials []Denial `json:"denials"`
+
+	// fromChild marks a result decoded from a child's stdout (as opposed
+	// to one the parent made up for a child it had to kill).
+	fromChild bool
 }
 
 // Denial is one refused tool call.
