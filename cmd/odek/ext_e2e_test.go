@@ -1,0 +1,211 @@
+package main_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/odekrun/odek/events"
+	"github.com/odekrun/odek/internal/llm/llmtest"
+	"github.com/odekrun/odek/mcpclient/mcptest"
+)
+
+// extWired says whether `odek run` loads mcp_servers (internal/host calling
+// ext.Load, the reports on stderr and in run_started). Until it does, the
+// tests below are skipped rather than failing everyone's go test; flip it
+// in the change that wires ext into internal/host.
+const extWired = false
+
+func requireExtWired(t *testing.T) {
+	t.Helper()
+	if !extWired {
+		t.Skip("odek run does not load mcp_servers yet (ext is not wired into internal/host)")
+	}
+}
+
+// extRunDetached runs odek like runOdekEnv but in a new session, so it has
+// no controlling terminal and can never stop at an approval prompt.
+func extRunDetached(t *testing.T, baseURL, workdir string, env []string, args ...string) runOut {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	cmd := odekCmd(t, ctx, baseURL, workdir, args...)
+	cmd.Env = append(cmd.Env, env...)
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
+	var so, se bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &so, &se
+	err := cmd.Run()
+	out := runOut{stdout: so.String(), stderr: se.String()}
+	var ee *exec.ExitError
+	if errors.As(err, &ee) {
+		out.code = ee.ExitCode()
+	} else if err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+// extOdekHome writes an operator config.json with the given mcp_servers
+// section into a fresh ODEK_HOME and returns the env entry selecting it.
+func extOdekHome(t *testing.T, servers string) (string, string) {
+	t.Helper()
+	home := filepath.Join(t.TempDir(), ".odek")
+	if err := os.MkdirAll(home, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	cfg := `{"mcp_servers":` + servers + `}`
+	if err := os.WriteFile(filepath.Join(home, "config.json"), []byte(cfg), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return home, "ODEK_HOME=" + home
+}
+
+var extUntrusted = regexp.MustCompile(`(?s)<<<odek-extUntrusted nonce=([0-9a-f]{32}) source="fx__artifact_result">>>\n.*\n<<<end odek-extUntrusted nonce=([0-9a-f]{32})>>>`)
+
+func extHasTool(specs []string, name string) bool {
+	for _, s := range specs {
+		if s == name {
+			return true
+		}
+	}
+	return false
+}
+
+func extToolNames(rec llmtest.Recorded) []string {
+	var out []string
+	for _, s := range rec.Tools {
+		out = append(out, s.Function.Name)
+	}
+	return out
+}
+
+func TestRunCallsMCPToolWithArtifacts(t *testing.T) {
+	requireExtWired(t)
+	fx := mcptest.FixturePath(t)
+	root := t.TempDir()
+	_, homeEnv := extOdekHome(t, fmt.Sprintf(`{"fx":{"command":%q,"args":["-root=%s"],"artifact_roots":[%q],"auto_approve":true}}`, fx, root, root))
+	srv := llmtest.New(t,
+		llmtest.CallTools(llmtest.Call{ID: "m1", Name: "fx__artifact_result", Arguments: `{"count":1,"summary":"the report","text":"Report written."}`}),
+		llmtest.Reply("The report is attached."),
+	)
+	evPath := filepath.Join(t.TempDir(), "events.jsonl")
+	out := extRunDetached(t, srv.URL, t.TempDir(), []string{homeEnv}, "run", "--events-jsonl", evPath, "write the report")
+	if out.code != 0 {
+		t.Fatalf("exit %d\nstderr: %s", out.code, out.stderr)
+	}
+	if !strings.Contains(out.stderr, `MCP server "fx" (operator): loaded with 6 tools`) {
+		t.Errorf("no start-up report on stderr:\n%s", out.stderr)
+	}
+	reqs := srv.Requests()
+	if len(reqs) != 2 {
+		t.Fatalf("%d model requests", len(reqs))
+	}
+	if names := extToolNames(reqs[0]); !extHasTool(names, "fx__echo") || !extHasTool(names, "fx__artifact_result") || !extHasTool(names, "read_file") {
+		t.Fatalf("the model was not offered the MCP tools: %v", names)
+	}
+	msg := reqs[1].LastMessage()
+	m := extUntrusted.FindStringSubmatch(msg.Content)
+	if msg.Role != "tool" || m == nil || m[1] != m[2] {
+		t.Fatalf("tool result not inside a nonce'd boundary:\n%+v", msg)
+	}
+	if !strings.Contains(msg.Content, "Report written.") || !strings.Contains(msg.Content, `[odek artifact] id="art-1" media_type="text/plain" size_bytes=1024 sha256=`) ||
+		!strings.Contains(msg.Content, `summary="the report"`) || strings.Contains(msg.Content, root) {
+		t.Fatalf("tool result lacks the text or the artifact metadata line, or shows the path:\n%s", msg.Content)
+	}
+
+	evs := readEvents(t, evPath)
+	var completed, started bool
+	for _, e := range evs {
+		switch {
+		case e.Type == events.RunStarted:
+			b, _ := json.Marshal(e.Data["mcp_servers"])
+			if !strings.Contains(string(b), `"name":"fx"`) || !strings.Contains(string(b), `"status":"loaded"`) {
+				t.Errorf("run_started lacks the MCP server report: %s", b)
+			}
+			started = true
+		case e.Type == events.ToolCallCompleted && e.Tool == "fx__artifact_result":
+			if fmt.Sprint(e.Data["artifact_count"]) != "1" {
+				t.Errorf("artifact_count %v, want 1", e.Data["artifact_count"])
+			}
+			completed = true
+		}
+	}
+	if !started || !completed {
+		t.Fatalf("run_started %v, tool_call_completed %v in %d events", started, completed, len(evs))
+	}
+}
+
+func TestRunRequiredMCPServerFailsWithExit3(t *testing.T) {
+	requireExtWired(t)
+	fx := mcptest.FixturePath(t)
+	_, homeEnv := extOdekHome(t, fmt.Sprintf(`{"broken":{"command":%q,"args":["-mode=exit-initialize"],"required":true,"auto_approve":true}}`, fx))
+	srv := llmtest.New(t, llmtest.Reply("never asked"))
+	out := extRunDetached(t, srv.URL, t.TempDir(), []string{homeEnv}, "run", "hello")
+	if out.code != 3 {
+		t.Fatalf("exit %d, want 3\nstderr: %s", out.code, out.stderr)
+	}
+	if !strings.Contains(out.stderr, `"broken"`) || !strings.Contains(out.stderr, "required MCP server") {
+		t.Fatalf("stderr does not name the required server:\n%s", out.stderr)
+	}
+	if srv.Calls() != 0 {
+		t.Fatalf("the model was called %d times", srv.Calls())
+	}
+
+	// The same server, optional: reported, and the run goes on.
+	_, homeEnv = extOdekHome(t, fmt.Sprintf(`{"broken":{"command":%q,"args":["-mode=exit-initialize"],"auto_approve":true}}`, fx))
+	srv = llmtest.New(t, llmtest.Reply("fine"))
+	out = extRunDetached(t, srv.URL, t.TempDir(), []string{homeEnv}, "run", "hello")
+	if out.code != 0 || out.stdout != "fine\n" || !strings.Contains(out.stderr, `MCP server "broken" (operator): failed:`) {
+		t.Fatalf("optional failure: exit %d\nstdout %q\nstderr: %s", out.code, out.stdout, out.stderr)
+	}
+}
+
+func TestRunProjectMCPServerNeedsApproval(t *testing.T) {
+	requireExtWired(t)
+	fx := mcptest.FixturePath(t)
+	work := t.TempDir()
+	proj := fmt.Sprintf(`{"mcp_servers":{"fx":{"command":%q,"auto_approve":true}}}`, fx)
+	if err := os.WriteFile(filepath.Join(work, "odek.json"), []byte(proj), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	home, homeEnv := extOdekHome(t, `{}`)
+
+	// No terminal, no grant: not loaded, and stderr says how to approve.
+	srv := llmtest.New(t, llmtest.Reply("ok"))
+	out := extRunDetached(t, srv.URL, work, []string{homeEnv}, "run", "hello")
+	if out.code != 0 || !strings.Contains(out.stderr, `MCP server "fx" (project): skipped: not approved`) || !strings.Contains(out.stderr, "ODEK_APPROVE_MCP=1") {
+		t.Fatalf("exit %d\nstderr: %s", out.code, out.stderr)
+	}
+	if !strings.Contains(out.stderr, "auto_approve is ignored in the project file") {
+		t.Errorf("no warning about the project's auto_approve:\n%s", out.stderr)
+	}
+	if extHasTool(extToolNames(srv.Requests()[0]), "fx__echo") {
+		t.Fatal("an unapproved project server's tool reached the model")
+	}
+
+	// ODEK_APPROVE_MCP=1: loaded for this invocation; the call runs.
+	srv = llmtest.New(t,
+		llmtest.CallTools(llmtest.Call{ID: "e1", Name: "fx__echo", Arguments: `{"text":"from the project server"}`}),
+		llmtest.Reply("echoed"),
+	)
+	out = extRunDetached(t, srv.URL, work, []string{homeEnv, "ODEK_APPROVE_MCP=1"}, "run", "echo something")
+	if out.code != 0 || out.stdout != "echoed\n" {
+		t.Fatalf("exit %d\nstdout %q\nstderr: %s", out.code, out.stdout, out.stderr)
+	}
+	if c := srv.Requests()[1].LastMessage().Content; !strings.Contains(c, "from the project server") || !strings.Contains(c, "<<<odek-extUntrusted nonce=") {
+		t.Fatalf("tool result %q", c)
+	}
+	if _, err := os.Stat(filepath.Join(home, "approvals.json")); !os.IsNotExist(err) {
+		t.Fatal("ODEK_APPROVE_MCP=1 was remembered in approvals.json")
+	}
+}
