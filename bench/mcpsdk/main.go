@@ -8,12 +8,12 @@
 // It is a separate module so the SDKs are benchmark-only: they never enter
 // odek's own go.mod. Run it from this directory:
 //
-//	go run . [-calls 20000] [-rounds 3] [-workers 8]
+//	go run . [-calls 1000] [-rounds 30] [-workers 8]
 //
-// The clients are measured in interleaved rounds (odek, go-sdk, mcp-go,
-// odek, …) so that noise from other work on the machine spreads over all
-// three instead of hitting one; latencies are pooled over the rounds and
-// calls/s is the total calls over the total time.
+// The clients are measured in many short interleaved rounds (odek, go-sdk,
+// mcp-go, odek, …) so that noise from other work on a shared machine
+// spreads over all three instead of hitting one; latencies are pooled
+// over the rounds and calls/s is the total calls over the total time.
 package main
 
 import (
@@ -50,8 +50,8 @@ type driver struct {
 }
 
 func main() {
-	calls := flag.Int("calls", 20000, "calls per client, mode and round")
-	rounds := flag.Int("rounds", 3, "interleaved rounds")
+	calls := flag.Int("calls", 1000, "calls per client, mode and round")
+	rounds := flag.Int("rounds", 30, "interleaved rounds")
 	workers := flag.Int("workers", 8, "concurrent callers in the concurrent mode")
 	only := flag.String("only", "", "measure only this client (odek, go-sdk, mcp-go); for profiling")
 	flag.Parse()
@@ -73,8 +73,8 @@ func main() {
 		if *only != "" && d.name != *only {
 			continue
 		}
-		// Warm up: the first calls pay for page faults, JIT-free but
-		// cold caches and the fixture's own start-up.
+		// Warm up: the first calls pay for page faults, cold caches
+		// and the fixture's own start-up.
 		if _, err := measure(ctx, d, 2000, 1); err != nil {
 			fatal("%s warm-up: %v", d.name, err)
 		}
