@@ -158,7 +158,7 @@ func (c *conn) readLoop(lr *lineReader) {
 		}
 		if c.dispatch(line) && lr.buffered() == 0 {
 			// A caller was woken and the next read would block this
-			// goroutine's thread in poll(2) (pipe_linux.go) while the
+			// goroutine's thread in read(2) (pipe_linux.go) while the
 			// caller waits in this P's run queue for another thread to
 			// steal it. Let it run here first.
 			runtime.Gosched()

@@ -44,6 +44,15 @@
 //   - notifications and lines that are not JSON-RPC are skipped and logged
 //     (rate limited), never fatal.
 //
+// On Linux the reader waits in a plain blocking read(2) of stdout on its
+// own thread rather than in the runtime's netpoller, and after handing a
+// response to its caller it yields before reading again, so the caller
+// runs at once on the same thread: one syscall and no scheduler round trip
+// per response (see docs/BENCHMARKS.md for what that buys). Close wakes a
+// blocked read by writing a newline through a second, non-blocking write
+// end opened via /proc/self/fd; the read then reports the connection
+// closed. stdin stays non-blocking with write deadlines.
+//
 // Lines are read by a bounded reader: a line longer than MaxResponseBytes
 // (excluding the newline) is read in 64 KiB chunks only until it exceeds
 // the limit, then the connection is closed and every pending request fails
