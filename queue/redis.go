@@ -19,8 +19,9 @@ import (
 // single Redis primary (not Redis Cluster: scripts touch keys derived from
 // job ids). Safe for concurrent use.
 type Redis struct {
-	c *redis.Client
-	o Options
+	c  *redis.Client
+	o  Options
+	co *coalescer // Enqueue, start, Heartbeat, Ack and Cancel scripts share round trips
 
 	// nextReclaim (unix ns) throttles the expired-lease scan to once per
 	// reclaimInterval per Redis value; other claims skip straight to new jobs.
@@ -40,7 +41,7 @@ var _ Queue = (*Redis)(nil)
 // NewRedis returns a queue on c and creates the consumer groups if missing.
 // c stays owned by the caller.
 func NewRedis(ctx context.Context, c *redis.Client, opts Options) (*Redis, error) {
-	r := &Redis{c: c, o: opts.withDefaults()}
+	r := &Redis{c: c, o: opts.withDefaults(), co: &coalescer{c: c}}
 	if err := r.ensureGroups(ctx); err != nil {
 		return nil, err
 	}
@@ -221,7 +222,7 @@ func (r *Redis) Enqueue(ctx context.Context, job Job) (Job, bool, error) {
 		return job, false, err
 	}
 	args := append(r.base(), job.ID, data, job.ChatID, job.IdempotencyKey, r.o.DedupeWindow.Milliseconds())
-	res, err := enqueueScript.Run(ctx, r.c, nil, args...).Slice()
+	res, err := asSlice(r.co.run(ctx, enqueueScript, args...))
 	if err != nil {
 		return job, false, fmt.Errorf("queue: enqueue %s: %w", job.ID, err)
 	}
@@ -354,7 +355,7 @@ func (r *Redis) claimOnce(ctx context.Context, consumer string, max int, block t
 	if len(sargs) == 4 {
 		return leases, nil
 	}
-	v, err := startScript.Run(ctx, r.c, nil, sargs...).Slice()
+	v, err := asSlice(r.co.run(ctx, startScript, sargs...))
 	if err != nil {
 		// The entries stay pending and are reclaimed after LeaseTTL.
 		return leases, fmt.Errorf("queue: start jobs: %w", err)
@@ -365,7 +366,7 @@ func (r *Redis) claimOnce(ctx context.Context, consumer string, max int, block t
 
 // Heartbeat implements Queue: one EVALSHA.
 func (r *Redis) Heartbeat(ctx context.Context, l Lease) error {
-	s, err := heartbeatScript.Run(ctx, r.c, nil, append(r.base(), l.Job.ID, l.token, l.Consumer)...).Text()
+	s, err := asText(r.co.run(ctx, heartbeatScript, append(r.base(), l.Job.ID, l.token, l.Consumer)...))
 	switch {
 	case err != nil:
 		return fmt.Errorf("queue: heartbeat %s: %w", l.Job.ID, err)
@@ -383,7 +384,7 @@ func (r *Redis) Ack(ctx context.Context, l Lease, res Result) error {
 	if err != nil {
 		return err
 	}
-	s, err := ackScript.Run(ctx, r.c, nil, append(r.base(), l.Job.ID, l.token, b)...).Text()
+	s, err := asText(r.co.run(ctx, ackScript, append(r.base(), l.Job.ID, l.token, b)...))
 	if err != nil {
 		return fmt.Errorf("queue: ack %s: %w", l.Job.ID, err)
 	}
@@ -399,7 +400,7 @@ func (r *Redis) Cancel(ctx context.Context, jobID string) error {
 	if !validID(jobID) {
 		return ErrNotFound
 	}
-	s, err := cancelScript.Run(ctx, r.c, nil, append(r.base(), jobID)...).Text()
+	s, err := asText(r.co.run(ctx, cancelScript, append(r.base(), jobID)...))
 	if err != nil {
 		return fmt.Errorf("queue: cancel %s: %w", jobID, err)
 	}
@@ -549,4 +550,26 @@ func (r *Redis) DeadLetters(ctx context.Context, max int64) ([]Job, error) {
 		out = append(out, j)
 	}
 	return out, nil
+}
+
+func asSlice(v any, err error) ([]any, error) {
+	if err != nil {
+		return nil, err
+	}
+	s, ok := v.([]any)
+	if !ok {
+		return nil, fmt.Errorf("queue: unexpected script reply %T", v)
+	}
+	return s, nil
+}
+
+func asText(v any, err error) (string, error) {
+	if err != nil {
+		return "", err
+	}
+	s, ok := v.(string)
+	if !ok {
+		return "", fmt.Errorf("queue: unexpected script reply %T", v)
+	}
+	return s, nil
 }

@@ -1,0 +1,254 @@
+// Command queuebench measures odek's Redis queue side by side with
+// github.com/hibiken/asynq on one redis-server it starts itself: bare
+// throughput (enqueue → claim → ack of no-op jobs, producers and consumers
+// running at once) and the pickup latency of an idle consumer.
+//
+// It is its own module so asynq never enters odek's go.mod. Run:
+//
+//	cd bench/queuebench && go run . -n 20000 -producers 16 -concurrency 4
+//
+// Every figure comes from the same run on the same server, so the
+// comparison holds even on a noisy machine; absolute numbers do not.
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/hibiken/asynq"
+	"github.com/odekrun/odek/queue"
+	"github.com/redis/go-redis/v9"
+)
+
+func main() {
+	n := flag.Int("n", 20000, "jobs per throughput run")
+	producers := flag.Int("producers", 16, "goroutines enqueueing at once")
+	conc := flag.Int("concurrency", 4, "consumers (odek) / server concurrency (asynq)")
+	pickups := flag.Int("pickups", 200, "idle pickup samples for odek")
+	asynqPickups := flag.Int("asynq-pickups", 20, "idle pickup samples for asynq (its idle poll is slow)")
+	rounds := flag.Int("rounds", 3, "throughput runs of each, alternating; the best is reported")
+	flag.Parse()
+
+	addr, stop, err := startRedis()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "queuebench:", err)
+		os.Exit(1)
+	}
+	defer stop()
+	c := redis.NewClient(&redis.Options{Addr: addr, PoolSize: 64})
+	defer c.Close()
+	ctx := context.Background()
+
+	var best [2]float64
+	for r := 0; r < *rounds; r++ {
+		c.FlushAll(ctx)
+		o := odekThroughput(c, *n, *producers, *conc)
+		c.FlushAll(ctx)
+		a := asynqThroughput(addr, *n, *producers, *conc)
+		fmt.Printf("round %d: odek %.0f jobs/s, asynq %.0f tasks/s\n", r+1, o, a)
+		best[0], best[1] = max(best[0], o), max(best[1], a)
+	}
+	c.FlushAll(ctx)
+	op50, op99 := odekPickup(c, *pickups)
+	c.FlushAll(ctx)
+	ap50, ap99 := asynqPickup(addr, *asynqPickups)
+
+	fmt.Printf("\n| system | throughput (best of %d, %d jobs, %d producers, concurrency %d) | idle pickup p50 | idle pickup p99 |\n", *rounds, *n, *producers, *conc)
+	fmt.Println("| --- | --- | --- | --- |")
+	fmt.Printf("| odek queue (Redis) | %.0f jobs/s | %v | %v |\n", best[0], op50, op99)
+	fmt.Printf("| asynq v0.26.0 | %.0f tasks/s | %v | %v |\n", best[1], ap50, ap99)
+	fmt.Printf("\nodek / asynq throughput: %.2f×\n", best[0]/best[1])
+}
+
+// odekThroughput pushes n no-op jobs (one chat each) through enqueue →
+// claim → ack: producers enqueue while conc consumers each claim up to 16
+// jobs at a time and acknowledge each from its own goroutine, as a worker
+// running jobs concurrently does.
+func odekThroughput(c *redis.Client, n, producers, conc int) float64 {
+	ctx := context.Background()
+	q, err := queue.NewRedis(ctx, c, queue.Options{})
+	if err != nil {
+		panic(err)
+	}
+	var next, acked atomic.Int64
+	start := time.Now()
+	var wg sync.WaitGroup
+	for range producers {
+		wg.Go(func() {
+			for {
+				i := next.Add(1)
+				if i > int64(n) {
+					return
+				}
+				if _, _, err := q.Enqueue(ctx, queue.Job{ChatID: i, Goal: "noop"}); err != nil {
+					panic(err)
+				}
+			}
+		})
+	}
+	for w := range conc {
+		wg.Go(func() {
+			name := "c" + strconv.Itoa(w)
+			for acked.Load() < int64(n) {
+				ls, err := q.Claim(ctx, name, 16, 20*time.Millisecond)
+				if err != nil {
+					panic(err)
+				}
+				var aw sync.WaitGroup
+				for _, l := range ls {
+					aw.Go(func() {
+						if err := q.Ack(ctx, l, queue.Result{Answer: "ok"}); err != nil {
+							panic(err)
+						}
+						acked.Add(1)
+					})
+				}
+				aw.Wait()
+			}
+		})
+	}
+	wg.Wait()
+	return float64(n) / time.Since(start).Seconds()
+}
+
+// asynqThroughput does the same with asynq: producers call Client.Enqueue,
+// a Server with Concurrency conc runs a no-op handler.
+func asynqThroughput(addr string, n, producers, conc int) float64 {
+	opt := asynq.RedisClientOpt{Addr: addr, PoolSize: 64}
+	cl := asynq.NewClient(opt)
+	defer cl.Close()
+	var handled atomic.Int64
+	done := make(chan struct{})
+	srv := asynq.NewServer(opt, asynq.Config{Concurrency: conc, LogLevel: asynq.ErrorLevel})
+	mux := asynq.NewServeMux()
+	mux.HandleFunc("noop", func(ctx context.Context, t *asynq.Task) error {
+		if handled.Add(1) == int64(n) {
+			close(done)
+		}
+		return nil
+	})
+	start := time.Now()
+	if err := srv.Start(mux); err != nil {
+		panic(err)
+	}
+	var next atomic.Int64
+	var wg sync.WaitGroup
+	for range producers {
+		wg.Go(func() {
+			for next.Add(1) <= int64(n) {
+				if _, err := cl.Enqueue(asynq.NewTask("noop", []byte(`{"goal":"noop"}`))); err != nil {
+					panic(err)
+				}
+			}
+		})
+	}
+	wg.Wait()
+	<-done
+	d := time.Since(start)
+	srv.Shutdown()
+	return float64(n) / d.Seconds()
+}
+
+// odekPickup: a consumer blocked in Claim; time from the start of Enqueue
+// to Claim returning the job.
+func odekPickup(c *redis.Client, samples int) (p50, p99 time.Duration) {
+	ctx := context.Background()
+	q, err := queue.NewRedis(ctx, c, queue.Options{})
+	if err != nil {
+		panic(err)
+	}
+	var lat []time.Duration
+	for i := range samples {
+		got := make(chan time.Time, 1)
+		go func() {
+			for {
+				ls, err := q.Claim(ctx, "idle", 1, 5*time.Second)
+				if err != nil {
+					panic(err)
+				}
+				if len(ls) == 1 {
+					got <- time.Now()
+					_ = q.Ack(ctx, ls[0], queue.Result{})
+					return
+				}
+			}
+		}()
+		time.Sleep(5 * time.Millisecond) // the consumer is idle, blocked in XREADGROUP
+		start := time.Now()
+		if _, _, err := q.Enqueue(ctx, queue.Job{ChatID: int64(i + 1), Goal: "noop"}); err != nil {
+			panic(err)
+		}
+		lat = append(lat, (<-got).Sub(start))
+	}
+	return percentiles(lat)
+}
+
+// asynqPickup: an idle asynq server; time from the start of Enqueue to the
+// handler running.
+func asynqPickup(addr string, samples int) (p50, p99 time.Duration) {
+	opt := asynq.RedisClientOpt{Addr: addr}
+	cl := asynq.NewClient(opt)
+	defer cl.Close()
+	got := make(chan time.Time, 1)
+	srv := asynq.NewServer(opt, asynq.Config{Concurrency: 4, LogLevel: asynq.ErrorLevel})
+	mux := asynq.NewServeMux()
+	mux.HandleFunc("noop", func(ctx context.Context, t *asynq.Task) error { got <- time.Now(); return nil })
+	if err := srv.Start(mux); err != nil {
+		panic(err)
+	}
+	defer srv.Shutdown()
+	var lat []time.Duration
+	for range samples {
+		time.Sleep(1500 * time.Millisecond) // let the server go idle
+		start := time.Now()
+		if _, err := cl.Enqueue(asynq.NewTask("noop", nil)); err != nil {
+			panic(err)
+		}
+		lat = append(lat, (<-got).Sub(start))
+	}
+	return percentiles(lat)
+}
+
+func percentiles(lat []time.Duration) (p50, p99 time.Duration) {
+	slices.Sort(lat)
+	return lat[len(lat)/2].Round(time.Microsecond), lat[len(lat)*99/100].Round(time.Microsecond)
+}
+
+// startRedis runs a throwaway redis-server (no persistence) on a free port.
+func startRedis() (addr string, stop func(), err error) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return "", nil, err
+	}
+	port := l.Addr().(*net.TCPAddr).Port
+	l.Close()
+	dir, err := os.MkdirTemp("", "queuebench")
+	if err != nil {
+		return "", nil, err
+	}
+	cmd := exec.Command("redis-server", "--port", strconv.Itoa(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no",
+		"--dir", dir, "--logfile", filepath.Join(dir, "redis.log"))
+	if err := cmd.Start(); err != nil {
+		return "", nil, fmt.Errorf("start redis-server: %w", err)
+	}
+	addr = net.JoinHostPort("127.0.0.1", strconv.Itoa(port))
+	c := redis.NewClient(&redis.Options{Addr: addr})
+	defer c.Close()
+	for deadline := time.Now().Add(10 * time.Second); c.Ping(context.Background()).Err() != nil; time.Sleep(10 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			cmd.Process.Kill()
+			return "", nil, fmt.Errorf("redis-server on %s did not answer", addr)
+		}
+	}
+	return addr, func() { cmd.Process.Kill(); cmd.Wait(); os.RemoveAll(dir) }, nil
+}
