@@ -70,7 +70,7 @@ func extOdekHome(t *testing.T, servers string) (string, string) {
 	return home, "ODEK_HOME=" + home
 }
 
-var extUntrusted = regexp.MustCompile(`(?s)<<<odek-extUntrusted nonce=([0-9a-f]{32}) source="fx__artifact_result">>>\n.*\n<<<end odek-extUntrusted nonce=([0-9a-f]{32})>>>`)
+var extUntrusted = regexp.MustCompile(`(?s)<<<odek-untrusted nonce=([0-9a-f]{32}) source="fx__artifact_result">>>\n.*\n<<<end odek-untrusted nonce=([0-9a-f]{32})>>>`)
 
 func extHasTool(specs []string, name string) bool {
 	for _, s := range specs {
@@ -202,7 +202,7 @@ func TestRunProjectMCPServerNeedsApproval(t *testing.T) {
 	if out.code != 0 || out.stdout != "echoed\n" {
 		t.Fatalf("exit %d\nstdout %q\nstderr: %s", out.code, out.stdout, out.stderr)
 	}
-	if c := srv.Requests()[1].LastMessage().Content; !strings.Contains(c, "from the project server") || !strings.Contains(c, "<<<odek-extUntrusted nonce=") {
+	if c := srv.Requests()[1].LastMessage().Content; !strings.Contains(c, "from the project server") || !strings.Contains(c, "<<<odek-untrusted nonce=") {
 		t.Fatalf("tool result %q", c)
 	}
 	if _, err := os.Stat(filepath.Join(home, "approvals.json")); !os.IsNotExist(err) {
