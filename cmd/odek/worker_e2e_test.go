@@ -7,8 +7,10 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"os"
 	"os/exec"
 	"regexp"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -584,4 +586,73 @@ func TestWorkerGracefulSIGTERM(t *testing.T) {
 	if r := e.results(20*time.Second, stuck.ID)[stuck.ID]; r.Status != queue.StatusSucceeded || r.Attempt != 2 {
 		t.Fatalf("redelivered job %+v, want succeeded at attempt 2", r)
 	}
+}
+
+// rssKiB reads a process's resident set size from /proc.
+func rssKiB(pid int) float64 {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+	if err != nil {
+		return 0
+	}
+	m := regexp.MustCompile(`VmRSS:\s+(\d+) kB`).FindSubmatch(b)
+	if m == nil {
+		return 0
+	}
+	n, _ := strconv.ParseFloat(string(m[1]), 64)
+	return n
+}
+
+// BenchmarkWorkerMemory reports the resident memory of a real `odek
+// worker --concurrency 8` process idle (after 1 s of waiting for jobs) and
+// with 8 jobs running (each held inside its model call).
+func BenchmarkWorkerMemory(b *testing.B) {
+	srv := queuetest.StartServer(b, queuetest.ServerOptions{})
+	g := newGate()
+	g.holdWord("hold")
+	llm := llmtest.NewHandler(b, g.handle)
+	b.Cleanup(func() { g.release("hold") })
+	q, err := queue.NewRedis(context.Background(), srv.Client(), queue.Options{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	var idle, busy float64
+	for i := 0; i < b.N; i++ {
+		home := b.TempDir()
+		ctx, cancel := context.WithCancel(context.Background())
+		cmd := exec.CommandContext(ctx, odekBin, "worker", "--concurrency", "8", "--name", "mem"+strconv.Itoa(i))
+		cmd.Dir = home
+		cmd.Env = []string{"PATH=" + os.Getenv("PATH"), "HOME=" + home, "ODEK_HOME=" + home, "ODEK_BASE_URL=" + llm.URL,
+			"ODEK_MODEL=test-model", "ODEK_API_KEY=sk-test-key-0123456789abcdef", "REDIS_URL=redis://" + srv.Addr}
+		var se syncBuf
+		cmd.Stderr = &se
+		if err := cmd.Start(); err != nil {
+			b.Fatal(err)
+		}
+		for deadline := time.Now().Add(20 * time.Second); !strings.Contains(se.String(), "waiting for jobs"); time.Sleep(5 * time.Millisecond) {
+			if time.Now().After(deadline) {
+				b.Fatalf("worker did not start: %s", se.String())
+			}
+		}
+		time.Sleep(time.Second) // idle is the state measured
+		idle += rssKiB(cmd.Process.Pid)
+		for j := range 8 {
+			if _, _, err := q.Enqueue(context.Background(), queue.Job{ChatID: int64(1000*i + j + 1), Goal: fmt.Sprintf("hold %d-%d", i, j)}); err != nil {
+				b.Fatal(err)
+			}
+		}
+		for range 8 {
+			select {
+			case <-g.arrived:
+			case <-time.After(20 * time.Second):
+				b.Fatalf("8 jobs did not reach the model: %s", se.String())
+			}
+		}
+		busy += rssKiB(cmd.Process.Pid)
+		g.release("hold")
+		g.holdWord("hold")
+		cancel()
+		_ = cmd.Wait()
+	}
+	b.ReportMetric(idle/float64(b.N)/1024, "idle-RSS-MiB")
+	b.ReportMetric(busy/float64(b.N)/1024, "8-jobs-RSS-MiB")
 }
