@@ -550,3 +550,36 @@ exec "$2"
 		t.Fatalf("%d tools", len(set.Tools()))
 	}
 }
+
+func TestRestartIsReported(t *testing.T) {
+	w := &warnings{}
+	set, err := load(t, ext.Options{Layers: layers(t, `{"fx":`+entry(t, `"auto_approve":true`, "-chaos")+`}`, ""), Warn: w.add})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	res, err := toolByName(t, set, "fx__crash").Run(ctx, json.RawMessage(`{"code":3}`))
+	if err != nil || !res.IsError {
+		t.Fatalf("crash call: %+v %v", res, err)
+	}
+	unwrap(t, res.Text, "fx__crash")
+	// The next call restarts the server (the first restart has no backoff).
+	res, err = toolByName(t, set, "fx__echo").Run(ctx, json.RawMessage(`{"text":"back"}`))
+	if err != nil || res.IsError || !strings.Contains(res.Text, "back") {
+		t.Fatalf("call after crash: %+v %v", res, err)
+	}
+	if r := set.Report()[0]; r.Restarts != 1 || !strings.Contains(r.String(), "1 restart(s)") {
+		t.Fatalf("restart not in the report: %+v", r)
+	}
+	if !strings.Contains(w.all(), `MCP server "fx" restarted (restart 1 of 3)`) {
+		t.Fatalf("restart not reported: %s", w.all())
+	}
+}
+
+// TestDocumentedShortening keeps docs/MCP.md's example honest.
+func TestDocumentedShortening(t *testing.T) {
+	got := mcpclient.QualifiedName("log-analyzer", "summarize_failures_grouped_by_owner_component_and_suite")
+	if got != "log-analyzer__summarize_failures_grouped_by_owner_com_d52f53f41f" {
+		t.Fatalf("QualifiedName = %q; update docs/MCP.md", got)
+	}
+}
