@@ -9,7 +9,6 @@ import (
 	"io"
 	"os"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"time"
 
@@ -98,13 +97,9 @@ func cmdSubagent(ctx context.Context, args []string, stdout, stderr io.Writer) (
 			return setup(err)
 		}
 	}
-	depth := 1
-	if v, ok := os.LookupEnv(subagent.DepthEnv); ok {
-		d, perr := strconv.Atoi(v)
-		if perr != nil || d < 0 || d > subagent.HardMaxDepth {
-			return setup(fmt.Errorf("%s=%q: want an integer 0 to %d", subagent.DepthEnv, v, subagent.HardMaxDepth))
-		}
-		depth = d
+	depth, err := subagent.DepthFromEnviron(os.Environ(), 1)
+	if err != nil {
+		return setup(err)
 	}
 	// An exhausted parent dimension is a hard cap of 0: fail before
 	// anything starts.

@@ -266,3 +266,25 @@ func FuzzParseTasks(f *testing.F) {
 		}
 	})
 }
+
+func TestDepthFromEnviron(t *testing.T) {
+	tests := []struct {
+		env     []string
+		def     int
+		want    int
+		wantErr bool
+	}{
+		{nil, 0, 0, false},
+		{[]string{"X=1"}, 1, 1, false},
+		{[]string{DepthEnv + "=2", DepthEnv + "=5"}, 0, 2, false},
+		{[]string{DepthEnv + "=-1"}, 0, 0, true},
+		{[]string{DepthEnv + "=9"}, 0, 0, true},
+		{[]string{DepthEnv + "=two"}, 0, 0, true},
+	}
+	for _, tt := range tests {
+		got, err := DepthFromEnviron(tt.env, tt.def)
+		if got != tt.want || (err != nil) != tt.wantErr {
+			t.Errorf("%v: %d %v", tt.env, got, err)
+		}
+	}
+}

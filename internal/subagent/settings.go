@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"strconv"
+	"strings"
 	"time"
 )
 
@@ -143,4 +145,23 @@ func (s Settings) withDefaults() Settings {
 	}
 	s.TaskTimeout = min(s.TaskTimeout, HardMaxTaskTimeout)
 	return s
+}
+
+// DepthFromEnviron reads DepthEnv from environ (KEY=VALUE entries, first
+// occurrence wins); def when it is absent. A value that is not an integer
+// from 0 to HardMaxDepth is an error naming the variable and the value.
+// `odek run` uses def 0 (a top-level run), `odek subagent` def 1. Pure.
+func DepthFromEnviron(environ []string, def int) (int, error) {
+	for _, kv := range environ {
+		k, v, ok := strings.Cut(kv, "=")
+		if !ok || k != DepthEnv {
+			continue
+		}
+		d, err := strconv.Atoi(v)
+		if err != nil || d < 0 || d > HardMaxDepth {
+			return 0, fmt.Errorf("subagent: %s=%q: want an integer from 0 to %d", DepthEnv, v, HardMaxDepth)
+		}
+		return d, nil
+	}
+	return def, nil
 }
