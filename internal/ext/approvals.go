@@ -352,10 +352,29 @@ func ToolsQuestion(s *ServerSpec, ts []mcpclient.Tool) string {
 	sorted := append([]mcpclient.Tool(nil), ts...)
 	sort.Slice(sorted, func(i, j int) bool { return sorted[i].Name < sorted[j].Name })
 	for _, t := range sorted {
-		fmt.Fprintf(&b, "  %s: %s\n", t.Name, oneLine(t.Description, 160))
+		fmt.Fprintf(&b, "  %s: %s\n", t.Name, oneLine(t.Description, MaxDescriptionChars))
+		if args := schemaArgs(t.InputSchema); len(args) > 0 {
+			fmt.Fprintf(&b, "    arguments: %s\n", oneLine(strings.Join(args, ", "), 400))
+		}
 	}
 	b.WriteString("Let the model use these tools? [y/N] ")
 	return b.String()
+}
+
+// schemaArgs lists the property names of an input schema, sorted.
+func schemaArgs(schema []byte) []string {
+	var sc struct {
+		Properties map[string]json.RawMessage `json:"properties"`
+	}
+	if json.Unmarshal(schema, &sc) != nil {
+		return nil
+	}
+	names := make([]string, 0, len(sc.Properties))
+	for k := range sc.Properties {
+		names = append(names, k)
+	}
+	sort.Strings(names)
+	return names
 }
 
 // oneLine makes server text safe for one terminal line: control

@@ -237,8 +237,19 @@ func TestQuestions(t *testing.T) {
 	if strings.Contains(q, "debug-secret-value") || strings.Contains(q, "API_TOKEN") {
 		t.Errorf("spawn question shows a value or a stripped key:\n%s", q)
 	}
-	tq := ToolsQuestion(&s, []mcpclient.Tool{{Name: "zeta", Description: "z\x1b[2Jclear"}, {Name: "alpha", Description: strings.Repeat("x", 500)}})
-	if strings.Index(tq, "alpha") > strings.Index(tq, "zeta") || strings.Contains(tq, "\x1b") || strings.Contains(tq, strings.Repeat("x", 200)) {
-		t.Errorf("tools question not sorted, sanitised and clipped:\n%q", tq)
+	tq := ToolsQuestion(&s, []mcpclient.Tool{
+		{Name: "zeta", Description: "z\x1b[2Jclear", InputSchema: json.RawMessage(`{"type":"object","properties":{"path":{},"mode":{}}}`)},
+		{Name: "alpha", Description: strings.Repeat("x", MaxDescriptionChars+100)},
+	})
+	if strings.Index(tq, "alpha") > strings.Index(tq, "zeta") || strings.Contains(tq, "\x1b") || !strings.Contains(tq, "arguments: mode, path") {
+		t.Errorf("tools question not sorted, sanitised or without arguments:\n%q", tq)
+	}
+	// The prompt shows exactly what the model will see of a description.
+	if !strings.Contains(tq, strings.Repeat("x", MaxDescriptionChars)+"…") || strings.Contains(tq, strings.Repeat("x", MaxDescriptionChars+1)) {
+		t.Errorf("description not shown up to MaxDescriptionChars")
+	}
+	tool := &Tool{qualified: "s__alpha", server: "s", mcp: mcpclient.Tool{Name: "alpha", Description: strings.Repeat("x", MaxDescriptionChars+100)}}
+	if d := tool.Definition().Description; strings.Count(d, "x") != MaxDescriptionChars {
+		t.Errorf("model sees %d description characters, want %d", strings.Count(d, "x"), MaxDescriptionChars)
 	}
 }

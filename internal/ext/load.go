@@ -292,7 +292,7 @@ func Load(ctx context.Context, opts Options) (*Set, error) {
 	l.save()
 	for i := range specs {
 		r := &set.reports[i]
-		if specs[i].Required && (r.Status != StatusLoaded || len(r.Unapproved) > 0) {
+		if specs[i].Required && specs[i].Enabled && (r.Status != StatusLoaded || len(r.Unapproved) > 0) {
 			closeAll(context.WithoutCancel(ctx), set.clients)
 			phase := "start"
 			switch {

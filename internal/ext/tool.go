@@ -33,11 +33,16 @@ var _ tools.Tool = (*Tool)(nil)
 func (t *Tool) Server() string  { return t.server }
 func (t *Tool) MCPName() string { return t.mcp.Name }
 
+// MaxDescriptionChars bounds the part of a tool's description the model
+// sees, in code points; the approval prompt shows exactly that part, so
+// nothing the operator was not shown reaches the model through it.
+const MaxDescriptionChars = 2000
+
 // Definition is the tool as the model sees it: the qualified name, the
-// server's description after a one-line origin note, and the server's
-// input schema.
+// server's description (at most MaxDescriptionChars) after a one-line
+// origin note, and the server's input schema.
 func (t *Tool) Definition() tools.Definition {
-	desc := fmt.Sprintf("[MCP server %q, tool %q] %s", t.server, t.mcp.Name, t.mcp.Description)
+	desc := fmt.Sprintf("[MCP server %q, tool %q] %s", t.server, t.mcp.Name, clipRunes(t.mcp.Description, MaxDescriptionChars))
 	return tools.Definition{Name: t.qualified, Description: desc, Parameters: t.mcp.InputSchema}
 }
 
@@ -75,4 +80,16 @@ func (t *Tool) Run(ctx context.Context, args json.RawMessage) (tools.Result, err
 		IsError:       res.IsError,
 		ArtifactCount: res.ArtifactCount,
 	}, nil
+}
+
+// clipRunes returns at most n code points of s.
+func clipRunes(s string, n int) string {
+	i := 0
+	for j := range s {
+		if i == n {
+			return s[:j]
+		}
+		i++
+	}
+	return s
 }
