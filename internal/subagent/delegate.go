@@ -172,7 +172,8 @@ func (d *Delegate) Assess(args json.RawMessage) (tools.Assessment, error) {
 	return tools.Assessment{Class: class, Summary: map[string]any{"tasks": strconv.Itoa(len(ts))}}, nil
 }
 
-// ErrDepth is returned when a run at the maximum depth tries to delegate.
+// ErrDepth starts the error result a run at the maximum depth gets when
+// it calls delegate_tasks anyway.
 var ErrDepth = errors.New("subagent: depth limit reached")
 
 // Run starts one child per task and renders their results.
@@ -194,13 +195,12 @@ func (d *Delegate) Run(ctx context.Context, args json.RawMessage) (tools.Result,
 
 // outcome is one child's result as the parent saw it.
 type outcome struct {
-	index   int
-	taskID  string
-	res     *Result
-	refs    []artifacts.Ref
-	inline  map[string]string // id → content
-	artErr  error
-	spawned bool
+	index  int
+	taskID string
+	res    *Result
+	refs   []artifacts.Ref
+	inline map[string]string // id → content
+	artErr error
 }
 
 func (d *Delegate) runAll(ctx context.Context, ci agent.CallInfo, ts []TaskArg) []outcome {
@@ -288,7 +288,7 @@ func (d *Delegate) runOne(ctx context.Context, ci agent.CallInfo, runDir string,
 	if err != nil {
 		return fail("%v", err)
 	}
-	out.res, out.spawned = res, true
+	out.res = res
 	if ci.Budget != nil {
 		// The parent's budget counts what the child spent; an exhausted
 		// limit surfaces at the parent's next check.

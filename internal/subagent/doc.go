@@ -36,5 +36,6 @@
 // Delegate is safe for concurrent calls; each call owns the child
 // processes it starts and waits for all of them (killing the stragglers'
 // process groups) before it returns. The decision functions (ParseTask,
-// Settings, Inherit, ExitCode, Status) are pure.
+// ParseTasks, ParseSettings, Budget.Inherit, Remaining, ChildPolicy,
+// DepthFromEnviron, Result.ExitCode) are pure and table-tested.
 package subagent
