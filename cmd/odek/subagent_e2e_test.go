@@ -590,3 +590,37 @@ func num(v any) float64 {
 	}
 	return -1
 }
+
+func TestSubagentPlanToolBlockAndEvents(t *testing.T) {
+	srv := llmtest.NewHandler(t, func(r llmtest.Recorded) llmtest.Turn {
+		switch len(toolResults(r)) {
+		case 0:
+			return llmtest.CallTools(llmtest.Call{ID: "p1", Name: "plan", Arguments: `{"verb":"create","steps":[{"id":"a","title":"secret step title"},{"id":"b","title":"two"}]}`})
+		case 1:
+			return llmtest.CallTools(llmtest.Call{ID: "p2", Name: "plan", Arguments: `{"verb":"update","updates":[{"id":"a","status":"done","note":"secret note"}]}`})
+		}
+		return llmtest.Reply("planned")
+	})
+	evPath := filepath.Join(t.TempDir(), "events.jsonl")
+	out := runOdekEnv(t, srv.URL, t.TempDir(), []string{"ODEK_HOME=" + subHome(t, "")}, "subagent", "--events-jsonl", evPath, "--goal", "make a plan")
+	if out.code != 0 {
+		t.Fatalf("exit %d\n%s\n%s", out.code, out.stdout, out.stderr)
+	}
+	reqs := srv.Requests()
+	if last := reqs[0].LastMessage(); last.Role != llm.RoleUser {
+		t.Fatalf("plan block before any plan: %+v", last)
+	}
+	for i, want := range map[int]string{1: "[odek plan v1: 2 steps — 0 done", 2: "[odek plan v2: 2 steps — 1 done"} {
+		if last := reqs[i].LastMessage(); last.Role != llm.RoleSystem || !strings.HasPrefix(last.Content, want) {
+			t.Errorf("request %d last message %+v, want the plan block %q", i+1, last, want)
+		}
+	}
+	evs := subEvents(t, evPath) // validated against the odek.event/v1 field table
+	if count(evs, events.PlanCreated) != 1 || count(evs, events.PlanUpdated) != 1 {
+		t.Fatalf("plan events: created %d updated %d", count(evs, events.PlanCreated), count(evs, events.PlanUpdated))
+	}
+	b, _ := os.ReadFile(evPath)
+	if bytes.Contains(b, []byte("secret")) {
+		t.Fatal("plan titles or notes leaked into events")
+	}
+}
