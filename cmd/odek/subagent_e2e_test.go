@@ -527,14 +527,22 @@ func TestSubagentSIGTERMLeavesNoOrphans(t *testing.T) {
 			t.Fatalf("children never called the model\n%s", se.String())
 		}
 	}
+	// The events reach the file asynchronously: poll (with a deadline)
+	// until both subagent_spawned events are there.
 	var pids []int
-	for _, e := range readEventsLoose(t, evPath) {
-		if e.Type == events.SubagentSpawned {
-			pids = append(pids, int(num(e.Data["pid"])))
+	for wait := time.Now().Add(10 * time.Second); ; time.Sleep(10 * time.Millisecond) {
+		pids = pids[:0]
+		for _, e := range readEventsLoose(t, evPath) {
+			if e.Type == events.SubagentSpawned {
+				pids = append(pids, int(num(e.Data["pid"])))
+			}
 		}
-	}
-	if len(pids) != 2 {
-		t.Fatalf("spawned pids %v", pids)
+		if len(pids) == 2 {
+			break
+		}
+		if time.Now().After(wait) {
+			t.Fatalf("spawned pids %v", pids)
+		}
 	}
 	if err := cmd.Process.Signal(syscall.SIGTERM); err != nil {
 		t.Fatal(err)
@@ -569,7 +577,11 @@ func readEventsLoose(t *testing.T, path string) []events.Event {
 		t.Fatal(err)
 	}
 	var evs []events.Event
-	for _, line := range bytes.Split(bytes.TrimSpace(b), []byte("\n")) {
+	lines := bytes.Split(b, []byte("\n"))
+	for i, line := range lines {
+		if i == len(lines)-1 {
+			break // empty after the final newline, or a line still being written
+		}
 		var e events.Event
 		if err := json.Unmarshal(line, &e); err != nil {
 			t.Fatalf("event line %q: %v", line, err)
