@@ -184,3 +184,32 @@ func TestStuckChildKilledAtTimeout(t *testing.T) {
 		time.Sleep(10 * time.Millisecond) // polling with a deadline
 	}
 }
+
+func TestStagingRefusesSymlinkedPath(t *testing.T) {
+	work := t.TempDir()
+	elsewhere := t.TempDir()
+	if err := os.Symlink(elsewhere, filepath.Join(work, ".odek")); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := prepareStage(work, "t1"); !errors.Is(err, ErrArtifacts) || !strings.Contains(err.Error(), `".odek" is not a plain directory`) {
+		t.Fatalf("err %v", err)
+	}
+	if entries, _ := os.ReadDir(elsewhere); len(entries) != 0 {
+		t.Fatal("staging followed the symlink")
+	}
+	work2 := t.TempDir()
+	dir, err := prepareStage(work2, "t2")
+	if err != nil {
+		t.Fatal(err)
+	}
+	os.WriteFile(filepath.Join(dir, "old.txt"), []byte("left over"), 0o600)
+	if dir2, err := prepareStage(work2, "t2"); err != nil || dir2 != dir {
+		t.Fatal(err)
+	}
+	if entries, _ := os.ReadDir(dir); len(entries) != 0 {
+		t.Fatal("leftovers not cleared")
+	}
+	if fi, _ := os.Stat(dir); fi.Mode().Perm() != 0o700 {
+		t.Fatalf("mode %v", fi.Mode())
+	}
+}

@@ -89,8 +89,8 @@ func RunTask(ctx context.Context, o RunOptions) *Result {
 		if name == "" {
 			name = randomID()
 		}
-		stage = filepath.Join(o.WorkDir, filepath.FromSlash(StageDir), name)
-		if err := prepareStage(stage); err != nil {
+		var err error
+		if stage, err = prepareStage(o.WorkDir, name); err != nil {
 			res.Status, res.Error = StatusError, err.Error()
 			return finish()
 		}

@@ -30,16 +30,37 @@ const (
 // ErrArtifacts is wrapped by errors of the artifact channel.
 var ErrArtifacts = errors.New("subagent: artifacts")
 
-// prepareStage creates an empty 0700 staging directory (removing what a
-// previous run of the same task left behind).
-func prepareStage(dir string) error {
-	if err := os.RemoveAll(dir); err != nil {
-		return fmt.Errorf("%w: clear staging directory: %v", ErrArtifacts, err)
+// prepareStage creates an empty 0700 staging directory at
+// workDir/StageDir/name. Every directory on the way below workDir must be a
+// real directory, not a symlink: a repository cannot redirect staging (and
+// the clean-up of a previous run's leftovers) somewhere else.
+func prepareStage(workDir, name string) (string, error) {
+	dir := workDir
+	for _, part := range append(strings.Split(StageDir, "/"), name) {
+		dir = filepath.Join(dir, part)
+		fi, err := os.Lstat(dir)
+		switch {
+		case err == nil && fi.Mode()&fs.ModeSymlink != 0 || err == nil && !fi.IsDir():
+			return "", fmt.Errorf("%w: staging path component %q is not a plain directory", ErrArtifacts, part)
+		case errors.Is(err, fs.ErrNotExist):
+			if err := os.Mkdir(dir, 0o700); err != nil {
+				return "", fmt.Errorf("%w: create staging directory: %v", ErrArtifacts, err)
+			}
+		case err != nil:
+			return "", fmt.Errorf("%w: staging directory: %v", ErrArtifacts, err)
+		}
 	}
-	if err := os.MkdirAll(dir, 0o700); err != nil {
-		return fmt.Errorf("%w: create staging directory: %v", ErrArtifacts, err)
+	// Leftovers of an earlier run of the same task are not this run's.
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		return "", fmt.Errorf("%w: staging directory: %v", ErrArtifacts, err)
 	}
-	return nil
+	for _, e := range entries {
+		if err := os.RemoveAll(filepath.Join(dir, e.Name())); err != nil {
+			return "", fmt.Errorf("%w: clear staging directory: %v", ErrArtifacts, err)
+		}
+	}
+	return dir, nil
 }
 
 // CollectArtifacts moves every regular file staged under stage into root
