@@ -17,6 +17,7 @@ import (
 	"github.com/odekrun/odek/artifacts"
 	"github.com/odekrun/odek/internal/config"
 	"github.com/odekrun/odek/internal/ext"
+	"github.com/odekrun/odek/internal/tools"
 	"github.com/odekrun/odek/mcpclient"
 	"github.com/sirupsen/logrus"
 )
@@ -24,6 +25,7 @@ import (
 const extUsage = `Usage:
   odek ext check [flags] -- <command> [args...]   check an extension server you run yourself
   odek ext check [flags] <server-name>            check a server configured in mcp_servers
+  odek ext approve [--yes] [server-name...]       approve configured servers and their tools ahead of a run
 
 The checker spawns the server, runs the MCP handshake, validates its tool
 names, pings it, calls the tools given with --call, validates results,
@@ -38,16 +40,18 @@ Flags:
 func cmdExt(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	if len(args) == 0 {
 		fmt.Fprint(stderr, extUsage)
-		return usageErr("odek ext needs a subcommand: check")
+		return usageErr("odek ext needs a subcommand: check or approve")
 	}
 	switch args[0] {
 	case "check":
 		return cmdExtCheck(ctx, args[1:], stdout, stderr)
+	case "approve":
+		return cmdExtApprove(ctx, args[1:], stdout, stderr)
 	case "help", "-h", "--help":
 		fmt.Fprint(stdout, extUsage)
 		return nil
 	}
-	return usageErr("unknown subcommand odek ext %q (want check)", args[0])
+	return usageErr("unknown subcommand odek ext %q (want check or approve)", args[0])
 }
 
 // repeatable is a flag that may be given more than once.
@@ -581,4 +585,92 @@ func quoteAll(args []string) []string {
 		}
 	}
 	return out
+}
+
+// cmdExtApprove starts the configured servers (all, or the named ones) the
+// way a run would, asks for every approval a run would need — on the
+// terminal, or answering yes to all with --yes — and saves the answers in
+// $ODEK_HOME/approvals.json, so later runs without a terminal load them.
+func cmdExtApprove(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := flag.NewFlagSet("odek ext approve", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	yes := fs.Bool("yes", false, "approve everything the servers need without asking (each question is printed)")
+	verbose := fs.Bool("v", false, "show the servers' stderr and the client's log on stderr")
+	fs.Usage = func() {
+		fmt.Fprint(stderr, "Usage: odek ext approve [--yes] [server-name...]\n\nStarts the configured MCP servers (all, or the named ones), asks for the\napprovals a run would need and remembers them in $ODEK_HOME/approvals.json.\n\nFlags:\n")
+		fs.PrintDefaults()
+	}
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return withCode(exitOK, errors.Join(errReported, err))
+		}
+		return withCode(exitSetup, errors.Join(errReported, err))
+	}
+	var prompter tools.Prompter
+	if *yes {
+		prompter = tools.PrompterFunc(func(_ context.Context, q string) (bool, error) {
+			fmt.Fprintf(stdout, "%syes (--yes)\n", q)
+			return true, nil
+		})
+	} else if p, ok := tools.NewTTYPrompter(); ok {
+		prompter = p
+	} else {
+		return usageErr("odek ext approve: no terminal to ask on; run it in a terminal, or pass --yes to approve everything the servers need")
+	}
+	cfg, warnings, err := config.Load(config.Options{})
+	if err != nil {
+		return withCode(exitSetup, err)
+	}
+	for _, w := range warnings {
+		fmt.Fprintln(stderr, "odek: warning:", w.String())
+	}
+	wd, err := os.Getwd()
+	if err != nil {
+		return withCode(exitSetup, err)
+	}
+	log := logrus.New()
+	log.SetOutput(io.Discard)
+	if *verbose {
+		log.SetOutput(stderr)
+		log.SetLevel(logrus.DebugLevel)
+	}
+	set, err := ext.Load(ctx, ext.Options{
+		Layers:        cfg.Layers,
+		Home:          cfg.Home,
+		WorkDir:       wd,
+		Prompter:      prompter,
+		BaseEnv:       os.Environ(),
+		Logger:        log,
+		Warn:          func(w string) { fmt.Fprintln(stderr, "odek: warning:", w) },
+		ClientVersion: version,
+		Only:          fs.Args(),
+	})
+	if errors.Is(err, ext.ErrConfig) && len(fs.Args()) > 0 {
+		return usageErr("odek ext approve: %v", err)
+	}
+	if err != nil {
+		return withCode(exitError, err)
+	}
+	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
+	defer cancel()
+	defer set.Close(cctx)
+	reports := set.Report()
+	if len(reports) == 0 {
+		fmt.Fprintf(stdout, "no mcp_servers configured in %s or %s\n", cfg.Layers.Operator.Path, cfg.Layers.Project.Path)
+		return nil
+	}
+	missing := 0
+	for _, r := range reports {
+		if r.Reason == ext.ReasonNotSelected {
+			continue
+		}
+		fmt.Fprintln(stdout, r.String())
+		if r.Status != ext.StatusLoaded && r.Reason != ext.ReasonDisabled || len(r.Unapproved) > 0 {
+			missing++
+		}
+	}
+	if missing > 0 {
+		return withCode(exitError, errors.Join(errReported, fmt.Errorf("odek ext approve: %d server(s) not approved or not loaded", missing)))
+	}
+	return nil
 }

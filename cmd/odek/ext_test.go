@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/odekrun/odek/internal/ext"
 	"github.com/odekrun/odek/mcpclient/mcptest"
 )
 
@@ -142,7 +143,7 @@ func TestExtCheckFailures(t *testing.T) {
 		args    []string
 		wantHas []string
 	}{
-		{"command exits", []string{"--", "/bin/false"}, []string{"FAIL  handshake", "exit status 1"}},
+		{"command exits", []string{"--", "/bin/false"}, []string{"FAIL  handshake", `server "false" failed to start (initialize)`}},
 		{"no such command", []string{"--", "/nonexistent/odek-server"}, []string{"FAIL  handshake", "spawn"}},
 		{"hangs in initialize", []string{"--startup-timeout", "1", "--", fx, "-mode=hang-initialize"}, []string{"FAIL  handshake", "startup_timeout"}},
 		{"unsupported protocol", []string{"--", fx, "-mode=bad-protocol"}, []string{"FAIL  handshake", "1999-01-01"}},
@@ -214,5 +215,37 @@ func TestExampleExtensionPassesCheck(t *testing.T) {
 	out, errOut, code := check(t, "--root", dir, "--call", `echo={"text":"hi"}`, "--call", `report={"lines":3,"text":"ok"}`, "--", bin, "-dir", dir)
 	if code != 0 || !strings.Contains(out, "1 artifact ref(s) valid (report-1)") || !strings.Contains(out, "9 passed, 0 failed, 0 warnings") {
 		t.Fatalf("exit %d\n%s\n%s", code, out, errOut)
+	}
+}
+
+func TestExtApproveYes(t *testing.T) {
+	fx := mcptest.FixturePath(t)
+	home := t.TempDir()
+	proj := t.TempDir()
+	if err := os.WriteFile(filepath.Join(proj, "odek.json"), []byte(fmt.Sprintf(`{"mcp_servers":{"fx":{"command":%q},"other":{"command":%q}}}`, fx, fx)), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("ODEK_HOME", home)
+	t.Chdir(proj)
+	var so, se bytes.Buffer
+	err := run(context.Background(), []string{"ext", "approve", "--yes", "fx"}, nil, &so, &se)
+	if exitCode(err) != 0 {
+		t.Fatalf("exit %d: %v\n%s\n%s", exitCode(err), err, so.String(), se.String())
+	}
+	out := so.String()
+	for _, want := range []string{`declares MCP server "fx". Start it?`, "yes (--yes)", `offers 6 tool(s) not approved yet`, `MCP server "fx" (project): loaded with 6 tools`} {
+		if !strings.Contains(out, want) {
+			t.Errorf("output lacks %q:\n%s", want, out)
+		}
+	}
+	if strings.Contains(out, `"other"`) {
+		t.Errorf("an unselected server was approved:\n%s", out)
+	}
+	a, err := ext.ReadApprovals(home)
+	if err != nil || len(a.Servers) != 1 || len(a.Tools) != 6 {
+		t.Fatalf("approvals %+v %v", a, err)
+	}
+	if code := exitCode(run(context.Background(), []string{"ext", "approve", "--yes", "nope"}, nil, &so, &se)); code != exitSetup {
+		t.Fatalf("unknown server: exit %d", code)
 	}
 }

@@ -276,7 +276,7 @@ type Decision struct {
 }
 
 // ApprovalHint is how to approve when nobody can be asked.
-const ApprovalHint = "run odek in a terminal to be asked (answers are remembered in $ODEK_HOME/approvals.json), or set ODEK_APPROVE_MCP=1 to approve for one invocation"
+const ApprovalHint = "run odek in a terminal to be asked, or approve ahead with `odek ext approve` (answers are remembered in $ODEK_HOME/approvals.json), or set ODEK_APPROVE_MCP=1 to approve for one invocation"
 
 // DecideSpawn decides whether a server may be spawned. Operator servers
 // may; a project server needs a persisted approval, ODEK_APPROVE_MCP=1

@@ -50,6 +50,11 @@ type Options struct {
 	Warn func(string)
 	// ClientVersion is sent to servers as clientInfo.version. "" ⇒ "dev".
 	ClientVersion string
+	// Only, when not empty, names the servers to consider; every other
+	// configured server is reported as skipped and never started, and a
+	// name that is not configured is an ErrConfig error. For `odek ext
+	// approve <server>…`.
+	Only []string
 }
 
 // Status is the outcome of one server.
@@ -60,6 +65,12 @@ const (
 	StatusLoaded  Status = "loaded"
 	StatusSkipped Status = "skipped" // disabled or not approved
 	StatusFailed  Status = "failed"  // config error or failed start
+)
+
+// Reasons of skipped servers that are not problems.
+const (
+	ReasonDisabled    = "disabled (enabled: false)"
+	ReasonNotSelected = "not selected"
 )
 
 // ServerReport is the outcome of one configured server, for stderr
@@ -266,6 +277,10 @@ func Load(ctx context.Context, opts Options) (*Set, error) {
 	for _, w := range warnings {
 		l.warn(w)
 	}
+	selected, err := selectServers(specs, opts.Only)
+	if err != nil {
+		return nil, err
+	}
 	if len(specs) == 0 {
 		return &Set{}, nil
 	}
@@ -281,6 +296,11 @@ func Load(ctx context.Context, opts Options) (*Set, error) {
 	set := &Set{reports: make([]ServerReport, len(specs)), clients: make([]*mcpclient.Client, len(specs))}
 	cfgs := make([]*mcpclient.ServerConfig, len(specs))
 	for i := range specs {
+		if !selected[specs[i].Name] {
+			set.reports[i] = ServerReport{Name: specs[i].Name, Source: specs[i].Source, Required: specs[i].Required,
+				Status: StatusSkipped, Reason: ReasonNotSelected}
+			continue
+		}
 		cfgs[i] = l.prepare(ctx, &specs[i], &set.reports[i])
 	}
 	l.start(ctx, specs, cfgs, set)
@@ -292,7 +312,7 @@ func Load(ctx context.Context, opts Options) (*Set, error) {
 	l.save()
 	for i := range specs {
 		r := &set.reports[i]
-		if specs[i].Required && specs[i].Enabled && (r.Status != StatusLoaded || len(r.Unapproved) > 0) {
+		if specs[i].Required && specs[i].Enabled && selected[specs[i].Name] && (r.Status != StatusLoaded || len(r.Unapproved) > 0) {
 			closeAll(context.WithoutCancel(ctx), set.clients)
 			phase := "start"
 			switch {
@@ -311,6 +331,34 @@ func Load(ctx context.Context, opts Options) (*Set, error) {
 	return set, nil
 }
 
+// selectServers returns the names Load considers: all with an empty
+// only, else the names in only, each of which must be configured.
+func selectServers(specs []ServerSpec, only []string) (map[string]bool, error) {
+	sel := make(map[string]bool, len(specs))
+	if len(only) == 0 {
+		for _, s := range specs {
+			sel[s.Name] = true
+		}
+		return sel, nil
+	}
+	known := make(map[string]bool, len(specs))
+	var names []string
+	for _, s := range specs {
+		known[s.Name] = true
+		names = append(names, s.Name)
+	}
+	for _, n := range only {
+		if !known[n] {
+			if len(names) == 0 {
+				return nil, fmt.Errorf("%w: no server %q: mcp_servers is empty", ErrConfig, clipName(n))
+			}
+			return nil, fmt.Errorf("%w: no server %q in mcp_servers (configured: %s)", ErrConfig, clipName(n), strings.Join(names, ", "))
+		}
+		sel[n] = true
+	}
+	return sel, nil
+}
+
 // prepare fills the report's identity, settles config and spawn approval,
 // and returns the client config of a server to start (nil: not started).
 func (l *loader) prepare(ctx context.Context, s *ServerSpec, r *ServerReport) *mcpclient.ServerConfig {
@@ -323,7 +371,7 @@ func (l *loader) prepare(ctx context.Context, s *ServerSpec, r *ServerReport) *m
 		r.Status, r.Reason = StatusFailed, s.Err.Error()
 		return nil
 	case !s.Enabled:
-		r.Status, r.Reason = StatusSkipped, "disabled (enabled: false)"
+		r.Status, r.Reason = StatusSkipped, ReasonDisabled
 		return nil
 	}
 	key := SpawnKey(s)

@@ -582,3 +582,22 @@ func TestDocumentedShortening(t *testing.T) {
 		t.Fatalf("QualifiedName = %q; update docs/MCP.md", got)
 	}
 }
+
+func TestOnlySelectedServers(t *testing.T) {
+	starts := filepath.Join(t.TempDir(), "starts")
+	l := layers(t, `{"a":`+entry(t, `"auto_approve":true`)+`,"b":`+entry(t, `"auto_approve":true,"required":true`, "-starts="+starts)+`}`, "")
+	set, err := load(t, ext.Options{Layers: l, Only: []string{"a"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rep := set.Report()
+	if rep[0].Status != ext.StatusLoaded || rep[1].Status != ext.StatusSkipped || rep[1].Reason != ext.ReasonNotSelected || len(set.Tools()) != 6 {
+		t.Fatalf("%+v", rep)
+	}
+	if _, err := os.Stat(starts); !os.IsNotExist(err) {
+		t.Fatal("an unselected server was started")
+	}
+	if _, err := load(t, ext.Options{Layers: l, Only: []string{"zzz"}}); !errors.Is(err, ext.ErrConfig) || !strings.Contains(err.Error(), "configured: a, b") {
+		t.Fatalf("unknown selection: %v", err)
+	}
+}
