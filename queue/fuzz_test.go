@@ -40,3 +40,31 @@ func FuzzPrepareJob(f *testing.F) {
 		}
 	})
 }
+
+// FuzzPrepareApproval: a question (built from a tool call the model made,
+// so untrusted) is either rejected with a queue error or encoded so it
+// decodes back to the same text, within MaxQuestionBytes.
+func FuzzPrepareApproval(f *testing.F) {
+	f.Add("job-1", int64(5), "run `rm -rf /`?")
+	f.Add("bad id", int64(1), "x")
+	f.Add("j", int64(0), "")
+	f.Add("j", int64(-7), "\xff\xfe invalid utf-8")
+	f.Add("j", int64(3), "line\nbreak \u2028 <b>html</b> \"quoted\"")
+	now := time.Unix(1700000000, 0)
+	f.Fuzz(func(t *testing.T, jobID string, chat int64, question string) {
+		a, b, err := prepareApproval(Approval{JobID: jobID, ChatID: chat, Question: question}, now)
+		if err != nil {
+			if !errors.Is(err, ErrInvalidJob) && !errors.Is(err, ErrPayloadTooLarge) {
+				t.Fatalf("unexpected error kind: %v", err)
+			}
+			return
+		}
+		if len(question) > MaxQuestionBytes || !validID(a.JobID) || !validID(a.ID) || !a.Deadline.Equal(now.Add(DefaultApprovalTimeout)) {
+			t.Fatalf("accepted an approval that breaks the rules: %+v", a)
+		}
+		var back Approval
+		if err := json.Unmarshal(b, &back); err != nil || back.Question != question || back.ID != a.ID || back.ChatID != chat {
+			t.Fatalf("round trip: %+v, %v; want question %q", back, err, question)
+		}
+	})
+}

@@ -19,8 +19,15 @@
 // was lost gets ErrLeaseLost from Heartbeat and Ack and its result is dropped.
 // docs/QUEUE.md states the guarantees and the Redis keys precisely.
 //
-// Both queues also implement Operator (stats, dead letters, retry) for the
-// operator CLI.
+// Both queues also implement Operator (stats, dead letters, retry, a
+// finished job's result) for the operator CLI, Approvals (a worker asks the
+// job's chat and waits; no answer in time means deny), ProgressBatcher
+// (many progress entries per round trip) and DeadLetterCounter. Progress
+// entries are odek.event/v1 lines or ProgressSummary objects.
+//
+// On Redis, concurrent script calls of one Redis value share a pipelined
+// round trip (see coalescer), which is where most of its throughput comes
+// from.
 //
 // # Concurrency and ownership
 //
