@@ -208,4 +208,19 @@ func TestRunProjectMCPServerNeedsApproval(t *testing.T) {
 	if _, err := os.Stat(filepath.Join(home, "approvals.json")); !os.IsNotExist(err) {
 		t.Fatal("ODEK_APPROVE_MCP=1 was remembered in approvals.json")
 	}
+
+	// odek ext approve --yes remembers the answers; later runs load the
+	// server without a terminal or ODEK_APPROVE_MCP.
+	out = extRunDetached(t, "", work, []string{homeEnv}, "ext", "approve", "--yes")
+	if out.code != 0 || !strings.Contains(out.stdout, `MCP server "fx" (project): loaded with 6 tools`) {
+		t.Fatalf("ext approve: exit %d\n%s\n%s", out.code, out.stdout, out.stderr)
+	}
+	srv = llmtest.New(t,
+		llmtest.CallTools(llmtest.Call{ID: "e2", Name: "fx__echo", Arguments: `{"text":"approved ahead"}`}),
+		llmtest.Reply("done"),
+	)
+	out = extRunDetached(t, srv.URL, work, []string{homeEnv}, "run", "echo again")
+	if out.code != 0 || !strings.Contains(srv.Requests()[1].LastMessage().Content, "approved ahead") {
+		t.Fatalf("run after ext approve: exit %d\n%s", out.code, out.stderr)
+	}
 }
