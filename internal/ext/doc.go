@@ -22,6 +22,10 @@
 // notice) and then wrapped by artifacts.WrapUntrusted in a per-call
 // nonce'd boundary — error text included.
 //
+// Options.Only restricts Load to some servers; with a prompter that
+// answers yes, that is `odek ext approve`: the questions of a run answered
+// ahead of time and saved.
+//
 // Every call of an MCP tool is assessed with the server's danger class
 // (danger_class, operator file only; default DefaultDangerClass), so the
 // operator's danger policy still decides each call.
