@@ -656,3 +656,43 @@ func BenchmarkWorkerMemory(b *testing.B) {
 	b.ReportMetric(idle/float64(b.N)/1024, "idle-RSS-MiB")
 	b.ReportMetric(busy/float64(b.N)/1024, "8-jobs-RSS-MiB")
 }
+
+// A tool call the policy marks "prompt" reaches the chat as an approval
+// question over Redis; the chat's "allow" lets it run. A file the job
+// writes in the chat's directory comes back as artifact metadata.
+func TestWorkerApprovalAndArtifacts(t *testing.T) {
+	llm := llmtest.New(t,
+		llmtest.CallTools(llmtest.Call{ID: "w", Name: "write_file", Arguments: `{"path":"report.md","content":"# findings"}`}),
+		llmtest.CallTools(llmtest.Call{ID: "s", Name: "shell", Arguments: `{"command":"python3 -c 'print(6*7)'"}`}),
+		llmtest.Reply("report written"),
+	)
+	e := newQueueEnv(t, llm.URL, false, 5*time.Second, 3)
+	art := t.TempDir()
+	e.startWorker("w1", "--artifacts", art, "--approval-timeout", "30s")
+	j := e.enqueue(queue.Job{ChatID: 77, Goal: "write a report"})
+	var asked []queue.Approval
+	for deadline := time.Now().Add(20 * time.Second); len(asked) == 0; {
+		if time.Now().After(deadline) {
+			t.Fatal("no approval question within 20s")
+		}
+		asked, _ = e.q.ReadApprovals(context.Background(), "test-frontend", 1, 200*time.Millisecond)
+	}
+	if asked[0].JobID != j.ID || asked[0].ChatID != 77 || !strings.Contains(asked[0].Question, "python3") {
+		t.Fatalf("approval %+v", asked[0])
+	}
+	if err := e.q.Answer(context.Background(), asked[0].ID, true); err != nil {
+		t.Fatal(err)
+	}
+	res := e.results(20*time.Second, j.ID)[j.ID]
+	if res.Status != queue.StatusSucceeded || res.Answer != "report written" {
+		t.Fatalf("result %+v", res)
+	}
+	if len(res.Artifacts) != 1 || res.Artifacts[0].Path != "77/report.md" || res.Artifacts[0].Bytes != int64(len("# findings")) {
+		t.Fatalf("artifacts %+v", res.Artifacts)
+	}
+	reqs := llm.Requests()
+	toolMsg := reqs[2].Messages[len(reqs[2].Messages)-1].Content
+	if strings.Contains(toolMsg, "declined") || strings.Contains(toolMsg, "denied") {
+		t.Fatalf("approved call was not run: %q", toolMsg)
+	}
+}
