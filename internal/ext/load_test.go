@@ -426,7 +426,7 @@ func TestCollisions(t *testing.T) {
 
 func TestLongNamesAreShortened(t *testing.T) {
 	name := strings.Repeat("s", 50)
-	set, err := load(t, ext.Options{Layers: layers(t, `{"`+name+`":`+entry(t, `"auto_approve":true`)+`}`, "")})
+	set, err := load(t, ext.Options{Layers: layers(t, `{"`+name+`":`+entry(t, `"auto_approve":true`, "-root="+t.TempDir())+`}`, "")})
 	if err != nil {
 		t.Fatal(err)
 	}
