@@ -1,0 +1,513 @@
+package bot
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/sirupsen/logrus"
+
+	"github.com/odekrun/odek/bot/bottest"
+	"github.com/odekrun/odek/queue"
+)
+
+const (
+	alice = int64(1001) // allowed user, private chat 1001
+	bob   = int64(1002) // allowed user
+	eve   = int64(6666) // not allowed
+	wait  = 10 * time.Second
+)
+
+// syncBuffer is a log sink safe for the bot's goroutines and the test.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+type harness struct {
+	t    *testing.T
+	tg   *bottest.Server
+	q    Queue
+	bot  *Bot
+	logs *syncBuffer
+	stop func()
+}
+
+// startBot runs a Bot against a fresh fake Bot API and q (a new in-memory
+// queue when nil), stopped at the end of the test.
+func startBot(t *testing.T, q Queue, mutate func(*Config)) *harness {
+	t.Helper()
+	if q == nil {
+		q = queue.NewMemory(queue.Options{})
+	}
+	h := &harness{t: t, tg: bottest.New(t), q: q, logs: &syncBuffer{}}
+	h.run(mutate)
+	return h
+}
+
+func (h *harness) run(mutate func(*Config)) {
+	t := h.t
+	log := logrus.New()
+	log.SetOutput(h.logs)
+	log.SetLevel(logrus.DebugLevel)
+	cfg := Config{Token: bottest.Token, APIEndpoint: h.tg.URL(), AllowedUsers: []int64{alice, bob},
+		PollTimeout: time.Second, ProgressInterval: 20 * time.Millisecond, GlobalRate: 1000, Logger: log, Consumer: "test-bot"}
+	if mutate != nil {
+		mutate(&cfg)
+	}
+	b, err := New(cfg, h.q)
+	if err != nil {
+		t.Fatal(err)
+	}
+	h.bot = b
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- b.Run(ctx) }()
+	var once sync.Once
+	h.stop = func() {
+		once.Do(func() {
+			cancel()
+			select {
+			case err := <-done:
+				if err != nil {
+					t.Errorf("Run: %v", err)
+				}
+			case <-time.After(wait):
+				t.Errorf("Run did not return after cancel")
+			}
+			if strings.Contains(h.logs.String(), bottest.Token) || strings.Contains(h.logs.String(), "TEST-token") {
+				t.Errorf("the bot token appears in the logs")
+			}
+		})
+	}
+	t.Cleanup(h.stop)
+}
+
+// worker is a tiny in-test job consumer: it claims jobs and runs fn.
+func worker(t *testing.T, q *queue.Memory, fn func(ctx context.Context, l queue.Lease) queue.Result) {
+	ctx, cancel := context.WithCancel(context.Background())
+	var wg sync.WaitGroup
+	t.Cleanup(func() { cancel(); wg.Wait() })
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		for ctx.Err() == nil {
+			ls, err := q.Claim(ctx, "w", 1, 100*time.Millisecond)
+			if err != nil {
+				return
+			}
+			for _, l := range ls {
+				res := fn(ctx, l)
+				if err := q.Ack(context.Background(), l, res); err != nil && !errors.Is(err, queue.ErrLeaseLost) {
+					t.Errorf("Ack: %v", err)
+				}
+			}
+		}
+	}()
+}
+
+func summary(t *testing.T, q *queue.Memory, jobID string, p queue.ProgressSummary) {
+	p.Schema, p.JobID = queue.SummarySchema, jobID
+	b, _ := json.Marshal(p)
+	if err := q.PublishProgress(context.Background(), jobID, b); err != nil {
+		t.Error(err)
+	}
+}
+
+func event(t *testing.T, q *queue.Memory, jobID, line string) {
+	if err := q.PublishProgress(context.Background(), jobID, []byte(line)); err != nil {
+		t.Error(err)
+	}
+}
+
+func hasText(msgs []string, sub string) bool {
+	for _, m := range msgs {
+		if strings.Contains(m, sub) {
+			return true
+		}
+	}
+	return false
+}
+
+func (h *harness) waitVisible(chatID int64, sub string) {
+	h.t.Helper()
+	h.tg.Wait(h.t, wait, "a message containing "+sub, func(s *bottest.Server) bool { return hasText(s.Visible(chatID), sub) })
+}
+
+func TestGoalProgressReply(t *testing.T) {
+	q := queue.NewMemory(queue.Options{})
+	dir := t.TempDir()
+	if err := os.MkdirAll(filepath.Join(dir, fmt.Sprint(alice)), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, fmt.Sprint(alice), "report.txt"), []byte("report body"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	h := startBot(t, q, func(c *Config) { c.ArtifactDir = dir })
+	release := make(chan struct{})
+	var got queue.Job
+	worker(t, q, func(ctx context.Context, l queue.Lease) queue.Result {
+		got = l.Job
+		summary(t, q, l.Job.ID, queue.ProgressSummary{State: "started", Attempt: 1})
+		event(t, q, l.Job.ID, `{"schema":"odek.event/v1","type":"tool_call_started","seq":2,"run_id":"r","iteration":1,"tool":"shell","timestamp":"2026-01-01T00:00:00Z","data":{"args_summary":{"argv0":"go","class":"safe"},"args":"SECRET-RAW-ARGS"}}`)
+		event(t, q, l.Job.ID, `{"schema":"odek.event/v1","type":"iteration_completed","seq":3,"run_id":"r","iteration":1,"timestamp":"2026-01-01T00:00:00Z","data":{"input_tokens":1000,"output_tokens":234}}`)
+		<-release
+		return queue.Result{Answer: "All **tests** pass (42).", DurationMS: 4200,
+			Usage:     queue.Usage{PromptTokens: 1000, CompletionTokens: 234, CostUSD: 0.0123},
+			Artifacts: []queue.ArtifactMeta{{Path: fmt.Sprintf("%d/report.txt", alice), Name: "report.txt", MIME: "text/plain", Bytes: 11}}}
+	})
+	upd := h.tg.UserMessage(alice, alice, "run the tests")
+	h.waitVisible(alice, "🔧 shell: go")
+	if vis := h.tg.Visible(alice); hasText(vis, "SECRET-RAW-ARGS") {
+		t.Fatalf("raw tool arguments shown: %q", vis)
+	}
+	h.waitVisible(alice, "1,234 tokens")
+	h.tg.WaitCalls(t, wait, func(c []bottest.Call) bool { return len(c) > 0 }, "sendChatAction")
+	close(release)
+	h.waitVisible(alice, "All *tests* pass")
+	msgs := h.tg.Messages(alice)
+	var reply bottest.Message
+	for _, m := range msgs {
+		if strings.Contains(m.Text, "All *tests*") {
+			reply = m
+		}
+	}
+	if reply.ParseMode != "MarkdownV2" || !strings.Contains(reply.Text, `pass \(42\)\.`) {
+		t.Errorf("reply not escaped MarkdownV2: %+v", reply)
+	}
+	if !strings.Contains(reply.Text, "📎 a1 · report\\.txt · text/plain · 11 B") || !strings.Contains(reply.Text, "_1,234 tokens · $0\\.0123 · 4\\.2 s_") {
+		t.Errorf("artifact line or footer missing: %q", reply.Text)
+	}
+	if !msgs[0].Deleted || msgs[0].Edits == 0 {
+		t.Errorf("status message should have been edited and then deleted: %+v", msgs[0])
+	}
+	if got.IdempotencyKey != fmt.Sprintf("telegram:%d:%d", bottest.BotID, upd) || got.SessionID != fmt.Sprintf("telegram:%d", alice) || got.UserID != alice {
+		t.Errorf("job fields: %+v", got)
+	}
+	if string(got.Budget) != `{"max_runtime_seconds":900}` {
+		t.Errorf("budget = %s", got.Budget)
+	}
+	if !strings.Contains(h.tg.Commands(), `"command":"artifact"`) {
+		t.Errorf("setMyCommands: %s", h.tg.Commands())
+	}
+
+	// /artifact sends the file after validating it again.
+	h.tg.UserMessage(alice, alice, "/artifact a1")
+	calls := h.tg.WaitCalls(t, wait, func(c []bottest.Call) bool { return len(c) == 1 }, "sendDocument")
+	if string(calls[0].File) != "report body" || calls[0].FileName != "report.txt" {
+		t.Errorf("document: %q %q", calls[0].FileName, calls[0].File)
+	}
+	// A file replaced by a symlink out of the chat's directory is refused.
+	outside := filepath.Join(t.TempDir(), "secret")
+	os.WriteFile(outside, []byte("secret!!!!!"), 0o600)
+	os.Remove(filepath.Join(dir, fmt.Sprint(alice), "report.txt"))
+	if err := os.Symlink(outside, filepath.Join(dir, fmt.Sprint(alice), "report.txt")); err != nil {
+		t.Fatal(err)
+	}
+	h.tg.UserMessage(alice, alice, "/artifact a1")
+	h.waitVisible(alice, "can no longer be sent")
+	if n := len(h.tg.Calls("sendDocument")); n != 1 {
+		t.Errorf("sendDocument calls = %d, want 1", n)
+	}
+	h.tg.UserMessage(alice, alice, "/artifact nope")
+	h.waitVisible(alice, `No artifact "nope"`)
+}
+
+func TestUnauthorizedUserGetsOneRefusal(t *testing.T) {
+	q := queue.NewMemory(queue.Options{})
+	h := startBot(t, q, nil)
+	h.tg.UserMessage(eve, eve, "rm -rf /")
+	h.tg.UserMessage(eve, eve, "please")
+	h.waitVisible(eve, "user id")
+	h.tg.UserMessage(alice, alice, "/status")
+	h.waitVisible(alice, "Idle") // the poll loop has handled eve's second message too
+	vis := h.tg.Visible(eve)
+	if len(vis) != 1 || !strings.Contains(vis[0], fmt.Sprint(eve)) {
+		t.Fatalf("refusals to eve = %q, want one showing the user id", vis)
+	}
+	st, _ := q.Stats(context.Background())
+	if st.Ready+st.Running != 0 {
+		t.Errorf("an unauthorized message started work: %+v", st)
+	}
+	if n := strings.Count(h.logs.String(), "refused an update"); n != 2 {
+		t.Errorf("refusals logged = %d, want 2", n)
+	}
+}
+
+func TestQueuedSecondMessageAndStop(t *testing.T) {
+	q := queue.NewMemory(queue.Options{})
+	h := startBot(t, q, nil)
+	started := make(chan string, 4)
+	worker(t, q, func(ctx context.Context, l queue.Lease) queue.Result {
+		summary(t, q, l.Job.ID, queue.ProgressSummary{State: "started"})
+		started <- l.Job.ID
+		for { // run until canceled, as a worker does
+			if err := q.Heartbeat(ctx, l); errors.Is(err, queue.ErrCanceled) || ctx.Err() != nil {
+				return queue.Result{Status: queue.StatusCanceled, Answer: "partial"}
+			}
+			select {
+			case <-ctx.Done():
+			case <-time.After(10 * time.Millisecond):
+			}
+		}
+	})
+	h.tg.UserMessage(alice, alice, "first")
+	<-started
+	h.tg.UserMessage(alice, alice, "second")
+	h.waitVisible(alice, "Queued — position 1")
+	h.tg.UserMessage(alice, alice, "/stop")
+	h.waitVisible(alice, "Stopping 2 job(s)")
+	h.waitVisible(alice, "⏹ Stopped")
+	h.tg.Wait(t, wait, "both jobs stopped", func(s *bottest.Server) bool {
+		n := 0
+		for _, m := range s.Visible(alice) {
+			if strings.HasPrefix(m, "⏹ Stopped") {
+				n++
+			}
+		}
+		return n == 2
+	})
+	select {
+	case id := <-started:
+		t.Errorf("the queued job %s ran after /stop", id)
+	default:
+	}
+}
+
+func TestApprovalRoundTrip(t *testing.T) {
+	q := queue.NewMemory(queue.Options{})
+	h := startBot(t, q, func(c *Config) { c.AllowedChats = []int64{-500} })
+	answer := make(chan bool, 1)
+	worker(t, q, func(ctx context.Context, l queue.Lease) queue.Result {
+		a, err := q.Ask(ctx, queue.Approval{JobID: l.Job.ID, ChatID: l.Job.ChatID, Question: "shell: rm -rf build/ (dangerous)", Deadline: time.Now().Add(time.Minute)})
+		if err != nil {
+			t.Error(err)
+			return queue.Result{}
+		}
+		allow, ok, err := q.AwaitAnswer(ctx, a.ID, time.Minute)
+		if err != nil || !ok {
+			t.Errorf("AwaitAnswer: %v %v", ok, err)
+		}
+		answer <- allow
+		return queue.Result{Answer: "done"}
+	})
+	const group = -500
+	h.tg.UserMessage(group, alice, "clean the build")
+	var kb bottest.Message
+	h.tg.Wait(t, wait, "approval keyboard", func(s *bottest.Server) bool {
+		for _, m := range s.Messages(group) {
+			if len(m.Keyboard) > 0 {
+				kb = m
+				return true
+			}
+		}
+		return false
+	})
+	if !strings.Contains(kb.Text, "rm -rf build/") || len(kb.Keyboard[0]) != 2 {
+		t.Fatalf("approval message: %+v", kb)
+	}
+	// bob is allowed in the group but did not ask: refused with an alert.
+	h.tg.PressButton(group, bob, kb.ID, kb.Keyboard[0][0])
+	calls := h.tg.WaitCalls(t, wait, func(c []bottest.Call) bool { return len(c) == 1 }, "answerCallbackQuery")
+	if calls[0].Params.Get("show_alert") != "true" || !strings.Contains(calls[0].Params.Get("text"), "Only the person") {
+		t.Errorf("bob's press: %v", calls[0].Params)
+	}
+	h.tg.PressButton(group, alice, kb.ID, kb.Keyboard[0][0])
+	if allow := <-answer; !allow {
+		t.Fatal("approval not delivered as allow")
+	}
+	h.waitVisible(group, "✅ Approved once by user1001")
+	h.waitVisible(group, "done")
+}
+
+func TestApprovalTimeoutDenies(t *testing.T) {
+	q := queue.NewMemory(queue.Options{})
+	h := startBot(t, q, nil)
+	worker(t, q, func(ctx context.Context, l queue.Lease) queue.Result {
+		a, _ := q.Ask(ctx, queue.Approval{JobID: l.Job.ID, ChatID: l.Job.ChatID, Question: "write_file: /etc/passwd", Deadline: time.Now().Add(300 * time.Millisecond)})
+		allow, ok, _ := q.AwaitAnswer(ctx, a.ID, time.Second)
+		return queue.Result{Answer: fmt.Sprintf("allow=%v answered=%v", allow, ok)}
+	})
+	h.tg.UserMessage(alice, alice, "do it")
+	h.waitVisible(alice, "No answer in time — denied")
+	h.waitVisible(alice, "allow\\=false answered\\=false")
+}
+
+func TestLongAnswerSplitAtParagraphsAndCodeBlocks(t *testing.T) {
+	q := queue.NewMemory(queue.Options{})
+	h := startBot(t, q, nil)
+	answer := sixThousand()
+	worker(t, q, func(ctx context.Context, l queue.Lease) queue.Result { return queue.Result{Answer: answer} })
+	h.tg.UserMessage(alice, alice, "long please")
+	h.waitVisible(alice, "tokens")
+	var sent []bottest.Call
+	for _, c := range h.tg.Calls("sendMessage") {
+		if c.Params.Get("parse_mode") == "MarkdownV2" && c.Status == 200 {
+			sent = append(sent, c)
+		}
+	}
+	if len(sent) < 2 {
+		t.Fatalf("reply in %d messages, want ≥ 2", len(sent))
+	}
+	for i, c := range sent {
+		text := c.Params.Get("text")
+		if TextLen(text) > MaxMessageLen || strings.Count(text, "```")%2 != 0 {
+			t.Errorf("message %d: %d units, %d fences", i, TextLen(text), strings.Count(text, "```"))
+		}
+	}
+}
+
+func TestTelegramFailuresAreRetriedOrFallBack(t *testing.T) {
+	q := queue.NewMemory(queue.Options{})
+	h := startBot(t, q, nil)
+	worker(t, q, func(ctx context.Context, l queue.Lease) queue.Result { return queue.Result{Answer: "*fine*"} })
+	// The status message hits a 429 and a proxy's 502 page first.
+	h.tg.FailNext("sendMessage", 1, bottest.TooManyRequests)
+	h.tg.FailNext("sendMessage", 1, bottest.BadGateway)
+	// The reply's MarkdownV2 is rejected once: plain text goes out.
+	h.tg.UserMessage(alice, alice, "go")
+	h.waitVisible(alice, "_fine_")
+	calls := h.tg.Calls("sendMessage")
+	if calls[0].Status != 429 || calls[1].Status != 502 {
+		t.Errorf("first calls: %d %d", calls[0].Status, calls[1].Status)
+	}
+	if gap := calls[1].At.Sub(calls[0].At); gap < time.Second {
+		t.Errorf("retry after 429 came %v later, want ≥ retry_after 1 s", gap)
+	}
+	h.tg.FailNext("sendMessage", 1, bottest.Failure{Code: 400, ParseMode: "MarkdownV2", Description: "Bad Request: can't parse entities: Can't find end of the entity starting at byte offset 0"})
+	h.tg.UserMessage(alice, alice, "again")
+	h.tg.WaitCalls(t, wait, func(c []bottest.Call) bool {
+		for _, x := range c {
+			if x.Status == 200 && x.Params.Get("parse_mode") == "" && strings.HasPrefix(x.Params.Get("text"), "*fine*\n") {
+				return true
+			}
+		}
+		return false
+	}, "sendMessage")
+}
+
+func TestBlockedChatCancelsPendingJobs(t *testing.T) {
+	q := queue.NewMemory(queue.Options{})
+	h := startBot(t, q, nil)
+	h.tg.UserMessage(alice, alice, "first")
+	h.waitVisible(alice, "Starting")
+	h.tg.BlockChat(alice)
+	h.tg.UserMessage(alice, alice, "second")
+	ctx := context.Background()
+	h.tg.Wait(t, wait, "jobs canceled", func(*bottest.Server) bool {
+		st, _ := q.Stats(ctx)
+		return st.Ready+st.Running == 0
+	})
+	if !strings.Contains(h.logs.String(), "chat unreachable") {
+		t.Errorf("blocked chat not logged")
+	}
+}
+
+func TestRedeliveredUpdateRunsOnce(t *testing.T) {
+	q := queue.NewMemory(queue.Options{})
+	h := startBot(t, q, nil)
+	id := h.tg.UserMessage(alice, alice, "once")
+	h.waitVisible(alice, "Starting")
+	h.stop()
+	// A restarted bot gets the unconfirmed update again.
+	h.tg.Redeliver(t, id)
+	h.run(nil)
+	h.tg.Wait(t, wait, "update consumed", func(s *bottest.Server) bool {
+		return strings.Contains(h.logs.String(), "already enqueued")
+	})
+	st, _ := q.Stats(context.Background())
+	if st.Ready != 1 {
+		t.Errorf("ready jobs = %d, want 1", st.Ready)
+	}
+}
+
+func TestConflictIsReportedAndUnhealthy(t *testing.T) {
+	h := startBot(t, nil, nil)
+	h.tg.WaitCalls(t, wait, func(c []bottest.Call) bool { return len(c) > 0 }, "setMyCommands")
+	// A webhook set elsewhere makes every getUpdates a 409.
+	resp, err := http.Post(h.tg.URL()+"/bot"+bottest.Token+"/setWebhook?url=https://example.org/hook", "", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	h.tg.Wait(t, wait, "409 logged", func(*bottest.Server) bool { return strings.Contains(h.logs.String(), "409 Conflict") })
+	rec := httptest.NewRecorder()
+	h.bot.HealthHandler().ServeHTTP(rec, httptest.NewRequest("GET", "/healthz", nil))
+	if rec.Code != 503 || !strings.Contains(rec.Body.String(), "409") {
+		t.Errorf("healthz = %d %q", rec.Code, rec.Body.String())
+	}
+}
+
+func TestDailyBudgetAndRateLimit(t *testing.T) {
+	q := queue.NewMemory(queue.Options{})
+	var skew atomic.Int64
+	clock := func() time.Time { return time.Now().Add(time.Duration(skew.Load())) }
+	h := startBot(t, q, func(c *Config) { c.DailyTokenBudget = 1000; c.UserJobsPerMinute = 2; c.Now = clock })
+	worker(t, q, func(ctx context.Context, l queue.Lease) queue.Result {
+		return queue.Result{Answer: "ok", Usage: queue.Usage{PromptTokens: 850}}
+	})
+	h.tg.UserMessage(alice, alice, "one")
+	h.waitVisible(alice, "85 %")
+	h.tg.UserMessage(alice, alice, "two")
+	h.tg.UserMessage(alice, alice, "three")
+	h.waitVisible(alice, "Slow down")
+	h.tg.UserMessage(bob, bob, "bob is not limited by alice")
+	h.waitVisible(bob, "ok")
+	h.tg.Wait(t, wait, "two jobs done", func(s *bottest.Server) bool {
+		n := 0
+		for _, m := range s.Visible(alice) {
+			if strings.Contains(m, "850 tokens") {
+				n++
+			}
+		}
+		return n == 2
+	})
+	h.tg.UserMessage(alice, alice, "/usage")
+	h.waitVisible(alice, "1,700 tokens of 1,000 (170 %)")
+	// A minute later alice's rate bucket is full again; the budget still refuses.
+	skew.Store(int64(time.Minute))
+	h.tg.UserMessage(alice, alice, "four")
+	h.waitVisible(alice, "daily budget of 1,000 tokens")
+}
+
+func TestNewRejectsConfigWithoutAccessRule(t *testing.T) {
+	q := queue.NewMemory(queue.Options{})
+	if _, err := New(Config{Token: "x"}, q); !errors.Is(err, ErrNoAccessRule) {
+		t.Errorf("no allowlist: %v", err)
+	}
+	if _, err := New(Config{AllowAll: true}, q); !errors.Is(err, ErrNoToken) {
+		t.Errorf("no token: %v", err)
+	}
+	var buf syncBuffer
+	log := logrus.New()
+	log.SetOutput(&buf)
+	if _, err := New(Config{Token: "x", AllowAll: true, Logger: log}, q); err != nil || !strings.Contains(buf.String(), "ANYONE") {
+		t.Errorf("allow-all: err %v, log %q", err, buf.String())
+	}
+	if _, err := New(Config{Token: "x", AllowAll: true, WebhookURL: "https://x/hook", WebhookSecret: "bad secret!"}, q); !errors.Is(err, ErrConfig) {
+		t.Errorf("bad webhook secret: %v", err)
+	}
+}

@@ -1,0 +1,243 @@
+package bot
+
+import (
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/sirupsen/logrus"
+)
+
+// DefaultAPIEndpoint is the public Bot API; the two %s are the token and the
+// method, as telegram-bot-api expects.
+const DefaultAPIEndpoint = "https://api.telegram.org/bot%s/%s"
+
+// MaxUploadBytes is the largest document the public Bot API accepts from a
+// bot (sendDocument, 50 MB).
+const MaxUploadBytes int64 = 50 << 20
+
+// Config configures a Bot. Only Token and an access rule (AllowedUsers,
+// AllowedChats or AllowAll) are required; every other zero value picks the
+// default documented on the field.
+type Config struct {
+	// Token is the bot token from @BotFather. It is never logged.
+	Token string
+	// APIEndpoint is the Bot API root: either a base URL such as
+	// "http://127.0.0.1:8081" (a self-hosted Bot API server, tests) or a
+	// format with two %s for token and method. "" means DefaultAPIEndpoint.
+	APIEndpoint string
+
+	// AllowedUsers are Telegram user ids allowed to use the bot anywhere.
+	AllowedUsers []int64
+	// AllowedChats are chat ids (groups included, negative) in which every
+	// member may use the bot.
+	AllowedChats []int64
+	// AllowAll opens the bot to everyone; New logs a warning. Without it
+	// and with both allowlists empty New fails with ErrNoAccessRule.
+	AllowAll bool
+
+	// DailyTokenBudget is the tokens (prompt + completion) each chat may use
+	// per UTC day; a warning goes out at 80 %, new jobs are refused once it
+	// is spent. 0 means no budget.
+	DailyTokenBudget int64
+	// UserJobsPerMinute is how many new jobs one user may start per minute
+	// (a token bucket with a burst of the same size). 0 means 6; negative
+	// means no limit.
+	UserJobsPerMinute int
+	// AgentTimeout is the longest a job may run, from its start on a
+	// worker; the bot then cancels it. It is also sent to the worker as
+	// the job budget's max_runtime_seconds. 0 means 900 s.
+	AgentTimeout time.Duration
+	// JobBudget is an extra JSON object of limits merged into every job's
+	// budget (the worker's `limits` keys, e.g. {"max_tool_calls":50}); nil
+	// means none beyond max_runtime_seconds.
+	JobBudget map[string]any
+
+	// ArtifactDir is the directory, shared with the workers, that
+	// queue.ArtifactMeta paths are relative to; /artifact sends files only
+	// from inside it. "" disables /artifact.
+	ArtifactDir string
+	// MaxUploadBytes caps a document sent by /artifact. 0 means
+	// MaxUploadBytes (the public Bot API limit).
+	MaxUploadBytes int64
+
+	// PollTimeout is the long-poll wait of one getUpdates call. 0 means 30 s.
+	PollTimeout time.Duration
+	// ProgressInterval is how often running jobs' progress is read and how
+	// often at most a chat's status message is edited. 0 means 1 s.
+	ProgressInterval time.Duration
+	// GlobalRate caps the bot's outgoing messages and edits per second
+	// across all chats (Telegram allows about 30). 0 means 25.
+	GlobalRate float64
+	// RefusalInterval is how often at most one unauthorized user is told
+	// they are not allowed. 0 means 1 h.
+	RefusalInterval time.Duration
+
+	// WebhookURL switches from long polling to a webhook: the public HTTPS
+	// URL Telegram posts updates to. "" means long polling.
+	WebhookURL string
+	// WebhookListen is the address the webhook server listens on. "" means
+	// ":8443".
+	WebhookListen string
+	// WebhookSecret is checked against the
+	// X-Telegram-Bot-Api-Secret-Token header of every webhook request; it
+	// is required with WebhookURL (1–256 of A-Z a-z 0-9 _ -).
+	WebhookSecret string
+
+	// Consumer names this front end in the results consumer group. ""
+	// means "bot-<hostname>-<pid>".
+	Consumer string
+	// Logger receives structured logs. nil means logrus.StandardLogger().
+	Logger logrus.FieldLogger
+	// Now is the clock. nil means time.Now.
+	Now func() time.Time
+}
+
+// Errors of New. Match with errors.Is.
+var (
+	ErrNoToken      = errors.New("bot: TELEGRAM_BOT_TOKEN is empty")
+	ErrNoAccessRule = errors.New("bot: no allowlist and no allow-all: set ODEK_TELEGRAM_ALLOWED_USERS or ODEK_TELEGRAM_ALLOWED_CHATS (or ODEK_TELEGRAM_ALLOW_ALL=true to open the bot to everyone)")
+	ErrConfig       = errors.New("bot: invalid config")
+	// ErrConflict reports a 409 from getUpdates: another process polls with
+	// the same token, or a webhook is set.
+	ErrConflict = errors.New("bot: Telegram answered 409 Conflict: another bot instance is polling with this token, or a webhook is set")
+	// ErrChatGone reports that the bot can no longer write to a chat
+	// (blocked by the user, kicked, chat not found or deactivated).
+	ErrChatGone = errors.New("bot: chat unreachable")
+)
+
+func (c Config) withDefaults() Config {
+	if c.APIEndpoint == "" {
+		c.APIEndpoint = DefaultAPIEndpoint
+	} else if !strings.Contains(c.APIEndpoint, "%s") {
+		c.APIEndpoint = strings.TrimRight(c.APIEndpoint, "/") + "/bot%s/%s"
+	}
+	if c.UserJobsPerMinute == 0 {
+		c.UserJobsPerMinute = 6
+	}
+	if c.AgentTimeout <= 0 {
+		c.AgentTimeout = 900 * time.Second
+	}
+	if c.MaxUploadBytes <= 0 {
+		c.MaxUploadBytes = MaxUploadBytes
+	}
+	if c.PollTimeout <= 0 {
+		c.PollTimeout = 30 * time.Second
+	}
+	if c.ProgressInterval <= 0 {
+		c.ProgressInterval = time.Second
+	}
+	if c.GlobalRate <= 0 {
+		c.GlobalRate = 25
+	}
+	if c.RefusalInterval <= 0 {
+		c.RefusalInterval = time.Hour
+	}
+	if c.WebhookListen == "" {
+		c.WebhookListen = ":8443"
+	}
+	if c.Logger == nil {
+		c.Logger = logrus.StandardLogger()
+	}
+	if c.Now == nil {
+		c.Now = time.Now
+	}
+	return c
+}
+
+// validate checks what the zero value cannot default.
+func (c Config) validate() error {
+	if c.Token == "" {
+		return ErrNoToken
+	}
+	if !c.AllowAll && len(c.AllowedUsers) == 0 && len(c.AllowedChats) == 0 {
+		return ErrNoAccessRule
+	}
+	if c.WebhookURL != "" {
+		if !strings.HasPrefix(c.WebhookURL, "https://") && !strings.HasPrefix(c.WebhookURL, "http://") {
+			return fmt.Errorf("%w: ODEK_TELEGRAM_WEBHOOK_URL must be an http(s) URL", ErrConfig)
+		}
+		if !validSecret(c.WebhookSecret) {
+			return fmt.Errorf("%w: ODEK_TELEGRAM_WEBHOOK_SECRET must be 1-256 characters of A-Z a-z 0-9 _ - (got %d characters)", ErrConfig, len(c.WebhookSecret))
+		}
+	}
+	if c.DailyTokenBudget < 0 {
+		return fmt.Errorf("%w: daily token budget is %d, must be ≥ 0", ErrConfig, c.DailyTokenBudget)
+	}
+	return nil
+}
+
+func validSecret(s string) bool {
+	if s == "" || len(s) > 256 {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '_' || c == '-') {
+			return false
+		}
+	}
+	return true
+}
+
+// Access is the authorization rule: who may use the bot.
+type Access struct {
+	Users map[int64]bool
+	Chats map[int64]bool
+	All   bool
+}
+
+// NewAccess builds an Access from the config lists.
+func NewAccess(users, chats []int64, all bool) Access {
+	a := Access{Users: map[int64]bool{}, Chats: map[int64]bool{}, All: all}
+	for _, u := range users {
+		a.Users[u] = true
+	}
+	for _, c := range chats {
+		a.Chats[c] = true
+	}
+	return a
+}
+
+// Allows reports whether user may use the bot in chat: everyone when All,
+// else a listed user anywhere, or anyone in a listed chat. A zero user id
+// (an update without a sender, e.g. a channel post) is allowed only by a
+// listed chat or All. Pure.
+func (a Access) Allows(userID, chatID int64) bool {
+	switch {
+	case a.All:
+		return true
+	case userID != 0 && a.Users[userID]:
+		return true
+	default:
+		return a.Chats[chatID]
+	}
+}
+
+// ParseIDs parses a comma-separated list of Telegram ids ("123, -100456").
+// Empty items are skipped; anything else that is not an integer is an
+// error naming it.
+func ParseIDs(s string) ([]int64, error) {
+	var out []int64
+	for _, f := range strings.Split(s, ",") {
+		f = strings.TrimSpace(f)
+		if f == "" {
+			continue
+		}
+		id, err := strconv.ParseInt(f, 10, 64)
+		if err != nil {
+			return nil, fmt.Errorf("%w: %q is not a Telegram id (an integer)", ErrConfig, clipStr(f, 32))
+		}
+		out = append(out, id)
+	}
+	return out, nil
+}
+
+func clipStr(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return s[:n] + "…"
+}

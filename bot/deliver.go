@@ -1,0 +1,584 @@
+package bot
+
+import (
+	"context"
+	"crypto/subtle"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/url"
+	"strings"
+	"time"
+
+	tgbotapi "github.com/go-telegram-bot-api/telegram-bot-api/v5"
+	"github.com/sirupsen/logrus"
+
+	"github.com/odekrun/odek/queue"
+)
+
+// resultsLoop reads results for this front end and delivers each in its
+// chat's serial queue.
+func (b *Bot) resultsLoop(ctx context.Context) error {
+	failures := 0
+	for ctx.Err() == nil {
+		ds, err := b.q.ReadResults(ctx, b.consumer, 16, time.Second)
+		if err != nil {
+			if ctx.Err() != nil {
+				return nil
+			}
+			failures++
+			b.log.WithError(err).Warn("bot: reading results failed; backing off")
+			if sleep(ctx, backoff(failures, 10*time.Second)) != nil {
+				return nil
+			}
+			continue
+		}
+		failures = 0
+		for _, d := range ds {
+			b.mu.Lock()
+			busy := b.inflight[d.Result.JobID]
+			b.inflight[d.Result.JobID] = true
+			b.mu.Unlock()
+			if busy {
+				continue // handed back to us after the result lease while still being delivered
+			}
+			b.serial.Do(d.Result.ChatID, func() {
+				defer func() {
+					b.mu.Lock()
+					delete(b.inflight, d.Result.JobID)
+					b.mu.Unlock()
+				}()
+				b.deliver(ctx, d)
+			})
+		}
+	}
+	return nil
+}
+
+// resultText is the text of a reply to a result that did not succeed.
+// Pure.
+func resultText(res queue.Result, timedOut bool, timeout time.Duration) string {
+	switch res.Status {
+	case queue.StatusCanceled:
+		if timedOut {
+			return fmt.Sprintf("⏱ Stopped: the job ran longer than the limit of %s.", humanWait(timeout))
+		}
+		return "⏹ Stopped."
+	case queue.StatusDeadLettered:
+		return fmt.Sprintf("❌ The job was abandoned by its worker %d times and was dropped. An operator can retry it with: odek queue retry %s", res.Attempt, res.JobID)
+	case queue.StatusFailed:
+		msg := "❌ The job failed"
+		if e := oneLine(res.Error, 300); e != "" {
+			msg += ": " + e
+		}
+		return msg + "."
+	}
+	return ""
+}
+
+// deliver sends one result to its chat and acknowledges it. It runs in the
+// chat's serial queue.
+func (b *Bot) deliver(ctx context.Context, d queue.Delivery) {
+	res := d.Result
+	chatID := res.ChatID
+	log := b.log.WithFields(logrus.Fields{"chat_id": chatID, "job_id": res.JobID, "status": string(res.Status)})
+	now := b.cfg.Now()
+
+	b.mu.Lock()
+	js := b.jobs[res.JobID]
+	c := b.chatLocked(chatID)
+	for i, id := range c.queue {
+		if id == res.JobID {
+			c.queue = append(c.queue[:i:i], c.queue[i+1:]...)
+			break
+		}
+	}
+	c.use.tokens += res.Usage.PromptTokens + res.Usage.CompletionTokens
+	c.use.costUSD += res.Usage.CostUSD
+	c.use.jobs++
+	warn := shouldWarn(c.use, b.cfg.DailyTokenBudget)
+	if warn {
+		c.use.warned = true
+	}
+	var arts []Artifact
+	for _, m := range res.Artifacts {
+		c.nextArt++
+		id := fmt.Sprintf("a%d", c.nextArt)
+		c.arts = append(c.arts, chatArtifact{id: id, meta: m})
+		arts = append(arts, Artifact{ID: id, Name: m.Name, MediaType: m.MIME, Bytes: m.Bytes})
+	}
+	if over := len(c.arts) - maxChatArtifacts; over > 0 {
+		c.arts = append([]chatArtifact(nil), c.arts[over:]...)
+	}
+	var statusMsg int
+	timedOut := false
+	if js != nil {
+		statusMsg, timedOut = js.statusMsg, js.timedOut
+	}
+	used := c.use.tokens
+	b.mu.Unlock()
+
+	if statusMsg != 0 {
+		if kind, err := b.tg.remove(ctx, chatID, statusMsg); kind != tgOK && kind != tgCanceled {
+			log.WithError(err).Debug("bot: could not delete the status message")
+		}
+	}
+	var chunks []Chunk
+	footer := Footer(res.Usage.PromptTokens, res.Usage.CompletionTokens, res.Usage.CostUSD, time.Duration(res.DurationMS)*time.Millisecond)
+	if res.Status == queue.StatusSucceeded {
+		chunks = FormatReply(Reply{Answer: res.Answer, Artifacts: arts, Footer: footer}, MaxMessageLen)
+		if len(chunks) == 0 {
+			chunks = FormatReply(Reply{Answer: "(The agent finished without an answer.)", Footer: footer}, MaxMessageLen)
+		}
+	} else {
+		head := resultText(res, timedOut, b.cfg.AgentTimeout)
+		chunks = append([]Chunk{{Markdown: EscapeMarkdownV2(head), Plain: head}}, FormatReply(Reply{Answer: res.Answer, Artifacts: arts, Footer: footer}, MaxMessageLen)...)
+	}
+	ack := true
+	for i, ch := range chunks {
+		_, kind, err := b.tg.sendChunk(ctx, chatID, ch, nil)
+		if kind == tgOK {
+			continue
+		}
+		if kind == tgCanceled {
+			return // shutting down: leave the result for redelivery
+		}
+		if !b.checkSend(ctx, chatID, kind, err) {
+			break // chat gone: nothing to deliver to; acknowledge
+		}
+		if kind == tgTransient || kind == tgRetryAfter {
+			// Telegram kept failing: leave the result for redelivery
+			// (after the result lease) rather than drop the answer.
+			log.WithError(err).WithField("chunk", i).Error("bot: delivering the reply failed; it will be retried")
+			ack = false
+			break
+		}
+		log.WithError(err).WithField("chunk", i).Error("bot: Telegram refused a reply chunk; skipping it")
+	}
+	if warn {
+		b.reply(ctx, chatID, fmt.Sprintf("⚠️ This chat has used %d %% of its daily budget of %s tokens (resets at 00:00 UTC, in %s).",
+			used*100/b.cfg.DailyTokenBudget, Thousands(b.cfg.DailyTokenBudget), humanWait(untilMidnightUTC(now))))
+	}
+	if ack {
+		actx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
+		defer cancel()
+		if err := b.q.AckResult(actx, d); err != nil {
+			log.WithError(err).Error("bot: acknowledging the result failed; another front end may deliver it again")
+		}
+	}
+	b.mu.Lock()
+	delete(b.jobs, res.JobID)
+	b.mu.Unlock()
+	log.Info("bot: result delivered")
+}
+
+// ---- progress ----
+
+// progressLoop reads the progress of every chat's head job each
+// ProgressInterval, edits status messages (at most one edit per chat per
+// interval), renews the typing action and cancels jobs over AgentTimeout.
+func (b *Bot) progressLoop(ctx context.Context) error {
+	t := time.NewTicker(b.cfg.ProgressInterval)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-t.C:
+		}
+		b.progressTick(ctx)
+	}
+}
+
+type headJob struct {
+	id, after string
+	chatID    int64
+}
+
+func (b *Bot) progressTick(ctx context.Context) {
+	b.mu.Lock()
+	var heads []headJob
+	for chatID, c := range b.chats {
+		if len(c.queue) > 0 {
+			if js := b.jobs[c.queue[0]]; js != nil {
+				heads = append(heads, headJob{id: js.id, after: js.after, chatID: chatID})
+			}
+		}
+	}
+	b.mu.Unlock()
+	for _, h := range heads {
+		entries, err := b.q.ReadProgress(ctx, h.id, h.after, 200, 0)
+		if err != nil {
+			if ctx.Err() == nil {
+				b.log.WithError(err).WithField("job_id", h.id).Debug("bot: reading progress failed")
+			}
+			continue
+		}
+		b.mu.Lock()
+		if js := b.jobs[h.id]; js != nil {
+			for _, e := range entries {
+				js.st = js.st.apply(e.Data)
+				js.after = e.ID
+			}
+			if js.st.started && js.startedAt.IsZero() {
+				js.startedAt = b.cfg.Now()
+			}
+		}
+		b.mu.Unlock()
+	}
+	b.refreshStatus(ctx)
+}
+
+// refreshStatus edits status messages whose text changed, renews typing
+// and enforces the run timeout.
+func (b *Bot) refreshStatus(ctx context.Context) {
+	now := b.cfg.Now()
+	type edit struct {
+		chatID int64
+		msg    int
+		text   string
+	}
+	var edits []edit
+	var typing []int64
+	var expired []string
+	b.mu.Lock()
+	for chatID, c := range b.chats {
+		if len(c.queue) == 0 || now.Sub(c.lastEdit) < b.cfg.ProgressInterval {
+			continue
+		}
+		for pos, id := range c.queue {
+			js := b.jobs[id]
+			if js == nil || js.statusMsg == 0 || js.stopped {
+				continue
+			}
+			if pos == 0 && js.st.started && !js.st.finished {
+				if now.Sub(c.lastTyping) >= typingEvery {
+					c.lastTyping = now
+					typing = append(typing, chatID)
+				}
+				if !js.timedOut && !js.startedAt.IsZero() && now.Sub(js.startedAt) > b.cfg.AgentTimeout {
+					js.timedOut = true
+					expired = append(expired, id)
+				}
+			}
+			text := js.st.text(pos, elapsedSince(js.startedAt, now))
+			if text != js.lastText {
+				js.lastText = text
+				c.lastEdit = now
+				edits = append(edits, edit{chatID, js.statusMsg, text})
+				break // one edit per chat per interval
+			}
+		}
+	}
+	b.mu.Unlock()
+	for _, e := range edits {
+		b.serial.Do(e.chatID, func() {
+			kind, err := b.tg.editPlain(ctx, e.chatID, e.msg, e.text, nil)
+			if kind != tgMessageGone {
+				b.checkSend(ctx, e.chatID, kind, err)
+			}
+		})
+	}
+	for _, chatID := range typing {
+		b.serial.Do(chatID, func() {
+			_, kind, err := b.tg.call(ctx, tgbotapi.NewChatAction(chatID, tgbotapi.ChatTyping), false)
+			b.checkSend(ctx, chatID, kind, err)
+		})
+	}
+	for _, id := range expired {
+		b.log.WithFields(logrus.Fields{"job_id": id, "timeout": b.cfg.AgentTimeout.String()}).Warn("bot: job over ODEK_TELEGRAM_AGENT_TIMEOUT; canceling")
+		if err := b.q.Cancel(ctx, id); err != nil && !errors.Is(err, queue.ErrNotFound) && ctx.Err() == nil {
+			b.log.WithError(err).WithField("job_id", id).Warn("bot: cancel after timeout failed")
+		}
+	}
+}
+
+// ---- approvals ----
+
+func (b *Bot) approvalsLoop(ctx context.Context) error {
+	failures := 0
+	for ctx.Err() == nil {
+		as, err := b.aq.ReadApprovals(ctx, b.consumer, 16, time.Second)
+		if err != nil {
+			if ctx.Err() != nil {
+				return nil
+			}
+			failures++
+			b.log.WithError(err).Warn("bot: reading approvals failed; backing off")
+			if sleep(ctx, backoff(failures, 10*time.Second)) != nil {
+				return nil
+			}
+			continue
+		}
+		failures = 0
+		for _, a := range as {
+			b.serial.Do(a.ChatID, func() { b.ask(ctx, a) })
+		}
+	}
+	return nil
+}
+
+// approvalData is the callback data of an approval button: "ap:<id>:y|n"
+// (at most 37 bytes of Telegram's 64).
+func approvalData(id string, allow bool) string {
+	if allow {
+		return "ap:" + id + ":y"
+	}
+	return "ap:" + id + ":n"
+}
+
+// parseApprovalData is the inverse of approvalData. Pure; the data comes
+// from Telegram and is untrusted.
+func parseApprovalData(s string) (id string, allow, ok bool) {
+	rest, found := strings.CutPrefix(s, "ap:")
+	if !found || len(rest) < 3 || len(rest) > 64 {
+		return "", false, false
+	}
+	id, ans := rest[:len(rest)-2], rest[len(rest)-2:]
+	for i := 0; i < len(id); i++ {
+		c := id[i]
+		if !(c >= '0' && c <= '9' || c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z') {
+			return "", false, false
+		}
+	}
+	switch ans {
+	case ":y":
+		return id, true, id != ""
+	case ":n":
+		return id, false, id != ""
+	}
+	return "", false, false
+}
+
+// ask shows an approval question with Approve once / Deny buttons that
+// only the job's requester may press, and schedules the timeout edit.
+func (b *Bot) ask(ctx context.Context, a queue.Approval) {
+	b.mu.Lock()
+	var requester int64
+	who := ""
+	if js := b.jobs[a.JobID]; js != nil {
+		requester, who = js.userID, js.userName
+	}
+	b.mu.Unlock()
+	deadline := a.Deadline.UTC().Format("15:04:05")
+	q := oneLineKeepBreaks(a.Question, 1500)
+	var text string
+	var markup any
+	if requester != 0 {
+		text = fmt.Sprintf("🔐 Approval needed\n\n%s\n\nOnly %s can answer. No answer by %s UTC ⇒ denied.", q, who, deadline)
+		markup = tgbotapi.NewInlineKeyboardMarkup(tgbotapi.NewInlineKeyboardRow(
+			tgbotapi.NewInlineKeyboardButtonData("✅ Approve once", approvalData(a.ID, true)),
+			tgbotapi.NewInlineKeyboardButtonData("❌ Deny", approvalData(a.ID, false))))
+	} else {
+		text = fmt.Sprintf("🔐 Approval needed\n\n%s\n\nThis bot does not know who asked for this job (it restarted since), so nobody can approve it: it will be denied at %s UTC.", q, deadline)
+	}
+	m, kind, err := b.tg.sendPlain(ctx, a.ChatID, text, markup)
+	if !b.checkSend(ctx, a.ChatID, kind, err) || kind != tgOK {
+		return
+	}
+	st := &approvalState{a: a, requester: requester, msgID: m.MessageID}
+	b.mu.Lock()
+	b.approvals[a.ID] = st
+	b.mu.Unlock()
+	wait := time.Until(a.Deadline)
+	time.AfterFunc(max(wait, 0), func() {
+		if ctx.Err() != nil {
+			return
+		}
+		b.serial.Do(a.ChatID, func() {
+			b.mu.Lock()
+			settled := st.settled
+			st.settled = true
+			delete(b.approvals, a.ID)
+			b.mu.Unlock()
+			if !settled {
+				b.tg.editPlain(ctx, a.ChatID, st.msgID, fmt.Sprintf("🔐 %s\n\n⌛ No answer in time — denied.", q), nil)
+			}
+		})
+	})
+}
+
+// oneLineKeepBreaks cleans untrusted multi-line text for plain display:
+// control characters other than line breaks removed, at most max
+// characters.
+func oneLineKeepBreaks(s string, max int) string {
+	lines := strings.Split(cleanText(s), "\n")
+	for i := range lines {
+		lines[i] = oneLine(lines[i], max)
+	}
+	out := strings.TrimSpace(strings.Join(lines, "\n"))
+	if r := []rune(out); len(r) > max {
+		out = string(r[:max-1]) + "…"
+	}
+	return out
+}
+
+func (b *Bot) answerCallback(ctx context.Context, id, text string, alert bool) {
+	cb := tgbotapi.NewCallback(id, text)
+	cb.ShowAlert = alert
+	if _, kind, err := b.tg.call(ctx, cb, false); kind != tgOK && kind != tgCanceled {
+		b.log.WithError(err).Debug("bot: answerCallbackQuery failed")
+	}
+}
+
+// handleCallback settles an approval button press. It runs in the chat's
+// serial queue.
+func (b *Bot) handleCallback(ctx context.Context, cq *tgbotapi.CallbackQuery) {
+	id, allow, ok := parseApprovalData(cq.Data)
+	if !ok {
+		b.answerCallback(ctx, cq.ID, "Unknown button.", false)
+		return
+	}
+	b.mu.Lock()
+	st := b.approvals[id]
+	var settled bool
+	if st != nil {
+		settled = st.settled
+	}
+	b.mu.Unlock()
+	switch {
+	case st == nil || settled:
+		b.answerCallback(ctx, cq.ID, "This question is no longer open.", false)
+		return
+	case cq.From.ID != st.requester:
+		b.log.WithFields(logrus.Fields{"user_id": cq.From.ID, "approval": id}).Warn("bot: approval answer from a user other than the requester ignored")
+		b.answerCallback(ctx, cq.ID, "Only the person who sent the request can answer.", true)
+		return
+	}
+	q := oneLineKeepBreaks(st.a.Question, 1500)
+	if b.aq == nil {
+		return
+	}
+	err := b.aq.Answer(ctx, id, allow)
+	b.mu.Lock()
+	st.settled = true
+	delete(b.approvals, id)
+	b.mu.Unlock()
+	var outcome string
+	switch {
+	case errors.Is(err, queue.ErrNotFound):
+		outcome = "⌛ Too late: the question expired and was denied."
+	case err != nil:
+		b.log.WithError(err).WithField("approval", id).Error("bot: recording the approval answer failed")
+		outcome = "⚠️ The answer could not be recorded; the request will be denied at its deadline."
+	case allow:
+		outcome = "✅ Approved once by " + displayName(cq.From) + "."
+	default:
+		outcome = "❌ Denied by " + displayName(cq.From) + "."
+	}
+	b.answerCallback(ctx, cq.ID, outcome, false)
+	kind, eerr := b.tg.editPlain(ctx, cq.Message.Chat.ID, st.msgID, "🔐 "+q+"\n\n"+outcome, nil)
+	if kind != tgOK && kind != tgMessageGone {
+		b.checkSend(ctx, cq.Message.Chat.ID, kind, eerr)
+	}
+}
+
+// ---- health and webhook ----
+
+// Healthy reports whether the bot is serving: updates arrive (the last
+// long poll succeeded within two poll timeouts, and no other instance holds
+// the token) or the webhook server runs. The reason says why not.
+func (b *Bot) Healthy() (bool, string) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	h := b.health
+	switch {
+	case h.webhook:
+		return true, "webhook"
+	case h.conflict:
+		return false, ErrConflict.Error()
+	case !h.started:
+		return false, "not connected to Telegram yet"
+	case b.cfg.Now().Sub(h.lastPoll) > 2*b.cfg.PollTimeout+30*time.Second:
+		return false, "no successful getUpdates since " + h.lastPoll.UTC().Format(time.RFC3339) + ": " + h.lastErr
+	}
+	return true, "polling"
+}
+
+// HealthHandler serves GET /healthz: 200 "ok" when Healthy, else 503
+// with the reason.
+func (b *Bot) HealthHandler() http.Handler {
+	mux := http.NewServeMux()
+	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) {
+		ok, why := b.Healthy()
+		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+		if !ok {
+			w.WriteHeader(http.StatusServiceUnavailable)
+			fmt.Fprintln(w, "unhealthy:", why)
+			return
+		}
+		fmt.Fprintln(w, "ok:", why)
+	})
+	return mux
+}
+
+// webhookSecretHeader carries the secret_token given to setWebhook.
+const webhookSecretHeader = "X-Telegram-Bot-Api-Secret-Token"
+
+// maxWebhookBody caps one webhook request body.
+const maxWebhookBody = 1 << 20
+
+// WebhookHandler accepts POSTed updates whose secret header matches the
+// configured secret (constant-time compare); others get 401.
+func (b *Bot) WebhookHandler(ctx context.Context) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method != http.MethodPost {
+			http.Error(w, "method not allowed", http.StatusMethodNotAllowed)
+			return
+		}
+		got := r.Header.Get(webhookSecretHeader)
+		if subtle.ConstantTimeCompare([]byte(got), []byte(b.cfg.WebhookSecret)) != 1 {
+			b.log.WithField("remote", r.RemoteAddr).Warn("bot: webhook request with a wrong or missing secret token rejected")
+			http.Error(w, "unauthorized", http.StatusUnauthorized)
+			return
+		}
+		var u tgbotapi.Update
+		if err := json.NewDecoder(io.LimitReader(r.Body, maxWebhookBody)).Decode(&u); err != nil {
+			http.Error(w, "bad update", http.StatusBadRequest)
+			return
+		}
+		b.handleUpdate(ctx, u)
+		w.WriteHeader(http.StatusOK)
+	})
+}
+
+// serveWebhook registers the webhook with Telegram and serves it.
+func (b *Bot) serveWebhook(ctx context.Context) error {
+	u, err := url.Parse(b.cfg.WebhookURL)
+	if err != nil {
+		return fmt.Errorf("%w: webhook URL: %v", ErrConfig, err)
+	}
+	params := tgbotapi.Params{"url": b.cfg.WebhookURL, "secret_token": b.cfg.WebhookSecret}
+	params.AddInterface("allowed_updates", []string{"message", "edited_message", "callback_query"})
+	api := b.tg.base
+	api.Client = ctxClient{ctx: ctx, hc: b.tg.hc, token: b.tg.token}
+	if _, err := api.MakeRequest("setWebhook", params); err != nil {
+		return fmt.Errorf("bot: setWebhook: %w", err)
+	}
+	ln, err := net.Listen("tcp", b.cfg.WebhookListen)
+	if err != nil {
+		return fmt.Errorf("bot: webhook listen on %s: %w", b.cfg.WebhookListen, err)
+	}
+	path := u.Path
+	if path == "" {
+		path = "/"
+	}
+	mux := http.NewServeMux()
+	mux.Handle(path, b.WebhookHandler(ctx))
+	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
+	b.setHealth(func(h *healthState) { h.webhook, h.started = true, true })
+	b.log.WithFields(logrus.Fields{"addr": ln.Addr().String(), "path": path}).Info("bot: serving the webhook")
+	go func() {
+		<-ctx.Done()
+		sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		srv.Shutdown(sctx)
+	}()
+	if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+		return fmt.Errorf("bot: webhook server: %w", err)
+	}
+	return nil
+}

@@ -1,0 +1,104 @@
+package bot
+
+import (
+	"fmt"
+	"time"
+)
+
+// bucket is a token bucket: rate tokens per second up to burst. The zero
+// bucket is full once it is first used. Pure value type.
+type bucket struct {
+	tokens float64
+	at     time.Time
+	used   bool
+}
+
+// take tries to take one token at now. It returns the new bucket, whether
+// a token was taken, and when not, how long until one is available.
+func (b bucket) take(now time.Time, rate float64, burst int) (bucket, bool, time.Duration) {
+	if !b.used {
+		b = bucket{tokens: float64(burst), at: now, used: true}
+	}
+	if el := now.Sub(b.at); el > 0 {
+		b.tokens = min(float64(burst), b.tokens+el.Seconds()*rate)
+		b.at = now
+	}
+	if b.tokens >= 1 {
+		b.tokens--
+		return b, true, 0
+	}
+	return b, false, time.Duration((1 - b.tokens) / rate * float64(time.Second))
+}
+
+// utcDay is the budget day of t: its UTC date.
+func utcDay(t time.Time) string { return t.UTC().Format("2006-01-02") }
+
+// untilMidnightUTC is the time left until the next budget reset.
+func untilMidnightUTC(now time.Time) time.Duration {
+	u := now.UTC()
+	next := time.Date(u.Year(), u.Month(), u.Day()+1, 0, 0, 0, 0, time.UTC)
+	return next.Sub(u)
+}
+
+// usage is one chat's consumption on one UTC day.
+type usage struct {
+	day     string
+	tokens  int64
+	costUSD float64
+	jobs    int
+	warned  bool // the 80 % warning went out today
+}
+
+// rollover returns u for the day of now: reset when the day changed.
+func (u usage) rollover(now time.Time) usage {
+	if d := utcDay(now); u.day != d {
+		return usage{day: d}
+	}
+	return u
+}
+
+// budgetVerdict is what the daily budget says about a new job.
+type budgetVerdict int
+
+const (
+	budgetOK budgetVerdict = iota
+	budgetSpent
+)
+
+// checkBudget decides whether a chat that used tokens today may start a
+// job under budget (0 = unlimited). Pure.
+func checkBudget(used, budget int64) budgetVerdict {
+	if budget > 0 && used >= budget {
+		return budgetSpent
+	}
+	return budgetOK
+}
+
+// shouldWarn reports whether adding a result moves usage to or past 80 %
+// of budget for the first time today. Pure.
+func shouldWarn(u usage, budget int64) bool {
+	return budget > 0 && !u.warned && u.tokens*5 >= budget*4
+}
+
+// backoff is the wait before retry number attempt (1-based) of a failed
+// Telegram call or long poll: 0.5 s doubling to at most max. Pure.
+func backoff(attempt int, max time.Duration) time.Duration {
+	d := 500 * time.Millisecond
+	for i := 1; i < attempt && d < max; i++ {
+		d *= 2
+	}
+	return min(d, max)
+}
+
+// humanWait renders a wait for chat text: "12 s", "3 min", "5 h 3 min".
+func humanWait(d time.Duration) string {
+	switch {
+	case d < time.Minute:
+		return fmt.Sprintf("%d s", max(1, int(d.Round(time.Second).Seconds())))
+	case d < time.Hour:
+		return fmt.Sprintf("%d min", int(d.Round(time.Minute).Minutes()))
+	default:
+		h := int(d / time.Hour)
+		return fmt.Sprintf("%d h %d min", h, int((d-time.Duration(h)*time.Hour)/time.Minute))
+	}
+}

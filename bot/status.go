@@ -1,0 +1,144 @@
+package bot
+
+import (
+	"encoding/json"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/odekrun/odek/events"
+	"github.com/odekrun/odek/queue"
+)
+
+// status is what a job's status message shows. It is built from the job's
+// progress entries by apply and rendered by text; both are pure.
+type status struct {
+	started   bool
+	finished  bool
+	attempt   int
+	iteration int
+	tool      string // tool name of the latest call
+	detail    string // from args_summary only: argv0, path or host
+	planDone  int
+	planTotal int
+	tokens    int64
+	elapsed   time.Duration
+}
+
+// maxDetail caps the tool detail shown, in characters.
+const maxDetail = 60
+
+// apply folds one progress entry (an odek.progress/v1 summary or an
+// odek.event/v1 line) into s. Entries that do not parse are ignored: the
+// progress stream is informational and never fails a job.
+func (s status) apply(data []byte) status {
+	var head struct {
+		Schema string `json:"schema"`
+	}
+	if json.Unmarshal(data, &head) != nil {
+		return s
+	}
+	switch head.Schema {
+	case queue.SummarySchema:
+		var p queue.ProgressSummary
+		if json.Unmarshal(data, &p) != nil {
+			return s
+		}
+		s.started = true
+		s.finished = s.finished || p.State == "finished"
+		s.attempt = max(s.attempt, p.Attempt)
+		s.iteration = max(s.iteration, p.Iteration)
+		if p.LastTool != "" && p.LastTool != s.tool {
+			s.tool, s.detail = oneLine(p.LastTool, 40), ""
+		}
+		s.tokens = max(s.tokens, p.InputTokens+p.OutputTokens)
+		s.elapsed = max(s.elapsed, time.Duration(p.ElapsedMS)*time.Millisecond)
+	case events.Schema:
+		var ev events.Event
+		if json.Unmarshal(data, &ev) != nil {
+			return s
+		}
+		s.started = true
+		s.iteration = max(s.iteration, ev.Iteration)
+		switch ev.Type {
+		case events.ToolCallStarted:
+			s.tool = oneLine(ev.Tool, 40)
+			s.detail = argsDetail(ev.Data["args_summary"])
+		case events.IterationCompleted, events.RunCompleted:
+			s.tokens = max(s.tokens, num(ev.Data["input_tokens"])+num(ev.Data["output_tokens"]))
+		case events.PlanCreated, events.PlanUpdated:
+			if total := num(ev.Data["total"]); total > 0 {
+				s.planDone, s.planTotal = int(num(ev.Data["done"])), int(total)
+			}
+		}
+		if ev.Type == events.RunCompleted || ev.Type == events.RunFailed {
+			s.finished = true
+		}
+	}
+	return s
+}
+
+// argsDetail picks the one field of an args_summary that is safe and
+// useful to show: the program (shell), the path (file tools) or the host
+// (network tools). Raw arguments are never shown.
+func argsDetail(v any) string {
+	m, ok := v.(map[string]any)
+	if !ok {
+		return ""
+	}
+	for _, k := range []string{"argv0", "path", "host"} {
+		if s, ok := m[k].(string); ok && s != "" {
+			return oneLine(s, maxDetail)
+		}
+	}
+	return ""
+}
+
+func num(v any) int64 {
+	switch n := v.(type) {
+	case float64:
+		return int64(n)
+	case json.Number:
+		i, _ := n.Int64()
+		return i
+	}
+	return 0
+}
+
+// text renders the status line(s) shown while a job runs, e.g.
+//
+//	⏳ Working · step 3 · shell: go · plan 2/5 · 1,234 tokens · 12 s
+//
+// queuedAt is the job's queue position (0 = next or running). elapsed is
+// the bot's own measure since the job started, used when no summary said
+// more. Plain text, no parse mode.
+func (s status) text(position int, elapsed time.Duration) string {
+	if !s.started {
+		if position > 0 {
+			return fmt.Sprintf("📥 Queued — position %d. /stop cancels.", position)
+		}
+		return "⏳ Starting…"
+	}
+	parts := []string{"⏳ Working"}
+	if s.iteration > 0 {
+		parts = append(parts, fmt.Sprintf("step %d", s.iteration))
+	}
+	if s.tool != "" {
+		t := "🔧 " + s.tool
+		if s.detail != "" {
+			t += ": " + s.detail
+		}
+		parts = append(parts, t)
+	}
+	if s.planTotal > 0 {
+		parts = append(parts, fmt.Sprintf("plan %d/%d", s.planDone, s.planTotal))
+	}
+	if s.tokens > 0 {
+		parts = append(parts, Thousands(s.tokens)+" tokens")
+	}
+	parts = append(parts, Seconds(max(elapsed, s.elapsed).Truncate(time.Second)))
+	if s.attempt > 1 {
+		parts = append(parts, fmt.Sprintf("attempt %d", s.attempt))
+	}
+	return strings.Join(parts, " · ")
+}
