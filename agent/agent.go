@@ -114,6 +114,11 @@ type Config struct {
 	// never stored in the transcript, so trimming never drops it. nil or
 	// an empty block ⇒ nothing is added.
 	Plan PlanView
+	// RunStartedData adds fields to the run_started event (for example the
+	// extension servers' start-up report under "extensions"). The loop's
+	// own fields (model, sandbox, max_iterations) win over same-named
+	// keys. nil ⇒ nothing added.
+	RunStartedData map[string]any
 }
 
 // Result is the outcome of a run. Run returns a non-nil Result even when

@@ -390,3 +390,20 @@ func TestPanicInAssessKeepsEventPair(t *testing.T) {
 	}
 	sink.validate(t, eventstest.Options{}) // pairs every started with a failed
 }
+
+func TestRunStartedData(t *testing.T) {
+	srv := llmtest.New(t, llmtest.Reply("ok"))
+	sink := &jsonlSink{}
+	_, err := agent.Run(context.Background(), agent.Config{
+		LLM: newClient(t, srv.URL), Model: "m", EventSink: sink,
+		RunStartedData: map[string]any{"extensions": []any{"srv: loaded"}, "model": "forged"},
+	}, "hi")
+	if err != nil {
+		t.Fatal(err)
+	}
+	evs := sink.validate(t, eventstest.Options{})
+	d := evs[0].Data
+	if evs[0].Type != events.RunStarted || d["model"] != "m" || d["extensions"] == nil {
+		t.Fatalf("run_started = %+v; want the loop's model and the added extensions field", evs[0])
+	}
+}

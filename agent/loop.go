@@ -104,9 +104,12 @@ func (r *run) run(ctx context.Context, goal string) (*Result, error) {
 	}
 	r.runID = runID
 	res := &Result{RunID: runID}
-	r.em.Emit(events.RunStarted, 0, "", map[string]any{
-		"model": r.cfg.Model, "sandbox": false, "max_iterations": r.maxIter,
-	})
+	started := make(map[string]any, len(r.cfg.RunStartedData)+3)
+	for k, v := range r.cfg.RunStartedData {
+		started[k] = v
+	}
+	started["model"], started["sandbox"], started["max_iterations"] = r.cfg.Model, false, r.maxIter
+	r.em.Emit(events.RunStarted, 0, "", started)
 
 	system := r.cfg.SystemPrompt
 	if system == "" {

@@ -18,9 +18,11 @@ import (
 	"github.com/odekrun/odek/events"
 	"github.com/odekrun/odek/internal/budget"
 	"github.com/odekrun/odek/internal/config"
+	"github.com/odekrun/odek/internal/ext"
 	"github.com/odekrun/odek/internal/host"
 	"github.com/odekrun/odek/internal/llm"
 	"github.com/odekrun/odek/internal/session"
+	"github.com/odekrun/odek/internal/subagent"
 	"github.com/odekrun/odek/internal/tools"
 	"github.com/sirupsen/logrus"
 )
@@ -158,6 +160,10 @@ func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer, cont b
 		sink = events.Multi(sinks...)
 	}
 
+	depth, err := subagent.DepthFromEnviron(os.Environ(), 0)
+	if err != nil {
+		return withCode(exitSetup, err)
+	}
 	hopts := host.Options{
 		Config:            cfg,
 		Warn:              func(w string) { fmt.Fprintln(stderr, "odek: warning:", w) },
@@ -165,6 +171,12 @@ func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer, cont b
 		EventSink:         sink,
 		EventsIncludeArgs: f.includeArgs,
 		Environ:           os.Environ(),
+		Extensions:        true,
+		ApproveMCP:        os.Getenv("ODEK_APPROVE_MCP") == "1",
+		ClientVersion:     version,
+		Plan:              true,
+		Delegate:          true,
+		Depth:             depth,
 		LimitOverrides: budget.Limits{
 			MaxRuntime: f.maxRuntime, MaxToolCalls: f.maxToolCalls,
 			MaxInputTokens: f.maxInputTok, MaxOutputTokens: f.maxOutputTok, MaxCostUSD: f.maxCostUSD,
@@ -178,6 +190,11 @@ func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer, cont b
 		return withCode(exitSetup, err)
 	}
 	defer rt.Close()
+	for _, r := range rt.Extensions {
+		if !f.quiet || r.Status != ext.StatusLoaded {
+			fmt.Fprintln(stderr, "odek: extension", r.String())
+		}
+	}
 	acfg, tracker, red := rt.Agent, rt.Budget, rt.Redactor
 	var sess *session.Session
 	if f.session || f.cont {

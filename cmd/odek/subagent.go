@@ -8,20 +8,15 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"path/filepath"
 	"strings"
 	"time"
 
-	"github.com/odekrun/odek/agent"
 	"github.com/odekrun/odek/artifacts"
 	"github.com/odekrun/odek/events"
-	"github.com/odekrun/odek/internal/artifactstore"
 	"github.com/odekrun/odek/internal/budget"
 	"github.com/odekrun/odek/internal/config"
 	"github.com/odekrun/odek/internal/host"
-	"github.com/odekrun/odek/internal/plan"
 	"github.com/odekrun/odek/internal/subagent"
-	"github.com/odekrun/odek/internal/tools"
 	"github.com/sirupsen/logrus"
 )
 
@@ -124,10 +119,6 @@ func cmdSubagent(ctx context.Context, args []string, stdout, stderr io.Writer) (
 	if err := cfg.ResolveEndpoint(ctx, nil); err != nil {
 		return setup(err)
 	}
-	settings, err := subagentSettings(cfg, func(w string) { fmt.Fprintln(stderr, "odek subagent: warning:", w) })
-	if err != nil {
-		return setup(err)
-	}
 	var sink events.Sink
 	if *eventsPath != "" {
 		fsink, ferr := events.OpenFile(*eventsPath, events.FileOptions{})
@@ -141,21 +132,11 @@ func cmdSubagent(ctx context.Context, args []string, stdout, stderr io.Writer) (
 	if err != nil {
 		return setup(err)
 	}
-	store := &artifactstore.Store{}
-	planTool := plan.NewTool(plan.Options{Emit: agent.Emit})
-	extra := []tools.Tool{planTool, artifactstore.NewReadTool(store)}
-	if depth < settings.MaxDepth {
-		extra = append(extra, subagent.NewDelegateTool(subagent.Options{
-			APIKey: cfg.APIKey, Model: cfg.Model, BaseURL: cfg.BaseURL, WorkDir: workDir,
-			ArtifactsDir: filepath.Join(cfg.Home, "artifacts"), Store: store, Settings: settings,
-			Depth: depth, Logger: log,
-		}))
-	}
 	var inheritErr error
 	rt, err := host.Build(ctx, host.Options{
 		Config: cfg, WorkDir: workDir, Logger: log, EventSink: sink, Environ: os.Environ(),
 		Warn:       func(w string) { fmt.Fprintln(stderr, "odek subagent: warning:", w) },
-		ExtraTools: extra, Start: start,
+		Plan: true, Delegate: true, Depth: depth, Start: start,
 		AdjustLimits: func(l *budget.Limits) {
 			*l, inheritErr = task.Budget.Inherit(*l)
 		},
@@ -169,25 +150,8 @@ func cmdSubagent(ctx context.Context, args []string, stdout, stderr io.Writer) (
 			Denials: []subagent.Denial{}, DurationSeconds: time.Since(start).Seconds()})
 	}
 	acfg := rt.Agent
-	acfg.Plan = planTool
 	res := subagent.RunTask(ctx, subagent.RunOptions{Agent: acfg, Task: task, WorkDir: workDir, Start: start})
 	return report(res.ExitCode(), res)
-}
-
-// subagentSettings reads the subagent section of both config files.
-func subagentSettings(cfg *config.Config, warn func(string)) (subagent.Settings, error) {
-	var op, pr json.RawMessage
-	if _, err := cfg.Layers.Operator.Section("subagent", &op); err != nil {
-		return subagent.Settings{}, err
-	}
-	if _, err := cfg.Layers.Project.Section("subagent", &pr); err != nil {
-		return subagent.Settings{}, err
-	}
-	s, warns, err := subagent.ParseSettings(op, pr)
-	for _, w := range warns {
-		warn(w)
-	}
-	return s, err
 }
 
 // readCapped reads at most limit bytes of path; a longer file is an error

@@ -23,15 +23,20 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
 	"sync"
 	"time"
 
 	"github.com/odekrun/odek/agent"
 	"github.com/odekrun/odek/events"
+	"github.com/odekrun/odek/internal/artifactstore"
 	"github.com/odekrun/odek/internal/budget"
 	"github.com/odekrun/odek/internal/config"
+	"github.com/odekrun/odek/internal/ext"
 	"github.com/odekrun/odek/internal/llm"
+	"github.com/odekrun/odek/internal/plan"
 	"github.com/odekrun/odek/internal/redact"
+	"github.com/odekrun/odek/internal/subagent"
 	"github.com/odekrun/odek/internal/tools"
 	"github.com/sirupsen/logrus"
 )
@@ -78,6 +83,22 @@ type Options struct {
 	ExtraTools []tools.Tool
 	// RunID and SessionID are passed through to agent.Config.
 	RunID, SessionID string
+	// Extensions starts the MCP servers of the mcp_servers sections
+	// (package ext) and offers their approved tools. Off ⇒ none start.
+	Extensions bool
+	// ApproveMCP grants every extension approval for this run without
+	// asking or saving (the caller read ODEK_APPROVE_MCP=1).
+	ApproveMCP bool
+	// ClientVersion is odek's version, sent to extension servers.
+	ClientVersion string
+	// Plan offers the plan tool and shows the current plan to the model
+	// before every call.
+	Plan bool
+	// Delegate offers delegate_tasks while Depth is below
+	// subagent.max_depth, and artifact_read for the children's artifacts.
+	Delegate bool
+	// Depth is this run's sub-agent depth (0 for a top-level run).
+	Depth int
 	// Start is the budget clock's start. Zero means now.
 	Start time.Time
 }
@@ -93,6 +114,13 @@ type Runtime struct {
 	// Redactor masks the API key and known secret values; the caller
 	// uses it on anything it prints.
 	Redactor *redact.Redactor
+	// Extensions reports every configured extension server's outcome
+	// (nil when Options.Extensions was off); it is also in the
+	// run_started event under "mcp_servers".
+	Extensions []ext.ServerReport
+	// Artifacts holds the artifacts of this run that artifact_read may
+	// serve (nil when no tool can register any).
+	Artifacts *artifactstore.Store
 
 	closeOnce sync.Once
 	closers   []func() error
@@ -176,13 +204,61 @@ func Build(ctx context.Context, opts Options) (*Runtime, error) {
 		return nil, err
 	}
 
+	rt := &Runtime{Budget: tracker, Redactor: red}
 	toolset := tools.Builtins(tools.Options{WorkDir: workDir, ShellTimeout: cfg.Tools.ShellTimeout()})
+	var planTool *plan.Tool
+	if opts.Plan {
+		planTool = plan.NewTool(plan.Options{Emit: agent.Emit})
+		toolset = append(toolset, planTool)
+	}
+	if opts.Delegate {
+		settings, err := SubagentSettings(cfg, warn)
+		if err != nil {
+			return nil, err
+		}
+		rt.Artifacts = &artifactstore.Store{}
+		toolset = append(toolset, artifactstore.NewReadTool(rt.Artifacts))
+		maxDepth := settings.MaxDepth
+		if maxDepth == 0 {
+			maxDepth = subagent.DefaultMaxDepth
+		}
+		if opts.Depth < maxDepth {
+			toolset = append(toolset, subagent.NewDelegateTool(subagent.Options{
+				Environ: opts.Environ, APIKey: cfg.APIKey, Model: cfg.Model, BaseURL: cfg.BaseURL,
+				WorkDir: workDir, ArtifactsDir: filepath.Join(cfg.Home, "artifacts"), Store: rt.Artifacts,
+				Settings: settings, Depth: opts.Depth, Logger: log,
+			}))
+		}
+	}
 	toolset, err = appendTools(toolset, opts.ExtraTools)
 	if err != nil {
 		return nil, err
 	}
-
-	rt := &Runtime{Budget: tracker, Redactor: red}
+	var started map[string]any
+	if opts.Extensions {
+		names := make([]string, len(toolset))
+		for i, t := range toolset {
+			names[i] = t.Definition().Name
+		}
+		set, err := ext.Load(ctx, ext.Options{
+			Layers: cfg.Layers, Home: cfg.Home, WorkDir: workDir, Prompter: opts.Prompter,
+			ApproveAll: opts.ApproveMCP, BuiltinNames: names, BaseEnv: opts.Environ,
+			Logger: log, Warn: warn, ClientVersion: opts.ClientVersion,
+		})
+		if err != nil {
+			return nil, err
+		}
+		rt.closers = append(rt.closers, func() error {
+			cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), closeTimeout)
+			defer cancel()
+			return set.Close(cctx)
+		})
+		rt.Extensions = set.Report()
+		if data := set.ReportData(); len(data) > 0 {
+			started = map[string]any{"mcp_servers": data}
+		}
+		toolset = append(toolset, set.Tools()...)
+	}
 	rt.Agent = agent.Config{
 		LLM:                client,
 		Model:              cfg.Model,
@@ -202,9 +278,32 @@ func Build(ctx context.Context, opts Options) (*Runtime, error) {
 		ContextShare:       ContextShare(cfg, warn),
 		RunID:              opts.RunID,
 		SessionID:          opts.SessionID,
+		RunStartedData:     started,
 	}
-	_ = ctx // extension servers start under ctx once they are wired in
+	if planTool != nil {
+		rt.Agent.Plan = planTool
+	}
 	return rt, nil
+}
+
+// closeTimeout bounds the shutdown of the extension servers in Close.
+const closeTimeout = 15 * time.Second
+
+// SubagentSettings reads the subagent section of both configuration files
+// (a project may only tighten it).
+func SubagentSettings(cfg *config.Config, warn func(string)) (subagent.Settings, error) {
+	var op, pr json.RawMessage
+	if _, err := cfg.Layers.Operator.Section("subagent", &op); err != nil {
+		return subagent.Settings{}, err
+	}
+	if _, err := cfg.Layers.Project.Section("subagent", &pr); err != nil {
+		return subagent.Settings{}, err
+	}
+	s, warns, err := subagent.ParseSettings(op, pr)
+	for _, w := range warns {
+		warn(w)
+	}
+	return s, err
 }
 
 // appendTools adds extra after base, refusing a name already taken.

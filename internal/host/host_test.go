@@ -139,3 +139,50 @@ func TestPolicy(t *testing.T) {
 		t.Fatal("defaults lost")
 	}
 }
+
+func toolNames(ts []tools.Tool) map[string]bool {
+	m := map[string]bool{}
+	for _, t := range ts {
+		m[t.Definition().Name] = true
+	}
+	return m
+}
+
+func TestBuildOffersPlanDelegationAndExtensions(t *testing.T) {
+	cfg := load(t, `{"model":"m1","base_url":"http://127.0.0.1:1","subagent":{"max_depth":2}}`, "")
+	rt, err := Build(context.Background(), Options{Config: cfg, WorkDir: t.TempDir(), Plan: true, Delegate: true, Extensions: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rt.Close()
+	names := toolNames(rt.Agent.Tools)
+	for _, want := range []string{"plan", "artifact_read", "delegate_tasks", "read_file", "shell"} {
+		if !names[want] {
+			t.Errorf("tool %q not offered; have %v", want, names)
+		}
+	}
+	if rt.Agent.Plan == nil || rt.Artifacts == nil {
+		t.Fatal("plan view or artifact store not set")
+	}
+	if len(rt.Extensions) != 0 || rt.Agent.RunStartedData != nil {
+		t.Fatalf("no servers configured, yet a report: %+v", rt.Extensions)
+	}
+
+	// At the depth limit a run may not delegate further.
+	rt2, err := Build(context.Background(), Options{Config: cfg, WorkDir: t.TempDir(), Delegate: true, Depth: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rt2.Close()
+	if names := toolNames(rt2.Agent.Tools); names["delegate_tasks"] || !names["artifact_read"] || names["plan"] {
+		t.Fatalf("depth 2 of 2: tools %v", names)
+	}
+}
+
+func TestBuildFailsOnARequiredExtensionThatCannotStart(t *testing.T) {
+	cfg := load(t, `{"model":"m1","base_url":"http://127.0.0.1:1","mcp_servers":{"gone":{"command":"/nonexistent/odek-test-server","required":true}}}`, "")
+	_, err := Build(context.Background(), Options{Config: cfg, WorkDir: t.TempDir(), Extensions: true, ApproveMCP: true})
+	if err == nil || !strings.Contains(err.Error(), "gone") {
+		t.Fatalf("err = %v, want one naming the required server", err)
+	}
+}
