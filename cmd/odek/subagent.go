@@ -135,7 +135,7 @@ func cmdSubagent(ctx context.Context, args []string, stdout, stderr io.Writer) (
 	var inheritErr error
 	rt, err := host.Build(ctx, host.Options{
 		Config: cfg, WorkDir: workDir, Logger: log, EventSink: sink, Environ: os.Environ(),
-		Warn:       func(w string) { fmt.Fprintln(stderr, "odek subagent: warning:", w) },
+		Warn: func(w string) { fmt.Fprintln(stderr, "odek subagent: warning:", w) },
 		Plan: true, Delegate: true, Depth: depth, Start: start,
 		AdjustLimits: func(l *budget.Limits) {
 			*l, inheritErr = task.Budget.Inherit(*l)
