@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"io"
+	"strconv"
 	"strings"
 	"testing"
 	"testing/iotest"
@@ -341,11 +342,21 @@ func FuzzDecodeLine(f *testing.F) {
 		`{"jsonrpc":"2.0","id":"x","method":"roots/list"}`,
 		`{"id":18446744073709551615,"result":null}`, `{"id":18446744073709551616,"result":1}`,
 		`garbage`, `{`, `[]`, ` {"id":2,"result":true}`,
+		`{"ID":1,"Result":{}}`, `{"\u0069d":3,"result":{"a":"}]\"["}}`, `{"id":1,"id":2,"result":[1,{"x":[]}]}`,
+		`{ "id" : 4 , "error" : { "code" : -1 , "message" : "\u00e9\n" } }`, `{"id":5,"error":"str"}`,
+		`{"id":6,"error":{"code":1.5}}`, `{"method":7}`, `{"method":null,"id":8,"result":0}`,
+		`{"method":"a\u0000b","id":[1]}`, "{\"id\":9,\"result\":\"\xff\"}", `{"id":1e2,"result":1}`,
 	} {
 		f.Add([]byte(s))
 	}
 	f.Fuzz(func(t *testing.T, line []byte) {
 		msg, kind, id := decodeLine(line)
+		wantMsg, wantKind, wantID := decodeLineReference(line)
+		if kind != wantKind || id != wantID || msg.Method != wantMsg.Method ||
+			!bytes.Equal(msg.ID, wantMsg.ID) || !bytes.Equal(msg.Result, wantMsg.Result) ||
+			(msg.Error == nil) != (wantMsg.Error == nil) || msg.Error != nil && *msg.Error != *wantMsg.Error {
+			t.Fatalf("decodeLine(%q) = %+v %v %d, reference %+v %v %d", line, msg, kind, id, wantMsg, wantKind, wantID)
+		}
 		switch kind {
 		case kindResponse:
 			if id == 0 || msg.Method != "" {
@@ -367,6 +378,44 @@ func FuzzDecodeLine(f *testing.F) {
 			}
 		}
 	})
+}
+
+// decodeLineReference is decodeLine written with encoding/json alone (a
+// map keeps member names exact and the last repeated member), for
+// FuzzDecodeLine to compare against.
+func decodeLineReference(line []byte) (msg inMsg, kind msgKind, id uint64) {
+	var m map[string]json.RawMessage
+	if t := bytes.TrimLeft(line, " \t\r"); len(t) == 0 || t[0] != '{' || json.Unmarshal(t, &m) != nil {
+		return inMsg{}, kindInvalid, 0
+	}
+	msg.ID = m["id"]
+	if raw, ok := m["method"]; ok && json.Unmarshal(raw, &msg.Method) != nil {
+		return inMsg{}, kindInvalid, 0
+	}
+	if raw, ok := m["error"]; ok && !bytes.Equal(raw, []byte("null")) {
+		msg.Error = new(wireError)
+		if raw[0] != '{' || json.Unmarshal(raw, msg.Error) != nil {
+			return inMsg{}, kindInvalid, 0
+		}
+	}
+	msg.Result = m["result"]
+	hasID := len(msg.ID) > 0 && !bytes.Equal(msg.ID, []byte("null"))
+	switch {
+	case msg.Method != "" && hasID:
+		return msg, kindRequest, 0
+	case msg.Method != "":
+		return msg, kindNotification, 0
+	case !hasID:
+		return msg, kindBadID, 0
+	}
+	n, err := strconv.ParseUint(string(msg.ID), 10, 64)
+	if err != nil || n == 0 {
+		return msg, kindBadID, 0
+	}
+	if msg.Error != nil || bytes.Equal(msg.Result, []byte("null")) {
+		msg.Result = nil
+	}
+	return msg, kindResponse, n
 }
 
 // FuzzLineReader: lines never exceed the limit and never contain '\n'.

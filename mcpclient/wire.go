@@ -18,13 +18,13 @@ const (
 	kindNotification                // method without id
 )
 
-// inMsg is the decoded form of one line. Result and ID keep their raw
-// bytes (copied out of the line by encoding/json).
+// inMsg is the decoded form of one line. ID aliases the line (valid only
+// until the next line is read); Result is a copy.
 type inMsg struct {
-	ID     json.RawMessage `json:"id"`
-	Method string          `json:"method"`
-	Result json.RawMessage `json:"result"`
-	Error  *wireError      `json:"error"`
+	ID     json.RawMessage
+	Method string
+	Result json.RawMessage
+	Error  *wireError
 }
 
 type wireError struct {
@@ -35,7 +35,14 @@ type wireError struct {
 // decodeLine parses and classifies one line. For kindResponse, id is the
 // request id. A response carrying both result and error keeps only the
 // error (fail closed); one carrying neither has msg.Result == nil and
-// msg.Error == nil, which the caller reports as ErrProtocol. Pure.
+// msg.Error == nil, which the caller reports as ErrProtocol. Member names
+// match exactly (JSON-RPC is case-sensitive) and the last of a repeated
+// member wins. A line that is not a JSON object, or whose "method" is not
+// a string or whose "error" is not an error object, is kindInvalid. Pure.
+//
+// This is the reader's hot path: the line is validated once (json.Valid,
+// no allocation) and its top-level members are then located by a scanner
+// that may assume valid JSON, instead of a reflective decode.
 func decodeLine(line []byte) (msg inMsg, kind msgKind, id uint64) {
 	if len(line) == 0 || line[0] != '{' {
 		// Skip leading whitespace only when present; the common case is a
@@ -45,8 +52,51 @@ func decodeLine(line []byte) (msg inMsg, kind msgKind, id uint64) {
 			return inMsg{}, kindInvalid, 0
 		}
 	}
-	if err := json.Unmarshal(line, &msg); err != nil {
+	if !json.Valid(line) {
 		return inMsg{}, kindInvalid, 0
+	}
+	var result, errRaw, method []byte
+	for i := 1; ; {
+		i = skipSpace(line, i)
+		if line[i] == '}' {
+			break
+		}
+		if line[i] == ',' {
+			i = skipSpace(line, i+1)
+		}
+		kEnd := skipString(line, i)
+		key := line[i:kEnd]
+		i = skipSpace(line, kEnd)
+		i = skipSpace(line, i+1) // ':'
+		vEnd := skipValue(line, i)
+		val := line[i:vEnd]
+		i = vEnd
+		switch memberName(key) {
+		case "id":
+			msg.ID = val
+		case "method":
+			method = val
+		case "result":
+			result = val
+		case "error":
+			errRaw = val
+		}
+	}
+	if method != nil && !bytes.Equal(method, []byte("null")) {
+		if method[0] != '"' {
+			return inMsg{}, kindInvalid, 0
+		}
+		msg.Method = unquote(method)
+	}
+	if errRaw != nil && !bytes.Equal(errRaw, []byte("null")) {
+		var e wireError
+		if errRaw[0] != '{' || json.Unmarshal(errRaw, &e) != nil {
+			return inMsg{}, kindInvalid, 0
+		}
+		msg.Error = &e
+	}
+	if result != nil {
+		msg.Result = append(json.RawMessage(nil), result...)
 	}
 	hasID := len(msg.ID) > 0 && !bytes.Equal(msg.ID, []byte("null"))
 	if msg.Method != "" {
@@ -69,6 +119,86 @@ func decodeLine(line []byte) (msg inMsg, kind msgKind, id uint64) {
 		msg.Result = nil
 	}
 	return msg, kindResponse, n
+}
+
+// The scanners below assume valid JSON (decodeLine checked it) and return
+// the index just past what they skipped.
+
+func skipSpace(b []byte, i int) int {
+	for i < len(b) && (b[i] == ' ' || b[i] == '\t' || b[i] == '\n' || b[i] == '\r') {
+		i++
+	}
+	return i
+}
+
+// skipString skips the string starting at b[i] == '"'.
+func skipString(b []byte, i int) int {
+	for i++; ; i++ {
+		switch b[i] {
+		case '\\':
+			i++ // the escaped character; \uXXXX's digits need no care
+		case '"':
+			return i + 1
+		}
+	}
+}
+
+// skipValue skips the value starting at b[i].
+func skipValue(b []byte, i int) int {
+	switch b[i] {
+	case '"':
+		return skipString(b, i)
+	case '{', '[':
+		depth := 0
+		for ; ; i++ {
+			switch b[i] {
+			case '"':
+				i = skipString(b, i) - 1
+			case '{', '[':
+				depth++
+			case '}', ']':
+				if depth--; depth == 0 {
+					return i + 1
+				}
+			}
+		}
+	default: // number, true, false, null
+		for i < len(b) && b[i] != ',' && b[i] != '}' && b[i] != ']' && b[i] != ' ' && b[i] != '\t' && b[i] != '\n' && b[i] != '\r' {
+			i++
+		}
+		return i
+	}
+}
+
+// memberName returns a member name (a quoted JSON string) unquoted,
+// without allocating for the names decodeLine looks for.
+func memberName(key []byte) string {
+	inner := key[1 : len(key)-1]
+	if bytes.IndexByte(inner, '\\') < 0 {
+		switch string(inner) { // no allocation: compared, not kept
+		case "id":
+			return "id"
+		case "method":
+			return "method"
+		case "result":
+			return "result"
+		case "error":
+			return "error"
+		}
+		return ""
+	}
+	return unquote(key)
+}
+
+// unquote decodes a valid JSON string literal.
+func unquote(q []byte) string {
+	inner := q[1 : len(q)-1]
+	if bytes.IndexByte(inner, '\\') < 0 && utf8.Valid(inner) {
+		return string(inner)
+	}
+	var s string
+	_ = json.Unmarshal(q, &s) // valid JSON string: cannot fail
+	return s
 }
 
 // appendRequest appends one JSON-RPC request line (with its newline).
