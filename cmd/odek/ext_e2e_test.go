@@ -20,19 +20,6 @@ import (
 	"github.com/odekrun/odek/mcpclient/mcptest"
 )
 
-// extWired says whether `odek run` loads mcp_servers (internal/host calling
-// ext.Load, the reports on stderr and in run_started). Until it does, the
-// tests below are skipped rather than failing everyone's go test; flip it
-// in the change that wires ext into internal/host.
-const extWired = true
-
-func requireExtWired(t *testing.T) {
-	t.Helper()
-	if !extWired {
-		t.Skip("odek run does not load mcp_servers yet (ext is not wired into internal/host)")
-	}
-}
-
 // extRunDetached runs odek like runOdekEnv but in a new session, so it has
 // no controlling terminal and can never stop at an approval prompt.
 func extRunDetached(t *testing.T, baseURL, workdir string, env []string, args ...string) runOut {
@@ -90,7 +77,6 @@ func extToolNames(rec llmtest.Recorded) []string {
 }
 
 func TestRunCallsMCPToolWithArtifacts(t *testing.T) {
-	requireExtWired(t)
 	fx := mcptest.FixturePath(t)
 	root := t.TempDir()
 	_, homeEnv := extOdekHome(t, fmt.Sprintf(`{"fx":{"command":%q,"args":["-root=%s"],"artifact_roots":[%q],"auto_approve":true}}`, fx, root, root))
@@ -146,7 +132,6 @@ func TestRunCallsMCPToolWithArtifacts(t *testing.T) {
 }
 
 func TestRunRequiredMCPServerFailsWithExit3(t *testing.T) {
-	requireExtWired(t)
 	fx := mcptest.FixturePath(t)
 	_, homeEnv := extOdekHome(t, fmt.Sprintf(`{"broken":{"command":%q,"args":["-mode=exit-initialize"],"required":true,"auto_approve":true}}`, fx))
 	srv := llmtest.New(t, llmtest.Reply("never asked"))
@@ -171,7 +156,6 @@ func TestRunRequiredMCPServerFailsWithExit3(t *testing.T) {
 }
 
 func TestRunProjectMCPServerNeedsApproval(t *testing.T) {
-	requireExtWired(t)
 	fx := mcptest.FixturePath(t)
 	work := t.TempDir()
 	proj := fmt.Sprintf(`{"mcp_servers":{"fx":{"command":%q,"auto_approve":true}}}`, fx)
