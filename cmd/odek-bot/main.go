@@ -1,14 +1,257 @@
-// Command odek-bot is the Telegram front end of odek. It is not built yet:
-// the bot lands with its own issue; until then this main says so and exits
-// non-zero so no deployment mistakes it for a working bot.
+// Command odek-bot is odek's Telegram front end: each chat message becomes
+// a job, run by `odek worker` processes fed from Redis (REDIS_URL set) or,
+// without Redis, by workers inside this process (the embedded default).
+//
+// Configuration is environment only (see --help, docs/TELEGRAM.md); the
+// model settings of embedded workers come from odek's usual config files
+// and ODEK_* variables, as for `odek run`.
 package main
 
 import (
+	"context"
+	"errors"
 	"fmt"
+	"io"
+	"net"
+	"net/http"
 	"os"
+	"os/signal"
+	"path/filepath"
+	"syscall"
+	"time"
+
+	"github.com/ilyakaznacheev/cleanenv"
+	"github.com/redis/go-redis/v9"
+	"github.com/sirupsen/logrus"
+
+	"github.com/odekrun/odek/bot"
+	"github.com/odekrun/odek/queue"
+)
+
+// Exit codes.
+const (
+	exitOK    = 0
+	exitError = 1
+	exitSetup = 3
 )
 
 func main() {
-	fmt.Fprintln(os.Stderr, "odek-bot: the Telegram front end is not built yet; use `odek run` meanwhile")
-	os.Exit(3)
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	err := run(ctx, os.Args[1:], os.Stdout, os.Stderr)
+	stop()
+	if err != nil {
+		var ce *codeErr
+		if errors.As(err, &ce) {
+			if ce.err != nil {
+				fmt.Fprintln(os.Stderr, "odek-bot:", ce.err)
+			}
+			os.Exit(ce.code)
+		}
+		fmt.Fprintln(os.Stderr, "odek-bot:", err)
+		os.Exit(exitError)
+	}
+}
+
+type codeErr struct {
+	code int
+	err  error
+}
+
+func (e *codeErr) Error() string { return fmt.Sprint(e.err) }
+func (e *codeErr) Unwrap() error { return e.err }
+
+// env is everything odek-bot reads from the environment. The compose test
+// (compose_test.go) checks docker-compose.yml against these tags.
+type env struct {
+	Token        string `env:"TELEGRAM_BOT_TOKEN" env-description:"bot token from @BotFather (required; never logged)"`
+	APIEndpoint  string `env:"TELEGRAM_API_ENDPOINT" env-description:"Bot API root, e.g. http://telegram-bot-api:8081 for a self-hosted server (default https://api.telegram.org)"`
+	AllowedUsers string `env:"ODEK_TELEGRAM_ALLOWED_USERS" env-description:"comma-separated Telegram user ids allowed to use the bot"`
+	AllowedChats string `env:"ODEK_TELEGRAM_ALLOWED_CHATS" env-description:"comma-separated chat ids (groups are negative) whose members may use the bot"`
+	AllowAll     bool   `env:"ODEK_TELEGRAM_ALLOW_ALL" env-description:"true opens the bot to everyone (logged as a warning); without it and without an allowlist the bot refuses to start"`
+	DailyBudget  int64  `env:"ODEK_TELEGRAM_DAILY_TOKEN_BUDGET" env-description:"tokens each chat may use per UTC day; warns at 80 %, refuses when spent (0 = no budget)"`
+	UserRate     int    `env:"ODEK_TELEGRAM_USER_JOBS_PER_MINUTE" env-default:"6" env-description:"new jobs one user may start per minute (negative = no limit)"`
+	AgentTimeout int    `env:"ODEK_TELEGRAM_AGENT_TIMEOUT" env-default:"900" env-description:"seconds a job may run before the bot cancels it"`
+	WebhookURL   string `env:"ODEK_TELEGRAM_WEBHOOK_URL" env-description:"public HTTPS URL for updates; empty = long polling"`
+	WebhookAddr  string `env:"ODEK_TELEGRAM_WEBHOOK_LISTEN" env-default:":8443" env-description:"address the webhook server listens on"`
+	WebhookKey   string `env:"ODEK_TELEGRAM_WEBHOOK_SECRET" env-description:"secret checked in the X-Telegram-Bot-Api-Secret-Token header (required with a webhook)"`
+	HealthAddr   string `env:"ODEK_HEALTH_ADDR" env-description:"serve GET /healthz on this address, e.g. :8080 (empty = off)"`
+	RedisURL     string `env:"REDIS_URL" env-description:"redis:// URL of the job queue; empty = embedded mode (in-process queue and workers)"`
+	QueuePrefix  string `env:"ODEK_QUEUE_PREFIX" env-default:"odek:" env-description:"key prefix shared with the workers"`
+	Workers      int    `env:"ODEK_WORKERS" env-default:"2" env-description:"embedded mode: jobs run at once inside the bot"`
+	ArtifactsDir string `env:"ODEK_ARTIFACTS_DIR" env-description:"directory shared with the workers; /artifact sends files from <dir>/<chat id> (empty = /artifact off)"`
+	LogLevel     string `env:"ODEK_LOG_LEVEL" env-default:"info" env-description:"debug, info, warn or error"`
+}
+
+const helpHeader = `odek-bot — odek's Telegram front end.
+
+Usage: odek-bot              run the bot
+       odek-bot healthcheck [URL]
+                             GET URL (default http://127.0.0.1$ODEK_HEALTH_ADDR/healthz)
+                             and exit 0 when it answers 200: for container
+                             healthchecks of the bot and of odek workers
+
+Every setting is an environment variable (a .env file is not read; use
+your shell, systemd or docker compose to set them).
+
+Environment variables:`
+
+// envNames lists the variables odek-bot reads (for tests and docs).
+func envNames() []string { return tagNames(&env{}) }
+
+func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	if len(args) > 0 && args[0] == "healthcheck" {
+		return healthcheck(ctx, args[1:], stdout)
+	}
+	for _, a := range args {
+		switch a {
+		case "-h", "-help", "--help", "help":
+			h := helpHeader
+			text, err := cleanenv.GetDescription(&env{}, &h)
+			if err != nil {
+				return err
+			}
+			fmt.Fprintln(stdout, text)
+			return nil
+		default:
+			return &codeErr{exitSetup, fmt.Errorf("unknown argument %q; odek-bot is configured through the environment (see --help)", a)}
+		}
+	}
+	var e env
+	if err := cleanenv.ReadEnv(&e); err != nil {
+		return &codeErr{exitSetup, fmt.Errorf("reading the environment: %v", err)}
+	}
+	log := logrus.New()
+	log.SetOutput(stderr)
+	lvl, err := logrus.ParseLevel(e.LogLevel)
+	if err != nil {
+		return &codeErr{exitSetup, fmt.Errorf("ODEK_LOG_LEVEL: %v", err)}
+	}
+	log.SetLevel(lvl)
+
+	cfg, err := botConfig(e, log)
+	if err != nil {
+		return &codeErr{exitSetup, err}
+	}
+
+	var q bot.Queue
+	var embedded *embeddedWorkers
+	if e.RedisURL != "" {
+		opt, err := redis.ParseURL(e.RedisURL)
+		if err != nil {
+			return &codeErr{exitSetup, errors.New("REDIS_URL is not a valid redis:// or rediss:// URL")}
+		}
+		rc := redis.NewClient(opt)
+		defer rc.Close()
+		cctx, cancel := context.WithTimeout(ctx, 15*time.Second)
+		rq, err := queue.NewRedis(cctx, rc, queue.Options{Prefix: e.QueuePrefix})
+		cancel()
+		if err != nil {
+			return &codeErr{exitSetup, fmt.Errorf("connecting to Redis at %s: %w", opt.Addr, err)}
+		}
+		q = rq
+		log.WithField("redis", opt.Addr).Info("odek-bot: distributed mode: jobs go to Redis for `odek worker` processes")
+	} else {
+		mq := queue.NewMemory(queue.Options{Prefix: e.QueuePrefix})
+		q = mq
+		if e.Workers < 1 {
+			return &codeErr{exitSetup, fmt.Errorf("ODEK_WORKERS must be ≥ 1 in embedded mode, got %d", e.Workers)}
+		}
+		embedded, err = startEmbedded(ctx, mq, e, log)
+		if err != nil {
+			return &codeErr{exitSetup, err}
+		}
+		log.WithField("workers", e.Workers).Info("odek-bot: embedded mode: no REDIS_URL, jobs run inside this process")
+	}
+
+	b, err := bot.New(cfg, q)
+	if err != nil {
+		return &codeErr{exitSetup, err}
+	}
+	if e.HealthAddr != "" {
+		ln, err := net.Listen("tcp", e.HealthAddr)
+		if err != nil {
+			return &codeErr{exitSetup, fmt.Errorf("ODEK_HEALTH_ADDR: %w", err)}
+		}
+		srv := &http.Server{Handler: b.HealthHandler(), ReadHeaderTimeout: 5 * time.Second}
+		go func() { _ = srv.Serve(ln) }()
+		defer srv.Close()
+		log.WithField("addr", ln.Addr().String()).Info("odek-bot: serving /healthz")
+	}
+	runErr := b.Run(ctx)
+	if embedded != nil {
+		embedded.shutdown(log)
+	}
+	if runErr != nil {
+		return &codeErr{exitError, runErr}
+	}
+	log.Info("odek-bot: stopped")
+	return nil
+}
+
+// healthcheck probes a /healthz endpoint: exit 0 on 200, 1 otherwise.
+func healthcheck(ctx context.Context, args []string, stdout io.Writer) error {
+	url := ""
+	switch len(args) {
+	case 0:
+		addr := os.Getenv("ODEK_HEALTH_ADDR")
+		if addr == "" {
+			return &codeErr{exitSetup, errors.New("healthcheck: give a URL or set ODEK_HEALTH_ADDR")}
+		}
+		if addr[0] == ':' {
+			addr = "127.0.0.1" + addr
+		}
+		url = "http://" + addr + "/healthz"
+	case 1:
+		url = args[0]
+	default:
+		return &codeErr{exitSetup, errors.New("usage: odek-bot healthcheck [URL]")}
+	}
+	ctx, cancel := context.WithTimeout(ctx, 4*time.Second)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+	if err != nil {
+		return &codeErr{exitSetup, fmt.Errorf("healthcheck: %w", err)}
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return &codeErr{exitError, fmt.Errorf("healthcheck: %w", err)}
+	}
+	defer resp.Body.Close()
+	body, _ := io.ReadAll(io.LimitReader(resp.Body, 1024))
+	if resp.StatusCode != http.StatusOK {
+		return &codeErr{exitError, fmt.Errorf("healthcheck: %s answered %d: %s", url, resp.StatusCode, body)}
+	}
+	fmt.Fprintf(stdout, "%s", body)
+	return nil
+}
+
+// botConfig maps the environment to bot.Config. Pure apart from the
+// absolute path of the artifacts directory.
+func botConfig(e env, log logrus.FieldLogger) (bot.Config, error) {
+	users, err := bot.ParseIDs(e.AllowedUsers)
+	if err != nil {
+		return bot.Config{}, fmt.Errorf("ODEK_TELEGRAM_ALLOWED_USERS: %w", err)
+	}
+	chats, err := bot.ParseIDs(e.AllowedChats)
+	if err != nil {
+		return bot.Config{}, fmt.Errorf("ODEK_TELEGRAM_ALLOWED_CHATS: %w", err)
+	}
+	if e.AgentTimeout <= 0 {
+		return bot.Config{}, fmt.Errorf("ODEK_TELEGRAM_AGENT_TIMEOUT must be a positive number of seconds, got %d", e.AgentTimeout)
+	}
+	dir := e.ArtifactsDir
+	if dir != "" {
+		if dir, err = filepath.Abs(dir); err != nil {
+			return bot.Config{}, fmt.Errorf("ODEK_ARTIFACTS_DIR: %w", err)
+		}
+	}
+	return bot.Config{
+		Token: e.Token, APIEndpoint: e.APIEndpoint,
+		AllowedUsers: users, AllowedChats: chats, AllowAll: e.AllowAll,
+		DailyTokenBudget: e.DailyBudget, UserJobsPerMinute: e.UserRate,
+		AgentTimeout: time.Duration(e.AgentTimeout) * time.Second,
+		ArtifactDir:  dir,
+		WebhookURL:   e.WebhookURL, WebhookListen: e.WebhookAddr, WebhookSecret: e.WebhookKey,
+		Logger: log,
+	}, nil
 }
