@@ -82,6 +82,7 @@ func TestRunCallsMCPToolWithArtifacts(t *testing.T) {
 	_, homeEnv := extOdekHome(t, fmt.Sprintf(`{"fx":{"command":%q,"args":["-root=%s"],"artifact_roots":[%q],"auto_approve":true}}`, fx, root, root))
 	srv := llmtest.New(t,
 		llmtest.CallTools(llmtest.Call{ID: "m1", Name: "fx__artifact_result", Arguments: `{"count":1,"summary":"the report","text":"Report written."}`}),
+		llmtest.CallTools(llmtest.Call{ID: "m2", Name: "artifact_read", Arguments: `{"id":"fx/art-1","limit":100}`}),
 		llmtest.Reply("The report is attached."),
 	)
 	evPath := filepath.Join(t.TempDir(), "events.jsonl")
@@ -93,8 +94,12 @@ func TestRunCallsMCPToolWithArtifacts(t *testing.T) {
 		t.Errorf("no start-up report on stderr:\n%s", out.stderr)
 	}
 	reqs := srv.Requests()
-	if len(reqs) != 2 {
+	if len(reqs) != 3 {
 		t.Fatalf("%d model requests", len(reqs))
+	}
+	// The envelope's artifact is readable by id through artifact_read.
+	if read := reqs[2].LastMessage(); !strings.Contains(read.Content, "artifact 1 line") || strings.Contains(read.Content, root) {
+		t.Errorf("artifact_read of the MCP artifact:\n%s", read.Content)
 	}
 	if names := extToolNames(reqs[0]); !extHasTool(names, "fx__echo") || !extHasTool(names, "fx__artifact_result") || !extHasTool(names, "read_file") {
 		t.Fatalf("the model was not offered the MCP tools: %v", names)
@@ -105,7 +110,8 @@ func TestRunCallsMCPToolWithArtifacts(t *testing.T) {
 		t.Fatalf("tool result not inside a nonce'd boundary:\n%+v", msg)
 	}
 	if !strings.Contains(msg.Content, "Report written.") || !strings.Contains(msg.Content, `[odek artifact] id="art-1" media_type="text/plain" size_bytes=1024 sha256=`) ||
-		!strings.Contains(msg.Content, `summary="the report"`) || strings.Contains(msg.Content, root) {
+		!strings.Contains(msg.Content, `summary="the report"`) || strings.Contains(msg.Content, root) ||
+		!strings.Contains(msg.Content, "artifact_read: art-1 → fx/art-1") {
 		t.Fatalf("tool result lacks the text or the artifact metadata line, or shows the path:\n%s", msg.Content)
 	}
 

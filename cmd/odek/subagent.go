@@ -137,6 +137,7 @@ func cmdSubagent(ctx context.Context, args []string, stdout, stderr io.Writer) (
 		Config: cfg, WorkDir: workDir, Logger: log, EventSink: sink, Environ: os.Environ(),
 		Warn: func(w string) { fmt.Fprintln(stderr, "odek subagent: warning:", w) },
 		Plan: true, Delegate: true, Depth: depth, Start: start,
+		Extensions: true, ApproveMCP: os.Getenv("ODEK_APPROVE_MCP") == "1", ClientVersion: version,
 		AdjustLimits: func(l *budget.Limits) {
 			*l, inheritErr = task.Budget.Inherit(*l)
 		},

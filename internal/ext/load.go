@@ -50,6 +50,10 @@ type Options struct {
 	Warn func(string)
 	// ClientVersion is sent to servers as clientInfo.version. "" ⇒ "dev".
 	ClientVersion string
+	// Artifacts receives every validated artifact ref of a tool result,
+	// under the id "<server>/<ref id>", so artifact_read can page through
+	// it. nil ⇒ refs are only shown as metadata lines.
+	Artifacts Registrar
 	// Only, when not empty, names the servers to consider; every other
 	// configured server is reported as skipped and never started, and a
 	// name that is not configured is an ErrConfig error. For `odek ext
@@ -543,7 +547,7 @@ func (l *loader) adapt(ctx context.Context, specs []ServerSpec, set *Set) error 
 				}
 				r.Renamed[t.Name] = q
 			}
-			set.tools = append(set.tools, &Tool{qualified: q, server: s.Name, mcp: t, class: s.DangerClass, client: c})
+			set.tools = append(set.tools, &Tool{qualified: q, server: s.Name, mcp: t, class: s.DangerClass, client: c, store: l.opts.Artifacts})
 		}
 		r.Tools = len(approved)
 	}

@@ -6,8 +6,10 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strings"
 
 	"github.com/odekrun/odek/artifacts"
+	"github.com/odekrun/odek/internal/artifactstore"
 	"github.com/odekrun/odek/internal/tools"
 	"github.com/odekrun/odek/mcpclient"
 )
@@ -25,7 +27,19 @@ type Tool struct {
 	mcp       mcpclient.Tool
 	class     tools.Class
 	client    caller
+	store     Registrar
 }
+
+// Registrar keeps validated artifact refs for later reading by id
+// (*artifactstore.Store). Register must refuse an id it already holds
+// for a different file.
+type Registrar interface {
+	Register(ref artifacts.Ref) error
+}
+
+// maxIDSuffix bounds the "#n" suffixes tried when a server reuses an
+// artifact id across calls.
+const maxIDSuffix = 99
 
 var _ tools.Tool = (*Tool)(nil)
 
@@ -75,11 +89,46 @@ func (t *Tool) Run(ctx context.Context, args json.RawMessage) (tools.Result, err
 		}
 		return tools.Result{IsError: true, Text: artifacts.WrapUntrusted(t.qualified, err.Error())}, nil
 	}
+	text := artifacts.WrapUntrusted(t.qualified, res.Text)
+	if ids := t.register(res.Artifacts); ids != "" {
+		// Outside the boundary: odek wrote this line, not the server.
+		text += "\n[odek] read these artifacts with artifact_read: " + ids
+	}
 	return tools.Result{
-		Text:          artifacts.WrapUntrusted(t.qualified, res.Text),
+		Text:          text,
 		IsError:       res.IsError,
 		ArtifactCount: res.ArtifactCount,
 	}, nil
+}
+
+// register files refs under "<server>/<id>" (with "#2", "#3", … when a
+// server reuses an id for another file) and returns the mapping as
+// `id → read-id` pairs; "" when nothing was registered.
+func (t *Tool) register(refs []artifacts.Ref) string {
+	if t.store == nil || len(refs) == 0 {
+		return ""
+	}
+	var b strings.Builder
+	for _, ref := range refs {
+		shown := ref.ID
+		base := t.server + "/" + ref.ID
+		for n := 1; n <= maxIDSuffix; n++ {
+			ref.ID = base
+			if n > 1 {
+				ref.ID = fmt.Sprintf("%s#%d", base, n)
+			}
+			if err := t.store.Register(ref); err == nil {
+				if b.Len() > 0 {
+					b.WriteString(", ")
+				}
+				fmt.Fprintf(&b, "%s → %s", shown, ref.ID)
+				break
+			} else if !errors.Is(err, artifactstore.ErrDuplicateID) {
+				break
+			}
+		}
+	}
+	return b.String()
 }
 
 // clipRunes returns at most n code points of s.

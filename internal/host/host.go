@@ -211,13 +211,16 @@ func Build(ctx context.Context, opts Options) (*Runtime, error) {
 		planTool = plan.NewTool(plan.Options{Emit: agent.Emit})
 		toolset = append(toolset, planTool)
 	}
+	if opts.Delegate || opts.Extensions {
+		// Children's results and MCP envelopes register artifacts here.
+		rt.Artifacts = &artifactstore.Store{}
+		toolset = append(toolset, artifactstore.NewReadTool(rt.Artifacts))
+	}
 	if opts.Delegate {
 		settings, err := SubagentSettings(cfg, warn)
 		if err != nil {
 			return nil, err
 		}
-		rt.Artifacts = &artifactstore.Store{}
-		toolset = append(toolset, artifactstore.NewReadTool(rt.Artifacts))
 		maxDepth := settings.MaxDepth
 		if maxDepth == 0 {
 			maxDepth = subagent.DefaultMaxDepth
@@ -244,6 +247,7 @@ func Build(ctx context.Context, opts Options) (*Runtime, error) {
 			Layers: cfg.Layers, Home: cfg.Home, WorkDir: workDir, Prompter: opts.Prompter,
 			ApproveAll: opts.ApproveMCP, BuiltinNames: names, BaseEnv: opts.Environ,
 			Logger: log, Warn: warn, ClientVersion: opts.ClientVersion,
+			Artifacts: rt.Artifacts,
 		})
 		if err != nil {
 			return nil, err
