@@ -81,11 +81,15 @@ Usage:
                                  run queued jobs from Redis (env REDIS_URL)
   odek queue stats|submit|cancel|dead|retry
                                  operate the Redis job queue (odek queue help)
+  odek ext check [flags] -- <command> [args...] | <server>
+                                 check an MCP extension server against odek-extension/v1
+  odek ext approve [--yes] [server...]
+                                 answer extension approvals ahead of time
   odek init [--force]            write a starter config to $ODEK_HOME/config.json
   odek version                   print the version
 
 Exit codes: 0 success, 1 task/model/tool error, 3 setup error (flags, config,
-credentials), 4 budget exhausted, 130 cancelled by SIGINT/SIGTERM.
+credentials), 2 overall timeout (subagent), 4 budget exhausted, 130 cancelled by SIGINT/SIGTERM.
 `
 
 func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) error {
