@@ -147,6 +147,10 @@ func (c Config) withDefaults() Config {
 	return c
 }
 
+// Validate reports what New would reject: no token, no access rule, a
+// webhook without a valid secret. It makes no network calls.
+func (c Config) Validate() error { return c.validate() }
+
 // validate checks what the zero value cannot default.
 func (c Config) validate() error {
 	if c.Token == "" {

@@ -129,6 +129,9 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	log.SetLevel(lvl)
 
 	cfg, err := botConfig(e, log)
+	if err == nil {
+		err = cfg.Validate()
+	}
 	if err != nil {
 		return &codeErr{exitSetup, err}
 	}

@@ -1,0 +1,308 @@
+package main_test
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/odekrun/odek/bot/bottest"
+	"github.com/odekrun/odek/internal/llm/llmtest"
+	"github.com/odekrun/odek/queue/queuetest"
+)
+
+// These tests run the real odek-bot binary against the fake Bot API, with
+// a real redis-server and real `odek worker` processes answering from the
+// fake LLM.
+
+var (
+	buildOnce sync.Once
+	binDir    string
+	buildErr  error
+)
+
+func TestMain(m *testing.M) {
+	code := m.Run()
+	if binDir != "" {
+		os.RemoveAll(binDir)
+	}
+	os.Exit(code)
+}
+
+// binaries builds odek and odek-bot once per test binary, into a
+// directory TestMain removes.
+func binaries(t testing.TB) (odek, odekBot string) {
+	t.Helper()
+	buildOnce.Do(func() {
+		binDir, buildErr = os.MkdirTemp("", "odek-bot-e2e-")
+		if buildErr != nil {
+			return
+		}
+		for _, pkg := range []string{"odek", "odek-bot"} {
+			out, err := exec.Command("go", "build", "-o", filepath.Join(binDir, pkg), "../"+pkg).CombinedOutput()
+			if err != nil {
+				buildErr = fmt.Errorf("go build %s: %v\n%s", pkg, err, out)
+				return
+			}
+		}
+	})
+	if buildErr != nil {
+		t.Fatal(buildErr)
+	}
+	return filepath.Join(binDir, "odek"), filepath.Join(binDir, "odek-bot")
+}
+
+type syncBuf struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuf) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuf) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+type proc struct {
+	name   string
+	cmd    *exec.Cmd
+	out    *syncBuf
+	exited chan struct{}
+}
+
+func start(t *testing.T, name, bin string, env []string, args ...string) *proc {
+	t.Helper()
+	cmd := exec.Command(bin, args...)
+	cmd.Env = append([]string{"PATH=" + os.Getenv("PATH"), "HOME=" + t.TempDir()}, env...)
+	cmd.Dir = t.TempDir()
+	p := &proc{name: name, cmd: cmd, out: &syncBuf{}, exited: make(chan struct{})}
+	cmd.Stdout, cmd.Stderr = p.out, p.out
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	go func() { _ = cmd.Wait(); close(p.exited) }()
+	t.Cleanup(func() {
+		_ = cmd.Process.Signal(syscall.SIGTERM)
+		select {
+		case <-p.exited:
+		case <-time.After(15 * time.Second):
+			_ = cmd.Process.Kill()
+			<-p.exited
+		}
+		if t.Failed() {
+			t.Logf("%s output:\n%s", name, p.out.String())
+		}
+		if strings.Contains(p.out.String(), bottest.Token) {
+			t.Errorf("%s printed the bot token", name)
+		}
+	})
+	return p
+}
+
+func (p *proc) kill() {
+	_ = p.cmd.Process.Signal(syscall.SIGKILL)
+	<-p.exited
+}
+
+type instance struct {
+	t        *testing.T
+	tg       *bottest.Server
+	odek     string
+	odekBot  string
+	env      []string
+	healthOK string
+}
+
+// newInstance starts redis-server, the fake Bot API and odek-bot in
+// distributed mode.
+func newInstance(t *testing.T, llmURL string, extra ...string) *instance {
+	odek, odekBot := binaries(t)
+	srv := queuetest.StartServer(t, queuetest.ServerOptions{})
+	art := t.TempDir()
+	in := &instance{t: t, tg: bottest.New(t), odek: odek, odekBot: odekBot}
+	in.env = append([]string{
+		"REDIS_URL=redis://" + srv.Addr + "/0",
+		"ODEK_ARTIFACTS_DIR=" + art,
+		"ODEK_QUEUE_LEASE=2",
+		"ODEK_BASE_URL=" + llmURL, "ODEK_MODEL=test-model", "ODEK_API_KEY=sk-test-key-0123456789abcdef",
+		"ODEK_HOME=" + t.TempDir(),
+	}, extra...)
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := ln.Addr().String()
+	ln.Close()
+	in.healthOK = "http://" + addr + "/healthz"
+	start(t, "odek-bot", odekBot, append([]string{
+		"TELEGRAM_BOT_TOKEN=" + bottest.Token, "TELEGRAM_API_ENDPOINT=" + in.tg.URL(),
+		"ODEK_TELEGRAM_ALLOWED_USERS=1001", "ODEK_HEALTH_ADDR=" + addr,
+	}, in.env...))
+	in.tg.WaitCalls(t, 30*time.Second, func(c []bottest.Call) bool { return len(c) > 0 }, "setMyCommands")
+	return in
+}
+
+func (in *instance) worker(name string) *proc {
+	return start(in.t, name, in.odek, in.env, "worker", "--name", name, "--approval-timeout", "30s")
+}
+
+func visible(s *bottest.Server, chat int64, sub string) bool {
+	for _, m := range s.Visible(chat) {
+		if strings.Contains(m, sub) {
+			return true
+		}
+	}
+	return false
+}
+
+// A goal becomes a job on a real worker: status message edited from the
+// progress stream, an approval answered with the inline keyboard, then the
+// reply with the artifact line and the footer; the status message goes.
+func TestE2EGoalApprovalArtifactReply(t *testing.T) {
+	// The final answer waits until the test has seen the status message
+	// edited from the progress stream.
+	edited := make(chan struct{})
+	var llmCalls int
+	var mu sync.Mutex
+	llm := llmtest.NewHandler(t, func(r llmtest.Recorded) llmtest.Turn {
+		mu.Lock()
+		llmCalls++
+		n := llmCalls
+		mu.Unlock()
+		switch n {
+		case 1:
+			return llmtest.CallTools(llmtest.Call{ID: "w", Name: "write_file", Arguments: `{"path":"report.md","content":"# findings"}`})
+		case 2:
+			return llmtest.CallTools(llmtest.Call{ID: "s", Name: "shell", Arguments: `{"command":"python3 -c 'print(6*7)'"}`})
+		}
+		select {
+		case <-edited:
+		case <-time.After(30 * time.Second):
+		}
+		return llmtest.Reply("Report **written** (see below).")
+	})
+	in := newInstance(t, llm.URL)
+	in.worker("w1")
+	in.tg.UserMessage(6666, 6666, "let me in")
+	in.tg.UserMessage(1001, 1001, "write a report")
+	var kb bottest.Message
+	in.tg.Wait(t, 30*time.Second, "approval keyboard", func(s *bottest.Server) bool {
+		for _, m := range s.Messages(1001) {
+			if len(m.Keyboard) > 0 {
+				kb = m
+				return true
+			}
+		}
+		return false
+	})
+	if !strings.Contains(kb.Text, "python3") {
+		t.Fatalf("approval text %q", kb.Text)
+	}
+	in.tg.PressButton(1001, 1001, kb.ID, kb.Keyboard[0][0])
+	in.tg.Wait(t, 30*time.Second, "status edited with the tool", func(s *bottest.Server) bool {
+		return visible(s, 1001, "🔧 shell: python3")
+	})
+	close(edited)
+	in.tg.Wait(t, 30*time.Second, "reply", func(s *bottest.Server) bool { return visible(s, 1001, "Report *written*") })
+	msgs := in.tg.Messages(1001)
+	if !msgs[0].Deleted || msgs[0].Edits == 0 {
+		t.Errorf("status message %+v: want edited, then deleted", msgs[0])
+	}
+	if !visible(in.tg, 1001, "📎 a1 · report\\.md") || !visible(in.tg, 1001, "✅ Approved once") {
+		t.Errorf("artifact line or approval outcome missing: %q", in.tg.Visible(1001))
+	}
+	if v := in.tg.Visible(6666); len(v) != 1 || !strings.Contains(v[0], "6666") {
+		t.Errorf("unauthorized user: %q", v)
+	}
+	in.tg.UserMessage(1001, 1001, "/artifact a1")
+	calls := in.tg.WaitCalls(t, 30*time.Second, func(c []bottest.Call) bool { return len(c) == 1 }, "sendDocument")
+	if string(calls[0].File) != "# findings" {
+		t.Errorf("document %q", calls[0].File)
+	}
+	out, err := exec.Command(in.odekBot, "healthcheck", in.healthOK).CombinedOutput()
+	if err != nil || !strings.Contains(string(out), "ok") {
+		t.Errorf("healthcheck: %v %s", err, out)
+	}
+}
+
+// A worker killed mid-job: another worker takes the job over after the
+// lease and the chat gets exactly one reply.
+func TestE2EWorkerKilledMidJobOneReply(t *testing.T) {
+	arrived := make(chan struct{}, 4)
+	release := make(chan struct{})
+	var once sync.Once
+	t.Cleanup(func() { once.Do(func() { close(release) }) })
+	llm := llmtest.NewHandler(t, func(r llmtest.Recorded) llmtest.Turn {
+		arrived <- struct{}{}
+		<-release
+		return llmtest.Reply("survived the crash")
+	})
+	in := newInstance(t, llm.URL)
+	w1 := in.worker("w1")
+	in.tg.UserMessage(1001, 1001, "long job")
+	<-arrived // w1 is inside the model call
+	w1.kill()
+	in.worker("w2")
+	<-arrived // w2 took the job over after the lease
+	once.Do(func() { close(release) })
+	in.tg.Wait(t, 30*time.Second, "reply", func(s *bottest.Server) bool { return visible(s, 1001, "survived the crash") })
+	// A later command's reply is a barrier: results are delivered in the
+	// chat's order, so a duplicate would have come before it.
+	in.tg.UserMessage(1001, 1001, "/status")
+	in.tg.Wait(t, 30*time.Second, "/status reply", func(s *bottest.Server) bool { return visible(s, 1001, "Idle") })
+	count := 0
+	for _, m := range in.tg.Visible(1001) {
+		if strings.Contains(m, "survived the crash") {
+			count++
+		}
+	}
+	if count != 1 {
+		t.Errorf("replies = %d, want exactly 1: %q", count, in.tg.Visible(1001))
+	}
+}
+
+func TestHelpListsEveryVariableAndRefusesWithoutAllowlist(t *testing.T) {
+	_, odekBot := binaries(t)
+	out, err := exec.Command(odekBot, "--help").CombinedOutput()
+	if err != nil {
+		t.Fatalf("--help: %v", err)
+	}
+	for _, v := range []string{"TELEGRAM_BOT_TOKEN", "ODEK_TELEGRAM_ALLOWED_USERS", "ODEK_TELEGRAM_ALLOW_ALL", "REDIS_URL", "ODEK_WORKERS", "ODEK_HEALTH_ADDR", "ODEK_TELEGRAM_AGENT_TIMEOUT"} {
+		if !strings.Contains(string(out), v) {
+			t.Errorf("--help lacks %s", v)
+		}
+	}
+	cmd := exec.Command(odekBot)
+	cmd.Env = []string{"TELEGRAM_BOT_TOKEN=x", "REDIS_URL=redis://127.0.0.1:1/0"}
+	out, err = cmd.CombinedOutput()
+	var ee *exec.ExitError
+	if !errors.As(err, &ee) || ee.ExitCode() != 3 || !strings.Contains(string(out), "no allowlist") {
+		t.Errorf("without an allowlist: %v %s", err, out)
+	}
+}
+
+// The odek subcommand the compose file runs exists in the real binary.
+func TestOdekSubcommandsAreReal(t *testing.T) {
+	odek, _ := binaries(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	out, err := exec.CommandContext(ctx, odek, "worker", "--help").CombinedOutput()
+	if err != nil || !strings.Contains(string(out), "concurrency") {
+		t.Errorf("odek worker --help: %v %s", err, out)
+	}
+}
