@@ -6,16 +6,19 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 
+	tgbotapi "github.com/go-telegram-bot-api/telegram-bot-api/v5"
 	"github.com/sirupsen/logrus"
 
 	"github.com/odekrun/odek/bot/bottest"
@@ -509,5 +512,61 @@ func TestNewRejectsConfigWithoutAccessRule(t *testing.T) {
 	}
 	if _, err := New(Config{Token: "x", AllowAll: true, WebhookURL: "https://x/hook", WebhookSecret: "bad secret!"}, q); !errors.Is(err, ErrConfig) {
 		t.Errorf("bad webhook secret: %v", err)
+	}
+}
+
+func TestWebhookChecksSecretToken(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := ln.Addr().String()
+	ln.Close()
+	q := queue.NewMemory(queue.Options{})
+	h := startBot(t, q, func(c *Config) {
+		c.WebhookURL, c.WebhookListen, c.WebhookSecret = "http://"+addr+"/hook", addr, "s3cret-Token_1"
+	})
+	calls := h.tg.WaitCalls(t, wait, func(c []bottest.Call) bool { return len(c) == 1 }, "setWebhook")
+	if calls[0].Params.Get("secret_token") != "s3cret-Token_1" || calls[0].Params.Get("url") != "http://"+addr+"/hook" {
+		t.Errorf("setWebhook params %v", calls[0].Params)
+	}
+	body, _ := json.Marshal(tgbotapi.Update{UpdateID: 77, Message: &tgbotapi.Message{MessageID: 1,
+		From: &tgbotapi.User{ID: alice}, Chat: &tgbotapi.Chat{ID: alice, Type: "private"}, Text: "via webhook"}})
+	post := func(secret string) int {
+		t.Helper()
+		var resp *http.Response
+		for deadline := time.Now().Add(wait); ; {
+			req, _ := http.NewRequest("POST", "http://"+addr+"/hook", bytes.NewReader(body))
+			req.Header.Set("Content-Type", "application/json")
+			if secret != "" {
+				req.Header.Set("X-Telegram-Bot-Api-Secret-Token", secret)
+			}
+			resp, err = http.DefaultClient.Do(req)
+			if err == nil || time.Now().After(deadline) {
+				break
+			}
+			runtime.Gosched() // the server is still starting: poll until the deadline
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		return resp.StatusCode
+	}
+	if code := post(""); code != 401 {
+		t.Errorf("no secret: %d, want 401", code)
+	}
+	if code := post("s3cret-Token_0"); code != 401 {
+		t.Errorf("wrong secret: %d, want 401", code)
+	}
+	if st, _ := q.Stats(context.Background()); st.Ready != 0 {
+		t.Fatalf("a rejected webhook call enqueued a job")
+	}
+	if code := post("s3cret-Token_1"); code != 200 {
+		t.Errorf("right secret: %d, want 200", code)
+	}
+	h.waitVisible(alice, "Starting")
+	if ok, why := h.bot.Healthy(); !ok || why != "webhook" {
+		t.Errorf("Healthy = %v %q", ok, why)
 	}
 }

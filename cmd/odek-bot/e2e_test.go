@@ -306,3 +306,22 @@ func TestOdekSubcommandsAreReal(t *testing.T) {
 		t.Errorf("odek worker --help: %v %s", err, out)
 	}
 }
+
+// Embedded mode: no REDIS_URL, the bot runs the job on its own in-process
+// worker, answering from the fake LLM.
+func TestE2EEmbeddedMode(t *testing.T) {
+	_, odekBot := binaries(t)
+	llm := llmtest.New(t, llmtest.Reply("embedded *answer*"))
+	tg := bottest.New(t)
+	start(t, "odek-bot", odekBot, []string{
+		"TELEGRAM_BOT_TOKEN=" + bottest.Token, "TELEGRAM_API_ENDPOINT=" + tg.URL(),
+		"ODEK_TELEGRAM_ALLOWED_USERS=1001", "ODEK_WORKERS=1",
+		"ODEK_BASE_URL=" + llm.URL, "ODEK_MODEL=test-model", "ODEK_API_KEY=sk-test-key-0123456789abcdef",
+		"ODEK_HOME=" + t.TempDir(), "ODEK_ARTIFACTS_DIR=" + t.TempDir(),
+	})
+	tg.UserMessage(1001, 1001, "hello")
+	tg.Wait(t, 30*time.Second, "reply", func(s *bottest.Server) bool { return visible(s, 1001, "embedded _answer_") })
+	if n := llm.Calls(); n != 1 {
+		t.Errorf("LLM calls = %d, want 1", n)
+	}
+}

@@ -1,0 +1,233 @@
+package bot
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/url"
+	"strings"
+	"testing"
+	"time"
+
+	tgbotapi "github.com/go-telegram-bot-api/telegram-bot-api/v5"
+
+	"github.com/odekrun/odek/queue"
+)
+
+func TestClassify(t *testing.T) {
+	tests := []struct {
+		err   error
+		kind  tgKind
+		retry time.Duration
+	}{
+		{nil, tgOK, 0},
+		{&tgbotapi.Error{Code: 429, Message: "Too Many Requests: retry after 7", ResponseParameters: tgbotapi.ResponseParameters{RetryAfter: 7}}, tgRetryAfter, 7 * time.Second},
+		{&tgbotapi.Error{Code: 429, Message: "Too Many Requests"}, tgRetryAfter, time.Second},
+		{&tgbotapi.Error{Code: 502, Message: "Bad Gateway"}, tgTransient, 0},
+		{&httpStatusError{status: 502}, tgTransient, 0},
+		{&httpStatusError{status: 404}, tgPermanent, 0},
+		{&url.Error{Op: "Post", URL: "x", Err: errors.New("connection refused")}, tgTransient, 0},
+		{fmt.Errorf("wrapped: %w", context.Canceled), tgCanceled, 0},
+		{&tgbotapi.Error{Code: 409, Message: "Conflict: terminated by other getUpdates request"}, tgConflict, 0},
+		{&tgbotapi.Error{Code: 401, Message: "Unauthorized"}, tgUnauthorized, 0},
+		{&tgbotapi.Error{Code: 400, Message: "Bad Request: message is not modified: specified new message content"}, tgNotModified, 0},
+		{&tgbotapi.Error{Code: 400, Message: "Bad Request: can't parse entities: Character '.' is reserved"}, tgBadEntities, 0},
+		{&tgbotapi.Error{Code: 403, Message: "Forbidden: bot was blocked by the user"}, tgChatGone, 0},
+		{&tgbotapi.Error{Code: 403, Message: "Forbidden: user is deactivated"}, tgChatGone, 0},
+		{&tgbotapi.Error{Code: 400, Message: "Bad Request: chat not found"}, tgChatGone, 0},
+		{&tgbotapi.Error{Code: 400, Message: "Bad Request: message to edit not found"}, tgMessageGone, 0},
+		{&tgbotapi.Error{Code: 400, Message: "Bad Request: message text is empty"}, tgPermanent, 0},
+	}
+	for _, tt := range tests {
+		kind, retry := classify(tt.err)
+		if kind != tt.kind || retry != tt.retry {
+			t.Errorf("classify(%v) = %v, %v; want %v, %v", tt.err, kind, retry, tt.kind, tt.retry)
+		}
+	}
+}
+
+func TestBucket(t *testing.T) {
+	t0 := time.Unix(1000, 0)
+	var b bucket
+	var ok bool
+	var wait time.Duration
+	for i := range 3 {
+		if b, ok, _ = b.take(t0, 1, 3); !ok {
+			t.Fatalf("take %d refused within burst", i)
+		}
+	}
+	if b, ok, wait = b.take(t0, 1, 3); ok || wait != time.Second {
+		t.Fatalf("4th take: ok %v wait %v; want refused, 1s", ok, wait)
+	}
+	if _, ok, _ = b.take(t0.Add(time.Second), 1, 3); !ok {
+		t.Fatal("refill after 1 s refused")
+	}
+}
+
+func TestBudgetAndClock(t *testing.T) {
+	if checkBudget(999, 1000) != budgetOK || checkBudget(1000, 1000) != budgetSpent || checkBudget(1e9, 0) != budgetOK {
+		t.Error("checkBudget")
+	}
+	if shouldWarn(usage{tokens: 799}, 1000) || !shouldWarn(usage{tokens: 800}, 1000) || shouldWarn(usage{tokens: 900, warned: true}, 1000) || shouldWarn(usage{tokens: 5}, 0) {
+		t.Error("shouldWarn")
+	}
+	late := time.Date(2026, 3, 1, 23, 59, 0, 0, time.UTC)
+	u := usage{day: utcDay(late), tokens: 500, warned: true}
+	if got := u.rollover(late.Add(2 * time.Minute)); got.tokens != 0 || got.warned || got.day != "2026-03-02" {
+		t.Errorf("rollover at midnight UTC: %+v", got)
+	}
+	if got := u.rollover(late); got.tokens != 500 {
+		t.Errorf("same day reset: %+v", got)
+	}
+	if d := untilMidnightUTC(late); d != time.Minute {
+		t.Errorf("untilMidnightUTC = %v", d)
+	}
+	// Midnight is UTC, not local: 23:30 in UTC-5 is 04:30 UTC next day.
+	ny := time.FixedZone("EST", -5*3600)
+	if d := untilMidnightUTC(time.Date(2026, 3, 1, 23, 30, 0, 0, ny)); d != 19*time.Hour+30*time.Minute {
+		t.Errorf("untilMidnightUTC(EST) = %v", d)
+	}
+	for attempt, want := range map[int]time.Duration{1: 500 * time.Millisecond, 2: time.Second, 3: 2 * time.Second, 10: 30 * time.Second} {
+		if got := backoff(attempt, 30*time.Second); got != want {
+			t.Errorf("backoff(%d) = %v, want %v", attempt, got, want)
+		}
+	}
+	for d, want := range map[time.Duration]string{0: "1 s", 12 * time.Second: "12 s", 3 * time.Minute: "3 min", 5*time.Hour + 3*time.Minute: "5 h 3 min"} {
+		if got := humanWait(d); got != want {
+			t.Errorf("humanWait(%v) = %q, want %q", d, got, want)
+		}
+	}
+}
+
+func TestAccess(t *testing.T) {
+	a := NewAccess([]int64{1}, []int64{-100}, false)
+	tests := []struct {
+		user, chat int64
+		want       bool
+	}{
+		{1, 1, true}, {1, -5, true}, {2, -100, true}, {2, 2, false}, {0, 5, false}, {0, -100, true},
+	}
+	for _, tt := range tests {
+		if got := a.Allows(tt.user, tt.chat); got != tt.want {
+			t.Errorf("Allows(%d, %d) = %v", tt.user, tt.chat, got)
+		}
+	}
+	if !NewAccess(nil, nil, true).Allows(42, 42) || (Access{}).Allows(1, 1) {
+		t.Error("allow-all / zero Access")
+	}
+}
+
+func TestParseIDs(t *testing.T) {
+	ids, err := ParseIDs(" 12, -100345 ,,7")
+	if err != nil || fmt.Sprint(ids) != "[12 -100345 7]" {
+		t.Errorf("ParseIDs = %v, %v", ids, err)
+	}
+	if _, err := ParseIDs("12,@bob"); !errors.Is(err, ErrConfig) || !strings.Contains(err.Error(), "@bob") {
+		t.Errorf("bad id: %v", err)
+	}
+}
+
+func TestStatusText(t *testing.T) {
+	var s status
+	if got := s.text(2, 0); got != "📥 Queued — position 2. /stop cancels." {
+		t.Errorf("queued: %q", got)
+	}
+	if got := s.text(0, 0); got != "⏳ Starting…" {
+		t.Errorf("starting: %q", got)
+	}
+	s = s.apply([]byte(`{"schema":"odek.progress/v1","job_id":"j","state":"running","attempt":2,"iteration":3,"last_tool":"shell","input_tokens":1000,"output_tokens":234,"elapsed_ms":12000}`))
+	s = s.apply([]byte(`{"schema":"odek.event/v1","type":"tool_call_started","seq":9,"run_id":"r","iteration":3,"tool":"shell","timestamp":"2026-01-01T00:00:00Z","data":{"args_summary":{"argv0":"go\ntest","class":"safe"},"args":"go test -token=SECRET"}}`))
+	s = s.apply([]byte(`{"schema":"odek.event/v1","type":"plan_updated","seq":10,"run_id":"r","timestamp":"2026-01-01T00:00:00Z","data":{"done":2,"total":5}}`))
+	s = s.apply([]byte(`not json`))
+	s = s.apply([]byte(`{"schema":"other/v9","state":"finished"}`))
+	want := "⏳ Working · step 3 · 🔧 shell: go test · plan 2/5 · 1,234 tokens · 12 s · attempt 2"
+	if got := s.text(0, 5*time.Second); got != want {
+		t.Errorf("text =\n %q\nwant\n %q", got, want)
+	}
+	if s.finished {
+		t.Error("an unknown schema finished the job")
+	}
+}
+
+func TestResultText(t *testing.T) {
+	tests := []struct {
+		res      queue.Result
+		timedOut bool
+		want     string
+	}{
+		{queue.Result{Status: queue.StatusCanceled}, false, "⏹ Stopped."},
+		{queue.Result{Status: queue.StatusCanceled}, true, "⏱ Stopped: the job ran longer than the limit of 15 min."},
+		{queue.Result{Status: queue.StatusFailed, Error: "llm_error\nretries exhausted"}, false, "❌ The job failed: llm_error retries exhausted."},
+		{queue.Result{Status: queue.StatusDeadLettered, JobID: "abc", Attempt: 3}, false, "❌ The job was abandoned by its worker 3 times and was dropped. An operator can retry it with: odek queue retry abc"},
+		{queue.Result{Status: queue.StatusSucceeded}, false, ""},
+	}
+	for _, tt := range tests {
+		if got := resultText(tt.res, tt.timedOut, 15*time.Minute); got != tt.want {
+			t.Errorf("resultText(%+v) = %q, want %q", tt.res, got, tt.want)
+		}
+	}
+}
+
+func TestApprovalData(t *testing.T) {
+	id := strings.Repeat("a1", 16)
+	for _, allow := range []bool{true, false} {
+		d := approvalData(id, allow)
+		if len(d) > 64 {
+			t.Fatalf("callback data %d bytes > 64", len(d))
+		}
+		gotID, gotAllow, ok := parseApprovalData(d)
+		if !ok || gotID != id || gotAllow != allow {
+			t.Errorf("round trip %q: %q %v %v", d, gotID, gotAllow, ok)
+		}
+	}
+	for _, bad := range []string{"", "ap:", "ap::y", "ap:x:maybe", "xx:abc:y", "ap:a/b:y", "ap:" + strings.Repeat("a", 80) + ":y"} {
+		if _, _, ok := parseApprovalData(bad); ok {
+			t.Errorf("parseApprovalData(%q) accepted", bad)
+		}
+	}
+}
+
+func TestConfigDefaultsAndEndpoint(t *testing.T) {
+	c := Config{APIEndpoint: "http://127.0.0.1:8081/"}.withDefaults()
+	if c.APIEndpoint != "http://127.0.0.1:8081/bot%s/%s" || c.AgentTimeout != 900*time.Second || c.UserJobsPerMinute != 6 ||
+		c.PollTimeout != 30*time.Second || c.MaxUploadBytes != MaxUploadBytes || c.GlobalRate != 25 {
+		t.Errorf("defaults: %+v", c)
+	}
+	if got := (Config{}).withDefaults().APIEndpoint; got != DefaultAPIEndpoint {
+		t.Errorf("default endpoint %q", got)
+	}
+}
+
+func TestFileURI(t *testing.T) {
+	if got := fileURI("/data/a b/ü%.txt"); got != "file:///data/a%20b/%C3%BC%25.txt" {
+		t.Errorf("fileURI = %q", got)
+	}
+}
+
+// FuzzParseApprovalData: callback data comes from Telegram clients.
+func FuzzParseApprovalData(f *testing.F) {
+	f.Add("ap:0123abcd:y")
+	f.Add("ap::n")
+	f.Add("ap:\x00:y")
+	f.Fuzz(func(t *testing.T, s string) {
+		id, allow, ok := parseApprovalData(s)
+		if ok && approvalData(id, allow) != s {
+			t.Fatalf("accepted %q but it does not round-trip", s)
+		}
+	})
+}
+
+// FuzzStatusApply: progress entries come from workers; any bytes must
+// leave a status whose text is one line set within bounds.
+func FuzzStatusApply(f *testing.F) {
+	f.Add([]byte(`{"schema":"odek.event/v1","type":"tool_call_started","tool":"shell","data":{"args_summary":{"argv0":"ls"}}}`))
+	f.Add([]byte(`{"schema":"odek.progress/v1","iteration":-5,"last_tool":"x\ny","elapsed_ms":-1}`))
+	f.Add([]byte(`{"schema":"odek.event/v1","type":"plan_updated","data":{"done":"x","total":1e300}}`))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		s := status{}.apply(data)
+		text := s.text(0, time.Second)
+		if strings.ContainsAny(text, "\n\r") || TextLen(text) > 400 {
+			t.Fatalf("status text %q", text)
+		}
+	})
+}
