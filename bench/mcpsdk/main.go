@@ -10,6 +10,13 @@
 //
 //	go run . [-calls 1000] [-rounds 30] [-workers 8]
 //
+// With -huge it measures instead, for each client in a fresh process of its
+// own, the peak RSS growth while the fixture sends one 200 MiB response
+// line (odek's limit: the default max_response_bytes of 10 MiB), what the
+// call returned and whether the next call works:
+//
+//	go run . -huge [-huge-mib 200] [-huge-wait 20s]
+//
 // The clients are measured in many short interleaved rounds (odek, go-sdk,
 // mcp-go, odek, …) so that noise from other work on a shared machine
 // spreads over all three instead of hitting one; latencies are pooled
@@ -45,7 +52,7 @@ var echoArgs = json.RawMessage(`{"text":"hello"}`)
 // driver is one client connected to its own fixture process.
 type driver struct {
 	name  string
-	call  func(ctx context.Context) error
+	call  func(ctx context.Context, tool string, args json.RawMessage) error
 	close func()
 }
 
@@ -54,9 +61,21 @@ func main() {
 	rounds := flag.Int("rounds", 30, "interleaved rounds")
 	workers := flag.Int("workers", 8, "concurrent callers in the concurrent mode")
 	only := flag.String("only", "", "measure only this client (odek, go-sdk, mcp-go); for profiling")
+	huge := flag.Bool("huge", false, "instead: peak RSS of each client receiving one huge response line")
+	hugeMiB := flag.Int("huge-mib", 200, "size of the huge line in MiB")
+	hugeWait := flag.Duration("huge-wait", 20*time.Second, "how long to wait for an answer to the huge line")
+	hugeChildName := flag.String("huge-child", "", "internal: measure this client in this process")
 	flag.Parse()
+	if *hugeChildName != "" {
+		hugeChild(*hugeChildName, *hugeMiB, *hugeWait)
+		return
+	}
+	if *huge {
+		runHuge(*hugeMiB, *hugeWait)
+		return
+	}
 
-	fixture, err := mcptest.BuildFixture()
+	fixture, err := buildFixture()
 	if err != nil {
 		fatal("building the fixture server: %v", err)
 	}
@@ -64,7 +83,7 @@ func main() {
 	ctx := context.Background()
 
 	var drivers []*driver
-	for _, start := range []func(context.Context, string, []string) (*driver, error){startOdek, startGoSDK, startMark3} {
+	for _, start := range []func(context.Context, string, []string, ...string) (*driver, error){startOdek, startGoSDK, startMark3} {
 		d, err := start(ctx, fixture, env)
 		if err != nil {
 			fatal("%v", err)
@@ -158,7 +177,7 @@ func measure(ctx context.Context, d *driver, n, workers int) (*result, error) {
 			lat := make([]time.Duration, 0, per)
 			for range per {
 				t0 := time.Now()
-				if err := d.call(ctx); err != nil {
+				if err := d.call(ctx, "echo", echoArgs); err != nil {
 					errs[w] = err
 					return
 				}
@@ -177,12 +196,22 @@ func measure(ctx context.Context, d *driver, n, workers int) (*result, error) {
 	return &result{lat: slices.Concat(lats...), elapsed: elapsed}, nil
 }
 
-func startOdek(ctx context.Context, fixture string, env []string) (*driver, error) {
+// buildFixture builds the fixture server once (cached across runs).
+func buildFixture() (string, error) {
+	p, err := mcptest.BuildFixture()
+	if err != nil {
+		return "", fmt.Errorf("building the fixture server: %w", err)
+	}
+	return p, nil
+}
+
+func startOdek(ctx context.Context, fixture string, env []string, args ...string) (*driver, error) {
 	log := logrus.New()
 	log.Out = io.Discard
 	c, err := mcpclient.Start(ctx, mcpclient.ServerConfig{
 		Name:    "bench",
 		Command: fixture,
+		Args:    args,
 		Env:     env,
 		Logger:  log,
 	})
@@ -191,8 +220,8 @@ func startOdek(ctx context.Context, fixture string, env []string) (*driver, erro
 	}
 	return &driver{
 		name: "odek",
-		call: func(ctx context.Context) error {
-			r, err := c.Call(ctx, "echo", echoArgs)
+		call: func(ctx context.Context, tool string, args json.RawMessage) error {
+			r, err := c.Call(ctx, tool, args)
 			if err == nil && r.IsError {
 				err = fmt.Errorf("tool error: %s", r.Text)
 			}
@@ -202,9 +231,9 @@ func startOdek(ctx context.Context, fixture string, env []string) (*driver, erro
 	}, nil
 }
 
-func startGoSDK(ctx context.Context, fixture string, env []string) (*driver, error) {
+func startGoSDK(ctx context.Context, fixture string, env []string, args ...string) (*driver, error) {
 	client := gosdk.NewClient(&gosdk.Implementation{Name: "bench", Version: "1"}, nil)
-	cmd := exec.Command(fixture)
+	cmd := exec.Command(fixture, args...)
 	cmd.Env = env
 	cs, err := client.Connect(ctx, &gosdk.CommandTransport{Command: cmd}, nil)
 	if err != nil {
@@ -212,8 +241,8 @@ func startGoSDK(ctx context.Context, fixture string, env []string) (*driver, err
 	}
 	return &driver{
 		name: "go-sdk",
-		call: func(ctx context.Context) error {
-			r, err := cs.CallTool(ctx, &gosdk.CallToolParams{Name: "echo", Arguments: echoArgs})
+		call: func(ctx context.Context, tool string, args json.RawMessage) error {
+			r, err := cs.CallTool(ctx, &gosdk.CallToolParams{Name: tool, Arguments: args})
 			if err == nil && r.IsError {
 				err = fmt.Errorf("tool error")
 			}
@@ -223,8 +252,8 @@ func startGoSDK(ctx context.Context, fixture string, env []string) (*driver, err
 	}, nil
 }
 
-func startMark3(ctx context.Context, fixture string, env []string) (*driver, error) {
-	c, err := mark3client.NewStdioMCPClient(fixture, env)
+func startMark3(ctx context.Context, fixture string, env []string, args ...string) (*driver, error) {
+	c, err := mark3client.NewStdioMCPClient(fixture, env, args...)
 	if err != nil {
 		return nil, fmt.Errorf("mcp-go: %w", err)
 	}
@@ -237,10 +266,10 @@ func startMark3(ctx context.Context, fixture string, env []string) (*driver, err
 	}
 	return &driver{
 		name: "mcp-go",
-		call: func(ctx context.Context) error {
+		call: func(ctx context.Context, tool string, args json.RawMessage) error {
 			var req mark3.CallToolRequest
-			req.Params.Name = "echo"
-			req.Params.Arguments = echoArgs
+			req.Params.Name = tool
+			req.Params.Arguments = args
 			r, err := c.CallTool(ctx, req)
 			if err == nil && r.IsError {
 				err = fmt.Errorf("tool error")
