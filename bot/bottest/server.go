@@ -94,11 +94,6 @@ type Message struct {
 	Edits    int
 }
 
-type sentUpdate struct {
-	id  int
-	raw json.RawMessage
-}
-
 type failRule struct {
 	method string
 	n      int
@@ -118,7 +113,6 @@ type Server struct {
 	pollGen   int
 	webhook   string
 	calls     []Call
-	delivered []sentUpdate
 	fails     []failRule
 	blocked   map[int64]bool
 	messages  map[int64]map[int]*Message
@@ -270,24 +264,6 @@ func (s *Server) PressButton(chatID, userID int64, messageID int, data string) i
 			"chat_instance": "ci", "data": data,
 		}}
 	})
-}
-
-// Redeliver queues update id again, as Telegram redelivers an update that
-// a poller received but never confirmed with a higher offset (a bot that
-// crashed right after receiving it). The next getUpdates without an
-// offset returns it.
-func (s *Server) Redeliver(t testing.TB, id int) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	for _, c := range s.delivered {
-		if c.id == id {
-			s.updates = append([]json.RawMessage{c.raw}, s.updates...)
-			s.updateIDs = append([]int{id}, s.updateIDs...)
-			s.notifyLocked()
-			return
-		}
-	}
-	t.Fatalf("bottest: update %d was never delivered", id)
 }
 
 // ---- injecting failures ----
@@ -697,9 +673,6 @@ func (s *Server) getUpdates(r *http.Request, p url.Values) (any, *apiError) {
 		}
 		if n := min(len(s.updates), limit); n > 0 {
 			out := append([]json.RawMessage(nil), s.updates[:n]...)
-			for k := range n {
-				s.delivered = append(s.delivered, sentUpdate{id: s.updateIDs[k], raw: s.updates[k]})
-			}
 			s.mu.Unlock()
 			return out, nil
 		}
