@@ -21,6 +21,7 @@ import (
 	"github.com/odekrun/odek/events"
 	"github.com/odekrun/odek/internal/budget"
 	"github.com/odekrun/odek/internal/config"
+	"github.com/odekrun/odek/internal/ext"
 	"github.com/odekrun/odek/internal/host"
 	"github.com/odekrun/odek/internal/llm"
 	"github.com/odekrun/odek/internal/session"
@@ -154,16 +155,32 @@ func cmdWorker(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		return withCode(exitSetup, err)
 	}
 	// One LLM client for all jobs, so connections are reused.
-	client, err := llm.New(llm.Config{
-		BaseURL: cfg.BaseURL, APIKey: cfg.APIKey, DisableStreaming: !cfg.LLM.Stream,
-		MaxAttempts: cfg.LLM.MaxAttempts, IdleTimeout: cfg.LLM.IdleTimeout(), RequestTimeout: cfg.LLM.RequestTimeout(),
-	})
+	client, err := host.NewLLM(cfg)
 	if err != nil {
 		return withCode(exitSetup, err)
 	}
 	wd, err := os.Getwd()
 	if err != nil {
 		return withCode(exitSetup, err)
+	}
+	// The extension servers start once and serve every job; nobody can
+	// be asked at a terminal here, so only servers and tools approved
+	// ahead (auto_approve, odek ext approve, ODEK_APPROVE_MCP=1) load.
+	extSet, err := host.LoadExtensions(ctx, host.Options{
+		Config: cfg, WorkDir: wd, Logger: log, Environ: os.Environ(), ClientVersion: version,
+		ApproveMCP: os.Getenv("ODEK_APPROVE_MCP") == "1",
+		Warn:       func(w string) { log.Warn(w) },
+	})
+	if err != nil {
+		return withCode(exitSetup, err)
+	}
+	defer func() {
+		cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 15*time.Second)
+		defer cancel()
+		_ = extSet.Close(cctx)
+	}()
+	for _, r := range extSet.Report() {
+		log.WithField("server", r.Name).Info("extension " + r.String())
 	}
 	if f.artifacts != "" {
 		if f.artifacts, err = filepath.Abs(f.artifacts); err != nil {
@@ -180,7 +197,7 @@ func cmdWorker(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	}
 	defer rc.Close()
 	store := &session.RedisStore{Client: rc, Prefix: f.q.prefix, TTL: f.sessionTTL}
-	jr := &jobRunner{cfg: cfg, client: client, store: store, log: log, workDir: wd, artifacts: f.artifacts, environ: os.Environ()}
+	jr := &jobRunner{cfg: cfg, client: client, ext: extSet, store: store, log: log, workDir: wd, artifacts: f.artifacts, environ: os.Environ()}
 
 	w, err := worker.New(worker.Config{
 		Queue: q, Run: jr.run, Name: f.name, Concurrency: f.concurrency, ShutdownTimeout: f.shutdownTimeout,
@@ -235,6 +252,7 @@ type jobRunner struct {
 	workDir   string
 	artifacts string
 	environ   []string
+	ext       *ext.Set // shared by all jobs; nil ⇒ none configured
 }
 
 // Exit codes in results, as `odek run` would exit.
@@ -278,13 +296,13 @@ func (j *jobRunner) run(ctx context.Context, job queue.Job, sink events.Sink, ap
 		Warn:         func(w string) { log.Warn(w) },
 		AdjustLimits: func(l *budget.Limits) { *l, _ = budget.MergeLimits(*l, jobLimits) },
 		SessionID:    sid, Start: start,
+		LLM: j.client, ExtensionSet: j.ext, Plan: true, Delegate: true, ClientVersion: version,
 	})
 	if err != nil {
 		return queue.Result{Status: queue.StatusFailed, ExitCode: exitSetup}, err
 	}
 	defer rt.Close()
 	acfg := rt.Agent
-	acfg.LLM = j.client
 	acfg.History = sess.Messages
 	acfg.Persist = func(msgs []llm.Message) error {
 		sess.Messages = msgs

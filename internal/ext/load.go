@@ -167,6 +167,27 @@ func (s *Set) Tools() []tools.Tool {
 	return append([]tools.Tool(nil), s.tools...)
 }
 
+// ToolsFor returns the tools like Tools, but registering the artifacts of
+// their results with r instead of Options.Artifacts (nil r ⇒ none). A
+// worker loads one Set and gives every job its own artifact store this
+// way, so one chat's artifact ids never reach another's.
+func (s *Set) ToolsFor(r Registrar) []tools.Tool {
+	if s == nil {
+		return nil
+	}
+	out := make([]tools.Tool, 0, len(s.tools))
+	for _, t := range s.tools {
+		if mt, ok := t.(*Tool); ok {
+			c := *mt
+			c.store = r
+			out = append(out, &c)
+			continue
+		}
+		out = append(out, t)
+	}
+	return out
+}
+
 // Report returns one report per configured server, sorted by name, with
 // current restart counts.
 func (s *Set) Report() []ServerReport {

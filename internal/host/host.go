@@ -86,6 +86,14 @@ type Options struct {
 	// Extensions starts the MCP servers of the mcp_servers sections
 	// (package ext) and offers their approved tools. Off ⇒ none start.
 	Extensions bool
+	// ExtensionSet, when set, is a Set already loaded with LoadExtensions
+	// and shared between runs (a worker's jobs): its tools are offered,
+	// Extensions is ignored, and Close leaves the servers running.
+	ExtensionSet *ext.Set
+	// LLM, when set, answers the model calls instead of a client built
+	// from the config (a worker shares one client, and its connections,
+	// between jobs).
+	LLM agent.Completer
 	// ApproveMCP grants every extension approval for this run without
 	// asking or saving (the caller read ODEK_APPROVE_MCP=1).
 	ApproveMCP bool
@@ -192,16 +200,13 @@ func Build(ctx context.Context, opts Options) (*Runtime, error) {
 		red.AddFromEnv(opts.Environ)
 	}
 
-	client, err := llm.New(llm.Config{
-		BaseURL:          cfg.BaseURL,
-		APIKey:           cfg.APIKey,
-		DisableStreaming: !cfg.LLM.Stream,
-		MaxAttempts:      cfg.LLM.MaxAttempts,
-		IdleTimeout:      cfg.LLM.IdleTimeout(),
-		RequestTimeout:   cfg.LLM.RequestTimeout(),
-	})
-	if err != nil {
-		return nil, err
+	client := opts.LLM
+	if client == nil {
+		c, err := NewLLM(cfg)
+		if err != nil {
+			return nil, err
+		}
+		client = c
 	}
 
 	rt := &Runtime{Budget: tracker, Redactor: red}
@@ -211,7 +216,8 @@ func Build(ctx context.Context, opts Options) (*Runtime, error) {
 		planTool = plan.NewTool(plan.Options{Emit: agent.Emit})
 		toolset = append(toolset, planTool)
 	}
-	if opts.Delegate || opts.Extensions {
+	extensions := opts.Extensions || opts.ExtensionSet != nil
+	if opts.Delegate || extensions {
 		// Children's results and MCP envelopes register artifacts here.
 		rt.Artifacts = &artifactstore.Store{}
 		toolset = append(toolset, artifactstore.NewReadTool(rt.Artifacts))
@@ -238,30 +244,22 @@ func Build(ctx context.Context, opts Options) (*Runtime, error) {
 		return nil, err
 	}
 	var started map[string]any
-	if opts.Extensions {
-		names := make([]string, len(toolset))
-		for i, t := range toolset {
-			names[i] = t.Definition().Name
+	if extensions {
+		set := opts.ExtensionSet
+		if set == nil {
+			set, err = loadExtensions(ctx, opts, workDir, log, warn, toolNames(toolset))
+			if err != nil {
+				return nil, err
+			}
+			rt.closers = append(rt.closers, closeSet(ctx, set))
 		}
-		set, err := ext.Load(ctx, ext.Options{
-			Layers: cfg.Layers, Home: cfg.Home, WorkDir: workDir, Prompter: opts.Prompter,
-			ApproveAll: opts.ApproveMCP, BuiltinNames: names, BaseEnv: opts.Environ,
-			Logger: log, Warn: warn, ClientVersion: opts.ClientVersion,
-			Artifacts: rt.Artifacts,
-		})
-		if err != nil {
-			return nil, err
-		}
-		rt.closers = append(rt.closers, func() error {
-			cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), closeTimeout)
-			defer cancel()
-			return set.Close(cctx)
-		})
 		rt.Extensions = set.Report()
 		if data := set.ReportData(); len(data) > 0 {
 			started = map[string]any{"mcp_servers": data}
 		}
-		toolset = append(toolset, set.Tools()...)
+		if toolset, err = appendTools(toolset, set.ToolsFor(rt.Artifacts)); err != nil {
+			return nil, err
+		}
 	}
 	rt.Agent = agent.Config{
 		LLM:                client,
@@ -288,6 +286,61 @@ func Build(ctx context.Context, opts Options) (*Runtime, error) {
 		rt.Agent.Plan = planTool
 	}
 	return rt, nil
+}
+
+// NewLLM builds the chat-completions client the config describes.
+func NewLLM(cfg *config.Config) (*llm.Client, error) {
+	return llm.New(llm.Config{
+		BaseURL:          cfg.BaseURL,
+		APIKey:           cfg.APIKey,
+		DisableStreaming: !cfg.LLM.Stream,
+		MaxAttempts:      cfg.LLM.MaxAttempts,
+		IdleTimeout:      cfg.LLM.IdleTimeout(),
+		RequestTimeout:   cfg.LLM.RequestTimeout(),
+	})
+}
+
+// LoadExtensions starts the extension servers of opts.Config once, for
+// runs that share them through Options.ExtensionSet. The tool names a run
+// built with the same opts offers are reserved (a colliding MCP tool fails
+// the load). The caller closes the Set.
+func LoadExtensions(ctx context.Context, opts Options) (*ext.Set, error) {
+	if opts.Config == nil {
+		return nil, ErrNoConfig
+	}
+	warn := opts.Warn
+	if warn == nil {
+		warn = func(string) {}
+	}
+	names := toolNames(tools.Builtins(tools.Options{}))
+	names = append(names, plan.Name, artifactstore.ReadToolName, subagent.ToolName)
+	names = append(names, toolNames(opts.ExtraTools)...)
+	return loadExtensions(ctx, opts, opts.WorkDir, opts.Logger, warn, names)
+}
+
+func loadExtensions(ctx context.Context, opts Options, workDir string, log logrus.FieldLogger, warn func(string), reserved []string) (*ext.Set, error) {
+	return ext.Load(ctx, ext.Options{
+		Layers: opts.Config.Layers, Home: opts.Config.Home, WorkDir: workDir, Prompter: opts.Prompter,
+		ApproveAll: opts.ApproveMCP, BuiltinNames: reserved, BaseEnv: opts.Environ,
+		Logger: log, Warn: warn, ClientVersion: opts.ClientVersion,
+	})
+}
+
+// closeSet returns a closer that stops set's servers within closeTimeout.
+func closeSet(ctx context.Context, set *ext.Set) func() error {
+	return func() error {
+		cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), closeTimeout)
+		defer cancel()
+		return set.Close(cctx)
+	}
+}
+
+func toolNames(ts []tools.Tool) []string {
+	names := make([]string, len(ts))
+	for i, t := range ts {
+		names[i] = t.Definition().Name
+	}
+	return names
 }
 
 // closeTimeout bounds the shutdown of the extension servers in Close.

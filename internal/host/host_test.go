@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -11,10 +12,12 @@ import (
 	"time"
 
 	"github.com/odekrun/odek/agent"
+	"github.com/odekrun/odek/internal/artifactstore"
 	"github.com/odekrun/odek/internal/budget"
 	"github.com/odekrun/odek/internal/config"
 	"github.com/odekrun/odek/internal/llm/llmtest"
 	"github.com/odekrun/odek/internal/tools"
+	"github.com/odekrun/odek/mcpclient/mcptest"
 )
 
 // load writes the operator and project files (either may be "") and loads
@@ -140,7 +143,7 @@ func TestPolicy(t *testing.T) {
 	}
 }
 
-func toolNames(ts []tools.Tool) map[string]bool {
+func toolSet(ts []tools.Tool) map[string]bool {
 	m := map[string]bool{}
 	for _, t := range ts {
 		m[t.Definition().Name] = true
@@ -155,7 +158,7 @@ func TestBuildOffersPlanDelegationAndExtensions(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer rt.Close()
-	names := toolNames(rt.Agent.Tools)
+	names := toolSet(rt.Agent.Tools)
 	for _, want := range []string{"plan", "artifact_read", "delegate_tasks", "read_file", "shell"} {
 		if !names[want] {
 			t.Errorf("tool %q not offered; have %v", want, names)
@@ -174,7 +177,7 @@ func TestBuildOffersPlanDelegationAndExtensions(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer rt2.Close()
-	if names := toolNames(rt2.Agent.Tools); names["delegate_tasks"] || !names["artifact_read"] || names["plan"] {
+	if names := toolSet(rt2.Agent.Tools); names["delegate_tasks"] || !names["artifact_read"] || names["plan"] {
 		t.Fatalf("depth 2 of 2: tools %v", names)
 	}
 }
@@ -184,5 +187,48 @@ func TestBuildFailsOnARequiredExtensionThatCannotStart(t *testing.T) {
 	_, err := Build(context.Background(), Options{Config: cfg, WorkDir: t.TempDir(), Extensions: true, ApproveMCP: true})
 	if err == nil || !strings.Contains(err.Error(), "gone") {
 		t.Fatalf("err = %v, want one naming the required server", err)
+	}
+}
+
+func TestSharedExtensionSetServesManyRuns(t *testing.T) {
+	fx := mcptest.FixturePath(t)
+	root := t.TempDir()
+	cfg := load(t, fmt.Sprintf(`{"model":"m1","base_url":"http://127.0.0.1:1","mcp_servers":{"fx":{"command":%q,"args":["-root=%s"],"artifact_roots":[%q],"auto_approve":true}}}`, fx, root, root), "")
+	set, err := LoadExtensions(context.Background(), Options{Config: cfg, WorkDir: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer set.Close(context.Background())
+
+	var stores []*artifactstore.Store
+	for range 2 {
+		rt, err := Build(context.Background(), Options{Config: cfg, WorkDir: t.TempDir(), ExtensionSet: set, Plan: true, Delegate: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var art tools.Tool
+		for _, tl := range rt.Agent.Tools {
+			if tl.Definition().Name == "fx__artifact_result" {
+				art = tl
+			}
+		}
+		if art == nil || rt.Agent.RunStartedData["mcp_servers"] == nil {
+			t.Fatalf("shared set's tools or report missing: %v", toolSet(rt.Agent.Tools))
+		}
+		res, err := art.Run(context.Background(), json.RawMessage(`{"count":1}`))
+		if err != nil || res.ArtifactCount != 1 {
+			t.Fatalf("call: %+v, %v", res, err)
+		}
+		stores = append(stores, rt.Artifacts)
+		// Closing a run must leave the shared servers up for the next.
+		if err := rt.Close(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// Each run registered its artifact in its own store only.
+	for i, s := range stores {
+		if ids := s.IDs(); len(ids) != 1 {
+			t.Errorf("run %d store holds %v, want exactly its own artifact", i, ids)
+		}
 	}
 }
