@@ -308,7 +308,7 @@ func (j *jobRunner) run(ctx context.Context, job queue.Job, sink events.Sink, ap
 		sess.Messages = msgs
 		return j.store.Save(context.WithoutCancel(ctx), sess)
 	}
-	res, runErr := agent.Run(ctx, acfg, job.Goal)
+	res, runErr := agent.Run(ctx, acfg, jobGoal(job, sess.Messages))
 	out := queue.Result{
 		Answer:     rt.Redactor.String(res.Answer),
 		ExitCode:   resultExitCode(runErr),
@@ -323,6 +323,29 @@ func (j *jobRunner) run(ctx context.Context, job queue.Job, sink events.Sink, ap
 		return out, errors.New(rt.Redactor.String(runErr.Error()))
 	}
 	return out, nil
+}
+
+// resumeNote replaces the goal of a job taken over from a worker that died
+// after saving some of its steps: the goal is already in the conversation,
+// followed by the steps done so far.
+const resumeNote = "[odek: the previous attempt at this request was interrupted (its worker stopped). The request and the steps already done are above; continue from where it stopped, without repeating finished steps.]"
+
+// jobGoal is the user message a job's run starts with: its goal, or, when
+// an earlier attempt of this job already saved the goal as the latest
+// user message, resumeNote, so the model is not asked twice.
+func jobGoal(job queue.Job, history []llm.Message) string {
+	if job.Attempt <= 1 {
+		return job.Goal
+	}
+	for i := len(history) - 1; i >= 0; i-- {
+		if history[i].Role == llm.RoleUser {
+			if history[i].Content == job.Goal {
+				return resumeNote
+			}
+			break
+		}
+	}
+	return job.Goal
 }
 
 // jobSessionID is the session a job continues: its SessionID when that is a

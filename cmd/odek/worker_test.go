@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/odekrun/odek/internal/budget"
+	"github.com/odekrun/odek/internal/llm"
 	"github.com/odekrun/odek/internal/session"
 	"github.com/odekrun/odek/queue"
 )
@@ -82,5 +83,21 @@ func TestCollectArtifacts(t *testing.T) {
 	}
 	if got := collectArtifacts(root, dir, time.Now().Add(-time.Minute), 1); len(got) != 1 {
 		t.Fatalf("max 1: %+v", got)
+	}
+}
+
+func TestJobGoalOnTakeover(t *testing.T) {
+	job := queue.Job{Goal: "build it", Attempt: 1}
+	saved := []llm.Message{{Role: llm.RoleUser, Content: "earlier"}, {Role: llm.RoleAssistant, Content: "ok"},
+		{Role: llm.RoleUser, Content: "build it"}, {Role: llm.RoleAssistant, ToolCalls: []llm.ToolCall{{ID: "c"}}}, {Role: llm.RoleTool, ToolCallID: "c"}}
+	if got := jobGoal(job, saved); got != "build it" {
+		t.Fatalf("first attempt: %q", got)
+	}
+	job.Attempt = 2
+	if got := jobGoal(job, saved); got != resumeNote {
+		t.Fatalf("takeover after the goal was saved: %q, want the resume note", got)
+	}
+	if got := jobGoal(job, saved[:2]); got != "build it" {
+		t.Fatalf("takeover before anything was saved: %q, want the goal", got)
 	}
 }
