@@ -23,10 +23,25 @@ func newStdoutPipe() (io.ReadCloser, *os.File, error) {
 	if err := unix.Pipe2(p[:], unix.O_CLOEXEC); err != nil {
 		return nil, nil, os.NewSyscallError("pipe2", err)
 	}
+	// Close can only wake a blocked read through /proc; without it (not
+	// mounted, or hidden), use an ordinary netpoller pipe.
+	w, err := openWakeEnd(p[0])
+	if err != nil {
+		unix.Close(p[0])
+		unix.Close(p[1])
+		return os.Pipe()
+	}
+	unix.Close(w)
 	// A blocking descriptor is not put in the netpoller; its Close does
 	// not wait for a Read in progress and the descriptor is released when
 	// that Read returns.
 	return &blockingReader{f: os.NewFile(uintptr(p[0]), "|0"), fd: p[0]}, os.NewFile(uintptr(p[1]), "|1"), nil
+}
+
+// openWakeEnd opens a new, non-blocking write end of the pipe whose read
+// end is fd.
+func openWakeEnd(fd int) (int, error) {
+	return unix.Open("/proc/self/fd/"+strconv.Itoa(fd), unix.O_WRONLY|unix.O_NONBLOCK|unix.O_CLOEXEC, 0)
 }
 
 // blockingReader reads a blocking pipe. One goroutine reads at a time (the
@@ -34,8 +49,8 @@ func newStdoutPipe() (io.ReadCloser, *os.File, error) {
 // blocked on a pipe whose write end someone still holds (a grandchild that
 // left the process group), Close opens a second, non-blocking write end
 // through /proc/self/fd and writes one newline; the woken Read sees the
-// closed flag and returns os.ErrClosed, dropping what it read. Without
-// /proc such a Read stays blocked until the last writer closes.
+// closed flag and returns os.ErrClosed, dropping what it read.
+// (newStdoutPipe checked that /proc allows this.)
 type blockingReader struct {
 	f      *os.File
 	fd     int // f's descriptor, valid until f.Close
@@ -59,7 +74,7 @@ func (r *blockingReader) Close() error {
 	r.once.Do(func() {
 		r.closed.Store(true)
 		// r.fd is still open: only this function closes it.
-		if w, err := unix.Open("/proc/self/fd/"+strconv.Itoa(r.fd), unix.O_WRONLY|unix.O_NONBLOCK|unix.O_CLOEXEC, 0); err == nil {
+		if w, err := openWakeEnd(r.fd); err == nil {
 			// EAGAIN (a full pipe) is fine: then no Read is blocked.
 			unix.Write(w, []byte{'\n'})
 			unix.Close(w)
