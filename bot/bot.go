@@ -66,13 +66,14 @@ type Bot struct {
 }
 
 type chatState struct {
-	queue      []string // unfinished jobs this bot enqueued, in order
-	session    string   // "" = the chat's default session
-	use        usage
-	arts       []chatArtifact
-	nextArt    int
-	lastEdit   time.Time
-	lastTyping time.Time
+	queue       []string // unfinished jobs this bot enqueued, in order
+	session     string   // "" = the chat's default session
+	use         usage
+	arts        []chatArtifact
+	nextArt     int
+	lastEdit    time.Time
+	lastTyping  time.Time
+	editPending bool // a status edit is queued and not yet sent
 }
 
 type chatArtifact struct {

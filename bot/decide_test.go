@@ -198,6 +198,12 @@ func TestConfigDefaultsAndEndpoint(t *testing.T) {
 	}
 }
 
+func TestEditInterval(t *testing.T) {
+	if editInterval(42, time.Second) != time.Second || editInterval(-100, time.Second) != 3*time.Second {
+		t.Error("editInterval")
+	}
+}
+
 func TestFileURI(t *testing.T) {
 	if got := fileURI("/data/a b/ü%.txt"); got != "file:///data/a%20b/%C3%BC%25.txt" {
 		t.Errorf("fileURI = %q", got)

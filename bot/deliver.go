@@ -232,8 +232,20 @@ func (b *Bot) progressTick(ctx context.Context) {
 	b.refreshStatus(ctx)
 }
 
+// editInterval is the least time between two status edits in a chat:
+// interval in private chats, three times it in groups (Telegram allows a
+// group about 20 messages a minute). Pure.
+func editInterval(chatID int64, interval time.Duration) time.Duration {
+	if chatID < 0 {
+		return 3 * interval
+	}
+	return interval
+}
+
 // refreshStatus edits status messages whose text changed, renews typing
-// and enforces the run timeout.
+// and enforces the run timeout. A chat has at most one edit waiting at a
+// time, so when the global rate holds edits back they are skipped, not
+// queued up behind each other.
 func (b *Bot) refreshStatus(ctx context.Context) {
 	now := b.cfg.Now()
 	type edit struct {
@@ -246,7 +258,7 @@ func (b *Bot) refreshStatus(ctx context.Context) {
 	var expired []string
 	b.mu.Lock()
 	for chatID, c := range b.chats {
-		if len(c.queue) == 0 || now.Sub(c.lastEdit) < b.cfg.ProgressInterval {
+		if len(c.queue) == 0 || c.editPending || now.Sub(c.lastEdit) < editInterval(chatID, b.cfg.ProgressInterval) {
 			continue
 		}
 		for pos, id := range c.queue {
@@ -267,7 +279,7 @@ func (b *Bot) refreshStatus(ctx context.Context) {
 			text := js.st.text(pos, elapsedSince(js.startedAt, now))
 			if text != js.lastText {
 				js.lastText = text
-				c.lastEdit = now
+				c.lastEdit, c.editPending = now, true
 				edits = append(edits, edit{chatID, js.statusMsg, text})
 				break // one edit per chat per interval
 			}
@@ -276,6 +288,13 @@ func (b *Bot) refreshStatus(ctx context.Context) {
 	b.mu.Unlock()
 	for _, e := range edits {
 		b.serial.Do(e.chatID, func() {
+			defer func() {
+				b.mu.Lock()
+				if c := b.chats[e.chatID]; c != nil {
+					c.editPending = false
+				}
+				b.mu.Unlock()
+			}()
 			kind, err := b.tg.editPlain(ctx, e.chatID, e.msg, e.text, nil)
 			if kind != tgMessageGone {
 				b.checkSend(ctx, e.chatID, kind, err)

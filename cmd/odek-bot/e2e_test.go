@@ -325,3 +325,44 @@ func TestE2EEmbeddedMode(t *testing.T) {
 		t.Errorf("LLM calls = %d, want 1", n)
 	}
 }
+
+// A second message while the first runs is queued with its position;
+// /stop cancels the running job on the real worker and the queued one.
+func TestE2EQueuedSecondMessageAndStop(t *testing.T) {
+	arrived := make(chan string, 4)
+	release := make(chan struct{})
+	var once sync.Once
+	t.Cleanup(func() { once.Do(func() { close(release) }) })
+	llm := llmtest.NewHandler(t, func(r llmtest.Recorded) llmtest.Turn {
+		arrived <- r.LastMessage().Content
+		<-release
+		return llmtest.Reply("too late")
+	})
+	in := newInstance(t, llm.URL)
+	in.worker("w1")
+	in.tg.UserMessage(1001, 1001, "first")
+	if got := <-arrived; !strings.Contains(got, "first") {
+		t.Fatalf("model saw %q", got)
+	}
+	in.tg.UserMessage(1001, 1001, "second")
+	in.tg.Wait(t, 30*time.Second, "queued ack", func(s *bottest.Server) bool { return visible(s, 1001, "Queued — position 1") })
+	in.tg.UserMessage(1001, 1001, "/stop")
+	in.tg.Wait(t, 30*time.Second, "both stopped", func(s *bottest.Server) bool {
+		n := 0
+		for _, m := range s.Visible(1001) {
+			if strings.HasPrefix(m, "⏹ Stopped") {
+				n++
+			}
+		}
+		return n == 2
+	})
+	once.Do(func() { close(release) })
+	select {
+	case got := <-arrived:
+		t.Errorf("the model was called again after /stop: %q", got)
+	default:
+	}
+	if visible(in.tg, 1001, "too late") {
+		t.Error("a canceled job's answer was delivered")
+	}
+}
