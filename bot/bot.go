@@ -103,11 +103,13 @@ type approvalState struct {
 }
 
 type healthState struct {
-	lastPoll time.Time
-	conflict bool
-	lastErr  string
-	webhook  bool
-	started  bool
+	queueDownSince time.Time
+	queueErr       string
+	lastPoll       time.Time
+	conflict       bool
+	lastErr        string
+	webhook        bool
+	started        bool
 }
 
 // New checks cfg and returns a Bot on q. It makes no network calls.

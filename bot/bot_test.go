@@ -619,3 +619,37 @@ func TestEditedForwardedAndNewSession(t *testing.T) {
 		t.Errorf("%d answers to two /usage commands, one of them for another bot; want 1", n)
 	}
 }
+
+// brokenResults is a queue whose results stream fails while broken is set.
+type brokenResults struct {
+	*queue.Memory
+	broken atomic.Bool
+}
+
+func (b *brokenResults) ReadResults(ctx context.Context, consumer string, max int, block time.Duration) ([]queue.Delivery, error) {
+	if b.broken.Load() {
+		return nil, errors.New("dial tcp 10.0.0.5:6379: connection refused")
+	}
+	return b.Memory.ReadResults(ctx, consumer, max, block)
+}
+
+func TestHealthReportsQueueOutage(t *testing.T) {
+	q := &brokenResults{Memory: queue.NewMemory(queue.Options{})}
+	var skew atomic.Int64
+	h := startBot(t, q, func(c *Config) {
+		c.Now = func() time.Time { return time.Now().Add(time.Duration(skew.Load())) }
+	})
+	h.tg.WaitCalls(t, wait, func(c []bottest.Call) bool { return len(c) > 1 }, "getUpdates")
+	if ok, why := h.bot.Healthy(); !ok {
+		t.Fatalf("healthy bot reported %q", why)
+	}
+	q.broken.Store(true)
+	h.tg.Wait(t, wait, "outage logged", func(*bottest.Server) bool { return strings.Contains(h.logs.String(), "reading results failed") })
+	if ok, _ := h.bot.Healthy(); !ok {
+		t.Error("unhealthy within the 15 s grace")
+	}
+	skew.Store(int64(20 * time.Second))
+	if ok, why := h.bot.Healthy(); ok || !strings.Contains(why, "queue unreachable") {
+		t.Errorf("after 20 s of outage: %v %q", ok, why)
+	}
+}

@@ -29,6 +29,12 @@ func (b *Bot) resultsLoop(ctx context.Context) error {
 			if ctx.Err() != nil {
 				return nil
 			}
+			b.setHealth(func(h *healthState) {
+				if h.queueDownSince.IsZero() {
+					h.queueDownSince = b.cfg.Now()
+				}
+				h.queueErr = err.Error()
+			})
 			failures++
 			b.log.WithError(err).Warn("bot: reading results failed; backing off")
 			if sleep(ctx, backoff(failures, 10*time.Second)) != nil {
@@ -37,6 +43,7 @@ func (b *Bot) resultsLoop(ctx context.Context) error {
 			continue
 		}
 		failures = 0
+		b.setHealth(func(h *healthState) { h.queueDownSince, h.queueErr = time.Time{}, "" })
 		for _, d := range ds {
 			b.mu.Lock()
 			busy := b.inflight[d.Result.JobID]
@@ -447,7 +454,7 @@ func (b *Bot) answerCallback(ctx context.Context, id, text string, alert bool) {
 // serial queue.
 func (b *Bot) handleCallback(ctx context.Context, cq *tgbotapi.CallbackQuery) {
 	id, allow, ok := parseApprovalData(cq.Data)
-	if !ok {
+	if !ok || b.aq == nil {
 		b.answerCallback(ctx, cq.ID, "Unknown button.", false)
 		return
 	}
@@ -468,9 +475,6 @@ func (b *Bot) handleCallback(ctx context.Context, cq *tgbotapi.CallbackQuery) {
 		return
 	}
 	q := oneLineKeepBreaks(st.a.Question, 1500)
-	if b.aq == nil {
-		return
-	}
 	err := b.aq.Answer(ctx, id, allow)
 	b.mu.Lock()
 	st.settled = true
@@ -497,14 +501,17 @@ func (b *Bot) handleCallback(ctx context.Context, cq *tgbotapi.CallbackQuery) {
 
 // ---- health and webhook ----
 
-// Healthy reports whether the bot is serving: updates arrive (the last
-// long poll succeeded within two poll timeouts, and no other instance holds
-// the token) or the webhook server runs. The reason says why not.
+// Healthy reports whether the bot is serving: the queue answers (or has
+// failed for less than 15 s), and updates arrive (the last long poll
+// succeeded within two poll timeouts and no other instance holds the
+// token) or the webhook server runs. The reason says why not.
 func (b *Bot) Healthy() (bool, string) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	h := b.health
 	switch {
+	case !h.queueDownSince.IsZero() && b.cfg.Now().Sub(h.queueDownSince) > queueGrace:
+		return false, "queue unreachable since " + h.queueDownSince.UTC().Format(time.RFC3339) + ": " + h.queueErr
 	case h.webhook:
 		return true, "webhook"
 	case h.conflict:
@@ -516,6 +523,9 @@ func (b *Bot) Healthy() (bool, string) {
 	}
 	return true, "polling"
 }
+
+// queueGrace is how long the queue may fail before /healthz says so.
+const queueGrace = 15 * time.Second
 
 // HealthHandler serves GET /healthz: 200 "ok" when Healthy, else 503
 // with the reason.
