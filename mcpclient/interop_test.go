@@ -67,6 +67,7 @@ func contentLines(text string) []string {
 }
 
 func TestInteropEverything(t *testing.T) {
+	t.Parallel() // each runs its own node process; they overlap start-up
 	cfg := mcptest.NodeServer(t, "everything", everythingPkg, "stdio")
 	c := mcptest.Start(t, cfg)
 
@@ -174,6 +175,7 @@ func TestInteropEverything(t *testing.T) {
 // operation by the per-call timeout: a *TimeoutError naming server, tool
 // and limit, and the same server process answers the next call at once.
 func TestInteropEverythingLongRunningTimeout(t *testing.T) {
+	t.Parallel() // each runs its own node process; they overlap start-up
 	cfg := mcptest.NodeServer(t, "everything", everythingPkg, "stdio")
 	cfg.Timeout = time.Second
 	// The operation keeps a timer running in node after the timeout, which
@@ -200,6 +202,7 @@ func TestInteropEverythingLongRunningTimeout(t *testing.T) {
 }
 
 func TestInteropFilesystem(t *testing.T) {
+	t.Parallel() // each runs its own node process; they overlap start-up
 	dir := t.TempDir()
 	mustWrite := func(name string, data []byte) {
 		t.Helper()
@@ -285,6 +288,7 @@ func sizeBytes(t *testing.T, line string) int64 {
 // client would accept that answer too: a server that negotiates a
 // different version than the 2025-03-26 we ask for is still compatible.
 func TestInteropProtocolVersionAnswers(t *testing.T) {
+	t.Parallel() // each runs its own node process; they overlap start-up
 	for _, tc := range []struct{ name, pkg, arg string }{
 		{"everything", everythingPkg, "stdio"},
 		{"fs", filesystemPkg, t.TempDir()},
