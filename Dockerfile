@@ -15,7 +15,7 @@ COPY . .
 ENV CGO_ENABLED=0
 RUN go build -trimpath -ldflags="-s -w" -o /out/odek ./cmd/odek \
  && go build -trimpath -ldflags="-s -w" -o /out/odek-bot ./cmd/odek-bot \
- && mkdir -p /out/data/artifacts /out/data/home
+ && mkdir -p /out/data/artifacts /out/data/home /out/data/state
 
 # The bot needs no userland: a static, shell-less image.
 FROM gcr.io/distroless/static-debian12:nonroot AS bot

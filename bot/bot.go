@@ -63,6 +63,7 @@ type Bot struct {
 	refused   map[int64]time.Time
 	inflight  map[string]bool // results being delivered, by job id
 	health    healthState
+	lastSaved []byte // the last state snapshot saved
 }
 
 type chatState struct {
@@ -145,6 +146,7 @@ func New(cfg Config, q Queue) (*Bot, error) {
 // ends, or the error that made serving impossible (a rejected token, a
 // webhook that cannot be set).
 func (b *Bot) Run(ctx context.Context) error {
+	b.loadState(ctx)
 	tg, err := connect(ctx, b.cfg)
 	if err != nil {
 		if ctx.Err() != nil {
@@ -183,9 +185,17 @@ func (b *Bot) Run(ctx context.Context) error {
 	if b.aq != nil {
 		goLoop(b.approvalsLoop)
 	}
+	if b.cfg.State != nil {
+		goLoop(b.stateLoop)
+	}
 	<-ctx.Done()
 	wg.Wait()
 	b.serial.Wait()
+	if b.cfg.State != nil {
+		sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		b.saveState(sctx)
+		cancel()
+	}
 	select {
 	case err := <-fatal:
 		return err

@@ -653,3 +653,105 @@ func TestHealthReportsQueueOutage(t *testing.T) {
 		t.Errorf("after 20 s of outage: %v %q", ok, why)
 	}
 }
+
+// memState is a StateStore in memory.
+type memState struct {
+	mu   sync.Mutex
+	data []byte
+	n    int
+}
+
+func (m *memState) Load(context.Context) ([]byte, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.data, nil
+}
+
+func (m *memState) Save(_ context.Context, b []byte) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.data, m.n = append([]byte(nil), b...), m.n+1
+	return nil
+}
+
+func TestStateSurvivesRestart(t *testing.T) {
+	q := queue.NewMemory(queue.Options{})
+	st := &memState{}
+	h := startBot(t, q, func(c *Config) { c.State = st; c.DailyTokenBudget = 10000 })
+	release := make(chan struct{})
+	worker(t, q, func(ctx context.Context, l queue.Lease) queue.Result {
+		if l.Job.Goal == "second" {
+			select {
+			case <-release:
+			case <-ctx.Done():
+			}
+		}
+		return queue.Result{Answer: "ok " + l.Job.SessionID, Usage: queue.Usage{PromptTokens: 850}}
+	})
+	h.tg.UserMessage(alice, alice, "/new")
+	h.waitVisible(alice, "New conversation")
+	h.tg.UserMessage(alice, alice, "first")
+	h.waitVisible(alice, "850 tokens")
+	h.tg.UserMessage(alice, alice, "second") // claimed, held until the restart
+	h.tg.Wait(t, wait, "status message recorded", func(*bottest.Server) bool {
+		h.bot.mu.Lock()
+		defer h.bot.mu.Unlock()
+		for _, js := range h.bot.jobs {
+			if js.statusMsg != 0 {
+				return true
+			}
+		}
+		return false
+	})
+	h.stop()
+	if st.n == 0 {
+		t.Fatal("state never saved")
+	}
+	h.run(func(c *Config) { c.State = st; c.DailyTokenBudget = 10000 })
+	close(release)
+	h.tg.Wait(t, wait, "second reply after restart", func(s *bottest.Server) bool {
+		n := 0
+		for _, m := range s.Visible(alice) {
+			if strings.Contains(m, "850 tokens") {
+				n++
+			}
+		}
+		return n == 2
+	})
+	// The status message of the job sent before the restart was removed,
+	// and the session chosen with /new was kept.
+	for _, m := range h.tg.Messages(alice) {
+		if strings.HasPrefix(m.Text, "⏳") && !m.Deleted {
+			t.Errorf("status message left behind: %+v", m)
+		}
+	}
+	var sessions []string
+	for _, m := range h.tg.Visible(alice) {
+		if strings.HasPrefix(m, "ok ") {
+			sessions = append(sessions, strings.Fields(m)[1])
+		}
+	}
+	if len(sessions) != 2 || sessions[0] != sessions[1] || sessions[0] == fmt.Sprintf("telegram:%d", alice) {
+		t.Errorf("sessions %q: want the /new session twice", sessions)
+	}
+	h.tg.UserMessage(alice, alice, "/usage")
+	h.waitVisible(alice, "1,700 tokens of 10,000")
+}
+
+func TestRestoreRejectsBadSnapshots(t *testing.T) {
+	b, err := New(Config{Token: "x", AllowAll: true, Logger: logrus.New()}, queue.NewMemory(queue.Options{}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, bad := range []string{`{`, `{"version":2}`, `{"version":1,"chats":{"abc":{}}}`} {
+		if err := b.restore([]byte(bad)); err == nil {
+			t.Errorf("restore(%s) accepted", bad)
+		}
+	}
+	if err := b.restore([]byte(`{"version":1,"chats":{"-100":{"tokens":5,"day":"2026-01-01"}},"jobs":{"j1":{"chat":-100,"user":7}}}`)); err != nil {
+		t.Fatal(err)
+	}
+	if b.chats[-100].use.tokens != 5 || b.jobs["j1"].userID != 7 {
+		t.Errorf("restored %+v %+v", b.chats[-100], b.jobs["j1"])
+	}
+}

@@ -86,6 +86,13 @@ type Config struct {
 	// is required with WebhookURL (1–256 of A-Z a-z 0-9 _ -).
 	WebhookSecret string
 
+	// State keeps chat state (sessions chosen with /new, today's usage,
+	// artifact ids, unfinished jobs and their senders) across restarts.
+	// nil means memory only: a restart forgets it.
+	State StateStore
+	// StateInterval is how often at most State is saved. 0 means 2 s.
+	StateInterval time.Duration
+
 	// Consumer names this front end in the results consumer group. ""
 	// means "bot-<hostname>-<pid>".
 	Consumer string
@@ -134,6 +141,9 @@ func (c Config) withDefaults() Config {
 	}
 	if c.RefusalInterval <= 0 {
 		c.RefusalInterval = time.Hour
+	}
+	if c.StateInterval <= 0 {
+		c.StateInterval = 2 * time.Second
 	}
 	if c.WebhookListen == "" {
 		c.WebhookListen = ":8443"

@@ -25,7 +25,10 @@
 //
 // A Bot is created by New and run once by Run, which returns when its
 // context ends; all its goroutines have stopped by then. Chat state lives in
-// memory behind one mutex; Telegram calls are made without holding it. The
+// memory behind one mutex, saved through Config.State (a StateStore) when
+// one is given; Telegram calls are made without holding the mutex. Work for
+// one chat runs in order on that chat's own goroutine (a serializer), chats
+// in parallel. The
 // Bot owns the HTTP client it creates; the queue is the caller's and is not
 // closed. Pure functions are safe for concurrent use.
 package bot

@@ -284,6 +284,22 @@ func TestComposeFileMatchesCode(t *testing.T) {
 			t.Errorf("%s: no volume mounted at ODEK_ARTIFACTS_DIR %s", name, dir.scalar)
 		}
 	}
+	// The bot's state file lives on a volume, or restarts would forget it.
+	bot := services.get("bot")
+	if sf := bot.get("environment").m["ODEK_TELEGRAM_STATE_FILE"]; sf == nil || sf.scalar == "" {
+		t.Error("bot: ODEK_TELEGRAM_STATE_FILE not set")
+	} else {
+		found := false
+		for _, v := range bot.get("volumes").strings() {
+			vol, path, _ := strings.Cut(v, ":")
+			if path == filepath.Dir(sf.scalar) && doc.get("volumes", vol) != nil {
+				found = true
+			}
+		}
+		if !found {
+			t.Errorf("bot: no named volume mounted at %s, the state file's directory", filepath.Dir(sf.scalar))
+		}
+	}
 	if len(artifactMounts) != 2 || artifactMounts[0] != artifactMounts[1] || doc.get("volumes", artifactMounts[0]) == nil {
 		t.Errorf("bot and worker must share one named artifacts volume, got %v", artifactMounts)
 	}
@@ -337,7 +353,7 @@ func TestEnvExampleListsOnlyRealVariables(t *testing.T) {
 	// Every bot variable is documented, except those compose sets itself.
 	for k := range botNames {
 		switch k {
-		case "REDIS_URL", "ODEK_ARTIFACTS_DIR", "ODEK_HEALTH_ADDR", "ODEK_WORKERS":
+		case "REDIS_URL", "ODEK_ARTIFACTS_DIR", "ODEK_HEALTH_ADDR", "ODEK_WORKERS", "ODEK_TELEGRAM_STATE_FILE":
 			continue
 		}
 		if !seen[k] {

@@ -78,6 +78,7 @@ type env struct {
 	RedisURL     string `env:"REDIS_URL" env-description:"redis:// URL of the job queue; empty = embedded mode (in-process queue and workers)"`
 	QueuePrefix  string `env:"ODEK_QUEUE_PREFIX" env-default:"odek:" env-description:"key prefix shared with the workers"`
 	Workers      int    `env:"ODEK_WORKERS" env-default:"2" env-description:"embedded mode: jobs run at once inside the bot"`
+	StateFile    string `env:"ODEK_TELEGRAM_STATE_FILE" env-description:"file keeping chat state (sessions, today's usage, artifact ids, unfinished jobs) across restarts (empty = memory only)"`
 	ArtifactsDir string `env:"ODEK_ARTIFACTS_DIR" env-description:"directory shared with the workers; /artifact sends files from <dir>/<chat id> (empty = /artifact off)"`
 	LogLevel     string `env:"ODEK_LOG_LEVEL" env-default:"info" env-description:"debug, info, warn or error"`
 }
@@ -248,7 +249,16 @@ func botConfig(e env, log logrus.FieldLogger) (bot.Config, error) {
 			return bot.Config{}, fmt.Errorf("ODEK_ARTIFACTS_DIR: %w", err)
 		}
 	}
+	var state bot.StateStore
+	if e.StateFile != "" {
+		p, err := filepath.Abs(e.StateFile)
+		if err != nil {
+			return bot.Config{}, fmt.Errorf("ODEK_TELEGRAM_STATE_FILE: %w", err)
+		}
+		state = fileState{path: p}
+	}
 	return bot.Config{
+		State: state,
 		Token: e.Token, APIEndpoint: e.APIEndpoint,
 		AllowedUsers: users, AllowedChats: chats, AllowAll: e.AllowAll,
 		DailyTokenBudget: e.DailyBudget, UserJobsPerMinute: e.UserRate,

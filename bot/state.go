@@ -1,0 +1,171 @@
+package bot
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"strconv"
+	"time"
+
+	"github.com/odekrun/odek/queue"
+)
+
+// StateStore keeps the bot's chat state across restarts: each chat's
+// session choice, today's usage, artifact ids and the unfinished jobs with
+// who sent them. The bot saves a snapshot (JSON, at most a few hundred
+// bytes per chat) when it changed, at most every StateInterval, and once
+// when Run ends; it loads it once at the start of Run. Save must replace
+// the previous snapshot atomically.
+type StateStore interface {
+	Load(ctx context.Context) ([]byte, error) // nil, nil when there is none yet
+	Save(ctx context.Context, snapshot []byte) error
+}
+
+// stateVersion is the snapshot format; a snapshot of another version is
+// ignored (logged), never half-read.
+const stateVersion = 1
+
+type snapshot struct {
+	Version int                 `json:"version"`
+	Chats   map[string]chatSnap `json:"chats"`
+	Jobs    map[string]jobSnap  `json:"jobs"`
+}
+
+type chatSnap struct {
+	Queue   []string  `json:"queue,omitempty"`
+	Session string    `json:"session,omitempty"`
+	Day     string    `json:"day,omitempty"`
+	Tokens  int64     `json:"tokens,omitempty"`
+	CostUSD float64   `json:"cost_usd,omitempty"`
+	Jobs    int       `json:"jobs,omitempty"`
+	Warned  bool      `json:"warned,omitempty"`
+	Arts    []artSnap `json:"artifacts,omitempty"`
+	NextArt int       `json:"next_artifact,omitempty"`
+}
+
+type artSnap struct {
+	ID   string             `json:"id"`
+	Meta queue.ArtifactMeta `json:"meta"`
+}
+
+type jobSnap struct {
+	Chat      int64     `json:"chat"`
+	User      int64     `json:"user,omitempty"`
+	UserName  string    `json:"user_name,omitempty"`
+	StatusMsg int       `json:"status_msg,omitempty"`
+	StartedAt time.Time `json:"started_at,omitzero"`
+}
+
+// snapshotLocked encodes the chat state. b.mu must be held.
+func (b *Bot) snapshotLocked() ([]byte, error) {
+	s := snapshot{Version: stateVersion, Chats: map[string]chatSnap{}, Jobs: map[string]jobSnap{}}
+	for id, c := range b.chats {
+		cs := chatSnap{Queue: c.queue, Session: c.session, Day: c.use.day, Tokens: c.use.tokens, CostUSD: c.use.costUSD,
+			Jobs: c.use.jobs, Warned: c.use.warned, NextArt: c.nextArt}
+		for _, a := range c.arts {
+			cs.Arts = append(cs.Arts, artSnap{ID: a.id, Meta: a.meta})
+		}
+		s.Chats[strconv.FormatInt(id, 10)] = cs
+	}
+	for id, j := range b.jobs {
+		s.Jobs[id] = jobSnap{Chat: j.chatID, User: j.userID, UserName: j.userName, StatusMsg: j.statusMsg, StartedAt: j.startedAt}
+	}
+	return json.Marshal(s)
+}
+
+// restore replaces the chat state with a snapshot. Pure apart from the
+// receiver: an unreadable snapshot is an error and changes nothing.
+func (b *Bot) restore(data []byte) error {
+	var s snapshot
+	if err := json.Unmarshal(data, &s); err != nil {
+		return fmt.Errorf("bot: state snapshot is not valid JSON: %w", err)
+	}
+	if s.Version != stateVersion {
+		return fmt.Errorf("bot: state snapshot version %d, this bot reads %d", s.Version, stateVersion)
+	}
+	chats := map[int64]*chatState{}
+	for key, cs := range s.Chats {
+		id, err := strconv.ParseInt(key, 10, 64)
+		if err != nil {
+			return fmt.Errorf("bot: state snapshot has chat id %q", clipStr(key, 32))
+		}
+		c := &chatState{queue: cs.Queue, session: cs.Session, nextArt: cs.NextArt,
+			use: usage{day: cs.Day, tokens: cs.Tokens, costUSD: cs.CostUSD, jobs: cs.Jobs, warned: cs.Warned}}
+		for _, a := range cs.Arts {
+			c.arts = append(c.arts, chatArtifact{id: a.ID, meta: a.Meta})
+		}
+		chats[id] = c
+	}
+	jobs := map[string]*jobState{}
+	for id, j := range s.Jobs {
+		js := &jobState{id: id, chatID: j.Chat, userID: j.User, userName: j.UserName, statusMsg: j.StatusMsg, startedAt: j.StartedAt}
+		js.st.started = !j.StartedAt.IsZero()
+		jobs[id] = js
+	}
+	b.mu.Lock()
+	b.chats, b.jobs = chats, jobs
+	b.mu.Unlock()
+	return nil
+}
+
+// loadState restores the saved state, if any. A snapshot that cannot be
+// read is logged and ignored: the bot starts with empty state rather than
+// not at all.
+func (b *Bot) loadState(ctx context.Context) {
+	if b.cfg.State == nil {
+		return
+	}
+	data, err := b.cfg.State.Load(ctx)
+	if err == nil && len(data) > 0 {
+		err = b.restore(data)
+	}
+	if err != nil {
+		b.log.WithError(err).Error("bot: could not restore the saved chat state; starting empty")
+		return
+	}
+	b.mu.Lock()
+	b.lastSaved = data
+	n := len(b.chats)
+	b.mu.Unlock()
+	if n > 0 {
+		b.log.WithField("chats", n).Info("bot: chat state restored")
+	}
+}
+
+// saveState writes a snapshot if it changed since the last save.
+func (b *Bot) saveState(ctx context.Context) {
+	b.mu.Lock()
+	data, err := b.snapshotLocked()
+	same := err == nil && bytes.Equal(data, b.lastSaved)
+	b.mu.Unlock()
+	if err != nil {
+		b.log.WithError(err).Error("bot: encoding the chat state failed")
+		return
+	}
+	if same {
+		return
+	}
+	if err := b.cfg.State.Save(ctx, data); err != nil {
+		b.log.WithError(err).Warn("bot: saving the chat state failed; retrying later")
+		return
+	}
+	b.mu.Lock()
+	b.lastSaved = data
+	b.mu.Unlock()
+}
+
+// stateLoop saves the state every StateInterval and once more when ctx
+// ends (after the other loops stopped, see Run).
+func (b *Bot) stateLoop(ctx context.Context) error {
+	t := time.NewTicker(b.cfg.StateInterval)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-t.C:
+			b.saveState(ctx)
+		}
+	}
+}
