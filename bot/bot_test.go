@@ -755,3 +755,24 @@ func TestRestoreRejectsBadSnapshots(t *testing.T) {
 		t.Errorf("restored %+v %+v", b.chats[-100], b.jobs["j1"])
 	}
 }
+
+// A 429 on a status edit is not retried ahead of the reply: the edit is
+// dropped, the chat's edits pause for retry_after, the reply goes out.
+func TestStatusEditFloodIsDropped(t *testing.T) {
+	q := queue.NewMemory(queue.Options{})
+	h := startBot(t, q, nil)
+	release := make(chan struct{})
+	worker(t, q, func(ctx context.Context, l queue.Lease) queue.Result {
+		summary(t, q, l.Job.ID, queue.ProgressSummary{State: "started", Iteration: 1})
+		<-release
+		return queue.Result{Answer: "done"}
+	})
+	h.tg.FailNext("editMessageText", 1, bottest.Failure{Code: 429, Description: "Too Many Requests: retry after 30", RetryAfter: 30})
+	h.tg.UserMessage(alice, alice, "go")
+	h.tg.WaitCalls(t, wait, func(c []bottest.Call) bool { return len(c) == 1 && c[0].Status == 429 }, "editMessageText")
+	close(release)
+	h.waitVisible(alice, "done")
+	if n := len(h.tg.Calls("editMessageText")); n != 1 {
+		t.Errorf("editMessageText calls = %d, want the one 429 (no retry, paused for retry_after)", n)
+	}
+}

@@ -302,8 +302,21 @@ func (b *Bot) refreshStatus(ctx context.Context) {
 				}
 				b.mu.Unlock()
 			}()
-			kind, err := b.tg.editPlain(ctx, e.chatID, e.msg, e.text, nil)
-			if kind != tgMessageGone {
+			kind, err := b.tg.editStatus(ctx, e.chatID, e.msg, e.text)
+			switch kind {
+			case tgMessageGone:
+			case tgRetryAfter, tgTransient:
+				// Dropped: the next edit after the wait carries newer text.
+				_, wait := classify(err)
+				b.mu.Lock()
+				if js := b.jobByStatus(e.chatID, e.msg); js != nil {
+					js.lastText = ""
+				}
+				if c := b.chats[e.chatID]; c != nil && wait > 0 {
+					c.lastEdit = b.cfg.Now().Add(wait) // honour retry_after for this chat's edits
+				}
+				b.mu.Unlock()
+			default:
 				b.checkSend(ctx, e.chatID, kind, err)
 			}
 		})
@@ -320,6 +333,18 @@ func (b *Bot) refreshStatus(ctx context.Context) {
 			b.log.WithError(err).WithField("job_id", id).Warn("bot: cancel after timeout failed")
 		}
 	}
+}
+
+// jobByStatus finds the job whose status message is msg. b.mu must be held.
+func (b *Bot) jobByStatus(chatID int64, msg int) *jobState {
+	if c := b.chats[chatID]; c != nil {
+		for _, id := range c.queue {
+			if js := b.jobs[id]; js != nil && js.statusMsg == msg {
+				return js
+			}
+		}
+	}
+	return nil
 }
 
 // ---- approvals ----

@@ -215,6 +215,11 @@ func (t *telegram) once(ctx context.Context, c tgbotapi.Chattable) (*tgbotapi.AP
 // (after retry_after) and transient failures (with backoff). It returns the
 // last error with its classification.
 func (t *telegram) call(ctx context.Context, c tgbotapi.Chattable, limited bool) (*tgbotapi.APIResponse, tgKind, error) {
+	return t.callTries(ctx, c, limited, maxTries)
+}
+
+// callTries is call with at most tries attempts.
+func (t *telegram) callTries(ctx context.Context, c tgbotapi.Chattable, limited bool, tries int) (*tgbotapi.APIResponse, tgKind, error) {
 	for attempt := 1; ; attempt++ {
 		if limited {
 			if err := t.lim.wait(ctx); err != nil {
@@ -227,7 +232,7 @@ func (t *telegram) call(ctx context.Context, c tgbotapi.Chattable, limited bool)
 		case tgOK:
 			return resp, tgOK, nil
 		case tgRetryAfter, tgTransient:
-			if attempt >= maxTries {
+			if attempt >= tries {
 				return nil, kind, err
 			}
 			if kind == tgTransient {
@@ -284,9 +289,20 @@ func (t *telegram) sendPlain(ctx context.Context, chatID int64, text string, mar
 // editPlain replaces a message's text; "message is not modified" counts
 // as success.
 func (t *telegram) editPlain(ctx context.Context, chatID int64, msgID int, text string, markup *tgbotapi.InlineKeyboardMarkup) (tgKind, error) {
+	return t.edit(ctx, chatID, msgID, text, markup, maxTries)
+}
+
+// editStatus makes one attempt at a status edit: a status line is
+// superseded within a second, so a failed one is dropped rather than
+// retried ahead of the chat's replies.
+func (t *telegram) editStatus(ctx context.Context, chatID int64, msgID int, text string) (tgKind, error) {
+	return t.edit(ctx, chatID, msgID, text, nil, 1)
+}
+
+func (t *telegram) edit(ctx context.Context, chatID int64, msgID int, text string, markup *tgbotapi.InlineKeyboardMarkup, tries int) (tgKind, error) {
 	e := tgbotapi.NewEditMessageText(chatID, msgID, text)
 	e.ReplyMarkup = markup
-	_, kind, err := t.call(ctx, e, true)
+	_, kind, err := t.callTries(ctx, e, true, tries)
 	if kind == tgNotModified {
 		return tgOK, nil
 	}
