@@ -41,7 +41,7 @@ import (
 var (
 	mode        = flag.String("mode", "", "start-up misbehaviour")
 	chaos       = flag.Bool("chaos", false, "expose the chaos tools")
-	root        = flag.String("root", "", "artifact directory for artifact_result and bad_artifact")
+	root        = flag.String("root", "", "artifact directory for artifact_result and bad_artifact (default: a fresh directory under $TMPDIR, never the working directory)")
 	extraTools  = flag.Int("tools", 0, "number of generated extra tools")
 	pageSize    = flag.Int("page-size", 0, "tools per tools/list page (0: one page)")
 	protocol    = flag.String("protocol", "", "protocolVersion to answer (default: the client's)")
@@ -401,6 +401,20 @@ func envelope(t string, refs []map[string]any) string {
 
 var artifactSeq atomic.Int64
 
+// artifactDir is -root, or without it a directory of its own under
+// $TMPDIR, made on first use — never the directory the fixture runs in.
+var artifactDir = sync.OnceValue(func() string {
+	if *root != "" {
+		return *root
+	}
+	dir, err := os.MkdirTemp("", "odek-fixture-artifacts-")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "fixture:", err)
+		return os.TempDir()
+	}
+	return dir
+})
+
 // writeArtifacts creates n files of size bytes under the root and returns
 // correct refs for them.
 func (s *server) writeArtifacts(n, size int, summary string, omitHash bool) []map[string]any {
@@ -408,7 +422,7 @@ func (s *server) writeArtifacts(n, size int, summary string, omitHash bool) []ma
 	for i := range n {
 		seq := artifactSeq.Add(1)
 		data := []byte(strings.Repeat(fmt.Sprintf("artifact %d line\n", seq), size/16+1))[:size]
-		p := filepath.Join(*root, fmt.Sprintf("artifact-%d-%d.txt", os.Getpid(), seq))
+		p := filepath.Join(artifactDir(), fmt.Sprintf("artifact-%d-%d.txt", os.Getpid(), seq))
 		if err := os.WriteFile(p, data, 0o644); err != nil {
 			fmt.Fprintln(os.Stderr, "fixture:", err)
 		}
