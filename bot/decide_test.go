@@ -137,7 +137,7 @@ func TestStatusText(t *testing.T) {
 	}
 	s = s.apply([]byte(`{"schema":"odek.progress/v1","job_id":"j","state":"running","attempt":2,"iteration":3,"last_tool":"shell","input_tokens":1000,"output_tokens":234,"elapsed_ms":12000}`))
 	s = s.apply([]byte(`{"schema":"odek.event/v1","type":"tool_call_started","seq":9,"run_id":"r","iteration":3,"tool":"shell","timestamp":"2026-01-01T00:00:00Z","data":{"args_summary":{"argv0":"go\ntest","class":"safe"},"args":"go test -token=SECRET"}}`))
-	s = s.apply([]byte(`{"schema":"odek.event/v1","type":"plan_updated","seq":10,"run_id":"r","timestamp":"2026-01-01T00:00:00Z","data":{"done":2,"total":5}}`))
+	s = s.apply([]byte(`{"schema":"odek.event/v1","type":"plan_updated","seq":10,"run_id":"r","timestamp":"2026-01-01T00:00:00Z","data":{"blocked":0,"done":2,"in_progress":1,"pending":2,"steps":5,"version":3}}`))
 	s = s.apply([]byte(`not json`))
 	s = s.apply([]byte(`{"schema":"other/v9","state":"finished"}`))
 	want := "⏳ Working · step 3 · 🔧 shell: go test · plan 2/5 · 1,234 tokens · 12 s · attempt 2"
@@ -228,7 +228,8 @@ func FuzzParseApprovalData(f *testing.F) {
 func FuzzStatusApply(f *testing.F) {
 	f.Add([]byte(`{"schema":"odek.event/v1","type":"tool_call_started","tool":"shell","data":{"args_summary":{"argv0":"ls"}}}`))
 	f.Add([]byte(`{"schema":"odek.progress/v1","iteration":-5,"last_tool":"x\ny","elapsed_ms":-1}`))
-	f.Add([]byte(`{"schema":"odek.event/v1","type":"plan_updated","data":{"done":"x","total":1e300}}`))
+	f.Add([]byte(`{"schema":"odek.event/v1","type":"plan_updated","data":{"done":"x","steps":1e300}}`))
+	f.Add([]byte(`{"schema":"odek.event/v1","type":"plan_updated","data":{"done":-3,"steps":4}}`))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		s := status{}.apply(data)
 		text := s.text(0, time.Second)

@@ -66,9 +66,10 @@ func (s status) apply(data []byte) status {
 			s.detail = argsDetail(ev.Data["args_summary"])
 		case events.IterationCompleted, events.RunCompleted:
 			s.tokens = max(s.tokens, num(ev.Data["input_tokens"])+num(ev.Data["output_tokens"]))
-		case events.PlanCreated, events.PlanUpdated:
-			if total := num(ev.Data["total"]); total > 0 {
-				s.planDone, s.planTotal = int(num(ev.Data["done"])), int(total)
+		case events.PlanCreated, events.PlanUpdated, events.PlanBlocked:
+			// docs/PLANNING.md: "steps" is the step count, "done" the done ones.
+			if total := num(ev.Data["steps"]); total > 0 && total <= 1000 {
+				s.planDone, s.planTotal = int(min(max(num(ev.Data["done"]), 0), total)), int(total)
 			}
 		}
 		if ev.Type == events.RunCompleted || ev.Type == events.RunFailed {
