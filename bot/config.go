@@ -110,9 +110,6 @@ var (
 	// ErrConflict reports a 409 from getUpdates: another process polls with
 	// the same token, or a webhook is set.
 	ErrConflict = errors.New("bot: Telegram answered 409 Conflict: another bot instance is polling with this token, or a webhook is set")
-	// ErrChatGone reports that the bot can no longer write to a chat
-	// (blocked by the user, kicked, chat not found or deactivated).
-	ErrChatGone = errors.New("bot: chat unreachable")
 )
 
 func (c Config) withDefaults() Config {
