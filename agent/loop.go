@@ -115,7 +115,10 @@ func (r *run) run(ctx context.Context, goal string) (*Result, error) {
 	if system == "" {
 		system = DefaultSystemPrompt
 	}
-	msgs := make([]llm.Message, 0, len(r.cfg.History)+2+2*r.maxIter)
+	// Room for a few steps; most runs end in a handful of iterations, and
+	// sizing for maxIter (180 messages by default) would zero and scan
+	// ~16 KB per run for nothing. append grows it for long runs.
+	msgs := make([]llm.Message, 0, len(r.cfg.History)+2+2*min(r.maxIter, 8))
 	msgs = append(msgs, llm.Message{Role: llm.RoleSystem, Content: system})
 	msgs = append(msgs, r.cfg.History...)
 	msgs = append(msgs, llm.Message{Role: llm.RoleUser, Content: goal})

@@ -22,14 +22,15 @@ import (
 	"github.com/redis/go-redis/v9"
 )
 
-// fakeLLM serves an instant answer without recording requests; onRequest
+// fakeLLM serves an instant answer — the whole stream in one write, as a
+// server with the answer ready sends it — without recording requests; onRequest
 // (may be nil) sees every request's last message.
 func fakeLLM(b *testing.B, onRequest func(goal string)) string {
 	h := llmtest.NewScriptHandler(func(r llmtest.Recorded) llmtest.Turn {
 		if onRequest != nil {
 			onRequest(r.LastMessage().Content)
 		}
-		return llmtest.Reply("ok")
+		return llmtest.Turn{Content: "ok", Burst: true}
 	})
 	srv := httptest.NewServer(h)
 	b.Cleanup(srv.Close)

@@ -94,6 +94,12 @@ type Turn struct {
 	StallAfterChunks int
 	// Delay waits before sending the response headers.
 	Delay time.Duration
+	// Burst sends a streamed reply's events together, flushed once at the
+	// end, as a server does whose whole answer is ready at once (or that
+	// buffers): the client sees every event in one read. It keeps
+	// throughput benchmarks from measuring the fake's per-event writes.
+	// Ignored with CutAfterChunks and StallAfterChunks.
+	Burst bool
 }
 
 // Reply returns a Turn answering with content.
@@ -656,6 +662,10 @@ func (h *Handler) writeStream(w http.ResponseWriter, r *http.Request, rec *Recor
 	w.Header().Set("X-Request-Id", rp.id)
 	w.WriteHeader(http.StatusOK)
 	f, _ := w.(http.Flusher)
+	if t.Burst && t.CutAfterChunks == 0 && t.StallAfterChunks == 0 {
+		// One write at the end: the handler's return flushes the buffer.
+		f = nil
+	}
 	if f != nil {
 		f.Flush()
 	}

@@ -450,3 +450,33 @@ func TestDelay(t *testing.T) {
 		t.Errorf("status %d after %v", resp.StatusCode, time.Since(start))
 	}
 }
+
+// A burst reply carries the same events as a streamed one; the client
+// just gets them together.
+func TestBurstSendsTheSameEvents(t *testing.T) {
+	turn := llmtest.Turn{Content: "héllo wörld", ToolCalls: []llmtest.Call{{ID: "c1", Name: "a", Arguments: `{"k":"v"}`}}, ChunkSize: 3}
+	burst := turn
+	burst.Burst = true
+	srv := llmtest.New(t, turn, burst)
+	var bodies []string
+	for range 2 {
+		resp := post(t, srv.URL, streamReq)
+		b, _ := io.ReadAll(resp.Body)
+		bodies = append(bodies, string(b))
+	}
+	norm := func(s string) string { // completion ids differ per reply
+		evs := events(t, s)
+		for i, ev := range evs {
+			var c map[string]any
+			if json.Unmarshal([]byte(ev), &c) == nil {
+				delete(c, "id")
+				b, _ := json.Marshal(c)
+				evs[i] = string(b)
+			}
+		}
+		return strings.Join(evs, "\n")
+	}
+	if a, b := norm(bodies[0]), norm(bodies[1]); a != b || len(events(t, bodies[1])) < 5 {
+		t.Fatalf("burst events differ from streamed ones:\n%s\n---\n%s", a, b)
+	}
+}
