@@ -32,6 +32,7 @@ func main() {
 	runs := flag.Int("runs", 5, "repetitions (the median is reported)")
 	stream := flag.Bool("stream", true, "let odek stream (false sets llm.stream=false via config)")
 	startup := flag.Bool("startup", false, "measure `odek version` wall time instead")
+	burst := flag.Bool("burst", false, "send each streamed reply in one write (a server whose answer is ready) instead of one write per SSE event")
 	flag.Parse()
 	if *startup {
 		measureStartup(*bin, *runs)
@@ -57,9 +58,9 @@ func main() {
 		}
 		u := &llm.Usage{PromptTokens: 100 + n*50, CompletionTokens: 20}
 		if n >= *iters {
-			return llmtest.Turn{Content: "done", Usage: u}
+			return llmtest.Turn{Content: "done", Usage: u, Burst: *burst}
 		}
-		return llmtest.Turn{Usage: u, ChunkSize: 64, ToolCalls: []llmtest.Call{{
+		return llmtest.Turn{Usage: u, ChunkSize: 64, Burst: *burst, ToolCalls: []llmtest.Call{{
 			ID: "c" + strconv.Itoa(n), Name: "read_file", Arguments: `{"path":"small.txt"}`}}}
 	})
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
