@@ -2,36 +2,24 @@ package main
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"errors"
 	"flag"
 	"fmt"
 	"io"
-	"io/fs"
-	"mime"
 	"net"
 	"net/http"
 	"os"
 	"path/filepath"
 	"strconv"
-	"strings"
 	"time"
 
-	"github.com/odekrun/odek/events"
-	"github.com/odekrun/odek/internal/budget"
 	"github.com/odekrun/odek/internal/config"
-	"github.com/odekrun/odek/internal/ext"
 	"github.com/odekrun/odek/internal/host"
-	"github.com/odekrun/odek/internal/llm"
 	"github.com/odekrun/odek/internal/session"
-	"github.com/odekrun/odek/internal/tools"
 	"github.com/odekrun/odek/queue"
 	"github.com/odekrun/odek/worker"
 	"github.com/redis/go-redis/v9"
 	"github.com/sirupsen/logrus"
-
-	"github.com/odekrun/odek/agent"
 )
 
 // queueFlags are the queue settings every process sharing a Redis must
@@ -197,10 +185,11 @@ func cmdWorker(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	}
 	defer rc.Close()
 	store := &session.RedisStore{Client: rc, Prefix: f.q.prefix, TTL: f.sessionTTL}
-	jr := &jobRunner{cfg: cfg, client: client, ext: extSet, store: store, log: log, workDir: wd, artifacts: f.artifacts, environ: os.Environ()}
+	jr := &host.JobRunner{Config: cfg, LLM: client, Extensions: extSet, Sessions: store, Logger: log,
+		WorkDir: wd, ArtifactsDir: f.artifacts, Environ: os.Environ(), ClientVersion: version}
 
 	w, err := worker.New(worker.Config{
-		Queue: q, Run: jr.run, Name: f.name, Concurrency: f.concurrency, ShutdownTimeout: f.shutdownTimeout,
+		Queue: q, Run: jr.Run, Name: f.name, Concurrency: f.concurrency, ShutdownTimeout: f.shutdownTimeout,
 		ApprovalTimeout: f.approvalTimeout, Logger: log,
 		// Heartbeats well inside the lease, at most every 500 ms (cancel latency).
 		HeartbeatInterval: min(f.q.lease/3, 500*time.Millisecond),
@@ -240,156 +229,4 @@ func cmdWorker(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	}
 	log.Info("odek worker: stopped")
 	return nil
-}
-
-// jobRunner builds and runs the agent for one job with the operator's
-// configuration, the chat's session from Redis and the job's budget.
-type jobRunner struct {
-	cfg       *config.Config
-	client    agent.Completer
-	store     session.Store
-	log       logrus.FieldLogger
-	workDir   string
-	artifacts string
-	environ   []string
-	ext       *ext.Set // shared by all jobs; nil ⇒ none configured
-}
-
-// Exit codes in results, as `odek run` would exit.
-func resultExitCode(runErr error) int {
-	switch {
-	case runErr == nil:
-		return exitOK
-	case errors.Is(runErr, budget.ErrExceeded):
-		return exitBudget
-	case errors.Is(runErr, context.Canceled):
-		return exitCancelled
-	default:
-		return exitError
-	}
-}
-
-func (j *jobRunner) run(ctx context.Context, job queue.Job, sink events.Sink, approver tools.Prompter) (queue.Result, error) {
-	log := j.log.WithField("job_id", job.ID)
-	jobLimits, _, _, err := budget.FromSections(nil, job.Budget)
-	if err != nil {
-		return queue.Result{Status: queue.StatusFailed, ExitCode: exitSetup}, fmt.Errorf("job budget: %w", err)
-	}
-	dir := j.workDir
-	if j.artifacts != "" {
-		dir = filepath.Join(j.artifacts, strconv.FormatInt(job.ChatID, 10))
-		if err := os.MkdirAll(dir, 0o700); err != nil {
-			return queue.Result{Status: queue.StatusFailed, ExitCode: exitSetup}, fmt.Errorf("chat work directory: %v", err)
-		}
-	}
-	sid := jobSessionID(job)
-	sess, err := j.store.Load(ctx, sid)
-	switch {
-	case errors.Is(err, session.ErrNotFound):
-		sess = &session.Session{ID: sid, Model: j.cfg.Model}
-	case err != nil:
-		return queue.Result{Status: queue.StatusFailed, ExitCode: exitError}, fmt.Errorf("loading the chat's session: %w", err)
-	}
-	start := time.Now()
-	rt, err := host.Build(ctx, host.Options{
-		Config: j.cfg, WorkDir: dir, Logger: log, Prompter: approver, EventSink: sink, Environ: j.environ,
-		Warn:         func(w string) { log.Warn(w) },
-		AdjustLimits: func(l *budget.Limits) { *l, _ = budget.MergeLimits(*l, jobLimits) },
-		SessionID:    sid, Start: start,
-		LLM: j.client, ExtensionSet: j.ext, Plan: true, Delegate: true, ClientVersion: version,
-	})
-	if err != nil {
-		return queue.Result{Status: queue.StatusFailed, ExitCode: exitSetup}, err
-	}
-	defer rt.Close()
-	acfg := rt.Agent
-	acfg.History = sess.Messages
-	acfg.Persist = func(msgs []llm.Message) error {
-		sess.Messages = msgs
-		return j.store.Save(context.WithoutCancel(ctx), sess)
-	}
-	res, runErr := agent.Run(ctx, acfg, jobGoal(job, sess.Messages))
-	out := queue.Result{
-		Answer:     rt.Redactor.String(res.Answer),
-		ExitCode:   resultExitCode(runErr),
-		DurationMS: res.Duration.Milliseconds(),
-		Usage: queue.Usage{PromptTokens: int64(res.Usage.PromptTokens), CompletionTokens: int64(res.Usage.CompletionTokens),
-			CostUSD: rt.Budget.Snapshot().CostUSD},
-	}
-	if j.artifacts != "" {
-		out.Artifacts = collectArtifacts(j.artifacts, dir, start, maxArtifacts)
-	}
-	if runErr != nil {
-		return out, errors.New(rt.Redactor.String(runErr.Error()))
-	}
-	return out, nil
-}
-
-// resumeNote replaces the goal of a job taken over from a worker that died
-// after saving some of its steps: the goal is already in the conversation,
-// followed by the steps done so far.
-const resumeNote = "[odek: the previous attempt at this request was interrupted (its worker stopped). The request and the steps already done are above; continue from where it stopped, without repeating finished steps.]"
-
-// jobGoal is the user message a job's run starts with: its goal, or, when
-// an earlier attempt of this job already saved the goal as the latest
-// user message, resumeNote, so the model is not asked twice.
-func jobGoal(job queue.Job, history []llm.Message) string {
-	if job.Attempt <= 1 {
-		return job.Goal
-	}
-	for i := len(history) - 1; i >= 0; i-- {
-		if history[i].Role == llm.RoleUser {
-			if history[i].Content == job.Goal {
-				return resumeNote
-			}
-			break
-		}
-	}
-	return job.Goal
-}
-
-// jobSessionID is the session a job continues: its SessionID when that is a
-// valid session id, else one derived from it, else one derived from the
-// chat, so every chat has one conversation unless the front end names
-// another.
-func jobSessionID(job queue.Job) string {
-	if session.ValidateID(job.SessionID) == nil {
-		return job.SessionID
-	}
-	key := "chat:" + strconv.FormatInt(job.ChatID, 10)
-	if job.SessionID != "" {
-		key = "session:" + job.SessionID
-	}
-	sum := sha256.Sum256([]byte("odek-session/v1\x00" + key))
-	return hex.EncodeToString(sum[:session.IDLen/2])
-}
-
-// maxArtifacts bounds the artifact metadata of one result.
-const maxArtifacts = 32
-
-// collectArtifacts lists regular files under dir modified at or after
-// since (at most max, symlinks skipped), with paths relative to root.
-func collectArtifacts(root, dir string, since time.Time, max int) []queue.ArtifactMeta {
-	var out []queue.ArtifactMeta
-	since = since.Add(-time.Second) // coarse file system clocks
-	_ = filepath.WalkDir(dir, func(path string, d fs.DirEntry, err error) error {
-		if err != nil || len(out) >= max {
-			return filepath.SkipDir
-		}
-		if !d.Type().IsRegular() {
-			return nil
-		}
-		fi, err := d.Info()
-		if err != nil || fi.ModTime().Before(since) {
-			return nil
-		}
-		rel, err := filepath.Rel(root, path)
-		if err != nil || strings.HasPrefix(rel, "..") {
-			return nil
-		}
-		out = append(out, queue.ArtifactMeta{Path: filepath.ToSlash(rel), Name: d.Name(), Bytes: fi.Size(),
-			MIME: mime.TypeByExtension(filepath.Ext(d.Name()))})
-		return nil
-	})
-	return out
 }

@@ -1,0 +1,232 @@
+package host
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"mime"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/odekrun/odek/agent"
+	"github.com/odekrun/odek/events"
+	"github.com/odekrun/odek/internal/budget"
+	"github.com/odekrun/odek/internal/config"
+	"github.com/odekrun/odek/internal/ext"
+	"github.com/odekrun/odek/internal/llm"
+	"github.com/odekrun/odek/internal/session"
+	"github.com/odekrun/odek/internal/tools"
+	"github.com/odekrun/odek/queue"
+	"github.com/sirupsen/logrus"
+)
+
+// Exit codes a job's result carries: the code `odek run` would have exited
+// with (odek-extension/v1 plus 130 for a cancelled run).
+const (
+	ExitOK        = 0
+	ExitError     = 1
+	ExitSetup     = 3
+	ExitBudget    = 4
+	ExitCancelled = 130
+)
+
+// DefaultMaxArtifacts bounds the artifact metadata of one job result when
+// JobRunner.MaxArtifacts is 0.
+const DefaultMaxArtifacts = 32
+
+// JobRunner runs queued chat jobs with the operator's configuration: the
+// run function of `odek worker` and of odek-bot's embedded workers (it
+// fits worker.RunFunc). Each job continues its chat's session, may only
+// lower the configured limits with its own budget, and reports the files
+// it wrote under its chat's artifact directory.
+//
+// A JobRunner is safe for concurrent use once its fields are set; it owns
+// none of them.
+type JobRunner struct {
+	// Config is the loaded configuration. Required.
+	Config *config.Config
+	// LLM is shared by all jobs (one connection pool). nil ⇒ a client
+	// per job.
+	LLM agent.Completer
+	// Extensions are the MCP servers shared by all jobs (LoadExtensions).
+	// nil ⇒ jobs get no MCP tools.
+	Extensions *ext.Set
+	// Sessions holds the chats' conversations. Required.
+	Sessions session.Store
+	// Logger receives per-job logs (field job_id). nil ⇒ discarded.
+	Logger logrus.FieldLogger
+	// WorkDir is where jobs run when ArtifactsDir is "". "" ⇒ the
+	// process working directory.
+	WorkDir string
+	// ArtifactsDir, when set, gives every chat a working directory
+	// <ArtifactsDir>/<chat id> (0700) whose new files are reported as the
+	// result's artifacts, paths relative to ArtifactsDir (a directory the
+	// front end shares).
+	ArtifactsDir string
+	// Environ is the environment whose secret values are masked.
+	Environ []string
+	// ClientVersion is sent to extension servers.
+	ClientVersion string
+	// MaxArtifacts bounds the artifacts of one result; 0 ⇒
+	// DefaultMaxArtifacts.
+	MaxArtifacts int
+}
+
+// Run runs one job to its result. The error, when not nil, is the run's
+// failure, redacted; the result is filled in either way.
+func (j *JobRunner) Run(ctx context.Context, job queue.Job, sink events.Sink, approver tools.Prompter) (queue.Result, error) {
+	log := j.Logger
+	if log == nil {
+		l := logrus.New()
+		l.SetOutput(io.Discard)
+		log = l
+	}
+	log = log.WithField("job_id", job.ID)
+	failed := func(code int, err error) (queue.Result, error) {
+		return queue.Result{Status: queue.StatusFailed, ExitCode: code}, err
+	}
+	jobLimits, _, _, err := budget.FromSections(nil, job.Budget)
+	if err != nil {
+		return failed(ExitSetup, fmt.Errorf("job budget: %w", err))
+	}
+	dir := j.WorkDir
+	if j.ArtifactsDir != "" {
+		dir = filepath.Join(j.ArtifactsDir, strconv.FormatInt(job.ChatID, 10))
+		if err := os.MkdirAll(dir, 0o700); err != nil {
+			return failed(ExitSetup, fmt.Errorf("chat work directory: %v", err))
+		}
+	}
+	sid := JobSessionID(job)
+	sess, err := j.Sessions.Load(ctx, sid)
+	switch {
+	case errors.Is(err, session.ErrNotFound):
+		sess = &session.Session{ID: sid, Model: j.Config.Model}
+	case err != nil:
+		return failed(ExitError, fmt.Errorf("loading the chat's session: %w", err))
+	}
+	start := time.Now()
+	rt, err := Build(ctx, Options{
+		Config: j.Config, WorkDir: dir, Logger: log, Prompter: approver, EventSink: sink, Environ: j.Environ,
+		Warn:         func(w string) { log.Warn(w) },
+		AdjustLimits: func(l *budget.Limits) { *l, _ = budget.MergeLimits(*l, jobLimits) },
+		SessionID:    sid, Start: start,
+		LLM: j.LLM, ExtensionSet: j.Extensions, Plan: true, Delegate: true, ClientVersion: j.ClientVersion,
+	})
+	if err != nil {
+		return failed(ExitSetup, err)
+	}
+	defer rt.Close()
+	acfg := rt.Agent
+	acfg.History = sess.Messages
+	acfg.Persist = func(msgs []llm.Message) error {
+		sess.Messages = msgs
+		return j.Sessions.Save(context.WithoutCancel(ctx), sess)
+	}
+	res, runErr := agent.Run(ctx, acfg, JobGoal(job, sess.Messages))
+	out := queue.Result{
+		Answer:     rt.Redactor.String(res.Answer),
+		ExitCode:   ResultExitCode(runErr),
+		DurationMS: res.Duration.Milliseconds(),
+		Usage: queue.Usage{PromptTokens: int64(res.Usage.PromptTokens), CompletionTokens: int64(res.Usage.CompletionTokens),
+			CostUSD: rt.Budget.Snapshot().CostUSD},
+	}
+	if j.ArtifactsDir != "" {
+		n := j.MaxArtifacts
+		if n <= 0 {
+			n = DefaultMaxArtifacts
+		}
+		out.Artifacts = CollectArtifacts(j.ArtifactsDir, dir, start, n)
+	}
+	if runErr != nil {
+		return out, errors.New(rt.Redactor.String(runErr.Error()))
+	}
+	return out, nil
+}
+
+// ResultExitCode is the exit code `odek run` gives a run that ended with
+// runErr.
+func ResultExitCode(runErr error) int {
+	switch {
+	case runErr == nil:
+		return ExitOK
+	case errors.Is(runErr, budget.ErrExceeded):
+		return ExitBudget
+	case errors.Is(runErr, context.Canceled):
+		return ExitCancelled
+	default:
+		return ExitError
+	}
+}
+
+// ResumeNote replaces the goal of a job taken over from a worker that died
+// after saving some of its steps: the goal is already in the conversation,
+// followed by the steps done so far.
+const ResumeNote = "[odek: the previous attempt at this request was interrupted (its worker stopped). The request and the steps already done are above; continue from where it stopped, without repeating finished steps.]"
+
+// JobGoal is the user message a job's run starts with: its goal, or, when
+// an earlier attempt of this job already saved the goal as the latest
+// user message, ResumeNote, so the model is not asked twice.
+func JobGoal(job queue.Job, history []llm.Message) string {
+	if job.Attempt <= 1 {
+		return job.Goal
+	}
+	for i := len(history) - 1; i >= 0; i-- {
+		if history[i].Role == llm.RoleUser {
+			if history[i].Content == job.Goal {
+				return ResumeNote
+			}
+			break
+		}
+	}
+	return job.Goal
+}
+
+// JobSessionID is the session a job continues: its SessionID when that is
+// a valid session id, else one derived from it, else one derived from the
+// chat, so every chat has one conversation unless the front end names
+// another.
+func JobSessionID(job queue.Job) string {
+	if session.ValidateID(job.SessionID) == nil {
+		return job.SessionID
+	}
+	key := "chat:" + strconv.FormatInt(job.ChatID, 10)
+	if job.SessionID != "" {
+		key = "session:" + job.SessionID
+	}
+	sum := sha256.Sum256([]byte("odek-session/v1\x00" + key))
+	return hex.EncodeToString(sum[:session.IDLen/2])
+}
+
+// CollectArtifacts lists regular files under dir modified at or after
+// since (at most max, symlinks skipped), with paths relative to root.
+func CollectArtifacts(root, dir string, since time.Time, max int) []queue.ArtifactMeta {
+	var out []queue.ArtifactMeta
+	since = since.Add(-time.Second) // coarse file system clocks
+	_ = filepath.WalkDir(dir, func(path string, d fs.DirEntry, err error) error {
+		if err != nil || len(out) >= max {
+			return filepath.SkipDir
+		}
+		if !d.Type().IsRegular() {
+			return nil
+		}
+		fi, err := d.Info()
+		if err != nil || fi.ModTime().Before(since) {
+			return nil
+		}
+		rel, err := filepath.Rel(root, path)
+		if err != nil || strings.HasPrefix(rel, "..") {
+			return nil
+		}
+		out = append(out, queue.ArtifactMeta{Path: filepath.ToSlash(rel), Name: d.Name(), Bytes: fi.Size(),
+			MIME: mime.TypeByExtension(filepath.Ext(d.Name()))})
+		return nil
+	})
+	return out
+}
