@@ -173,8 +173,11 @@ func NodeDir() string {
 // The test is skipped when node is not on PATH and ODEK_REQUIRE_NODE is
 // unset; with ODEK_REQUIRE_NODE set (CI) a missing node fails it. When
 // node is there but pkg is not installed, or is installed at another
-// version than package.json pins, the test fails saying to run
-// `npm ci --prefix mcpclient/testdata/node`.
+// version than package.json pins, NodeServer installs the pinned packages
+// with `npm ci --prefix mcpclient/testdata/node` (once per process, under
+// a lock file so parallel test binaries do not race), so a plain
+// `go test ./...` works on a fresh machine with node and npm; if that is
+// impossible (no npm, no registry) the test fails saying what to run.
 func NodeServer(t testing.TB, name, pkg string, args ...string) mcpclient.ServerConfig {
 	t.Helper()
 	node, err := exec.LookPath("node")
@@ -186,7 +189,12 @@ func NodeServer(t testing.TB, name, pkg string, args ...string) mcpclient.Server
 	}
 	entry, err := nodeEntry(NodeDir(), pkg)
 	if err != nil {
-		t.Fatalf("mcptest: %v; run `npm ci --prefix mcpclient/testdata/node` from the repository root", err)
+		if ierr := installNodePackages(); ierr != nil {
+			t.Fatalf("mcptest: %v, and installing the pinned packages failed: %v; run `npm ci --prefix mcpclient/testdata/node` from the repository root", err, ierr)
+		}
+		if entry, err = nodeEntry(NodeDir(), pkg); err != nil {
+			t.Fatalf("mcptest: %v after `npm ci --prefix mcpclient/testdata/node`", err)
+		}
 	}
 	env, _ := mcpclient.FilterEnv(os.Environ(), nil, nil)
 	return mcpclient.ServerConfig{
@@ -199,6 +207,30 @@ func NodeServer(t testing.TB, name, pkg string, args ...string) mcpclient.Server
 		Logger:         Logger(t),
 	}
 }
+
+// installNodePackages runs `npm ci` in NodeDir once per process, holding
+// an exclusive lock on a file there so that test binaries running in
+// parallel install once and never see a half-written node_modules.
+var installNodePackages = sync.OnceValue(func() error {
+	npm, err := exec.LookPath("npm")
+	if err != nil {
+		return fmt.Errorf("npm is not on PATH: %v", err)
+	}
+	dir := NodeDir()
+	unlock, err := lockFile(filepath.Join(dir, ".install.lock"))
+	if err != nil {
+		return err
+	}
+	defer unlock()
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, npm, "ci", "--prefix", dir, "--no-audit", "--no-fund", "--loglevel=error")
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		return fmt.Errorf("npm ci: %v: %s", err, strings.TrimSpace(string(out)))
+	}
+	return nil
+})
 
 // nodeEntry finds pkg's installed entry point under dir/node_modules: the
 // script its package.json "bin" names (the only one, or the one named
