@@ -202,7 +202,7 @@ func decodeError(path string, data []byte, err error) error {
 		line, col := position(data, te.Offset)
 		got, _, _ := strings.Cut(te.Value, " ") // "number 12" → "number": drop the value
 		return &Error{Source: path, Field: te.Field, Line: line, Column: col,
-			Reason: fmt.Sprintf("wrong type: got a JSON %s, want %s", got, jsonKind(te.Type)), Err: ErrInvalid}
+			Reason: fmt.Sprintf("wrong type: got a JSON %s, want %s", got, JSONKind(te.Type)), Err: ErrInvalid}
 	}
 	if errors.Is(err, io.ErrUnexpectedEOF) {
 		line, col := position(data, int64(len(data)))
@@ -211,7 +211,13 @@ func decodeError(path string, data []byte, err error) error {
 	return &Error{Source: path, Reason: err.Error(), Err: ErrSyntax}
 }
 
-func jsonKind(t reflect.Type) string {
+// JSONKind names what a Go type accepts in JSON terms ("a string", "an
+// integer", "an object", …), for type-mismatch messages of any package
+// that decodes configuration sections. A nil type is "another type".
+func JSONKind(t reflect.Type) string {
+	if t == nil {
+		return "another type"
+	}
 	for t.Kind() == reflect.Pointer {
 		t = t.Elem()
 	}

@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"path/filepath"
-	"reflect"
 	"sort"
 	"strings"
 	"time"
@@ -207,9 +206,9 @@ func jsonProblem(err error) string {
 	if errors.As(err, &te) {
 		got, _, _ := strings.Cut(te.Value, " ")
 		if te.Field != "" {
-			return fmt.Sprintf("field %q: got a JSON %s, want %s", te.Field, got, kindName(te.Type))
+			return fmt.Sprintf("field %q: got a JSON %s, want %s", te.Field, got, config.JSONKind(te.Type))
 		}
-		return fmt.Sprintf("got a JSON %s, want %s", got, kindName(te.Type))
+		return fmt.Sprintf("got a JSON %s, want %s", got, config.JSONKind(te.Type))
 	}
 	var se *json.SyntaxError
 	if errors.As(err, &se) {
@@ -218,31 +217,6 @@ func jsonProblem(err error) string {
 	return "does not decode"
 }
 
-// kindName names what a Go type accepts in JSON terms.
-func kindName(t reflect.Type) string {
-	if t == nil {
-		return "another type"
-	}
-	for t.Kind() == reflect.Pointer {
-		t = t.Elem()
-	}
-	switch t.Kind() {
-	case reflect.String:
-		return "a string"
-	case reflect.Bool:
-		return "true or false"
-	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64,
-		reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64:
-		return "an integer"
-	case reflect.Float32, reflect.Float64:
-		return "a number"
-	case reflect.Slice, reflect.Array:
-		return "an array"
-	case reflect.Map, reflect.Struct:
-		return "an object"
-	}
-	return t.String()
-}
 
 // parseServer builds one spec. It never fails: problems go to Err.
 func parseServer(src Source, file, name string, raw json.RawMessage) ServerSpec {
