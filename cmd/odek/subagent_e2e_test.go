@@ -636,3 +636,41 @@ func TestSubagentPlanToolBlockAndEvents(t *testing.T) {
 		t.Fatal("plan titles or notes leaked into events")
 	}
 }
+
+// odek run itself offers plan, delegate_tasks and artifact_read, and a
+// delegated child answers through the real binary.
+func TestRunDelegatesToAChild(t *testing.T) {
+	var mu sync.Mutex
+	var parentReqs []llmtest.Recorded
+	srv := llmtest.NewHandler(t, func(r llmtest.Recorded) llmtest.Turn {
+		g := goalOf(r)
+		switch {
+		case strings.HasPrefix(g, "PARENT"):
+			mu.Lock()
+			parentReqs = append(parentReqs, r)
+			mu.Unlock()
+			if len(toolResults(r)) == 0 {
+				return delegateCall("CHILD only")
+			}
+			return llmtest.Reply("parent saw: " + toolResults(r)[0])
+		case strings.HasPrefix(g, "CHILD"):
+			return llmtest.Reply("child finished")
+		}
+		return llmtest.Reply("?")
+	}).RequireAPIKey(testKey)
+	home := subHome(t, "")
+	out := runOdekEnv(t, srv.URL, t.TempDir(), []string{"ODEK_HOME=" + home}, "run", "--quiet", "PARENT delegate one task")
+	if out.code != 0 {
+		t.Fatalf("exit %d\nstdout %s\nstderr %s", out.code, out.stdout, out.stderr)
+	}
+	if !strings.Contains(out.stdout, "child finished") {
+		t.Fatalf("answer does not carry the child's result:\n%s", out.stdout)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	for _, name := range []string{"plan", "delegate_tasks", "artifact_read", "read_file"} {
+		if !hasTool(parentReqs[0], name) {
+			t.Errorf("odek run does not offer %s", name)
+		}
+	}
+}
