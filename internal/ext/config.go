@@ -217,7 +217,6 @@ func jsonProblem(err error) string {
 	return "does not decode"
 }
 
-
 // parseServer builds one spec. It never fails: problems go to Err.
 func parseServer(src Source, file, name string, raw json.RawMessage) ServerSpec {
 	s := ServerSpec{
