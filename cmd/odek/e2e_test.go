@@ -349,11 +349,15 @@ func TestSessionSurvivesSIGTERMMidRun(t *testing.T) {
 		t.Fatalf("wait: %v; stderr %s", err, se.String())
 	}
 	// The completed first step (goal, tool call, tool result) was saved.
-	cont := exec.CommandContext(ctx, odekBin, "continue", "--quiet", "go on")
+	cctx, ccancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer ccancel()
+	cont := exec.CommandContext(cctx, odekBin, "continue", "--quiet", "go on")
 	cont.Dir, cont.Env = work, append(append([]string(nil), cmd.Env...), "ODEK_HOME="+home)
+	var cse bytes.Buffer
+	cont.Stderr = &cse
 	out, err := cont.Output()
 	if err != nil || string(out) != "resumed fine\n" {
-		t.Fatalf("continue: %q %v", out, err)
+		t.Fatalf("continue: %q %v (model calls so far: %d)\nstderr: %s", out, err, srv.Calls(), cse.String())
 	}
 	msgs := srv.Requests()[2].Messages
 	var sawResult bool
