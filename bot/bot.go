@@ -691,7 +691,7 @@ func validateArtifact(dir string, chatID int64, id string, meta queue.ArtifactMe
 	}
 	size := meta.Bytes
 	v := artifacts.Validator{Roots: []string{root}, MaxArtifactBytes: limit}
-	refs, err := v.Validate([]artifacts.RefSpec{{Schema: artifacts.RefSchema, ID: id, URI: fileURI(p), MediaType: media, SizeBytes: &size}})
+	refs, err := v.Validate([]artifacts.RefSpec{{Schema: artifacts.RefSchema, ID: id, URI: fileURI(p), MediaType: media, SizeBytes: &size, SHA256: meta.SHA256}})
 	if err != nil {
 		return artifacts.Ref{}, err
 	}

@@ -115,7 +115,7 @@ func (b *Bot) deliver(ctx context.Context, d queue.Delivery) {
 		c.nextArt++
 		id := fmt.Sprintf("a%d", c.nextArt)
 		c.arts = append(c.arts, chatArtifact{id: id, meta: m})
-		arts = append(arts, Artifact{ID: id, Name: m.Name, MediaType: m.MIME, Bytes: m.Bytes})
+		arts = append(arts, Artifact{ID: id, Name: m.Name, MediaType: m.MIME, Bytes: m.Bytes, SHA256: m.SHA256})
 	}
 	if over := len(c.arts) - maxChatArtifacts; over > 0 {
 		c.arts = append([]chatArtifact(nil), c.arts[over:]...)

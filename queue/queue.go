@@ -136,6 +136,10 @@ type ArtifactMeta struct {
 	Name  string `json:"name,omitempty"`
 	MIME  string `json:"mime,omitempty"`
 	Bytes int64  `json:"bytes,omitempty"`
+	// SHA256 is the lowercase hex digest the worker measured, "" when it
+	// did not hash the file (too large). Front ends show a short prefix and
+	// check it again before sending the file.
+	SHA256 string `json:"sha256,omitempty"`
 }
 
 // Result is the outcome of a job, delivered to the front end. It is the wire

@@ -204,8 +204,13 @@ func JobSessionID(job queue.Job) string {
 	return hex.EncodeToString(sum[:session.IDLen/2])
 }
 
+// MaxHashBytes is the largest artifact CollectArtifacts hashes; larger
+// files are listed without a digest.
+const MaxHashBytes = 64 << 20
+
 // CollectArtifacts lists regular files under dir modified at or after
-// since (at most max, symlinks skipped), with paths relative to root.
+// since (at most max, symlinks skipped), with paths relative to root and
+// the SHA-256 of each file up to MaxHashBytes.
 func CollectArtifacts(root, dir string, since time.Time, max int) []queue.ArtifactMeta {
 	var out []queue.ArtifactMeta
 	since = since.Add(-time.Second) // coarse file system clocks
@@ -225,8 +230,27 @@ func CollectArtifacts(root, dir string, since time.Time, max int) []queue.Artifa
 			return nil
 		}
 		out = append(out, queue.ArtifactMeta{Path: filepath.ToSlash(rel), Name: d.Name(), Bytes: fi.Size(),
-			MIME: mime.TypeByExtension(filepath.Ext(d.Name()))})
+			MIME: mime.TypeByExtension(filepath.Ext(d.Name())), SHA256: hashFile(path, fi.Size())})
 		return nil
 	})
 	return out
+}
+
+// hashFile returns the hex SHA-256 of the regular file at path when it is
+// at most MaxHashBytes and still the size listed, else "".
+func hashFile(path string, size int64) string {
+	if size > MaxHashBytes {
+		return ""
+	}
+	f, err := os.Open(path)
+	if err != nil {
+		return ""
+	}
+	defer f.Close()
+	h := sha256.New()
+	n, err := io.Copy(h, io.LimitReader(f, MaxHashBytes+1))
+	if err != nil || n != size {
+		return ""
+	}
+	return hex.EncodeToString(h.Sum(nil))
 }

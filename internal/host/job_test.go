@@ -64,6 +64,9 @@ func TestCollectArtifacts(t *testing.T) {
 	os.WriteFile(filepath.Join(dir, "sub", "data.json"), []byte("{}"), 0o600)
 	os.Symlink("/etc/passwd", filepath.Join(dir, "link"))
 	got := CollectArtifacts(root, dir, time.Now().Add(-time.Minute), 10)
+	if len(got) == 2 && got[0].SHA256 != "8a5d8b28d66ae90b5876fe0337b963d9f66ab1047f8c866ff4646b73a8a3aa41" {
+		t.Errorf("report.md sha256 = %q", got[0].SHA256)
+	}
 	if len(got) != 2 || got[0].Path != "42/report.md" || got[0].Bytes != 4 || got[1].Path != "42/sub/data.json" || got[1].MIME != "application/json" {
 		t.Fatalf("artifacts %+v", got)
 	}
