@@ -414,3 +414,30 @@ func TestSIGTERMKillsToolSubprocesses(t *testing.T) {
 		}
 	}
 }
+
+// A plan made in one run is shown to the model again after odek continue.
+func TestSessionKeepsThePlan(t *testing.T) {
+	work, home := t.TempDir(), t.TempDir()
+	srv := llmtest.New(t,
+		llmtest.CallTools(llmtest.Call{ID: "p1", Name: "plan", Arguments: `{"verb":"create","steps":[{"id":"s1","title":"survey the repository"},{"id":"s2","title":"write the summary"}]}`}),
+		llmtest.Reply("planned"),
+		llmtest.Reply("continuing"),
+	)
+	env := []string{"ODEK_HOME=" + home}
+	if out := runOdekEnv(t, srv.URL, work, env, "run", "--session", "--quiet", "make a plan"); out.code != 0 {
+		t.Fatalf("first run: %+v", out)
+	}
+	if out := runOdekEnv(t, srv.URL, work, env, "continue", "--quiet", "go on"); out.code != 0 || out.stdout != "continuing\n" {
+		t.Fatalf("continue: %+v", out)
+	}
+	reqs := srv.Requests()
+	var block string
+	for _, m := range reqs[2].Messages {
+		if strings.Contains(m.Content, "survey the repository") && m.Role == "system" {
+			block = m.Content
+		}
+	}
+	if block == "" || !strings.Contains(block, "write the summary") {
+		t.Fatalf("the continued run does not show the saved plan: %+v", reqs[2].Messages)
+	}
+}

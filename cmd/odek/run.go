@@ -160,6 +160,25 @@ func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer, cont b
 		sink = events.Multi(sinks...)
 	}
 
+	// The session comes first: its saved plan seeds the plan tool.
+	var sess *session.Session
+	store := &session.FileStore{Dir: filepath.Join(cfg.Home, "sessions")}
+	if f.session || f.cont {
+		if f.cont {
+			if f.resumeID != "" {
+				sess, err = store.Load(ctx, f.resumeID)
+			} else {
+				sess, err = store.Latest(ctx)
+			}
+			if err != nil {
+				return withCode(exitSetup, fmt.Errorf("continue: %w", err))
+			}
+		} else {
+			sess = session.New(cfg.Model, time.Now())
+		}
+		sess.ExternalRefs = session.MergeRefs(sess.ExternalRefs, f.refs, time.Now())
+	}
+
 	depth, err := subagent.DepthFromEnviron(os.Environ(), 0)
 	if err != nil {
 		return withCode(exitSetup, err)
@@ -182,6 +201,9 @@ func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer, cont b
 			MaxInputTokens: f.maxInputTok, MaxOutputTokens: f.maxOutputTok, MaxCostUSD: f.maxCostUSD,
 		},
 	}
+	if sess != nil {
+		hopts.SavedPlan = sess.Plan
+	}
 	if p, ok := tools.NewTTYPrompter(); ok {
 		hopts.Prompter = p
 	}
@@ -196,27 +218,13 @@ func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer, cont b
 		}
 	}
 	acfg, tracker, red := rt.Agent, rt.Budget, rt.Redactor
-	var sess *session.Session
-	if f.session || f.cont {
-		store := &session.FileStore{Dir: filepath.Join(cfg.Home, "sessions")}
-		if f.cont {
-			if f.resumeID != "" {
-				sess, err = store.Load(ctx, f.resumeID)
-			} else {
-				sess, err = store.Latest(ctx)
-			}
-			if err != nil {
-				return withCode(exitSetup, fmt.Errorf("continue: %w", err))
-			}
-			acfg.History = sess.Messages
-		} else {
-			sess = session.New(cfg.Model, time.Now())
-		}
-		sess.ExternalRefs = session.MergeRefs(sess.ExternalRefs, f.refs, time.Now())
+	if sess != nil {
 		fmt.Fprintln(stderr, "odek: session", sess.ID)
 		acfg.SessionID = sess.ID
+		acfg.History = sess.Messages
 		acfg.Persist = func(msgs []llm.Message) error {
 			sess.Messages = msgs
+			sess.Plan = rt.SavedPlan()
 			return store.Save(context.WithoutCancel(ctx), sess)
 		}
 	}

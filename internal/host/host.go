@@ -102,6 +102,9 @@ type Options struct {
 	// Plan offers the plan tool and shows the current plan to the model
 	// before every call.
 	Plan bool
+	// SavedPlan is a session's saved plan (session.Session.Plan) to start
+	// from; an invalid one is dropped with a warning. nil ⇒ no plan yet.
+	SavedPlan json.RawMessage
 	// Delegate offers delegate_tasks while Depth is below
 	// subagent.max_depth, and artifact_read for the children's artifacts.
 	Delegate bool
@@ -130,9 +133,20 @@ type Runtime struct {
 	// serve (nil when no tool can register any).
 	Artifacts *artifactstore.Store
 
+	plan *plan.Tool
+
 	closeOnce sync.Once
 	closers   []func() error
 	closeErr  error
+}
+
+// SavedPlan is the run's plan in the form session.Session.Plan stores;
+// nil without a plan tool or before the model made a plan.
+func (r *Runtime) SavedPlan() json.RawMessage {
+	if r == nil || r.plan == nil {
+		return nil
+	}
+	return r.plan.State().Save()
 }
 
 // Close releases what Build started. It is safe to call more than once.
@@ -213,7 +227,12 @@ func Build(ctx context.Context, opts Options) (*Runtime, error) {
 	toolset := tools.Builtins(tools.Options{WorkDir: workDir, ShellTimeout: cfg.Tools.ShellTimeout()})
 	var planTool *plan.Tool
 	if opts.Plan {
-		planTool = plan.NewTool(plan.Options{Emit: agent.Emit})
+		initial, err := plan.Restore(opts.SavedPlan)
+		if err != nil {
+			warn(fmt.Sprintf("the session's saved plan is ignored: %v", err))
+		}
+		planTool = plan.NewTool(plan.Options{Emit: agent.Emit, Initial: initial})
+		rt.plan = planTool
 		toolset = append(toolset, planTool)
 	}
 	extensions := opts.Extensions || opts.ExtensionSet != nil

@@ -117,7 +117,7 @@ func (j *JobRunner) Run(ctx context.Context, job queue.Job, sink events.Sink, ap
 		Warn:         func(w string) { log.Warn(w) },
 		AdjustLimits: func(l *budget.Limits) { *l, _ = budget.MergeLimits(*l, jobLimits) },
 		SessionID:    sid, Start: start,
-		LLM: j.LLM, ExtensionSet: j.Extensions, Plan: true, Delegate: true, ClientVersion: j.ClientVersion,
+		LLM: j.LLM, ExtensionSet: j.Extensions, Plan: true, SavedPlan: sess.Plan, Delegate: true, ClientVersion: j.ClientVersion,
 	})
 	if err != nil {
 		return failed(ExitSetup, err)
@@ -127,6 +127,7 @@ func (j *JobRunner) Run(ctx context.Context, job queue.Job, sink events.Sink, ap
 	acfg.History = sess.Messages
 	acfg.Persist = func(msgs []llm.Message) error {
 		sess.Messages = msgs
+		sess.Plan = rt.SavedPlan()
 		return j.Sessions.Save(context.WithoutCancel(ctx), sess)
 	}
 	res, runErr := agent.Run(ctx, acfg, JobGoal(job, sess.Messages))

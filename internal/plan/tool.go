@@ -24,6 +24,10 @@ type Options struct {
 	// MaxSteps bounds a plan's steps; 0 ⇒ DefaultMaxSteps, capped at
 	// HardMaxSteps.
 	MaxSteps int
+	// Initial is the plan to start from (Restore of a session's saved
+	// plan); the zero State starts without one. Its version goes on rising
+	// from where it was.
+	Initial State
 }
 
 // Tool is the built-in plan tool for one run. It also implements
@@ -41,7 +45,9 @@ func NewTool(opts Options) *Tool {
 		opts.MaxSteps = DefaultMaxSteps
 	}
 	opts.MaxSteps = min(opts.MaxSteps, HardMaxSteps)
-	return &Tool{opts: opts}
+	start := opts.Initial
+	start.Steps = append([]Step(nil), start.Steps...)
+	return &Tool{opts: opts, state: start}
 }
 
 // Definition describes the tool to the model.

@@ -25,6 +25,7 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"time"
@@ -59,6 +60,10 @@ type Session struct {
 	Messages []llm.Message `json:"messages"`
 	// ExternalRefs are operator-supplied pointers to outside state.
 	ExternalRefs []ExternalRef `json:"external_refs,omitempty"`
+	// Plan is the plan tool's state at the last save (internal/plan's
+	// Saved form), so a continued conversation keeps its plan. Opaque
+	// here; absent when the model made no plan.
+	Plan json.RawMessage `json:"plan,omitempty"`
 }
 
 // New returns an empty session with a fresh id.

@@ -9,6 +9,7 @@ package sessiontest
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"reflect"
@@ -33,6 +34,7 @@ func Sample(n int) *session.Session {
 			{Role: llm.RoleTool, ToolCallID: "it1-call0", Name: "shell", Content: "a.go\nb.go\n"},
 		},
 		ExternalRefs: []session.ExternalRef{{Kind: "ci-run", URI: "https://ci.example.test/runs/1", CreatedBy: "ci", ReadOnly: true, CreatedAt: time.Date(2026, 8, 7, 12, 0, 0, 0, time.UTC)}},
+		Plan:         json.RawMessage(`{"version":2,"steps":[{"id":"a","title":"t","status":"done"}]}`),
 	}
 	for i := range n {
 		role := llm.RoleUser
