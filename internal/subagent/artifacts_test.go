@@ -5,6 +5,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -211,5 +212,29 @@ func TestStagingRefusesSymlinkedPath(t *testing.T) {
 	}
 	if fi, _ := os.Stat(dir); fi.Mode().Perm() != 0o700 {
 		t.Fatalf("mode %v", fi.Mode())
+	}
+}
+
+// Children of one delegate_tasks call share the work directory and create
+// their staging directories at the same moment; none may lose the race.
+func TestPrepareStageConcurrentSiblings(t *testing.T) {
+	for round := range 20 {
+		work := t.TempDir()
+		const n = 8
+		errs := make(chan error, n)
+		start := make(chan struct{})
+		for i := range n {
+			go func() {
+				<-start
+				_, err := prepareStage(work, fmt.Sprintf("t%d", i))
+				errs <- err
+			}()
+		}
+		close(start)
+		for range n {
+			if err := <-errs; err != nil {
+				t.Fatalf("round %d: %v", round, err)
+			}
+		}
 	}
 }

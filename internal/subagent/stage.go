@@ -43,7 +43,17 @@ func prepareStage(workDir, name string) (string, error) {
 		case err == nil && fi.Mode()&fs.ModeSymlink != 0 || err == nil && !fi.IsDir():
 			return "", fmt.Errorf("%w: staging path component %q is not a plain directory", ErrArtifacts, part)
 		case errors.Is(err, fs.ErrNotExist):
-			if err := os.Mkdir(dir, 0o700); err != nil {
+			err := os.Mkdir(dir, 0o700)
+			if errors.Is(err, fs.ErrExist) {
+				// A sibling child (same work directory, started at the same
+				// moment) made it first: accept it only if it is a plain
+				// directory too.
+				fi, err = os.Lstat(dir)
+				if err == nil && (fi.Mode()&fs.ModeSymlink != 0 || !fi.IsDir()) {
+					return "", fmt.Errorf("%w: staging path component %q is not a plain directory", ErrArtifacts, part)
+				}
+			}
+			if err != nil {
 				return "", fmt.Errorf("%w: create staging directory: %v", ErrArtifacts, err)
 			}
 		case err != nil:
