@@ -44,30 +44,17 @@ func encodeRequest(req *Request, stream bool, cache *msgCache, dst []byte) ([]by
 	case req.MaxTokens < 0:
 		return nil, fmt.Errorf("%w: Request.MaxTokens is %d, want >= 0", ErrInvalidRequest, req.MaxTokens)
 	}
-	rest := wireRest{Model: req.Model, Tools: req.Tools, Temperature: req.Temperature, MaxTokens: req.MaxTokens}
-	if stream {
-		rest.Stream = true
-		rest.StreamOptions = &wireStreamOpts{IncludeUsage: true}
-	}
-	toolsCopied := false
-	for i, t := range rest.Tools {
-		if t.Function.Name == "" {
-			return nil, fmt.Errorf("%w: Request.Tools[%d] has no function name", ErrInvalidRequest, i)
+	restEnc := cache.lookupRest(req, stream)
+	if restEnc == nil {
+		var err error
+		if restEnc, err = encodeRest(req, stream); err != nil {
+			return nil, err
 		}
-		if len(t.Function.Parameters) > 0 && !json.Valid(t.Function.Parameters) {
-			return nil, fmt.Errorf("%w: parameters of tool %q are not valid JSON", ErrInvalidRequest, t.Function.Name)
-		}
-		if t.Type == "" {
-			if !toolsCopied {
-				rest.Tools = append([]ToolSpec(nil), rest.Tools...)
-				toolsCopied = true
-			}
-			rest.Tools[i].Type = "function"
-		}
+		cache.storeRest(req, stream, restEnc)
 	}
 
 	buf := bytes.NewBuffer(dst[:0])
-	buf.Grow(estimateSize(req))
+	buf.Grow(estimateSize(req) + len(restEnc))
 	enc := json.NewEncoder(buf)
 	enc.SetEscapeHTML(false)
 
@@ -102,15 +89,43 @@ func encodeRequest(req *Request, stream bool, cache *msgCache, dst []byte) ([]by
 		cache.store(entries)
 	}
 	buf.WriteString("],")
-	restStart := buf.Len()
+	// restEnc is {"model":…}: the object is already open, so skip its '{'.
+	buf.Write(restEnc[1:])
+	return buf.Bytes(), nil
+}
+
+// encodeRest validates the tools and renders everything of the body but
+// "messages" as one JSON object (no trailing newline). It is the same for
+// every call of one agent, so Complete caches it (msgCache.storeRest).
+func encodeRest(req *Request, stream bool) ([]byte, error) {
+	rest := wireRest{Model: req.Model, Tools: req.Tools, Temperature: req.Temperature, MaxTokens: req.MaxTokens}
+	if stream {
+		rest.Stream = true
+		rest.StreamOptions = &wireStreamOpts{IncludeUsage: true}
+	}
+	toolsCopied := false
+	for i, t := range rest.Tools {
+		if t.Function.Name == "" {
+			return nil, fmt.Errorf("%w: Request.Tools[%d] has no function name", ErrInvalidRequest, i)
+		}
+		if len(t.Function.Parameters) > 0 && !json.Valid(t.Function.Parameters) {
+			return nil, fmt.Errorf("%w: parameters of tool %q are not valid JSON", ErrInvalidRequest, t.Function.Name)
+		}
+		if t.Type == "" {
+			if !toolsCopied {
+				rest.Tools = append([]ToolSpec(nil), rest.Tools...)
+				toolsCopied = true
+			}
+			rest.Tools[i].Type = "function"
+		}
+	}
+	var b bytes.Buffer
+	enc := json.NewEncoder(&b)
+	enc.SetEscapeHTML(false)
 	if err := enc.Encode(&rest); err != nil {
 		return nil, fmt.Errorf("%w: %v", ErrInvalidRequest, err)
 	}
-	// rest encodes as {"model":…}\n: drop its '{' (the object is already
-	// open) and the newline.
-	b := buf.Bytes()
-	copy(b[restStart:], b[restStart+1:])
-	return b[:len(b)-2], nil
+	return bytes.TrimSuffix(b.Bytes(), []byte("\n")), nil
 }
 
 // encodeMessage appends the JSON of m to buf (without a newline), sending
@@ -174,6 +189,61 @@ type msgCache struct {
 	mu       sync.Mutex
 	cur, old map[msgKey]*msgEntry
 	curBytes int
+	rest     *restEntry // the last request's non-message part
+}
+
+// restEntry is an encoded request minus its messages, with deep copies of
+// what it was encoded from so a hit is never stale (a caller may reuse a
+// tools slice with other contents).
+type restEntry struct {
+	model     string
+	tools     []ToolSpec // Parameters cloned
+	temp      *float64
+	maxTokens int
+	stream    bool
+	enc       []byte
+}
+
+// lookupRest returns the cached encoding of req's non-message part, or nil.
+func (c *msgCache) lookupRest(req *Request, stream bool) []byte {
+	if c == nil {
+		return nil
+	}
+	c.mu.Lock()
+	e := c.rest
+	c.mu.Unlock()
+	if e == nil || e.model != req.Model || e.maxTokens != req.MaxTokens || e.stream != stream ||
+		(e.temp == nil) != (req.Temperature == nil) || e.temp != nil && *e.temp != *req.Temperature ||
+		len(e.tools) != len(req.Tools) {
+		return nil
+	}
+	for i := range e.tools {
+		a, b := &e.tools[i], &req.Tools[i]
+		if a.Type != b.Type || a.Function.Name != b.Function.Name || a.Function.Description != b.Function.Description ||
+			!bytes.Equal(a.Function.Parameters, b.Function.Parameters) {
+			return nil
+		}
+	}
+	return e.enc
+}
+
+// storeRest caches enc as the encoding of req's non-message part.
+func (c *msgCache) storeRest(req *Request, stream bool, enc []byte) {
+	if c == nil {
+		return
+	}
+	e := &restEntry{model: req.Model, maxTokens: req.MaxTokens, stream: stream, enc: enc,
+		tools: append([]ToolSpec(nil), req.Tools...)}
+	for i := range e.tools {
+		e.tools[i].Function.Parameters = bytes.Clone(e.tools[i].Function.Parameters)
+	}
+	if req.Temperature != nil {
+		t := *req.Temperature
+		e.temp = &t
+	}
+	c.mu.Lock()
+	c.rest = e
+	c.mu.Unlock()
 }
 
 type msgKey struct {

@@ -195,3 +195,57 @@ func TestSameMessageCoversAllFields(t *testing.T) {
 		t.Error("equal messages reported different")
 	}
 }
+
+// The non-message part of the body is cached per client; a hit must never
+// be stale, whatever the caller changed in place.
+func TestRestCacheNeverStale(t *testing.T) {
+	var cache msgCache
+	tools := []ToolSpec{{Type: "function", Function: FunctionSpec{Name: "a", Parameters: json.RawMessage(`{"type":"object"}`)}}}
+	req := Request{Model: "m", Messages: []Message{{Role: RoleUser, Content: "hi"}}, Tools: tools}
+	fresh := func(r Request, stream bool) string {
+		b, err := encodeRequest(&r, stream, nil, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return string(b)
+	}
+	cached := func(r Request, stream bool) string {
+		b, err := encodeRequest(&r, stream, &cache, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return string(b)
+	}
+	if a, b := cached(req, true), cached(req, true); a != b || a != fresh(req, true) {
+		t.Fatalf("cached bodies differ:\n%s\n%s", a, b)
+	}
+	tools[0].Function.Parameters[9] = 'X' // same slice, other bytes: {"type":"Xbject"}
+	if got := cached(req, true); got != fresh(req, true) || !strings.Contains(got, "Xbject") {
+		t.Fatalf("stale after an in-place change of the parameters:\n%s", got)
+	}
+	tools[0].Function.Name = "b"
+	if got := cached(req, true); !strings.Contains(got, `"name":"b"`) {
+		t.Fatalf("stale after a rename:\n%s", got)
+	}
+	temp := 0.5
+	req.Temperature = &temp
+	if got := cached(req, true); !strings.Contains(got, `"temperature":0.5`) {
+		t.Fatalf("stale after setting temperature:\n%s", got)
+	}
+	temp = 0.7
+	if got := cached(req, true); !strings.Contains(got, `"temperature":0.7`) {
+		t.Fatalf("stale after changing temperature in place:\n%s", got)
+	}
+	if got := cached(req, false); strings.Contains(got, `"stream"`) || got != fresh(req, false) {
+		t.Fatalf("stream flag not part of the key:\n%s", got)
+	}
+	req.Model = "m2"
+	if got := cached(req, false); !strings.Contains(got, `"model":"m2"`) {
+		t.Fatalf("stale after a model change:\n%s", got)
+	}
+	bad := req
+	bad.Tools = []ToolSpec{{Function: FunctionSpec{Name: "x", Parameters: json.RawMessage(`{`)}}}
+	if _, err := encodeRequest(&bad, true, &cache, nil); err == nil {
+		t.Fatal("invalid parameters accepted through the cache")
+	}
+}
