@@ -4,11 +4,9 @@ import (
 	"bytes"
 	"context"
 	"errors"
-	"fmt"
 	"net"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"strings"
 	"sync"
 	"syscall"
@@ -16,6 +14,7 @@ import (
 	"time"
 
 	"github.com/odekrun/odek/bot/bottest"
+	"github.com/odekrun/odek/internal/bintest"
 	"github.com/odekrun/odek/internal/llm/llmtest"
 	"github.com/odekrun/odek/queue/queuetest"
 )
@@ -24,41 +23,27 @@ import (
 // a real redis-server and real `odek worker` processes answering from the
 // fake LLM.
 
-var (
-	buildOnce sync.Once
-	binDir    string
-	buildErr  error
-)
+var bins bintest.Set
 
 func TestMain(m *testing.M) {
 	code := m.Run()
-	if binDir != "" {
-		os.RemoveAll(binDir)
-	}
+	bins.Remove()
 	os.Exit(code)
 }
 
-// binaries builds odek and odek-bot once per test binary, into a
-// directory TestMain removes.
+// binaries builds odek and odek-bot once per test binary; TestMain
+// removes them.
 func binaries(t testing.TB) (odek, odekBot string) {
 	t.Helper()
-	buildOnce.Do(func() {
-		binDir, buildErr = os.MkdirTemp("", "odek-bot-e2e-")
-		if buildErr != nil {
-			return
-		}
-		for _, pkg := range []string{"odek", "odek-bot"} {
-			out, err := exec.Command("go", "build", "-o", filepath.Join(binDir, pkg), "../"+pkg).CombinedOutput()
-			if err != nil {
-				buildErr = fmt.Errorf("go build %s: %v\n%s", pkg, err, out)
-				return
-			}
-		}
-	})
-	if buildErr != nil {
-		t.Fatal(buildErr)
+	odek, err := bins.Build("github.com/odekrun/odek/cmd/odek")
+	if err != nil {
+		t.Fatal(err)
 	}
-	return filepath.Join(binDir, "odek"), filepath.Join(binDir, "odek-bot")
+	odekBot, err = bins.Build("github.com/odekrun/odek/cmd/odek-bot")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return odek, odekBot
 }
 
 type syncBuf struct {

@@ -16,24 +16,17 @@ import (
 
 	"github.com/odekrun/odek/events"
 	"github.com/odekrun/odek/events/eventstest"
+	"github.com/odekrun/odek/internal/bintest"
 	"github.com/odekrun/odek/internal/llm/llmtest"
 )
 
 var odekBin string
 
 func TestMain(m *testing.M) {
-	dir, err := os.MkdirTemp("", "odek-e2e")
-	if err != nil {
-		panic(err)
-	}
-	odekBin = filepath.Join(dir, "odek")
-	build := exec.Command("go", "build", "-o", odekBin, ".")
-	build.Stderr = os.Stderr
-	if err := build.Run(); err != nil {
-		panic("building odek: " + err.Error())
-	}
+	var bins bintest.Set
+	odekBin = bins.MustBuild("github.com/odekrun/odek/cmd/odek")
 	code := m.Run()
-	os.RemoveAll(dir)
+	bins.Remove()
 	os.Exit(code)
 }
 

@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync/atomic"
@@ -15,6 +14,7 @@ import (
 	"github.com/odekrun/odek/agent"
 	"github.com/odekrun/odek/events"
 	"github.com/odekrun/odek/internal/artifactstore"
+	"github.com/odekrun/odek/internal/bintest"
 	"github.com/odekrun/odek/internal/budget"
 	"github.com/odekrun/odek/internal/llm"
 	"github.com/odekrun/odek/internal/llm/llmtest"
@@ -27,18 +27,10 @@ import (
 var odekBin string
 
 func TestMain(m *testing.M) {
-	dir, err := os.MkdirTemp("", "odek-subagent-test")
-	if err != nil {
-		panic(err)
-	}
-	odekBin = filepath.Join(dir, "odek")
-	build := exec.Command("go", "build", "-o", odekBin, "github.com/odekrun/odek/cmd/odek")
-	build.Stderr = os.Stderr
-	if err := build.Run(); err != nil {
-		panic("building odek: " + err.Error())
-	}
+	var bins bintest.Set
+	odekBin = bins.MustBuild("github.com/odekrun/odek/cmd/odek")
 	code := m.Run()
-	os.RemoveAll(dir)
+	bins.Remove()
 	os.Exit(code)
 }
 
