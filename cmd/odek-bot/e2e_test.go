@@ -1,7 +1,6 @@
 package main_test
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"net"
@@ -46,27 +45,10 @@ func binaries(t testing.TB) (odek, odekBot string) {
 	return odek, odekBot
 }
 
-type syncBuf struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuf) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuf) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
-
 type proc struct {
 	name   string
 	cmd    *exec.Cmd
-	out    *syncBuf
+	out    *bintest.Buffer
 	exited chan struct{}
 }
 
@@ -75,7 +57,7 @@ func start(t *testing.T, name, bin string, env []string, args ...string) *proc {
 	cmd := exec.Command(bin, args...)
 	cmd.Env = append([]string{"PATH=" + os.Getenv("PATH"), "HOME=" + t.TempDir()}, env...)
 	cmd.Dir = t.TempDir()
-	p := &proc{name: name, cmd: cmd, out: &syncBuf{}, exited: make(chan struct{})}
+	p := &proc{name: name, cmd: cmd, out: &bintest.Buffer{}, exited: make(chan struct{})}
 	cmd.Stdout, cmd.Stderr = p.out, p.out
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)

@@ -1,7 +1,6 @@
 package main_test
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -17,6 +16,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/odekrun/odek/internal/bintest"
 	"github.com/odekrun/odek/internal/llm/llmtest"
 	"github.com/odekrun/odek/queue"
 	"github.com/odekrun/odek/queue/queuetest"
@@ -25,28 +25,10 @@ import (
 // These tests run real `odek worker` and `odek queue` processes against a
 // real redis-server and the fake LLM. Every wait is a poll with a deadline.
 
-// syncBuf is a bytes.Buffer safe to read while a process writes it.
-type syncBuf struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuf) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuf) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
-
 type workerProc struct {
 	name   string
 	cmd    *exec.Cmd
-	stderr *syncBuf
+	stderr *bintest.Buffer
 	exited chan struct{}
 	err    error
 }
@@ -88,7 +70,7 @@ func (e *queueEnv) startWorker(name string, args ...string) *workerProc {
 	ctx, cancel := context.WithCancel(context.Background())
 	cmd := odekCmd(e.t, ctx, e.llm, e.t.TempDir(), append([]string{"worker", "--name", name, "--log-level", "debug"}, args...)...)
 	cmd.Env = append(cmd.Env, e.env...)
-	w := &workerProc{name: name, cmd: cmd, stderr: &syncBuf{}, exited: make(chan struct{})}
+	w := &workerProc{name: name, cmd: cmd, stderr: &bintest.Buffer{}, exited: make(chan struct{})}
 	cmd.Stderr = w.stderr
 	if err := cmd.Start(); err != nil {
 		e.t.Fatal(err)
@@ -509,7 +491,7 @@ func TestWorkerCancelRunningJob(t *testing.T) {
 	defer cancel()
 	sub := odekCmd(t, ctx, llm.URL, t.TempDir(), "queue", "submit", "--chat", "5", "--wait", "run forever")
 	sub.Env = append(sub.Env, e.env...)
-	var so, se syncBuf
+	var so, se bintest.Buffer
 	sub.Stdout, sub.Stderr = &so, &se
 	if err := sub.Start(); err != nil {
 		t.Fatal(err)
@@ -623,7 +605,7 @@ func BenchmarkWorkerMemory(b *testing.B) {
 		cmd.Dir = home
 		cmd.Env = []string{"PATH=" + os.Getenv("PATH"), "HOME=" + home, "ODEK_HOME=" + home, "ODEK_BASE_URL=" + llm.URL,
 			"ODEK_MODEL=test-model", "ODEK_API_KEY=sk-test-key-0123456789abcdef", "REDIS_URL=redis://" + srv.Addr}
-		var se syncBuf
+		var se bintest.Buffer
 		cmd.Stderr = &se
 		if err := cmd.Start(); err != nil {
 			b.Fatal(err)

@@ -1,5 +1,5 @@
 // Package bintest builds odek's commands for tests that run them as real
-// processes (end-to-end tests of cmd/odek and cmd/odek-bot, sub-agent tests
+// processes, and collects those processes' output (Buffer), (end-to-end tests of cmd/odek and cmd/odek-bot, sub-agent tests
 // whose children are real `odek subagent` processes).
 //
 // Concurrency and ownership: a Set is safe for concurrent use; it builds
@@ -8,6 +8,7 @@
 package bintest
 
 import (
+	"bytes"
 	"fmt"
 	"os"
 	"os/exec"
@@ -67,4 +68,25 @@ func (s *Set) Remove() {
 		os.RemoveAll(s.dir)
 		s.dir, s.built = "", nil
 	}
+}
+
+// Buffer collects a process's output; unlike bytes.Buffer it may be read
+// while the process is still writing to it. The zero value is ready.
+type Buffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+// Write appends p.
+func (s *Buffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+// String returns what was written so far.
+func (s *Buffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
 }
