@@ -58,13 +58,16 @@ func runOdek(t *testing.T, baseURL, workdir string, args ...string) runOut {
 }
 
 // runOdekEnv is runOdek with extra environment entries, which win over the
-// defaults (e.g. a fixed ODEK_HOME shared by several runs).
+// defaults (e.g. a fixed ODEK_HOME shared by several runs). odek runs in a
+// session of its own, without a controlling terminal, so it can never stop
+// at a prompt whatever terminal the tests were started from.
 func runOdekEnv(t *testing.T, baseURL, workdir string, env []string, args ...string) runOut {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 	cmd := odekCmd(t, ctx, baseURL, workdir, args...)
 	cmd.Env = append(cmd.Env, env...)
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
 	var so, se bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &so, &se
 	err := cmd.Run()

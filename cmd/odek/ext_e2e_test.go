@@ -1,46 +1,18 @@
 package main_test
 
 import (
-	"bytes"
-	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strings"
-	"syscall"
 	"testing"
-	"time"
 
 	"github.com/odekrun/odek/events"
 	"github.com/odekrun/odek/internal/llm/llmtest"
 	"github.com/odekrun/odek/mcpclient/mcptest"
 )
-
-// extRunDetached runs odek like runOdekEnv but in a new session, so it has
-// no controlling terminal and can never stop at an approval prompt.
-func extRunDetached(t *testing.T, baseURL, workdir string, env []string, args ...string) runOut {
-	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
-	defer cancel()
-	cmd := odekCmd(t, ctx, baseURL, workdir, args...)
-	cmd.Env = append(cmd.Env, env...)
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
-	var so, se bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &so, &se
-	err := cmd.Run()
-	out := runOut{stdout: so.String(), stderr: se.String()}
-	var ee *exec.ExitError
-	if errors.As(err, &ee) {
-		out.code = ee.ExitCode()
-	} else if err != nil {
-		t.Fatal(err)
-	}
-	return out
-}
 
 // extOdekHome writes an operator config.json with the given mcp_servers
 // section into a fresh ODEK_HOME and returns the env entry selecting it.
@@ -86,7 +58,7 @@ func TestRunCallsMCPToolWithArtifacts(t *testing.T) {
 		llmtest.Reply("The report is attached."),
 	)
 	evPath := filepath.Join(t.TempDir(), "events.jsonl")
-	out := extRunDetached(t, srv.URL, t.TempDir(), []string{homeEnv}, "run", "--events-jsonl", evPath, "write the report")
+	out := runOdekEnv(t, srv.URL, t.TempDir(), []string{homeEnv}, "run", "--events-jsonl", evPath, "write the report")
 	if out.code != 0 {
 		t.Fatalf("exit %d\nstderr: %s", out.code, out.stderr)
 	}
@@ -141,7 +113,7 @@ func TestRunRequiredMCPServerFailsWithExit3(t *testing.T) {
 	fx := mcptest.FixturePath(t)
 	_, homeEnv := extOdekHome(t, fmt.Sprintf(`{"broken":{"command":%q,"args":["-mode=exit-initialize"],"required":true,"auto_approve":true}}`, fx))
 	srv := llmtest.New(t, llmtest.Reply("never asked"))
-	out := extRunDetached(t, srv.URL, t.TempDir(), []string{homeEnv}, "run", "hello")
+	out := runOdekEnv(t, srv.URL, t.TempDir(), []string{homeEnv}, "run", "hello")
 	if out.code != 3 {
 		t.Fatalf("exit %d, want 3\nstderr: %s", out.code, out.stderr)
 	}
@@ -155,7 +127,7 @@ func TestRunRequiredMCPServerFailsWithExit3(t *testing.T) {
 	// The same server, optional: reported, and the run goes on.
 	_, homeEnv = extOdekHome(t, fmt.Sprintf(`{"broken":{"command":%q,"args":["-mode=exit-initialize"],"auto_approve":true}}`, fx))
 	srv = llmtest.New(t, llmtest.Reply("fine"))
-	out = extRunDetached(t, srv.URL, t.TempDir(), []string{homeEnv}, "run", "hello")
+	out = runOdekEnv(t, srv.URL, t.TempDir(), []string{homeEnv}, "run", "hello")
 	if out.code != 0 || out.stdout != "fine\n" || !strings.Contains(out.stderr, `MCP server "broken" (operator): failed:`) {
 		t.Fatalf("optional failure: exit %d\nstdout %q\nstderr: %s", out.code, out.stdout, out.stderr)
 	}
@@ -172,7 +144,7 @@ func TestRunProjectMCPServerNeedsApproval(t *testing.T) {
 
 	// No terminal, no grant: not loaded, and stderr says how to approve.
 	srv := llmtest.New(t, llmtest.Reply("ok"))
-	out := extRunDetached(t, srv.URL, work, []string{homeEnv}, "run", "hello")
+	out := runOdekEnv(t, srv.URL, work, []string{homeEnv}, "run", "hello")
 	if out.code != 0 || !strings.Contains(out.stderr, `MCP server "fx" (project): skipped: not approved`) || !strings.Contains(out.stderr, "ODEK_APPROVE_MCP=1") {
 		t.Fatalf("exit %d\nstderr: %s", out.code, out.stderr)
 	}
@@ -188,7 +160,7 @@ func TestRunProjectMCPServerNeedsApproval(t *testing.T) {
 		llmtest.CallTools(llmtest.Call{ID: "e1", Name: "fx__echo", Arguments: `{"text":"from the project server"}`}),
 		llmtest.Reply("echoed"),
 	)
-	out = extRunDetached(t, srv.URL, work, []string{homeEnv, "ODEK_APPROVE_MCP=1"}, "run", "echo something")
+	out = runOdekEnv(t, srv.URL, work, []string{homeEnv, "ODEK_APPROVE_MCP=1"}, "run", "echo something")
 	if out.code != 0 || out.stdout != "echoed\n" {
 		t.Fatalf("exit %d\nstdout %q\nstderr: %s", out.code, out.stdout, out.stderr)
 	}
@@ -201,7 +173,7 @@ func TestRunProjectMCPServerNeedsApproval(t *testing.T) {
 
 	// odek ext approve --yes remembers the answers; later runs load the
 	// server without a terminal or ODEK_APPROVE_MCP.
-	out = extRunDetached(t, "", work, []string{homeEnv}, "ext", "approve", "--yes")
+	out = runOdekEnv(t, "", work, []string{homeEnv}, "ext", "approve", "--yes")
 	if out.code != 0 || !strings.Contains(out.stdout, `MCP server "fx" (project): loaded with 6 tools`) {
 		t.Fatalf("ext approve: exit %d\n%s\n%s", out.code, out.stdout, out.stderr)
 	}
@@ -209,7 +181,7 @@ func TestRunProjectMCPServerNeedsApproval(t *testing.T) {
 		llmtest.CallTools(llmtest.Call{ID: "e2", Name: "fx__echo", Arguments: `{"text":"approved ahead"}`}),
 		llmtest.Reply("done"),
 	)
-	out = extRunDetached(t, srv.URL, work, []string{homeEnv}, "run", "echo again")
+	out = runOdekEnv(t, srv.URL, work, []string{homeEnv}, "run", "echo again")
 	if out.code != 0 || !strings.Contains(srv.Requests()[1].LastMessage().Content, "approved ahead") {
 		t.Fatalf("run after ext approve: exit %d\n%s", out.code, out.stderr)
 	}
