@@ -257,17 +257,17 @@ func (w *Worker) Shutdown(ctx context.Context) error {
 	if !w.started.Load() {
 		return nil
 	}
-	idle := make(chan struct{})
-	go func() { w.jobs.Wait(); close(idle) }()
-	var err error
+	// Wait for Run itself, not only for the jobs running now: a Claim in
+	// flight when claiming stopped may still hand out jobs, and the
+	// deadline must bound those too.
 	select {
-	case <-idle:
+	case <-w.finished:
+		return nil
 	case <-ctx.Done():
 		w.stopJobs(errShutdown)
-		err = fmt.Errorf("worker: shutdown: running jobs canceled and left for redelivery: %w", ctx.Err())
+		<-w.finished
+		return fmt.Errorf("worker: shutdown: running jobs canceled and left for redelivery: %w", ctx.Err())
 	}
-	<-w.finished
-	return err
 }
 
 func (w *Worker) setHealth(running bool, err error) {

@@ -434,3 +434,70 @@ func mustClient(url string) agent.Completer {
 	}
 	return c
 }
+
+// slowClaimQueue hands out one lease from a Claim that is already in flight
+// when Shutdown starts: Claim blocks until release is closed.
+type slowClaimQueue struct {
+	queue.Queue
+	inClaim chan struct{} // closed when the first Claim is waiting
+	release chan struct{}
+	once    sync.Once
+	lease   queue.Lease
+}
+
+func (q *slowClaimQueue) Claim(ctx context.Context, consumer string, max int, block time.Duration) ([]queue.Lease, error) {
+	first := false
+	q.once.Do(func() { first = true })
+	if !first {
+		return nil, nil
+	}
+	close(q.inClaim)
+	<-q.release
+	return []queue.Lease{q.lease}, nil
+}
+
+// A job handed out by the Claim that was in flight when Shutdown began must
+// still be bounded by the shutdown timeout: Shutdown cancels it and returns,
+// instead of waiting for it without limit.
+func TestShutdownTimeoutCoversJobFromInFlightClaim(t *testing.T) {
+	mem := queue.NewMemory(queue.Options{})
+	enqueue(t, mem, queue.Job{ChatID: 1, Goal: "late"})
+	leases, err := mem.Claim(context.Background(), "setup", 1, 0)
+	if err != nil || len(leases) != 1 {
+		t.Fatalf("setup claim = %v, %v", leases, err)
+	}
+	q := &slowClaimQueue{Queue: mem, inClaim: make(chan struct{}), release: make(chan struct{}), lease: leases[0]}
+	started := make(chan string, 1)
+	w, err := worker.New(worker.Config{Queue: q, Run: blockUntilCanceled(started)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	runDone := make(chan error, 1)
+	go func() { runDone <- w.Run(context.Background()) }()
+	<-q.inClaim
+
+	ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
+	defer cancel()
+	shutDone := make(chan error, 1)
+	go func() { shutDone <- w.Shutdown(ctx) }()
+	// The claim returns only after Shutdown's context ended: whatever
+	// Shutdown does, the job it hands out must be canceled.
+	<-ctx.Done()
+	close(q.release)
+	select {
+	case <-started:
+	case <-time.After(10 * time.Second):
+		t.Fatal("claimed job never started")
+	}
+	select {
+	case err := <-shutDone:
+		if err == nil {
+			t.Error("Shutdown = nil, want an error saying the running job was canceled")
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("Shutdown did not return although its context ended: the job from the in-flight claim is not bounded by the shutdown timeout")
+	}
+	if err := <-runDone; err != nil {
+		t.Errorf("Run = %v, want nil", err)
+	}
+}
