@@ -35,10 +35,14 @@ type scriptCall struct {
 }
 
 // run calls script with args (no KEYS) and returns its reply, sharing the
-// round trip with concurrent calls. ctx bounds only the wait: once sent,
-// a script runs to completion whatever happens to ctx, as with any Redis
-// call.
+// round trip with concurrent calls. A ctx already done sends nothing.
+// Otherwise ctx bounds only the wait: once queued, a script runs to
+// completion whatever happens to ctx, as with any Redis call, and a reply
+// that is in when ctx ends is returned rather than ctx's error.
 func (co *coalescer) run(ctx context.Context, script *redis.Script, args ...any) (any, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
 	call := &scriptCall{script: script, args: args, done: make(chan struct{})}
 	co.mu.Lock()
 	co.pending = append(co.pending, call)
@@ -54,7 +58,12 @@ func (co *coalescer) run(ctx context.Context, script *redis.Script, args ...any)
 	case <-call.done:
 		return call.val, call.err
 	case <-ctx.Done():
-		return nil, ctx.Err()
+		select {
+		case <-call.done: // both ready: the reply tells what happened
+			return call.val, call.err
+		default:
+			return nil, ctx.Err()
+		}
 	}
 }
 

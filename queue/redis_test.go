@@ -101,3 +101,38 @@ func TestRedisRecreatesGroupsAfterDataLoss(t *testing.T) {
 		t.Fatalf("ReadResults after data loss: %v", err)
 	}
 }
+
+// An Ack that reports an error must not have finished the job (a worker
+// would otherwise count a published result as lost, and retry it); with a
+// context that is already canceled, Ack fails and leaves the job running,
+// every time.
+func TestRedisAckErrorMeansNotApplied(t *testing.T) {
+	c := queuetest.StartRedis(t)
+	ctx := context.Background()
+	q, err := queue.NewRedis(ctx, c, queue.Options{Prefix: "ackerr:"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	canceled, cancel := context.WithCancel(ctx)
+	cancel()
+	for i := 1; i <= 20; i++ {
+		if _, _, err := q.Enqueue(ctx, queue.Job{ChatID: int64(i), Goal: "g"}); err != nil {
+			t.Fatal(err)
+		}
+		ls, err := q.Claim(ctx, "w", 1, time.Second)
+		if err != nil || len(ls) != 1 {
+			t.Fatalf("Claim = %v, %v", ls, err)
+		}
+		ackErr := q.Ack(canceled, ls[0], queue.Result{Answer: "a"})
+		_, done, err := q.JobResult(ctx, ls[0].Job.ID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if ackErr != nil && done {
+			t.Fatalf("job %d: Ack = %v but the job was finished", i, ackErr)
+		}
+		if ackErr == nil && !done {
+			t.Fatalf("job %d: Ack = nil but the job is not finished", i)
+		}
+	}
+}
