@@ -50,7 +50,7 @@ func (s *Store) Read(id string, offset, limit int64) (Page, error) {
 		limit = DefaultPageBytes
 	}
 	limit = min(limit, MaxPageBytes)
-	f, err := openNoFollow(ref.Path)
+	f, err := OpenNoFollow(ref.Path)
 	if err != nil {
 		return Page{}, fmt.Errorf("%w: artifact %q cannot be opened", ErrChanged, id)
 	}

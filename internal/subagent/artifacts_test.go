@@ -238,3 +238,52 @@ func TestPrepareStageConcurrentSiblings(t *testing.T) {
 		}
 	}
 }
+
+// A staged hard link to a file outside the workspace must not let the
+// move change that file: the artifact gets an inode of its own, and the
+// other name keeps its mode and content.
+func TestCollectArtifactsHardLinkLeavesOriginal(t *testing.T) {
+	stage, root := stageFiles(t, map[string]string{"a.txt": "alpha"})
+	orig := filepath.Join(t.TempDir(), "tool.sh")
+	if err := os.WriteFile(orig, []byte("#!/bin/sh\necho hi\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chmod(orig, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Link(orig, filepath.Join(stage, "tool.sh")); err != nil {
+		t.Skipf("hard links unsupported here: %v", err)
+	}
+	refs, err := CollectArtifacts(stage, root)
+	if err != nil {
+		t.Fatalf("CollectArtifacts: %v", err)
+	}
+	if len(refs) != 2 {
+		t.Fatalf("got %d refs, want 2", len(refs))
+	}
+	fi, err := os.Stat(orig)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if fi.Mode().Perm() != 0o755 {
+		t.Errorf("original file mode changed to %v by the move, want 0755", fi.Mode().Perm())
+	}
+	moved := filepath.Join(root, "tool.sh")
+	mi, err := os.Stat(moved)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if os.SameFile(fi, mi) {
+		t.Errorf("artifact %s shares its inode with %s; a write through either name changes the validated artifact", moved, orig)
+	}
+	if mi.Mode().Perm() != 0o600 {
+		t.Errorf("artifact mode %v, want 0600", mi.Mode().Perm())
+	}
+	// Writing through the original name must not change the artifact.
+	if err := os.WriteFile(orig, []byte("#!/bin/sh\necho XX\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if b, _ := os.ReadFile(moved); string(b) != "#!/bin/sh\necho hi\n" {
+		t.Errorf("artifact content %q changed through the other link", b)
+	}
+}

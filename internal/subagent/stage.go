@@ -17,6 +17,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/odekrun/odek/artifacts"
+	"github.com/odekrun/odek/internal/artifactstore"
 )
 
 // Limits of the artifact channel.
@@ -148,18 +149,34 @@ func printableID(id string) bool {
 }
 
 // move renames src to dst, copying when they are on different file
-// systems. The destination is created 0600 and never overwritten through a
-// symlink.
+// systems or when src has other hard links: renaming a linked file would
+// make the artifact share its inode with a file outside the staging
+// directory (a later write there would change the validated artifact, and
+// the chmod to 0600 would change that file's mode). The destination is
+// created 0600 and never written through a symlink; a src that is not a
+// regular file (swapped after the walk) is refused.
 func move(src, dst string) error {
-	if err := os.Rename(src, dst); err == nil {
-		return os.Chmod(dst, 0o600)
+	fi, err := os.Lstat(src)
+	if err != nil {
+		return err
 	}
-	in, err := os.Open(src)
+	if !fi.Mode().IsRegular() {
+		return fmt.Errorf("not a regular file (mode %v)", fi.Mode().Type())
+	}
+	if artifactstore.LinkCount(fi) == 1 {
+		if err := os.Rename(src, dst); err == nil {
+			return os.Chmod(dst, 0o600)
+		}
+	}
+	in, err := artifactstore.OpenNoFollow(src)
 	if err != nil {
 		return err
 	}
 	defer in.Close()
-	out, err := os.OpenFile(dst, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
+	if fi, err := in.Stat(); err != nil || !fi.Mode().IsRegular() {
+		return fmt.Errorf("not a regular file")
+	}
+	out, err := os.OpenFile(dst, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600) // O_EXCL: never through a symlink
 	if err != nil {
 		return err
 	}
