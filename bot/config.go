@@ -163,6 +163,12 @@ func (c Config) validate() error {
 	if c.Token == "" {
 		return ErrNoToken
 	}
+	if !validToken(c.Token) {
+		// The token goes into the Bot API URL path; a stray character
+		// (a CRLF .env file) would fail every request with an error that
+		// quotes the URL. The token itself is never echoed.
+		return fmt.Errorf("%w: TELEGRAM_BOT_TOKEN may hold only A-Z a-z 0-9 : _ - (got %d characters, some outside that set)", ErrConfig, len(c.Token))
+	}
 	if !c.AllowAll && len(c.AllowedUsers) == 0 && len(c.AllowedChats) == 0 {
 		return ErrNoAccessRule
 	}
@@ -178,6 +184,18 @@ func (c Config) validate() error {
 		return fmt.Errorf("%w: daily token budget is %d, must be ≥ 0", ErrConfig, c.DailyTokenBudget)
 	}
 	return nil
+}
+
+// validToken reports whether a bot token holds only the characters
+// BotFather's tokens use ("123456:AAE..."). Pure.
+func validToken(s string) bool {
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == ':' || c == '_' || c == '-') {
+			return false
+		}
+	}
+	return true
 }
 
 func validSecret(s string) bool {

@@ -610,7 +610,7 @@ func (b *Bot) serveWebhook(ctx context.Context) error {
 	api := b.tg.base
 	api.Client = ctxClient{ctx: ctx, hc: b.tg.hc, token: b.tg.token}
 	if _, err := api.MakeRequest("setWebhook", params); err != nil {
-		return fmt.Errorf("bot: setWebhook: %w", err)
+		return fmt.Errorf("bot: setWebhook: %w", scrub(err, b.tg.token))
 	}
 	ln, err := net.Listen("tcp", b.cfg.WebhookListen)
 	if err != nil {

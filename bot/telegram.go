@@ -47,6 +47,10 @@ func classify(err error) (tgKind, time.Duration) {
 	if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
 		return tgCanceled, 0
 	}
+	var re *redactedError
+	if errors.As(err, &re) {
+		return tgPermanent, 0
+	}
 	var he *httpStatusError
 	if errors.As(err, &he) {
 		if he.status == 429 || he.status >= 500 {
@@ -88,6 +92,25 @@ type httpStatusError struct{ status int }
 
 func (e *httpStatusError) Error() string {
 	return fmt.Sprintf("bot: Bot API answered HTTP %d without a JSON body", e.status)
+}
+
+// redactedError replaces an error whose text quoted the bot token: the
+// library builds each request URL with the token in its path, and
+// http.NewRequest quotes the whole URL when it does not parse (a bad
+// endpoint). Such an error is permanent: retrying cannot fix a URL.
+type redactedError struct{ msg string }
+
+func (e *redactedError) Error() string { return e.msg }
+
+// scrub returns err with every occurrence of token replaced, as a
+// redactedError, when its text contains the token; err unchanged
+// otherwise (transport errors are scrubbed in place by ctxClient and
+// keep their type for classify).
+func scrub(err error, token string) error {
+	if err == nil || token == "" || !strings.Contains(err.Error(), token) {
+		return err
+	}
+	return &redactedError{msg: strings.ReplaceAll(err.Error(), token, "<token>")}
 }
 
 // ctxClient binds a context to every request the library makes (it has no
@@ -177,6 +200,7 @@ func connect(ctx context.Context, cfg Config) (*telegram, error) {
 		lim: &limiter{rate: cfg.GlobalRate, burst: max(1, int(cfg.GlobalRate)), now: cfg.Now}}
 	for attempt := 1; ; attempt++ {
 		api, err := tgbotapi.NewBotAPIWithClient(cfg.Token, cfg.APIEndpoint, ctxClient{ctx: ctx, hc: hc, token: cfg.Token})
+		err = scrub(err, cfg.Token)
 		if err == nil {
 			t.base = *api
 			return t, nil
@@ -208,7 +232,8 @@ func (t *telegram) self() tgbotapi.User { return t.base.Self }
 func (t *telegram) once(ctx context.Context, c tgbotapi.Chattable) (*tgbotapi.APIResponse, error) {
 	api := t.base
 	api.Client = ctxClient{ctx: ctx, hc: t.hc, token: t.token}
-	return api.Request(c)
+	resp, err := api.Request(c)
+	return resp, scrub(err, t.token)
 }
 
 // call makes c, waiting for the global rate when limited, and retries 429

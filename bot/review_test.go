@@ -1,0 +1,54 @@
+package bot
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/sirupsen/logrus"
+
+	"github.com/odekrun/odek/queue"
+)
+
+// A token with a stray control character (a CRLF .env file) makes the
+// library's http.NewRequest fail with an error that quotes the whole URL,
+// token included. Validate rejects such a token without echoing it.
+func TestTokenWithControlCharacterIsRejectedWithoutEchoingIt(t *testing.T) {
+	for _, tok := range []string{"123456:SECRET-token\r", "123456:SECRET token", "123456:SECRET/../x"} {
+		err := Config{Token: tok, AllowAll: true}.Validate()
+		if !errors.Is(err, ErrConfig) {
+			t.Errorf("Validate(%q) = %v, want ErrConfig", tok, err)
+		}
+		if err != nil && strings.Contains(err.Error(), "SECRET") {
+			t.Errorf("the error quotes the token: %v", err)
+		}
+	}
+	if err := (Config{Token: "123456:AAE_x-y9", AllowAll: true}).Validate(); err != nil {
+		t.Errorf("a well-formed token was rejected: %v", err)
+	}
+}
+
+// An API endpoint that does not parse as a URL makes every request fail
+// in http.NewRequest with the URL, token included, in the error text:
+// connect must fail at once with the token scrubbed.
+func TestBadEndpointErrorDoesNotLeakToken(t *testing.T) {
+	logs := &syncBuffer{}
+	log := logrus.New()
+	log.SetOutput(logs)
+	cfg := Config{Token: "123456:SECRET-token", AllowAll: true, APIEndpoint: "http://[::1/bot%s/%s", Logger: log}.withDefaults()
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	_, err := connect(ctx, cfg)
+	if err == nil {
+		t.Fatal("connect succeeded against an endpoint that is not a URL")
+	}
+	if ctx.Err() != nil {
+		t.Errorf("connect retried a permanent error until the deadline")
+	}
+	if strings.Contains(err.Error(), "SECRET") || strings.Contains(logs.String(), "SECRET") {
+		t.Errorf("the token leaked: err=%v logs=%s", err, logs)
+	}
+	_ = queue.StatusFailed
+}
