@@ -287,3 +287,30 @@ func TestCollectArtifactsHardLinkLeavesOriginal(t *testing.T) {
 		t.Errorf("artifact content %q changed through the other link", b)
 	}
 }
+
+// readVerified inlines only the regular file that was validated: a
+// symlink swapped in at the validated path after validation (same size,
+// no digest to catch it) is not followed.
+func TestReadVerifiedRefusesSwappedSymlink(t *testing.T) {
+	dir := t.TempDir()
+	secret := filepath.Join(t.TempDir(), "secret")
+	if err := os.WriteFile(secret, []byte("s3cr3t"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	p := filepath.Join(dir, "a.txt")
+	if err := os.Symlink(secret, p); err != nil {
+		t.Fatal(err)
+	}
+	if text, ok := readVerified(artifacts.Ref{ID: "t/a.txt", Path: p, SizeBytes: 6}); ok {
+		t.Fatalf("readVerified followed a symlink and returned %q", text)
+	}
+	if err := os.Remove(p); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(p, []byte("plain!"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if text, ok := readVerified(artifacts.Ref{ID: "t/a.txt", Path: p, SizeBytes: 6}); !ok || text != "plain!" {
+		t.Fatalf("readVerified(regular file) = %q, %v; want \"plain!\", true", text, ok)
+	}
+}

@@ -8,6 +8,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -476,10 +477,19 @@ func (d *Delegate) acceptArtifacts(taskID, root string, specs []artifacts.RefSpe
 	return refs, inline, nil
 }
 
-// readVerified reads a small validated artifact and checks it still
-// hashes to the validated digest.
+// readVerified reads a small validated artifact and checks it is still a
+// regular file (a symlink swapped in is not followed) of the validated
+// size that hashes to the validated digest.
 func readVerified(r artifacts.Ref) (string, bool) {
-	b, err := os.ReadFile(r.Path)
+	f, err := artifactstore.OpenNoFollow(r.Path)
+	if err != nil {
+		return "", false
+	}
+	defer f.Close()
+	if fi, err := f.Stat(); err != nil || !fi.Mode().IsRegular() || fi.Size() != r.SizeBytes {
+		return "", false
+	}
+	b, err := io.ReadAll(io.LimitReader(f, r.SizeBytes+1))
 	if err != nil || int64(len(b)) != r.SizeBytes {
 		return "", false
 	}
