@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -367,8 +368,11 @@ func (b *Bot) checkSend(ctx context.Context, chatID int64, kind tgKind, err erro
 }
 
 // cancelChat cancels every unfinished job of the chat, newest first so the
-// queued ones never start.
-func (b *Bot) cancelChat(ctx context.Context, chatID int64) int {
+// queued ones never start. A job the queue does not know (any more: the
+// embedded queue after a restart, a finished job) is forgotten at once, as
+// no result for it may ever come; the status messages of forgotten jobs
+// are returned. It reports how many jobs were canceled or forgotten.
+func (b *Bot) cancelChat(ctx context.Context, chatID int64) (int, []int) {
 	b.mu.Lock()
 	var ids []string
 	if c := b.chats[chatID]; c != nil {
@@ -381,17 +385,38 @@ func (b *Bot) cancelChat(ctx context.Context, chatID int64) int {
 	}
 	b.mu.Unlock()
 	n := 0
+	var statusMsgs []int
 	for i := len(ids) - 1; i >= 0; i-- {
 		err := b.q.Cancel(ctx, ids[i])
 		switch {
 		case err == nil:
 			n++
 		case errors.Is(err, queue.ErrNotFound):
+			n++
+			if msg := b.forgetJob(chatID, ids[i]); msg != 0 {
+				statusMsgs = append(statusMsgs, msg)
+			}
 		default:
 			b.log.WithError(err).WithField("job_id", ids[i]).Warn("bot: cancel failed")
 		}
 	}
-	return n
+	return n, statusMsgs
+}
+
+// forgetJob drops a job from its chat's queue and from the job table and
+// returns its status message (0 = none).
+func (b *Bot) forgetJob(chatID int64, id string) int {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if c := b.chats[chatID]; c != nil {
+		c.queue = slices.DeleteFunc(c.queue, func(q string) bool { return q == id })
+	}
+	var msg int
+	if js := b.jobs[id]; js != nil {
+		msg = js.statusMsg
+	}
+	delete(b.jobs, id)
+	return msg
 }
 
 func (b *Bot) chatLocked(chatID int64) *chatState {
@@ -548,7 +573,10 @@ func (b *Bot) command(ctx context.Context, chatID, userID int64, cmd, arg string
 		b.mu.Unlock()
 		b.reply(ctx, chatID, "🆕 New conversation: your next message starts a fresh session.")
 	case "stop":
-		n := b.cancelChat(ctx, chatID)
+		n, statusMsgs := b.cancelChat(ctx, chatID)
+		for _, msg := range statusMsgs {
+			b.tg.remove(ctx, chatID, msg)
+		}
 		if n == 0 {
 			b.reply(ctx, chatID, "Nothing to stop.")
 			return

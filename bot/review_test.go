@@ -3,12 +3,14 @@ package bot
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/sirupsen/logrus"
 
+	"github.com/odekrun/odek/bot/bottest"
 	"github.com/odekrun/odek/queue"
 )
 
@@ -50,5 +52,21 @@ func TestBadEndpointErrorDoesNotLeakToken(t *testing.T) {
 	if strings.Contains(err.Error(), "SECRET") || strings.Contains(logs.String(), "SECRET") {
 		t.Errorf("the token leaked: err=%v logs=%s", err, logs)
 	}
-	_ = queue.StatusFailed
+}
+
+// In embedded mode the queue dies with the process while the state file
+// keeps the chat's unfinished jobs: after a restart the chat's head job
+// is one the queue no longer knows, no result will ever come, and every
+// new message waited behind it. /stop must clear such jobs.
+func TestStopClearsJobsTheQueueNoLongerKnows(t *testing.T) {
+	q := queue.NewMemory(queue.Options{})
+	st := &memState{data: []byte(fmt.Sprintf(`{"version":1,"chats":{"%d":{"queue":["lost1"]}},"jobs":{"lost1":{"chat":%d,"user":%d,"started_at":"2026-01-01T00:00:00Z"}}}`, alice, alice, alice))}
+	h := startBot(t, q, func(c *Config) { c.State = st })
+	h.tg.UserMessage(alice, alice, "/stop")
+	h.waitVisible(alice, "Stopping 1 job(s)")
+	h.tg.UserMessage(alice, alice, "next")
+	h.tg.Wait(t, wait, "a status message for the new job", func(s *bottest.Server) bool { return hasText(s.Visible(alice), "⏳") || hasText(s.Visible(alice), "Queued") })
+	if hasText(h.tg.Visible(alice), "Queued — position") {
+		t.Errorf("the new job still waits behind the lost one: %q", h.tg.Visible(alice))
+	}
 }
