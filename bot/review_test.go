@@ -65,7 +65,9 @@ func TestStopClearsJobsTheQueueNoLongerKnows(t *testing.T) {
 	h.tg.UserMessage(alice, alice, "/stop")
 	h.waitVisible(alice, "Stopping 1 job(s)")
 	h.tg.UserMessage(alice, alice, "next")
-	h.tg.Wait(t, wait, "a status message for the new job", func(s *bottest.Server) bool { return hasText(s.Visible(alice), "⏳") || hasText(s.Visible(alice), "Queued") })
+	h.tg.Wait(t, wait, "a status message for the new job", func(s *bottest.Server) bool {
+		return hasText(s.Visible(alice), "⏳") || hasText(s.Visible(alice), "Queued")
+	})
 	if hasText(h.tg.Visible(alice), "Queued — position") {
 		t.Errorf("the new job still waits behind the lost one: %q", h.tg.Visible(alice))
 	}
