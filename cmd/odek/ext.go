@@ -299,6 +299,10 @@ func cmdExtCheck(ctx context.Context, args []string, stdout, stderr io.Writer) e
 			rep.line("FAIL", "config", "%v", spec.Err)
 			return rep.finish(stdout)
 		}
+		if err := checkSpawnApproval(ctx, c.Home, spec); err != nil {
+			rep.line("FAIL", "approval", "%v", err)
+			return rep.finish(stdout)
+		}
 		var envWarns []string
 		cfg, envWarns = spec.ClientConfig(os.Environ(), wd)
 		for _, w := range envWarns {
@@ -585,6 +589,35 @@ func quoteAll(args []string) []string {
 		}
 	}
 	return out
+}
+
+// checkSpawnApproval applies a run's spawn approval to a configured server
+// the checker is about to start: a project server needs a persisted
+// approval, ODEK_APPROVE_MCP=1 or a yes at the terminal (not saved; `odek
+// ext approve` saves). Operator servers need none.
+func checkSpawnApproval(ctx context.Context, home string, spec *ext.ServerSpec) error {
+	persisted := false
+	if home != "" {
+		if a, err := ext.ReadApprovals(home); err == nil {
+			_, persisted = a.Servers[ext.SpawnKey(spec)]
+		}
+	}
+	prompter, canPrompt := tools.NewTTYPrompter()
+	d := ext.DecideSpawn(spec.Source, persisted, os.Getenv("ODEK_APPROVE_MCP") == "1", canPrompt)
+	if d.Ask {
+		ok, err := prompter.Confirm(ctx, ext.SpawnQuestion(spec))
+		if err != nil {
+			return fmt.Errorf("server %q not started: the approval prompt failed: %v", spec.Name, err)
+		}
+		if !ok {
+			return fmt.Errorf("server %q not started: declined at the prompt", spec.Name)
+		}
+		return nil
+	}
+	if !d.Allow {
+		return fmt.Errorf("server %q not started: %s declares it and it was never approved; %s", spec.Name, spec.File, ext.ApprovalHint)
+	}
+	return nil
 }
 
 // cmdExtApprove starts the configured servers (all, or the named ones) the

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/odekrun/odek/internal/ext"
+	"github.com/odekrun/odek/internal/tools"
 	"github.com/odekrun/odek/mcpclient/mcptest"
 )
 
@@ -247,5 +248,47 @@ func TestExtApproveYes(t *testing.T) {
 	}
 	if code := exitCode(run(context.Background(), []string{"ext", "approve", "--yes", "nope"}, nil, &so, &se)); code != exitSetup {
 		t.Fatalf("unknown server: exit %d", code)
+	}
+}
+
+// TestExtCheckProjectServerNeedsApproval: `odek ext check <name>` for a
+// server declared in ./odek.json spawns it only with the same grants a run
+// needs (a persisted approval, ODEK_APPROVE_MCP=1, or a yes at the
+// terminal), so naming a repository's server does not run its command
+// unseen.
+func TestExtCheckProjectServerNeedsApproval(t *testing.T) {
+	if _, ok := tools.NewTTYPrompter(); ok {
+		t.Skip("a terminal is available: the checker would ask on it")
+	}
+	home := t.TempDir()
+	proj := t.TempDir()
+	mark := filepath.Join(t.TempDir(), "spawned")
+	script := filepath.Join(proj, "server.sh")
+	if err := os.WriteFile(script, []byte("#!/bin/sh\n: > \"$MARK\"\nexit 1\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	cfg := fmt.Sprintf(`{"mcp_servers":{"repo":{"command":"./server.sh","env":{"MARK":%q}}}}`, mark)
+	if err := os.WriteFile(filepath.Join(proj, "odek.json"), []byte(cfg), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("ODEK_HOME", home)
+	t.Setenv("ODEK_APPROVE_MCP", "")
+	t.Chdir(proj)
+
+	out, errOut, code := check(t, "repo")
+	if code != exitError || !strings.Contains(out, "FAIL  approval") || !strings.Contains(out, "ODEK_APPROVE_MCP=1") {
+		t.Fatalf("unapproved project server: exit %d\n%s\n%s", code, out, errOut)
+	}
+	if _, err := os.Stat(mark); err == nil {
+		t.Fatal("the unapproved project server was spawned")
+	}
+
+	t.Setenv("ODEK_APPROVE_MCP", "1")
+	out, _, _ = check(t, "repo")
+	if strings.Contains(out, "FAIL  approval") {
+		t.Fatalf("ODEK_APPROVE_MCP=1 did not grant the spawn:\n%s", out)
+	}
+	if _, err := os.Stat(mark); err != nil {
+		t.Fatalf("with ODEK_APPROVE_MCP=1 the server was not spawned: %v", err)
 	}
 }
