@@ -410,15 +410,18 @@ func (w *Worker) runJob(l queue.Lease) {
 		return
 	}
 	res = decideResult(res, err, errors.Is(cause, errJobCanceled), dur)
-	switch res.Status {
+	// Count the outcome only once the queue took the result: a dropped one
+	// (lease lost, left for redelivery) is counted as such by ack, and the
+	// worker that finishes the job counts its outcome.
+	switch w.ack(l, res, log) {
 	case queue.StatusSucceeded:
 		w.metrics.Succeeded.Add(1)
 	case queue.StatusCanceled:
 		w.metrics.Canceled.Add(1)
+	case "":
 	default:
 		w.metrics.Failed.Add(1)
 	}
-	w.ack(l, res, log)
 }
 
 // decideResult completes a RunFunc's result: status from the error and
@@ -488,18 +491,20 @@ func (w *Worker) heartbeat(ctx context.Context, l queue.Lease, cancelRun context
 
 // ack publishes res, retrying with backoff while the queue is unreachable,
 // until it succeeds, the lease is lost, or the worker's jobs are stopped.
-func (w *Worker) ack(l queue.Lease, res queue.Result, log logrus.FieldLogger) {
+// It returns the status of the result published ("" when none was: the
+// job was lost or left for redelivery).
+func (w *Worker) ack(l queue.Lease, res queue.Result, log logrus.FieldLogger) queue.Status {
 	for attempt := 1; ; attempt++ {
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		err := w.cfg.Queue.Ack(ctx, l, res)
 		cancel()
 		switch {
 		case err == nil:
-			return
+			return res.Status
 		case errors.Is(err, queue.ErrLeaseLost):
 			w.metrics.LeaseLost.Add(1)
 			log.Warn("worker: lease lost before the result was acknowledged; result dropped")
-			return
+			return ""
 		case errors.Is(err, queue.ErrPayloadTooLarge):
 			log.WithError(err).Warn("worker: result too large; acknowledging a short failure instead")
 			res = queue.Result{Status: queue.StatusFailed, Error: err.Error(), DurationMS: res.DurationMS, Usage: res.Usage, ExitCode: 1}
@@ -511,7 +516,7 @@ func (w *Worker) ack(l queue.Lease, res queue.Result, log logrus.FieldLogger) {
 		if !sleep(w.jobsCtx, d) {
 			w.metrics.Abandoned.Add(1)
 			log.Warn("worker: stopped before the result was acknowledged; job left for redelivery")
-			return
+			return ""
 		}
 	}
 }

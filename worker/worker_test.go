@@ -501,3 +501,32 @@ func TestShutdownTimeoutCoversJobFromInFlightClaim(t *testing.T) {
 		t.Errorf("Run = %v, want nil", err)
 	}
 }
+
+// lostAckQueue reports every Ack as too late: the lease went to another worker.
+type lostAckQueue struct{ queue.Queue }
+
+func (lostAckQueue) Ack(context.Context, queue.Lease, queue.Result) error { return queue.ErrLeaseLost }
+
+// A result the queue refused (lease lost) is not counted as a finished
+// job: the worker that took the job over counts it when it finishes.
+func TestLostAckCountsAsLeaseLostOnly(t *testing.T) {
+	mem := queue.NewMemory(queue.Options{})
+	ran := make(chan struct{}, 1)
+	w := start(t, worker.Config{Queue: lostAckQueue{mem}, Run: func(context.Context, queue.Job, events.Sink, tools.Prompter) (queue.Result, error) {
+		ran <- struct{}{}
+		return queue.Result{Answer: "late"}, nil
+	}})
+	enqueue(t, mem, queue.Job{ChatID: 1, Goal: "x"})
+	<-ran
+	m := w.Metrics()
+	deadline := time.Now().Add(10 * time.Second)
+	for m.LeaseLost.Load() == 0 && time.Now().Before(deadline) {
+		time.Sleep(time.Millisecond) // polling with a deadline
+	}
+	if m.LeaseLost.Load() != 1 {
+		t.Fatalf("LeaseLost = %d, want 1", m.LeaseLost.Load())
+	}
+	if s, f := m.Succeeded.Load(), m.Failed.Load(); s != 0 || f != 0 {
+		t.Fatalf("Succeeded = %d, Failed = %d for a dropped result, want 0 and 0", s, f)
+	}
+}
