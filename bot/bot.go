@@ -523,11 +523,13 @@ func (b *Bot) startJob(ctx context.Context, updateID int, chatID, userID int64, 
 	job := queue.Job{ChatID: chatID, UserID: userID, Goal: goal, SessionID: session, Budget: b.jobBudget(),
 		IdempotencyKey: fmt.Sprintf("telegram:%d:%d", b.tg.self().ID, updateID)}
 	log := b.log.WithFields(logrus.Fields{"chat_id": chatID, "user_id": userID, "update_id": updateID, "edited": edited})
-	stored, dup, err := b.q.Enqueue(ctx, job)
+	// Telegram already counts the update as delivered: a message still
+	// waiting here when the bot shuts down is enqueued all the same (its
+	// reply comes after the restart), not dropped with the canceled ctx.
+	ectx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
+	stored, dup, err := b.q.Enqueue(ectx, job)
+	cancel()
 	if err != nil {
-		if ctx.Err() != nil {
-			return
-		}
 		log.WithError(err).Error("bot: enqueue failed")
 		msg := "❌ Could not queue your request; please try again in a moment."
 		if errors.Is(err, queue.ErrPayloadTooLarge) {

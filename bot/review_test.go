@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -70,5 +71,64 @@ func TestStopClearsJobsTheQueueNoLongerKnows(t *testing.T) {
 	})
 	if hasText(h.tg.Visible(alice), "Queued — position") {
 		t.Errorf("the new job still waits behind the lost one: %q", h.tg.Visible(alice))
+	}
+}
+
+// recordingQueue records the outcome of every Enqueue.
+type recordingQueue struct {
+	*queue.Memory
+	mu   sync.Mutex
+	errs []error
+}
+
+func (r *recordingQueue) Enqueue(ctx context.Context, job queue.Job) (queue.Job, bool, error) {
+	j, dup, err := r.Memory.Enqueue(ctx, job)
+	r.mu.Lock()
+	r.errs = append(r.errs, err)
+	r.mu.Unlock()
+	return j, dup, err
+}
+
+// A message whose update was already taken from getUpdates (so Telegram
+// will not send it again) but which still waits in its chat's serial queue
+// when the bot shuts down must still become a job, not vanish.
+func TestMessageWaitingAtShutdownIsStillEnqueued(t *testing.T) {
+	tg := bottest.New(t)
+	q := &recordingQueue{Memory: queue.NewMemory(queue.Options{})}
+	log := logrus.New()
+	log.SetOutput(&syncBuffer{})
+	b, err := New(Config{Token: bottest.Token, APIEndpoint: tg.URL(), AllowedUsers: []int64{alice},
+		PollTimeout: time.Second, GlobalRate: 1000, Logger: log, Consumer: "test-bot"}, q)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	done := make(chan error, 1)
+	go func() { done <- b.Run(ctx) }()
+	tg.WaitCalls(t, wait, func(c []bottest.Call) bool { return len(c) > 0 }, "setMyCommands")
+	release, busy := make(chan struct{}), make(chan struct{})
+	b.serial.Do(alice, func() { close(busy); <-release }) // the chat is busy (a long reply, say)
+	<-busy
+	tg.UserMessage(alice, alice, "hello")
+	tg.Wait(t, wait, "the message waiting in the chat's queue", func(*bottest.Server) bool {
+		b.serial.mu.Lock()
+		defer b.serial.mu.Unlock()
+		return len(b.serial.queues[alice]) == 1
+	})
+	cancel()
+	close(release)
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatal(err)
+		}
+	case <-time.After(wait):
+		t.Fatal("Run did not return")
+	}
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	if len(q.errs) != 1 || q.errs[0] != nil {
+		t.Errorf("enqueue outcomes %v: want one successful enqueue", q.errs)
 	}
 }
