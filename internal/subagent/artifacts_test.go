@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -312,5 +313,33 @@ func TestReadVerifiedRefusesSwappedSymlink(t *testing.T) {
 	}
 	if text, ok := readVerified(artifacts.Ref{ID: "t/a.txt", Path: p, SizeBytes: 6}); !ok || text != "plain!" {
 		t.Fatalf("readVerified(regular file) = %q, %v; want \"plain!\", true", text, ok)
+	}
+}
+
+// TestChildExitNotHeldByEscapedGrandchild: a child that prints its result
+// and exits, leaving a process outside its group (setsid) that still holds
+// its stdout, is read as finished, not waited on until the task timeout.
+func TestChildExitNotHeldByEscapedGrandchild(t *testing.T) {
+	if _, err := exec.LookPath("setsid"); err != nil {
+		t.Skip("setsid not installed")
+	}
+	dir := t.TempDir()
+	pidFile := filepath.Join(dir, "escaped.pid")
+	script := filepath.Join(dir, "odek")
+	os.WriteFile(script, []byte("#!/bin/sh\nsetsid sh -c 'echo $$ > "+pidFile+"; exec sleep 30' &\n"+
+		`echo '{"status":"success","summary":"done","iterations":1}'`+"\n"), 0o700)
+	t.Cleanup(func() {
+		if b, err := os.ReadFile(pidFile); err == nil {
+			if pid, _ := strconv.Atoi(strings.TrimSpace(string(b))); pid > 0 {
+				syscall.Kill(pid, syscall.SIGKILL)
+			}
+		}
+	})
+	d := NewDelegateTool(Options{Executable: script, Environ: []string{"PATH=" + os.Getenv("PATH")},
+		Settings: Settings{TaskTimeout: 20 * time.Second}, Emit: func(context.Context, events.Type, map[string]any) {}})
+	d.killGrace = 100 * time.Millisecond
+	res, err := d.Run(context.Background(), []byte(`{"tasks":[{"goal":"g"}]}`))
+	if err != nil || res.IsError || !strings.Contains(res.Text, ": success") || strings.Contains(res.Text, "timed out") {
+		t.Fatalf("%+v %v", res, err)
 	}
 }

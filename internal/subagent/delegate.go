@@ -40,6 +40,10 @@ const InlineMaxBytes = 32 << 10
 // child to report its own timeout before it kills the process group.
 const killGrace = 5 * time.Second
 
+// pipeGrace is how long the parent keeps reading a child's stdout and
+// stderr after the child has exited (cmd.WaitDelay).
+const pipeGrace = time.Second
+
 // EmitFunc sends an event of the run ctx belongs to; agent.Emit fits.
 type EmitFunc func(ctx context.Context, typ events.Type, data map[string]any)
 
@@ -383,6 +387,11 @@ func (d *Delegate) spawn(ctx context.Context, ci agent.CallInfo, i int, task Tas
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout = &limitedBuffer{b: &stdout, max: MaxResultBytes}
 	cmd.Stderr = &limitedBuffer{b: &stderr, max: 64 << 10}
+	// A process that left the child's group (setsid) may still hold its
+	// stdout or stderr: once the child has exited, Wait stops copying after
+	// pipeGrace instead of waiting for that process (until the task
+	// timeout, and in killGroup forever).
+	cmd.WaitDelay = pipeGrace
 	setProcessGroup(cmd)
 	if err := cmd.Start(); err != nil {
 		keyR.Close()
