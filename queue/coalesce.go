@@ -12,9 +12,12 @@ import (
 // one caller at a time (the leader) takes every call waiting and sends them
 // as one pipeline of EVALSHAs; the others wait for their reply. With a
 // single caller it costs what a plain call costs; with many, one round trip
-// and one pair of system calls carry up to maxCoalesce scripts. There is no
-// background goroutine: the leader role passes to whoever calls while no
-// batch is in flight, so an idle queue holds nothing.
+// and one pair of system calls carry up to maxCoalesce scripts. The leader
+// role goes to whoever calls while no batch is in flight; the leader sends
+// one batch (its own call among them), and the calls that queued up during
+// that round trip are sent by a goroutine that ends as soon as nothing is
+// pending, so an idle queue holds no goroutine and no caller waits longer
+// than its own batch.
 type coalescer struct {
 	c *redis.Client
 
@@ -67,24 +70,43 @@ func (co *coalescer) run(ctx context.Context, script *redis.Script, args ...any)
 	}
 }
 
-// lead sends batches until nothing is pending, then gives up the role.
+// lead sends one batch, which holds the leader's own call (it was queued
+// first when no batch was in flight). Calls queued meanwhile are sent by a
+// goroutine that keeps the role until nothing is pending, so the leader's
+// caller gets its reply after one round trip however busy the queue is.
 func (co *coalescer) lead() {
-	for {
-		co.mu.Lock()
-		n := min(len(co.pending), maxCoalesce)
-		if n == 0 {
-			co.inFlight = false
-			co.mu.Unlock()
-			return
-		}
-		batch := co.pending[:n:n]
-		co.pending = append([]*scriptCall(nil), co.pending[n:]...)
-		co.mu.Unlock()
-		co.send(batch)
-		for _, c := range batch {
-			close(c.done)
-		}
+	if co.sendNext() {
+		go func() {
+			for co.sendNext() {
+			}
+		}()
 	}
+}
+
+// sendNext sends up to maxCoalesce pending calls and reports whether more
+// are pending; when none are, it gives up the leader role.
+func (co *coalescer) sendNext() bool {
+	co.mu.Lock()
+	n := min(len(co.pending), maxCoalesce)
+	if n == 0 {
+		co.inFlight = false
+		co.mu.Unlock()
+		return false
+	}
+	batch := co.pending[:n:n]
+	co.pending = append([]*scriptCall(nil), co.pending[n:]...)
+	co.mu.Unlock()
+	co.send(batch)
+	for _, c := range batch {
+		close(c.done)
+	}
+	co.mu.Lock()
+	more := len(co.pending) > 0
+	if !more {
+		co.inFlight = false
+	}
+	co.mu.Unlock()
+	return more
 }
 
 // send runs batch in one pipeline; calls that found their script missing

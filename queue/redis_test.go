@@ -2,8 +2,11 @@ package queue_test
 
 import (
 	"context"
+	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/redis/go-redis/v9"
 
 	"github.com/odekrun/odek/queue"
 	"github.com/odekrun/odek/queue/queuetest"
@@ -134,5 +137,73 @@ func TestRedisAckErrorMeansNotApplied(t *testing.T) {
 		if ackErr == nil && !done {
 			t.Fatalf("job %d: Ack = nil but the job is not finished", i)
 		}
+	}
+}
+
+// gatePipelines holds every pipeline while armed until the test lets it go.
+type gatePipelines struct {
+	armed   atomic.Bool
+	entered chan struct{}
+	release chan struct{}
+}
+
+func (g *gatePipelines) DialHook(next redis.DialHook) redis.DialHook          { return next }
+func (g *gatePipelines) ProcessHook(next redis.ProcessHook) redis.ProcessHook { return next }
+func (g *gatePipelines) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return func(ctx context.Context, cmds []redis.Cmder) error {
+		if g.armed.Load() {
+			g.entered <- struct{}{}
+			<-g.release
+		}
+		return next(ctx, cmds)
+	}
+}
+
+// The caller whose turn it was to send the shared pipeline gets its reply
+// as soon as its own batch is back: it does not go on carrying the calls
+// that queued up meanwhile (under steady load it would never return).
+func TestRedisSharedRoundTripReturnsLeaderEarly(t *testing.T) {
+	base := queuetest.StartRedis(t)
+	g := &gatePipelines{entered: make(chan struct{}), release: make(chan struct{})}
+	c := redis.NewClient(&redis.Options{Addr: base.Options().Addr})
+	defer c.Close()
+	c.AddHook(g)
+	ctx := context.Background()
+	q, err := queue.NewRedis(ctx, c, queue.Options{Prefix: "lead:"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := q.Enqueue(ctx, queue.Job{ChatID: 1, Goal: "load the script"}); err != nil {
+		t.Fatal(err)
+	}
+	g.armed.Store(true)
+	first := make(chan error, 1)
+	go func() { _, _, err := q.Enqueue(ctx, queue.Job{ChatID: 2, Goal: "first"}); first <- err }()
+	<-g.entered // the first call's pipeline is on its way
+	second := make(chan error, 1)
+	go func() { _, _, err := q.Enqueue(ctx, queue.Job{ChatID: 3, Goal: "second"}); second <- err }()
+	// Wait until the second call is queued behind the first batch.
+	deadline := time.Now().Add(5 * time.Second)
+	for q.WaitingScripts() == 0 && time.Now().Before(deadline) {
+		time.Sleep(time.Millisecond)
+	}
+	g.release <- struct{}{} // the first batch completes
+	select {
+	case <-g.entered: // the second batch is held
+	case <-time.After(10 * time.Second):
+		t.Fatal("the second call was never sent")
+	}
+	select {
+	case err := <-first:
+		if err != nil {
+			t.Fatal(err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("the first Enqueue did not return while the next batch was in flight")
+	}
+	g.armed.Store(false)
+	g.release <- struct{}{}
+	if err := <-second; err != nil {
+		t.Fatal(err)
 	}
 }
