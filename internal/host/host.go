@@ -110,6 +110,9 @@ type Options struct {
 	Delegate bool
 	// Depth is this run's sub-agent depth (0 for a top-level run).
 	Depth int
+	// MaxRisk is this run's own max_risk when it is a sub-agent (a
+	// tools.Class); the tasks it delegates are clamped to it. "" ⇒ none.
+	MaxRisk string
 	// Start is the budget clock's start. Zero means now.
 	Start time.Time
 }
@@ -254,7 +257,7 @@ func Build(ctx context.Context, opts Options) (*Runtime, error) {
 			toolset = append(toolset, subagent.NewDelegateTool(subagent.Options{
 				Environ: opts.Environ, APIKey: cfg.APIKey, Model: cfg.Model, BaseURL: cfg.BaseURL,
 				WorkDir: workDir, ArtifactsDir: filepath.Join(cfg.Home, "artifacts"), Store: rt.Artifacts,
-				Settings: settings, Depth: opts.Depth, Logger: log,
+				Settings: settings, Depth: opts.Depth, MaxRisk: opts.MaxRisk, Logger: log,
 			}))
 		}
 	}

@@ -343,3 +343,58 @@ func TestChildExitNotHeldByEscapedGrandchild(t *testing.T) {
 		t.Fatalf("%+v %v", res, err)
 	}
 }
+
+// TestDelegateClampsMaxRiskToOwnCeiling: a child that runs under max_risk
+// X passes at most X on to its own children. Without the clamp a task
+// with no max_risk (or a more severe one) gave the grandchild the whole
+// operator policy, escaping the ceiling the top-level agent set.
+func TestDelegateClampsMaxRiskToOwnCeiling(t *testing.T) {
+	dir := t.TempDir()
+	script := filepath.Join(dir, "odek")
+	// argv: subagent --task FILE --api-key-fd 3
+	os.WriteFile(script, []byte("#!/bin/sh\ncp \"$3\" \""+dir+"/task-$$.json\"\necho '{\"status\":\"success\"}'\n"), 0o700)
+	d := NewDelegateTool(Options{Executable: script, Environ: []string{"PATH=" + os.Getenv("PATH")}, MaxRisk: "local_write",
+		Emit: func(context.Context, events.Type, map[string]any) {}})
+	res, err := d.Run(context.Background(), []byte(`{"tasks":[{"goal":"a"},{"goal":"b","max_risk":"code_execution"},{"goal":"c","max_risk":"safe"}]}`))
+	if err != nil || res.IsError {
+		t.Fatalf("%+v %v", res, err)
+	}
+	files, _ := filepath.Glob(filepath.Join(dir, "task-*.json"))
+	if len(files) != 3 {
+		t.Fatalf("%d task files, want 3", len(files))
+	}
+	got := map[string]string{}
+	for _, f := range files {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		tk, err := ParseTask(b)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got[tk.Goal] = tk.MaxRisk
+	}
+	want := map[string]string{"a": "local_write", "b": "local_write", "c": "safe"}
+	for g, w := range want {
+		if got[g] != w {
+			t.Errorf("task %q: max_risk %q, want %q", g, got[g], w)
+		}
+	}
+}
+
+func TestClampRisk(t *testing.T) {
+	tests := []struct{ req, ceiling, want string }{
+		{"", "", ""},
+		{"code_execution", "", "code_execution"},
+		{"", "local_write", "local_write"},
+		{"destructive", "local_write", "local_write"},
+		{"safe", "local_write", "safe"},
+		{"local_write", "local_write", "local_write"},
+	}
+	for _, tc := range tests {
+		if got := ClampRisk(tc.req, tc.ceiling); got != tc.want {
+			t.Errorf("ClampRisk(%q, %q) = %q, want %q", tc.req, tc.ceiling, got, tc.want)
+		}
+	}
+}

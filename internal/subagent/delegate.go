@@ -75,6 +75,11 @@ type Options struct {
 	Settings Settings
 	// Depth is this process's depth (0 for a top-level run).
 	Depth int
+	// MaxRisk is this run's own max_risk when it is itself a sub-agent
+	// (a tools.Class); every task's max_risk is clamped to it
+	// (ClampRisk), so a child cannot hand its children more than it may
+	// do itself. "" ⇒ no ceiling.
+	MaxRisk string
 	// Emit sends subagent_* events; nil ⇒ agent.Emit.
 	Emit EmitFunc
 	// Logger receives diagnostics; nil ⇒ discarded.
@@ -257,6 +262,20 @@ func safeDirName(s string) string {
 	return b.String()
 }
 
+// ClampRisk is the max_risk a task gets when the delegating run itself
+// runs under max_risk ceiling: requested when there is no ceiling or it is
+// no more severe than the ceiling, else the ceiling (an unset requested
+// value, meaning "the operator policy", counts as above any ceiling). Pure.
+func ClampRisk(requested, ceiling string) string {
+	switch {
+	case ceiling == "":
+		return requested
+	case requested == "" || tools.Severity(tools.Class(requested)) > tools.Severity(tools.Class(ceiling)):
+		return ceiling
+	}
+	return requested
+}
+
 // GoalHash is the goal_sha256 of subagent_spawned: the first 8 bytes of
 // the goal's SHA-256 in hex.
 func GoalHash(goal string) string {
@@ -271,7 +290,7 @@ func (d *Delegate) runOne(ctx context.Context, ci agent.CallInfo, runDir string,
 		return out
 	}
 	task := Task{
-		TaskID: out.taskID, Goal: t.Goal, Context: t.Context, Guidance: t.Guidance, MaxRisk: t.MaxRisk,
+		TaskID: out.taskID, Goal: t.Goal, Context: t.Context, Guidance: t.Guidance, MaxRisk: ClampRisk(t.MaxRisk, d.o.MaxRisk),
 		Model: d.o.Model, BaseURL: d.o.BaseURL, TimeoutSeconds: d.o.Settings.TaskTimeout.Seconds(),
 	}
 	if d.o.ArtifactsDir != "" {
