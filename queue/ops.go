@@ -157,7 +157,9 @@ func (r *Redis) Stats(ctx context.Context) (Stats, error) {
 }
 
 // Retry implements Operator: finds the job in the dead-letter stream,
-// enqueues its copy and deletes the dead entry.
+// deletes the dead entry (whoever deletes it owns the retry, so operators
+// retrying at the same moment requeue it once) and enqueues its copy. If
+// the enqueue fails the entry is added back, at the end of the stream.
 func (r *Redis) Retry(ctx context.Context, jobID string) (Job, error) {
 	msgs, err := r.c.XRange(ctx, r.key("dead"), "-", "+").Result()
 	if err != nil {
@@ -172,12 +174,19 @@ func (r *Redis) Retry(ctx context.Context, jobID string) (Job, error) {
 		if err := json.Unmarshal([]byte(data), &dead); err != nil {
 			return Job{}, fmt.Errorf("queue: retry %s: dead entry is corrupt: %w", jobID, err)
 		}
-		j, _, err := r.Enqueue(ctx, retryJob(dead))
+		n, err := r.c.XDel(ctx, r.key("dead"), m.ID).Result()
 		if err != nil {
 			return Job{}, fmt.Errorf("queue: retry %s: %w", jobID, err)
 		}
-		if err := r.c.XDel(ctx, r.key("dead"), m.ID).Err(); err != nil {
-			return j, fmt.Errorf("queue: retry %s: requeued as %s but the dead entry stays: %w", jobID, j.ID, err)
+		if n == 0 {
+			return Job{}, ErrNotFound // retried by someone else just now
+		}
+		j, _, err := r.Enqueue(ctx, retryJob(dead))
+		if err != nil {
+			if aerr := r.c.XAdd(context.WithoutCancel(ctx), &redis.XAddArgs{Stream: r.key("dead"), Values: m.Values}).Err(); aerr != nil {
+				return Job{}, fmt.Errorf("queue: retry %s: %w; putting the dead entry back failed too (the job is lost): %v", jobID, err, aerr)
+			}
+			return Job{}, fmt.Errorf("queue: retry %s: %w", jobID, err)
 		}
 		return j, nil
 	}

@@ -32,6 +32,7 @@ func Run(t *testing.T, newQueue NewQueue) {
 	t.Run("ResultsTwoFrontEnds", func(t *testing.T) { testResultsSideBySide(t, newQueue) })
 	t.Run("Progress", func(t *testing.T) { testProgress(t, newQueue) })
 	t.Run("OperatorDeadRetryStats", func(t *testing.T) { testOperator(t, newQueue) })
+	t.Run("RetryOnce", func(t *testing.T) { testRetryOnce(t, newQueue) })
 	t.Run("ClaimHonoursContext", func(t *testing.T) { testClaimContext(t, newQueue) })
 	t.Run("Approvals", func(t *testing.T) { testApprovals(t, newQueue) })
 }
@@ -564,6 +565,59 @@ func testOperator(t *testing.T, nq NewQueue) {
 	ls := claimUntil(t, q, "w3", 5*time.Second)
 	if len(ls) != 1 || ls[0].Job.ID != nj.ID {
 		t.Fatalf("claimed %+v, want the retried job %s", ls, nj.ID)
+	}
+}
+
+// testRetryOnce: operators retrying one dead job at the same moment requeue
+// it once; the others get ErrNotFound.
+func testRetryOnce(t *testing.T, nq NewQueue) {
+	q := nq(t, queue.Options{LeaseTTL: 50 * time.Millisecond, MaxAttempts: 1})
+	op, ok := q.(queue.Operator)
+	if !ok {
+		t.Skip("queue does not implement queue.Operator")
+	}
+	j := enqueue(t, q, queue.Job{ChatID: 13, Goal: "poison"})
+	claimOne(t, q, "w1") // w1 "dies"
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		if _, err := q.Claim(ctxT(t), "w2", 1, 20*time.Millisecond); err != nil {
+			t.Fatal(err)
+		}
+		if st, _ := op.Stats(ctxT(t)); st.Dead == 1 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("job not dead-lettered within 5s")
+		}
+	}
+	const n = 8
+	errs := make(chan error, n)
+	ids := make(chan string, n)
+	var wg sync.WaitGroup
+	for range n {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			nj, err := op.Retry(ctxT(t), j.ID)
+			if err == nil {
+				ids <- nj.ID
+			}
+			errs <- err
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	close(ids)
+	for err := range errs {
+		if err != nil && !errors.Is(err, queue.ErrNotFound) {
+			t.Fatalf("Retry = %v, want nil or ErrNotFound", err)
+		}
+	}
+	if len(ids) != 1 {
+		t.Fatalf("%d concurrent Retry calls requeued the dead job %d times, want once", n, len(ids))
+	}
+	if st, err := op.Stats(ctxT(t)); err != nil || st.Dead != 0 || st.Ready != 1 {
+		t.Fatalf("Stats after retry = %+v, %v; want 0 dead, 1 ready", st, err)
 	}
 }
 
