@@ -172,8 +172,9 @@ func (m *Memory) Answer(ctx context.Context, id string, allow bool) error {
 
 // ---- Redis ----
 
-// ARGV[1] answer key, [2] value ("1"/"0"), [3] ttl ms; KEYS none (one
-// primary required, as for every script here).
+// ARGV[1] approval key, [2] value ("1"/"0"), [3] answer list ttl ms, [4]
+// answer list key; KEYS none (one primary required, as for every script
+// here).
 var answerScript = redis.NewScript(`
 if redis.call('GET', ARGV[1]) ~= 'pending' then return 0 end
 redis.call('SET', ARGV[1], ARGV[2], 'KEEPTTL')
