@@ -249,11 +249,7 @@ func Build(ctx context.Context, opts Options) (*Runtime, error) {
 		if err != nil {
 			return nil, err
 		}
-		maxDepth := settings.MaxDepth
-		if maxDepth == 0 {
-			maxDepth = subagent.DefaultMaxDepth
-		}
-		if opts.Depth < maxDepth {
+		if opts.Depth < settings.MaxDepth { // ParseSettings filled the default
 			toolset = append(toolset, subagent.NewDelegateTool(subagent.Options{
 				Environ: opts.Environ, APIKey: cfg.APIKey, Model: cfg.Model, BaseURL: cfg.BaseURL,
 				WorkDir: workDir, ArtifactsDir: filepath.Join(cfg.Home, "artifacts"), Store: rt.Artifacts,

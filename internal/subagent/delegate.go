@@ -16,6 +16,7 @@ import (
 	"strings"
 	"sync"
 	"time"
+	"unicode/utf8"
 
 	"github.com/odekrun/odek/agent"
 	"github.com/odekrun/odek/artifacts"
@@ -108,15 +109,11 @@ func NewDelegateTool(o Options) *Delegate {
 	}
 	if o.Logger == nil {
 		l := logrus.New()
-		l.SetOutput(nopWriter{})
+		l.SetOutput(io.Discard)
 		o.Logger = l
 	}
 	return &Delegate{o: o, killGrace: killGrace}
 }
-
-type nopWriter struct{}
-
-func (nopWriter) Write(p []byte) (int, error) { return len(p), nil }
 
 // Definition describes the tool to the model.
 func (d *Delegate) Definition() tools.Definition {
@@ -527,7 +524,7 @@ func readVerified(r artifacts.Ref) (string, bool) {
 			return "", false
 		}
 	}
-	if !utf8Valid(b) {
+	if !utf8.Valid(b) {
 		return "", false
 	}
 	return string(b), true

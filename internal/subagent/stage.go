@@ -14,7 +14,6 @@ import (
 	"path/filepath"
 	"strings"
 	"unicode"
-	"unicode/utf8"
 
 	"github.com/odekrun/odek/artifacts"
 	"github.com/odekrun/odek/internal/artifactstore"
@@ -224,5 +223,3 @@ func mediaType(p string, head []byte) string {
 	}
 	return http.DetectContentType(head)
 }
-
-func utf8Valid(b []byte) bool { return utf8.Valid(b) }
