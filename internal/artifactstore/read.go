@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"mime"
+	"os"
 	"strings"
 	"unicode/utf8"
 
@@ -37,9 +38,12 @@ func (p Page) More() bool { return p.Offset+int64(len(p.Data)) < p.Total }
 // Read returns up to limit bytes of artifact id from offset (limit 0 ⇒
 // DefaultPageBytes; larger than MaxPageBytes ⇒ MaxPageBytes). An offset at
 // or past the end yields an empty page. The file must still be the regular
-// file of the validated size (ErrChanged otherwise).
+// file of the validated size that Register saw (ErrChanged otherwise).
 func (s *Store) Read(id string, offset, limit int64) (Page, error) {
-	ref, ok := s.Lookup(id)
+	s.mu.RLock()
+	ref, ok := s.refs[id]
+	want := s.files[id]
+	s.mu.RUnlock()
 	if !ok {
 		return Page{}, s.unknownIDError(id)
 	}
@@ -56,7 +60,7 @@ func (s *Store) Read(id string, offset, limit int64) (Page, error) {
 	}
 	defer f.Close()
 	fi, err := f.Stat()
-	if err != nil || !fi.Mode().IsRegular() || fi.Size() != ref.SizeBytes {
+	if err != nil || !fi.Mode().IsRegular() || fi.Size() != ref.SizeBytes || want == nil || !os.SameFile(fi, want) {
 		return Page{}, fmt.Errorf("%w: artifact %q is no longer the %d-byte file that was validated", ErrChanged, id, ref.SizeBytes)
 	}
 	p := Page{ID: id, Offset: offset, Total: ref.SizeBytes}

@@ -9,9 +9,10 @@
 // model's context, events or errors.
 //
 // Reading fails closed: the file is opened without following symlinks and
-// must still be a regular file of the size measured at validation, so an
-// artifact swapped or truncated after validation is refused rather than
-// read.
+// must still be a regular file of the size measured at validation and the
+// very file (device and inode) registered, so an artifact swapped,
+// truncated, or reached through a directory replaced by a symlink after
+// registration is refused rather than read.
 //
 // Concurrency and ownership: a *Store is safe for concurrent use; it holds
 // refs (not open files) and the files stay owned by whoever wrote them.
@@ -20,6 +21,7 @@ package artifactstore
 import (
 	"errors"
 	"fmt"
+	"os"
 	"sort"
 	"strconv"
 	"strings"
@@ -49,9 +51,15 @@ const MaxArtifacts = 4096
 type Store struct {
 	mu   sync.RWMutex
 	refs map[string]artifacts.Ref
+	// files holds each ref's file identity taken at Register; Read
+	// refuses a file that is not that one (replaced, or reached through a
+	// directory swapped for a symlink).
+	files map[string]os.FileInfo
 }
 
-// Register makes ref readable under ref.ID. Registering the same id again
+// Register makes ref readable under ref.ID and records the identity of
+// its file, which must still be the validated regular file (ErrChanged
+// otherwise). Registering the same id again
 // for the same file (path, size and hash) is a no-op; a different file
 // under a taken id is ErrDuplicateID (callers namespace ids, e.g.
 // "<task_id>/<name>" or "<server>/<id>").
@@ -73,8 +81,31 @@ func (s *Store) Register(ref artifacts.Ref) error {
 	if len(s.refs) >= MaxArtifacts {
 		return fmt.Errorf("%w: limit %d", ErrFull, MaxArtifacts)
 	}
+	fi, err := identity(ref)
+	if err != nil {
+		return fmt.Errorf("%w: artifact %q: %v", ErrChanged, ref.ID, err)
+	}
+	if s.files == nil {
+		s.files = make(map[string]os.FileInfo)
+	}
 	s.refs[ref.ID] = ref
+	s.files[ref.ID] = fi
 	return nil
+}
+
+// identity stats the validated file (no symlink followed) and checks it
+// is still a regular file of the validated size.
+func identity(ref artifacts.Ref) (os.FileInfo, error) {
+	f, err := OpenNoFollow(ref.Path)
+	if err != nil {
+		return nil, errors.New("cannot be opened")
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil || !fi.Mode().IsRegular() || fi.Size() != ref.SizeBytes {
+		return nil, fmt.Errorf("is no longer the %d-byte regular file that was validated", ref.SizeBytes)
+	}
+	return fi, nil
 }
 
 // Lookup returns the ref registered under id.

@@ -161,3 +161,46 @@ func FuzzReadArgs(f *testing.F) {
 		}
 	})
 }
+
+// TestReplacedFileRefused: a file replaced after registration by another
+// of the same size — directly or by swapping a directory on its path for
+// a symlink — is not the validated file and is refused.
+func TestReplacedFileRefused(t *testing.T) {
+	s := &artifactstore.Store{}
+	root := t.TempDir()
+	sub := filepath.Join(root, "sub")
+	os.Mkdir(sub, 0o700)
+	p := filepath.Join(sub, "r.txt")
+	if err := os.WriteFile(p, []byte("valid"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	v := artifacts.Validator{Roots: []string{root}}
+	refs, err := v.Validate([]artifacts.RefSpec{{Schema: artifacts.RefSchema, ID: "r", URI: "file://" + p, MediaType: "text/plain"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Register(refs[0]); err != nil {
+		t.Fatal(err)
+	}
+	// Same size, new inode, renamed over the validated name.
+	tmp := filepath.Join(sub, "tmp")
+	os.WriteFile(tmp, []byte("OTHER"), 0o600)
+	if err := os.Rename(tmp, p); err != nil {
+		t.Fatal(err)
+	}
+	if pg, err := s.Read("r", 0, 0); !errors.Is(err, artifactstore.ErrChanged) {
+		t.Fatalf("replaced file: read %q, err %v; want ErrChanged", pg.Data, err)
+	}
+	// A directory on the path swapped for a symlink to one outside the root.
+	outside := t.TempDir()
+	os.WriteFile(filepath.Join(outside, "r.txt"), []byte("SECRT"), 0o600)
+	if err := os.Rename(sub, sub+".old"); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(outside, sub); err != nil {
+		t.Fatal(err)
+	}
+	if pg, err := s.Read("r", 0, 0); !errors.Is(err, artifactstore.ErrChanged) {
+		t.Fatalf("symlinked directory: read %q, err %v; want ErrChanged", pg.Data, err)
+	}
+}
