@@ -334,6 +334,9 @@ func (r *Redis) claimOnce(ctx context.Context, consumer string, max int, block t
 		if leases, err = parseLeases(consumer, v); err != nil || len(leases) >= max {
 			return leases, err
 		}
+		if len(leases) > 0 {
+			block = -1 // hand out the taken-over jobs now; take only what is already waiting
+		}
 	}
 	streams, err := r.c.XReadGroup(ctx, &redis.XReadGroupArgs{
 		Group: r.o.Group, Consumer: consumer, Streams: []string{r.key("jobs"), ">"},
