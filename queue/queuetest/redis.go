@@ -14,6 +14,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -127,9 +128,15 @@ func (s *Server) start() error {
 		default:
 		}
 		ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
-		err := c.Ping(ctx).Err()
+		info, err := c.Info(ctx, "server").Result()
 		cancel()
 		if err == nil {
+			// The port may have been taken between freePort and the bind
+			// by another test's server: answer only for ours.
+			if !strings.Contains(info, "process_id:"+strconv.Itoa(cmd.Process.Pid)+"\r\n") {
+				s.Kill()
+				return fmt.Errorf("redis-server on %s: another server answers on that port", s.Addr)
+			}
 			return nil
 		}
 		if time.Now().After(deadline) {
