@@ -693,15 +693,18 @@ func TestStateSurvivesRestart(t *testing.T) {
 	h.tg.UserMessage(alice, alice, "first")
 	h.waitVisible(alice, "850 tokens")
 	h.tg.UserMessage(alice, alice, "second") // claimed, held until the restart
+	// The second job's status message, sent in the chat's serial queue
+	// after the first result was fully delivered (the first job leaves the
+	// chat's queue when its delivery starts).
 	h.tg.Wait(t, wait, "status message recorded", func(*bottest.Server) bool {
 		h.bot.mu.Lock()
 		defer h.bot.mu.Unlock()
-		for _, js := range h.bot.jobs {
-			if js.statusMsg != 0 {
-				return true
-			}
+		c := h.bot.chats[alice]
+		if c == nil || len(c.queue) != 1 {
+			return false
 		}
-		return false
+		js := h.bot.jobs[c.queue[0]]
+		return js != nil && js.statusMsg != 0
 	})
 	h.stop()
 	if st.n == 0 {

@@ -103,29 +103,28 @@ func (b *Bot) deliver(ctx context.Context, d queue.Delivery) {
 			break
 		}
 	}
-	c.use.tokens += res.Usage.PromptTokens + res.Usage.CompletionTokens
-	c.use.costUSD += res.Usage.CostUSD
-	c.use.jobs++
-	warn := shouldWarn(c.use, b.cfg.DailyTokenBudget)
-	if warn {
-		c.use.warned = true
-	}
+	// Usage and artifact ids are worked out here but recorded only once
+	// the result is settled (see commit below): a result left for
+	// redelivery must not count twice.
+	tokens := res.Usage.PromptTokens + res.Usage.CompletionTokens
+	use := c.use
+	use.tokens += tokens
+	warn := shouldWarn(use, b.cfg.DailyTokenBudget)
 	var arts []Artifact
+	var chatArts []chatArtifact
+	nextArt := c.nextArt
 	for _, m := range res.Artifacts {
-		c.nextArt++
-		id := fmt.Sprintf("a%d", c.nextArt)
-		c.arts = append(c.arts, chatArtifact{id: id, meta: m})
+		nextArt++
+		id := fmt.Sprintf("a%d", nextArt)
+		chatArts = append(chatArts, chatArtifact{id: id, meta: m})
 		arts = append(arts, Artifact{ID: id, Name: m.Name, MediaType: m.MIME, Bytes: m.Bytes, SHA256: m.SHA256})
-	}
-	if over := len(c.arts) - maxChatArtifacts; over > 0 {
-		c.arts = append([]chatArtifact(nil), c.arts[over:]...)
 	}
 	var statusMsg int
 	timedOut := false
 	if js != nil {
 		statusMsg, timedOut = js.statusMsg, js.timedOut
 	}
-	used := c.use.tokens
+	used := use.tokens
 	b.mu.Unlock()
 
 	if statusMsg != 0 {
@@ -165,7 +164,21 @@ func (b *Bot) deliver(ctx context.Context, d queue.Delivery) {
 		}
 		log.WithError(err).WithField("chunk", i).Error("bot: Telegram refused a reply chunk; skipping it")
 	}
-	if warn {
+	if ack {
+		b.mu.Lock()
+		c := b.chatLocked(chatID)
+		c.use.tokens += tokens
+		c.use.costUSD += res.Usage.CostUSD
+		c.use.jobs++
+		c.use.warned = c.use.warned || warn
+		c.nextArt = max(c.nextArt, nextArt)
+		c.arts = append(c.arts, chatArts...)
+		if over := len(c.arts) - maxChatArtifacts; over > 0 {
+			c.arts = append([]chatArtifact(nil), c.arts[over:]...)
+		}
+		b.mu.Unlock()
+	}
+	if warn && ack {
 		b.reply(ctx, chatID, fmt.Sprintf("⚠️ This chat has used %d %% of its daily budget of %s tokens (resets at 00:00 UTC, in %s).",
 			used*100/b.cfg.DailyTokenBudget, Thousands(b.cfg.DailyTokenBudget), humanWait(untilMidnightUTC(now))))
 	}

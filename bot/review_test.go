@@ -132,3 +132,50 @@ func TestMessageWaitingAtShutdownIsStillEnqueued(t *testing.T) {
 		t.Errorf("enqueue outcomes %v: want one successful enqueue", q.errs)
 	}
 }
+
+// A result whose reply could not be sent (here: the bot shut down while
+// waiting out a 429) is left unacknowledged and delivered again later; the
+// chat's usage must count it once, not once per attempt.
+func TestRedeliveredResultCountsUsageOnce(t *testing.T) {
+	q := queue.NewMemory(queue.Options{ResultLeaseTTL: 50 * time.Millisecond})
+	st := &memState{}
+	cfg := func(c *Config) { c.State = st }
+	h := startBot(t, q, cfg)
+	release := make(chan struct{})
+	worker(t, q, func(ctx context.Context, l queue.Lease) queue.Result {
+		select {
+		case <-release:
+		case <-ctx.Done():
+		}
+		return queue.Result{Answer: "the answer", Usage: queue.Usage{PromptTokens: 850}}
+	})
+	h.tg.UserMessage(alice, alice, "go")
+	h.tg.Wait(t, wait, "status message recorded", func(*bottest.Server) bool {
+		h.bot.mu.Lock()
+		defer h.bot.mu.Unlock()
+		for _, js := range h.bot.jobs {
+			if js.statusMsg != 0 {
+				return true
+			}
+		}
+		return false
+	})
+	h.tg.FailNext("sendMessage", 1, bottest.Failure{Code: 429, Description: "Too Many Requests: retry after 30", RetryAfter: 30})
+	close(release)
+	h.tg.WaitCalls(t, wait, func(c []bottest.Call) bool {
+		for _, x := range c {
+			if x.Status == 429 {
+				return true
+			}
+		}
+		return false
+	}, "sendMessage")
+	h.stop() // while the reply waits out retry_after
+	h.run(cfg)
+	h.waitVisible(alice, "the answer")
+	h.tg.UserMessage(alice, alice, "/usage")
+	h.waitVisible(alice, "Today (UTC)")
+	if !hasText(h.tg.Visible(alice), "Today (UTC): 850 tokens") {
+		t.Errorf("usage after one job of 850 tokens: %q", h.tg.Visible(alice))
+	}
+}
