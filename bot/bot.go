@@ -64,7 +64,8 @@ type Bot struct {
 	refused   map[int64]time.Time
 	inflight  map[string]bool // results being delivered, by job id
 	health    healthState
-	lastSaved []byte // the last state snapshot saved
+	lastSaved []byte    // the last state snapshot saved
+	lastPrune time.Time // when pruneLocked last ran
 }
 
 type chatState struct {
@@ -427,6 +428,33 @@ func (b *Bot) chatLocked(chatID int64) *chatState {
 	}
 	c.use = c.use.rollover(b.cfg.Now())
 	return c
+}
+
+// pruneEvery is how often idle chats and refilled user buckets are
+// dropped from memory.
+const pruneEvery = time.Minute
+
+// pruneLocked forgets what a later message would not miss: users whose
+// rate bucket has refilled (a fresh bucket is full too) and chats with no
+// unfinished job, no session chosen with /new, no artifact ids and no
+// usage today. Without it both maps grew with every user and chat ever
+// seen. b.mu must be held.
+func (b *Bot) pruneLocked(now time.Time) {
+	if b.cfg.UserJobsPerMinute > 0 {
+		rate := float64(b.cfg.UserJobsPerMinute) / 60
+		for id, bk := range b.users {
+			if bk.tokens+now.Sub(bk.at).Seconds()*rate >= float64(b.cfg.UserJobsPerMinute) {
+				delete(b.users, id)
+			}
+		}
+	}
+	today := utcDay(now)
+	for id, c := range b.chats {
+		if len(c.queue) == 0 && c.session == "" && len(c.arts) == 0 && c.nextArt == 0 && !c.editPending &&
+			(c.use.day != today || c.use == usage{day: today}) {
+			delete(b.chats, id)
+		}
+	}
 }
 
 // handleMessage runs in the chat's serial queue.

@@ -220,6 +220,10 @@ type headJob struct {
 
 func (b *Bot) progressTick(ctx context.Context) {
 	b.mu.Lock()
+	if now := b.cfg.Now(); now.Sub(b.lastPrune) >= pruneEvery {
+		b.pruneLocked(now)
+		b.lastPrune = now
+	}
 	var heads []headJob
 	for chatID, c := range b.chats {
 		if len(c.queue) > 0 {

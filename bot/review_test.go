@@ -179,3 +179,46 @@ func TestRedeliveredResultCountsUsageOnce(t *testing.T) {
 		t.Errorf("usage after one job of 850 tokens: %q", h.tg.Visible(alice))
 	}
 }
+
+// Chats and users seen once stayed in memory (and in the state snapshot)
+// for ever; with ODEK_TELEGRAM_ALLOW_ALL anyone can grow them. Entries
+// that hold nothing a later message would need are dropped.
+func TestIdleChatsAndUsersArePruned(t *testing.T) {
+	t0 := time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
+	now := t0
+	b, err := New(Config{Token: "x", AllowAll: true, Logger: logrus.New(), Now: func() time.Time { return now }}, queue.NewMemory(queue.Options{}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	rate, burst := float64(b.cfg.UserJobsPerMinute)/60, b.cfg.UserJobsPerMinute
+	b.users[5], _, _ = bucket{}.take(t0, rate, burst) // one token short until 60/burst s later
+	b.users[6], _, _ = bucket{}.take(t0, rate, burst)
+	b.chats[7] = &chatState{use: usage{day: "2026-03-01", tokens: 10, jobs: 1}} // usage of an earlier day
+	b.chats[8] = &chatState{session: "telegram:8:1"}                            // chose /new
+	b.chats[9] = &chatState{queue: []string{"j"}}                               // a job running
+	b.chats[10] = &chatState{arts: []chatArtifact{{id: "a1"}}, nextArt: 1}      // artifact ids
+
+	now = t0.Add(5 * time.Second)
+	b.mu.Lock()
+	b.pruneLocked(now)
+	b.mu.Unlock()
+	if len(b.users) != 2 {
+		t.Errorf("users pruned before their bucket refilled: %v", b.users)
+	}
+	if _, ok := b.chats[7]; !ok {
+		t.Errorf("a chat with usage today was pruned")
+	}
+	now = t0.Add(24 * time.Hour)
+	b.chats[11] = &chatState{use: usage{day: "2026-03-02", tokens: 10}} // today's usage
+	b.mu.Lock()
+	b.pruneLocked(now)
+	b.mu.Unlock()
+	if len(b.users) != 0 {
+		t.Errorf("users with full buckets kept: %v", b.users)
+	}
+	for id, keep := range map[int64]bool{7: false, 8: true, 9: true, 10: true, 11: true} {
+		if _, ok := b.chats[id]; ok != keep {
+			t.Errorf("chat %d kept=%v, want %v", id, ok, keep)
+		}
+	}
+}
