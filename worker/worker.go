@@ -99,6 +99,13 @@ type Config struct {
 	// latency of a cancellation; 0 means 500 ms. Keep it well under the
 	// queue's LeaseTTL.
 	HeartbeatInterval time.Duration
+	// LeaseTTL is the queue's lease (queue.Options.LeaseTTL). A job whose
+	// lease this worker could not renew for LeaseTTL minus one
+	// HeartbeatInterval is cancelled and left unacknowledged: by then
+	// another worker may have taken it over, and a job must not run twice
+	// at once (a worker cut off from Redis while others reach it). 0 means
+	// 30 s, the queue's default.
+	LeaseTTL time.Duration
 	// ClaimBlock is how long one Claim waits for a job; 0 means 250 ms.
 	// It bounds how quickly Shutdown stops the claim loop.
 	ClaimBlock time.Duration
@@ -165,6 +172,9 @@ func New(cfg Config) (*Worker, error) {
 	}
 	if cfg.ShutdownTimeout <= 0 {
 		cfg.ShutdownTimeout = 30 * time.Second
+	}
+	if cfg.LeaseTTL <= 0 {
+		cfg.LeaseTTL = 30 * time.Second
 	}
 	if cfg.HeartbeatInterval <= 0 {
 		cfg.HeartbeatInterval = 500 * time.Millisecond
@@ -464,6 +474,8 @@ func (w *Worker) call(ctx context.Context, job queue.Job, sink events.Sink, p to
 func (w *Worker) heartbeat(ctx context.Context, l queue.Lease, cancelRun context.CancelCauseFunc, log logrus.FieldLogger) {
 	t := time.NewTicker(w.cfg.HeartbeatInterval)
 	defer t.Stop()
+	// The lease was taken (Claim) or last renewed no later than now.
+	renewed := time.Now()
 	for {
 		select {
 		case <-ctx.Done():
@@ -475,7 +487,9 @@ func (w *Worker) heartbeat(ctx context.Context, l queue.Lease, cancelRun context
 		cancel()
 		switch {
 		case err == nil:
+			renewed = time.Now()
 		case errors.Is(err, queue.ErrCanceled):
+			renewed = time.Now()
 			cancelRun(errJobCanceled)
 		case errors.Is(err, queue.ErrLeaseLost):
 			cancelRun(errLeaseLost)
@@ -485,8 +499,20 @@ func (w *Worker) heartbeat(ctx context.Context, l queue.Lease, cancelRun context
 		default:
 			w.metrics.QueueErrors.Add(1)
 			log.WithError(err).Warn("worker: heartbeat failed")
+			if leaseExpired(time.Since(renewed), w.cfg.LeaseTTL, w.cfg.HeartbeatInterval) {
+				log.Warn("worker: lease not renewed within its TTL; stopping the run, another worker may own the job now")
+				cancelRun(errLeaseLost)
+				return
+			}
 		}
 	}
+}
+
+// leaseExpired reports whether a lease last renewed since ago may already
+// belong to another worker: one heartbeat interval of margin before ttl,
+// since the next attempt would come too late. Pure.
+func leaseExpired(since, ttl, interval time.Duration) bool {
+	return since >= ttl-interval
 }
 
 // ack publishes res, retrying with backoff while the queue is unreachable,

@@ -530,3 +530,67 @@ func TestLostAckCountsAsLeaseLostOnly(t *testing.T) {
 		t.Fatalf("Succeeded = %d, Failed = %d for a dropped result, want 0 and 0", s, f)
 	}
 }
+
+// cutOffQueue is a worker cut off from Redis while the job runs: every
+// heartbeat fails with a network error, and Ack is recorded.
+type cutOffQueue struct {
+	queue.Queue
+	acks atomic.Int32
+}
+
+func (*cutOffQueue) Heartbeat(context.Context, queue.Lease) error {
+	return errors.New("dial tcp 127.0.0.1:6379: connect: connection refused")
+}
+
+func (q *cutOffQueue) Ack(ctx context.Context, l queue.Lease, r queue.Result) error {
+	q.acks.Add(1)
+	return q.Queue.Ack(ctx, l, r)
+}
+
+// A worker that cannot renew its lease stops the run once the lease may
+// have passed to another worker, and publishes nothing: the job must not
+// run twice at once.
+func TestUnrenewableLeaseStopsTheRun(t *testing.T) {
+	mem := queue.NewMemory(queue.Options{LeaseTTL: 300 * time.Millisecond})
+	q := &cutOffQueue{Queue: mem}
+	stopped := make(chan error, 1)
+	w := start(t, worker.Config{Queue: q, LeaseTTL: 300 * time.Millisecond, HeartbeatInterval: 20 * time.Millisecond,
+		Run: func(ctx context.Context, _ queue.Job, _ events.Sink, _ tools.Prompter) (queue.Result, error) {
+			<-ctx.Done() // a long run; only the worker can end it
+			stopped <- context.Cause(ctx)
+			return queue.Result{Answer: "too late"}, ctx.Err()
+		}})
+	enqueue(t, mem, queue.Job{ChatID: 1, Goal: "long"})
+	select {
+	case cause := <-stopped:
+		if cause == nil || !strings.Contains(cause.Error(), "lease") {
+			t.Fatalf("run stopped with cause %v, want the lost lease", cause)
+		}
+	case <-time.After(20 * time.Second):
+		t.Fatal("the run went on although its lease could not be renewed")
+	}
+	m := w.Metrics()
+	deadline := time.Now().Add(10 * time.Second)
+	for m.LeaseLost.Load() == 0 && time.Now().Before(deadline) {
+		time.Sleep(time.Millisecond) // polling with a deadline
+	}
+	if m.LeaseLost.Load() != 1 || q.acks.Load() != 0 {
+		t.Fatalf("LeaseLost = %d, acks = %d; want 1 and 0", m.LeaseLost.Load(), q.acks.Load())
+	}
+}
+
+func TestLeaseExpired(t *testing.T) {
+	for _, tc := range []struct {
+		since, ttl, interval time.Duration
+		want                 bool
+	}{
+		{0, 30 * time.Second, 500 * time.Millisecond, false},
+		{29 * time.Second, 30 * time.Second, 500 * time.Millisecond, false},
+		{29500 * time.Millisecond, 30 * time.Second, 500 * time.Millisecond, true},
+		{time.Minute, 30 * time.Second, 500 * time.Millisecond, true},
+	} {
+		if got := worker.LeaseExpired(tc.since, tc.ttl, tc.interval); got != tc.want {
+			t.Errorf("LeaseExpired(%v, %v, %v) = %v, want %v", tc.since, tc.ttl, tc.interval, got, tc.want)
+		}
+	}
+}

@@ -193,6 +193,7 @@ func cmdWorker(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		ApprovalTimeout: f.approvalTimeout, Logger: log,
 		// Heartbeats well inside the lease, at most every 500 ms (cancel latency).
 		HeartbeatInterval: min(f.q.lease/3, 500*time.Millisecond),
+		LeaseTTL:          f.q.lease,
 	})
 	if err != nil {
 		return withCode(exitSetup, err)

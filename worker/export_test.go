@@ -1,0 +1,4 @@
+package worker
+
+// LeaseExpired exports leaseExpired for the table test.
+var LeaseExpired = leaseExpired
