@@ -225,9 +225,22 @@ func (b *Bot) setCommands(ctx context.Context) {
 
 // ---- updates ----
 
+// dropWebhook removes a webhook left by an earlier webhook-mode run:
+// Telegram refuses getUpdates (409) while one is set, so a bot switched
+// back to polling would otherwise never receive an update. Pending updates
+// are kept.
+func (b *Bot) dropWebhook(ctx context.Context) {
+	api := b.tg.base
+	api.Client = ctxClient{ctx: ctx, hc: b.tg.hc, token: b.tg.token}
+	if _, err := api.MakeRequest("deleteWebhook", tgbotapi.Params{"drop_pending_updates": "false"}); err != nil && ctx.Err() == nil {
+		b.log.WithError(scrub(err, b.tg.token)).Warn("bot: deleteWebhook failed; getUpdates may be refused while a webhook is set")
+	}
+}
+
 // poll long-polls getUpdates, backing off after errors. A 409 is logged as
 // ErrConflict and retried (the other instance may go away); a 401 ends Run.
 func (b *Bot) poll(ctx context.Context) error {
+	b.dropWebhook(ctx)
 	offset, failures := 0, 0
 	for ctx.Err() == nil {
 		cfg := tgbotapi.UpdateConfig{Offset: offset, Limit: 100, Timeout: int(b.cfg.PollTimeout / time.Second),

@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/http"
+	"net/url"
 	"strings"
 	"sync"
 	"testing"
@@ -221,4 +223,19 @@ func TestIdleChatsAndUsersArePruned(t *testing.T) {
 			t.Errorf("chat %d kept=%v, want %v", id, ok, keep)
 		}
 	}
+}
+
+// A webhook left by an earlier webhook-mode run is removed when the bot
+// polls; Telegram would answer every getUpdates with 409 otherwise.
+func TestPollingRemovesALeftoverWebhook(t *testing.T) {
+	tg := bottest.New(t)
+	resp, err := http.PostForm(tg.URL()+"/bot"+bottest.Token+"/setWebhook", url.Values{"url": {"https://bot.example.test/hook"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	h := &harness{t: t, tg: tg, q: queue.NewMemory(queue.Options{}), logs: &syncBuffer{}}
+	h.run(nil)
+	h.tg.UserMessage(alice, alice, "/start")
+	h.waitVisible(alice, fmt.Sprint(alice))
 }
