@@ -457,12 +457,20 @@ func TestRedeliveredUpdateRunsOnce(t *testing.T) {
 func TestConflictIsReportedAndUnhealthy(t *testing.T) {
 	h := startBot(t, nil, nil)
 	h.tg.WaitCalls(t, wait, func(c []bottest.Call) bool { return len(c) > 0 }, "setMyCommands")
-	// A webhook set elsewhere makes every getUpdates a 409.
-	resp, err := http.Post(h.tg.URL()+"/bot"+bottest.Token+"/setWebhook?url=https://example.org/hook", "", nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	resp.Body.Close()
+	// Another instance polling with the same token: each of its long
+	// polls ends ours with a 409, as Telegram does.
+	rivalCtx, stopRival := context.WithCancel(context.Background())
+	rivalDone := make(chan struct{})
+	go func() {
+		defer close(rivalDone)
+		for rivalCtx.Err() == nil {
+			req, _ := http.NewRequestWithContext(rivalCtx, "POST", h.tg.URL()+"/bot"+bottest.Token+"/getUpdates?timeout=1", nil)
+			if resp, err := http.DefaultClient.Do(req); err == nil {
+				resp.Body.Close()
+			}
+		}
+	}()
+	defer func() { stopRival(); <-rivalDone }()
 	h.tg.Wait(t, wait, "409 logged", func(*bottest.Server) bool { return strings.Contains(h.logs.String(), "409 Conflict") })
 	rec := httptest.NewRecorder()
 	h.bot.HealthHandler().ServeHTTP(rec, httptest.NewRequest("GET", "/healthz", nil))
