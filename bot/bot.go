@@ -159,6 +159,7 @@ func (b *Bot) Run(ctx context.Context) error {
 	b.tg = tg
 	b.log.WithField("username", tg.self().UserName).Info("bot: connected to Telegram")
 	b.setCommands(ctx)
+	b.dropLostJobs(ctx)
 
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()

@@ -92,6 +92,12 @@ type Config struct {
 	State StateStore
 	// StateInterval is how often at most State is saved. 0 means 2 s.
 	StateInterval time.Duration
+	// VolatileQueue says the queue does not outlive this process (embedded
+	// mode's in-memory queue): unfinished jobs in the restored State are
+	// gone with the old process, so they are dropped and their chats told
+	// to send the request again. false (Redis) keeps them: a worker may
+	// still finish them.
+	VolatileQueue bool
 
 	// Consumer names this front end in the results consumer group. ""
 	// means "bot-<hostname>-<pid>".

@@ -239,3 +239,34 @@ func TestPollingRemovesALeftoverWebhook(t *testing.T) {
 	h.tg.UserMessage(alice, alice, "/start")
 	h.waitVisible(alice, fmt.Sprint(alice))
 }
+
+// In embedded mode the queue dies with the process: a restored unfinished
+// job is dropped, its status message removed, its chat told, and the
+// chat's next message runs instead of queueing behind a ghost.
+func TestVolatileQueueDropsLostJobsOnRestart(t *testing.T) {
+	st := &memState{}
+	h := startBot(t, queue.NewMemory(queue.Options{}), func(c *Config) { c.State = st; c.VolatileQueue = true })
+	h.tg.UserMessage(alice, alice, "never claimed") // no worker: stays unfinished
+	h.tg.Wait(t, wait, "job with status message", func(*bottest.Server) bool {
+		h.bot.mu.Lock()
+		defer h.bot.mu.Unlock()
+		c := h.bot.chats[alice]
+		return c != nil && len(c.queue) == 1 && h.bot.jobs[c.queue[0]] != nil && h.bot.jobs[c.queue[0]].statusMsg != 0
+	})
+	h.stop()
+	// The new process has a new, empty in-memory queue.
+	q2 := queue.NewMemory(queue.Options{})
+	h.q = q2
+	h.run(func(c *Config) { c.State = st; c.VolatileQueue = true })
+	h.waitVisible(alice, "Please send it again")
+	worker(t, q2, func(ctx context.Context, l queue.Lease) queue.Result {
+		return queue.Result{Answer: "fresh answer"}
+	})
+	h.tg.UserMessage(alice, alice, "again")
+	h.waitVisible(alice, "fresh answer")
+	for _, m := range h.tg.Visible(alice) {
+		if strings.Contains(m, "Queued") {
+			t.Fatalf("a ghost job still holds the chat's queue: %q", h.tg.Visible(alice))
+		}
+	}
+}

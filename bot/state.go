@@ -169,3 +169,41 @@ func (b *Bot) stateLoop(ctx context.Context) error {
 		}
 	}
 }
+
+// lostJobNotice tells a chat that its request died with the previous
+// process (VolatileQueue).
+const lostJobNotice = "odek restarted and your unfinished request was lost with it. Please send it again."
+
+// dropLostJobs forgets the restored unfinished jobs when the queue did not
+// survive the restart (Config.VolatileQueue), removes their status
+// messages and tells each chat once.
+func (b *Bot) dropLostJobs(ctx context.Context) {
+	if !b.cfg.VolatileQueue {
+		return
+	}
+	b.mu.Lock()
+	var chats []int64
+	var status []jobState
+	for id, c := range b.chats {
+		if len(c.queue) > 0 {
+			chats = append(chats, id)
+			c.queue = nil
+		}
+	}
+	for _, j := range b.jobs {
+		status = append(status, *j)
+	}
+	b.jobs = map[string]*jobState{}
+	b.mu.Unlock()
+	for _, j := range status {
+		if j.statusMsg != 0 {
+			_, _ = b.tg.remove(ctx, j.chatID, j.statusMsg)
+		}
+	}
+	for _, id := range chats {
+		b.reply(ctx, id, lostJobNotice)
+	}
+	if len(chats) > 0 {
+		b.log.WithField("chats", len(chats)).Warn("bot: unfinished jobs of the previous process were lost with its in-memory queue; their chats were told")
+	}
+}

@@ -258,7 +258,7 @@ func botConfig(e env, log logrus.FieldLogger) (bot.Config, error) {
 		state = fileState{path: p}
 	}
 	return bot.Config{
-		State: state,
+		State: state, VolatileQueue: e.RedisURL == "",
 		Token: e.Token, APIEndpoint: e.APIEndpoint,
 		AllowedUsers: users, AllowedChats: chats, AllowAll: e.AllowAll,
 		DailyTokenBudget: e.DailyBudget, UserJobsPerMinute: e.UserRate,
