@@ -317,14 +317,9 @@ func (l *lexer) readWord() error {
 				return err
 			}
 		case '`':
-			end, err := findBacktick(l.s, l.i+1)
-			if err != nil {
+			if err := l.copyBacktick(&b, &tok); err != nil {
 				return err
 			}
-			l.subs = append(l.subs, unescapeBacktick(l.s[l.i+1:end]))
-			tok.dynamic = true
-			b.WriteString(l.s[l.i : end+1])
-			l.i = end + 1
 		case '$':
 			if l.i+1 < len(l.s) && l.s[l.i+1] == '\'' {
 				// ANSI-C quoting $'...': backslash escapes a quote.
@@ -342,18 +337,9 @@ func (l *lexer) readWord() error {
 				l.i = j + 1
 				continue
 			}
-			n, err := l.readDollar(l.s, l.i)
-			if err != nil {
+			if err := l.copyDollar(&b, &tok); err != nil {
 				return err
 			}
-			if n == 0 {
-				b.WriteByte('$')
-				l.i++
-				continue
-			}
-			tok.dynamic = true
-			b.WriteString(l.s[l.i : l.i+n])
-			l.i += n
 		default:
 			b.WriteByte(c)
 			l.i++
@@ -361,6 +347,39 @@ func (l *lexer) readWord() error {
 	}
 	tok.text = b.String()
 	l.toks = append(l.toks, tok)
+	return nil
+}
+
+// copyBacktick copies the `...` substitution starting at l.s[l.i] into b as
+// written, records its command for classification and marks tok dynamic.
+func (l *lexer) copyBacktick(b *strings.Builder, tok *token) error {
+	end, err := findBacktick(l.s, l.i+1)
+	if err != nil {
+		return err
+	}
+	l.subs = append(l.subs, unescapeBacktick(l.s[l.i+1:end]))
+	tok.dynamic = true
+	b.WriteString(l.s[l.i : end+1])
+	l.i = end + 1
+	return nil
+}
+
+// copyDollar copies the expansion starting at l.s[l.i] == '$' into b as
+// written and marks tok dynamic; a '$' that starts no expansion is a
+// literal dollar sign.
+func (l *lexer) copyDollar(b *strings.Builder, tok *token) error {
+	n, err := l.readDollar(l.s, l.i)
+	if err != nil {
+		return err
+	}
+	if n == 0 {
+		b.WriteByte('$')
+		l.i++
+		return nil
+	}
+	tok.dynamic = true
+	b.WriteString(l.s[l.i : l.i+n])
+	l.i += n
 	return nil
 }
 
@@ -384,27 +403,13 @@ func (l *lexer) readDouble(b *strings.Builder, tok *token) error {
 			b.WriteByte('\\')
 			l.i++
 		case '`':
-			end, err := findBacktick(l.s, l.i+1)
-			if err != nil {
+			if err := l.copyBacktick(b, tok); err != nil {
 				return err
 			}
-			l.subs = append(l.subs, unescapeBacktick(l.s[l.i+1:end]))
-			tok.dynamic = true
-			b.WriteString(l.s[l.i : end+1])
-			l.i = end + 1
 		case '$':
-			n, err := l.readDollar(l.s, l.i)
-			if err != nil {
+			if err := l.copyDollar(b, tok); err != nil {
 				return err
 			}
-			if n == 0 {
-				b.WriteByte('$')
-				l.i++
-				continue
-			}
-			tok.dynamic = true
-			b.WriteString(l.s[l.i : l.i+n])
-			l.i += n
 		default:
 			b.WriteByte(c)
 			l.i++
