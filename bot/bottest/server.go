@@ -734,15 +734,25 @@ func checkText(p url.Values) *apiError {
 	return nil
 }
 
-func (s *Server) sendMessage(p url.Values) (any, *apiError) {
+// textParams checks what sendMessage and editMessageText share: the chat
+// id, the text with its parse mode, and an optional inline keyboard.
+func textParams(p url.Values) (int64, [][]string, *apiError) {
 	chatID, aerr := chatIDParam(p)
 	if aerr != nil {
-		return nil, aerr
+		return 0, nil, aerr
 	}
 	if aerr := checkText(p); aerr != nil {
-		return nil, aerr
+		return 0, nil, aerr
 	}
 	kb, aerr := parseKeyboard(p)
+	if aerr != nil {
+		return 0, nil, aerr
+	}
+	return chatID, kb, nil
+}
+
+func (s *Server) sendMessage(p url.Values) (any, *apiError) {
+	chatID, kb, aerr := textParams(p)
 	if aerr != nil {
 		return nil, aerr
 	}
@@ -768,14 +778,7 @@ func (s *Server) wireLocked(m *Message) message {
 }
 
 func (s *Server) editMessageText(p url.Values) (any, *apiError) {
-	chatID, aerr := chatIDParam(p)
-	if aerr != nil {
-		return nil, aerr
-	}
-	if aerr := checkText(p); aerr != nil {
-		return nil, aerr
-	}
-	kb, aerr := parseKeyboard(p)
+	chatID, kb, aerr := textParams(p)
 	if aerr != nil {
 		return nil, aerr
 	}
