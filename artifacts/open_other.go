@@ -4,6 +4,6 @@ package artifacts
 
 import "os"
 
-// openNoFollow opens an artifact for reading; the SameFile check after the
+// OpenNoFollow opens an artifact for reading; the SameFile check after the
 // open catches a replaced file.
-func openNoFollow(path string) (*os.File, error) { return os.Open(path) }
+func OpenNoFollow(path string) (*os.File, error) { return os.Open(path) }

@@ -255,7 +255,7 @@ func (v *Validator) checkFile(i int, s *RefSpec, roots []string) (Ref, error) {
 // file described by want. At most maxBytes+1 bytes are read, so a file that
 // grew is caught by the caller's size comparison without reading it all.
 func hashFile(path string, want fs.FileInfo, maxBytes int64) (string, int64, error) {
-	f, err := openNoFollow(path)
+	f, err := OpenNoFollow(path)
 	if err != nil {
 		return "", 0, err
 	}

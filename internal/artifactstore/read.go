@@ -54,7 +54,7 @@ func (s *Store) Read(id string, offset, limit int64) (Page, error) {
 		limit = DefaultPageBytes
 	}
 	limit = min(limit, MaxPageBytes)
-	f, err := OpenNoFollow(ref.Path)
+	f, err := artifacts.OpenNoFollow(ref.Path)
 	if err != nil {
 		return Page{}, fmt.Errorf("%w: artifact %q cannot be opened", ErrChanged, id)
 	}

@@ -96,7 +96,7 @@ func (s *Store) Register(ref artifacts.Ref) error {
 // identity stats the validated file (no symlink followed) and checks it
 // is still a regular file of the validated size.
 func identity(ref artifacts.Ref) (os.FileInfo, error) {
-	f, err := OpenNoFollow(ref.Path)
+	f, err := artifacts.OpenNoFollow(ref.Path)
 	if err != nil {
 		return nil, errors.New("cannot be opened")
 	}

@@ -506,7 +506,7 @@ func (d *Delegate) acceptArtifacts(taskID, root string, specs []artifacts.RefSpe
 // regular file (a symlink swapped in is not followed) of the validated
 // size that hashes to the validated digest.
 func readVerified(r artifacts.Ref) (string, bool) {
-	f, err := artifactstore.OpenNoFollow(r.Path)
+	f, err := artifacts.OpenNoFollow(r.Path)
 	if err != nil {
 		return "", false
 	}

@@ -16,7 +16,6 @@ import (
 	"unicode"
 
 	"github.com/odekrun/odek/artifacts"
-	"github.com/odekrun/odek/internal/artifactstore"
 )
 
 // Limits of the artifact channel.
@@ -162,12 +161,12 @@ func move(src, dst string) error {
 	if !fi.Mode().IsRegular() {
 		return fmt.Errorf("not a regular file (mode %v)", fi.Mode().Type())
 	}
-	if artifactstore.LinkCount(fi) == 1 {
+	if linkCount(fi) == 1 {
 		if err := os.Rename(src, dst); err == nil {
 			return os.Chmod(dst, 0o600)
 		}
 	}
-	in, err := artifactstore.OpenNoFollow(src)
+	in, err := artifacts.OpenNoFollow(src)
 	if err != nil {
 		return err
 	}
