@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"fmt"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -11,7 +10,6 @@ import (
 	"github.com/sirupsen/logrus"
 
 	"github.com/odekrun/odek/internal/config"
-	"github.com/odekrun/odek/internal/ext"
 	"github.com/odekrun/odek/internal/host"
 	"github.com/odekrun/odek/internal/session"
 	"github.com/odekrun/odek/queue"
@@ -24,17 +22,8 @@ var version = "dev"
 // embeddedWorkers are the in-process workers of embedded mode.
 type embeddedWorkers struct {
 	w    *worker.Worker
-	ext  *ext.Set
+	jobs *host.JobRunner
 	done chan error
-}
-
-// closeExtensions stops the shared extension servers.
-func closeExtensions(set *ext.Set, log logrus.FieldLogger) {
-	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
-	defer cancel()
-	if err := set.Close(ctx); err != nil {
-		log.WithError(err).Warn("odek-bot: extension servers stopped with errors")
-	}
 }
 
 // startEmbedded loads odek's configuration as `odek run` does and starts
@@ -51,10 +40,6 @@ func startEmbedded(ctx context.Context, q *queue.Memory, e env, log *logrus.Logg
 	if err := cfg.ResolveEndpoint(ctx, nil); err != nil {
 		return nil, err
 	}
-	client, err := host.NewLLM(cfg)
-	if err != nil {
-		return nil, err
-	}
 	home, err := config.HomeDir(nil)
 	if err != nil {
 		return nil, err
@@ -63,34 +48,18 @@ func startEmbedded(ctx context.Context, q *queue.Memory, e env, log *logrus.Logg
 	if err != nil {
 		return nil, err
 	}
-	dir := e.ArtifactsDir
-	if dir != "" {
-		if dir, err = filepath.Abs(dir); err != nil {
-			return nil, err
-		}
-		if err := os.MkdirAll(dir, 0o700); err != nil {
-			return nil, fmt.Errorf("ODEK_ARTIFACTS_DIR: %w", err)
-		}
-	}
-	// Extension servers start once for all jobs; only what is approved
-	// ahead loads (no terminal here).
-	extSet, err := host.LoadExtensions(ctx, host.Options{
-		Config: cfg, WorkDir: wd, Logger: log, Environ: os.Environ(), ClientVersion: version,
-		ApproveMCP: os.Getenv("ODEK_APPROVE_MCP") == "1",
-		Warn:       func(w string) { log.Warn(w) },
-	})
-	if err != nil {
+	// One LLM client and one set of extension servers serve every job.
+	r := &host.JobRunner{Config: cfg, Sessions: &session.FileStore{Dir: filepath.Join(home, "sessions")},
+		Logger: log, WorkDir: wd, ArtifactsDir: e.ArtifactsDir, Environ: os.Environ(), ClientVersion: version}
+	if err := r.Start(ctx, os.Getenv("ODEK_APPROVE_MCP") == "1"); err != nil {
 		return nil, err
 	}
-	r := &host.JobRunner{Config: cfg, LLM: client, Extensions: extSet,
-		Sessions: &session.FileStore{Dir: filepath.Join(home, "sessions")},
-		Logger:   log, WorkDir: wd, ArtifactsDir: dir, Environ: os.Environ(), ClientVersion: version}
 	w, err := worker.New(worker.Config{Queue: q, Run: r.Run, Name: "embedded", Concurrency: e.Workers, Logger: log})
 	if err != nil {
-		closeExtensions(extSet, log)
+		r.Close()
 		return nil, err
 	}
-	ew := &embeddedWorkers{w: w, ext: extSet, done: make(chan error, 1)}
+	ew := &embeddedWorkers{w: w, jobs: r, done: make(chan error, 1)}
 	go func() { ew.done <- w.Run(context.WithoutCancel(ctx)) }()
 	return ew, nil
 }
@@ -105,7 +74,9 @@ func (e *embeddedWorkers) shutdown(log logrus.FieldLogger) {
 		log.WithError(err).Warn("odek-bot: embedded workers stopped with jobs unfinished")
 	}
 	<-e.done
-	closeExtensions(e.ext, log)
+	if err := e.jobs.Close(); err != nil {
+		log.WithError(err).Warn("odek-bot: extension servers stopped with errors")
+	}
 }
 
 // tagNames returns the env tag of every field of *v.

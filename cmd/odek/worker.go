@@ -9,7 +9,6 @@ import (
 	"net"
 	"net/http"
 	"os"
-	"path/filepath"
 	"strconv"
 	"time"
 
@@ -142,41 +141,9 @@ func cmdWorker(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	if err := cfg.ResolveEndpoint(ctx, nil); err != nil {
 		return withCode(exitSetup, err)
 	}
-	// One LLM client for all jobs, so connections are reused.
-	client, err := host.NewLLM(cfg)
-	if err != nil {
-		return withCode(exitSetup, err)
-	}
 	wd, err := os.Getwd()
 	if err != nil {
 		return withCode(exitSetup, err)
-	}
-	// The extension servers start once and serve every job; nobody can
-	// be asked at a terminal here, so only servers and tools approved
-	// ahead (auto_approve, odek ext approve, ODEK_APPROVE_MCP=1) load.
-	extSet, err := host.LoadExtensions(ctx, host.Options{
-		Config: cfg, WorkDir: wd, Logger: log, Environ: os.Environ(), ClientVersion: version,
-		ApproveMCP: os.Getenv("ODEK_APPROVE_MCP") == "1",
-		Warn:       func(w string) { log.Warn(w) },
-	})
-	if err != nil {
-		return withCode(exitSetup, err)
-	}
-	defer func() {
-		cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 15*time.Second)
-		defer cancel()
-		_ = extSet.Close(cctx)
-	}()
-	for _, r := range extSet.Report() {
-		log.WithField("server", r.Name).Info("extension " + r.String())
-	}
-	if f.artifacts != "" {
-		if f.artifacts, err = filepath.Abs(f.artifacts); err != nil {
-			return withCode(exitSetup, err)
-		}
-		if err := os.MkdirAll(f.artifacts, 0o700); err != nil {
-			return withCode(exitSetup, fmt.Errorf("--artifacts: %w", err))
-		}
 	}
 
 	rc, q, err := f.q.connect(ctx)
@@ -185,8 +152,13 @@ func cmdWorker(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	}
 	defer rc.Close()
 	store := &session.RedisStore{Client: rc, Prefix: f.q.prefix, TTL: f.sessionTTL}
-	jr := &host.JobRunner{Config: cfg, LLM: client, Extensions: extSet, Sessions: store, Logger: log,
+	// One LLM client and one set of extension servers serve every job.
+	jr := &host.JobRunner{Config: cfg, Sessions: store, Logger: log,
 		WorkDir: wd, ArtifactsDir: f.artifacts, Environ: os.Environ(), ClientVersion: version}
+	if err := jr.Start(ctx, os.Getenv("ODEK_APPROVE_MCP") == "1"); err != nil {
+		return withCode(exitSetup, err)
+	}
+	defer jr.Close()
 
 	w, err := worker.New(worker.Config{
 		Queue: q, Run: jr.Run, Name: f.name, Concurrency: f.concurrency, ShutdownTimeout: f.shutdownTimeout,

@@ -77,16 +77,77 @@ type JobRunner struct {
 	// MaxArtifacts bounds the artifacts of one result; 0 ⇒
 	// DefaultMaxArtifacts.
 	MaxArtifacts int
+
+	ownExt bool // Start loaded Extensions; Close stops them
 }
+
+// Start prepares what all jobs of a process share: it makes ArtifactsDir
+// absolute and creates it (0700), builds the LLM client when LLM is nil,
+// and starts the extension servers when Extensions is nil. Nobody can be
+// asked at a terminal in a worker, so only servers and tools approved
+// ahead load (auto_approve, `odek ext approve`, or approveMCP for
+// ODEK_APPROVE_MCP=1). Each server's outcome is logged. Call Close when
+// the process stops.
+func (j *JobRunner) Start(ctx context.Context, approveMCP bool) error {
+	if j.Logger == nil {
+		j.Logger = discardLogger
+	}
+	log := j.Logger
+	if j.ArtifactsDir != "" {
+		dir, err := filepath.Abs(j.ArtifactsDir)
+		if err != nil {
+			return fmt.Errorf("artifacts directory: %w", err)
+		}
+		if err := os.MkdirAll(dir, 0o700); err != nil {
+			return fmt.Errorf("artifacts directory: %w", err)
+		}
+		j.ArtifactsDir = dir
+	}
+	if j.LLM == nil {
+		c, err := NewLLM(j.Config)
+		if err != nil {
+			return err
+		}
+		j.LLM = c
+	}
+	if j.Extensions == nil {
+		set, err := LoadExtensions(ctx, Options{
+			Config: j.Config, WorkDir: j.WorkDir, Logger: log, Environ: j.Environ, ClientVersion: j.ClientVersion,
+			ApproveMCP: approveMCP, Warn: func(w string) { log.Warn(w) },
+		})
+		if err != nil {
+			return err
+		}
+		j.Extensions, j.ownExt = set, true
+		for _, r := range set.Report() {
+			log.WithField("server", r.Name).Info("extension " + r.String())
+		}
+	}
+	return nil
+}
+
+// Close stops the extension servers Start started, within closeTimeout.
+func (j *JobRunner) Close() error {
+	if !j.ownExt {
+		return nil
+	}
+	j.ownExt = false
+	return closeSet(context.Background(), j.Extensions)()
+}
+
+// discardLogger is the logger of a JobRunner without one.
+var discardLogger = func() *logrus.Logger {
+	l := logrus.New()
+	l.SetOutput(io.Discard)
+	return l
+}()
 
 // Run runs one job to its result. The error, when not nil, is the run's
 // failure, redacted; the result is filled in either way.
 func (j *JobRunner) Run(ctx context.Context, job queue.Job, sink events.Sink, approver tools.Prompter) (queue.Result, error) {
-	log := j.Logger
-	if log == nil {
-		l := logrus.New()
-		l.SetOutput(io.Discard)
-		log = l
+	var log logrus.FieldLogger = logrus.NewEntry(discardLogger)
+	if j.Logger != nil {
+		log = j.Logger
 	}
 	log = log.WithField("job_id", job.ID)
 	failed := func(code int, err error) (queue.Result, error) {

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -88,5 +89,28 @@ func TestJobGoalOnTakeover(t *testing.T) {
 	}
 	if got := JobGoal(job, saved[:2]); got != "build it" {
 		t.Fatalf("takeover before anything was saved: %q, want the goal", got)
+	}
+}
+
+func TestJobRunnerStartPreparesSharedParts(t *testing.T) {
+	cfg := load(t, `{"model":"m1","base_url":"http://127.0.0.1:1"}`, "")
+	t.Chdir(t.TempDir())
+	j := &JobRunner{Config: cfg, ArtifactsDir: "shared/art"}
+	if err := j.Start(context.Background(), false); err != nil {
+		t.Fatal(err)
+	}
+	defer j.Close()
+	if !filepath.IsAbs(j.ArtifactsDir) || j.LLM == nil || j.Extensions == nil {
+		t.Fatalf("after Start: dir %q, LLM %v, extensions %v", j.ArtifactsDir, j.LLM, j.Extensions)
+	}
+	if fi, err := os.Stat(j.ArtifactsDir); err != nil || fi.Mode().Perm() != 0o700 {
+		t.Fatalf("artifacts dir: %v %v", fi, err)
+	}
+	if err := j.Close(); err != nil {
+		t.Fatal(err)
+	}
+	bad := &JobRunner{Config: load(t, `{"model":"m1","base_url":"http://127.0.0.1:1","mcp_servers":{"gone":{"command":"/nonexistent/x","required":true}}}`, "")}
+	if err := bad.Start(context.Background(), true); err == nil || !strings.Contains(err.Error(), "gone") {
+		t.Fatalf("required server missing: %v", err)
 	}
 }
