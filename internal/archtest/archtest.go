@@ -61,6 +61,11 @@ var Rules = []Rule{
 	{From: "internal/llm", Only: []string{Std}, Why: "the llm client depends on nothing but the standard library"},
 	{From: "internal/budget", Only: []string{Std}, Why: "internal/budget is stdlib only"},
 	{
+		From: "internal/sandbox",
+		Only: []string{Std, "github.com/landlock-lsm/go-landlock", "golang.org/x/sys"},
+		Why:  "the sandbox is a leaf: the kernel interfaces (go-landlock, x/sys) and nothing of odek",
+	},
+	{
 		From: "mcpclient",
 		Only: []string{Std, "artifacts", "events", "github.com/sirupsen/logrus", "golang.org/x/sys"},
 		Why:  "mcpclient may use only the leaves, logrus and x/sys",

@@ -1,0 +1,130 @@
+package sandbox
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"strings"
+	"sync"
+)
+
+// HelperArg, as the first argument, makes an odek binary run as the
+// sandbox helper: `odek __odek-sandbox-exec <spec JSON> <argv…>` applies
+// the spec to itself and then executes argv.
+const HelperArg = "__odek-sandbox-exec"
+
+// Exit codes of the helper when it does not reach the command (the
+// command's own code otherwise).
+const (
+	// ExitUsage: the helper was called with a bad spec or no command.
+	ExitUsage = 125
+	// ExitNotConfined: the sandbox could not be applied, so the command
+	// was not run.
+	ExitNotConfined = 126
+	// ExitNotFound: the command is not on PATH (or not executable inside
+	// the sandbox).
+	ExitNotFound = 127
+)
+
+// Main runs the helper and exits when the process was started as one,
+// and returns at once otherwise. Every main that can spawn confined
+// commands (odek, odek-bot) calls it first, and so does TestMain of every
+// package whose tests run them (os.Executable is the test binary there).
+func Main() {
+	if len(os.Args) > 1 && os.Args[1] == HelperArg {
+		os.Exit(runHelper(os.Args[2:], os.Stderr))
+	}
+}
+
+func runHelper(args []string, stderr io.Writer) int {
+	if len(args) < 2 {
+		fmt.Fprintf(stderr, "odek sandbox: usage: %s <spec JSON> <command> [args…]\n", HelperArg)
+		return ExitUsage
+	}
+	var spec Spec
+	if err := json.Unmarshal([]byte(args[0]), &spec); err != nil {
+		fmt.Fprintf(stderr, "odek sandbox: bad spec: %v\n", err)
+		return ExitUsage
+	}
+	if err := enforce(spec); err != nil {
+		fmt.Fprintf(stderr, "odek sandbox: not running the command, the sandbox could not be applied: %v\n", err)
+		return ExitNotConfined
+	}
+	argv := args[1:]
+	path, err := exec.LookPath(argv[0])
+	if err != nil {
+		fmt.Fprintf(stderr, "odek sandbox: %v\n", err)
+		return ExitNotFound
+	}
+	if err := setLimits(spec); err != nil {
+		fmt.Fprintf(stderr, "odek sandbox: not running the command, the sandbox could not be applied: %v\n", err)
+		return ExitNotConfined
+	}
+	err = helperExec(path, argv, os.Environ())
+	fmt.Fprintf(stderr, "odek sandbox: exec %s: %v\n", argv[0], err)
+	return ExitNotConfined
+}
+
+var (
+	exeOnce sync.Once
+	exePath string
+	exeErr  error
+)
+
+// executable is this process's binary, resolved once: the helper is the
+// same binary, so an upgrade on disk cannot change what runs as it
+// mid-process (the path is kept; a replaced file is the new version).
+func executable() (string, error) {
+	exeOnce.Do(func() { exePath, exeErr = os.Executable() })
+	return exePath, exeErr
+}
+
+// Command returns a command that runs argv confined by spec: this binary
+// re-executed as the helper. The caller sets Dir, Env (see Env), I/O and
+// process attributes as for any exec.Cmd.
+func Command(ctx context.Context, spec Spec, argv ...string) (*exec.Cmd, error) {
+	if len(argv) == 0 {
+		return nil, fmt.Errorf("sandbox: no command")
+	}
+	exe, err := executable()
+	if err != nil {
+		return nil, fmt.Errorf("sandbox: find the odek executable for the sandbox helper: %v", err)
+	}
+	b, err := json.Marshal(spec)
+	if err != nil {
+		return nil, fmt.Errorf("sandbox: %v", err)
+	}
+	return exec.CommandContext(ctx, exe, append([]string{HelperArg, string(b)}, argv...)...), nil
+}
+
+// passEnv are the variables a confined command keeps from odek's
+// environment; everything else (REDIS_URL, tokens, odek's own settings)
+// stays out.
+var passEnv = []string{"PATH", "LANG", "LANGUAGE", "LC_ALL", "LC_CTYPE", "LC_MESSAGES", "TZ", "TERM"}
+
+// defaultPath is PATH when odek's environment has none.
+const defaultPath = "/usr/local/bin:/usr/bin:/bin"
+
+// Env is the environment of a command confined by spec: the few
+// variables of base in passEnv, and HOME and TMPDIR set to the job's
+// private temp dir. Pure.
+func Env(spec Spec, base []string) []string {
+	out := make([]string, 0, len(passEnv)+3)
+	hasPath := false
+	for _, kv := range base {
+		name, _, _ := strings.Cut(kv, "=")
+		for _, p := range passEnv {
+			if name == p {
+				out = append(out, kv)
+				hasPath = hasPath || name == "PATH"
+			}
+		}
+	}
+	if !hasPath {
+		out = append(out, "PATH="+defaultPath)
+	}
+	return append(out, "HOME="+spec.TempDir, "TMPDIR="+spec.TempDir)
+}

@@ -1,0 +1,228 @@
+//go:build linux
+
+package sandbox
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// childEnv makes the test binary, run confined, do one thing and exit.
+const childEnv = "ODEK_SANDBOX_TEST_CHILD"
+
+func TestMain(m *testing.M) {
+	Main()
+	if action := os.Getenv(childEnv); action != "" {
+		os.Exit(child(action))
+	}
+	os.Exit(m.Run())
+}
+
+// child performs action inside the sandbox: "tcp:ADDR" and "mptcp:ADDR"
+// connect, printing "connected" or the error.
+func child(action string) int {
+	kind, addr, _ := strings.Cut(action, ":")
+	switch kind {
+	case "tcp":
+		c, err := net.DialTimeout("tcp", addr, 2*time.Second)
+		if err != nil {
+			fmt.Println("error:", err)
+			return 1
+		}
+		c.Close()
+		fmt.Println("connected")
+		return 0
+	case "mptcp":
+		fd, err := syscall.Socket(syscall.AF_INET, syscall.SOCK_STREAM, ipprotoMPTCP)
+		if err != nil {
+			fmt.Println("error:", err)
+			return 1
+		}
+		syscall.Close(fd)
+		fmt.Println("created")
+		return 0
+	}
+	return 2
+}
+
+// requireLandlock skips without the ABI the sandbox needs, unless
+// ODEK_REQUIRE_LANDLOCK is set (CI), where it fails.
+func requireLandlock(t *testing.T) {
+	t.Helper()
+	if abi := ABI(); abi < RequiredABI {
+		if os.Getenv("ODEK_REQUIRE_LANDLOCK") != "" {
+			t.Fatalf("Landlock ABI %d, need %d (ODEK_REQUIRE_LANDLOCK is set)", abi, RequiredABI)
+		}
+		t.Skipf("Landlock ABI %d, need %d", abi, RequiredABI)
+	}
+}
+
+type jail struct {
+	spec  Spec
+	other string // a directory outside the jail holding secret.txt
+}
+
+func newJail(t *testing.T, s Settings) *jail {
+	t.Helper()
+	base := t.TempDir()
+	root, tmp, other := filepath.Join(base, "root"), filepath.Join(base, "tmp"), filepath.Join(base, "other")
+	for _, d := range []string{root, tmp, other} {
+		if err := os.Mkdir(d, 0o700); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.WriteFile(filepath.Join(other, "secret.txt"), []byte("chat A's secret\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(root, "mine.txt"), []byte("mine\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	exe, _ := os.Executable()
+	s.ReadOnlyPaths = append(s.ReadOnlyPaths, filepath.Dir(exe)) // the test binary runs confined as a child
+	spec, err := NewSpec(s, Paths{Root: root, TempDir: tmp, Deny: []string{other}}, readDirNames)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &jail{spec: spec, other: other}
+}
+
+func readDirNames(dir string) ([]string, error) {
+	ents, err := os.ReadDir(dir)
+	names := make([]string, len(ents))
+	for i, e := range ents {
+		names[i] = e.Name()
+	}
+	return names, err
+}
+
+// run runs argv confined and returns its combined output and exit code.
+func (j *jail) run(t *testing.T, env []string, argv ...string) (string, int) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	cmd, err := Command(ctx, j.spec, argv...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd.Dir = j.spec.Root
+	cmd.Env = append(Env(j.spec, os.Environ()), env...)
+	var out bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &out
+	err = cmd.Run()
+	code := 0
+	if ee, ok := err.(*exec.ExitError); ok {
+		code = ee.ExitCode()
+	} else if err != nil {
+		t.Fatal(err)
+	}
+	return out.String(), code
+}
+
+func TestConfinedFiles(t *testing.T) {
+	requireLandlock(t)
+	j := newJail(t, Settings{})
+	tests := []struct {
+		name, script string
+		ok           bool
+	}{
+		{"read own file", "cat mine.txt", true},
+		{"write own dir", "echo hi > new.txt && mkdir -p a/b && mv new.txt a/b/ && cat a/b/new.txt", true},
+		{"temp dir", `echo t > "$TMPDIR/t" && cat "$HOME/t"`, true},
+		{"system binaries", "ls /usr/bin >/dev/null && wc -l /etc/passwd", true},
+		{"read other chat", "cat " + j.other + "/secret.txt", false},
+		{"copy other chat", "cp " + j.other + "/secret.txt stolen.txt", false},
+		{"hard link other chat", "ln " + j.other + "/secret.txt linked.txt", false},
+		{"symlink then read", "ln -s " + j.other + "/secret.txt link.txt && cat link.txt", false},
+		{"list other chat", "ls " + j.other, false},
+		{"find from /", "find / -name secret.txt 2>/dev/null | grep -q secret", false},
+		{"proc of the parent", fmt.Sprintf("cat /proc/%d/environ", os.Getpid()), false},
+		{"proc listing", "ls /proc", false},
+		{"tmp outside", "ls /tmp", false},
+		{"shadow", "cat /etc/shadow", false},
+		{"write system", "touch /usr/odek-test", false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			out, code := j.run(t, nil, "sh", "-c", tt.script)
+			if (code == 0) != tt.ok {
+				t.Errorf("%q: exit %d, want ok=%v\n%s", tt.script, code, tt.ok, out)
+			}
+			if strings.Contains(out, "chat A's secret") {
+				t.Errorf("%q read the other chat's file:\n%s", tt.script, out)
+			}
+		})
+	}
+}
+
+func TestConfinedNetwork(t *testing.T) {
+	requireLandlock(t)
+	ln, err := net.Listen("tcp4", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			c.Close()
+		}
+	}()
+	addr := ln.Addr().String()
+	_, portS, _ := net.SplitHostPort(addr)
+	port, _ := strconv.Atoi(portS)
+	exe, _ := os.Executable()
+
+	closed := newJail(t, Settings{})
+	if out, code := closed.run(t, []string{childEnv + "=tcp:" + addr}, exe); code == 0 || !strings.Contains(out, "permission denied") {
+		t.Errorf("TCP connect to %s with no port allowed: exit %d\n%s", addr, code, out)
+	}
+	if out, code := closed.run(t, []string{childEnv + "=mptcp:" + addr}, exe); code == 0 || !strings.Contains(out, "protocol not supported") {
+		t.Errorf("MPTCP socket: exit %d\n%s", code, out)
+	}
+	open := newJail(t, Settings{AllowConnectPorts: []int{port}})
+	if out, code := open.run(t, []string{childEnv + "=tcp:" + addr}, exe); code != 0 || !strings.Contains(out, "connected") {
+		t.Errorf("TCP connect to an allowed port: exit %d\n%s", code, out)
+	}
+}
+
+func TestConfinedSignalsAndLimits(t *testing.T) {
+	requireLandlock(t)
+	j := newJail(t, Settings{MaxMemoryMB: 300, MaxProcesses: 4096})
+	if ABI() >= 6 {
+		if out, code := j.run(t, nil, "sh", "-c", fmt.Sprintf("kill -0 %d", os.Getpid())); code == 0 {
+			t.Errorf("a confined shell may signal its parent (scoping, ABI 6):\n%s", out)
+		}
+	}
+	out, code := j.run(t, nil, "sh", "-c", "ulimit -v; ulimit -p")
+	if code != 0 || !strings.Contains(out, strconv.Itoa(300*1024)) || !strings.Contains(out, "4096") {
+		t.Errorf("limits: exit %d\n%s", code, out)
+	}
+}
+
+func TestHelperUsage(t *testing.T) {
+	var stderr bytes.Buffer
+	if code := runHelper([]string{"{}"}, &stderr); code != ExitUsage {
+		t.Errorf("no command: exit %d", code)
+	}
+	if code := runHelper([]string{"{", "sh"}, &stderr); code != ExitUsage || !strings.Contains(stderr.String(), "bad spec") {
+		t.Errorf("bad spec: exit %d %s", code, stderr.String())
+	}
+	// A spec without root never runs the command.
+	stderr.Reset()
+	if code := runHelper([]string{`{"temp_dir":"/tmp"}`, "true"}, &stderr); code != ExitNotConfined {
+		t.Errorf("spec without root: exit %d %s", code, stderr.String())
+	}
+}

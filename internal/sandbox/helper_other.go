@@ -1,0 +1,21 @@
+//go:build !linux
+
+package sandbox
+
+import "errors"
+
+// ABI is 0: Landlock exists only on Linux.
+func ABI() int { return 0 }
+
+// Supported reports whether this build can enforce a Spec at all.
+const Supported = false
+
+func enforce(Spec) error { return errors.New("the sandbox needs Linux (Landlock)") }
+
+func helperExec(string, []string, []string) error {
+	return errors.New("the sandbox needs Linux (Landlock)")
+}
+
+func abiHint(int) string { return "Landlock exists only on Linux" }
+
+func setLimits(Spec) error { return errors.New("the sandbox needs Linux (Landlock)") }

@@ -1,0 +1,173 @@
+package sandbox
+
+import (
+	"errors"
+	"fmt"
+	"path/filepath"
+	"slices"
+	"sort"
+	"strings"
+)
+
+// RequiredABI is the Landlock ABI the sandbox needs: filesystem rules
+// (ABI 1), renames inside the root (2), truncation (3) and TCP connect
+// rules (4, Linux 6.7). Later ABIs add device ioctls (5) and IPC scoping
+// (6), which are used when the kernel has them.
+const RequiredABI = 4
+
+// SystemReadOnly are the paths a job's processes may read and execute
+// when they exist: what a shell and the usual tools need.
+var SystemReadOnly = []string{"/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32", "/etc"}
+
+// SystemDeny are never granted although they lie inside SystemReadOnly:
+// host secrets and a system-wide odek configuration.
+var SystemDeny = []string{
+	"/etc/shadow", "/etc/gshadow", "/etc/shadow-", "/etc/gshadow-", "/etc/sudoers", "/etc/sudoers.d",
+	"/etc/ssh", "/etc/ssl/private", "/etc/odek",
+}
+
+// Devices are the device files a job's processes may read and write.
+var Devices = []string{"/dev/null", "/dev/zero", "/dev/full", "/dev/random", "/dev/urandom", "/dev/tty"}
+
+// Spec is the ruleset of one job's processes, what the helper enforces.
+// Everything not granted here is denied: other chats' directories,
+// ODEK_HOME, /proc (other processes' command lines and environments),
+// /tmp outside TempDir, every TCP port not listed.
+type Spec struct {
+	// Root is the job's root: read, write, create, rename inside.
+	Root string `json:"root"`
+	// TempDir is the job's private temporary directory (TMPDIR, HOME).
+	TempDir string `json:"temp_dir"`
+	// ReadOnly are read-and-execute hierarchies.
+	ReadOnly []string `json:"read_only"`
+	// Devices are read-write device files.
+	Devices []string `json:"devices"`
+	// ConnectPorts are the TCP ports connect(2) may reach.
+	ConnectPorts []uint16 `json:"connect_ports,omitempty"`
+	// MaxMemoryMB is RLIMIT_AS in MiB; 0 ⇒ none.
+	MaxMemoryMB int `json:"max_memory_mb,omitempty"`
+	// MaxProcesses is RLIMIT_NPROC; 0 ⇒ none.
+	MaxProcesses int `json:"max_processes,omitempty"`
+}
+
+// Paths are the per-job inputs of NewSpec.
+type Paths struct {
+	// Root is the job's root directory (absolute). Required.
+	Root string
+	// TempDir is the job's private temporary directory (absolute).
+	// Required.
+	TempDir string
+	// Deny are odek's own directories a job must not reach even if they
+	// lie under a granted path: ODEK_HOME, the artifacts directory above
+	// the chat's own, the directory of the config file.
+	Deny []string
+}
+
+// ErrRootHoldsDenied is NewSpec's error for a root that contains a path
+// the sandbox must not grant (running `odek run --confine` in a directory
+// that holds ODEK_HOME, say).
+var ErrRootHoldsDenied = errors.New("sandbox: the job's root contains a path the sandbox must not grant")
+
+// NewSpec builds the ruleset of a job from the settings and the job's
+// paths. It is pure but for readDir, which lists a directory's entry
+// names when a denied path lies inside a granted one: that directory is
+// then granted entry by entry, without the denied one. A system path that
+// is itself denied, or lies inside a denied path, is dropped.
+func NewSpec(s Settings, p Paths, readDir func(dir string) ([]string, error)) (Spec, error) {
+	if !filepath.IsAbs(p.Root) || !filepath.IsAbs(p.TempDir) {
+		return Spec{}, fmt.Errorf("sandbox: root %q and temp dir %q must be absolute paths", p.Root, p.TempDir)
+	}
+	root, tmp := filepath.Clean(p.Root), filepath.Clean(p.TempDir)
+	deny := cleanAll(append(append(slices.Clone(SystemDeny), p.Deny...), s.DenyPaths...))
+	for _, d := range deny {
+		if within(root, d) {
+			return Spec{}, fmt.Errorf("%w: %s holds %s", ErrRootHoldsDenied, root, d)
+		}
+	}
+	spec := Spec{Root: root, TempDir: tmp, MaxMemoryMB: s.MaxMemoryMB, MaxProcesses: s.MaxProcesses}
+	for _, ro := range cleanAll(append(slices.Clone(SystemReadOnly), s.ReadOnlyPaths...)) {
+		spec.ReadOnly = append(spec.ReadOnly, grant(ro, deny, readDir, 0)...)
+	}
+	spec.ReadOnly = dedupe(spec.ReadOnly)
+	for _, d := range Devices {
+		if !slices.ContainsFunc(deny, func(x string) bool { return within(x, d) }) {
+			spec.Devices = append(spec.Devices, d)
+		}
+	}
+	for _, port := range s.AllowConnectPorts {
+		if !slices.Contains(spec.ConnectPorts, uint16(port)) {
+			spec.ConnectPorts = append(spec.ConnectPorts, uint16(port))
+		}
+	}
+	slices.Sort(spec.ConnectPorts)
+	return spec, nil
+}
+
+// maxGrantDepth bounds how deep grant splits a directory around denied
+// paths.
+const maxGrantDepth = 8
+
+// grant returns the hierarchies to grant for path: itself when no denied
+// path touches it, nothing when it is denied or inside a denied path, and
+// its entries (recursively) when a denied path lies below it.
+func grant(path string, deny []string, readDir func(string) ([]string, error), depth int) []string {
+	inner := false
+	for _, d := range deny {
+		if within(d, path) { // path is d or below it
+			return nil
+		}
+		if within(path, d) {
+			inner = true
+		}
+	}
+	if !inner {
+		return []string{path}
+	}
+	if depth >= maxGrantDepth || readDir == nil {
+		return nil // fail closed: grant nothing rather than the denied path
+	}
+	names, err := readDir(path)
+	if err != nil {
+		return nil
+	}
+	sort.Strings(names)
+	var out []string
+	for _, n := range names {
+		if n == "" || n == "." || n == ".." || strings.ContainsRune(n, '/') {
+			continue
+		}
+		out = append(out, grant(filepath.Join(path, n), deny, readDir, depth+1)...)
+	}
+	return out
+}
+
+// within reports whether p is root or lies below it, lexically.
+func within(root, p string) bool {
+	if root == p {
+		return true
+	}
+	rel, err := filepath.Rel(root, p)
+	return err == nil && rel != ".." && !strings.HasPrefix(rel, "../") && !filepath.IsAbs(rel)
+}
+
+func cleanAll(paths []string) []string {
+	out := make([]string, 0, len(paths))
+	for _, p := range paths {
+		if filepath.IsAbs(p) {
+			out = append(out, filepath.Clean(p))
+		}
+	}
+	return out
+}
+
+func dedupe(paths []string) []string {
+	seen := make(map[string]bool, len(paths))
+	out := paths[:0]
+	for _, p := range paths {
+		if !seen[p] {
+			seen[p] = true
+			out = append(out, p)
+		}
+	}
+	return out
+}

@@ -1,0 +1,240 @@
+package sandbox
+
+import (
+	"encoding/json"
+	"errors"
+	"os"
+	"reflect"
+	"slices"
+	"strings"
+	"testing"
+)
+
+func TestFromSections(t *testing.T) {
+	tests := []struct {
+		name      string
+		op, pr    string
+		want      Settings
+		warnings  int
+		errSubstr string
+	}{
+		{name: "absent", want: Settings{}},
+		{name: "operator sets all", op: `{"mode":"on","allow_connect_ports":[443,80],"read_only_paths":["/opt/tools"],"deny_paths":["/etc/app"],"max_memory_mb":512,"max_processes":64}`,
+			want: Settings{Mode: ModeOn, AllowConnectPorts: []int{443, 80}, ReadOnlyPaths: []string{"/opt/tools"}, DenyPaths: []string{"/etc/app"}, MaxMemoryMB: 512, MaxProcesses: 64}},
+		{name: "project turns it on", pr: `{"mode":"on","confine":true}`, want: Settings{Mode: ModeOn, Confine: true}},
+		{name: "project may not turn it off", op: `{"mode":"on"}`, pr: `{"mode":"off"}`, want: Settings{Mode: ModeOn}, warnings: 1},
+		{name: "project may not turn auto off", pr: `{"mode":"off"}`, want: Settings{}, warnings: 1},
+		{name: "project removes a port", op: `{"allow_connect_ports":[443,80]}`, pr: `{"allow_connect_ports":[443]}`, want: Settings{AllowConnectPorts: []int{443}}},
+		{name: "project empties the ports", op: `{"allow_connect_ports":[443]}`, pr: `{"allow_connect_ports":[]}`, want: Settings{}},
+		{name: "project may not add a port", op: `{"allow_connect_ports":[443]}`, pr: `{"allow_connect_ports":[443,6379]}`, want: Settings{AllowConnectPorts: []int{443}}, warnings: 1},
+		{name: "project read-only paths ignored", pr: `{"read_only_paths":["/home"]}`, want: Settings{}, warnings: 1},
+		{name: "deny paths add up", op: `{"deny_paths":["/a"]}`, pr: `{"deny_paths":["/b"]}`, want: Settings{DenyPaths: []string{"/a", "/b"}}},
+		{name: "project lowers caps", op: `{"max_memory_mb":1024,"max_processes":100}`, pr: `{"max_memory_mb":256,"max_processes":10}`, want: Settings{MaxMemoryMB: 256, MaxProcesses: 10}},
+		{name: "project sets a cap the operator left open", pr: `{"max_memory_mb":256}`, want: Settings{MaxMemoryMB: 256}},
+		{name: "project may not raise caps", op: `{"max_memory_mb":256}`, pr: `{"max_memory_mb":1024}`, want: Settings{MaxMemoryMB: 256}, warnings: 1},
+		{name: "bad mode", op: `{"mode":"maybe"}`, errSubstr: `sandbox.mode "maybe"`},
+		{name: "bad port", op: `{"allow_connect_ports":[0]}`, errSubstr: "port 0 is not in 1-65535"},
+		{name: "big port", pr: `{"allow_connect_ports":[70000]}`, errSubstr: "project sandbox.allow_connect_ports: port 70000"},
+		{name: "relative path", op: `{"read_only_paths":["opt"]}`, errSubstr: `sandbox.read_only_paths: "opt" is not an absolute path`},
+		{name: "negative memory", op: `{"max_memory_mb":-1}`, errSubstr: "sandbox.max_memory_mb -1"},
+		{name: "negative processes", pr: `{"max_processes":-3}`, errSubstr: "project sandbox.max_processes -3"},
+		{name: "wrong type", op: `{"mode":1}`, errSubstr: "operator sandbox section"},
+		{name: "too many ports", op: `{"allow_connect_ports":[` + strings.Repeat("1,", MaxPorts) + `1]}`, errSubstr: "at most 64"},
+		{name: "unknown keys ignored", op: `{"future":true}`, want: Settings{}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got, warns, err := FromSections(raw(tt.op), raw(tt.pr))
+			if tt.errSubstr != "" {
+				if err == nil || !strings.Contains(err.Error(), tt.errSubstr) {
+					t.Fatalf("err = %v, want it to contain %q", err, tt.errSubstr)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !reflect.DeepEqual(norm(got), norm(tt.want)) {
+				t.Errorf("got %+v, want %+v", got, tt.want)
+			}
+			if len(warns) != tt.warnings {
+				t.Errorf("warnings %q, want %d", warns, tt.warnings)
+			}
+		})
+	}
+}
+
+func raw(s string) json.RawMessage {
+	if s == "" {
+		return nil
+	}
+	return json.RawMessage(s)
+}
+
+// norm makes empty and nil slices equal.
+func norm(s Settings) Settings {
+	if len(s.AllowConnectPorts) == 0 {
+		s.AllowConnectPorts = nil
+	}
+	if len(s.ReadOnlyPaths) == 0 {
+		s.ReadOnlyPaths = nil
+	}
+	if len(s.DenyPaths) == 0 {
+		s.DenyPaths = nil
+	}
+	return s
+}
+
+func TestActive(t *testing.T) {
+	tests := []struct {
+		s            Settings
+		server, want bool
+	}{
+		{Settings{}, true, true},
+		{Settings{}, false, false},
+		{Settings{Confine: true}, false, true},
+		{Settings{Mode: ModeOn}, false, true},
+		{Settings{Mode: ModeOff}, true, false},
+		{Settings{Mode: ModeOff, Confine: true}, false, false},
+	}
+	for _, tt := range tests {
+		if got := tt.s.Active(tt.server); got != tt.want {
+			t.Errorf("%+v.Active(%v) = %v, want %v", tt.s, tt.server, got, tt.want)
+		}
+	}
+}
+
+// fakeFS lists directories of a made-up tree.
+func fakeFS(tree map[string][]string) func(string) ([]string, error) {
+	return func(dir string) ([]string, error) {
+		names, ok := tree[dir]
+		if !ok {
+			return nil, os.ErrNotExist
+		}
+		return names, nil
+	}
+}
+
+func TestNewSpec(t *testing.T) {
+	etc := map[string][]string{
+		"/etc":     {"passwd", "shadow", "ssh", "ssl", "odek", "hosts", "gshadow", "sudoers", "sudoers.d", "shadow-", "gshadow-"},
+		"/etc/ssl": {"certs", "private", "openssl.cnf"},
+		"/usr":     {"bin", "lib", "local"},
+	}
+	base := Paths{Root: "/srv/odek/artifacts/42", TempDir: "/tmp/odek-job-1", Deny: []string{"/srv/odek", "/root/.odek"}}
+	etcGrant := []string{"/etc/hosts", "/etc/passwd", "/etc/ssl/certs", "/etc/ssl/openssl.cnf"}
+	sys := func(extra ...string) []string {
+		out := []string{"/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32"}
+		out = append(out, etcGrant...)
+		return append(out, extra...)
+	}
+	tests := []struct {
+		name  string
+		s     Settings
+		p     Paths
+		want  Spec
+		isErr error
+	}{
+		{name: "defaults", p: base, want: Spec{Root: base.Root, TempDir: base.TempDir, ReadOnly: sys(), Devices: Devices}},
+		{name: "ports sorted and deduplicated", s: Settings{AllowConnectPorts: []int{443, 80, 443}}, p: base,
+			want: Spec{Root: base.Root, TempDir: base.TempDir, ReadOnly: sys(), Devices: Devices, ConnectPorts: []uint16{80, 443}}},
+		{name: "extra read-only path", s: Settings{ReadOnlyPaths: []string{"/opt/tools/"}}, p: base,
+			want: Spec{Root: base.Root, TempDir: base.TempDir, ReadOnly: sys("/opt/tools"), Devices: Devices}},
+		{name: "extra read-only path inside odek home is dropped", s: Settings{ReadOnlyPaths: []string{"/root/.odek/sessions"}}, p: base,
+			want: Spec{Root: base.Root, TempDir: base.TempDir, ReadOnly: sys(), Devices: Devices}},
+		{name: "read-only path holding the artifacts dir is split", s: Settings{ReadOnlyPaths: []string{"/srv"}},
+			p:    Paths{Root: "/srv/odek/artifacts/42", TempDir: "/tmp/x", Deny: []string{"/srv/odek"}},
+			want: Spec{Root: "/srv/odek/artifacts/42", TempDir: "/tmp/x", ReadOnly: sys(), Devices: Devices}},
+		{name: "deny a device", s: Settings{DenyPaths: []string{"/dev/tty"}}, p: base,
+			want: Spec{Root: base.Root, TempDir: base.TempDir, ReadOnly: sys(), Devices: Devices[:len(Devices)-1]}},
+		{name: "operator denies all of /usr/local", s: Settings{DenyPaths: []string{"/usr/local"}}, p: base,
+			want: Spec{Root: base.Root, TempDir: base.TempDir, ReadOnly: append([]string{"/usr/bin", "/usr/lib"}, sys()[1:]...), Devices: Devices}},
+		{name: "limits pass through", s: Settings{MaxMemoryMB: 100, MaxProcesses: 5}, p: base,
+			want: Spec{Root: base.Root, TempDir: base.TempDir, ReadOnly: sys(), Devices: Devices, MaxMemoryMB: 100, MaxProcesses: 5}},
+		{name: "root holding odek home", p: Paths{Root: "/root", TempDir: "/tmp/x", Deny: []string{"/root/.odek"}}, isErr: ErrRootHoldsDenied},
+		{name: "root equal to a denied path", p: Paths{Root: "/root/.odek", TempDir: "/tmp/x", Deny: []string{"/root/.odek"}}, isErr: ErrRootHoldsDenied},
+		{name: "root at /", p: Paths{Root: "/", TempDir: "/tmp/x"}, isErr: ErrRootHoldsDenied},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got, err := NewSpec(tt.s, tt.p, fakeFS(etc))
+			if tt.isErr != nil {
+				if !errors.Is(err, tt.isErr) {
+					t.Fatalf("err = %v, want %v", err, tt.isErr)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !reflect.DeepEqual(got, tt.want) {
+				t.Errorf("got  %+v\nwant %+v", got, tt.want)
+			}
+			for _, ro := range got.ReadOnly {
+				for _, d := range append(slices.Clone(SystemDeny), tt.p.Deny...) {
+					if within(d, ro) || within(ro, d) {
+						t.Errorf("read-only %s grants denied %s", ro, d)
+					}
+				}
+			}
+		})
+	}
+	if _, err := NewSpec(Settings{}, Paths{Root: "rel", TempDir: "/tmp"}, nil); err == nil {
+		t.Error("a relative root was accepted")
+	}
+}
+
+// Without a way to list /etc, the sandbox grants none of it rather than
+// the denied files inside.
+func TestNewSpecFailsClosedWithoutListing(t *testing.T) {
+	got, err := NewSpec(Settings{}, Paths{Root: "/w", TempDir: "/t"}, func(string) ([]string, error) { return nil, os.ErrPermission })
+	if err != nil {
+		t.Fatal(err)
+	}
+	if slices.ContainsFunc(got.ReadOnly, func(p string) bool { return within("/etc", p) }) {
+		t.Errorf("granted %v", got.ReadOnly)
+	}
+}
+
+func TestEnv(t *testing.T) {
+	spec := Spec{TempDir: "/tmp/job"}
+	got := Env(spec, []string{"PATH=/bin", "REDIS_URL=redis://:pw@redis:6379", "LANG=C.UTF-8", "ODEK_API_KEY=sk-x", "HOME=/root", "TELEGRAM_BOT_TOKEN=1:x"})
+	want := []string{"PATH=/bin", "LANG=C.UTF-8", "HOME=/tmp/job", "TMPDIR=/tmp/job"}
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("Env = %q, want %q", got, want)
+	}
+	if got := Env(spec, nil); got[0] != "PATH="+defaultPath {
+		t.Errorf("Env without PATH = %q", got)
+	}
+}
+
+func FuzzFromSections(f *testing.F) {
+	f.Add([]byte(`{"mode":"on","allow_connect_ports":[443]}`), []byte(`{"allow_connect_ports":[443,80],"mode":"off"}`))
+	f.Add([]byte(`null`), []byte(`{"max_memory_mb":1e3}`))
+	f.Add([]byte(`{"deny_paths":["/a"]}`), []byte(`{"deny_paths":["b"]}`))
+	f.Fuzz(func(t *testing.T, op, pr []byte) {
+		s, _, err := FromSections(op, pr)
+		if err != nil {
+			return
+		}
+		o, _, err := FromSections(op, nil)
+		if err != nil {
+			t.Fatalf("operator alone fails but both pass: %v", err)
+		}
+		// A project can never loosen the operator's settings.
+		if o.Mode == ModeOn && s.Mode != ModeOn || o.Mode == ModeAuto && s.Mode == ModeOff {
+			t.Fatalf("mode loosened: %q -> %q", o.Mode, s.Mode)
+		}
+		for _, p := range s.AllowConnectPorts {
+			if !slices.Contains(o.AllowConnectPorts, p) {
+				t.Fatalf("port %d added", p)
+			}
+		}
+		if !slices.Equal(s.ReadOnlyPaths, o.ReadOnlyPaths) {
+			t.Fatalf("read-only paths changed: %v -> %v", o.ReadOnlyPaths, s.ReadOnlyPaths)
+		}
+		if o.MaxMemoryMB > 0 && (s.MaxMemoryMB == 0 || s.MaxMemoryMB > o.MaxMemoryMB) {
+			t.Fatalf("memory cap loosened: %d -> %d", o.MaxMemoryMB, s.MaxMemoryMB)
+		}
+	})
+}
