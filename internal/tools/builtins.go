@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/odekrun/odek/internal/redact"
+	"github.com/odekrun/odek/internal/sandbox"
 )
 
 // Options configures the built-in tools. The zero value is usable.
@@ -36,7 +37,18 @@ type Options struct {
 	// Env is the shell's environment as KEY=value entries. nil means the
 	// process environment minus variables whose names look secret
 	// (redact.IsSecretName); an empty non-nil slice means no variables.
+	// A sandboxed shell keeps only a few of them (sandbox.Env).
 	Env []string
+	// Confine keeps the file tools inside WorkDir: they open paths through
+	// an os.Root there, so `..`, absolute paths elsewhere, `~` and
+	// symlinks that leave it (and every absolute symlink, which os.Root
+	// cannot tell from one that leaves) fail with an *OutsideRootError. false means
+	// any path the process can reach.
+	Confine bool
+	// Sandbox, when set, runs every shell command under this Landlock
+	// ruleset (package sandbox); its Root should be WorkDir. nil means an
+	// unconfined shell.
+	Sandbox *sandbox.Spec
 }
 
 // Defaults and hard limits of Options.
@@ -58,6 +70,8 @@ type config struct {
 	maxReadBytes     int
 	maxSearchMatches int
 	env              []string
+	confine          bool
+	sandbox          *sandbox.Spec
 }
 
 func newConfig(o Options) *config {
@@ -69,6 +83,8 @@ func newConfig(o Options) *config {
 		maxReadBytes:     o.MaxReadBytes,
 		maxSearchMatches: o.MaxSearchMatches,
 		env:              o.Env,
+		confine:          o.Confine,
+		sandbox:          o.Sandbox,
 	}
 	if c.workDir == "" {
 		if wd, err := os.Getwd(); err == nil {
@@ -103,6 +119,9 @@ func newConfig(o Options) *config {
 	}
 	if c.env == nil {
 		c.env = filterEnv(os.Environ())
+	}
+	if c.sandbox != nil {
+		c.env = sandbox.Env(*c.sandbox, c.env)
 	}
 	return c
 }

@@ -9,7 +9,6 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
-	"os"
 	"path/filepath"
 	"sort"
 	"strconv"
@@ -98,10 +97,14 @@ func (t *readFileTool) Run(ctx context.Context, args json.RawMessage) (Result, e
 
 // readFile renders lines [offset, offset+limit) of the file at p.
 func (c *config) readFile(ctx context.Context, p string, offset, limit int) Result {
-	abs := c.resolve(p)
-	f, err := os.Open(abs)
+	tg, err := c.locate(p)
 	if err != nil {
 		return Result{Text: "read_file: " + err.Error(), IsError: true}
+	}
+	defer tg.close()
+	f, err := tg.fs.Open(tg.name)
+	if err != nil {
+		return Result{Text: "read_file: " + c.pathError(p, err).Error(), IsError: true}
 	}
 	defer f.Close()
 	br := readerPool.Get().(*bufio.Reader)
@@ -218,8 +221,16 @@ func (t *writeFileTool) Assess(args json.RawMessage) (Assessment, error) {
 }
 
 // writeAssessment classifies writing to p: local_write inside the
-// working directory (symlinks resolved), system_write elsewhere.
+// working directory (symlinks resolved), system_write elsewhere. A
+// confined run can only write inside its root, so every path it accepts
+// is local.
 func (c *config) writeAssessment(p string) Assessment {
+	if c.confine {
+		if _, err := Locate(c.workDir, p); err == nil {
+			return pathSummary(p, ClassLocalWrite)
+		}
+		return pathSummary(p, ClassSystemWrite)
+	}
 	if c.inside(c.resolve(p)) {
 		return pathSummary(p, ClassLocalWrite)
 	}
@@ -237,56 +248,18 @@ func (t *writeFileTool) Run(ctx context.Context, args json.RawMessage) (Result, 
 	if a.Content == nil {
 		return errResult(&argError{"write_file", "content", "required"}), nil
 	}
-	abs := t.c.resolve(*a.Path)
-	if err := os.MkdirAll(filepath.Dir(abs), 0o755); err != nil {
+	tg, err := t.c.locate(*a.Path)
+	if err != nil {
 		return Result{Text: "write_file: " + err.Error(), IsError: true}, nil
 	}
-	if err := atomicWrite(abs, []byte(*a.Content)); err != nil {
-		return Result{Text: "write_file: " + err.Error(), IsError: true}, nil
+	defer tg.close()
+	if err := tg.fs.MkdirAll(filepath.Dir(tg.name), 0o755); err != nil {
+		return Result{Text: "write_file: " + t.c.pathError(*a.Path, err).Error(), IsError: true}, nil
+	}
+	if err := t.c.atomicWrite(tg.fs, tg.name, []byte(*a.Content)); err != nil {
+		return Result{Text: "write_file: " + t.c.pathError(*a.Path, err).Error(), IsError: true}, nil
 	}
 	return Result{Text: fmt.Sprintf("wrote %d bytes to %s", len(*a.Content), *a.Path)}, nil
-}
-
-// atomicWrite replaces the file at abs with data via a temporary file in
-// the same directory and a rename. An existing file keeps its mode; a
-// symlink is replaced by its target's path being written.
-func atomicWrite(abs string, data []byte) error {
-	if r, err := filepath.EvalSymlinks(abs); err == nil {
-		abs = r
-	}
-	mode := fs.FileMode(0o644)
-	if fi, err := os.Stat(abs); err == nil {
-		if fi.IsDir() {
-			return fmt.Errorf("%s is a directory", abs)
-		}
-		mode = fi.Mode().Perm()
-	}
-	tmp, err := os.CreateTemp(filepath.Dir(abs), "."+filepath.Base(abs)+".odek-*")
-	if err != nil {
-		return err
-	}
-	name := tmp.Name()
-	ok := false
-	defer func() {
-		if !ok {
-			tmp.Close()
-			os.Remove(name)
-		}
-	}()
-	if _, err := tmp.Write(data); err != nil {
-		return err
-	}
-	if err := tmp.Chmod(mode); err != nil {
-		return err
-	}
-	if err := tmp.Close(); err != nil {
-		return err
-	}
-	if err := os.Rename(name, abs); err != nil {
-		return err
-	}
-	ok = true
-	return nil
 }
 
 type listDirTool struct{ c *config }
@@ -327,10 +300,14 @@ func (t *listDirTool) Run(ctx context.Context, args json.RawMessage) (Result, er
 		}
 		depth = *a.Depth
 	}
-	root := t.c.resolve(p)
-	fi, err := os.Stat(root)
+	tg, err := t.c.locate(p)
 	if err != nil {
 		return Result{Text: "list_dir: " + err.Error(), IsError: true}, nil
+	}
+	defer tg.close()
+	fi, err := tg.fs.Stat(tg.name)
+	if err != nil {
+		return Result{Text: "list_dir: " + t.c.pathError(p, err).Error(), IsError: true}, nil
 	}
 	if !fi.IsDir() {
 		return Result{Text: fmt.Sprintf("list_dir: %s is not a directory (%d bytes)", p, fi.Size()), IsError: true}, nil
@@ -342,9 +319,9 @@ func (t *listDirTool) Run(ctx context.Context, args json.RawMessage) (Result, er
 		if err := ctx.Err(); err != nil {
 			return err
 		}
-		ents, err := os.ReadDir(dir)
+		ents, err := readDir(tg.fs, dir)
 		if err != nil {
-			lines = append(lines, rel+"  [unreadable: "+err.Error()+"]")
+			lines = append(lines, rel+"  [unreadable: "+t.c.pathError(p, err).Error()+"]")
 			return nil
 		}
 		sort.Slice(ents, func(i, j int) bool { return ents[i].Name() < ents[j].Name() })
@@ -363,7 +340,7 @@ func (t *listDirTool) Run(ctx context.Context, args json.RawMessage) (Result, er
 					}
 				}
 			case e.Type()&fs.ModeSymlink != 0:
-				target, _ := os.Readlink(filepath.Join(dir, e.Name()))
+				target, _ := tg.fs.Readlink(filepath.Join(dir, e.Name()))
 				lines = append(lines, name+" -> "+target)
 			default:
 				info, err := e.Info()
@@ -376,7 +353,7 @@ func (t *listDirTool) Run(ctx context.Context, args json.RawMessage) (Result, er
 		}
 		return nil
 	}
-	if err := walk(root, "", 1); err != nil {
+	if err := walk(tg.name, "", 1); err != nil {
 		return Result{}, err
 	}
 	hdr := fmt.Sprintf("[%s: %d entries, depth %d]\n", p, len(lines), depth)
@@ -436,10 +413,14 @@ func (t *patchTool) Run(ctx context.Context, args json.RawMessage) (Result, erro
 	case a.NewString == nil:
 		return errResult(&argError{"patch", "new_string", "required"}), nil
 	}
-	abs := t.c.resolve(*a.Path)
-	data, err := os.ReadFile(abs)
+	tg, err := t.c.locate(*a.Path)
 	if err != nil {
 		return Result{Text: "patch: " + err.Error(), IsError: true}, nil
+	}
+	defer tg.close()
+	data, err := readAll(tg.fs, tg.name)
+	if err != nil {
+		return Result{Text: "patch: " + t.c.pathError(*a.Path, err).Error(), IsError: true}, nil
 	}
 	content := string(data)
 	n := strings.Count(content, *a.OldString)
@@ -454,8 +435,8 @@ func (t *patchTool) Run(ctx context.Context, args json.RawMessage) (Result, erro
 	} else {
 		content = strings.Replace(content, *a.OldString, *a.NewString, 1)
 	}
-	if err := atomicWrite(abs, []byte(content)); err != nil {
-		return Result{Text: "patch: " + err.Error(), IsError: true}, nil
+	if err := t.c.atomicWrite(tg.fs, tg.name, []byte(content)); err != nil {
+		return Result{Text: "patch: " + t.c.pathError(*a.Path, err).Error(), IsError: true}, nil
 	}
 	return Result{Text: fmt.Sprintf("patched %s: replaced %d occurrence(s); file is now %d bytes", *a.Path, n, len(content))}, nil
 }

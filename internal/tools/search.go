@@ -7,9 +7,9 @@ import (
 	"encoding/json"
 	"fmt"
 	"io/fs"
-	"os"
 	"path/filepath"
 	"regexp"
+	"sort"
 	"strings"
 )
 
@@ -75,11 +75,16 @@ func (t *searchFilesTool) Run(ctx context.Context, args json.RawMessage) (Result
 		}
 	}
 	p := nonEmpty(deref(a.Path), ".")
-	root := t.c.resolve(p)
+	tg, err := t.c.locate(p)
+	if err != nil {
+		return Result{Text: "search_files: " + err.Error(), IsError: true}, nil
+	}
+	defer tg.close()
+	root := tg.name
 	var out strings.Builder
 	matches, files := 0, 0
 	stopped := false
-	walkErr := filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {
+	walkErr := walkTree(tg.fs, root, func(path string, d fs.DirEntry, err error) error {
 		if err != nil {
 			if path == root {
 				return err
@@ -109,7 +114,7 @@ func (t *searchFilesTool) Run(ctx context.Context, args json.RawMessage) (Result
 			}
 		}
 		files++
-		n, full := t.c.searchFile(path, re, limit-matches, &out)
+		n, full := t.c.searchFile(tg.fs, path, re, limit-matches, &out)
 		matches += n
 		if full {
 			stopped = true
@@ -121,7 +126,7 @@ func (t *searchFilesTool) Run(ctx context.Context, args json.RawMessage) (Result
 		if ctx.Err() != nil {
 			return Result{}, ctx.Err()
 		}
-		return Result{Text: "search_files: " + walkErr.Error(), IsError: true}, nil
+		return Result{Text: "search_files: " + t.c.pathError(p, walkErr).Error(), IsError: true}, nil
 	}
 	var hdr string
 	switch {
@@ -137,8 +142,8 @@ func (t *searchFilesTool) Run(ctx context.Context, args json.RawMessage) (Result
 
 // searchFile appends up to room matches of re in the file at path to out.
 // full reports that room was reached. Binary and huge files are skipped.
-func (c *config) searchFile(path string, re *regexp.Regexp, room int, out *strings.Builder) (n int, full bool) {
-	f, err := os.Open(path)
+func (c *config) searchFile(fsy fsys, path string, re *regexp.Regexp, room int, out *strings.Builder) (n int, full bool) {
+	f, err := fsy.Open(path)
 	if err != nil {
 		return 0, false
 	}
@@ -152,7 +157,10 @@ func (c *config) searchFile(path string, re *regexp.Regexp, room int, out *strin
 	if head, _ := br.Peek(sniffBytes); bytes.IndexByte(head, 0) >= 0 {
 		return 0, false
 	}
-	display := c.display(path)
+	display := path
+	if !c.confine {
+		display = c.display(path)
+	}
 	line := 0
 	var long []byte
 	for {
@@ -183,4 +191,48 @@ func (c *config) searchFile(path string, re *regexp.Regexp, room int, out *strin
 			return n, false
 		}
 	}
+}
+
+// walkTree calls fn for root and everything below it, depth first in
+// name order, like filepath.WalkDir but through f (so a confined walk
+// stays in its root). Symlinks are reported, never followed. fn may
+// return filepath.SkipDir or filepath.SkipAll.
+func walkTree(f fsys, root string, fn func(path string, d fs.DirEntry, err error) error) error {
+	fi, err := f.Stat(root) // a root that is a link is walked (in a confined walk, only inside the root)
+	if err != nil {
+		return fn(root, nil, err)
+	}
+	err = walkEntry(f, root, fs.FileInfoToDirEntry(fi), fn)
+	if err == filepath.SkipDir || err == filepath.SkipAll {
+		return nil
+	}
+	return err
+}
+
+func walkEntry(f fsys, path string, d fs.DirEntry, fn func(string, fs.DirEntry, error) error) error {
+	if err := fn(path, d, nil); err != nil || !d.IsDir() {
+		if err == filepath.SkipDir && d.IsDir() {
+			err = nil
+		}
+		return err
+	}
+	ents, err := readDir(f, path)
+	if err != nil {
+		if err := fn(path, d, err); err != nil {
+			if err == filepath.SkipDir {
+				return nil
+			}
+			return err
+		}
+	}
+	sort.Slice(ents, func(i, j int) bool { return ents[i].Name() < ents[j].Name() })
+	for _, e := range ents {
+		if err := walkEntry(f, filepath.Join(path, e.Name()), e, fn); err != nil {
+			if err == filepath.SkipDir {
+				break
+			}
+			return err
+		}
+	}
+	return nil
 }

@@ -11,6 +11,8 @@ import (
 	"strings"
 	"syscall"
 	"time"
+
+	"github.com/odekrun/odek/internal/sandbox"
 )
 
 // shellWaitDelay bounds how long Wait waits for the output pipes after the
@@ -28,8 +30,8 @@ func (t *shellTool) Definition() Definition {
 	return Definition{
 		Name: "shell",
 		Description: fmt.Sprintf("Run a command with sh -c in the working directory. Returns the exit code, stdout and stderr "+
-			"(each capped at %d bytes, head and tail kept). Non-zero exit is an error. Default timeout %s, max %s.",
-			t.c.maxStreamBytes, t.c.shellTimeout, t.c.maxShellTimeout),
+			"(each capped at %d bytes, head and tail kept). Non-zero exit is an error. Default timeout %s, max %s.%s",
+			t.c.maxStreamBytes, t.c.shellTimeout, t.c.maxShellTimeout, sandboxNote(t.c.sandbox)),
 		Parameters: schema([]string{"command"}, `"command":{"type":"string","description":"Shell command line"},`+
 			`"timeout_seconds":{"type":"number","exclusiveMinimum":0,"description":"Kill the command after this many seconds"}`),
 	}
@@ -65,12 +67,37 @@ func (t *shellTool) Run(ctx context.Context, args json.RawMessage) (Result, erro
 	return t.c.runShell(ctx, *a.Command, timeout)
 }
 
+// sandboxNote tells the model what a confined shell can reach, so a
+// refused access reads as policy rather than a fault to work around.
+func sandboxNote(s *sandbox.Spec) string {
+	if s == nil {
+		return ""
+	}
+	net := "no network connections"
+	if len(s.ConnectPorts) > 0 {
+		ports := make([]string, len(s.ConnectPorts))
+		for i, p := range s.ConnectPorts {
+			ports[i] = strconv.Itoa(int(p))
+		}
+		net = "network connections only to TCP ports " + strings.Join(ports, ", ")
+	}
+	return " The command runs in a sandbox: it can write only in the working directory and $TMPDIR, read system files (/usr, /etc, …) but not /proc or other users' files, and has " + net + "."
+}
+
 // runShell runs command in its own process group and kills the whole
 // group on timeout or cancellation.
 func (c *config) runShell(ctx context.Context, command string, timeout time.Duration) (Result, error) {
 	tctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
-	cmd := exec.CommandContext(tctx, "sh", "-c", command)
+	var cmd *exec.Cmd
+	if c.sandbox != nil {
+		var err error
+		if cmd, err = sandbox.Command(tctx, *c.sandbox, "sh", "-c", command); err != nil {
+			return Result{Text: "shell: " + err.Error(), IsError: true}, nil
+		}
+	} else {
+		cmd = exec.CommandContext(tctx, "sh", "-c", command)
+	}
 	cmd.Dir = c.workDir
 	cmd.Env = c.env
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
