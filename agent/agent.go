@@ -119,6 +119,11 @@ type Config struct {
 	// own fields (model, sandbox, max_iterations) win over same-named
 	// keys. nil ⇒ nothing added.
 	RunStartedData map[string]any
+	// Sandboxed says the run's tools are confined to their root (file
+	// tools through os.Root, processes under Landlock); run_started's
+	// "sandbox" field reports it. It changes nothing by itself: the tools
+	// were built confined.
+	Sandboxed bool
 }
 
 // Result is the outcome of a run. Run returns a non-nil Result even when

@@ -108,7 +108,7 @@ func (r *run) run(ctx context.Context, goal string) (*Result, error) {
 	for k, v := range r.cfg.RunStartedData {
 		started[k] = v
 	}
-	started["model"], started["sandbox"], started["max_iterations"] = r.cfg.Model, false, r.maxIter
+	started["model"], started["sandbox"], started["max_iterations"] = r.cfg.Model, r.cfg.Sandboxed, r.maxIter
 	r.em.Emit(events.RunStarted, 0, "", started)
 
 	system := r.cfg.SystemPrompt

@@ -2,6 +2,7 @@ package worker
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
 	"net/http"
@@ -113,20 +114,29 @@ type statser interface {
 	Stats(ctx context.Context) (queue.Stats, error)
 }
 
-// Handler serves GET /healthz (200 "ok" while the worker is running and
-// its last queue call succeeded, 503 with the reason otherwise) and GET
+// Handler serves GET /healthz (JSON: 200 with "status": "ok" while the
+// worker is running and its last queue call succeeded, 503 with "status":
+// "unhealthy" and the "reason" otherwise, plus Config.Health's fields) and GET
 // /metrics (Prometheus text; queue gauges when the queue implements
 // queue.Operator, asked with a 1 s timeout).
 func (w *Worker) Handler() http.Handler {
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /healthz", func(rw http.ResponseWriter, r *http.Request) {
-		rw.Header().Set("Content-Type", "text/plain; charset=utf-8")
-		if reason := w.unhealthy(); reason != "" {
-			rw.WriteHeader(http.StatusServiceUnavailable)
-			fmt.Fprintln(rw, reason)
-			return
+		body := map[string]any{}
+		if w.cfg.Health != nil {
+			for k, v := range w.cfg.Health() {
+				body[k] = v
+			}
 		}
-		fmt.Fprintln(rw, "ok")
+		body["status"], body["worker"] = "ok", w.Name()
+		code := http.StatusOK
+		if reason := w.unhealthy(); reason != "" {
+			body["status"], body["reason"] = "unhealthy", reason
+			code = http.StatusServiceUnavailable
+		}
+		rw.Header().Set("Content-Type", "application/json")
+		rw.WriteHeader(code)
+		_ = json.NewEncoder(rw).Encode(body)
 	})
 	mux.HandleFunc("GET /metrics", func(rw http.ResponseWriter, r *http.Request) {
 		var g Gauges

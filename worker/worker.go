@@ -115,6 +115,10 @@ type Config struct {
 	// RetryBase and RetryMax bound the backoff between failed queue calls;
 	// 0 means 50 ms and 5 s.
 	RetryBase, RetryMax time.Duration
+	// Health, when set, adds fields to the /healthz JSON (the job
+	// runner's sandbox state, say); the worker's own "status" and
+	// "reason" win.
+	Health func() map[string]any
 	// Logger receives diagnostics with job_id fields; nil discards.
 	Logger logrus.FieldLogger
 	// Metrics collects counters; nil means a fresh Metrics (see

@@ -25,6 +25,7 @@ import (
 	"github.com/sirupsen/logrus"
 
 	"github.com/odekrun/odek/bot"
+	"github.com/odekrun/odek/internal/sandbox"
 	"github.com/odekrun/odek/queue"
 )
 
@@ -36,6 +37,7 @@ const (
 )
 
 func main() {
+	sandbox.Main() // embedded workers re-execute odek-bot as the sandbox helper
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	err := run(ctx, os.Args[1:], os.Stdout, os.Stderr)
 	stop()

@@ -8,6 +8,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/odekrun/odek/internal/sandbox"
 	"io"
 	"os"
 	"os/signal"
@@ -30,6 +31,7 @@ const (
 )
 
 func main() {
+	sandbox.Main() // `odek __odek-sandbox-exec …`: apply a job's sandbox, exec its command
 	tuneScheduler(os.Args[1:], os.Getenv("GOMAXPROCS") != "")
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	err := run(ctx, os.Args[1:], os.Stdin, os.Stdout, os.Stderr)

@@ -32,6 +32,7 @@ type runFlags struct {
 	maxIter                    int
 	includeArgs, jsonOut       bool
 	quiet                      bool
+	confine                    bool
 	session                    bool   // run: persist a new session
 	resumeID                   string // continue: session id ("" ⇒ latest)
 	cont                       bool   // continue mode
@@ -63,6 +64,7 @@ func parseRunFlags(args []string, stderr io.Writer, cont bool) (*runFlags, strin
 	fs.BoolVar(&f.includeArgs, "events-include-args", false, "add raw (redacted) tool arguments to tool_call_started events")
 	fs.BoolVar(&f.jsonOut, "json", false, "print one JSON object with status, answer, usage… instead of the bare answer")
 	fs.BoolVar(&f.quiet, "quiet", false, "no progress on stderr")
+	fs.BoolVar(&f.confine, "confine", false, "confine the tools to the working directory: file tools cannot leave it, the shell runs under Landlock (config sandbox.confine)")
 	fs.Func("max-runtime", "wall-clock budget for the whole run, e.g. 90s or 5m (plain numbers are seconds)", func(v string) error {
 		d, err := parseSeconds(v)
 		f.maxRuntime = d
@@ -183,8 +185,13 @@ func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer, cont b
 	if err != nil {
 		return withCode(exitSetup, err)
 	}
+	sandboxSettings, err := host.SandboxSettings(cfg, func(w string) { fmt.Fprintln(stderr, "odek: warning:", w) })
+	if err != nil {
+		return withCode(exitSetup, err)
+	}
 	hopts := host.Options{
 		Config:            cfg,
+		Confine:           f.confine || sandboxSettings.Active(false),
 		Warn:              func(w string) { fmt.Fprintln(stderr, "odek: warning:", w) },
 		Logger:            log,
 		EventSink:         sink,

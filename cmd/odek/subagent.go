@@ -106,7 +106,9 @@ func cmdSubagent(ctx context.Context, args []string, stdout, stderr io.Writer) (
 	log := logrus.New()
 	log.SetOutput(stderr)
 	log.SetLevel(logrus.WarnLevel)
-	cfg, warnings, err := config.Load(config.Options{Flags: config.Flags{Model: task.Model, BaseURL: task.BaseURL}})
+	// A confined child works in a chat's directory: an odek.json there is
+	// the chat's, not a project's, and is not read.
+	cfg, warnings, err := config.Load(config.Options{Flags: config.Flags{Model: task.Model, BaseURL: task.BaseURL}, NoProject: task.Confine != nil})
 	if err != nil {
 		return setup(err)
 	}
@@ -132,12 +134,17 @@ func cmdSubagent(ctx context.Context, args []string, stdout, stderr io.Writer) (
 	if err != nil {
 		return setup(err)
 	}
+	var deny []string
+	if c := task.Confine; c != nil {
+		workDir, deny = c.Root, c.Deny
+	}
 	var inheritErr error
 	rt, err := host.Build(ctx, host.Options{
 		Config: cfg, WorkDir: workDir, Logger: log, EventSink: sink, Environ: os.Environ(),
 		Warn: func(w string) { fmt.Fprintln(stderr, "odek subagent: warning:", w) },
 		Plan: true, Delegate: true, Depth: depth, MaxRisk: task.MaxRisk, Start: start,
 		Extensions: true, ApproveMCP: os.Getenv("ODEK_APPROVE_MCP") == "1", ClientVersion: version,
+		Confine: task.Confine != nil, SandboxDeny: deny,
 		AdjustLimits: func(l *budget.Limits) {
 			*l, inheritErr = task.Budget.Inherit(*l)
 		},

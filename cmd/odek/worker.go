@@ -163,6 +163,7 @@ func cmdWorker(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	w, err := worker.New(worker.Config{
 		Queue: q, Run: jr.Run, Name: f.name, Concurrency: f.concurrency, ShutdownTimeout: f.shutdownTimeout,
 		ApprovalTimeout: f.approvalTimeout, Logger: log,
+		Health: func() map[string]any { return map[string]any{"sandbox": jr.Sandbox()} },
 		// Heartbeats well inside the lease, at most every 500 ms (cancel latency).
 		HeartbeatInterval: min(f.q.lease/3, 500*time.Millisecond),
 		LeaseTTL:          f.q.lease,

@@ -208,6 +208,9 @@ type Options struct {
 	Environ []string
 	// Flags are command-line overrides.
 	Flags Flags
+	// NoProject skips the project file: a confined sub-agent works in a
+	// chat's directory, where the chat may have written an odek.json.
+	NoProject bool
 }
 
 // Load reads, validates and merges all layers. Missing files are fine.
@@ -243,9 +246,11 @@ func Load(opts Options) (*Config, []Warning, error) {
 	if err != nil {
 		return nil, nil, err
 	}
-	proj, err := readFile(filepath.Join(dir, ProjectFileName))
-	if err != nil {
-		return nil, nil, err
+	var proj fileInput
+	if !opts.NoProject {
+		if proj, err = readFile(filepath.Join(dir, ProjectFileName)); err != nil {
+			return nil, nil, err
+		}
 	}
 	cfg, warns, err := build(op, proj, env, opts.Flags)
 	if err != nil {

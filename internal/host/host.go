@@ -36,6 +36,7 @@ import (
 	"github.com/odekrun/odek/internal/llm"
 	"github.com/odekrun/odek/internal/plan"
 	"github.com/odekrun/odek/internal/redact"
+	"github.com/odekrun/odek/internal/sandbox"
 	"github.com/odekrun/odek/internal/subagent"
 	"github.com/odekrun/odek/internal/tools"
 	"github.com/sirupsen/logrus"
@@ -115,6 +116,17 @@ type Options struct {
 	MaxRisk string
 	// Start is the budget clock's start. Zero means now.
 	Start time.Time
+	// Confine confines the run's tools to WorkDir: the file tools open
+	// paths through an os.Root there, and the shell (and every sub-agent,
+	// which inherits the confinement) runs under the Landlock ruleset the
+	// sandbox settings describe, with a private temp dir Close removes.
+	// Build fails when the kernel cannot enforce it.
+	Confine bool
+	// SandboxDeny are paths the sandbox never grants beside ODEK_HOME
+	// (the artifacts directory above a chat's own).
+	SandboxDeny []string
+	// SandboxABI reports the kernel's Landlock ABI; nil ⇒ sandbox.ABI.
+	SandboxABI func() int
 }
 
 // Runtime is one assembled run.
@@ -227,7 +239,22 @@ func Build(ctx context.Context, opts Options) (*Runtime, error) {
 	}
 
 	rt := &Runtime{Budget: tracker, Redactor: red}
-	toolset := tools.Builtins(tools.Options{WorkDir: workDir, ShellTimeout: cfg.Tools.ShellTimeout()})
+	topts := tools.Options{WorkDir: workDir, ShellTimeout: cfg.Tools.ShellTimeout()}
+	artifactsDir := filepath.Join(cfg.Home, "artifacts")
+	var confinement *subagent.Confinement
+	if opts.Confine {
+		spec, cleanup, err := confine(cfg, opts, workDir, warn)
+		if err != nil {
+			return nil, err
+		}
+		rt.closers = append(rt.closers, cleanup)
+		topts.WorkDir, topts.Confine, topts.Sandbox = spec.Root, true, &spec
+		workDir = spec.Root
+		// Children's artifacts stay inside the root they are confined to.
+		artifactsDir = filepath.Join(workDir, ".odek", "artifacts")
+		confinement = &subagent.Confinement{Root: workDir, Deny: opts.SandboxDeny}
+	}
+	toolset := tools.Builtins(topts)
 	var planTool *plan.Tool
 	if opts.Plan {
 		initial, err := plan.Restore(opts.SavedPlan)
@@ -252,7 +279,7 @@ func Build(ctx context.Context, opts Options) (*Runtime, error) {
 		if opts.Depth < settings.MaxDepth { // ParseSettings filled the default
 			toolset = append(toolset, subagent.NewDelegateTool(subagent.Options{
 				Environ: opts.Environ, APIKey: cfg.APIKey, Model: cfg.Model, BaseURL: cfg.BaseURL,
-				WorkDir: workDir, ArtifactsDir: filepath.Join(cfg.Home, "artifacts"), Store: rt.Artifacts,
+				WorkDir: workDir, ArtifactsDir: artifactsDir, Store: rt.Artifacts, Confine: confinement,
 				Settings: settings, Depth: opts.Depth, MaxRisk: opts.MaxRisk, Logger: log,
 			}))
 		}
@@ -299,11 +326,100 @@ func Build(ctx context.Context, opts Options) (*Runtime, error) {
 		RunID:              opts.RunID,
 		SessionID:          opts.SessionID,
 		RunStartedData:     started,
+		Sandboxed:          opts.Confine,
 	}
 	if planTool != nil {
 		rt.Agent.Plan = planTool
 	}
 	return rt, nil
+}
+
+// ErrSandboxUnavailable is wrapped by Build and CheckSandbox when the
+// sandbox is asked for and the kernel cannot enforce it.
+var ErrSandboxUnavailable = errors.New("host: the sandbox cannot be enforced on this machine")
+
+// CheckSandbox returns nil when the kernel's Landlock ABI (abi) is enough
+// for the sandbox, else an error saying what is missing and how to opt
+// out.
+func CheckSandbox(abi int) error {
+	if abi >= sandbox.RequiredABI {
+		return nil
+	}
+	what := fmt.Sprintf("Landlock ABI %d found, %d needed", abi, sandbox.RequiredABI)
+	switch {
+	case !sandbox.Supported:
+		what = "Landlock exists only on Linux"
+	case abi == 0:
+		what += ": Landlock is not enabled in this kernel (it needs CONFIG_SECURITY_LANDLOCK=y and \"landlock\" in the lsm= boot parameter)"
+	default:
+		what += ": TCP connect rules need Linux 6.7 or newer"
+	}
+	return fmt.Errorf("%w: %s. To run jobs without confinement (every chat can then read the others' files and reach the network), set \"sandbox\": {\"mode\": \"off\"} in the operator config ($ODEK_HOME/config.json)", ErrSandboxUnavailable, what)
+}
+
+// SandboxSettings reads the sandbox section of both configuration files
+// (a project may only tighten it).
+func SandboxSettings(cfg *config.Config, warn func(string)) (sandbox.Settings, error) {
+	var op, pr json.RawMessage
+	if _, err := cfg.Layers.Operator.Section("sandbox", &op); err != nil {
+		return sandbox.Settings{}, err
+	}
+	if _, err := cfg.Layers.Project.Section("sandbox", &pr); err != nil {
+		return sandbox.Settings{}, err
+	}
+	s, warns, err := sandbox.FromSections(op, pr)
+	for _, w := range warns {
+		warn(w)
+	}
+	return s, err
+}
+
+// confine builds the sandbox of a confined run: the settings, a check of
+// the kernel, the run's private temp dir and the ruleset. cleanup removes
+// the temp dir.
+func confine(cfg *config.Config, opts Options, workDir string, warn func(string)) (sandbox.Spec, func() error, error) {
+	settings, err := SandboxSettings(cfg, warn)
+	if err != nil {
+		return sandbox.Spec{}, nil, err
+	}
+	probe := opts.SandboxABI
+	if probe == nil {
+		probe = sandbox.ABI
+	}
+	if err := CheckSandbox(probe()); err != nil {
+		return sandbox.Spec{}, nil, err
+	}
+	// The rules and os.Root see the real directory; a model naming the
+	// root by its real path must match it.
+	root, err := filepath.EvalSymlinks(workDir)
+	if err != nil {
+		return sandbox.Spec{}, nil, fmt.Errorf("host: the run's root %s: %w", workDir, err)
+	}
+	if root, err = filepath.Abs(root); err != nil {
+		return sandbox.Spec{}, nil, fmt.Errorf("host: the run's root %s: %w", workDir, err)
+	}
+	tmp, err := os.MkdirTemp("", "odek-job-")
+	if err != nil {
+		return sandbox.Spec{}, nil, fmt.Errorf("host: the run's private temp dir: %w", err)
+	}
+	cleanup := func() error { return os.RemoveAll(tmp) }
+	deny := append([]string{cfg.Home}, opts.SandboxDeny...)
+	spec, err := sandbox.NewSpec(settings, sandbox.Paths{Root: root, TempDir: tmp, Deny: deny}, dirNames)
+	if err != nil {
+		cleanup()
+		return sandbox.Spec{}, nil, err
+	}
+	return spec, cleanup, nil
+}
+
+// dirNames lists a directory's entry names (sandbox.NewSpec's readDir).
+func dirNames(dir string) ([]string, error) {
+	ents, err := os.ReadDir(dir)
+	names := make([]string, len(ents))
+	for i, e := range ents {
+		names[i] = e.Name()
+	}
+	return names, err
 }
 
 // NewLLM builds the chat-completions client the config describes.

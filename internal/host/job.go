@@ -21,6 +21,7 @@ import (
 	"github.com/odekrun/odek/internal/config"
 	"github.com/odekrun/odek/internal/ext"
 	"github.com/odekrun/odek/internal/llm"
+	"github.com/odekrun/odek/internal/sandbox"
 	"github.com/odekrun/odek/internal/session"
 	"github.com/odekrun/odek/internal/tools"
 	"github.com/odekrun/odek/queue"
@@ -77,9 +78,32 @@ type JobRunner struct {
 	// MaxArtifacts bounds the artifacts of one result; 0 ⇒
 	// DefaultMaxArtifacts.
 	MaxArtifacts int
+	// SandboxABI reports the kernel's Landlock ABI; nil ⇒ sandbox.ABI.
+	SandboxABI func() int
 
-	ownExt bool // Start loaded Extensions; Close stops them
+	ownExt  bool // Start loaded Extensions; Close stops them
+	started bool // Start succeeded: Run refuses to run unprepared (unconfined) jobs
+	sandbox SandboxStatus
+	// chatsDir holds the chats' directories: ArtifactsDir, or, without
+	// one, $ODEK_HOME/chats when jobs are confined.
+	chatsDir string
 }
+
+// SandboxStatus is what a JobRunner's Start found out about the sandbox,
+// for start-up logs and health reports.
+type SandboxStatus struct {
+	// Active is true when every job runs confined to its chat's directory.
+	Active bool `json:"active"`
+	// Mode is the configured sandbox.mode ("" for the default).
+	Mode string `json:"mode"`
+	// LandlockABI is the kernel's Landlock ABI (0: none).
+	LandlockABI int `json:"landlock_abi"`
+	// RequiredABI is the ABI the sandbox needs.
+	RequiredABI int `json:"required_abi"`
+}
+
+// Sandbox reports the sandbox state Start found.
+func (j *JobRunner) Sandbox() SandboxStatus { return j.sandbox }
 
 // Start prepares what all jobs of a process share: it makes ArtifactsDir
 // absolute and creates it (0700), builds the LLM client when LLM is nil,
@@ -103,6 +127,9 @@ func (j *JobRunner) Start(ctx context.Context, approveMCP bool) error {
 		}
 		j.ArtifactsDir = dir
 	}
+	if err := j.startSandbox(); err != nil {
+		return err
+	}
 	if j.LLM == nil {
 		c, err := NewLLM(j.Config)
 		if err != nil {
@@ -123,6 +150,47 @@ func (j *JobRunner) Start(ctx context.Context, approveMCP bool) error {
 			log.WithField("server", r.Name).Info("extension " + r.String())
 		}
 	}
+	j.started = true
+	return nil
+}
+
+// errNotStarted is Run's error before a successful Start: the sandbox has
+// not been checked, so the job must not run.
+var errNotStarted = errors.New("host: JobRunner.Run called before a successful Start")
+
+// startSandbox reads the sandbox settings and, when jobs are to be
+// confined (the default), checks that the kernel can enforce it: a worker
+// that cannot confine its jobs refuses to start rather than run them
+// open. sandbox.mode "off" is logged as a warning at every start.
+func (j *JobRunner) startSandbox() error {
+	log := j.Logger
+	settings, err := SandboxSettings(j.Config, func(w string) { log.Warn(w) })
+	if err != nil {
+		return err
+	}
+	probe := j.SandboxABI
+	if probe == nil {
+		probe = sandbox.ABI
+	}
+	abi := probe()
+	j.sandbox = SandboxStatus{Active: settings.Active(true), Mode: settings.Mode, LandlockABI: abi, RequiredABI: sandbox.RequiredABI}
+	fields := logrus.Fields{"landlock_abi": abi, "sandbox_mode": settings.Mode}
+	if !j.sandbox.Active {
+		log.WithFields(fields).Warn("sandbox OFF (sandbox.mode \"off\"): jobs are NOT confined; any chat's job can read every other chat's files, odek's configuration and reach Redis and the network")
+		return nil
+	}
+	if err := CheckSandbox(abi); err != nil {
+		return err
+	}
+	if j.ArtifactsDir != "" {
+		j.chatsDir = j.ArtifactsDir
+	} else {
+		j.chatsDir = filepath.Join(j.Config.Home, "chats")
+		if err := os.MkdirAll(j.chatsDir, 0o700); err != nil {
+			return fmt.Errorf("chats directory: %w", err)
+		}
+	}
+	log.WithFields(fields).WithField("chats_dir", j.chatsDir).Info("sandbox on: each job is confined to its chat's directory (Landlock)")
 	return nil
 }
 
@@ -153,13 +221,20 @@ func (j *JobRunner) Run(ctx context.Context, job queue.Job, sink events.Sink, ap
 	failed := func(code int, err error) (queue.Result, error) {
 		return queue.Result{Status: queue.StatusFailed, ExitCode: code}, err
 	}
+	if !j.started {
+		return failed(ExitSetup, errNotStarted)
+	}
 	jobLimits, _, _, err := budget.FromSections(nil, job.Budget)
 	if err != nil {
 		return failed(ExitSetup, fmt.Errorf("job budget: %w", err))
 	}
 	dir := j.WorkDir
-	if j.ArtifactsDir != "" {
-		dir = filepath.Join(j.ArtifactsDir, strconv.FormatInt(job.ChatID, 10))
+	chats := j.ArtifactsDir
+	if j.sandbox.Active {
+		chats = j.chatsDir
+	}
+	if chats != "" {
+		dir = filepath.Join(chats, strconv.FormatInt(job.ChatID, 10))
 		if err := os.MkdirAll(dir, 0o700); err != nil {
 			return failed(ExitSetup, fmt.Errorf("chat work directory: %v", err))
 		}
@@ -178,6 +253,7 @@ func (j *JobRunner) Run(ctx context.Context, job queue.Job, sink events.Sink, ap
 		Warn:         func(w string) { log.Warn(w) },
 		AdjustLimits: func(l *budget.Limits) { *l, _ = budget.MergeLimits(*l, jobLimits) },
 		SessionID:    sid, Start: start,
+		Confine: j.sandbox.Active, SandboxDeny: denyOf(chats), SandboxABI: j.SandboxABI,
 		LLM: j.LLM, ExtensionSet: j.Extensions, Plan: true, SavedPlan: sess.Plan, Delegate: true, ClientVersion: j.ClientVersion,
 	})
 	if err != nil {
@@ -210,6 +286,15 @@ func (j *JobRunner) Run(ctx context.Context, job queue.Job, sink events.Sink, ap
 		return out, errors.New(rt.Redactor.String(runErr.Error()))
 	}
 	return out, nil
+}
+
+// denyOf is the sandbox's extra deny list of a job whose chat directory
+// lies in chats.
+func denyOf(chats string) []string {
+	if chats == "" {
+		return nil
+	}
+	return []string{chats}
 }
 
 // ResultExitCode is the exit code `odek run` gives a run that ended with

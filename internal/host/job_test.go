@@ -14,6 +14,7 @@ import (
 	"github.com/odekrun/odek/internal/llm"
 	"github.com/odekrun/odek/internal/session"
 	"github.com/odekrun/odek/queue"
+	"github.com/sirupsen/logrus"
 )
 
 func TestJobSessionID(t *testing.T) {
@@ -112,5 +113,50 @@ func TestJobRunnerStartPreparesSharedParts(t *testing.T) {
 	bad := &JobRunner{Config: load(t, `{"model":"m1","base_url":"http://127.0.0.1:1","mcp_servers":{"gone":{"command":"/nonexistent/x","required":true}}}`, "")}
 	if err := bad.Start(context.Background(), true); err == nil || !strings.Contains(err.Error(), "gone") {
 		t.Fatalf("required server missing: %v", err)
+	}
+}
+
+func TestJobRunnerRefusesToStartWithoutLandlock(t *testing.T) {
+	for _, tc := range []struct {
+		name, config string
+		abi          int
+		wantErr      string
+		wantActive   bool
+	}{
+		{"no Landlock", `{"sandbox":{}}`, 0, "Landlock is not enabled in this kernel", false},
+		{"ABI without TCP rules", `{"sandbox":null}`, 3, "Linux 6.7 or newer", false},
+		{"explicitly on", `{"sandbox":{"mode":"on"}}`, 1, "Landlock ABI 1 found, 4 needed", false},
+		{"enough", `{"max_iterations":3}`, 4, "", true},
+		{"opted out", `{"sandbox":{"mode":"off"}}`, 0, "", false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			cfg := load(t, `{"model":"m1","base_url":"http://127.0.0.1:1",`+strings.TrimPrefix(tc.config, "{"), "")
+			var logs strings.Builder
+			log := logrus.New()
+			log.SetOutput(&logs)
+			j := &JobRunner{Config: cfg, Logger: log, ArtifactsDir: t.TempDir(), SandboxABI: func() int { return tc.abi }}
+			err := j.Start(context.Background(), false)
+			defer j.Close()
+			if tc.wantErr != "" {
+				if !errors.Is(err, ErrSandboxUnavailable) || !strings.Contains(err.Error(), tc.wantErr) || !strings.Contains(err.Error(), `"mode": "off"`) {
+					t.Fatalf("Start = %v, want ErrSandboxUnavailable saying %q and how to opt out", err, tc.wantErr)
+				}
+				// A runner that did not start runs no job.
+				if _, rerr := j.Run(context.Background(), queue.Job{ID: "j", ChatID: 1, Goal: "x"}, nil, nil); !errors.Is(rerr, errNotStarted) {
+					t.Fatalf("Run after a failed Start = %v", rerr)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			st := j.Sandbox()
+			if st.Active != tc.wantActive || st.LandlockABI != tc.abi {
+				t.Fatalf("status %+v", st)
+			}
+			if !tc.wantActive && !strings.Contains(logs.String(), "sandbox OFF") {
+				t.Fatalf("no warning for an unconfined worker:\n%s", logs.String())
+			}
+		})
 	}
 }

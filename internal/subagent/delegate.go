@@ -81,6 +81,10 @@ type Options struct {
 	// (ClampRisk), so a child cannot hand its children more than it may
 	// do itself. "" ⇒ no ceiling.
 	MaxRisk string
+	// Confine, when set, is handed to every child (Task.Confine): it
+	// works confined to the same root. ArtifactsDir must then lie inside
+	// Confine.Root.
+	Confine *Confinement
 	// Emit sends subagent_* events; nil ⇒ agent.Emit.
 	Emit EmitFunc
 	// Logger receives diagnostics; nil ⇒ discarded.
@@ -289,6 +293,7 @@ func (d *Delegate) runOne(ctx context.Context, ci agent.CallInfo, runDir string,
 	task := Task{
 		TaskID: out.taskID, Goal: t.Goal, Context: t.Context, Guidance: t.Guidance, MaxRisk: ClampRisk(t.MaxRisk, d.o.MaxRisk),
 		Model: d.o.Model, BaseURL: d.o.BaseURL, TimeoutSeconds: d.o.Settings.TaskTimeout.Seconds(),
+		Confine: d.o.Confine,
 	}
 	if d.o.ArtifactsDir != "" {
 		task.ArtifactRoot = filepath.Join(d.o.ArtifactsDir, safeDirName(runDir), out.taskID)

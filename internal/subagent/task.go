@@ -57,6 +57,20 @@ type Task struct {
 	// Budget is what the parent had left (budget_inherit "share"); nil ⇒
 	// the operator limits alone apply.
 	Budget *Budget `json:"budget,omitempty"`
+	// Confine, when set, confines the child as its parent was: its file
+	// tools and shell stay inside Root (the parent's root), the sandbox
+	// never grants Deny, and no project file is read there. nil ⇒ the
+	// child is as unconfined as an `odek run`.
+	Confine *Confinement `json:"confine,omitempty"`
+}
+
+// Confinement is what a confined parent hands its children.
+type Confinement struct {
+	// Root is the parent's root, the child's working directory.
+	Root string `json:"root"`
+	// Deny are the paths the parent's sandbox never granted beside
+	// ODEK_HOME.
+	Deny []string `json:"deny,omitempty"`
 }
 
 // Budget is the parent's remaining budget. A zero remaining value means
@@ -109,6 +123,22 @@ func (t *Task) Validate() error {
 	}
 	if t.ArtifactRoot != "" && (!filepath.IsAbs(t.ArtifactRoot) || filepath.Clean(t.ArtifactRoot) != t.ArtifactRoot) {
 		return fmt.Errorf("%w: artifact_root %q: want an absolute, clean path", ErrInvalidTask, t.ArtifactRoot)
+	}
+	if c := t.Confine; c != nil {
+		if !filepath.IsAbs(c.Root) || filepath.Clean(c.Root) != c.Root {
+			return fmt.Errorf("%w: confine.root %q: want an absolute, clean path", ErrInvalidTask, c.Root)
+		}
+		if len(c.Deny) > 64 {
+			return fmt.Errorf("%w: confine.deny has %d paths, limit 64", ErrInvalidTask, len(c.Deny))
+		}
+		for _, d := range c.Deny {
+			if !filepath.IsAbs(d) {
+				return fmt.Errorf("%w: confine.deny %q: want an absolute path", ErrInvalidTask, d)
+			}
+		}
+		if t.ArtifactRoot != "" && !strings.HasPrefix(t.ArtifactRoot, c.Root+string(filepath.Separator)) {
+			return fmt.Errorf("%w: artifact_root %q is outside confine.root %q", ErrInvalidTask, t.ArtifactRoot, c.Root)
+		}
 	}
 	if t.BaseURL != "" && !(strings.HasPrefix(t.BaseURL, "http://") || strings.HasPrefix(t.BaseURL, "https://")) {
 		return fmt.Errorf("%w: base_url: want an http:// or https:// URL", ErrInvalidTask)
