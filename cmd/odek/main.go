@@ -108,6 +108,9 @@ Usage:
   odek ext approve [--yes] [server...]
                                  answer extension approvals ahead of time
   odek init [--force]            write a starter config to $ODEK_HOME/config.json
+  odek doctor [--json] [--redis URL] [--no-model]
+                                 check Landlock and the sandbox, Redis, the model
+                                 endpoint and the MCP servers; exit 0 when all work
   odek version                   print the version
 
 Exit codes: 0 success, 1 task/model/tool error, 3 setup error (flags, config,
@@ -136,6 +139,8 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 		return cmdExt(ctx, args[1:], stdout, stderr)
 	case "init":
 		return cmdInit(args[1:], stdout, stderr)
+	case "doctor":
+		return cmdDoctor(ctx, args[1:], stdout, stderr)
 	case "version", "--version", "-v":
 		fmt.Fprintln(stdout, "odek", version)
 		return nil

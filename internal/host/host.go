@@ -404,22 +404,12 @@ func confine(cfg *config.Config, opts Options, workDir string, warn func(string)
 	}
 	cleanup := func() error { return os.RemoveAll(tmp) }
 	deny := append([]string{cfg.Home}, opts.SandboxDeny...)
-	spec, err := sandbox.NewSpec(settings, sandbox.Paths{Root: root, TempDir: tmp, Deny: deny}, dirNames)
+	spec, err := sandbox.NewSpec(settings, sandbox.Paths{Root: root, TempDir: tmp, Deny: deny}, sandbox.DirNames)
 	if err != nil {
 		cleanup()
 		return sandbox.Spec{}, nil, err
 	}
 	return spec, cleanup, nil
-}
-
-// dirNames lists a directory's entry names (sandbox.NewSpec's readDir).
-func dirNames(dir string) ([]string, error) {
-	ents, err := os.ReadDir(dir)
-	names := make([]string, len(ents))
-	for i, e := range ents {
-		names[i] = e.Name()
-	}
-	return names, err
 }
 
 // NewLLM builds the chat-completions client the config describes.

@@ -34,8 +34,13 @@ const (
 // commands (odek, odek-bot) calls it first, and so does TestMain of every
 // package whose tests run them (os.Executable is the test binary there).
 func Main() {
-	if len(os.Args) > 1 && os.Args[1] == HelperArg {
-		os.Exit(runHelper(os.Args[2:], os.Stderr))
+	if len(os.Args) > 1 {
+		switch os.Args[1] {
+		case HelperArg:
+			os.Exit(runHelper(os.Args[2:], os.Stderr))
+		case SelfTestArg:
+			os.Exit(selfTest(os.Args[2:]))
+		}
 	}
 }
 

@@ -89,20 +89,11 @@ func newJail(t *testing.T, s Settings) *jail {
 	}
 	exe, _ := os.Executable()
 	s.ReadOnlyPaths = append(s.ReadOnlyPaths, filepath.Dir(exe)) // the test binary runs confined as a child
-	spec, err := NewSpec(s, Paths{Root: root, TempDir: tmp, Deny: []string{other}}, readDirNames)
+	spec, err := NewSpec(s, Paths{Root: root, TempDir: tmp, Deny: []string{other}}, DirNames)
 	if err != nil {
 		t.Fatal(err)
 	}
 	return &jail{spec: spec, other: other}
-}
-
-func readDirNames(dir string) ([]string, error) {
-	ents, err := os.ReadDir(dir)
-	names := make([]string, len(ents))
-	for i, e := range ents {
-		names[i] = e.Name()
-	}
-	return names, err
 }
 
 // run runs argv confined and returns its combined output and exit code.
@@ -224,5 +215,12 @@ func TestHelperUsage(t *testing.T) {
 	stderr.Reset()
 	if code := runHelper([]string{`{"temp_dir":"/tmp"}`, "true"}, &stderr); code != ExitNotConfined {
 		t.Errorf("spec without root: exit %d %s", code, stderr.String())
+	}
+}
+
+func TestVerify(t *testing.T) {
+	requireLandlock(t)
+	if err := Verify(context.Background()); err != nil {
+		t.Fatal(err)
 	}
 }
