@@ -243,13 +243,13 @@ func Build(ctx context.Context, opts Options) (*Runtime, error) {
 	artifactsDir := filepath.Join(cfg.Home, "artifacts")
 	var confinement *subagent.Confinement
 	if opts.Confine {
-		spec, cleanup, err := confine(cfg, opts, workDir, warn)
+		jail, cleanup, err := confine(cfg, opts, workDir, warn)
 		if err != nil {
 			return nil, err
 		}
 		rt.closers = append(rt.closers, cleanup)
-		topts.WorkDir, topts.Confine, topts.Sandbox = spec.Root, true, &spec
-		workDir = spec.Root
+		topts.WorkDir, topts.Confine, topts.Sandbox = jail.Spec().Root, true, jail
+		workDir = jail.Spec().Root
 		// Children's artifacts stay inside the root they are confined to.
 		artifactsDir = filepath.Join(workDir, ".odek", "artifacts")
 		confinement = &subagent.Confinement{Root: workDir, Deny: opts.SandboxDeny}
@@ -375,41 +375,46 @@ func SandboxSettings(cfg *config.Config, warn func(string)) (sandbox.Settings, e
 }
 
 // confine builds the sandbox of a confined run: the settings, a check of
-// the kernel, the run's private temp dir and the ruleset. cleanup removes
-// the temp dir.
-func confine(cfg *config.Config, opts Options, workDir string, warn func(string)) (sandbox.Spec, func() error, error) {
+// the kernel, the run's private temp dir and the jail its commands start
+// in. cleanup closes the jail and removes the temp dir.
+func confine(cfg *config.Config, opts Options, workDir string, warn func(string)) (*sandbox.Jail, func() error, error) {
 	settings, err := SandboxSettings(cfg, warn)
 	if err != nil {
-		return sandbox.Spec{}, nil, err
+		return nil, nil, err
 	}
 	probe := opts.SandboxABI
 	if probe == nil {
 		probe = sandbox.ABI
 	}
 	if err := CheckSandbox(probe()); err != nil {
-		return sandbox.Spec{}, nil, err
+		return nil, nil, err
 	}
 	// The rules and os.Root see the real directory; a model naming the
 	// root by its real path must match it.
 	root, err := filepath.EvalSymlinks(workDir)
 	if err != nil {
-		return sandbox.Spec{}, nil, fmt.Errorf("host: the run's root %s: %w", workDir, err)
+		return nil, nil, fmt.Errorf("host: the run's root %s: %w", workDir, err)
 	}
 	if root, err = filepath.Abs(root); err != nil {
-		return sandbox.Spec{}, nil, fmt.Errorf("host: the run's root %s: %w", workDir, err)
+		return nil, nil, fmt.Errorf("host: the run's root %s: %w", workDir, err)
 	}
 	tmp, err := os.MkdirTemp("", "odek-job-")
 	if err != nil {
-		return sandbox.Spec{}, nil, fmt.Errorf("host: the run's private temp dir: %w", err)
+		return nil, nil, fmt.Errorf("host: the run's private temp dir: %w", err)
 	}
 	cleanup := func() error { return os.RemoveAll(tmp) }
 	deny := append([]string{cfg.Home}, opts.SandboxDeny...)
-	spec, err := sandbox.NewSpec(settings, sandbox.Paths{Root: root, TempDir: tmp, Deny: deny}, sandbox.DirNames)
+	spec, err := sandbox.NewSpec(settings, sandbox.Paths{Root: root, TempDir: tmp, Deny: deny}, sandbox.Host)
 	if err != nil {
 		cleanup()
-		return sandbox.Spec{}, nil, err
+		return nil, nil, err
 	}
-	return spec, cleanup, nil
+	jail, err := sandbox.NewJail(spec)
+	if err != nil {
+		cleanup()
+		return nil, nil, err
+	}
+	return jail, func() error { return errors.Join(jail.Close(), cleanup()) }, nil
 }
 
 // NewLLM builds the chat-completions client the config describes.

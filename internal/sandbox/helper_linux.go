@@ -37,6 +37,20 @@ func enforce(spec Spec) error {
 	if spec.Root == "" || spec.TempDir == "" {
 		return fmt.Errorf("the spec names no root or temp dir")
 	}
+	rules := landlockRules(spec)
+	// V7: filesystem, TCP bind/connect, IPC scopes (signals, abstract
+	// sockets). The ABI check above guarantees at least the TCP rules.
+	if err := landlock.V7.BestEffort().Restrict(rules...); err != nil {
+		return fmt.Errorf("Landlock: %v", err)
+	}
+	if err := installSeccomp(unix.SECCOMP_FILTER_FLAG_TSYNC); err != nil {
+		return fmt.Errorf("seccomp: %v", err)
+	}
+	return nil
+}
+
+// landlockRules are the Landlock rules of spec.
+func landlockRules(spec Spec) []landlock.Rule {
 	// Directory rights on a file are invalid: split the read-only paths,
 	// which NewSpec may have split into single files, by kind.
 	var roDirs, roFiles []string
@@ -59,33 +73,34 @@ func enforce(spec Spec) error {
 	for _, p := range spec.ConnectPorts {
 		rules = append(rules, landlock.ConnectTCP(p))
 	}
-	// V7: filesystem, TCP bind/connect, IPC scopes (signals, abstract
-	// sockets). The ABI check above guarantees at least the TCP rules.
-	if err := landlock.V7.BestEffort().Restrict(rules...); err != nil {
-		return fmt.Errorf("Landlock: %v", err)
-	}
-	if err := installSeccomp(); err != nil {
-		return fmt.Errorf("seccomp: %v", err)
-	}
-	return nil
+	return rules
 }
 
 // setLimits applies the spec's resource limits; the helper calls it last,
 // right before exec, so the limits bind the command and not the helper.
 func setLimits(spec Spec) error {
 	if spec.MaxMemoryMB > 0 {
-		n := uint64(spec.MaxMemoryMB) << 20
-		if err := unix.Setrlimit(unix.RLIMIT_AS, &unix.Rlimit{Cur: n, Max: n}); err != nil {
+		if err := lowerLimit(unix.RLIMIT_AS, uint64(spec.MaxMemoryMB)<<20); err != nil {
 			return fmt.Errorf("RLIMIT_AS (sandbox.max_memory_mb %d): %v", spec.MaxMemoryMB, err)
 		}
 	}
 	if spec.MaxProcesses > 0 {
-		n := uint64(spec.MaxProcesses)
-		if err := unix.Setrlimit(unix.RLIMIT_NPROC, &unix.Rlimit{Cur: n, Max: n}); err != nil {
+		if err := lowerLimit(unix.RLIMIT_NPROC, uint64(spec.MaxProcesses)); err != nil {
 			return fmt.Errorf("RLIMIT_NPROC (sandbox.max_processes %d): %v", spec.MaxProcesses, err)
 		}
 	}
 	return nil
+}
+
+// lowerLimit sets resource to n, or leaves it at its hard limit when
+// that is lower already (a limit can only be lowered).
+func lowerLimit(resource int, n uint64) error {
+	var cur unix.Rlimit
+	if err := unix.Getrlimit(resource, &cur); err != nil {
+		return err
+	}
+	n = min(n, cur.Max)
+	return unix.Setrlimit(resource, &unix.Rlimit{Cur: n, Max: n})
 }
 
 // abiHint says what a too-small ABI means for the operator.
@@ -111,9 +126,23 @@ const (
 // IPPROTO_MPTCP, io_uring_setup(2) (its operations bypass seccomp), and
 // every syscall of another architecture's ABI (32-bit compat, x32), where
 // the same numbers mean other calls.
-func installSeccomp() error {
+func installSeccomp(flags uintptr) error {
+	prog, err := seccompProgram()
+	if err != nil {
+		return err
+	}
+	fprog := unix.SockFprog{Len: uint16(len(prog)), Filter: &prog[0]}
+	_, _, e := unix.Syscall(unix.SYS_SECCOMP, unix.SECCOMP_SET_MODE_FILTER, flags, uintptr(unsafe.Pointer(&fprog)))
+	if e != 0 {
+		return e
+	}
+	return nil
+}
+
+// seccompProgram is the filter installSeccomp installs.
+func seccompProgram() ([]unix.SockFilter, error) {
 	if auditArch == 0 {
-		return errors.New("no filter for this architecture (amd64 and arm64 only)")
+		return nil, errors.New("no filter for this architecture (amd64 and arm64 only)")
 	}
 	stmt := func(code uint16, k uint32) unix.SockFilter { return unix.SockFilter{Code: code, K: k} }
 	jump := func(code uint16, k uint32, jt, jf uint8) unix.SockFilter {
@@ -142,17 +171,21 @@ func installSeccomp() error {
 		stmt(ret, errno(unix.EPROTONOSUPPORT)),
 		stmt(ret, allow),
 	}
-	fprog := unix.SockFprog{Len: uint16(len(prog)), Filter: &prog[0]}
-	// Landlock already set no_new_privs on every thread; TSYNC applies the
-	// filter to all of them too.
-	_, _, e := unix.Syscall(unix.SYS_SECCOMP, unix.SECCOMP_SET_MODE_FILTER, unix.SECCOMP_FILTER_FLAG_TSYNC, uintptr(unsafe.Pointer(&fprog)))
-	if e != 0 {
-		return e
-	}
-	return nil
+	return prog, nil
 }
 
 // helperExec replaces the process with path.
 func helperExec(path string, argv, env []string) error {
 	return syscall.Exec(path, argv, env)
+}
+
+// reachable reports whether this process may read path, or, for a
+// directory, enter it (access(2) with the real ids, as the sandboxed
+// command will have them).
+func reachable(path string) bool {
+	if unix.Access(path, unix.R_OK) == nil {
+		return true
+	}
+	fi, err := os.Stat(path)
+	return err == nil && fi.IsDir() && unix.Access(path, unix.X_OK) == nil
 }

@@ -5,6 +5,7 @@ package sandbox
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"net"
 	"os"
@@ -68,8 +69,9 @@ func requireLandlock(t *testing.T) {
 }
 
 type jail struct {
-	spec  Spec
-	other string // a directory outside the jail holding secret.txt
+	spec   Spec
+	other  string // a directory outside the jail holding secret.txt
+	thread bool   // start through a Jail's confined thread, not the helper
 }
 
 func newJail(t *testing.T, s Settings) *jail {
@@ -89,7 +91,7 @@ func newJail(t *testing.T, s Settings) *jail {
 	}
 	exe, _ := os.Executable()
 	s.ReadOnlyPaths = append(s.ReadOnlyPaths, filepath.Dir(exe)) // the test binary runs confined as a child
-	spec, err := NewSpec(s, Paths{Root: root, TempDir: tmp, Deny: []string{other}}, DirNames)
+	spec, err := NewSpec(s, Paths{Root: root, TempDir: tmp, Deny: []string{other}}, Host)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -101,15 +103,33 @@ func (j *jail) run(t *testing.T, env []string, argv ...string) (string, int) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	cmd, err := Command(ctx, j.spec, argv...)
-	if err != nil {
-		t.Fatal(err)
+	var cmd *exec.Cmd
+	var jl *Jail
+	if j.thread {
+		var err error
+		if jl, err = NewJail(j.spec); err != nil {
+			t.Fatal(err)
+		}
+		defer jl.Close()
+		cmd = exec.CommandContext(ctx, argv[0], argv[1:]...)
+	} else {
+		var err error
+		if cmd, err = Command(ctx, j.spec, argv...); err != nil {
+			t.Fatal(err)
+		}
 	}
 	cmd.Dir = j.spec.Root
 	cmd.Env = append(Env(j.spec, os.Environ()), env...)
 	var out bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &out
-	err = cmd.Run()
+	var err error
+	if jl != nil {
+		if err = jl.Start(cmd); err == nil {
+			err = cmd.Wait()
+		}
+	} else {
+		err = cmd.Run()
+	}
 	code := 0
 	if ee, ok := err.(*exec.ExitError); ok {
 		code = ee.ExitCode()
@@ -121,7 +141,20 @@ func (j *jail) run(t *testing.T, env []string, argv ...string) (string, int) {
 
 func TestConfinedFiles(t *testing.T) {
 	requireLandlock(t)
-	j := newJail(t, Settings{})
+	for _, thread := range []bool{false, true} {
+		t.Run(map[bool]string{false: "helper", true: "thread"}[thread], func(t *testing.T) {
+			j := newJail(t, Settings{})
+			j.thread = thread
+			testConfinedFiles(t, j)
+		})
+	}
+	// odek itself stays unconfined after starting confined commands.
+	if _, err := os.ReadDir("/proc/self"); err != nil {
+		t.Fatalf("odek lost access to /proc after confined starts: %v", err)
+	}
+}
+
+func testConfinedFiles(t *testing.T, j *jail) {
 	tests := []struct {
 		name, script string
 		ok           bool
@@ -174,9 +207,17 @@ func TestConfinedNetwork(t *testing.T) {
 	addr := ln.Addr().String()
 	_, portS, _ := net.SplitHostPort(addr)
 	port, _ := strconv.Atoi(portS)
-	exe, _ := os.Executable()
+	for _, thread := range []bool{false, true} {
+		t.Run(map[bool]string{false: "helper", true: "thread"}[thread], func(t *testing.T) {
+			testConfinedNetwork(t, addr, port, thread)
+		})
+	}
+}
 
+func testConfinedNetwork(t *testing.T, addr string, port int, thread bool) {
+	exe, _ := os.Executable()
 	closed := newJail(t, Settings{})
+	closed.thread = thread
 	if out, code := closed.run(t, []string{childEnv + "=tcp:" + addr}, exe); code == 0 || !strings.Contains(out, "permission denied") {
 		t.Errorf("TCP connect to %s with no port allowed: exit %d\n%s", addr, code, out)
 	}
@@ -184,6 +225,7 @@ func TestConfinedNetwork(t *testing.T) {
 		t.Errorf("MPTCP socket: exit %d\n%s", code, out)
 	}
 	open := newJail(t, Settings{AllowConnectPorts: []int{port}})
+	open.thread = thread
 	if out, code := open.run(t, []string{childEnv + "=tcp:" + addr}, exe); code != 0 || !strings.Contains(out, "connected") {
 		t.Errorf("TCP connect to an allowed port: exit %d\n%s", code, out)
 	}
@@ -222,5 +264,69 @@ func TestVerify(t *testing.T) {
 	requireLandlock(t)
 	if err := Verify(context.Background()); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// Many commands started at once through one jail: each is confined, and
+// none of it leaks into odek (its goroutines keep every access).
+func TestJailLeavesOdekUnconfined(t *testing.T) {
+	requireLandlock(t)
+	j := newJail(t, Settings{})
+	jl, err := NewJail(j.spec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer jl.Close()
+	ln, err := net.Listen("tcp4", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			c.Close()
+		}
+	}()
+	errs := make(chan error, 32)
+	for range 32 {
+		go func() {
+			cmd := exec.Command("sh", "-c", "cat "+j.other+"/secret.txt")
+			cmd.Dir, cmd.Env = j.spec.Root, Env(j.spec, os.Environ())
+			if err := jl.Start(cmd); err != nil {
+				errs <- err
+				return
+			}
+			if err := cmd.Wait(); err == nil {
+				errs <- fmt.Errorf("a confined cat read the secret")
+				return
+			}
+			// This goroutine may now run on any thread: it is not confined.
+			if _, err := os.ReadFile(filepath.Join(j.other, "secret.txt")); err != nil {
+				errs <- fmt.Errorf("odek lost access after a start: %v", err)
+				return
+			}
+			c, err := net.Dial("tcp4", ln.Addr().String())
+			if err != nil {
+				errs <- fmt.Errorf("odek lost the network after a start: %v", err)
+				return
+			}
+			c.Close()
+			errs <- nil
+		}()
+	}
+	for range 32 {
+		if err := <-errs; err != nil {
+			t.Error(err)
+		}
+	}
+	if err := jl.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := jl.Start(exec.Command("true")); !errors.Is(err, ErrJailClosed) {
+		t.Errorf("Start after Close = %v", err)
 	}
 }

@@ -2,7 +2,10 @@
 
 package sandbox
 
-import "errors"
+import (
+	"errors"
+	"os"
+)
 
 // ABI is 0: Landlock exists only on Linux.
 func ABI() int { return 0 }
@@ -19,3 +22,8 @@ func helperExec(string, []string, []string) error {
 func abiHint(int) string { return "Landlock exists only on Linux" }
 
 func setLimits(Spec) error { return errors.New("the sandbox needs Linux (Landlock)") }
+
+func reachable(path string) bool {
+	_, err := os.Stat(path)
+	return err == nil
+}

@@ -20,10 +20,15 @@ const RequiredABI = 4
 var SystemReadOnly = []string{"/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32", "/etc"}
 
 // SystemDeny are never granted although they lie inside SystemReadOnly:
-// host secrets and a system-wide odek configuration.
+// host secrets and a system-wide odek configuration. Landlock only grants,
+// so a denied path inside /etc makes NewSpec grant /etc entry by entry;
+// it does that only for the denied paths odek's user can read at all
+// (Lister.Reachable), so a worker that is not root, whose file modes
+// already keep it from these, gets /etc as one rule.
 var SystemDeny = []string{
 	"/etc/shadow", "/etc/gshadow", "/etc/shadow-", "/etc/gshadow-", "/etc/sudoers", "/etc/sudoers.d",
-	"/etc/ssh", "/etc/ssl/private", "/etc/odek",
+	"/etc/ssl/private", "/etc/odek",
+	"/etc/ssh/ssh_host_rsa_key", "/etc/ssh/ssh_host_ecdsa_key", "/etc/ssh/ssh_host_ed25519_key",
 }
 
 // Devices are the device files a job's processes may read and write.
@@ -68,12 +73,22 @@ type Paths struct {
 // that holds ODEK_HOME, say).
 var ErrRootHoldsDenied = errors.New("sandbox: the job's root contains a path the sandbox must not grant")
 
+// Lister is what NewSpec asks of the file system.
+type Lister interface {
+	// Names lists a directory's entry names.
+	Names(dir string) ([]string, error)
+	// Reachable reports whether odek's user could read path without the
+	// sandbox (it exists and its mode lets the user in). A denied path
+	// that is not reachable needs no splitting around it.
+	Reachable(path string) bool
+}
+
 // NewSpec builds the ruleset of a job from the settings and the job's
-// paths. It is pure but for readDir, which lists a directory's entry
-// names when a denied path lies inside a granted one: that directory is
-// then granted entry by entry, without the denied one. A system path that
-// is itself denied, or lies inside a denied path, is dropped.
-func NewSpec(s Settings, p Paths, readDir func(dir string) ([]string, error)) (Spec, error) {
+// paths. It is pure but for fsys: when a reachable denied path lies inside
+// a granted one, that directory is granted entry by entry (fsys.Names),
+// without the denied one. A system path that is itself denied, or lies
+// inside a denied path, is dropped.
+func NewSpec(s Settings, p Paths, fsys Lister) (Spec, error) {
 	if !filepath.IsAbs(p.Root) || !filepath.IsAbs(p.TempDir) {
 		return Spec{}, fmt.Errorf("sandbox: root %q and temp dir %q must be absolute paths", p.Root, p.TempDir)
 	}
@@ -86,7 +101,7 @@ func NewSpec(s Settings, p Paths, readDir func(dir string) ([]string, error)) (S
 	}
 	spec := Spec{Root: root, TempDir: tmp, MaxMemoryMB: s.MaxMemoryMB, MaxProcesses: s.MaxProcesses}
 	for _, ro := range cleanAll(append(slices.Clone(SystemReadOnly), s.ReadOnlyPaths...)) {
-		spec.ReadOnly = append(spec.ReadOnly, grant(ro, deny, readDir, 0)...)
+		spec.ReadOnly = append(spec.ReadOnly, grant(ro, deny, fsys, 0)...)
 	}
 	spec.ReadOnly = dedupe(spec.ReadOnly)
 	for _, d := range Devices {
@@ -110,23 +125,23 @@ const maxGrantDepth = 8
 // grant returns the hierarchies to grant for path: itself when no denied
 // path touches it, nothing when it is denied or inside a denied path, and
 // its entries (recursively) when a denied path lies below it.
-func grant(path string, deny []string, readDir func(string) ([]string, error), depth int) []string {
+func grant(path string, deny []string, fsys Lister, depth int) []string {
 	inner := false
 	for _, d := range deny {
 		if within(d, path) { // path is d or below it
 			return nil
 		}
-		if within(path, d) {
+		if within(path, d) && (fsys == nil || fsys.Reachable(d)) {
 			inner = true
 		}
 	}
 	if !inner {
 		return []string{path}
 	}
-	if depth >= maxGrantDepth || readDir == nil {
+	if depth >= maxGrantDepth || fsys == nil {
 		return nil // fail closed: grant nothing rather than the denied path
 	}
-	names, err := readDir(path)
+	names, err := fsys.Names(path)
 	if err != nil {
 		return nil
 	}
@@ -136,7 +151,7 @@ func grant(path string, deny []string, readDir func(string) ([]string, error), d
 		if n == "" || n == "." || n == ".." || strings.ContainsRune(n, '/') {
 			continue
 		}
-		out = append(out, grant(filepath.Join(path, n), deny, readDir, depth+1)...)
+		out = append(out, grant(filepath.Join(path, n), deny, fsys, depth+1)...)
 	}
 	return out
 }

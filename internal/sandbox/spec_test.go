@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"os"
+	"path/filepath"
 	"reflect"
 	"slices"
 	"strings"
@@ -104,25 +105,45 @@ func TestActive(t *testing.T) {
 	}
 }
 
-// fakeFS lists directories of a made-up tree.
-func fakeFS(tree map[string][]string) func(string) ([]string, error) {
-	return func(dir string) ([]string, error) {
-		names, ok := tree[dir]
-		if !ok {
-			return nil, os.ErrNotExist
-		}
-		return names, nil
-	}
+// fakeFS is a made-up tree; every path in it is reachable unless listed
+// in hidden.
+type fakeFS struct {
+	tree   map[string][]string
+	hidden map[string]bool
 }
+
+func (f fakeFS) Names(dir string) ([]string, error) {
+	names, ok := f.tree[dir]
+	if !ok {
+		return nil, os.ErrNotExist
+	}
+	return names, nil
+}
+
+func (f fakeFS) Reachable(p string) bool {
+	if f.hidden[p] {
+		return false
+	}
+	names := f.tree[filepath.Dir(p)]
+	return slices.Contains(names, filepath.Base(p)) || f.tree[p] != nil
+}
+
+// failFS cannot list anything; every path is reachable.
+type failFS struct{}
+
+func (failFS) Names(string) ([]string, error) { return nil, os.ErrPermission }
+func (failFS) Reachable(string) bool          { return true }
 
 func TestNewSpec(t *testing.T) {
 	etc := map[string][]string{
 		"/etc":     {"passwd", "shadow", "ssh", "ssl", "odek", "hosts", "gshadow", "sudoers", "sudoers.d", "shadow-", "gshadow-"},
+		"/etc/ssh": {"ssh_config", "ssh_host_ed25519_key", "ssh_host_ed25519_key.pub", "moduli"},
 		"/etc/ssl": {"certs", "private", "openssl.cnf"},
 		"/usr":     {"bin", "lib", "local"},
+		"/srv":     {"odek", "www"},
 	}
 	base := Paths{Root: "/srv/odek/artifacts/42", TempDir: "/tmp/odek-job-1", Deny: []string{"/srv/odek", "/root/.odek"}}
-	etcGrant := []string{"/etc/hosts", "/etc/passwd", "/etc/ssl/certs", "/etc/ssl/openssl.cnf"}
+	etcGrant := []string{"/etc/hosts", "/etc/passwd", "/etc/ssh/moduli", "/etc/ssh/ssh_config", "/etc/ssh/ssh_host_ed25519_key.pub", "/etc/ssl/certs", "/etc/ssl/openssl.cnf"}
 	sys := func(extra ...string) []string {
 		out := []string{"/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32"}
 		out = append(out, etcGrant...)
@@ -144,7 +165,7 @@ func TestNewSpec(t *testing.T) {
 			want: Spec{Root: base.Root, TempDir: base.TempDir, ReadOnly: sys(), Devices: Devices}},
 		{name: "read-only path holding the artifacts dir is split", s: Settings{ReadOnlyPaths: []string{"/srv"}},
 			p:    Paths{Root: "/srv/odek/artifacts/42", TempDir: "/tmp/x", Deny: []string{"/srv/odek"}},
-			want: Spec{Root: "/srv/odek/artifacts/42", TempDir: "/tmp/x", ReadOnly: sys(), Devices: Devices}},
+			want: Spec{Root: "/srv/odek/artifacts/42", TempDir: "/tmp/x", ReadOnly: sys("/srv/www"), Devices: Devices}},
 		{name: "deny a device", s: Settings{DenyPaths: []string{"/dev/tty"}}, p: base,
 			want: Spec{Root: base.Root, TempDir: base.TempDir, ReadOnly: sys(), Devices: Devices[:len(Devices)-1]}},
 		{name: "operator denies all of /usr/local", s: Settings{DenyPaths: []string{"/usr/local"}}, p: base,
@@ -157,7 +178,7 @@ func TestNewSpec(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			got, err := NewSpec(tt.s, tt.p, fakeFS(etc))
+			got, err := NewSpec(tt.s, tt.p, fakeFS{tree: etc})
 			if tt.isErr != nil {
 				if !errors.Is(err, tt.isErr) {
 					t.Fatalf("err = %v, want %v", err, tt.isErr)
@@ -182,12 +203,25 @@ func TestNewSpec(t *testing.T) {
 	if _, err := NewSpec(Settings{}, Paths{Root: "rel", TempDir: "/tmp"}, nil); err == nil {
 		t.Error("a relative root was accepted")
 	}
+	// Denied files odek's user cannot read anyway (a worker that is not
+	// root) need no split: /etc is one rule.
+	hidden := map[string]bool{}
+	for _, d := range SystemDeny {
+		hidden[d] = true
+	}
+	got, err := NewSpec(Settings{}, base, fakeFS{tree: etc, hidden: hidden})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := []string{"/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32", "/etc"}; !reflect.DeepEqual(got.ReadOnly, want) {
+		t.Errorf("unreachable denied files: read-only %v, want %v", got.ReadOnly, want)
+	}
 }
 
 // Without a way to list /etc, the sandbox grants none of it rather than
 // the denied files inside.
 func TestNewSpecFailsClosedWithoutListing(t *testing.T) {
-	got, err := NewSpec(Settings{}, Paths{Root: "/w", TempDir: "/t"}, func(string) ([]string, error) { return nil, os.ErrPermission })
+	got, err := NewSpec(Settings{}, Paths{Root: "/w", TempDir: "/t"}, failFS{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"net"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"time"
@@ -21,7 +22,9 @@ const SelfTestArg = "__odek-sandbox-selftest"
 // Verify proves the sandbox works on this machine, end to end: it
 // confines this binary in a fresh root with the default rules and checks
 // from inside that the root is readable while a file next to it and a TCP
-// listener on loopback are not. It returns nil only when all three hold.
+// listener on loopback are not; once started by a Jail's own thread, once
+// through the re-executed helper (the way of a spec with resource
+// limits). It returns nil only when all of that holds.
 func Verify(ctx context.Context) error {
 	if abi := ABI(); abi < RequiredABI {
 		return fmt.Errorf("Landlock ABI %d, %d needed (%s)", abi, RequiredABI, abiHint(abi))
@@ -63,22 +66,34 @@ func Verify(ctx context.Context) error {
 	}
 	// The probe's own binary may live outside the system paths (a build
 	// directory); grant its directory read-only for this check only.
-	spec, err := NewSpec(Settings{ReadOnlyPaths: []string{filepath.Dir(exe)}}, Paths{Root: root, TempDir: tmp, Deny: []string{outside}}, dirNames)
-	if err != nil {
-		return err
-	}
 	ctx, cancel := context.WithTimeout(ctx, 20*time.Second)
 	defer cancel()
-	cmd, err := Command(ctx, spec, exe, SelfTestArg, inside, outside, ln.Addr().String())
-	if err != nil {
-		return err
-	}
-	cmd.Dir, cmd.Env = root, Env(spec, os.Environ())
-	var out bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &out, &out
-	runErr := cmd.Run()
-	if got := strings.TrimSpace(out.String()); runErr != nil || got != "ok" {
-		return fmt.Errorf("confined self-test failed (%v): %s", runErr, got)
+	for _, s := range []Settings{{}, {MaxProcesses: 1 << 20}} {
+		s.ReadOnlyPaths = []string{filepath.Dir(exe)}
+		spec, err := NewSpec(s, Paths{Root: root, TempDir: tmp, Deny: []string{outside}}, Host)
+		if err != nil {
+			return err
+		}
+		j, err := NewJail(spec)
+		if err != nil {
+			return err
+		}
+		cmd := exec.CommandContext(ctx, exe, SelfTestArg, inside, outside, ln.Addr().String())
+		cmd.Dir, cmd.Env = root, Env(spec, os.Environ())
+		var out bytes.Buffer
+		cmd.Stdout, cmd.Stderr = &out, &out
+		runErr := j.Start(cmd)
+		if runErr == nil {
+			runErr = cmd.Wait()
+		}
+		j.Close()
+		how := "started by a confined thread"
+		if s.MaxProcesses > 0 {
+			how = "started through the helper"
+		}
+		if got := strings.TrimSpace(out.String()); runErr != nil || got != "ok" {
+			return fmt.Errorf("confined self-test %s failed (%v): %s", how, runErr, got)
+		}
 	}
 	return nil
 }
@@ -110,8 +125,12 @@ func selfTest(args []string) int {
 	return 0
 }
 
-// dirNames lists a directory's entry names (NewSpec's readDir).
-func dirNames(dir string) ([]string, error) {
+// Host is the Lister of the real file system, as odek's user sees it.
+var Host Lister = hostLister{}
+
+type hostLister struct{}
+
+func (hostLister) Names(dir string) ([]string, error) {
 	ents, err := os.ReadDir(dir)
 	names := make([]string, len(ents))
 	for i, e := range ents {
@@ -120,5 +139,4 @@ func dirNames(dir string) ([]string, error) {
 	return names, err
 }
 
-// DirNames is the readDir of NewSpec that lists the real file system.
-func DirNames(dir string) ([]string, error) { return dirNames(dir) }
+func (hostLister) Reachable(path string) bool { return reachable(path) }

@@ -8,6 +8,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/odekrun/odek/internal/sandbox"
 )
 
 func BenchmarkReadFileSmall(b *testing.B) {
@@ -50,5 +52,38 @@ func BenchmarkClip(b *testing.B) {
 	b.SetBytes(int64(len(s)))
 	for b.Loop() {
 		Clip(s, 200000)
+	}
+}
+
+// BenchmarkShell runs `true` through the shell tool, plain and confined
+// (in a sandbox.Jail, as a worker's job does); compare the two.
+func BenchmarkShell(b *testing.B) {
+	for _, confined := range []bool{false, true} {
+		b.Run(map[bool]string{false: "plain", true: "sandboxed"}[confined], func(b *testing.B) {
+			dir := b.TempDir()
+			opts := Options{WorkDir: dir}
+			if confined {
+				if sandbox.ABI() < sandbox.RequiredABI {
+					b.Skip("no Landlock")
+				}
+				spec, err := sandbox.NewSpec(sandbox.Settings{}, sandbox.Paths{Root: dir, TempDir: b.TempDir()}, sandbox.Host)
+				if err != nil {
+					b.Fatal(err)
+				}
+				jail, err := sandbox.NewJail(spec)
+				if err != nil {
+					b.Fatal(err)
+				}
+				defer jail.Close()
+				opts.Confine, opts.Sandbox = true, jail
+			}
+			tool := builtin(b, opts, "shell")
+			args := json.RawMessage(`{"command":"true"}`)
+			for b.Loop() {
+				if res, err := tool.Run(context.Background(), args); err != nil || res.IsError {
+					b.Fatal(res.Text, err)
+				}
+			}
+		})
 	}
 }

@@ -45,10 +45,10 @@ type Options struct {
 	// cannot tell from one that leaves) fail with an *OutsideRootError. false means
 	// any path the process can reach.
 	Confine bool
-	// Sandbox, when set, runs every shell command under this Landlock
-	// ruleset (package sandbox); its Root should be WorkDir. nil means an
-	// unconfined shell.
-	Sandbox *sandbox.Spec
+	// Sandbox, when set, starts every shell command in this jail (package
+	// sandbox: Landlock and seccomp); its root should be WorkDir. The
+	// caller owns and closes it. nil means an unconfined shell.
+	Sandbox *sandbox.Jail
 }
 
 // Defaults and hard limits of Options.
@@ -71,7 +71,7 @@ type config struct {
 	maxSearchMatches int
 	env              []string
 	confine          bool
-	sandbox          *sandbox.Spec
+	sandbox          *sandbox.Jail
 }
 
 func newConfig(o Options) *config {
@@ -121,7 +121,7 @@ func newConfig(o Options) *config {
 		c.env = filterEnv(os.Environ())
 	}
 	if c.sandbox != nil {
-		c.env = sandbox.Env(*c.sandbox, c.env)
+		c.env = sandbox.Env(c.sandbox.Spec(), c.env)
 	}
 	return c
 }

@@ -186,11 +186,16 @@ func TestSandboxedShell(t *testing.T) {
 	}
 	tn := newTenants(t)
 	tmp := t.TempDir()
-	spec, err := sandbox.NewSpec(sandbox.Settings{}, sandbox.Paths{Root: tn.b, TempDir: tmp, Deny: []string{tn.dir}}, nil)
+	spec, err := sandbox.NewSpec(sandbox.Settings{}, sandbox.Paths{Root: tn.b, TempDir: tmp, Deny: []string{tn.dir}}, sandbox.Host)
 	if err != nil {
 		t.Fatal(err)
 	}
-	sh := builtin(t, Options{WorkDir: tn.b, Confine: true, Sandbox: &spec, Env: []string{"PATH=/usr/bin:/bin", "REDIS_URL=redis://:pw@h:6379"}}, "shell")
+	jail, err := sandbox.NewJail(spec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer jail.Close()
+	sh := builtin(t, Options{WorkDir: tn.b, Confine: true, Sandbox: jail, Env: []string{"PATH=/usr/bin:/bin", "REDIS_URL=redis://:pw@h:6379"}}, "shell")
 	if !strings.Contains(sh.Definition().Description, "sandbox") {
 		t.Errorf("the description does not mention the sandbox: %s", sh.Definition().Description)
 	}

@@ -69,10 +69,11 @@ func (t *shellTool) Run(ctx context.Context, args json.RawMessage) (Result, erro
 
 // sandboxNote tells the model what a confined shell can reach, so a
 // refused access reads as policy rather than a fault to work around.
-func sandboxNote(s *sandbox.Spec) string {
-	if s == nil {
+func sandboxNote(j *sandbox.Jail) string {
+	if j == nil {
 		return ""
 	}
+	s := j.Spec()
 	net := "no network connections"
 	if len(s.ConnectPorts) > 0 {
 		ports := make([]string, len(s.ConnectPorts))
@@ -89,15 +90,7 @@ func sandboxNote(s *sandbox.Spec) string {
 func (c *config) runShell(ctx context.Context, command string, timeout time.Duration) (Result, error) {
 	tctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
-	var cmd *exec.Cmd
-	if c.sandbox != nil {
-		var err error
-		if cmd, err = sandbox.Command(tctx, *c.sandbox, "sh", "-c", command); err != nil {
-			return Result{Text: "shell: " + err.Error(), IsError: true}, nil
-		}
-	} else {
-		cmd = exec.CommandContext(tctx, "sh", "-c", command)
-	}
+	cmd := exec.CommandContext(tctx, "sh", "-c", command)
 	cmd.Dir = c.workDir
 	cmd.Env = c.env
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
@@ -110,7 +103,14 @@ func (c *config) runShell(ctx context.Context, command string, timeout time.Dura
 	stderr := newStreamCap(c.maxStreamBytes)
 	cmd.Stdout, cmd.Stderr = stdout, stderr
 	start := time.Now()
-	err := cmd.Run()
+	var err error
+	if c.sandbox != nil {
+		if err = c.sandbox.Start(cmd); err == nil {
+			err = cmd.Wait()
+		}
+	} else {
+		err = cmd.Run()
+	}
 	elapsed := time.Since(start)
 
 	var b strings.Builder
