@@ -15,13 +15,17 @@ type Jail struct{ spec Spec }
 var ErrJailClosed = errors.New("sandbox: the jail is closed")
 
 // NewJail fails: the sandbox needs Linux.
-func NewJail(Spec) (*Jail, error) { return nil, errors.New("sandbox: the sandbox needs Linux (Landlock)") }
+func NewJail(Spec) (*Jail, error) {
+	return nil, errors.New("sandbox: the sandbox needs Linux (Landlock)")
+}
 
 // Spec is the jail's ruleset.
 func (j *Jail) Spec() Spec { return j.spec }
 
 // Start fails: the sandbox needs Linux.
-func (j *Jail) Start(*exec.Cmd) error { return errors.New("sandbox: the sandbox needs Linux (Landlock)") }
+func (j *Jail) Start(*exec.Cmd) error {
+	return errors.New("sandbox: the sandbox needs Linux (Landlock)")
+}
 
 // Close does nothing.
 func (j *Jail) Close() error { return nil }
