@@ -3,6 +3,7 @@ package main_test
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"net/http"
 	"os"
@@ -12,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/odekrun/odek/internal/llm"
 	"github.com/odekrun/odek/internal/llm/llmtest"
 	"github.com/odekrun/odek/internal/sandbox"
 	"github.com/odekrun/odek/internal/sandbox/sandboxtest"
@@ -100,5 +102,70 @@ func checkHealthSandbox(t *testing.T, w *workerProc) {
 	}
 	if !strings.Contains(w.stderr.String(), "landlock_abi") {
 		t.Errorf("the start-up log does not report the Landlock ABI:\n%s", w.stderr.String())
+	}
+}
+
+// odek run --confine: the working directory is the root; a file beside it
+// is out of reach for the file tools and the shell, and run_started says
+// the run is sandboxed. Without --confine the same run reads it.
+func TestRunConfine(t *testing.T) {
+	sandboxtest.RequireLandlock(t)
+	base := t.TempDir()
+	work := filepath.Join(base, "project")
+	if err := os.Mkdir(work, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(base, "beside.txt"), []byte(sandboxtest.Secret), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	script := func() *llmtest.Server {
+		return llmtest.New(t,
+			llmtest.CallTools(
+				llmtest.Call{ID: "r", Name: "read_file", Arguments: `{"path":"../beside.txt"}`},
+				llmtest.Call{ID: "s", Name: "shell", Arguments: `{"command":"cat ../beside.txt"}`},
+			),
+			llmtest.Reply("done"))
+	}
+	srv := script()
+	evPath := filepath.Join(t.TempDir(), "events.jsonl")
+	// The default policy would deny the shell without a terminal; allow
+	// it, so that the sandbox is what stops cat.
+	home := t.TempDir()
+	if err := os.WriteFile(filepath.Join(home, "config.json"), []byte(sandboxtest.Permissive), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	cfg := []string{"ODEK_HOME=" + home}
+	out := runOdekEnv(t, srv.URL, work, cfg, "run", "--confine", "--quiet", "--events-jsonl", evPath, "read the secret")
+	if out.code != 0 {
+		t.Fatalf("exit %d\n%s", out.code, out.stderr)
+	}
+	reqs := srv.Requests()
+	last := reqs[len(reqs)-1].Messages
+	var results []string
+	for _, m := range last {
+		if m.Role == llm.RoleTool {
+			results = append(results, m.Content)
+		}
+	}
+	if len(results) != 2 || strings.Contains(strings.Join(results, ""), sandboxtest.Secret) ||
+		!strings.Contains(results[0], "outside this job's root") || !strings.Contains(results[1], "Permission denied") {
+		t.Fatalf("confined results: %q", results)
+	}
+	evs := readEvents(t, evPath)
+	if evs[0].Type != "run_started" || evs[0].Data["sandbox"] != true {
+		t.Fatalf("run_started = %+v", evs[0])
+	}
+
+	srv = script()
+	out = runOdekEnv(t, srv.URL, work, cfg, "run", "--quiet", "read the secret")
+	reqs = srv.Requests()
+	if out.code != 0 || !strings.Contains(fmt.Sprint(reqs[len(reqs)-1].Messages), sandboxtest.Secret) {
+		t.Fatalf("unconfined run did not read the file beside it (exit %d): the test proves nothing\n%s", out.code, out.stderr)
+	}
+
+	// A root holding ODEK_HOME is refused: the run could read its config.
+	out = runOdekEnv(t, "http://127.0.0.1:1/v1", base, []string{"ODEK_HOME=" + filepath.Join(base, "project", ".odek")}, "run", "--confine", "x")
+	if out.code != 3 || !strings.Contains(out.stderr, "root contains a path the sandbox must not grant") {
+		t.Fatalf("root holding ODEK_HOME: exit %d\n%s", out.code, out.stderr)
 	}
 }
