@@ -190,20 +190,7 @@ func testConfinedFiles(t *testing.T, j *jail) {
 
 func TestConfinedNetwork(t *testing.T) {
 	requireLandlock(t)
-	ln, err := net.Listen("tcp4", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
-	go func() {
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			c.Close()
-		}
-	}()
+	ln := listen(t)
 	addr := ln.Addr().String()
 	_, portS, _ := net.SplitHostPort(addr)
 	port, _ := strconv.Atoi(portS)
@@ -277,20 +264,7 @@ func TestJailLeavesOdekUnconfined(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer jl.Close()
-	ln, err := net.Listen("tcp4", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
-	go func() {
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			c.Close()
-		}
-	}()
+	ln := listen(t)
 	errs := make(chan error, 32)
 	for range 32 {
 		go func() {
@@ -329,4 +303,25 @@ func TestJailLeavesOdekUnconfined(t *testing.T) {
 	if err := jl.Start(exec.Command("true")); !errors.Is(err, ErrJailClosed) {
 		t.Errorf("Start after Close = %v", err)
 	}
+}
+
+// listen returns a loopback TCP listener that accepts and closes every
+// connection until the test ends.
+func listen(t *testing.T) net.Listener {
+	t.Helper()
+	ln, err := net.Listen("tcp4", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ln.Close() })
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			c.Close()
+		}
+	}()
+	return ln
 }
