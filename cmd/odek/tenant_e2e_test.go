@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -167,5 +168,88 @@ func TestRunConfine(t *testing.T) {
 	out = runOdekEnv(t, "http://127.0.0.1:1/v1", base, []string{"ODEK_HOME=" + filepath.Join(base, "project", ".odek")}, "run", "--confine", "x")
 	if out.code != 3 || !strings.Contains(out.stderr, "root contains a path the sandbox must not grant") {
 		t.Fatalf("root holding ODEK_HOME: exit %d\n%s", out.code, out.stderr)
+	}
+}
+
+// A worker job's sub-agents are confined too: the child's read_file and
+// shell cannot reach another chat's file, and an odek.json the chat wrote
+// into its own directory (declaring an extension server, which would run
+// unconfined, approved by ODEK_APPROVE_MCP=1) is not read by the child.
+func TestWorkerSubagentInheritsTheSandbox(t *testing.T) {
+	sandboxtest.RequireLandlock(t)
+	artifacts := t.TempDir()
+	dirA := filepath.Join(artifacts, "1")
+	if err := os.MkdirAll(dirA, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dirA, "notes.txt"), []byte(sandboxtest.Secret), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	marker := filepath.Join(t.TempDir(), "spawned")
+	planted, _ := json.Marshal(fmt.Sprintf(`{"mcp_servers":{"x":{"command":"sh","args":["-c","touch %s"]}}}`, marker))
+	var mu sync.Mutex
+	var childSaw []string
+	srv := llmtest.NewHandler(t, func(r llmtest.Recorded) llmtest.Turn {
+		// The chat's jobs share a session: the goal is the last user
+		// message, and the results are those after it.
+		g, res := "", []string(nil)
+		for _, m := range r.Messages {
+			switch m.Role {
+			case llm.RoleUser:
+				g, res = m.Content, nil
+			case llm.RoleTool:
+				res = append(res, m.Content)
+			}
+		}
+		switch {
+		case g == "plant":
+			if len(res) == 0 {
+				return llmtest.CallTools(llmtest.Call{ID: "w", Name: "write_file", Arguments: `{"path":"odek.json","content":` + string(planted) + `}`})
+			}
+			return llmtest.Reply("planted")
+		case g == "delegate":
+			if len(res) == 0 {
+				return delegateCall("CHILD read chat 1")
+			}
+			return llmtest.Reply("parent saw: " + strings.Join(res, " | "))
+		case strings.Contains(g, "CHILD"):
+			if len(res) == 0 {
+				return llmtest.CallTools(
+					llmtest.Call{ID: "r", Name: "read_file", Arguments: `{"path":"../1/notes.txt"}`},
+					llmtest.Call{ID: "s", Name: "shell", Arguments: `{"command":"cat ../1/notes.txt"}`})
+			}
+			mu.Lock()
+			childSaw = res
+			mu.Unlock()
+			return llmtest.Reply("child done")
+		}
+		return llmtest.Reply("?")
+	})
+	e := newQueueEnv(t, srv.URL, false, 5*time.Second, 3)
+	e.env = append(e.env, "ODEK_APPROVE_MCP=1")
+	if err := os.MkdirAll(e.home, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(e.home, "config.json"), []byte(sandboxtest.Permissive), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	w := e.startWorker("w1", "--artifacts", artifacts)
+	p := e.enqueue(queue.Job{ChatID: 2, UserID: 2, Goal: "plant", IdempotencyKey: "p"})
+	e.results(60*time.Second, p.ID)
+	if _, err := os.Stat(filepath.Join(artifacts, "2", "odek.json")); err != nil {
+		t.Fatalf("the chat's odek.json: %v", err)
+	}
+	d := e.enqueue(queue.Job{ChatID: 2, UserID: 2, Goal: "delegate", IdempotencyKey: "d"})
+	dres := e.results(120*time.Second, d.ID)[d.ID]
+	mu.Lock()
+	defer mu.Unlock()
+	if len(childSaw) != 2 {
+		t.Fatalf("the child saw %q; the job: %+v\n%s", childSaw, dres, w.stderr.String())
+	}
+	if strings.Contains(strings.Join(childSaw, ""), sandboxtest.Secret) || !strings.Contains(childSaw[0], "outside this job's root") || !strings.Contains(childSaw[1], "Permission denied") {
+		t.Errorf("the child reached another chat: %q", childSaw)
+	}
+	if _, err := os.Stat(marker); err == nil {
+		t.Errorf("the server declared in the chat's odek.json was started")
 	}
 }
