@@ -2,6 +2,7 @@ package mcpclient
 
 import (
 	"fmt"
+	"os/exec"
 	"slices"
 	"sort"
 	"strings"
@@ -114,6 +115,11 @@ type ServerConfig struct {
 	// called synchronously from the call that restarted the server; it must
 	// not block for long nor call the Client.
 	OnRestart func(RestartReport)
+	// Start, when set, starts the server's process (and every restart of
+	// it) instead of exec.Cmd.Start: a sandbox.Jail's Start, for a server
+	// that must run confined. The command comes fully set up (pipes,
+	// process group); Start must start it or return an error.
+	Start func(*exec.Cmd) error
 }
 
 // RestartReport describes one restart attempt.

@@ -54,7 +54,11 @@ func startProcess(cfg *ServerConfig) (*process, error) {
 	cmd.Dir = cfg.Dir
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = inR, outW, errW
 	cmd.SysProcAttr = sysProcAttr()
-	err = cmd.Start()
+	if cfg.Start != nil {
+		err = cfg.Start(cmd)
+	} else {
+		err = cmd.Start()
+	}
 	// The child has its ends (or failed to start); ours go.
 	inR.Close()
 	outW.Close()

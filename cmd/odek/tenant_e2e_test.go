@@ -18,6 +18,7 @@ import (
 	"github.com/odekrun/odek/internal/llm/llmtest"
 	"github.com/odekrun/odek/internal/sandbox"
 	"github.com/odekrun/odek/internal/sandbox/sandboxtest"
+	"github.com/odekrun/odek/mcpclient/mcptest"
 	"github.com/odekrun/odek/queue"
 )
 
@@ -251,5 +252,80 @@ func TestWorkerSubagentInheritsTheSandbox(t *testing.T) {
 	}
 	if _, err := os.Stat(marker); err == nil {
 		t.Errorf("the server declared in the chat's odek.json was started")
+	}
+}
+
+// An MCP server of scope "job" starts for each job, in the job's root and
+// under its sandbox: the real filesystem server from npm, allowed "/" by
+// its own arguments, reads the chat's own file but not another chat's.
+func TestWorkerJobScopedMCPServerIsConfined(t *testing.T) {
+	sandboxtest.RequireLandlock(t)
+	fs := mcptest.NodeServer(t, "fs", "@modelcontextprotocol/server-filesystem", "/")
+	nodeDir, err := filepath.Abs(mcptest.NodeDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	artifacts := t.TempDir()
+	dirA, dirB := filepath.Join(artifacts, "1"), filepath.Join(artifacts, "2")
+	for _, d := range []string{dirA, dirB} {
+		if err := os.MkdirAll(d, 0o700); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.WriteFile(filepath.Join(dirA, "notes.txt"), []byte(sandboxtest.Secret), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dirB, "own.txt"), []byte("chat two's own text"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	var mu sync.Mutex
+	seen := map[string]string{}
+	srv := llmtest.NewHandler(t, func(r llmtest.Recorded) llmtest.Turn {
+		g, res := "", []string(nil)
+		for _, m := range r.Messages {
+			switch m.Role {
+			case llm.RoleUser:
+				g, res = m.Content, nil
+			case llm.RoleTool:
+				res = append(res, m.Content)
+			}
+		}
+		if len(res) > 0 {
+			mu.Lock()
+			seen[g] = res[0]
+			mu.Unlock()
+			return llmtest.Reply("seen")
+		}
+		path := filepath.Join(dirB, "own.txt")
+		if g == "other" {
+			path = filepath.Join(dirA, "notes.txt")
+		}
+		args, _ := json.Marshal(map[string]string{"path": path})
+		return llmtest.CallTools(llmtest.Call{ID: "f", Name: "fs__read_text_file", Arguments: string(args)})
+	})
+	e := newQueueEnv(t, srv.URL, false, 5*time.Second, 3)
+	config, _ := json.Marshal(map[string]any{
+		"sandbox": map[string]any{"read_only_paths": []string{nodeDir}},
+		"mcp_servers": map[string]any{"fs": map[string]any{
+			"command": fs.Command, "args": fs.Args, "scope": "job", "auto_approve": true, "required": true,
+		}},
+	})
+	if err := os.MkdirAll(e.home, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(e.home, "config.json"), config, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	w := e.startWorker("w1", "--artifacts", artifacts)
+	own := e.enqueue(queue.Job{ChatID: 2, UserID: 2, Goal: "own", IdempotencyKey: "o"})
+	other := e.enqueue(queue.Job{ChatID: 2, UserID: 2, Goal: "other", IdempotencyKey: "x"})
+	res := e.results(120*time.Second, own.ID, other.ID)
+	mu.Lock()
+	defer mu.Unlock()
+	if !strings.Contains(seen["own"], "chat two's own text") {
+		t.Errorf("the job-scoped server could not read the chat's own file: %q (%+v)\n%s", seen["own"], res[own.ID], w.stderr.String())
+	}
+	if s := seen["other"]; s == "" || strings.Contains(s, sandboxtest.Secret) || !strings.Contains(strings.ToLower(s), "denied") {
+		t.Errorf("the job-scoped server and another chat's file: %q (%+v)", s, res[other.ID])
 	}
 }

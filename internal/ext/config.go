@@ -42,6 +42,17 @@ const (
 	DefaultDangerClass = tools.ClassLocalWrite
 )
 
+// Scopes of a server (scope).
+const (
+	// ScopeShared (the default): a worker starts the server once and all
+	// its jobs share it, unconfined, in the worker's directory.
+	ScopeShared = "shared"
+	// ScopeJob: the server is started for each job and stopped at its
+	// end, with the job's root as its working directory, under the job's
+	// sandbox when the job is confined.
+	ScopeJob = "job"
+)
+
 // Source says which file declared a server.
 type Source string
 
@@ -117,6 +128,8 @@ type ServerSpec struct {
 	// assessed with (danger_class, operator file only; default
 	// DefaultDangerClass).
 	DangerClass tools.Class
+	// Scope is ScopeShared or ScopeJob (scope; default ScopeShared).
+	Scope string
 	// Warnings name clamped values, stripped fields and stripped env keys.
 	Warnings []string
 	// Err is set when the entry is unusable; the server is not started.
@@ -138,6 +151,7 @@ type rawServer struct {
 	Required              *bool             `json:"required"`
 	StartupTimeoutSeconds *int64            `json:"startup_timeout_seconds"`
 	DangerClass           *string           `json:"danger_class"`
+	Scope                 *string           `json:"scope"`
 }
 
 // ParseConfig parses both sections into specs sorted by name. It is a pure
@@ -229,6 +243,7 @@ func parseServer(src Source, file, name string, raw json.RawMessage) ServerSpec 
 		MaxResultChars:   mcpclient.DefaultMaxResultChars,
 		StartupTimeout:   mcpclient.DefaultStartupTimeout,
 		DangerClass:      DefaultDangerClass,
+		Scope:            ScopeShared,
 	}
 	fail := func(format string, a ...any) ServerSpec {
 		s.Err = fmt.Errorf("%w: server %q in %s: %s", ErrConfig, clipName(name), displayPath(file), fmt.Sprintf(format, a...))
@@ -254,6 +269,14 @@ func parseServer(src Source, file, name string, raw json.RawMessage) ServerSpec 
 	}
 	if err := mcpclient.ValidateName(name); err != nil {
 		return fail("server name: %v", err)
+	}
+	if r.Scope != nil {
+		switch *r.Scope {
+		case ScopeShared, ScopeJob:
+			s.Scope = *r.Scope
+		default:
+			return fail("scope %q: want %q or %q", clipName(*r.Scope), ScopeShared, ScopeJob)
+		}
 	}
 	warn := func(format string, a ...any) {
 		s.Warnings = append(s.Warnings, fmt.Sprintf("MCP server %q: ", name)+fmt.Sprintf(format, a...))

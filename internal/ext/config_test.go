@@ -99,6 +99,23 @@ func TestParseServer(t *testing.T) {
 		{name: "invalid server name", src: SourceOperator, server: "a__b", raw: `{"command":"x"}`, errHas: "server name"},
 		{name: "server name with dot", src: SourceOperator, server: "a.b", raw: `{"command":"x"}`, errHas: "outside [A-Za-z0-9_-]"},
 		{name: "bad danger class", src: SourceOperator, server: "s", raw: `{"command":"x","danger_class":"harmless"}`, errHas: `danger_class="harmless" is not a danger class`},
+		{name: "bad scope", src: SourceOperator, server: "s", raw: `{"command":"x","scope":"chat"}`, errHas: `scope "chat": want "shared" or "job"`},
+		{
+			name: "scope job", src: SourceProject, server: "s", raw: `{"command":"/bin/x","scope":"job"}`,
+			check: func(t *testing.T, s ServerSpec) {
+				if s.Scope != ScopeJob {
+					t.Fatalf("scope %q", s.Scope)
+				}
+			},
+		},
+		{
+			name: "scope defaults to shared", src: SourceOperator, server: "s", raw: `{"command":"x"}`,
+			check: func(t *testing.T, s ServerSpec) {
+				if s.Scope != ScopeShared {
+					t.Fatalf("scope %q", s.Scope)
+				}
+			},
+		},
 		{
 			name: "unknown fields ignored", src: SourceOperator, server: "s", raw: `{"command":"x","future":{"a":[1]},"transport":"stdio"}`,
 			check: func(t *testing.T, s ServerSpec) {

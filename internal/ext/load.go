@@ -4,12 +4,14 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
 	"time"
 
 	"github.com/odekrun/odek/internal/config"
+	"github.com/odekrun/odek/internal/sandbox"
 	"github.com/odekrun/odek/internal/tools"
 	"github.com/odekrun/odek/mcpclient"
 	"github.com/sirupsen/logrus"
@@ -54,6 +56,15 @@ type Options struct {
 	// under the id "<server>/<ref id>", so artifact_read can page through
 	// it. nil ⇒ refs are only shown as metadata lines.
 	Artifacts Registrar
+	// Scope, when set (ScopeShared or ScopeJob), keeps only the servers of
+	// that scope: the rest are left out of the Set entirely (a worker
+	// loads its shared servers once and each job its own). "" ⇒ all.
+	Scope string
+	// Jail, when set, starts every server of this Load confined in it
+	// (mcpclient.ServerConfig.Start), with HOME and TMPDIR set to the
+	// jail's private temp dir. The caller keeps it open while the Set
+	// lives.
+	Jail *sandbox.Jail
 	// Only, when not empty, names the servers to consider; every other
 	// configured server is reported as skipped and never started, and a
 	// name that is not configured is an ErrConfig error. For `odek ext
@@ -299,6 +310,15 @@ func Load(ctx context.Context, opts Options) (*Set, error) {
 	if err != nil {
 		return nil, err
 	}
+	if opts.Scope != "" {
+		// A broken entry is reported once, by the shared load.
+		specs = slices.DeleteFunc(specs, func(s ServerSpec) bool {
+			if s.Err != nil {
+				return opts.Scope == ScopeJob
+			}
+			return s.Scope != opts.Scope
+		})
+	}
 	for _, w := range warnings {
 		l.warn(w)
 	}
@@ -429,6 +449,13 @@ func (l *loader) prepare(ctx context.Context, s *ServerSpec, r *ServerReport) *m
 	}
 	cfg.Logger = l.opts.Logger
 	cfg.ClientVersion = l.opts.ClientVersion
+	if j := l.opts.Jail; j != nil {
+		cfg.Start = j.Start
+		tmp := j.Spec().TempDir
+		cfg.Env = append(slices.DeleteFunc(cfg.Env, func(kv string) bool {
+			return strings.HasPrefix(kv, "HOME=") || strings.HasPrefix(kv, "TMPDIR=")
+		}), "HOME="+tmp, "TMPDIR="+tmp)
+	}
 	name, warn := s.Name, l.warn
 	cfg.OnRestart = func(rr mcpclient.RestartReport) {
 		if rr.Err != nil {

@@ -242,8 +242,10 @@ func Build(ctx context.Context, opts Options) (*Runtime, error) {
 	topts := tools.Options{WorkDir: workDir, ShellTimeout: cfg.Tools.ShellTimeout()}
 	artifactsDir := filepath.Join(cfg.Home, "artifacts")
 	var confinement *subagent.Confinement
+	var jail *sandbox.Jail
 	if opts.Confine {
-		jail, cleanup, err := confine(cfg, opts, workDir, warn)
+		var cleanup func() error
+		jail, cleanup, err = confine(cfg, opts, workDir, warn)
 		if err != nil {
 			return nil, err
 		}
@@ -292,18 +294,28 @@ func Build(ctx context.Context, opts Options) (*Runtime, error) {
 	if extensions {
 		set := opts.ExtensionSet
 		if set == nil {
-			set, err = loadExtensions(ctx, opts, workDir, log, warn, toolNames(toolset))
+			set, err = loadExtensions(ctx, opts, workDir, log, warn, toolNames(toolset), ext.ScopeShared, nil)
 			if err != nil {
 				return nil, err
 			}
 			rt.closers = append(rt.closers, closeSet(ctx, set))
 		}
-		rt.Extensions = set.Report()
-		if data := set.ReportData(); len(data) > 0 {
-			started = map[string]any{"mcp_servers": data}
-		}
 		if toolset, err = appendTools(toolset, set.ToolsFor(rt.Artifacts)); err != nil {
 			return nil, err
+		}
+		// Servers of scope "job" start for this run alone, in its root and,
+		// when it is confined, in its jail.
+		jobSet, err := loadExtensions(ctx, opts, workDir, log, warn, toolNames(toolset), ext.ScopeJob, jail)
+		if err != nil {
+			return nil, err
+		}
+		rt.closers = append(rt.closers, closeSet(ctx, jobSet))
+		if toolset, err = appendTools(toolset, jobSet.ToolsFor(rt.Artifacts)); err != nil {
+			return nil, err
+		}
+		rt.Extensions = append(set.Report(), jobSet.Report()...)
+		if data := append(set.ReportData(), jobSet.ReportData()...); len(data) > 0 {
+			started = map[string]any{"mcp_servers": data}
 		}
 	}
 	rt.Agent = agent.Config{
@@ -444,14 +456,16 @@ func LoadExtensions(ctx context.Context, opts Options) (*ext.Set, error) {
 	names := toolNames(tools.Builtins(tools.Options{}))
 	names = append(names, plan.Name, artifactstore.ReadToolName, subagent.ToolName)
 	names = append(names, toolNames(opts.ExtraTools)...)
-	return loadExtensions(ctx, opts, opts.WorkDir, opts.Logger, warn, names)
+	return loadExtensions(ctx, opts, opts.WorkDir, opts.Logger, warn, names, ext.ScopeShared, nil)
 }
 
-func loadExtensions(ctx context.Context, opts Options, workDir string, log logrus.FieldLogger, warn func(string), reserved []string) (*ext.Set, error) {
+// loadExtensions starts the servers of one scope (ext.ScopeShared or
+// ext.ScopeJob), in jail when it is set.
+func loadExtensions(ctx context.Context, opts Options, workDir string, log logrus.FieldLogger, warn func(string), reserved []string, scope string, jail *sandbox.Jail) (*ext.Set, error) {
 	return ext.Load(ctx, ext.Options{
 		Layers: opts.Config.Layers, Home: opts.Config.Home, WorkDir: workDir, Prompter: opts.Prompter,
 		ApproveAll: opts.ApproveMCP, BuiltinNames: reserved, BaseEnv: opts.Environ,
-		Logger: log, Warn: warn, ClientVersion: opts.ClientVersion,
+		Logger: log, Warn: warn, ClientVersion: opts.ClientVersion, Scope: scope, Jail: jail,
 	})
 }
 
