@@ -85,19 +85,19 @@ func BenchmarkEncodeRequest(b *testing.B) {
 			Message{Role: RoleAssistant, ToolCalls: []ToolCall{{ID: id, Type: "function", Function: FunctionCall{Name: "read_file", Arguments: `{"path":"x.go"}`}}}},
 			Message{Role: RoleTool, ToolCallID: id, Content: strings.Repeat("\tfmt.Println(\"line\")\n", 230)})
 	}
-	body, _ := encodeRequest(&req, true, nil, nil)
+	body, _ := encodeRequest(&req, true, nil, nil, schemaOpts{})
 	b.Run("cold", func(b *testing.B) {
 		b.SetBytes(int64(len(body)))
 		b.ReportAllocs()
 		for b.Loop() {
-			if _, err := encodeRequest(&req, true, nil, nil); err != nil {
+			if _, err := encodeRequest(&req, true, nil, nil, schemaOpts{}); err != nil {
 				b.Fatal(err)
 			}
 		}
 	})
 	b.Run("warm", func(b *testing.B) {
 		var cache msgCache
-		encodeRequest(&req, true, &cache, nil)
+		encodeRequest(&req, true, &cache, nil, schemaOpts{})
 		next := req
 		next.Messages = append(req.Messages[:len(req.Messages):len(req.Messages)],
 			Message{Role: RoleUser, Content: strings.Repeat("new ", 200)})
@@ -106,7 +106,7 @@ func BenchmarkEncodeRequest(b *testing.B) {
 		var dst []byte // the pooled buffer Complete reuses
 		for b.Loop() {
 			var err error
-			if dst, err = encodeRequest(&next, true, &cache, dst); err != nil {
+			if dst, err = encodeRequest(&next, true, &cache, dst, schemaOpts{}); err != nil {
 				b.Fatal(err)
 			}
 		}

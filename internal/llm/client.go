@@ -12,10 +12,13 @@ import (
 	"net"
 	"net/http"
 	"net/url"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/odekrun/odek/internal/toolschema"
 )
 
 // Defaults applied to zero Config fields.
@@ -69,6 +72,18 @@ type Config struct {
 	OnDelta func(text string)
 	// OnRetry, when set, is called before each wait between attempts.
 	OnRetry func(Retry)
+	// Provider is the name of a provider preset (see Presets), or "". It
+	// selects the tool-schema quirks of that endpoint
+	// (toolschema.QuirksFor); an unknown name has none.
+	Provider string
+	// StrictToolModels lists the models for which tools are declared with
+	// OpenAI's "strict": true (schemas adapted to strict mode). Empty: never.
+	StrictToolModels []string
+	// KeepThinkTags leaves a leading <think>…</think> block in the answer.
+	// The zero value moves it out of Message.Content into
+	// Response.Reasoning (models served by Ollama, vLLM, llama.cpp or
+	// LM Studio without a reasoning parser emit their reasoning that way).
+	KeepThinkTags bool
 	// Sleep waits between attempts; it must return ctx's error early when
 	// ctx ends. nil means a real timer honouring ctx. Tests inject it.
 	Sleep func(ctx context.Context, d time.Duration) error
@@ -92,6 +107,7 @@ type Client struct {
 	hc       *http.Client
 	sleep    func(context.Context, time.Duration) error
 	cache    msgCache // encoded messages, reused across calls
+	schema   schemaOpts
 }
 
 // New validates cfg and returns a Client. Errors wrap ErrInvalidRequest.
@@ -127,7 +143,8 @@ func New(cfg Config) (*Client, error) {
 	if cfg.MaxBackoff == 0 {
 		cfg.MaxBackoff = DefaultMaxBackoff
 	}
-	c := &Client{cfg: cfg, endpoint: endpoint, hc: cfg.HTTPClient, sleep: cfg.Sleep}
+	c := &Client{cfg: cfg, endpoint: endpoint, hc: cfg.HTTPClient, sleep: cfg.Sleep,
+		schema: schemaOpts{quirks: toolschema.QuirksFor(cfg.Provider), strictModels: slices.Clone(cfg.StrictToolModels)}}
 	if cfg.APIKey != "" {
 		c.auth = "Bearer " + cfg.APIKey
 	}
@@ -216,7 +233,7 @@ func sleepCtx(ctx context.Context, d time.Duration) error {
 func (c *Client) Complete(ctx context.Context, req Request) (*Response, error) {
 	stream := !c.cfg.DisableStreaming
 	bp := bodyPool.Get().(*[]byte)
-	body, err := encodeRequest(&req, stream, &c.cache, *bp)
+	body, err := encodeRequest(&req, stream, &c.cache, *bp, c.schema)
 	if err != nil {
 		bodyPool.Put(bp)
 		return nil, err

@@ -4,9 +4,12 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"strings"
 	"sync"
 	"unsafe"
+
+	"github.com/odekrun/odek/internal/toolschema"
 )
 
 // wireRest is the request body without "messages", which encodeRequest
@@ -35,7 +38,7 @@ type wireStreamOpts struct {
 // to the history on every iteration.
 //
 // The body is appended to dst[:0] (which may be nil).
-func encodeRequest(req *Request, stream bool, cache *msgCache, dst []byte) ([]byte, error) {
+func encodeRequest(req *Request, stream bool, cache *msgCache, dst []byte, so schemaOpts) ([]byte, error) {
 	switch {
 	case strings.TrimSpace(req.Model) == "":
 		return nil, fmt.Errorf("%w: Request.Model is empty", ErrInvalidRequest)
@@ -47,76 +50,96 @@ func encodeRequest(req *Request, stream bool, cache *msgCache, dst []byte) ([]by
 	restEnc := cache.lookupRest(req, stream)
 	if restEnc == nil {
 		var err error
-		if restEnc, err = encodeRest(req, stream); err != nil {
+		if restEnc, err = encodeRest(req, stream, so); err != nil {
 			return nil, err
 		}
 		cache.storeRest(req, stream, restEnc)
 	}
 
-	buf := bytes.NewBuffer(dst[:0])
-	buf.Grow(estimateSize(req) + len(restEnc))
-	enc := json.NewEncoder(buf)
-	enc.SetEscapeHTML(false)
+	buf := dst[:0]
+	if n := estimateSize(req) + len(restEnc); cap(buf) < n {
+		buf = make([]byte, 0, n)
+	}
 
 	cached := cache.lookup(req.Messages)
-	buf.WriteString(`{"messages":[`)
+	buf = append(buf, `{"messages":[`...)
 	var misses []int
 	for i := range req.Messages {
 		if i > 0 {
-			buf.WriteByte(',')
+			buf = append(buf, ',')
 		}
 		if cached != nil && cached[i] != nil {
-			buf.Write(cached[i])
+			buf = append(buf, cached[i]...)
 			continue
 		}
-		start := buf.Len()
-		if err := encodeMessage(enc, buf, &req.Messages[i]); err != nil {
+		start := len(buf)
+		var err error
+		if buf, err = appendMessage(buf, &req.Messages[i]); err != nil {
 			return nil, err
 		}
-		if cache != nil && len(req.Messages[i].Content) >= cacheMinContent {
-			misses = append(misses, i, start, buf.Len())
+		if cache != nil && cacheable(&req.Messages[i]) {
+			misses = append(misses, i, start, len(buf))
 		}
 	}
 	if len(misses) > 0 {
 		// Copy the new encodings out of buf (which is returned and owned by
 		// the request) before caching them.
-		b := buf.Bytes()
 		entries := make([]msgEntry, 0, len(misses)/3)
 		for k := 0; k < len(misses); k += 3 {
 			i, from, to := misses[k], misses[k+1], misses[k+2]
-			entries = append(entries, msgEntry{msg: req.Messages[i], enc: bytes.Clone(b[from:to])})
+			entries = append(entries, msgEntry{msg: req.Messages[i], enc: bytes.Clone(buf[from:to])})
 		}
 		cache.store(entries)
 	}
-	buf.WriteString("],")
+	buf = append(buf, "],"...)
 	// restEnc is {"model":…}: the object is already open, so skip its '{'.
-	buf.Write(restEnc[1:])
-	return buf.Bytes(), nil
+	buf = append(buf, restEnc[1:]...)
+	return buf, nil
+}
+
+// schemaOpts say how tool schemas are adapted for the endpoint.
+type schemaOpts struct {
+	quirks       toolschema.Quirks
+	strictModels []string
 }
 
 // encodeRest validates the tools and renders everything of the body but
 // "messages" as one JSON object (no trailing newline). It is the same for
 // every call of one agent, so Complete caches it (msgCache.storeRest).
-func encodeRest(req *Request, stream bool) ([]byte, error) {
+//
+// Tool schemas go out repaired by toolschema.Normalize and adapted to the
+// endpoint's quirks (so.quirks), in strict mode for the models listed in
+// so.strictModels.
+func encodeRest(req *Request, stream bool, so schemaOpts) ([]byte, error) {
 	rest := wireRest{Model: req.Model, Tools: req.Tools, Temperature: req.Temperature, MaxTokens: req.MaxTokens}
 	if stream {
 		rest.Stream = true
 		rest.StreamOptions = &wireStreamOpts{IncludeUsage: true}
 	}
-	toolsCopied := false
-	for i, t := range rest.Tools {
+	q := so.quirks
+	q.Strict = slices.Contains(so.strictModels, req.Model)
+	if len(rest.Tools) > 0 {
+		rest.Tools = append([]ToolSpec(nil), rest.Tools...)
+	}
+	for i := range rest.Tools {
+		t := &rest.Tools[i]
 		if t.Function.Name == "" {
 			return nil, fmt.Errorf("%w: Request.Tools[%d] has no function name", ErrInvalidRequest, i)
 		}
 		if len(t.Function.Parameters) > 0 && !json.Valid(t.Function.Parameters) {
 			return nil, fmt.Errorf("%w: parameters of tool %q are not valid JSON", ErrInvalidRequest, t.Function.Name)
 		}
+		params, _, err := toolschema.Normalize(t.Function.Parameters)
+		if err == nil {
+			params, _, err = toolschema.Adapt(params, q)
+		}
+		if err != nil {
+			return nil, fmt.Errorf("%w: parameters of tool %q: %v", ErrInvalidRequest, t.Function.Name, err)
+		}
+		t.Function.Parameters = params
+		t.Function.Strict = t.Function.Strict || q.Strict
 		if t.Type == "" {
-			if !toolsCopied {
-				rest.Tools = append([]ToolSpec(nil), rest.Tools...)
-				toolsCopied = true
-			}
-			rest.Tools[i].Type = "function"
+			t.Type = "function"
 		}
 	}
 	var b bytes.Buffer
@@ -128,37 +151,13 @@ func encodeRest(req *Request, stream bool) ([]byte, error) {
 	return bytes.TrimSuffix(b.Bytes(), []byte("\n")), nil
 }
 
-// encodeMessage appends the JSON of m to buf (without a newline), sending
-// empty ToolCall.Type as "function".
-func encodeMessage(enc *json.Encoder, buf *bytes.Buffer, m *Message) error {
-	v := m
-	for j := range m.ToolCalls {
-		if m.ToolCalls[j].Type == "" {
-			c := *m
-			c.ToolCalls = append([]ToolCall(nil), m.ToolCalls...)
-			for k := range c.ToolCalls {
-				if c.ToolCalls[k].Type == "" {
-					c.ToolCalls[k].Type = "function"
-				}
-			}
-			v = &c
-			break
-		}
-	}
-	if err := enc.Encode(v); err != nil {
-		return fmt.Errorf("%w: %v", ErrInvalidRequest, err)
-	}
-	buf.Truncate(buf.Len() - 1) // Encode's newline
-	return nil
-}
-
 // estimateSize guesses the encoded size to size the buffer once.
 func estimateSize(req *Request) int {
 	n := 256 + len(req.Model)
 	for _, m := range req.Messages {
-		n += 64 + len(m.Content) + len(m.ToolCallID) + len(m.Name)
+		n += 64 + len(m.Content) + len(m.ToolCallID) + len(m.Name) + len(m.Extra)
 		for _, tc := range m.ToolCalls {
-			n += 64 + len(tc.ID) + len(tc.Function.Name) + len(tc.Function.Arguments)*5/4
+			n += 64 + len(tc.ID) + len(tc.Function.Name) + len(tc.Function.Arguments)*5/4 + len(tc.Extra)
 		}
 	}
 	for _, t := range req.Tools {
@@ -219,7 +218,7 @@ func (c *msgCache) lookupRest(req *Request, stream bool) []byte {
 	}
 	for i := range e.tools {
 		a, b := &e.tools[i], &req.Tools[i]
-		if a.Type != b.Type || a.Function.Name != b.Function.Name || a.Function.Description != b.Function.Description ||
+		if a.Type != b.Type || a.Function.Name != b.Function.Name || a.Function.Description != b.Function.Description || a.Function.Strict != b.Function.Strict ||
 			!bytes.Equal(a.Function.Parameters, b.Function.Parameters) {
 			return nil
 		}
@@ -247,8 +246,9 @@ func (c *msgCache) storeRest(req *Request, stream bool, enc []byte) {
 }
 
 type msgKey struct {
-	data *byte // keeps the content alive while cached
-	n    int
+	data  *byte     // keeps the content alive while cached
+	calls *ToolCall // or the tool calls
+	n     int
 }
 
 type msgEntry struct {
@@ -256,8 +256,30 @@ type msgEntry struct {
 	enc []byte
 }
 
+// keyOf identifies a message by its content string, or for a message
+// with no large content by its tool-call array (an agent resends the same
+// slice on every call).
 func keyOf(m *Message) msgKey {
-	return msgKey{unsafe.StringData(m.Content), len(m.Content)}
+	if len(m.Content) < cacheMinContent && len(m.ToolCalls) > 0 {
+		return msgKey{calls: &m.ToolCalls[0], n: len(m.ToolCalls)}
+	}
+	return msgKey{data: unsafe.StringData(m.Content), n: len(m.Content)}
+}
+
+// cacheable reports whether m's encoding is worth caching: large content,
+// or tool calls with large arguments or provider metadata.
+func cacheable(m *Message) bool {
+	if len(m.Content) >= cacheMinContent {
+		return true
+	}
+	if len(m.ToolCalls) == 0 {
+		return false
+	}
+	n := len(m.Extra)
+	for i := range m.ToolCalls {
+		n += len(m.ToolCalls[i].Function.Arguments) + len(m.ToolCalls[i].Extra)
+	}
+	return n >= cacheMinContent
 }
 
 // lookup returns the cached encoding for each message, nil where there is
@@ -274,7 +296,7 @@ func (c *msgCache) lookup(msgs []Message) [][]byte {
 	var out [][]byte
 	for i := range msgs {
 		m := &msgs[i]
-		if len(m.Content) < cacheMinContent {
+		if !cacheable(m) {
 			continue
 		}
 		k := keyOf(m)
@@ -333,8 +355,12 @@ func sameMessage(a, b *Message) bool {
 		a.Content != b.Content || len(a.ToolCalls) != len(b.ToolCalls) {
 		return false
 	}
+	if !bytes.Equal(a.Extra, b.Extra) {
+		return false
+	}
 	for i := range a.ToolCalls {
-		if a.ToolCalls[i] != b.ToolCalls[i] {
+		x, y := &a.ToolCalls[i], &b.ToolCalls[i]
+		if x.ID != y.ID || x.Type != y.Type || x.Function != y.Function || !bytes.Equal(x.Extra, y.Extra) {
 			return false
 		}
 	}

@@ -37,21 +37,37 @@ const (
 )
 
 // Message is one chat message in OpenAI wire shape. Content is always
-// marshalled (as "" when empty) except for assistant messages that carry
-// tool calls, where providers accept null.
+// marshalled (as "" when empty).
+//
+// Extra carries whatever else the provider attached to an assistant
+// message (DeepSeek's reasoning_content, OpenRouter's reasoning and
+// reasoning_details, fields odek does not know) as one JSON object, kept
+// verbatim and sent back on the next request: several providers reject a
+// tool-using conversation whose assistant turns lost them. It is never
+// part of Content or of an answer. The JSON form of a Message (MarshalJSON,
+// used by the request encoder and by session stores) is the wire form with
+// Extra's members beside the known fields; UnmarshalJSON collects every
+// unknown non-null member back into Extra.
 type Message struct {
 	Role       string     `json:"role"`
 	Content    string     `json:"content"`
 	ToolCalls  []ToolCall `json:"tool_calls,omitempty"`
 	ToolCallID string     `json:"tool_call_id,omitempty"`
 	Name       string     `json:"name,omitempty"`
+	// Extra is a JSON object of provider fields, or nil.
+	Extra json.RawMessage `json:"-"`
 }
 
-// ToolCall is a function call requested by the model.
+// ToolCall is a function call requested by the model. Extra carries the
+// provider's other fields of the call (Gemini 3's
+// extra_content.google.thought_signature, which must come back with the
+// call) as one JSON object, sent back verbatim; see Message.
 type ToolCall struct {
 	ID       string       `json:"id"`
 	Type     string       `json:"type"` // always "function"
 	Function FunctionCall `json:"function"`
+	// Extra is a JSON object of provider fields, or nil.
+	Extra json.RawMessage `json:"-"`
 }
 
 // FunctionCall names the function and carries its raw JSON arguments, as
@@ -73,6 +89,10 @@ type FunctionSpec struct {
 	Name        string          `json:"name"`
 	Description string          `json:"description,omitempty"`
 	Parameters  json.RawMessage `json:"parameters,omitempty"`
+	// Strict asks for OpenAI's strict function calling. The client sets it
+	// (and adapts Parameters) for the models in Config.StrictToolModels;
+	// callers leave it false.
+	Strict bool `json:"strict,omitempty"`
 }
 
 // Request is one chat-completions call.
@@ -121,7 +141,12 @@ type Timing struct {
 type Response struct {
 	// Message is the assistant message: Content without any reasoning
 	// content, and ToolCalls assembled in index order.
-	Message      Message
+	Message Message
+	// Reasoning is the model's reasoning text, when the provider streamed
+	// or returned one (reasoning_content, reasoning, thinking content
+	// parts, a leading <think> block). It is for display and logs only;
+	// what must go back to the provider is in Message.Extra.
+	Reasoning    string
 	FinishReason string
 	Model        string
 	Usage        Usage

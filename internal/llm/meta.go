@@ -1,0 +1,313 @@
+package llm
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"sort"
+	"unicode/utf8"
+)
+
+// This file holds the JSON form of Message and ToolCall: a hand-written
+// encoder (the request body is built from it, and encoding/json's
+// reflection and Marshaler re-validation cost more than the rest of a
+// call) and the decoders that keep unknown provider fields in Extra.
+
+// Keys a Message or ToolCall encodes itself; an Extra member with one of
+// these names is not sent (the known field wins).
+var (
+	messageKeys  = []string{"role", "content", "tool_calls", "tool_call_id", "name"}
+	toolCallKeys = []string{"id", "type", "function"}
+)
+
+// outputOnly are fields of an assistant message that providers return but
+// do not accept back: they are not kept in Extra.
+var outputOnly = []string{"refusal", "annotations", "audio", "function_call", "provider_specific_fields", "parsed"}
+
+func isOneOf(k []byte, keys []string) bool {
+	for _, s := range keys {
+		if string(k) == s {
+			return true
+		}
+	}
+	return false
+}
+
+// MarshalJSON renders m in OpenAI wire shape with Extra's members added.
+func (m Message) MarshalJSON() ([]byte, error) {
+	return appendMessage(nil, &m)
+}
+
+// UnmarshalJSON decodes the wire shape; content may be a string, null or
+// an array of parts (their text is joined). Unknown non-null members go
+// to Extra, sorted by key.
+func (m *Message) UnmarshalJSON(b []byte) error {
+	var w struct {
+		Role       string          `json:"role"`
+		Content    json.RawMessage `json:"content"`
+		ToolCalls  []ToolCall      `json:"tool_calls"`
+		ToolCallID string          `json:"tool_call_id"`
+		Name       string          `json:"name"`
+	}
+	if err := json.Unmarshal(b, &w); err != nil {
+		return err
+	}
+	extra, err := collectExtra(b, messageKeys, nil)
+	if err != nil {
+		return err
+	}
+	*m = Message{Role: w.Role, Content: contentText(w.Content), ToolCalls: w.ToolCalls, ToolCallID: w.ToolCallID, Name: w.Name, Extra: extra}
+	return nil
+}
+
+// MarshalJSON renders c in OpenAI wire shape with Extra's members added.
+func (c ToolCall) MarshalJSON() ([]byte, error) {
+	return appendToolCall(nil, &c)
+}
+
+// UnmarshalJSON decodes a tool call; unknown non-null members go to Extra.
+func (c *ToolCall) UnmarshalJSON(b []byte) error {
+	var w struct {
+		ID       string `json:"id"`
+		Type     string `json:"type"`
+		Function struct {
+			Name      string          `json:"name"`
+			Arguments json.RawMessage `json:"arguments"`
+		} `json:"function"`
+	}
+	if err := json.Unmarshal(b, &w); err != nil {
+		return err
+	}
+	extra, err := collectExtra(b, toolCallKeys, []string{"index"})
+	if err != nil {
+		return err
+	}
+	*c = ToolCall{ID: w.ID, Type: w.Type, Function: FunctionCall{Name: w.Function.Name, Arguments: argumentsText(w.Function.Arguments)}, Extra: extra}
+	return nil
+}
+
+// collectExtra returns the members of the JSON object b whose keys are
+// neither known nor skipped and whose values are not null, empty arrays
+// or empty objects, as one compact object sorted by key; nil when none.
+func collectExtra(b []byte, known, skipped []string) (json.RawMessage, error) {
+	var all map[string]json.RawMessage
+	if err := json.Unmarshal(b, &all); err != nil {
+		return nil, err
+	}
+	var keys []string
+	for k, v := range all {
+		if isOneOf([]byte(k), known) || isOneOf([]byte(k), skipped) || emptyJSON(v) {
+			continue
+		}
+		keys = append(keys, k)
+	}
+	if len(keys) == 0 {
+		return nil, nil
+	}
+	sort.Strings(keys)
+	var buf bytes.Buffer
+	buf.WriteByte('{')
+	for i, k := range keys {
+		if i > 0 {
+			buf.WriteByte(',')
+		}
+		buf.Write(appendJSONString(nil, k))
+		buf.WriteByte(':')
+		if err := json.Compact(&buf, all[k]); err != nil {
+			return nil, err
+		}
+	}
+	buf.WriteByte('}')
+	return buf.Bytes(), nil
+}
+
+// emptyJSON reports null, [] and {} (with any spacing).
+func emptyJSON(v []byte) bool {
+	v = bytes.TrimSpace(v)
+	if string(v) == "null" || len(v) == 0 {
+		return true
+	}
+	if len(v) >= 2 && (v[0] == '[' && v[len(v)-1] == ']' || v[0] == '{' && v[len(v)-1] == '}') {
+		return len(bytes.TrimSpace(v[1:len(v)-1])) == 0
+	}
+	return false
+}
+
+// appendMessage appends the wire JSON of m to dst. An empty ToolCall.Type
+// is sent as "function". Extra must be a JSON object (or empty).
+func appendMessage(dst []byte, m *Message) ([]byte, error) {
+	dst = append(dst, `{"role":`...)
+	dst = appendJSONString(dst, m.Role)
+	dst = append(dst, `,"content":`...)
+	dst = appendJSONString(dst, m.Content)
+	if len(m.ToolCalls) > 0 {
+		dst = append(dst, `,"tool_calls":[`...)
+		for i := range m.ToolCalls {
+			if i > 0 {
+				dst = append(dst, ',')
+			}
+			var err error
+			if dst, err = appendToolCall(dst, &m.ToolCalls[i]); err != nil {
+				return nil, err
+			}
+		}
+		dst = append(dst, ']')
+	}
+	if m.ToolCallID != "" {
+		dst = append(dst, `,"tool_call_id":`...)
+		dst = appendJSONString(dst, m.ToolCallID)
+	}
+	if m.Name != "" {
+		dst = append(dst, `,"name":`...)
+		dst = appendJSONString(dst, m.Name)
+	}
+	dst, err := appendExtra(dst, m.Extra, messageKeys, "message")
+	if err != nil {
+		return nil, err
+	}
+	return append(dst, '}'), nil
+}
+
+func appendToolCall(dst []byte, c *ToolCall) ([]byte, error) {
+	typ := c.Type
+	if typ == "" {
+		typ = "function"
+	}
+	dst = append(dst, `{"id":`...)
+	dst = appendJSONString(dst, c.ID)
+	dst = append(dst, `,"type":`...)
+	dst = appendJSONString(dst, typ)
+	dst = append(dst, `,"function":{"name":`...)
+	dst = appendJSONString(dst, c.Function.Name)
+	dst = append(dst, `,"arguments":`...)
+	dst = appendJSONString(dst, c.Function.Arguments)
+	dst = append(dst, '}')
+	dst, err := appendExtra(dst, c.Extra, toolCallKeys, "tool call "+c.ID)
+	if err != nil {
+		return nil, err
+	}
+	return append(dst, '}'), nil
+}
+
+// appendExtra appends ,"key":value for each member of the object extra
+// whose key is not in known, values compacted.
+func appendExtra(dst []byte, extra json.RawMessage, known []string, what string) ([]byte, error) {
+	if len(bytes.TrimSpace(extra)) == 0 {
+		return dst, nil
+	}
+	var s scanner
+	s.b = extra
+	if s.peek() != '{' {
+		return nil, fmt.Errorf("%w: Extra of %s is not a JSON object", ErrInvalidRequest, what)
+	}
+	s.objBegin()
+	for first := true; ; first = false {
+		key, ok := s.objNext(first)
+		if !ok {
+			break
+		}
+		keep := !isOneOf(key, known)
+		s.ws()
+		valStart := s.i
+		s.skip()
+		if s.err != nil {
+			break
+		}
+		if keep {
+			dst = append(dst, ',')
+			dst = appendJSONString(dst, string(key))
+			dst = append(dst, ':')
+			dst = appendCompact(dst, extra[valStart:s.i])
+		}
+	}
+	if s.err == nil {
+		if s.ws(); s.i != len(s.b) {
+			s.fail("data after the object")
+		}
+	}
+	if s.err != nil {
+		return nil, fmt.Errorf("%w: Extra of %s: %v", ErrInvalidRequest, what, s.err)
+	}
+	return dst, nil
+}
+
+// appendCompact appends validated JSON without insignificant whitespace.
+func appendCompact(dst, v []byte) []byte {
+	inStr := false
+	for i := 0; i < len(v); i++ {
+		c := v[i]
+		switch {
+		case inStr:
+			dst = append(dst, c)
+			if c == '\\' && i+1 < len(v) {
+				i++
+				dst = append(dst, v[i])
+			} else if c == '"' {
+				inStr = false
+			}
+		case c == '"':
+			inStr = true
+			dst = append(dst, c)
+		case c == ' ' || c == '\t' || c == '\n' || c == '\r':
+		default:
+			dst = append(dst, c)
+		}
+	}
+	return dst
+}
+
+const hexDigits = "0123456789abcdef"
+
+// appendJSONString appends s as a JSON string exactly as encoding/json
+// does with SetEscapeHTML(false): '"', '\\' and control characters
+// escaped, U+2028 and U+2029 escaped, invalid UTF-8 replaced by U+FFFD.
+func appendJSONString(dst []byte, s string) []byte {
+	dst = append(dst, '"')
+	start := 0
+	for i := 0; i < len(s); {
+		if b := s[i]; b < utf8.RuneSelf {
+			if b >= 0x20 && b != '"' && b != '\\' {
+				i++
+				continue
+			}
+			dst = append(dst, s[start:i]...)
+			switch b {
+			case '\\', '"':
+				dst = append(dst, '\\', b)
+			case '\b':
+				dst = append(dst, '\\', 'b')
+			case '\f':
+				dst = append(dst, '\\', 'f')
+			case '\n':
+				dst = append(dst, '\\', 'n')
+			case '\r':
+				dst = append(dst, '\\', 'r')
+			case '\t':
+				dst = append(dst, '\\', 't')
+			default:
+				dst = append(dst, '\\', 'u', '0', '0', hexDigits[b>>4], hexDigits[b&0xF])
+			}
+			i++
+			start = i
+			continue
+		}
+		r, size := utf8.DecodeRuneInString(s[i:])
+		if r == utf8.RuneError && size == 1 {
+			dst = append(dst, s[start:i]...)
+			dst = append(dst, `\ufffd`...)
+			i += size
+			start = i
+			continue
+		}
+		if r == '\u2028' || r == '\u2029' {
+			dst = append(dst, s[start:i]...)
+			dst = append(dst, '\\', 'u', '2', '0', '2', hexDigits[r&0xF])
+			i += size
+			start = i
+			continue
+		}
+		i += size
+	}
+	dst = append(dst, s[start:]...)
+	return append(dst, '"')
+}
