@@ -46,7 +46,7 @@ func BenchmarkReadStream(b *testing.B) {
 	r := strings.NewReader(body)
 	for b.Loop() {
 		r.Reset(body)
-		st := getStreamState(r, MaxSSELineBytes, nil)
+		st := getStreamState(r, MaxSSELineBytes, nil, false)
 		if err := st.readStream(); err != nil {
 			b.Fatal(err)
 		}

@@ -72,9 +72,10 @@ type Config struct {
 	OnDelta func(text string)
 	// OnRetry, when set, is called before each wait between attempts.
 	OnRetry func(Retry)
-	// Provider is the name of a provider preset (see Presets), or "". It
-	// selects the tool-schema quirks of that endpoint
-	// (toolschema.QuirksFor); an unknown name has none.
+	// Provider is the name of a provider preset (see Presets), or "" to
+	// recognise it from BaseURL's host. It selects the endpoint's quirks:
+	// tool-schema adaptations (toolschema.QuirksFor) and the provider
+	// fields it refuses to get back. An unknown name has none.
 	Provider string
 	// StrictToolModels lists the models for which tools are declared with
 	// OpenAI's "strict": true (schemas adapted to strict mode). Empty: never.
@@ -143,8 +144,14 @@ func New(cfg Config) (*Client, error) {
 	if cfg.MaxBackoff == 0 {
 		cfg.MaxBackoff = DefaultMaxBackoff
 	}
+	provider := cfg.Provider
+	if provider == "" {
+		provider = PresetForURL(cfg.BaseURL)
+	}
+	preset, _ := LookupPreset(provider)
 	c := &Client{cfg: cfg, endpoint: endpoint, hc: cfg.HTTPClient, sleep: cfg.Sleep,
-		schema: schemaOpts{quirks: toolschema.QuirksFor(cfg.Provider), strictModels: slices.Clone(cfg.StrictToolModels)}}
+		schema: schemaOpts{quirks: toolschema.QuirksFor(provider), strictModels: slices.Clone(cfg.StrictToolModels),
+			dropEcho: preset.dropEcho}}
 	if cfg.APIKey != "" {
 		c.auth = "Bearer " + cfg.APIKey
 	}
@@ -355,8 +362,11 @@ func (c *Client) attempt(ctx context.Context, body *requestBody) (res *Response,
 		wd := newWatchdog(c.cfg.IdleTimeout, func() { cancel(&IdleTimeoutError{Idle: c.cfg.IdleTimeout}) })
 		defer wd.stop()
 		br.wd = wd
-		st := getStreamState(rbody, MaxSSELineBytes, c.cfg.OnDelta)
+		st := getStreamState(rbody, MaxSSELineBytes, c.cfg.OnDelta, c.cfg.KeepThinkTags)
 		serr := st.readStream()
+		if serr == nil {
+			serr = st.asm.truncated()
+		}
 		end := time.Now()
 		if serr != nil {
 			partial = st.asm.delivered
@@ -367,8 +377,10 @@ func (c *Client) attempt(ctx context.Context, body *requestBody) (res *Response,
 		if st.asm.done {
 			drainBody(st.br, cancel)
 		}
+		st.asm.finishContent()
 		res = &Response{
 			Message:      st.asm.message(),
+			Reasoning:    string(st.asm.reasoning),
 			FinishReason: st.asm.finish,
 			Model:        st.asm.model,
 			Usage:        st.asm.usage,
@@ -388,7 +400,7 @@ func (c *Client) attempt(ctx context.Context, body *requestBody) (res *Response,
 		retryable, rerr = c.streamError(ctx, actx, rerr)
 		return nil, retryable, false, rerr
 	}
-	res, retryable, err = decodeBody(data)
+	res, retryable, err = decodeBody(data, c.cfg.KeepThinkTags)
 	if err != nil {
 		var apiErr *APIError
 		if errors.As(err, &apiErr) {
@@ -473,7 +485,7 @@ func (c *Client) streamError(ctx, actx context.Context, err error) (retryable bo
 	case errors.As(err, &apiErr):
 		c.scrubKey(apiErr)
 		return classifyRetryable(apiErr), err
-	case errors.As(err, &lineErr), errors.As(err, &sizeErr):
+	case errors.As(err, &lineErr), errors.As(err, &sizeErr), errors.Is(err, ErrOutputTruncated):
 		return false, err
 	case errors.Is(err, ErrMalformedResponse), errors.Is(err, ErrStreamInterrupted):
 		return true, err

@@ -74,7 +74,7 @@ func encodeRequest(req *Request, stream bool, cache *msgCache, dst []byte, so sc
 		}
 		start := len(buf)
 		var err error
-		if buf, err = appendMessage(buf, &req.Messages[i]); err != nil {
+		if buf, err = appendMessageDrop(buf, &req.Messages[i], so.dropEcho); err != nil {
 			return nil, err
 		}
 		if cache != nil && cacheable(&req.Messages[i]) {
@@ -101,6 +101,7 @@ func encodeRequest(req *Request, stream bool, cache *msgCache, dst []byte, so sc
 type schemaOpts struct {
 	quirks       toolschema.Quirks
 	strictModels []string
+	dropEcho     []string // Message.Extra members not sent (the endpoint rejects them)
 }
 
 // encodeRest validates the tools and renders everything of the body but

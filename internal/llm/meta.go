@@ -136,6 +136,12 @@ func emptyJSON(v []byte) bool {
 // appendMessage appends the wire JSON of m to dst. An empty ToolCall.Type
 // is sent as "function". Extra must be a JSON object (or empty).
 func appendMessage(dst []byte, m *Message) ([]byte, error) {
+	return appendMessageDrop(dst, m, nil)
+}
+
+// appendMessageDrop is appendMessage leaving out the Extra members named
+// in drop.
+func appendMessageDrop(dst []byte, m *Message, drop []string) ([]byte, error) {
 	dst = append(dst, `{"role":`...)
 	dst = appendJSONString(dst, m.Role)
 	dst = append(dst, `,"content":`...)
@@ -161,7 +167,11 @@ func appendMessage(dst []byte, m *Message) ([]byte, error) {
 		dst = append(dst, `,"name":`...)
 		dst = appendJSONString(dst, m.Name)
 	}
-	dst, err := appendExtra(dst, m.Extra, messageKeys, "message")
+	known := messageKeys
+	if len(drop) > 0 {
+		known = append(append([]string(nil), messageKeys...), drop...)
+	}
+	dst, err := appendExtra(dst, m.Extra, known, "message")
 	if err != nil {
 		return nil, err
 	}
@@ -310,4 +320,122 @@ func appendJSONString(dst []byte, s string) []byte {
 	}
 	dst = append(dst, s[start:]...)
 	return append(dst, '"')
+}
+
+// contentParts splits content sent as an array of parts: the text of
+// "text" parts (and of parts without a type) is the answer; "thinking"
+// parts (Mistral Magistral: {"type":"thinking","thinking":[{"type":"text",
+// "text":…}]}) and "reasoning" parts are reasoning. Anything else (images,
+// references) is ignored.
+func contentParts(raw []byte) (text, thinking string) {
+	var parts []struct {
+		Type     string          `json:"type"`
+		Text     string          `json:"text"`
+		Thinking json.RawMessage `json:"thinking"`
+	}
+	if json.Unmarshal(raw, &parts) != nil {
+		return "", ""
+	}
+	var t, r []byte
+	for _, p := range parts {
+		switch p.Type {
+		case "", "text", "output_text":
+			t = append(t, p.Text...)
+		case "thinking", "reasoning":
+			r = append(r, p.Text...)
+			if s, ok := jsonStringValue(bytes.TrimSpace(p.Thinking)); ok {
+				r = append(r, s...)
+			} else {
+				inner, _ := contentParts(p.Thinking)
+				r = append(r, inner...)
+			}
+		}
+	}
+	return string(t), string(r)
+}
+
+// mergeElements joins the streamed pieces of an array-valued field such as
+// OpenRouter's reasoning_details: consecutive object elements with the same
+// "index" (and "type") are one element, their "text" and "summary" strings
+// concatenated and their other members set by the latest non-empty value.
+// Elements without an index are kept as they came.
+func mergeElements(elems [][]byte) [][]byte {
+	type obj struct {
+		m    map[string]json.RawMessage
+		keys []string
+	}
+	var out [][]byte
+	var cur *obj
+	var curIdx, curType string
+	flush := func() {
+		if cur == nil {
+			return
+		}
+		b := []byte{'{'}
+		for i, k := range cur.keys {
+			if i > 0 {
+				b = append(b, ',')
+			}
+			b = appendJSONString(b, k)
+			b = append(b, ':')
+			b = appendCompact(b, cur.m[k])
+		}
+		out = append(out, append(b, '}'))
+		cur = nil
+	}
+	for _, e := range elems {
+		var m map[string]json.RawMessage
+		if e[0] != '{' || json.Unmarshal(e, &m) != nil || m["index"] == nil {
+			flush()
+			out = append(out, e)
+			continue
+		}
+		idx, typ := string(m["index"]), string(m["type"])
+		if cur == nil || idx != curIdx || typ != curType {
+			flush()
+			cur = &obj{m: map[string]json.RawMessage{}}
+			curIdx, curType = idx, typ
+			// Keep the member order of the first piece.
+			var s scanner
+			s.b = e
+			s.objBegin()
+			for first := true; ; first = false {
+				k, ok := s.objNext(first)
+				if !ok {
+					break
+				}
+				cur.keys = append(cur.keys, string(k))
+				s.skip()
+			}
+			for k, v := range m {
+				cur.m[k] = v
+			}
+			continue
+		}
+		var added []string
+		for k := range m {
+			if _, had := cur.m[k]; !had {
+				added = append(added, k)
+			}
+		}
+		sort.Strings(added)
+		cur.keys = append(cur.keys, added...)
+		for k, v := range m {
+			old, had := cur.m[k]
+			a, aok := jsonStringValue(bytes.TrimSpace(old))
+			b, bok := jsonStringValue(bytes.TrimSpace(v))
+			switch {
+			case (k == "text" || k == "summary") && aok && bok:
+				cur.m[k] = appendJSONString(nil, a+b)
+			case emptyJSON(v) || bok && b == "":
+				if !had {
+					cur.m[k] = v
+				}
+			default:
+				cur.m[k] = v
+			}
+		}
+	}
+	flush()
+	return out
 }

@@ -78,7 +78,7 @@ func TestLineTooLongErrorNamesLimitAndObserved(t *testing.T) {
 // runStream feeds a raw SSE body through the stream parser.
 func runStream(t testing.TB, body string, maxLine int) (*streamState, error) {
 	t.Helper()
-	st := getStreamState(strings.NewReader(body), maxLine, nil)
+	st := getStreamState(strings.NewReader(body), maxLine, nil, false)
 	return st, st.readStream()
 }
 
@@ -202,8 +202,23 @@ func TestReadStream(t *testing.T) {
 			content: "x",
 		},
 		{
-			name: "cut before finish_reason",
-			body: sse(`{"choices":[{"index":0,"delta":{"content":"x"}}]}`),
+			name:    "clean end without finish_reason or [DONE] after an answer",
+			body:    sse(`{"choices":[{"index":0,"delta":{"content":"x"}}]}`),
+			content: "x",
+		},
+		{
+			name:  "clean end without finish_reason after a whole tool call",
+			body:  sse(`{"choices":[{"index":0,"delta":{"tool_calls":[{"index":0,"id":"c","function":{"name":"f","arguments":"{\"a\":1}"}}]}}]}`),
+			calls: []call{{"c", "f", `{"a":1}`}},
+		},
+		{
+			name: "end inside a tool call's arguments",
+			body: sse(`{"choices":[{"index":0,"delta":{"tool_calls":[{"index":0,"id":"c","function":{"name":"f","arguments":"{\"a\":"}}]}}]}`),
+			err:  ErrStreamInterrupted,
+		},
+		{
+			name: "end after only a role chunk",
+			body: sse(`{"choices":[{"index":0,"delta":{"role":"assistant","content":""}}]}`),
 			err:  ErrStreamInterrupted,
 		},
 		{
@@ -340,7 +355,7 @@ func FuzzReadStream(f *testing.F) {
 	const maxLine, limit = 128, 4096
 	f.Fuzz(func(t *testing.T, data []byte) {
 		br := &bodyReader{r: strings.NewReader(string(data)), limit: limit}
-		st := getStreamState(br, maxLine, func(string) {})
+		st := getStreamState(br, maxLine, func(string) {}, false)
 		defer putStreamState(st)
 		err := st.readStream()
 		var (
@@ -405,7 +420,7 @@ func FuzzDecodeBody(f *testing.F) {
 		f.Add([]byte(s))
 	}
 	f.Fuzz(func(t *testing.T, data []byte) {
-		res, _, err := decodeBody(data)
+		res, _, err := decodeBody(data, false)
 		if err != nil {
 			var ae *APIError
 			if !errors.As(err, &ae) && !errors.Is(err, ErrMalformedResponse) {
