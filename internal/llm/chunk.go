@@ -511,6 +511,8 @@ func (s *scanner) decodeChunk(data []byte, v *chunkView) error {
 			s.choices(v)
 		case "usage":
 			s.usage(&v.usage)
+		case "x_groq": // Groq's last chunk: {"x_groq":{"usage":{…}}}
+			s.groq(&v.usage)
 		case "error":
 			s.errorObj(&v.err)
 		default:
@@ -558,6 +560,12 @@ func (s *scanner) choices(v *chunkView) {
 				s.delta(c)
 			case "finish_reason":
 				c.finish = s.strField()
+			case "usage": // Moonshot puts the usage inside the last choice
+				if s.peek() == '{' {
+					s.usage(&v.usage)
+				} else {
+					s.skip()
+				}
 			default:
 				s.skip()
 			}
@@ -745,6 +753,26 @@ func (s *scanner) usage(u *usageView) {
 				}
 			}
 		default:
+			s.skip()
+		}
+	}
+}
+
+// groq decodes Groq's x_groq object, taking its usage when present.
+func (s *scanner) groq(u *usageView) {
+	if s.peek() != '{' {
+		s.skip()
+		return
+	}
+	s.objBegin()
+	for first := true; ; first = false {
+		key, ok := s.objNext(first)
+		if !ok {
+			return
+		}
+		if string(key) == "usage" && s.peek() == '{' {
+			s.usage(u)
+		} else {
 			s.skip()
 		}
 	}

@@ -210,6 +210,10 @@ func argumentsText(raw json.RawMessage) string {
 		return s
 	}
 	if len(raw) > 0 && (raw[0] == '{' || raw[0] == '[') {
+		var b bytes.Buffer
+		if json.Compact(&b, raw) == nil {
+			return b.String()
+		}
 		return string(raw)
 	}
 	return ""
