@@ -104,7 +104,10 @@ type choiceView struct {
 	reasoning2 jstr // reasoning (OpenRouter, Ollama, Groq)
 	finish     jstr
 	tools      []toolDelta
+	legacy     toolDelta // delta.function_call, when hasLegacy
+	hasLegacy  bool
 	extra      members // other members of delta, non-null (reasoning_details, …)
+	usage      usageView // a usage object inside the choice (Moonshot)
 }
 
 func (c *choiceView) reset() {
@@ -140,7 +143,8 @@ type chunkView struct {
 	hasChoice bool       // choice holds the choice with index 0
 	choice    choiceView // the selected choice
 	tmp       choiceView // scratch for the element being decoded
-	usage     usageView
+	usage     usageView // top-level usage, else x_groq.usage, else the choice's
+	groqUsage usageView
 	err       errorView
 }
 
@@ -493,6 +497,7 @@ func (s *scanner) decodeChunk(data []byte, v *chunkView) error {
 	v.hasChoice = false
 	v.choice.reset()
 	v.usage = usageView{}
+	v.groqUsage = usageView{}
 	v.err = errorView{}
 	if s.peek() != '{' {
 		s.fail("chunk is not a JSON object")
@@ -512,7 +517,7 @@ func (s *scanner) decodeChunk(data []byte, v *chunkView) error {
 		case "usage":
 			s.usage(&v.usage)
 		case "x_groq": // Groq's last chunk: {"x_groq":{"usage":{…}}}
-			s.groq(&v.usage)
+			s.groq(&v.groqUsage)
 		case "error":
 			s.errorObj(&v.err)
 		default:
@@ -522,6 +527,14 @@ func (s *scanner) decodeChunk(data []byte, v *chunkView) error {
 	if s.err == nil {
 		if s.ws(); s.i != len(s.b) {
 			s.fail("data after the chunk object")
+		}
+	}
+	if !v.usage.ok {
+		switch {
+		case v.groqUsage.ok:
+			v.usage = v.groqUsage
+		case v.hasChoice && v.choice.usage.ok:
+			v.usage = v.choice.usage
 		}
 	}
 	return s.err
@@ -561,11 +574,7 @@ func (s *scanner) choices(v *chunkView) {
 			case "finish_reason":
 				c.finish = s.strField()
 			case "usage": // Moonshot puts the usage inside the last choice
-				if s.peek() == '{' {
-					s.usage(&v.usage)
-				} else {
-					s.skip()
-				}
+				s.usage(&c.usage)
 			default:
 				s.skip()
 			}
@@ -582,6 +591,7 @@ func (s *scanner) choices(v *chunkView) {
 
 func (s *scanner) delta(c *choiceView) {
 	c.content, c.contentArr, c.refusal, c.reasoning, c.reasoning2 = jstr{}, nil, jstr{}, jstr{}, jstr{}
+	c.hasLegacy = false
 	c.tools = c.tools[:0]
 	c.extra.reset()
 	if s.peek() != '{' {
@@ -634,14 +644,14 @@ func (s *scanner) raw() []byte {
 
 // functionCall decodes the legacy delta.function_call as a tool delta.
 func (s *scanner) functionCall(c *choiceView) {
+	c.hasLegacy = false
 	if s.peek() != '{' {
 		s.skip()
 		return
 	}
-	c.tools = append(c.tools, toolDelta{legacy: true})
-	t := &c.tools[len(c.tools)-1]
-	t.extra.reset()
-	s.function(t)
+	c.legacy = toolDelta{legacy: true}
+	c.hasLegacy = true
+	s.function(&c.legacy)
 }
 
 func (s *scanner) toolCalls(c *choiceView) {
@@ -760,6 +770,7 @@ func (s *scanner) usage(u *usageView) {
 
 // groq decodes Groq's x_groq object, taking its usage when present.
 func (s *scanner) groq(u *usageView) {
+	*u = usageView{}
 	if s.peek() != '{' {
 		s.skip()
 		return

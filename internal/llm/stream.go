@@ -164,6 +164,9 @@ func (a *assembler) apply(v *chunkView) error {
 	for i := range c.tools {
 		a.applyTool(&c.tools[i], i)
 	}
+	if c.hasLegacy {
+		a.applyTool(&c.legacy, 0)
+	}
 	if len(a.calls) > MaxToolCalls {
 		return malformedf("more than %d tool calls in one response (MaxToolCalls)", MaxToolCalls)
 	}
