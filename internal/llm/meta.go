@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"sort"
+	"strings"
 	"unicode/utf8"
 )
 
@@ -24,9 +25,12 @@ var (
 // do not accept back: they are not kept in Extra.
 var outputOnly = []string{"refusal", "annotations", "audio", "function_call", "provider_specific_fields", "parsed"}
 
+// isOneOf reports whether k is one of keys, ignoring case: encoding/json
+// matches struct fields case-insensitively, so an Extra member "Content"
+// would come back from a session file as the content.
 func isOneOf(k []byte, keys []string) bool {
 	for _, s := range keys {
-		if string(k) == s {
+		if len(k) == len(s) && strings.EqualFold(string(k), s) {
 			return true
 		}
 	}

@@ -339,7 +339,7 @@ func (a *assembler) applyTool(t *toolDelta, pos int) {
 		c.args = appendStr(c.args, t.args)
 	}
 	for _, m := range t.extra.list {
-		if slices.Contains(c.extraKeys, string(m.key)) {
+		if slices.Contains(c.extraKeys, string(m.key)) || isOneOf(m.key, toolCallKeys) || isOneOf(m.key, []string{"index"}) {
 			continue
 		}
 		c.extraKeys = append(c.extraKeys, string(m.key))
@@ -483,7 +483,7 @@ func (a *assembler) extra() json.RawMessage {
 	var out []byte
 	for i := range a.meta {
 		f := &a.meta[i]
-		if isOneOf([]byte(f.key), outputOnly) {
+		if isOneOf([]byte(f.key), outputOnly) || isOneOf([]byte(f.key), messageKeys) {
 			continue
 		}
 		if len(out) == 0 {

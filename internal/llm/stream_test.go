@@ -2,9 +2,13 @@ package llm
 
 import (
 	"bufio"
+	"bytes"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
+	"os"
+	"path/filepath"
 	"reflect"
 	"strings"
 	"testing"
@@ -352,6 +356,7 @@ func FuzzReadStream(f *testing.F) {
 	f.Add([]byte("data: " + strings.Repeat("z", 200) + "\n\n"))
 	f.Add([]byte("data: {}\ndata: {}\n\n"))
 	f.Add([]byte{})
+	addCorpusSeeds(f, ".sse")
 	const maxLine, limit = 128, 4096
 	f.Fuzz(func(t *testing.T, data []byte) {
 		br := &bodyReader{r: strings.NewReader(string(data)), limit: limit}
@@ -377,7 +382,9 @@ func FuzzReadStream(f *testing.F) {
 		if len(data) > limit && err == nil && !st.asm.done {
 			t.Fatalf("read %d bytes past the %d limit without error", len(data), limit)
 		}
+		st.asm.finishContent()
 		m := st.asm.message()
+		checkEncodable(t, &m)
 		// Unescaping never grows a string by more than 3× (one invalid
 		// byte becomes U+FFFD); each call adds at most a generated id and "{}".
 		size := len(m.Content)
@@ -419,11 +426,12 @@ func FuzzDecodeBody(f *testing.F) {
 	} {
 		f.Add([]byte(s))
 	}
+	addCorpusSeeds(f, ".json")
 	f.Fuzz(func(t *testing.T, data []byte) {
 		res, _, err := decodeBody(data, false)
 		if err != nil {
 			var ae *APIError
-			if !errors.As(err, &ae) && !errors.Is(err, ErrMalformedResponse) {
+			if !errors.As(err, &ae) && !errors.Is(err, ErrMalformedResponse) && !errors.Is(err, ErrOutputTruncated) {
 				t.Fatalf("untyped error %v", err)
 			}
 			return
@@ -436,5 +444,60 @@ func FuzzDecodeBody(f *testing.F) {
 				t.Fatalf("defaults not applied: %+v", c)
 			}
 		}
+		checkEncodable(t, &res.Message)
 	})
+}
+
+// addCorpusSeeds adds the provider corpus bodies ending in ext as seeds.
+func addCorpusSeeds(f *testing.F, ext string) {
+	files, _ := filepath.Glob("testdata/providers/*/*" + ext)
+	for _, name := range files {
+		if strings.HasSuffix(name, ".case.json") {
+			continue
+		}
+		if b, err := os.ReadFile(name); err == nil {
+			f.Add(b)
+		}
+	}
+}
+
+// checkEncodable: whatever was assembled can be sent back: its Extra
+// members are JSON objects and the message encodes as valid JSON that
+// decodes to the same message.
+func checkEncodable(t *testing.T, m *Message) {
+	t.Helper()
+	for _, e := range append([]json.RawMessage{m.Extra}, extrasOf(m)...) {
+		if len(e) > 0 && (!json.Valid(e) || e[0] != '{') {
+			t.Fatalf("Extra %q is not a JSON object", e)
+		}
+	}
+	b, err := appendMessage(nil, m)
+	if err != nil || !json.Valid(b) {
+		t.Fatalf("message does not encode: %v: %q", err, b)
+	}
+	var back Message
+	if err := json.Unmarshal(b, &back); err != nil {
+		t.Fatalf("encoded message does not decode: %v: %s", err, b)
+	}
+	again, _ := appendMessage(nil, &back)
+	if !bytes.Equal(canonical(t, b), canonical(t, again)) {
+		t.Fatalf("encode/decode is not stable:\n%s\n%s", b, again)
+	}
+}
+
+func extrasOf(m *Message) []json.RawMessage {
+	var out []json.RawMessage
+	for _, c := range m.ToolCalls {
+		out = append(out, c.Extra)
+	}
+	return out
+}
+
+func canonical(t *testing.T, b []byte) []byte {
+	var v any
+	if err := json.Unmarshal(b, &v); err != nil {
+		t.Fatal(err)
+	}
+	out, _ := json.Marshal(v)
+	return out
 }
