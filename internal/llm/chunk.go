@@ -106,7 +106,7 @@ type choiceView struct {
 	tools      []toolDelta
 	legacy     toolDelta // delta.function_call, when hasLegacy
 	hasLegacy  bool
-	extra      members // other members of delta, non-null (reasoning_details, …)
+	extra      members   // other members of delta, non-null (reasoning_details, …)
 	usage      usageView // a usage object inside the choice (Moonshot)
 }
 
@@ -143,7 +143,7 @@ type chunkView struct {
 	hasChoice bool       // choice holds the choice with index 0
 	choice    choiceView // the selected choice
 	tmp       choiceView // scratch for the element being decoded
-	usage     usageView // top-level usage, else x_groq.usage, else the choice's
+	usage     usageView  // top-level usage, else x_groq.usage, else the choice's
 	groqUsage usageView
 	err       errorView
 }

@@ -94,6 +94,9 @@ func (c *ToolCall) UnmarshalJSON(b []byte) error {
 // neither known nor skipped and whose values are not null, empty arrays
 // or empty objects, as one compact object sorted by key; nil when none.
 func collectExtra(b []byte, known, skipped []string) (json.RawMessage, error) {
+	if !hasUnknownMember(b, known, skipped) {
+		return nil, nil
+	}
 	var all map[string]json.RawMessage
 	if err := json.Unmarshal(b, &all); err != nil {
 		return nil, err
@@ -442,4 +445,33 @@ func mergeElements(elems [][]byte) [][]byte {
 	}
 	flush()
 	return out
+}
+
+// hasUnknownMember reports whether the JSON object b may have a member
+// collectExtra would keep; it is a quick scan that spares decoding the
+// object into a map for the common message without provider fields.
+// Anything it cannot scan is reported as true (the full decode decides).
+func hasUnknownMember(b []byte, known, skipped []string) bool {
+	var s scanner
+	s.b = b
+	if s.peek() != '{' {
+		return true
+	}
+	s.objBegin()
+	for first := true; ; first = false {
+		key, ok := s.objNext(first)
+		if !ok {
+			return s.err != nil
+		}
+		if isOneOf(key, known) || isOneOf(key, skipped) {
+			s.skip()
+			continue
+		}
+		s.ws()
+		start := s.i
+		s.skip()
+		if s.err != nil || !emptyJSON(s.b[start:s.i]) {
+			return true
+		}
+	}
 }
