@@ -151,7 +151,7 @@ func New(cfg Config) (*Client, error) {
 	preset, _ := LookupPreset(provider)
 	c := &Client{cfg: cfg, endpoint: endpoint, hc: cfg.HTTPClient, sleep: cfg.Sleep,
 		schema: schemaOpts{quirks: toolschema.QuirksFor(provider), strictModels: slices.Clone(cfg.StrictToolModels),
-			dropEcho: preset.dropEcho}}
+			dropEcho: preset.dropEcho, noStreamOpts: preset.noStreamOptions}}
 	if cfg.APIKey != "" {
 		c.auth = "Bearer " + cfg.APIKey
 	}

@@ -102,6 +102,7 @@ type schemaOpts struct {
 	quirks       toolschema.Quirks
 	strictModels []string
 	dropEcho     []string // Message.Extra members not sent (the endpoint rejects them)
+	noStreamOpts bool     // do not send stream_options
 }
 
 // encodeRest validates the tools and renders everything of the body but
@@ -115,7 +116,9 @@ func encodeRest(req *Request, stream bool, so schemaOpts) ([]byte, error) {
 	rest := wireRest{Model: req.Model, Tools: req.Tools, Temperature: req.Temperature, MaxTokens: req.MaxTokens}
 	if stream {
 		rest.Stream = true
-		rest.StreamOptions = &wireStreamOpts{IncludeUsage: true}
+		if !so.noStreamOpts {
+			rest.StreamOptions = &wireStreamOpts{IncludeUsage: true}
+		}
 	}
 	q := so.quirks
 	q.Strict = slices.Contains(so.strictModels, req.Model)

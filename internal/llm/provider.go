@@ -16,10 +16,15 @@ type Preset struct {
 	Title   string // for humans
 	BaseURL string // API root; "" or a {placeholder} when it depends on the account
 	KeyEnv  string // environment variable holding the key; "" for keyless local servers
-	Model   string // a model that supports tool calling
-	Notes   string // known quirks, one line
+	Model   string // a model id that supports tool calling, used when none is configured; "" when it depends on the server
+	// ModelNote says what to set as the model when Model is "".
+	ModelNote string
+	Notes     string // known quirks, one line
 	// hosts are the API hosts that identify the provider in a base URL.
 	hosts []string
+	// noStreamOptions: the endpoint rejects "stream_options" (422 "Extra
+	// inputs are not permitted") and reports usage in the last chunk anyway.
+	noStreamOptions bool
 	// dropEcho are assistant-message fields the endpoint rejects when they
 	// are sent back (it answers 400 "property 'reasoning' is unsupported"),
 	// so they are not echoed even though it returned them.
@@ -29,7 +34,7 @@ type Preset struct {
 var presets = []Preset{
 	{Name: "openai", Title: "OpenAI", BaseURL: "https://api.openai.com/v1", KeyEnv: "OPENAI_API_KEY", Model: "gpt-4o-mini",
 		Notes: "strict function calling is opt-in per model (llm.strict_tool_models)", hosts: []string{"api.openai.com"}},
-	{Name: "azure", Title: "Azure OpenAI (v1 API)", BaseURL: "https://{resource}.openai.azure.com/openai/v1", KeyEnv: "AZURE_OPENAI_API_KEY", Model: "your deployment name",
+	{Name: "azure", Title: "Azure OpenAI (v1 API)", BaseURL: "https://{resource}.openai.azure.com/openai/v1", KeyEnv: "AZURE_OPENAI_API_KEY", ModelNote: "your deployment name",
 		Notes: "set base_url to your resource; the model is the deployment name", hosts: []string{".openai.azure.com"}},
 	{Name: "deepseek", Title: "DeepSeek", BaseURL: "https://api.deepseek.com", KeyEnv: "DEEPSEEK_API_KEY", Model: "deepseek-chat",
 		Notes: "thinking mode (deepseek-reasoner) streams reasoning_content, which must come back on tool-call turns (kept and echoed)", hosts: []string{"api.deepseek.com"}},
@@ -37,7 +42,8 @@ var presets = []Preset{
 		Notes: "Gemini 3 tool calls carry extra_content.google.thought_signature (echoed); parallel calls may come whole in one delta with empty ids; schemas are an OpenAPI subset ($ref inlined, $schema/additionalProperties dropped)",
 		hosts: []string{"generativelanguage.googleapis.com"}},
 	{Name: "mistral", Title: "Mistral", BaseURL: "https://api.mistral.ai/v1", KeyEnv: "MISTRAL_API_KEY", Model: "mistral-small-latest",
-		Notes: "Magistral streams content as an array of text and thinking parts; tool-call ids are 9 alphanumerics", hosts: []string{"api.mistral.ai"}},
+		Notes: "Magistral streams content as an array of text and thinking parts; tool-call ids are 9 alphanumerics; rejects stream_options (not sent)", hosts: []string{"api.mistral.ai"},
+		noStreamOptions: true},
 	{Name: "groq", Title: "Groq", BaseURL: "https://api.groq.com/openai/v1", KeyEnv: "GROQ_API_KEY", Model: "llama-3.3-70b-versatile",
 		Notes: "rejects reasoning/reasoning_content on assistant messages sent back (not echoed)", hosts: []string{"api.groq.com"},
 		dropEcho: []string{"reasoning", "reasoning_content"}},
@@ -55,11 +61,11 @@ var presets = []Preset{
 		Notes: "no key; reasoning models return reasoning (echoed) or <think> blocks (moved out of the answer)"},
 	{Name: "vllm", Title: "vLLM (local)", BaseURL: "http://127.0.0.1:8000/v1", Model: "Qwen/Qwen2.5-7B-Instruct",
 		Notes: "needs --enable-auto-tool-choice and a --tool-call-parser; without a reasoning parser reasoning arrives as <think> content"},
-	{Name: "llamacpp", Title: "llama.cpp server (local)", BaseURL: "http://127.0.0.1:8080/v1", Model: "the loaded model",
+	{Name: "llamacpp", Title: "llama.cpp server (local)", BaseURL: "http://127.0.0.1:8080/v1", ModelNote: "the loaded model's name",
 		Notes: "needs --jinja for tool calls; streams reasoning_content with --reasoning-format deepseek"},
-	{Name: "lmstudio", Title: "LM Studio (local)", BaseURL: "http://127.0.0.1:1234/v1", Model: "the loaded model",
+	{Name: "lmstudio", Title: "LM Studio (local)", BaseURL: "http://127.0.0.1:1234/v1", ModelNote: "the loaded model's name",
 		Notes: "no key; tool calls arrive whole in one delta"},
-	{Name: "litellm", Title: "LiteLLM proxy", BaseURL: "http://127.0.0.1:4000/v1", KeyEnv: "LITELLM_API_KEY", Model: "a model_name from the proxy config",
+	{Name: "litellm", Title: "LiteLLM proxy", BaseURL: "http://127.0.0.1:4000/v1", KeyEnv: "LITELLM_API_KEY", ModelNote: "a model_name from the proxy config",
 		Notes: "passes the upstream provider's fields through (echoed)"},
 }
 
