@@ -315,6 +315,8 @@ func NewLLM(cfg *config.Config) (*llm.Client, error) {
 		MaxAttempts:      cfg.LLM.MaxAttempts,
 		IdleTimeout:      cfg.LLM.IdleTimeout(),
 		RequestTimeout:   cfg.LLM.RequestTimeout(),
+		Provider:         cfg.Provider,
+		StrictToolModels: cfg.LLM.StrictToolModels,
 	})
 }
 
