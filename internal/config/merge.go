@@ -191,6 +191,9 @@ func finish(c *Config) {
 	if c.Dangerous.NonInteractive == "" {
 		c.Dangerous.NonInteractive = ActionDeny
 	}
+	if len(c.LLM.StrictToolModels) == 0 {
+		c.LLM.StrictToolModels = nil
+	}
 }
 
 func setString(c *Config, dst *string, v *string, key, src string) {
