@@ -2,6 +2,7 @@ package llm
 
 import (
 	"encoding/json"
+	"os"
 	"strings"
 	"testing"
 )
@@ -85,5 +86,19 @@ func TestPresetQuirksInRequest(t *testing.T) {
 	}
 	if s := body("openai", []string{"other-model"}); strings.Contains(s, `"strict"`) {
 		t.Errorf("strict for another model: %s", s)
+	}
+}
+
+// docs/PROVIDERS.md documents every preset with its base URL and key.
+func TestProvidersDocListsEveryPreset(t *testing.T) {
+	doc, err := os.ReadFile("../../docs/PROVIDERS.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range Presets() {
+		row := "| `" + p.Name + "` | " + p.Title + " | `" + p.BaseURL + "` |"
+		if !strings.Contains(string(doc), row) || (p.KeyEnv != "" && !strings.Contains(string(doc), "`"+p.KeyEnv+"`")) {
+			t.Errorf("docs/PROVIDERS.md has no row %q (with %s)", row, p.KeyEnv)
+		}
 	}
 }
