@@ -113,6 +113,9 @@ type Turn struct {
 	// it required (DeepSeek: "The reasoning_content in the thinking mode
 	// must be passed back to the API.").
 	Check func(Recorded) string
+	// CheckStatus is the status of a rejection by Check; 0 means 400
+	// (Mistral, for one, answers 422).
+	CheckStatus int
 }
 
 // Reply returns a Turn answering with content.
@@ -390,7 +393,11 @@ func (h *Handler) chat(w http.ResponseWriter, r *http.Request) {
 	}
 	if turn.Check != nil {
 		if msg := turn.Check(rec); msg != "" {
-			writeError(w, http.StatusBadRequest, "invalid_request_error", "invalid_request_error", msg)
+			status := turn.CheckStatus
+			if status == 0 {
+				status = http.StatusBadRequest
+			}
+			writeError(w, status, "invalid_request_error", "invalid_request_error", msg)
 			return
 		}
 	}
