@@ -240,10 +240,14 @@ func sleepCtx(ctx context.Context, d time.Duration) error {
 func (c *Client) Complete(ctx context.Context, req Request) (*Response, error) {
 	stream := !c.cfg.DisableStreaming
 	bp := bodyPool.Get().(*[]byte)
-	body, err := encodeRequest(&req, stream, &c.cache, *bp, c.schema)
+	segs, body, err := encodeBody(&req, stream, &c.cache, *bp, c.schema)
 	if err != nil {
 		bodyPool.Put(bp)
 		return nil, err
+	}
+	size := 0
+	for _, s := range segs {
+		size += len(s)
 	}
 	var bodies []*requestBody // one per attempt
 	defer func() {
@@ -263,7 +267,7 @@ func (c *Client) Complete(ctx context.Context, req Request) (*Response, error) {
 		if err := ctx.Err(); err != nil {
 			return nil, err
 		}
-		rb := &requestBody{data: body}
+		rb := &requestBody{segs: segs, size: size}
 		bodies = append(bodies, rb)
 		res, retryable, partial, err := c.attempt(ctx, rb)
 		if err == nil {
@@ -308,7 +312,7 @@ func (c *Client) attempt(ctx context.Context, body *requestBody) (res *Response,
 	if err != nil {
 		return nil, false, false, fmt.Errorf("%w: %v", ErrInvalidRequest, err)
 	}
-	hreq.ContentLength = int64(len(body.data))
+	hreq.ContentLength = int64(body.size)
 	hreq.GetBody = body.again
 	hreq.Header["Content-Type"] = []string{"application/json"}
 	if c.cfg.DisableStreaming {
@@ -421,22 +425,49 @@ const maxPooledBody = 8 << 20
 
 var bodyPool = sync.Pool{New: func() any { return new([]byte) }}
 
-// requestBody is the body of one attempt. It records its Close, which the
-// transport may call after RoundTrip returned, so that the buffer is
-// reused only once nothing reads it any more.
+// requestBody is the body of one attempt: the segments encodeBody made
+// (this call's buffer and shared cached encodings), read in order without
+// being joined. It records its Close, which the transport may call after
+// RoundTrip returned, so that the buffer is reused only once nothing reads
+// it any more.
 type requestBody struct {
-	data   []byte
-	off    int
+	segs   [][]byte
+	size   int // total bytes
+	seg    int // current segment
+	off    int // offset in it
 	closed atomic.Bool
 }
 
 func (b *requestBody) Read(p []byte) (int, error) {
-	if b.off >= len(b.data) {
+	n := 0
+	for n < len(p) && b.seg < len(b.segs) {
+		c := copy(p[n:], b.segs[b.seg][b.off:])
+		n += c
+		b.off += c
+		if b.off == len(b.segs[b.seg]) {
+			b.seg, b.off = b.seg+1, 0
+		}
+	}
+	if n == 0 && b.seg >= len(b.segs) {
 		return 0, io.EOF
 	}
-	n := copy(p, b.data[b.off:])
-	b.off += n
 	return n, nil
+}
+
+// WriteTo writes the remaining segments to w without an intermediate
+// buffer (io.Copy uses it when nothing wraps the body).
+func (b *requestBody) WriteTo(w io.Writer) (int64, error) {
+	var total int64
+	for b.seg < len(b.segs) {
+		n, err := w.Write(b.segs[b.seg][b.off:])
+		total += int64(n)
+		b.off += n
+		if err != nil {
+			return total, err
+		}
+		b.seg, b.off = b.seg+1, 0
+	}
+	return total, nil
 }
 
 func (b *requestBody) Close() error {
@@ -444,10 +475,14 @@ func (b *requestBody) Close() error {
 	return nil
 }
 
-// again serves GetBody (redirects, retried HTTP/2 streams): a copy of the
-// data, so the pooled buffer is never shared with an untracked reader.
+// again serves GetBody (redirects, retried HTTP/2 streams): a joined
+// copy, so the pooled buffer is never shared with an untracked reader.
 func (b *requestBody) again() (io.ReadCloser, error) {
-	return io.NopCloser(bytes.NewReader(bytes.Clone(b.data))), nil
+	data := make([]byte, 0, b.size)
+	for _, s := range b.segs {
+		data = append(data, s...)
+	}
+	return io.NopCloser(bytes.NewReader(data)), nil
 }
 
 // Draining after [DONE]: the end of the body normally follows at once;

@@ -28,62 +28,83 @@ type wireStreamOpts struct {
 }
 
 // encodeRequest validates req and renders the body once for all attempts
-// of a call. "tools" is omitted when empty and tool_choice is never sent
-// ("auto" is the default whenever tools are present). Empty ToolSpec.Type
-// and ToolCall.Type are sent as "function" (req is not modified).
-//
-// Messages whose content is at least cacheMinContent bytes are looked up
-// in cache (nil: no caching): an agent resends its whole, mostly unchanged
-// history on every call, and re-encoding it would cost CPU in proportion
-// to the history on every iteration.
-//
-// The body is appended to dst[:0] (which may be nil).
+// of a call, as one slice appended to dst[:0] (which may be nil); see
+// encodeBody, which Complete uses.
 func encodeRequest(req *Request, stream bool, cache *msgCache, dst []byte, so schemaOpts) ([]byte, error) {
+	segs, _, err := encodeBody(req, stream, cache, nil, so)
+	if err != nil {
+		return nil, err
+	}
+	out := dst[:0]
+	for _, s := range segs {
+		out = append(out, s...)
+	}
+	return out, nil
+}
+
+// encodeBody validates req and renders the body once for all attempts of
+// a call, as segments to be sent in order: pieces of buf (what this call
+// encoded, appended to dst[:0]) and the cached encodings of unchanged
+// messages, shared and never copied: an agent resends its whole, mostly
+// unchanged history on every call, and re-encoding or even copying it
+// would cost CPU in proportion to the history on every iteration.
+// "tools" is omitted when empty and tool_choice is never sent ("auto" is
+// the default whenever tools are present). Empty ToolSpec.Type and
+// ToolCall.Type are sent as "function" (req is not modified).
+//
+// Messages worth caching (cacheable) are looked up in cache (nil: no
+// caching); the encodings of the others are cached for the next call.
+func encodeBody(req *Request, stream bool, cache *msgCache, dst []byte, so schemaOpts) (segs [][]byte, buf []byte, err error) {
 	switch {
 	case strings.TrimSpace(req.Model) == "":
-		return nil, fmt.Errorf("%w: Request.Model is empty", ErrInvalidRequest)
+		return nil, nil, fmt.Errorf("%w: Request.Model is empty", ErrInvalidRequest)
 	case len(req.Messages) == 0:
-		return nil, fmt.Errorf("%w: Request.Messages is empty", ErrInvalidRequest)
+		return nil, nil, fmt.Errorf("%w: Request.Messages is empty", ErrInvalidRequest)
 	case req.MaxTokens < 0:
-		return nil, fmt.Errorf("%w: Request.MaxTokens is %d, want >= 0", ErrInvalidRequest, req.MaxTokens)
+		return nil, nil, fmt.Errorf("%w: Request.MaxTokens is %d, want >= 0", ErrInvalidRequest, req.MaxTokens)
 	}
 	restEnc := cache.lookupRest(req, stream)
 	if restEnc == nil {
-		var err error
 		if restEnc, err = encodeRest(req, stream, so); err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 		cache.storeRest(req, stream, restEnc)
 	}
 
-	buf := dst[:0]
-	if n := estimateSize(req) + len(restEnc); cap(buf) < n {
-		buf = make([]byte, 0, n)
+	// spans are the segments in order: a cached encoding, or buf[from:to].
+	type span struct {
+		cached   []byte
+		from, to int
 	}
-
+	var spans []span
+	buf = dst[:0]
 	cached := cache.lookup(req.Messages)
 	buf = append(buf, `{"messages":[`...)
+	open := 0 // start of the buf piece not yet in spans
 	var misses []int
 	for i := range req.Messages {
 		if i > 0 {
 			buf = append(buf, ',')
 		}
 		if cached != nil && cached[i] != nil {
-			buf = append(buf, cached[i]...)
+			if len(buf) > open {
+				spans = append(spans, span{from: open, to: len(buf)})
+			}
+			spans = append(spans, span{cached: cached[i]})
+			open = len(buf)
 			continue
 		}
 		start := len(buf)
-		var err error
 		if buf, err = appendMessageDrop(buf, &req.Messages[i], so.dropEcho); err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 		if cache != nil && cacheable(&req.Messages[i]) {
 			misses = append(misses, i, start, len(buf))
 		}
 	}
 	if len(misses) > 0 {
-		// Copy the new encodings out of buf (which is returned and owned by
-		// the request) before caching them.
+		// Copy the new encodings out of buf (which belongs to this call)
+		// before caching them.
 		entries := make([]msgEntry, 0, len(misses)/3)
 		for k := 0; k < len(misses); k += 3 {
 			i, from, to := misses[k], misses[k+1], misses[k+2]
@@ -94,7 +115,16 @@ func encodeRequest(req *Request, stream bool, cache *msgCache, dst []byte, so sc
 	buf = append(buf, "],"...)
 	// restEnc is {"model":…}: the object is already open, so skip its '{'.
 	buf = append(buf, restEnc[1:]...)
-	return buf, nil
+	spans = append(spans, span{from: open, to: len(buf)})
+	segs = make([][]byte, len(spans))
+	for i, sp := range spans {
+		if sp.cached != nil {
+			segs[i] = sp.cached
+		} else {
+			segs[i] = buf[sp.from:sp.to:sp.to]
+		}
+	}
+	return segs, buf, nil
 }
 
 // schemaOpts say how tool schemas are adapted for the endpoint.
@@ -153,21 +183,6 @@ func encodeRest(req *Request, stream bool, so schemaOpts) ([]byte, error) {
 		return nil, fmt.Errorf("%w: %v", ErrInvalidRequest, err)
 	}
 	return bytes.TrimSuffix(b.Bytes(), []byte("\n")), nil
-}
-
-// estimateSize guesses the encoded size to size the buffer once.
-func estimateSize(req *Request) int {
-	n := 256 + len(req.Model)
-	for _, m := range req.Messages {
-		n += 64 + len(m.Content) + len(m.ToolCallID) + len(m.Name) + len(m.Extra)
-		for _, tc := range m.ToolCalls {
-			n += 64 + len(tc.ID) + len(tc.Function.Name) + len(tc.Function.Arguments)*5/4 + len(tc.Extra)
-		}
-	}
-	for _, t := range req.Tools {
-		n += 64 + len(t.Function.Name) + len(t.Function.Description) + len(t.Function.Parameters)
-	}
-	return n + n/8
 }
 
 // Message cache limits.
@@ -271,19 +286,11 @@ func keyOf(m *Message) msgKey {
 }
 
 // cacheable reports whether m's encoding is worth caching: large content,
-// or tool calls with large arguments or provider metadata.
+// or tool calls (an agent's history is mostly tool-call and tool-result
+// pairs; re-encoding the calls would cost time in proportion to the
+// history on every call), or provider metadata.
 func cacheable(m *Message) bool {
-	if len(m.Content) >= cacheMinContent {
-		return true
-	}
-	if len(m.ToolCalls) == 0 {
-		return false
-	}
-	n := len(m.Extra)
-	for i := range m.ToolCalls {
-		n += len(m.ToolCalls[i].Function.Arguments) + len(m.ToolCalls[i].Extra)
-	}
-	return n >= cacheMinContent
+	return len(m.Content) >= cacheMinContent || len(m.ToolCalls) > 0 || len(m.Extra) > 0
 }
 
 // lookup returns the cached encoding for each message, nil where there is

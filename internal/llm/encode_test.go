@@ -1,7 +1,9 @@
 package llm
 
 import (
+	"bytes"
 	"encoding/json"
+	"io"
 	"math/rand/v2"
 	"reflect"
 	"strings"
@@ -293,5 +295,59 @@ func TestRestCacheNeverStale(t *testing.T) {
 	bad.Tools = []ToolSpec{{Function: FunctionSpec{Name: "x", Parameters: json.RawMessage(`{`)}}}
 	if _, err := encodeRequest(&bad, true, &cache, nil, schemaOpts{}); err == nil {
 		t.Fatal("invalid parameters accepted through the cache")
+	}
+}
+
+// The body is sent as segments that share the cached encodings; read
+// with any buffer size (or WriteTo) it is exactly the joined body.
+func TestRequestBodySegments(t *testing.T) {
+	var cache msgCache
+	big := strings.Repeat("tool output line\n", 100)
+	req := Request{Model: "m", Messages: []Message{{Role: RoleSystem, Content: "s"}, {Role: RoleUser, Content: "go"},
+		{Role: RoleAssistant, ToolCalls: []ToolCall{{ID: "c1", Function: FunctionCall{Name: "f", Arguments: "{}"}}}},
+		{Role: RoleTool, ToolCallID: "c1", Content: big}, {Role: RoleUser, Content: "more"}}}
+	want, err := encodeRequest(&req, true, nil, nil, schemaOpts{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	encodeBody(&req, true, &cache, nil, schemaOpts{}) // warm the cache
+	segs, _, err := encodeBody(&req, true, &cache, nil, schemaOpts{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(segs) < 3 {
+		t.Fatalf("%d segments: the cached tool result should be one of its own", len(segs))
+	}
+	size := 0
+	for _, s := range segs {
+		size += len(s)
+	}
+	for _, chunk := range []int{1, 7, 4096, 1 << 20} {
+		rb := &requestBody{segs: segs, size: size}
+		var got []byte
+		p := make([]byte, chunk)
+		for {
+			n, err := rb.Read(p)
+			got = append(got, p[:n]...)
+			if err == io.EOF {
+				break
+			}
+			if err != nil || n == 0 {
+				t.Fatalf("Read: %d, %v", n, err)
+			}
+		}
+		if string(got) != string(want) {
+			t.Fatalf("chunk %d: body differs", chunk)
+		}
+	}
+	var w bytes.Buffer
+	rb := &requestBody{segs: segs, size: size}
+	if n, err := rb.WriteTo(&w); err != nil || int(n) != len(want) || w.String() != string(want) {
+		t.Fatalf("WriteTo: %d, %v", n, err)
+	}
+	again, _ := rb.again()
+	b, _ := io.ReadAll(again)
+	if string(b) != string(want) {
+		t.Fatal("again() differs")
 	}
 }
