@@ -97,10 +97,7 @@ func Normalize(schema []byte) (out []byte, repairs []Repair, err error) {
 	}
 	w := &walker{}
 	switch t := root["type"].(type) {
-	case nil:
-		if _, has := root["type"]; has {
-			delete(root, "type")
-		}
+	case nil: // absent or null
 		root["type"] = "object"
 		w.add("", KindAddedTypeObject, `added "type":"object" at the top level`)
 	case string:
