@@ -112,3 +112,34 @@ func BenchmarkEncodeRequest(b *testing.B) {
 		}
 	})
 }
+
+// BenchmarkEncodeBodyHistory: what encoding costs per call as an agent's
+// transcript grows (tool-call/8 KiB-result pairs, warm cache, one new
+// message per call as in the loop). With every message encoded once and
+// the body sent as segments, the cost per call is a lookup per message,
+// not an encoding or a copy of the history.
+func BenchmarkEncodeBodyHistory(b *testing.B) {
+	result := strings.Repeat("x", 8191) + "\n"
+	for _, iters := range []int{50, 200, 500} {
+		b.Run(fmt.Sprintf("iterations=%d", iters), func(b *testing.B) {
+			req := Request{Model: "m", Messages: []Message{{Role: RoleSystem, Content: strings.Repeat("You are careful. ", 60)}, {Role: RoleUser, Content: "go"}}}
+			for i := 0; i < iters; i++ {
+				id := fmt.Sprintf("c%d", i)
+				req.Messages = append(req.Messages,
+					Message{Role: RoleAssistant, ToolCalls: []ToolCall{{ID: id, Type: "function", Function: FunctionCall{Name: "read_file", Arguments: `{"path":"small.txt"}`}}}},
+					Message{Role: RoleTool, ToolCallID: id, Content: strings.Clone(result)})
+			}
+			var cache msgCache
+			encodeBody(&req, true, &cache, nil, schemaOpts{})
+			var dst []byte
+			b.ReportAllocs()
+			for b.Loop() {
+				segs, buf, err := encodeBody(&req, true, &cache, dst, schemaOpts{})
+				if err != nil || len(segs) == 0 {
+					b.Fatal(err)
+				}
+				dst = buf
+			}
+		})
+	}
+}

@@ -76,7 +76,7 @@ func encodeBody(req *Request, stream bool, cache *msgCache, dst []byte, so schem
 		cached   []byte
 		from, to int
 	}
-	var spans []span
+	spans := make([]span, 0, min(2*len(req.Messages)+2, 64))
 	buf = dst[:0]
 	cached := cache.lookup(req.Messages)
 	buf = append(buf, `{"messages":[`...)
