@@ -71,30 +71,39 @@ func encodeBody(req *Request, stream bool, cache *msgCache, dst []byte, so schem
 		cache.storeRest(req, stream, restEnc)
 	}
 
-	// spans are the segments in order: a cached encoding, or buf[from:to].
-	type span struct {
-		cached   []byte
-		from, to int
-	}
-	spans := make([]span, 0, min(2*len(req.Messages)+2, 64))
+	// segs are built in order; a piece of buf is recorded in pieces and
+	// filled in at the end (buf may still move while it grows). Cached
+	// encodings start with the ',' that separates them from the message
+	// before, so a run of unchanged messages is a run of segments.
+	segs = make([][]byte, 0, len(req.Messages)+2)
+	type piece struct{ seg, from, to int }
+	var pieces []piece
 	buf = dst[:0]
 	cached := cache.lookup(req.Messages)
 	buf = append(buf, `{"messages":[`...)
-	open := 0 // start of the buf piece not yet in spans
+	open := 0 // start of the buf piece not yet in segs
+	flush := func() {
+		if len(buf) > open {
+			pieces = append(pieces, piece{len(segs), open, len(buf)})
+			segs = append(segs, nil)
+		}
+		open = len(buf)
+	}
 	var misses []int
 	for i := range req.Messages {
-		if i > 0 {
-			buf = append(buf, ',')
-		}
 		if cached != nil && cached[i] != nil {
-			if len(buf) > open {
-				spans = append(spans, span{from: open, to: len(buf)})
+			flush()
+			enc := cached[i]
+			if i == 0 {
+				enc = enc[1:]
 			}
-			spans = append(spans, span{cached: cached[i]})
-			open = len(buf)
+			segs = append(segs, enc)
 			continue
 		}
 		start := len(buf)
+		if i > 0 {
+			buf = append(buf, ',')
+		}
 		if buf, err = appendMessageDrop(buf, &req.Messages[i], so.dropEcho); err != nil {
 			return nil, nil, err
 		}
@@ -104,25 +113,24 @@ func encodeBody(req *Request, stream bool, cache *msgCache, dst []byte, so schem
 	}
 	if len(misses) > 0 {
 		// Copy the new encodings out of buf (which belongs to this call)
-		// before caching them.
+		// before caching them, each with its leading ','.
 		entries := make([]msgEntry, 0, len(misses)/3)
 		for k := 0; k < len(misses); k += 3 {
 			i, from, to := misses[k], misses[k+1], misses[k+2]
-			entries = append(entries, msgEntry{msg: req.Messages[i], enc: bytes.Clone(buf[from:to])})
+			enc := make([]byte, 0, to-from+1)
+			if i == 0 {
+				enc = append(enc, ',')
+			}
+			entries = append(entries, msgEntry{msg: req.Messages[i], enc: append(enc, buf[from:to]...)})
 		}
 		cache.store(entries)
 	}
 	buf = append(buf, "],"...)
 	// restEnc is {"model":…}: the object is already open, so skip its '{'.
 	buf = append(buf, restEnc[1:]...)
-	spans = append(spans, span{from: open, to: len(buf)})
-	segs = make([][]byte, len(spans))
-	for i, sp := range spans {
-		if sp.cached != nil {
-			segs[i] = sp.cached
-		} else {
-			segs[i] = buf[sp.from:sp.to:sp.to]
-		}
+	flush()
+	for _, p := range pieces {
+		segs[p.seg] = buf[p.from:p.to:p.to]
 	}
 	return segs, buf, nil
 }
