@@ -111,10 +111,7 @@ type choiceView struct {
 }
 
 func (c *choiceView) reset() {
-	all := c.tools[:cap(c.tools)]
-	for i := range all {
-		all[i].extra.reset()
-	}
+	// Tool deltas past len are reset when toolCalls reuses them.
 	c.extra.reset()
 	*c = choiceView{tools: c.tools[:0], extra: c.extra}
 }
