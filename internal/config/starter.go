@@ -45,13 +45,14 @@ const starter = `{
     "non_interactive": "deny"
   },
 
-  "// llm": "Chat-completions client. stream: use server-sent events. max_attempts: HTTP attempts per call, retries included. idle_timeout_seconds: abort a silent stream. request_timeout_seconds: bound one attempt. 0 means the client's default; seconds are capped at 86400. strict_tool_models: models whose tools are sent in OpenAI's strict mode.",
+  "// llm": "Chat-completions client. stream: use server-sent events. max_attempts: HTTP attempts per call, retries included. idle_timeout_seconds: abort a silent stream. request_timeout_seconds: bound one attempt. 0 means the client's default; seconds are capped at 86400. strict_tool_models: models whose tools are sent in OpenAI's strict mode. keep_think_tags: leave a leading <think> block in the answer instead of treating it as reasoning.",
   "llm": {
     "stream": true,
     "max_attempts": 0,
     "idle_timeout_seconds": 0,
     "request_timeout_seconds": 0,
-    "strict_tool_models": []
+    "strict_tool_models": [],
+    "keep_think_tags": false
   },
 
   "// tools": "Built-in tools. shell_timeout_seconds: bound one shell command (0: the tool's default). max_output_bytes: tool output shown to the model is clipped to this many bytes (0: 65536).",

@@ -317,6 +317,7 @@ func NewLLM(cfg *config.Config) (*llm.Client, error) {
 		RequestTimeout:   cfg.LLM.RequestTimeout(),
 		Provider:         cfg.Provider,
 		StrictToolModels: cfg.LLM.StrictToolModels,
+		KeepThinkTags:    cfg.LLM.KeepThinkTags,
 	})
 }
 

@@ -501,3 +501,65 @@ func canonical(t *testing.T, b []byte) []byte {
 	out, _ := json.Marshal(v)
 	return out
 }
+
+// A leading <think> block is reasoning: never streamed to OnDelta, never
+// in the answer; KeepThinkTags leaves it; a block that never closes is all
+// reasoning; text that only looks like the start of a tag is delivered.
+func TestThinkTags(t *testing.T) {
+	for _, tc := range []struct {
+		name       string
+		keep       bool
+		pieces     []string
+		content    string
+		reasoning  string
+		deliveries string
+	}{
+		{"split tag", false, []string{"  <th", "ink>plan", " more</thi", "nk>\n\nAnswer", " done"}, "Answer done", "plan more", "Answer done"},
+		{"kept", true, []string{"<think>plan</think>Answer"}, "<think>plan</think>Answer", "", "<think>plan</think>Answer"},
+		{"unclosed", false, []string{"<think>all of it"}, "", "all of it", ""},
+		{"not a tag", false, []string{"<thi", "s is fine"}, "<this is fine", "", "<this is fine"},
+		{"short prefix at the end", false, []string{"<th"}, "<th", "", "<th"},
+		{"tag later is content", false, []string{"Hi <think>x</think>"}, "Hi <think>x</think>", "", "Hi <think>x</think>"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var chunks []string
+			for _, p := range tc.pieces {
+				b, _ := json.Marshal(p)
+				chunks = append(chunks, `{"choices":[{"index":0,"delta":{"content":`+string(b)+`}}]}`)
+			}
+			chunks = append(chunks, `{"choices":[{"index":0,"delta":{},"finish_reason":"stop"}]}`)
+			var got strings.Builder
+			st := getStreamState(strings.NewReader(sse(chunks...)), MaxSSELineBytes, func(s string) { got.WriteString(s) }, tc.keep)
+			defer putStreamState(st)
+			if err := st.readStream(); err != nil {
+				t.Fatal(err)
+			}
+			st.asm.finishContent()
+			m := st.asm.message()
+			if m.Content != tc.content || string(st.asm.reasoning) != tc.reasoning || got.String() != tc.deliveries {
+				t.Fatalf("content %q reasoning %q delivered %q, want %q %q %q", m.Content, st.asm.reasoning, got.String(), tc.content, tc.reasoning, tc.deliveries)
+			}
+			// The non-streamed path gives the same answer.
+			body, _ := json.Marshal(map[string]any{"choices": []any{map[string]any{"index": 0, "finish_reason": "stop",
+				"message": map[string]any{"role": "assistant", "content": strings.Join(tc.pieces, "")}}}})
+			res, _, err := decodeBody(body, tc.keep)
+			if err != nil || res.Message.Content != tc.content || res.Reasoning != tc.reasoning {
+				t.Fatalf("decodeBody: %+v %v", res, err)
+			}
+		})
+	}
+}
+
+// Calls without ids keep them empty in both paths, so the caller assigns
+// ids unique across the run (the agent's it<iteration>-call<n>); the
+// client never invents call_0 again on every reply.
+func TestMissingIDsStayEmpty(t *testing.T) {
+	body := `{"choices":[{"index":0,"finish_reason":"tool_calls","message":{"role":"assistant","tool_calls":[{"type":"function","function":{"name":"a","arguments":"{}"}},{"function":{"name":"b","arguments":""}}]}}]}`
+	res, _, err := decodeBody([]byte(body), false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(res.Message.ToolCalls) != 2 || res.Message.ToolCalls[0].ID != "" || res.Message.ToolCalls[1].ID != "" || res.Message.ToolCalls[1].Function.Arguments != "{}" {
+		t.Fatalf("calls %+v", res.Message.ToolCalls)
+	}
+}
