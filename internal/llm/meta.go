@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 	"unicode/utf8"
@@ -155,12 +156,19 @@ func appendMessageDrop(dst []byte, m *Message, drop []string) ([]byte, error) {
 	dst = appendJSONString(dst, m.Content)
 	if len(m.ToolCalls) > 0 {
 		dst = append(dst, `,"tool_calls":[`...)
+		noExtra := slices.Contains(drop, "*")
 		for i := range m.ToolCalls {
 			if i > 0 {
 				dst = append(dst, ',')
 			}
+			c := &m.ToolCalls[i]
+			if noExtra && len(c.Extra) > 0 {
+				bare := *c
+				bare.Extra = nil
+				c = &bare
+			}
 			var err error
-			if dst, err = appendToolCall(dst, &m.ToolCalls[i]); err != nil {
+			if dst, err = appendToolCall(dst, c); err != nil {
 				return nil, err
 			}
 		}
@@ -173,6 +181,9 @@ func appendMessageDrop(dst []byte, m *Message, drop []string) ([]byte, error) {
 	if m.Name != "" {
 		dst = append(dst, `,"name":`...)
 		dst = appendJSONString(dst, m.Name)
+	}
+	if slices.Contains(drop, "*") {
+		return append(dst, '}'), nil
 	}
 	known := messageKeys
 	if len(drop) > 0 {

@@ -99,7 +99,11 @@ func decodeBody(data []byte, keepThink bool) (res *Response, retryable bool, err
 		asm.think = 2
 	}
 	asm.content = []byte(content + msg.Refusal)
-	asm.reasoning = []byte(msg.ReasoningContent + msg.Reasoning + thinking)
+	reasoning := msg.ReasoningContent
+	if reasoning == "" {
+		reasoning = msg.Reasoning // both: the same text twice
+	}
+	asm.reasoning = []byte(reasoning + thinking)
 	if asm.think == 0 {
 		asm.decideThink(true)
 	}

@@ -27,7 +27,9 @@ type Preset struct {
 	noStreamOptions bool
 	// dropEcho are assistant-message fields the endpoint rejects when they
 	// are sent back (it answers 400 "property 'reasoning' is unsupported"),
-	// so they are not echoed even though it returned them.
+	// so they are not echoed even though it returned them. "*" drops every
+	// provider field of messages and tool calls: for endpoints that refuse
+	// any field they do not document and need none back.
 	dropEcho []string
 }
 
@@ -42,11 +44,11 @@ var presets = []Preset{
 		Notes: "Gemini 3 tool calls carry extra_content.google.thought_signature (echoed); parallel calls may come whole in one delta with empty ids; schemas are an OpenAPI subset ($ref inlined, $schema/additionalProperties dropped)",
 		hosts: []string{"generativelanguage.googleapis.com"}},
 	{Name: "mistral", Title: "Mistral", BaseURL: "https://api.mistral.ai/v1", KeyEnv: "MISTRAL_API_KEY", Model: "mistral-small-latest",
-		Notes: "Magistral streams content as an array of text and thinking parts; tool-call ids are 9 alphanumerics; rejects stream_options (not sent)", hosts: []string{"api.mistral.ai"},
-		noStreamOptions: true},
+		Notes: "Magistral streams content as an array of text and thinking parts; tool-call ids are 9 alphanumerics; rejects stream_options and any undocumented field (neither sent, nothing echoed)", hosts: []string{"api.mistral.ai"},
+		noStreamOptions: true, dropEcho: []string{"*"}},
 	{Name: "groq", Title: "Groq", BaseURL: "https://api.groq.com/openai/v1", KeyEnv: "GROQ_API_KEY", Model: "llama-3.3-70b-versatile",
-		Notes: "rejects reasoning/reasoning_content on assistant messages sent back (not echoed)", hosts: []string{"api.groq.com"},
-		dropEcho: []string{"reasoning", "reasoning_content"}},
+		Notes: "rejects any undocumented field on messages sent back, reasoning/reasoning_content included (nothing echoed)", hosts: []string{"api.groq.com"},
+		dropEcho: []string{"*"}},
 	{Name: "openrouter", Title: "OpenRouter", BaseURL: "https://openrouter.ai/api/v1", KeyEnv: "OPENROUTER_API_KEY", Model: "openai/gpt-4o-mini",
 		Notes: "reasoning and reasoning_details must come back unchanged for reasoning models that call tools (echoed)", hosts: []string{"openrouter.ai"}},
 	{Name: "xai", Title: "xAI", BaseURL: "https://api.x.ai/v1", KeyEnv: "XAI_API_KEY", Model: "grok-3-mini",

@@ -50,7 +50,9 @@ func TestPresetsAreComplete(t *testing.T) {
 
 // The endpoint quirks change what is sent, each for its own provider only.
 func TestPresetQuirksInRequest(t *testing.T) {
-	msgs := []Message{{Role: RoleUser, Content: "hi"}, {Role: RoleAssistant, Content: "", Extra: json.RawMessage(`{"reasoning":"r","reasoning_content":"rc","keep":1}`)}}
+	msgs := []Message{{Role: RoleUser, Content: "hi"}, {Role: RoleAssistant, Content: "", Extra: json.RawMessage(`{"reasoning":"r","reasoning_content":"rc","keep":1}`),
+		ToolCalls: []ToolCall{{ID: "abcdefghi", Function: FunctionCall{Name: "f", Arguments: "{}"}, Extra: json.RawMessage(`{"callmeta":2}`)}}},
+		{Role: RoleTool, ToolCallID: "abcdefghi", Content: "ok"}}
 	tools := []ToolSpec{{Function: FunctionSpec{Name: "f", Parameters: json.RawMessage(`{"$schema":"x","properties":{"a":{"$ref":"#/$defs/A"}},"$defs":{"A":{"type":"string"}}}`)}}}
 	body := func(provider string, strict []string) string {
 		c, err := New(Config{BaseURL: "http://127.0.0.1:1/v1", Provider: provider, StrictToolModels: strict})
@@ -72,10 +74,14 @@ func TestPresetQuirksInRequest(t *testing.T) {
 	if strings.Contains(plain, `"strict"`) {
 		t.Errorf("strict sent without opting in: %s", plain)
 	}
-	if g := body("groq", nil); strings.Contains(g, `"reasoning"`) || strings.Contains(g, `reasoning_content`) || !strings.Contains(g, `"keep":1`) {
+	if !strings.Contains(plain, `"keep":1`) || !strings.Contains(plain, `"callmeta":2`) {
+		t.Errorf("no quirks: unknown field not echoed: %s", plain)
+	}
+	// Groq and Mistral refuse undocumented fields and need none back.
+	if g := body("groq", nil); strings.Contains(g, `"reasoning"`) || strings.Contains(g, `reasoning_content`) || strings.Contains(g, `"keep"`) || strings.Contains(g, `"callmeta"`) {
 		t.Errorf("groq: %s", g)
 	}
-	if m := body("mistral", nil); strings.Contains(m, "stream_options") || !strings.Contains(m, `"stream":true`) {
+	if m := body("mistral", nil); strings.Contains(m, "stream_options") || !strings.Contains(m, `"stream":true`) || strings.Contains(m, `"keep"`) || strings.Contains(m, `"callmeta"`) {
 		t.Errorf("mistral: %s", m)
 	}
 	if g := body("gemini", nil); strings.Contains(g, "$ref") || strings.Contains(g, "$schema") || strings.Contains(g, "$defs") {

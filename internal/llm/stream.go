@@ -87,7 +87,7 @@ type assembler struct {
 	sent       int
 	onDelta    func(string)
 	delivered  bool      // onDelta was called at least once
-	firstDelta time.Time // first content or tool-call delta; zero until then
+	firstDelta time.Time // first content, reasoning or tool-call delta; zero until then
 	scratch    []byte
 }
 
@@ -140,7 +140,9 @@ func (a *assembler) apply(v *chunkView) error {
 		a.markDelta()
 	}
 	if c.reasoning2.ok && len(c.reasoning2.raw) > 0 {
-		a.reasoning = appendStr(a.reasoning, c.reasoning2)
+		if !c.reasoning.ok || len(c.reasoning.raw) == 0 { // both: the same text twice
+			a.reasoning = appendStr(a.reasoning, c.reasoning2)
+		}
 		a.metaString("reasoning", c.reasoning2)
 		a.markDelta()
 	}
@@ -257,8 +259,12 @@ func (a *assembler) metaString(key string, j jstr) {
 	f.buf = appendStr(f.buf, j)
 }
 
-// metaValue merges one unknown delta member (val is raw, non-null JSON).
+// metaValue merges one unknown delta member (val is raw, non-null JSON);
+// empty arrays and objects carry nothing and are skipped.
 func (a *assembler) metaValue(key string, val []byte) {
+	if emptyJSON(val) {
+		return
+	}
 	switch val[0] {
 	case '"':
 		var s scanner
@@ -339,7 +345,7 @@ func (a *assembler) applyTool(t *toolDelta, pos int) {
 		c.args = appendStr(c.args, t.args)
 	}
 	for _, m := range t.extra.list {
-		if slices.Contains(c.extraKeys, string(m.key)) || isOneOf(m.key, toolCallKeys) || isOneOf(m.key, []string{"index"}) {
+		if slices.Contains(c.extraKeys, string(m.key)) || isOneOf(m.key, toolCallKeys) || isOneOf(m.key, []string{"index"}) || emptyJSON(m.val) {
 			continue
 		}
 		c.extraKeys = append(c.extraKeys, string(m.key))

@@ -128,7 +128,7 @@ func (u Usage) Add(v Usage) Usage {
 type Timing struct {
 	// Duration is request start to the end of the response body.
 	Duration time.Duration
-	// TTFT is request start to the first content or tool-call delta
+	// TTFT is request start to the first content, reasoning or tool-call delta
 	// (streaming only; 0 when not measured).
 	TTFT time.Duration
 	// Generation is first delta to end of stream (streaming only).
