@@ -41,7 +41,7 @@ var presets = []Preset{
 	{Name: "deepseek", Title: "DeepSeek", BaseURL: "https://api.deepseek.com", KeyEnv: "DEEPSEEK_API_KEY", Model: "deepseek-chat",
 		Notes: "thinking mode (deepseek-reasoner) streams reasoning_content, which must come back on tool-call turns (kept and echoed)", hosts: []string{"api.deepseek.com"}},
 	{Name: "gemini", Title: "Google Gemini (OpenAI compatibility)", BaseURL: "https://generativelanguage.googleapis.com/v1beta/openai", KeyEnv: "GEMINI_API_KEY", Model: "gemini-2.5-flash",
-		Notes: "Gemini 3 tool calls carry extra_content.google.thought_signature (echoed); parallel calls may come whole in one delta with empty ids; schemas are an OpenAPI subset ($ref inlined, $schema/additionalProperties dropped)",
+		Notes: "Gemini 3 tool calls carry extra_content.google.thought_signature (echoed); parallel calls may come whole in one delta with empty ids; schemas are an OpenAPI subset ($ref inlined, keywords outside it dropped or rewritten)",
 		hosts: []string{"generativelanguage.googleapis.com"}},
 	{Name: "mistral", Title: "Mistral", BaseURL: "https://api.mistral.ai/v1", KeyEnv: "MISTRAL_API_KEY", Model: "mistral-small-latest",
 		Notes: "Magistral streams content as an array of text and thinking parts; tool-call ids are 9 alphanumerics; rejects stream_options and any undocumented field (neither sent, nothing echoed)", hosts: []string{"api.mistral.ai"},

@@ -17,6 +17,13 @@ type Quirks struct {
 	// DropKeywords are removed from every schema object (not from
 	// "properties" maps, whose keys are property names).
 	DropKeywords []string
+	// AllowKeywords, when non-empty, is the complete list of keywords kept
+	// in every schema object; others are removed (after the rewrites
+	// below, so a "const" rewritten as "enum" survives).
+	AllowKeywords []string
+	// OneOfToAnyOf renames "oneOf" to "anyOf" (looser, but accepted where
+	// oneOf is not).
+	OneOfToAnyOf bool
 	// ConstToEnum rewrites "const": v as "enum": [v].
 	ConstToEnum bool
 	// SingleType rewrites a "type" list: ["T","null"] becomes "type":"T"
@@ -43,20 +50,28 @@ func QuirksFor(provider string) Quirks {
 	switch strings.ToLower(provider) {
 	case "gemini", "vertex", "vertex-ai", "google":
 		return Quirks{
-			InlineRefs:   true,
-			DropKeywords: []string{"$schema", "$id", "$comment", "additionalProperties", "propertyNames", "patternProperties", "unevaluatedProperties", "examples", "default"},
-			ConstToEnum:  true,
-			SingleType:   true,
+			InlineRefs:    true,
+			AllowKeywords: geminiKeywords,
+			OneOfToAnyOf:  true,
+			ConstToEnum:   true,
+			SingleType:    true,
 		}
 	}
 	return Quirks{}
 }
 
+// geminiKeywords are the fields of Gemini's Schema object (an OpenAPI
+// 3.0 subset); the compatibility endpoint answers 400 "Unknown name" for
+// any other.
+var geminiKeywords = []string{"type", "format", "title", "description", "nullable", "enum", "maxItems", "minItems",
+	"properties", "required", "minProperties", "maxProperties", "minLength", "maxLength", "pattern", "example",
+	"anyOf", "propertyOrdering", "default", "items", "minimum", "maximum"}
+
 // Adapt applies q to a schema (normally one returned by Normalize) and
 // returns the result with the changes made. When q changes nothing,
 // schema itself is returned.
 func Adapt(schema []byte, q Quirks) ([]byte, []Repair, error) {
-	if !q.InlineRefs && len(q.DropKeywords) == 0 && !q.ConstToEnum && !q.SingleType && !q.Strict {
+	if !q.InlineRefs && len(q.DropKeywords) == 0 && len(q.AllowKeywords) == 0 && !q.OneOfToAnyOf && !q.ConstToEnum && !q.SingleType && !q.Strict {
 		return schema, nil, nil
 	}
 	root, err := parse(schema)
@@ -142,7 +157,8 @@ func (a *adapter) inline(v any, path string, d int, stack []string) (any, error)
 				return nil, fmt.Errorf("%w: %s/$ref %q does not point to a schema object", ErrBadRef, path, ref)
 			}
 			// Sibling keywords of $ref (description, …) override the target's.
-			for k, sv := range t {
+			for _, k := range sortedKeys(t) {
+				sv := t[k]
 				if k == "$ref" {
 					continue
 				}
@@ -155,7 +171,8 @@ func (a *adapter) inline(v any, path string, d int, stack []string) (any, error)
 			return m, nil
 		}
 		out := make(node, len(t))
-		for k, sv := range t {
+		for _, k := range sortedKeys(t) {
+			sv := t[k]
 			if d == 0 && (k == "$defs" || k == "definitions") {
 				out[k] = sv // removed by the caller
 				continue
@@ -197,6 +214,15 @@ func (a *adapter) rewrite(n node, path string, d int) {
 			delete(n, "const")
 			n["enum"] = []any{c}
 			a.add(path, KindDroppedKeyword, `rewrote "const" as a one-value "enum"`)
+		}
+	}
+	if a.q.OneOfToAnyOf {
+		if v, ok := n["oneOf"]; ok {
+			delete(n, "oneOf")
+			if _, has := n["anyOf"]; !has {
+				n["anyOf"] = v
+			}
+			a.add(path, KindDroppedKeyword, `rewrote "oneOf" as "anyOf"`)
 		}
 	}
 	if a.q.SingleType {
@@ -255,6 +281,14 @@ func (a *adapter) rewrite(n node, path string, d int) {
 		n["required"] = all
 		if changed {
 			a.add(path, KindStrict, "made strict: additionalProperties false, every property required, optional ones nullable")
+		}
+	}
+	if len(a.q.AllowKeywords) > 0 {
+		for _, k := range sortedKeys(n) {
+			if !slices.Contains(a.q.AllowKeywords, k) {
+				delete(n, k)
+				a.add(path, KindDroppedKeyword, fmt.Sprintf("removed %q, which the endpoint rejects", k))
+			}
 		}
 	}
 	for _, k := range subschemaKeys {

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"reflect"
+	"slices"
 	"testing"
 )
 
@@ -158,9 +159,9 @@ func TestAdapt(t *testing.T) {
 		{name: "dangling ref", q: Quirks{InlineRefs: true}, in: `{"type":"object","properties":{"n":{"$ref":"#/$defs/Nope"}}}`, err: ErrBadRef},
 		{name: "remote ref", q: Quirks{InlineRefs: true}, in: `{"type":"object","properties":{"n":{"$ref":"https://example.com/s.json"}}}`, err: ErrBadRef},
 		{name: "gemini keywords", q: gemini,
-			in:      `{"$schema":"http://json-schema.org/draft-07/schema#","type":"object","additionalProperties":false,"properties":{"mode":{"const":"fast"},"n":{"type":["integer","null"]},"v":{"type":["string","number"]},"m":{"type":"object","properties":{},"propertyNames":{"pattern":"^a"}}}}`,
-			want:    `{"type":"object","properties":{"mode":{"enum":["fast"]},"n":{"type":"integer","nullable":true},"v":{"anyOf":[{"type":"string"},{"type":"number"}]},"m":{"type":"object","properties":{}}}}`,
-			repairs: []string{" dropped_keyword", " dropped_keyword", "/properties/m dropped_keyword", "/properties/mode dropped_keyword", "/properties/n dropped_keyword", "/properties/v dropped_keyword"}},
+			in:      `{"$schema":"http://json-schema.org/draft-07/schema#","type":"object","additionalProperties":false,"properties":{"mode":{"const":"fast","default":"fast"},"n":{"type":["integer","null"],"exclusiveMinimum":0},"v":{"type":["string","number"]},"m":{"type":"object","properties":{"$schema":{"type":"string"}},"propertyNames":{"pattern":"^a"}},"o":{"oneOf":[{"type":"string"},{"type":"integer"}]}}}`,
+			want:    `{"type":"object","properties":{"mode":{"enum":["fast"],"default":"fast"},"n":{"type":"integer","nullable":true},"v":{"anyOf":[{"type":"string"},{"type":"number"}]},"m":{"type":"object","properties":{"$schema":{"type":"string"}}},"o":{"anyOf":[{"type":"string"},{"type":"integer"}]}}}`,
+			repairs: []string{" dropped_keyword", " dropped_keyword", "/properties/m dropped_keyword", "/properties/mode dropped_keyword", "/properties/n dropped_keyword", "/properties/n dropped_keyword", "/properties/o dropped_keyword", "/properties/v dropped_keyword"}},
 		{name: "strict", q: Quirks{Strict: true},
 			in:      `{"type":"object","properties":{"path":{"type":"string"},"limit":{"type":"integer"},"opts":{"type":"object","properties":{"x":{"type":"boolean"}},"required":["x"]}},"required":["path"]}`,
 			want:    `{"type":"object","additionalProperties":false,"required":["limit","opts","path"],"properties":{"path":{"type":"string"},"limit":{"type":["integer","null"]},"opts":{"type":["object","null"],"additionalProperties":false,"required":["x"],"properties":{"x":{"type":"boolean"}}}}}`,
@@ -204,10 +205,7 @@ func TestQuirksFor(t *testing.T) {
 	}
 	for _, tt := range tests {
 		q := QuirksFor(tt.provider)
-		hasSchema := false
-		for _, k := range q.DropKeywords {
-			hasSchema = hasSchema || k == "$schema"
-		}
+		hasSchema := slices.Contains(q.DropKeywords, "$schema") || len(q.AllowKeywords) > 0 && !slices.Contains(q.AllowKeywords, "$schema")
 		if q.InlineRefs != tt.inline || hasSchema != tt.dropSchema || q.Strict {
 			t.Errorf("QuirksFor(%q) = %+v", tt.provider, q)
 		}
