@@ -16,11 +16,21 @@
 // MaxErrorBodyBytes per error body, MaxErrorMessageBytes per message kept.
 // Errors never contain the API key.
 //
-// Per-call CPU is kept low for long agent runs: the request body is built
-// once per call into a pooled buffer, and the encodings of messages with
-// large content are memoized across calls (keyed by the identity of the
-// content string, checked against the whole message, bounded in bytes), so
-// resending an unchanged history costs little more than a copy.
+// Per-call CPU is kept low for long agent runs: every message worth it is
+// encoded once and its encoding memoized across calls (keyed by the
+// identity of its content string or tool-call array, checked against the
+// whole message, bounded in bytes), and the body is sent as segments that
+// share those encodings, so resending an unchanged history costs a lookup
+// per message rather than an encoding or a copy.
+//
+// Provider differences: fields a provider attaches to assistant messages
+// and tool calls are kept in Message.Extra and ToolCall.Extra and sent
+// back verbatim (DeepSeek's reasoning_content, Gemini 3's thought
+// signatures, OpenRouter's reasoning_details, …); stream shapes of every
+// provider in testdata/providers are assembled by the same rules on both
+// paths; tool schemas are repaired by internal/toolschema and adapted to
+// the endpoint; Presets lists known providers and their quirks, selected by
+// Config.Provider or recognised from the base URL.
 package llm
 
 import (
