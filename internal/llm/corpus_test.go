@@ -110,6 +110,17 @@ func TestProviderCorpusSize(t *testing.T) {
 			providers[c.Provider] = true
 		}
 	}
+	// Every recorded body has its own sidecar.
+	bodies, _ := filepath.Glob("testdata/providers/*/*")
+	described := map[string]bool{}
+	for name, c := range cases {
+		described[filepath.Join("testdata/providers", filepath.Dir(name), c.Body)] = true
+	}
+	for _, b := range bodies {
+		if !strings.HasSuffix(b, ".case.json") && !described[b] {
+			t.Errorf("%s has no sidecar (or shares one with another body)", b)
+		}
+	}
 	if len(cases) < 30 || len(providers) < 10 {
 		t.Errorf("corpus has %d samples from %d providers, want >= 30 from >= 10", len(cases), len(providers))
 	}
