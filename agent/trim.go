@@ -24,10 +24,12 @@ const survivalResultBytes = 8 << 10
 // estimateTokens is a deliberately simple estimate: ~4 bytes per token
 // plus a per-message overhead. It errs high for code and low for CJK text;
 // the share below 1 leaves room for the error.
+// Provider metadata (Message.Extra, ToolCall.Extra: reasoning the
+// provider requires back) is sent with every request and counted too.
 func estimateTokens(m *llm.Message) int {
-	n := len(m.Content) + len(m.ToolCallID)
+	n := len(m.Content) + len(m.ToolCallID) + len(m.Extra)
 	for _, c := range m.ToolCalls {
-		n += len(c.ID) + len(c.Function.Name) + len(c.Function.Arguments) + 8
+		n += len(c.ID) + len(c.Function.Name) + len(c.Function.Arguments) + len(c.Extra) + 8
 	}
 	return n/4 + 4
 }

@@ -70,7 +70,7 @@ func main() {
 	go http.Serve(ln, h)
 	base := "http://" + ln.Addr().String() + "/v1"
 
-	var cpus, rss []float64
+	var cpus, users, syss, rss []float64
 	var calls int
 	for i := 0; i < *runs; i++ {
 		before := h.Calls()
@@ -91,10 +91,13 @@ func main() {
 		ru := cmd.ProcessState.SysUsage().(*syscall.Rusage)
 		cpu := time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 		cpus = append(cpus, float64(cpu)/float64(time.Millisecond)/float64(calls))
+		users = append(users, float64(ru.Utime.Nano())/float64(time.Millisecond)/float64(calls))
+		syss = append(syss, float64(ru.Stime.Nano())/float64(time.Millisecond)/float64(calls))
 		rss = append(rss, float64(ru.Maxrss)/1024) // Linux reports KiB
 	}
 	fmt.Printf("iterations=%d result_bytes=%d stream=%v model_calls=%d runs=%d\n", *iters, *resultBytes, *stream, calls, *runs)
 	fmt.Printf("cpu_ms_per_call median=%.3f min=%.3f\n", median(cpus), minOf(cpus))
+	fmt.Printf("user_ms_per_call median=%.3f sys_ms_per_call median=%.3f\n", median(users), median(syss))
 	fmt.Printf("peak_rss_mib median=%.1f max=%.1f\n", median(rss), maxOf(rss))
 }
 

@@ -58,7 +58,8 @@ var Rules = []Rule{
 	{From: "events", Only: []string{Std}, Why: "events is a leaf: stdlib only"},
 	{From: "artifacts", Only: []string{Std}, Why: "artifacts is a leaf: stdlib only"},
 	{From: "internal/redact", Only: []string{Std}, Why: "internal/redact is a leaf: stdlib only"},
-	{From: "internal/llm", Only: []string{Std}, Why: "the llm client depends on nothing but the standard library"},
+	{From: "internal/toolschema", Only: []string{Std}, Why: "internal/toolschema is a leaf: stdlib only"},
+	{From: "internal/llm", Only: []string{Std, "internal/toolschema"}, Why: "the llm client depends on nothing but the standard library and the schema leaf"},
 	{From: "internal/budget", Only: []string{Std}, Why: "internal/budget is stdlib only"},
 	{
 		From: "internal/sandbox",

@@ -120,6 +120,8 @@ func TestCheckCatchesViolations(t *testing.T) {
 		{"leaf importing logrus", Package{m("internal/redact"), []string{"github.com/sirupsen/logrus"}}, []string{"github.com/sirupsen/logrus"}},
 		{"artifacts importing events", Package{m("artifacts"), []string{m("events")}}, []string{m("events")}},
 		{"llm importing x/sys", Package{m("internal/llm"), []string{"golang.org/x/sys/unix"}}, []string{"golang.org/x/sys/unix"}},
+		{"llm may import the schema leaf", Package{m("internal/llm"), []string{m("internal/toolschema"), "encoding/json"}}, nil},
+		{"toolschema is a stdlib leaf", Package{m("internal/toolschema"), []string{"encoding/json", m("internal/redact")}}, []string{m("internal/redact")}},
 		{"leaf helper package may import its leaf", Package{m("events/eventstest"), []string{m("events"), "testing"}}, nil},
 		{"mcpclient allowed set", Package{m("mcpclient"), []string{"os/exec", m("artifacts"), m("events"), "github.com/sirupsen/logrus", "golang.org/x/sys/unix"}}, nil},
 		{"mcpclient importing agent and redis", Package{m("mcpclient"), []string{m("agent"), "github.com/redis/go-redis/v9"}}, []string{m("agent"), "github.com/redis/go-redis/v9"}},

@@ -37,6 +37,7 @@ import (
 	"path/filepath"
 	"sort"
 	"strconv"
+	"strings"
 	"time"
 )
 
@@ -77,6 +78,9 @@ const (
 	// SourceProbe marks base_url and model chosen by ResolveEndpoint after
 	// a local server answered the probe.
 	SourceProbe = "probe"
+	// SourceProvider marks base_url and model filled from the provider
+	// preset (Config.Provider).
+	SourceProvider = "provider"
 )
 
 // Config is the effective configuration. Load fills every field; the zero
@@ -91,6 +95,13 @@ type Config struct {
 	// (for example "https://api.openai.com/v1"). Settable by the operator
 	// file, the environment and flags. "" until ResolveEndpoint picks one.
 	BaseURL string `json:"base_url"`
+	// Provider names a provider preset (llm.Presets: "deepseek", "gemini",
+	// …): it fills BaseURL and Model when they are not set, reads the
+	// key from the preset's variable (DEEPSEEK_API_KEY, …), and selects
+	// the endpoint's quirks in the llm client. Operator file and
+	// environment (ODEK_PROVIDER) only, like base_url. "" means none (the
+	// client still recognises known hosts in BaseURL).
+	Provider string `json:"provider"`
 	// Model is the model id sent with every request. "" until
 	// ResolveEndpoint picks a default for the endpoint.
 	Model string `json:"model"`
@@ -159,6 +170,12 @@ type LLM struct {
 	// RequestTimeoutSeconds bounds one whole HTTP attempt; 0 means the llm
 	// client's default.
 	RequestTimeoutSeconds int `json:"request_timeout_seconds"`
+	// StrictToolModels lists the models whose tools are declared in
+	// OpenAI's strict mode ("strict": true, schemas adapted). Empty: none.
+	StrictToolModels []string `json:"strict_tool_models"`
+	// KeepThinkTags leaves a leading <think>…</think> block in the answer;
+	// false (the default) moves it out as reasoning.
+	KeepThinkTags bool `json:"keep_think_tags"`
 }
 
 // IdleTimeout is IdleTimeoutSeconds as a Duration (0 when unset).
@@ -252,7 +269,7 @@ func Load(opts Options) (*Config, []Warning, error) {
 			return nil, nil, err
 		}
 	}
-	cfg, warns, err := build(op, proj, env, opts.Flags)
+	cfg, warns, err := build(op, proj, env, opts.Flags, presetKeys(opts.Environ))
 	if err != nil {
 		return nil, nil, err
 	}
@@ -278,6 +295,7 @@ func (c *Config) Settings() []Setting {
 	s := []Setting{
 		{"api_key", key, src("api_key")},
 		{"base_url", c.BaseURL, src("base_url")},
+		{"provider", c.Provider, src("provider")},
 		{"model", c.Model, src("model")},
 		{"max_iterations", strconv.Itoa(c.MaxIterations), src("max_iterations")},
 		{"max_tool_parallel", strconv.Itoa(c.MaxToolParallel), src("max_tool_parallel")},
@@ -298,6 +316,8 @@ func (c *Config) Settings() []Setting {
 		Setting{"llm.max_attempts", strconv.Itoa(c.LLM.MaxAttempts), src("llm.max_attempts")},
 		Setting{"llm.idle_timeout_seconds", strconv.Itoa(c.LLM.IdleTimeoutSeconds), src("llm.idle_timeout_seconds")},
 		Setting{"llm.request_timeout_seconds", strconv.Itoa(c.LLM.RequestTimeoutSeconds), src("llm.request_timeout_seconds")},
+		Setting{"llm.strict_tool_models", strings.Join(c.LLM.StrictToolModels, ","), src("llm.strict_tool_models")},
+		Setting{"llm.keep_think_tags", strconv.FormatBool(c.LLM.KeepThinkTags), src("llm.keep_think_tags")},
 		Setting{"tools.shell_timeout_seconds", strconv.Itoa(c.Tools.ShellTimeoutSeconds), src("tools.shell_timeout_seconds")},
 		Setting{"tools.max_output_bytes", strconv.Itoa(c.Tools.MaxOutputBytes), src("tools.max_output_bytes")},
 		Setting{"home", c.Home, ""},

@@ -179,7 +179,7 @@ func TestLoadAllOperatorFields(t *testing.T) {
 	if c.SystemPrompt != "be brief" || c.MaxToolParallel != 8 {
 		t.Errorf("system_prompt=%q max_tool_parallel=%d", c.SystemPrompt, c.MaxToolParallel)
 	}
-	if want := (LLM{Stream: false, MaxAttempts: 5, IdleTimeoutSeconds: 30, RequestTimeoutSeconds: 600}); c.LLM != want {
+	if want := (LLM{Stream: false, MaxAttempts: 5, IdleTimeoutSeconds: 30, RequestTimeoutSeconds: 600}); !reflect.DeepEqual(c.LLM, want) {
 		t.Errorf("LLM = %+v, want %+v", c.LLM, want)
 	}
 	if c.LLM.IdleTimeout().Seconds() != 30 || c.LLM.RequestTimeout().Minutes() != 10 || c.Tools.ShellTimeout().Minutes() != 2 {

@@ -58,9 +58,13 @@ func (c *Config) ResolveEndpoint(ctx context.Context, probe func(ctx context.Con
 			if u, err := url.Parse(c.BaseURL); err == nil {
 				host = u.Hostname()
 			}
+			keyVar := "ODEK_API_KEY (or OPENAI_API_KEY)"
+			if k := presetKeyEnv(c.Provider); k != "" && !openAIKeyApplies(c.Provider) {
+				keyVar = k + " (or ODEK_API_KEY)"
+			}
 			return fmt.Errorf("%w: base_url host %q (from %s) is not a loopback address and no API key is set; "+
-				"set ODEK_API_KEY (or OPENAI_API_KEY), or api_key in $ODEK_HOME/%s",
-				ErrAPIKeyRequired, host, sourceName(c.Sources["base_url"]), OperatorFileName)
+				"set %s, or api_key in $ODEK_HOME/%s",
+				ErrAPIKeyRequired, host, sourceName(c.Sources["base_url"]), keyVar, OperatorFileName)
 		}
 	case c.APIKey != "":
 		c.BaseURL = OpenAIBaseURL

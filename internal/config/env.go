@@ -20,6 +20,7 @@ type envVars struct {
 	OpenAIAPIKey string `env:"OPENAI_API_KEY" env-description:"API key used when ODEK_API_KEY is unset or empty"`
 	BaseURL      string `env:"ODEK_BASE_URL" env-description:"OpenAI-compatible API root, e.g. https://api.openai.com/v1 or http://127.0.0.1:11434/v1"`
 	Model        string `env:"ODEK_MODEL" env-description:"model id; overrides model in config.json and odek.json"`
+	Provider     string `env:"ODEK_PROVIDER" env-description:"provider preset (deepseek, gemini, mistral, groq, openrouter, …; see docs/PROVIDERS.md): fills the base URL and model and reads the key from the provider's variable, e.g. DEEPSEEK_API_KEY"`
 }
 
 // readEnv fills envVars. A nil environ means the process environment, read

@@ -31,7 +31,7 @@ func FuzzProjectFile(f *testing.F) {
 	wantD := Dangerous{Classes: map[string]Action{"destructive": ActionDeny}, NonInteractive: ActionDeny}
 
 	f.Fuzz(func(t *testing.T, data []byte) {
-		c, warns, err := build(op, fileInput{path: projPath, mode: 0o644, data: data}, envVars{}, Flags{})
+		c, warns, err := build(op, fileInput{path: projPath, mode: 0o644, data: data}, envVars{}, Flags{}, nil)
 		if err != nil {
 			return
 		}

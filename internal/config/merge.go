@@ -28,10 +28,12 @@ type settingsFile struct {
 }
 
 type llmFile struct {
-	Stream                *bool `json:"stream"`
-	MaxAttempts           *int  `json:"max_attempts"`
-	IdleTimeoutSeconds    *int  `json:"idle_timeout_seconds"`
-	RequestTimeoutSeconds *int  `json:"request_timeout_seconds"`
+	Stream                *bool     `json:"stream"`
+	MaxAttempts           *int      `json:"max_attempts"`
+	IdleTimeoutSeconds    *int      `json:"idle_timeout_seconds"`
+	RequestTimeoutSeconds *int      `json:"request_timeout_seconds"`
+	StrictToolModels      *[]string `json:"strict_tool_models"`
+	KeepThinkTags         *bool     `json:"keep_think_tags"`
 }
 
 type toolsFile struct {
@@ -50,6 +52,7 @@ type dangerousFile struct {
 type operatorOnly struct {
 	APIKey    *string        `json:"api_key"`
 	BaseURL   *string        `json:"base_url"`
+	Provider  *string        `json:"provider"`
 	Dangerous *dangerousFile `json:"dangerous"`
 }
 
@@ -59,6 +62,7 @@ type operatorOnly struct {
 type projectRestricted struct {
 	APIKey    json.RawMessage `json:"api_key"`
 	BaseURL   json.RawMessage `json:"base_url"`
+	Provider  json.RawMessage `json:"provider"`
 	Dangerous json.RawMessage `json:"dangerous"`
 }
 
@@ -66,7 +70,10 @@ type projectRestricted struct {
 const OpenAIBaseURL = "https://api.openai.com/v1"
 
 // build is Load without I/O: it decodes, validates and merges the layers.
-func build(op, proj fileInput, env envVars, flags Flags) (*Config, []Warning, error) {
+//
+// keys holds the values of the provider presets' key variables
+// (presetKeys), nil for none.
+func build(op, proj fileInput, env envVars, flags Flags, keys map[string]string) (*Config, []Warning, error) {
 	cfg := defaults()
 	var warns []Warning
 
@@ -89,6 +96,10 @@ func build(op, proj fileInput, env envVars, flags Flags) (*Config, []Warning, er
 		if f.BaseURL != nil && *f.BaseURL != "" {
 			cfg.BaseURL = normalizeURL(*f.BaseURL)
 			cfg.Sources["base_url"] = SourceOperator
+		}
+		if f.Provider != nil && *f.Provider != "" {
+			cfg.Provider = *f.Provider
+			cfg.Sources["provider"] = SourceOperator
 		}
 		applyDangerous(cfg, f.Dangerous)
 		if f.APIKey != nil && *f.APIKey != "" {
@@ -120,6 +131,7 @@ func build(op, proj fileInput, env envVars, flags Flags) (*Config, []Warning, er
 		}{
 			{"api_key", keyWhy, f.APIKey},
 			{"base_url", "a project must not redirect the API key to another host; set ODEK_BASE_URL or base_url in " + op.path, f.BaseURL},
+			{"provider", "a project must not redirect the API key to another provider; set ODEK_PROVIDER or provider in " + op.path, f.Provider},
 			{"dangerous", "a project must not change the danger policy; set dangerous in " + op.path, f.Dangerous},
 		} {
 			if k.raw != nil && string(k.raw) != "null" {
@@ -130,10 +142,13 @@ func build(op, proj fileInput, env envVars, flags Flags) (*Config, []Warning, er
 		cfg.Layers.Project = Layer{Path: proj.path}
 	}
 
-	if err := applyEnv(cfg, env); err != nil {
+	if err := applyEnv(cfg, env, keys); err != nil {
 		return nil, nil, err
 	}
 	if err := applyFlags(cfg, flags); err != nil {
+		return nil, nil, err
+	}
+	if err := applyProvider(cfg); err != nil {
 		return nil, nil, err
 	}
 	finish(cfg)
@@ -156,6 +171,7 @@ func defaults() *Config {
 		"api_key", "base_url", "model", "max_iterations", "max_tool_parallel", "system_prompt",
 		"dangerous.non_interactive", "llm.stream", "llm.max_attempts", "llm.idle_timeout_seconds",
 		"llm.request_timeout_seconds", "tools.shell_timeout_seconds", "tools.max_output_bytes",
+		"provider", "llm.strict_tool_models", "llm.keep_think_tags",
 	} {
 		c.Sources[k] = SourceDefault
 	}
@@ -175,6 +191,9 @@ func finish(c *Config) {
 	}
 	if c.Dangerous.NonInteractive == "" {
 		c.Dangerous.NonInteractive = ActionDeny
+	}
+	if len(c.LLM.StrictToolModels) == 0 {
+		c.LLM.StrictToolModels = nil
 	}
 }
 
@@ -202,6 +221,8 @@ func applySettings(c *Config, s *settingsFile, src string) {
 		set(c, &c.LLM.MaxAttempts, l.MaxAttempts, "llm.max_attempts", src)
 		set(c, &c.LLM.IdleTimeoutSeconds, l.IdleTimeoutSeconds, "llm.idle_timeout_seconds", src)
 		set(c, &c.LLM.RequestTimeoutSeconds, l.RequestTimeoutSeconds, "llm.request_timeout_seconds", src)
+		set(c, &c.LLM.StrictToolModels, l.StrictToolModels, "llm.strict_tool_models", src)
+		set(c, &c.LLM.KeepThinkTags, l.KeepThinkTags, "llm.keep_think_tags", src)
 	}
 	if t := s.Tools; t != nil {
 		set(c, &c.Tools.ShellTimeoutSeconds, t.ShellTimeoutSeconds, "tools.shell_timeout_seconds", src)
@@ -227,12 +248,20 @@ func applyDangerous(c *Config, d *dangerousFile) {
 	}
 }
 
-func applyEnv(c *Config, e envVars) error {
+func applyEnv(c *Config, e envVars, keys map[string]string) error {
+	if e.Provider != "" {
+		c.Provider = e.Provider
+		c.Sources["provider"] = SourceEnv
+	}
+	presetKey := keys[presetKeyEnv(c.Provider)]
 	switch {
 	case e.APIKey != "":
 		c.APIKey = e.APIKey
 		c.Sources["api_key"] = SourceEnv
-	case e.OpenAIAPIKey != "":
+	case presetKey != "":
+		c.APIKey = presetKey
+		c.Sources["api_key"] = SourceEnv
+	case e.OpenAIAPIKey != "" && openAIKeyApplies(c.Provider):
 		c.APIKey = e.OpenAIAPIKey
 		c.Sources["api_key"] = SourceEnv
 	}

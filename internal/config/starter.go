@@ -6,6 +6,9 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"strings"
+
+	"github.com/odekrun/odek/internal/llm"
 )
 
 // starter is the operator file `odek init` writes. JSON has no comments, so
@@ -20,6 +23,9 @@ const starter = `{
 
   "// base_url": "OpenAI-compatible API root. Empty: https://api.openai.com/v1 when a key is set, else a local server at http://127.0.0.1:11434/v1 (Ollama) if one answers. Env ODEK_BASE_URL overrides. Operator-only.",
   "base_url": "",
+
+  "// provider": "Provider preset: PROVIDERS. It fills base_url and model when they are empty, reads the key from the provider's own variable (e.g. DEEPSEEK_API_KEY) and turns on the client's handling of that provider's quirks. Table: docs/PROVIDERS.md. Env ODEK_PROVIDER overrides. Operator-only.",
+  "provider": "",
 
   "// model": "Model id. Empty: gpt-4o-mini, or llama3.2 for a local (loopback) server. Env ODEK_MODEL overrides.",
   "model": "",
@@ -39,12 +45,14 @@ const starter = `{
     "non_interactive": "deny"
   },
 
-  "// llm": "Chat-completions client. stream: use server-sent events. max_attempts: HTTP attempts per call, retries included. idle_timeout_seconds: abort a silent stream. request_timeout_seconds: bound one attempt. 0 means the client's default; seconds are capped at 86400.",
+  "// llm": "Chat-completions client. stream: use server-sent events. max_attempts: HTTP attempts per call, retries included. idle_timeout_seconds: abort a silent stream. request_timeout_seconds: bound one attempt. 0 means the client's default; seconds are capped at 86400. strict_tool_models: models whose tools are sent in OpenAI's strict mode. keep_think_tags: leave a leading <think> block in the answer instead of treating it as reasoning.",
   "llm": {
     "stream": true,
     "max_attempts": 0,
     "idle_timeout_seconds": 0,
-    "request_timeout_seconds": 0
+    "request_timeout_seconds": 0,
+    "strict_tool_models": [],
+    "keep_think_tags": false
   },
 
   "// tools": "Built-in tools. shell_timeout_seconds: bound one shell command (0: the tool's default). max_output_bytes: tool output shown to the model is clipped to this many bytes (0: 65536).",
@@ -57,7 +65,13 @@ const starter = `{
 
 // StarterJSON returns the commented starter operator file. It is valid JSON,
 // loads cleanly with Load and sets every setting to its default.
-func StarterJSON() []byte { return []byte(starter) }
+func StarterJSON() []byte {
+	var names []string
+	for _, p := range llm.Presets() {
+		names = append(names, p.Name)
+	}
+	return []byte(strings.Replace(starter, "PROVIDERS", strings.Join(names, ", "), 1))
+}
 
 // WriteStarter writes StarterJSON to path with mode 0600, creating missing
 // parent directories with mode 0700. It refuses to replace an existing file

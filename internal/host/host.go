@@ -438,6 +438,9 @@ func NewLLM(cfg *config.Config) (*llm.Client, error) {
 		MaxAttempts:      cfg.LLM.MaxAttempts,
 		IdleTimeout:      cfg.LLM.IdleTimeout(),
 		RequestTimeout:   cfg.LLM.RequestTimeout(),
+		Provider:         cfg.Provider,
+		StrictToolModels: cfg.LLM.StrictToolModels,
+		KeepThinkTags:    cfg.LLM.KeepThinkTags,
 	})
 }
 

@@ -46,7 +46,7 @@ func BenchmarkReadStream(b *testing.B) {
 	r := strings.NewReader(body)
 	for b.Loop() {
 		r.Reset(body)
-		st := getStreamState(r, MaxSSELineBytes, nil)
+		st := getStreamState(r, MaxSSELineBytes, nil, false)
 		if err := st.readStream(); err != nil {
 			b.Fatal(err)
 		}
@@ -85,19 +85,19 @@ func BenchmarkEncodeRequest(b *testing.B) {
 			Message{Role: RoleAssistant, ToolCalls: []ToolCall{{ID: id, Type: "function", Function: FunctionCall{Name: "read_file", Arguments: `{"path":"x.go"}`}}}},
 			Message{Role: RoleTool, ToolCallID: id, Content: strings.Repeat("\tfmt.Println(\"line\")\n", 230)})
 	}
-	body, _ := encodeRequest(&req, true, nil, nil)
+	body, _ := encodeRequest(&req, true, nil, nil, schemaOpts{})
 	b.Run("cold", func(b *testing.B) {
 		b.SetBytes(int64(len(body)))
 		b.ReportAllocs()
 		for b.Loop() {
-			if _, err := encodeRequest(&req, true, nil, nil); err != nil {
+			if _, err := encodeRequest(&req, true, nil, nil, schemaOpts{}); err != nil {
 				b.Fatal(err)
 			}
 		}
 	})
 	b.Run("warm", func(b *testing.B) {
 		var cache msgCache
-		encodeRequest(&req, true, &cache, nil)
+		encodeRequest(&req, true, &cache, nil, schemaOpts{})
 		next := req
 		next.Messages = append(req.Messages[:len(req.Messages):len(req.Messages)],
 			Message{Role: RoleUser, Content: strings.Repeat("new ", 200)})
@@ -106,9 +106,40 @@ func BenchmarkEncodeRequest(b *testing.B) {
 		var dst []byte // the pooled buffer Complete reuses
 		for b.Loop() {
 			var err error
-			if dst, err = encodeRequest(&next, true, &cache, dst); err != nil {
+			if dst, err = encodeRequest(&next, true, &cache, dst, schemaOpts{}); err != nil {
 				b.Fatal(err)
 			}
 		}
 	})
+}
+
+// BenchmarkEncodeBodyHistory: what encoding costs per call as an agent's
+// transcript grows (tool-call/8 KiB-result pairs, warm cache, one new
+// message per call as in the loop). With every message encoded once and
+// the body sent as segments, the cost per call is a lookup per message,
+// not an encoding or a copy of the history.
+func BenchmarkEncodeBodyHistory(b *testing.B) {
+	result := strings.Repeat("x", 8191) + "\n"
+	for _, iters := range []int{50, 200, 500} {
+		b.Run(fmt.Sprintf("iterations=%d", iters), func(b *testing.B) {
+			req := Request{Model: "m", Messages: []Message{{Role: RoleSystem, Content: strings.Repeat("You are careful. ", 60)}, {Role: RoleUser, Content: "go"}}}
+			for i := 0; i < iters; i++ {
+				id := fmt.Sprintf("c%d", i)
+				req.Messages = append(req.Messages,
+					Message{Role: RoleAssistant, ToolCalls: []ToolCall{{ID: id, Type: "function", Function: FunctionCall{Name: "read_file", Arguments: `{"path":"small.txt"}`}}}},
+					Message{Role: RoleTool, ToolCallID: id, Content: strings.Clone(result)})
+			}
+			var cache msgCache
+			encodeBody(&req, true, &cache, nil, schemaOpts{})
+			var dst []byte
+			b.ReportAllocs()
+			for b.Loop() {
+				segs, buf, err := encodeBody(&req, true, &cache, dst, schemaOpts{})
+				if err != nil || len(segs) == 0 {
+					b.Fatal(err)
+				}
+				dst = buf
+			}
+		})
+	}
 }

@@ -30,27 +30,90 @@ type jstr struct {
 	ok    bool   // a JSON string was present (false: absent, null or another type)
 }
 
-// toolDelta is one element of delta.tool_calls.
+// toolDelta is one element of delta.tool_calls (or the legacy
+// delta.function_call, with legacy set).
 type toolDelta struct {
 	index    int
 	hasIndex bool
+	legacy   bool
 	id, typ  jstr
 	name     jstr
 	args     jstr
+	extra    members // unknown members of the element, non-null
+}
+
+// member is a raw JSON object member: the unescaped key and the value's
+// bytes in the input.
+type member struct {
+	key []byte
+	val []byte
+}
+
+// members is a list of members whose keys are copied into buf (keys of the
+// input may be unescaped into the scanner's scratch, which is reused).
+type members struct {
+	list []member
+	buf  []byte
+}
+
+func (m *members) reset() {
+	m.list, m.buf = m.list[:0], m.buf[:0]
+}
+
+// add records the member key: val (replacing an earlier member of that
+// key, as a repeated key does in encoding/json), or only removes the
+// earlier one when val is null. key is copied; val must stay valid as
+// long as m is used (it points into the decoded input).
+func (m *members) add(key, val []byte) {
+	for i := range m.list {
+		if string(m.list[i].key) == string(key) {
+			m.list = append(m.list[:i], m.list[i+1:]...)
+			break
+		}
+	}
+	if string(val) == "null" {
+		return
+	}
+	start := len(m.buf)
+	m.buf = append(m.buf, key...)
+	m.list = append(m.list, member{key: m.buf[start:len(m.buf):len(m.buf)], val: val})
+}
+
+// addRaw records the member whose key was just returned by objNext and
+// whose value comes next in s.
+func (m *members) addRaw(s *scanner, key []byte) {
+	start := len(m.buf)
+	m.buf = append(m.buf, key...) // key may live in s.keyBuf, which raw reuses
+	k := m.buf[start:len(m.buf):len(m.buf)]
+	m.buf = m.buf[:start]
+	v := s.raw()
+	if s.err != nil {
+		return
+	}
+	m.add(k, v)
 }
 
 // choiceView is the part of one element of choices the client uses.
 type choiceView struct {
-	index    int
-	hasIndex bool
-	content  jstr
-	refusal  jstr
-	finish   jstr
-	tools    []toolDelta
+	index      int
+	hasIndex   bool
+	content    jstr
+	contentArr []byte // content sent as an array of parts (raw), or nil
+	refusal    jstr
+	reasoning  jstr // reasoning_content (DeepSeek, vLLM, …)
+	reasoning2 jstr // reasoning (OpenRouter, Ollama, Groq)
+	finish     jstr
+	tools      []toolDelta
+	legacy     toolDelta // delta.function_call, when hasLegacy
+	hasLegacy  bool
+	extra      members   // other members of delta, non-null (reasoning_details, …)
+	usage      usageView // a usage object inside the choice (Moonshot)
 }
 
 func (c *choiceView) reset() {
-	*c = choiceView{tools: c.tools[:0]}
+	// Tool deltas past len are reset when toolCalls reuses them.
+	c.extra.reset()
+	*c = choiceView{tools: c.tools[:0], extra: c.extra}
 }
 
 // usageView is the chunk's usage object.
@@ -77,7 +140,8 @@ type chunkView struct {
 	hasChoice bool       // choice holds the choice with index 0
 	choice    choiceView // the selected choice
 	tmp       choiceView // scratch for the element being decoded
-	usage     usageView
+	usage     usageView  // top-level usage, else x_groq.usage, else the choice's
+	groqUsage usageView
 	err       errorView
 }
 
@@ -430,6 +494,7 @@ func (s *scanner) decodeChunk(data []byte, v *chunkView) error {
 	v.hasChoice = false
 	v.choice.reset()
 	v.usage = usageView{}
+	v.groqUsage = usageView{}
 	v.err = errorView{}
 	if s.peek() != '{' {
 		s.fail("chunk is not a JSON object")
@@ -448,6 +513,8 @@ func (s *scanner) decodeChunk(data []byte, v *chunkView) error {
 			s.choices(v)
 		case "usage":
 			s.usage(&v.usage)
+		case "x_groq": // Groq's last chunk: {"x_groq":{"usage":{…}}}
+			s.groq(&v.groqUsage)
 		case "error":
 			s.errorObj(&v.err)
 		default:
@@ -457,6 +524,14 @@ func (s *scanner) decodeChunk(data []byte, v *chunkView) error {
 	if s.err == nil {
 		if s.ws(); s.i != len(s.b) {
 			s.fail("data after the chunk object")
+		}
+	}
+	if !v.usage.ok {
+		switch {
+		case v.groqUsage.ok:
+			v.usage = v.groqUsage
+		case v.hasChoice && v.choice.usage.ok:
+			v.usage = v.choice.usage
 		}
 	}
 	return s.err
@@ -495,6 +570,8 @@ func (s *scanner) choices(v *chunkView) {
 				s.delta(c)
 			case "finish_reason":
 				c.finish = s.strField()
+			case "usage": // Moonshot puts the usage inside the last choice
+				s.usage(&c.usage)
 			default:
 				s.skip()
 			}
@@ -510,7 +587,10 @@ func (s *scanner) choices(v *chunkView) {
 }
 
 func (s *scanner) delta(c *choiceView) {
-	c.content, c.refusal, c.tools = jstr{}, jstr{}, c.tools[:0]
+	c.content, c.contentArr, c.refusal, c.reasoning, c.reasoning2 = jstr{}, nil, jstr{}, jstr{}, jstr{}
+	c.hasLegacy = false
+	c.tools = c.tools[:0]
+	c.extra.reset()
 	if s.peek() != '{' {
 		s.skip()
 		return
@@ -523,15 +603,52 @@ func (s *scanner) delta(c *choiceView) {
 		}
 		switch string(key) {
 		case "content":
-			c.content = s.strField()
+			c.contentArr = nil
+			if s.peek() == '[' {
+				c.content = jstr{}
+				c.contentArr = s.raw()
+			} else {
+				c.content = s.strField()
+			}
 		case "refusal":
 			c.refusal = s.strField()
+		case "reasoning_content":
+			c.reasoning = s.strField()
+		case "reasoning":
+			c.reasoning2 = s.strField()
 		case "tool_calls":
 			s.toolCalls(c)
-		default: // role, reasoning_content, reasoning, …
+		case "function_call":
+			s.functionCall(c)
+		case "role":
 			s.skip()
+		default: // reasoning_details, provider fields
+			c.extra.addRaw(s, key)
 		}
 	}
+}
+
+// raw consumes one value and returns its bytes in the input.
+func (s *scanner) raw() []byte {
+	s.ws()
+	start := s.i
+	s.skip()
+	if s.err != nil {
+		return nil
+	}
+	return s.b[start:s.i]
+}
+
+// functionCall decodes the legacy delta.function_call as a tool delta.
+func (s *scanner) functionCall(c *choiceView) {
+	c.hasLegacy = false
+	if s.peek() != '{' {
+		s.skip()
+		return
+	}
+	c.legacy = toolDelta{legacy: true}
+	c.hasLegacy = true
+	s.function(&c.legacy)
 }
 
 func (s *scanner) toolCalls(c *choiceView) {
@@ -549,7 +666,15 @@ func (s *scanner) toolCalls(c *choiceView) {
 			s.skip()
 			continue
 		}
-		c.tools = append(c.tools, toolDelta{})
+		if len(c.tools) < cap(c.tools) {
+			c.tools = c.tools[:len(c.tools)+1]
+			t := &c.tools[len(c.tools)-1]
+			ex := t.extra
+			ex.reset()
+			*t = toolDelta{extra: ex}
+		} else {
+			c.tools = append(c.tools, toolDelta{})
+		}
 		t := &c.tools[len(c.tools)-1]
 		s.objBegin()
 		for first := true; ; first = false {
@@ -566,8 +691,8 @@ func (s *scanner) toolCalls(c *choiceView) {
 				t.typ = s.strField()
 			case "function":
 				s.function(t)
-			default:
-				s.skip()
+			default: // extra_content (Gemini 3), provider fields
+				t.extra.addRaw(s, key)
 			}
 		}
 	}
@@ -635,6 +760,27 @@ func (s *scanner) usage(u *usageView) {
 				}
 			}
 		default:
+			s.skip()
+		}
+	}
+}
+
+// groq decodes Groq's x_groq object, taking its usage when present.
+func (s *scanner) groq(u *usageView) {
+	*u = usageView{}
+	if s.peek() != '{' {
+		s.skip()
+		return
+	}
+	s.objBegin()
+	for first := true; ; first = false {
+		key, ok := s.objNext(first)
+		if !ok {
+			return
+		}
+		if string(key) == "usage" && s.peek() == '{' {
+			s.usage(u)
+		} else {
 			s.skip()
 		}
 	}

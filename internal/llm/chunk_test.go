@@ -19,6 +19,7 @@ type flat struct {
 	Refusal   *string
 	Finish    *string
 	Tools     []flatTool
+	Legacy    *flatTool
 	Usage     *flatUsage
 	Err       *flatErr
 }
@@ -60,6 +61,9 @@ func flatten(v *chunkView) flat {
 		for _, t := range c.tools {
 			f.Tools = append(f.Tools, flatTool{Index: ptrInt(t.index, t.hasIndex), ID: ptrStr(t.id),
 				Type: ptrStr(t.typ), Name: ptrStr(t.name), Args: ptrStr(t.args)})
+		}
+		if c.hasLegacy {
+			f.Legacy = &flatTool{Name: ptrStr(c.legacy.name), Args: ptrStr(c.legacy.args)}
 		}
 	}
 	if u := v.usage; u.ok {
@@ -108,6 +112,7 @@ func reference(data []byte) (f flat, ok bool) {
 		return &x
 	}
 	f.Model = str(m["model"])
+	var choiceUsage map[string]any
 	if arr, ok := m["choices"].([]any); ok {
 		for pos, el := range arr {
 			cm, ok := el.(map[string]any)
@@ -120,9 +125,13 @@ func reference(data []byte) (f flat, ok bool) {
 			}
 			f.HasChoice = true
 			f.Finish = str(cm["finish_reason"])
-			f.Content, f.Refusal, f.Tools = nil, nil, nil
+			choiceUsage, _ = cm["usage"].(map[string]any)
+			f.Content, f.Refusal, f.Tools, f.Legacy = nil, nil, nil, nil
 			if d, ok := cm["delta"].(map[string]any); ok {
 				f.Content, f.Refusal = str(d["content"]), str(d["refusal"])
+				if fc, ok := d["function_call"].(map[string]any); ok {
+					f.Legacy = &flatTool{Name: str(fc["name"]), Args: str(fc["arguments"])}
+				}
 				if tcs, ok := d["tool_calls"].([]any); ok {
 					for _, tc := range tcs {
 						tm, ok := tc.(map[string]any)
@@ -139,7 +148,16 @@ func reference(data []byte) (f flat, ok bool) {
 			}
 		}
 	}
-	if u, ok := m["usage"].(map[string]any); ok {
+	usage, _ := m["usage"].(map[string]any)
+	if usage == nil {
+		if g, ok := m["x_groq"].(map[string]any); ok {
+			usage, _ = g["usage"].(map[string]any)
+		}
+	}
+	if usage == nil {
+		usage = choiceUsage
+	}
+	if u := usage; u != nil {
 		f.Usage = &flatUsage{Prompt: num(u["prompt_tokens"]), Completion: num(u["completion_tokens"]),
 			CacheHit: num(u["prompt_cache_hit_tokens"])}
 		if d, ok := u["prompt_tokens_details"].(map[string]any); ok {
@@ -174,6 +192,11 @@ var chunkSeeds = []string{
 	`{"error":{"message":"overloaded","type":"server_error","code":null}}`,
 	`{"error":{"message":"upstream","code":502}}`,
 	`{"error":"plain"}`,
+	`{"choices":[{"index":0,"delta":{},"finish_reason":"tool_calls","usage":{"prompt_tokens":7,"completion_tokens":2}}]}`,
+	`{"choices":[{"index":0,"usage":{"prompt_tokens":7}}],"x_groq":{"id":"r","usage":{"prompt_tokens":9,"completion_tokens":1}}}`,
+	`{"x_groq":{"usage":{"prompt_tokens":9}},"usage":{"prompt_tokens":3},"x_groq":null}`,
+	`{"choices":[{"index":0,"delta":{"content":[{"type":"text","text":"a"}],"reasoning":"r","reasoning_details":[{"index":0}],"function_call":{"name":"f","arguments":"{}"}}}]}`,
+	`{"choices":[{"index":0,"delta":{"tool_calls":[{"id":"","function":{"name":"a","arguments":"{}"},"extra_content":{"google":{"thought_signature":"s"}}},{"id":"","function":{"name":"b","arguments":"{}"}}]}}]}`,
 	`{"choices":[{"index":1,"delta":{"content":"other"}},{"index":0,"delta":{"content":"mine"}}]}`,
 	`{"choices":[{"delta":{"content":"no index"}},{"delta":{"content":"second"}}]}`,
 	`{"choices":[{"index":0,"delta":{"content":"a"},"delta":{"content":"b"}}],"choices":null}`,

@@ -12,10 +12,13 @@ import (
 	"net"
 	"net/http"
 	"net/url"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/odekrun/odek/internal/toolschema"
 )
 
 // Defaults applied to zero Config fields.
@@ -69,6 +72,19 @@ type Config struct {
 	OnDelta func(text string)
 	// OnRetry, when set, is called before each wait between attempts.
 	OnRetry func(Retry)
+	// Provider is the name of a provider preset (see Presets), or "" to
+	// recognise it from BaseURL's host. It selects the endpoint's quirks:
+	// tool-schema adaptations (toolschema.QuirksFor) and the provider
+	// fields it refuses to get back. An unknown name has none.
+	Provider string
+	// StrictToolModels lists the models for which tools are declared with
+	// OpenAI's "strict": true (schemas adapted to strict mode). Empty: never.
+	StrictToolModels []string
+	// KeepThinkTags leaves a leading <think>…</think> block in the answer.
+	// The zero value moves it out of Message.Content into
+	// Response.Reasoning (models served by Ollama, vLLM, llama.cpp or
+	// LM Studio without a reasoning parser emit their reasoning that way).
+	KeepThinkTags bool
 	// Sleep waits between attempts; it must return ctx's error early when
 	// ctx ends. nil means a real timer honouring ctx. Tests inject it.
 	Sleep func(ctx context.Context, d time.Duration) error
@@ -92,6 +108,7 @@ type Client struct {
 	hc       *http.Client
 	sleep    func(context.Context, time.Duration) error
 	cache    msgCache // encoded messages, reused across calls
+	schema   schemaOpts
 }
 
 // New validates cfg and returns a Client. Errors wrap ErrInvalidRequest.
@@ -127,7 +144,14 @@ func New(cfg Config) (*Client, error) {
 	if cfg.MaxBackoff == 0 {
 		cfg.MaxBackoff = DefaultMaxBackoff
 	}
-	c := &Client{cfg: cfg, endpoint: endpoint, hc: cfg.HTTPClient, sleep: cfg.Sleep}
+	provider := cfg.Provider
+	if provider == "" {
+		provider = PresetForURL(cfg.BaseURL)
+	}
+	preset, _ := LookupPreset(provider)
+	c := &Client{cfg: cfg, endpoint: endpoint, hc: cfg.HTTPClient, sleep: cfg.Sleep,
+		schema: schemaOpts{quirks: toolschema.QuirksFor(provider), strictModels: slices.Clone(cfg.StrictToolModels),
+			dropEcho: preset.dropEcho, noStreamOpts: preset.noStreamOptions}}
 	if cfg.APIKey != "" {
 		c.auth = "Bearer " + cfg.APIKey
 	}
@@ -216,10 +240,14 @@ func sleepCtx(ctx context.Context, d time.Duration) error {
 func (c *Client) Complete(ctx context.Context, req Request) (*Response, error) {
 	stream := !c.cfg.DisableStreaming
 	bp := bodyPool.Get().(*[]byte)
-	body, err := encodeRequest(&req, stream, &c.cache, *bp)
+	segs, body, err := encodeBody(&req, stream, &c.cache, *bp, c.schema)
 	if err != nil {
 		bodyPool.Put(bp)
 		return nil, err
+	}
+	size := 0
+	for _, s := range segs {
+		size += len(s)
 	}
 	var bodies []*requestBody // one per attempt
 	defer func() {
@@ -239,7 +267,7 @@ func (c *Client) Complete(ctx context.Context, req Request) (*Response, error) {
 		if err := ctx.Err(); err != nil {
 			return nil, err
 		}
-		rb := &requestBody{data: body}
+		rb := &requestBody{segs: segs, size: size}
 		bodies = append(bodies, rb)
 		res, retryable, partial, err := c.attempt(ctx, rb)
 		if err == nil {
@@ -284,7 +312,7 @@ func (c *Client) attempt(ctx context.Context, body *requestBody) (res *Response,
 	if err != nil {
 		return nil, false, false, fmt.Errorf("%w: %v", ErrInvalidRequest, err)
 	}
-	hreq.ContentLength = int64(len(body.data))
+	hreq.ContentLength = int64(body.size)
 	hreq.GetBody = body.again
 	hreq.Header["Content-Type"] = []string{"application/json"}
 	if c.cfg.DisableStreaming {
@@ -338,8 +366,11 @@ func (c *Client) attempt(ctx context.Context, body *requestBody) (res *Response,
 		wd := newWatchdog(c.cfg.IdleTimeout, func() { cancel(&IdleTimeoutError{Idle: c.cfg.IdleTimeout}) })
 		defer wd.stop()
 		br.wd = wd
-		st := getStreamState(rbody, MaxSSELineBytes, c.cfg.OnDelta)
+		st := getStreamState(rbody, MaxSSELineBytes, c.cfg.OnDelta, c.cfg.KeepThinkTags)
 		serr := st.readStream()
+		if serr == nil {
+			serr = st.asm.truncated()
+		}
 		end := time.Now()
 		if serr != nil {
 			partial = st.asm.delivered
@@ -350,8 +381,10 @@ func (c *Client) attempt(ctx context.Context, body *requestBody) (res *Response,
 		if st.asm.done {
 			drainBody(st.br, cancel)
 		}
+		st.asm.finishContent()
 		res = &Response{
 			Message:      st.asm.message(),
+			Reasoning:    string(st.asm.reasoning),
 			FinishReason: st.asm.finish,
 			Model:        st.asm.model,
 			Usage:        st.asm.usage,
@@ -371,7 +404,7 @@ func (c *Client) attempt(ctx context.Context, body *requestBody) (res *Response,
 		retryable, rerr = c.streamError(ctx, actx, rerr)
 		return nil, retryable, false, rerr
 	}
-	res, retryable, err = decodeBody(data)
+	res, retryable, err = decodeBody(data, c.cfg.KeepThinkTags)
 	if err != nil {
 		var apiErr *APIError
 		if errors.As(err, &apiErr) {
@@ -392,22 +425,49 @@ const maxPooledBody = 8 << 20
 
 var bodyPool = sync.Pool{New: func() any { return new([]byte) }}
 
-// requestBody is the body of one attempt. It records its Close, which the
-// transport may call after RoundTrip returned, so that the buffer is
-// reused only once nothing reads it any more.
+// requestBody is the body of one attempt: the segments encodeBody made
+// (this call's buffer and shared cached encodings), read in order without
+// being joined. It records its Close, which the transport may call after
+// RoundTrip returned, so that the buffer is reused only once nothing reads
+// it any more.
 type requestBody struct {
-	data   []byte
-	off    int
+	segs   [][]byte
+	size   int // total bytes
+	seg    int // current segment
+	off    int // offset in it
 	closed atomic.Bool
 }
 
 func (b *requestBody) Read(p []byte) (int, error) {
-	if b.off >= len(b.data) {
+	n := 0
+	for n < len(p) && b.seg < len(b.segs) {
+		c := copy(p[n:], b.segs[b.seg][b.off:])
+		n += c
+		b.off += c
+		if b.off == len(b.segs[b.seg]) {
+			b.seg, b.off = b.seg+1, 0
+		}
+	}
+	if n == 0 && b.seg >= len(b.segs) {
 		return 0, io.EOF
 	}
-	n := copy(p, b.data[b.off:])
-	b.off += n
 	return n, nil
+}
+
+// WriteTo writes the remaining segments to w without an intermediate
+// buffer (io.Copy uses it when nothing wraps the body).
+func (b *requestBody) WriteTo(w io.Writer) (int64, error) {
+	var total int64
+	for b.seg < len(b.segs) {
+		n, err := w.Write(b.segs[b.seg][b.off:])
+		total += int64(n)
+		b.off += n
+		if err != nil {
+			return total, err
+		}
+		b.seg, b.off = b.seg+1, 0
+	}
+	return total, nil
 }
 
 func (b *requestBody) Close() error {
@@ -415,10 +475,14 @@ func (b *requestBody) Close() error {
 	return nil
 }
 
-// again serves GetBody (redirects, retried HTTP/2 streams): a copy of the
-// data, so the pooled buffer is never shared with an untracked reader.
+// again serves GetBody (redirects, retried HTTP/2 streams): a joined
+// copy, so the pooled buffer is never shared with an untracked reader.
 func (b *requestBody) again() (io.ReadCloser, error) {
-	return io.NopCloser(bytes.NewReader(bytes.Clone(b.data))), nil
+	data := make([]byte, 0, b.size)
+	for _, s := range b.segs {
+		data = append(data, s...)
+	}
+	return io.NopCloser(bytes.NewReader(data)), nil
 }
 
 // Draining after [DONE]: the end of the body normally follows at once;
@@ -456,7 +520,7 @@ func (c *Client) streamError(ctx, actx context.Context, err error) (retryable bo
 	case errors.As(err, &apiErr):
 		c.scrubKey(apiErr)
 		return classifyRetryable(apiErr), err
-	case errors.As(err, &lineErr), errors.As(err, &sizeErr):
+	case errors.As(err, &lineErr), errors.As(err, &sizeErr), errors.Is(err, ErrOutputTruncated):
 		return false, err
 	case errors.Is(err, ErrMalformedResponse), errors.Is(err, ErrStreamInterrupted):
 		return true, err

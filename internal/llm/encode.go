@@ -4,9 +4,12 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"strings"
 	"sync"
 	"unsafe"
+
+	"github.com/odekrun/odek/internal/toolschema"
 )
 
 // wireRest is the request body without "messages", which encodeRequest
@@ -25,98 +28,160 @@ type wireStreamOpts struct {
 }
 
 // encodeRequest validates req and renders the body once for all attempts
-// of a call. "tools" is omitted when empty and tool_choice is never sent
-// ("auto" is the default whenever tools are present). Empty ToolSpec.Type
-// and ToolCall.Type are sent as "function" (req is not modified).
+// of a call, as one slice appended to dst[:0] (which may be nil); see
+// encodeBody, which Complete uses.
+func encodeRequest(req *Request, stream bool, cache *msgCache, dst []byte, so schemaOpts) ([]byte, error) {
+	segs, _, err := encodeBody(req, stream, cache, nil, so)
+	if err != nil {
+		return nil, err
+	}
+	out := dst[:0]
+	for _, s := range segs {
+		out = append(out, s...)
+	}
+	return out, nil
+}
+
+// encodeBody validates req and renders the body once for all attempts of
+// a call, as segments to be sent in order: pieces of buf (what this call
+// encoded, appended to dst[:0]) and the cached encodings of unchanged
+// messages, shared and never copied: an agent resends its whole, mostly
+// unchanged history on every call, and re-encoding or even copying it
+// would cost CPU in proportion to the history on every iteration.
+// "tools" is omitted when empty and tool_choice is never sent ("auto" is
+// the default whenever tools are present). Empty ToolSpec.Type and
+// ToolCall.Type are sent as "function" (req is not modified).
 //
-// Messages whose content is at least cacheMinContent bytes are looked up
-// in cache (nil: no caching): an agent resends its whole, mostly unchanged
-// history on every call, and re-encoding it would cost CPU in proportion
-// to the history on every iteration.
-//
-// The body is appended to dst[:0] (which may be nil).
-func encodeRequest(req *Request, stream bool, cache *msgCache, dst []byte) ([]byte, error) {
+// Messages worth caching (cacheable) are looked up in cache (nil: no
+// caching); the encodings of the others are cached for the next call.
+func encodeBody(req *Request, stream bool, cache *msgCache, dst []byte, so schemaOpts) (segs [][]byte, buf []byte, err error) {
 	switch {
 	case strings.TrimSpace(req.Model) == "":
-		return nil, fmt.Errorf("%w: Request.Model is empty", ErrInvalidRequest)
+		return nil, nil, fmt.Errorf("%w: Request.Model is empty", ErrInvalidRequest)
 	case len(req.Messages) == 0:
-		return nil, fmt.Errorf("%w: Request.Messages is empty", ErrInvalidRequest)
+		return nil, nil, fmt.Errorf("%w: Request.Messages is empty", ErrInvalidRequest)
 	case req.MaxTokens < 0:
-		return nil, fmt.Errorf("%w: Request.MaxTokens is %d, want >= 0", ErrInvalidRequest, req.MaxTokens)
+		return nil, nil, fmt.Errorf("%w: Request.MaxTokens is %d, want >= 0", ErrInvalidRequest, req.MaxTokens)
 	}
 	restEnc := cache.lookupRest(req, stream)
 	if restEnc == nil {
-		var err error
-		if restEnc, err = encodeRest(req, stream); err != nil {
-			return nil, err
+		if restEnc, err = encodeRest(req, stream, so); err != nil {
+			return nil, nil, err
 		}
 		cache.storeRest(req, stream, restEnc)
 	}
 
-	buf := bytes.NewBuffer(dst[:0])
-	buf.Grow(estimateSize(req) + len(restEnc))
-	enc := json.NewEncoder(buf)
-	enc.SetEscapeHTML(false)
-
+	// segs are built in order; a piece of buf is recorded in pieces and
+	// filled in at the end (buf may still move while it grows). Cached
+	// encodings start with the ',' that separates them from the message
+	// before, so a run of unchanged messages is a run of segments.
+	segs = make([][]byte, 0, len(req.Messages)+2)
+	type piece struct{ seg, from, to int }
+	var pieces []piece
+	buf = dst[:0]
 	cached := cache.lookup(req.Messages)
-	buf.WriteString(`{"messages":[`)
+	buf = append(buf, `{"messages":[`...)
+	open := 0 // start of the buf piece not yet in segs
+	flush := func() {
+		if len(buf) > open {
+			pieces = append(pieces, piece{len(segs), open, len(buf)})
+			segs = append(segs, nil)
+		}
+		open = len(buf)
+	}
 	var misses []int
 	for i := range req.Messages {
-		if i > 0 {
-			buf.WriteByte(',')
-		}
 		if cached != nil && cached[i] != nil {
-			buf.Write(cached[i])
+			flush()
+			enc := cached[i]
+			if i == 0 {
+				enc = enc[1:]
+			}
+			segs = append(segs, enc)
 			continue
 		}
-		start := buf.Len()
-		if err := encodeMessage(enc, buf, &req.Messages[i]); err != nil {
-			return nil, err
+		start := len(buf)
+		if i > 0 {
+			buf = append(buf, ',')
 		}
-		if cache != nil && len(req.Messages[i].Content) >= cacheMinContent {
-			misses = append(misses, i, start, buf.Len())
+		if buf, err = appendMessageDrop(buf, &req.Messages[i], so.dropEcho); err != nil {
+			return nil, nil, err
+		}
+		if cache != nil && cacheable(&req.Messages[i]) {
+			misses = append(misses, i, start, len(buf))
 		}
 	}
 	if len(misses) > 0 {
-		// Copy the new encodings out of buf (which is returned and owned by
-		// the request) before caching them.
-		b := buf.Bytes()
+		// Copy the new encodings out of buf (which belongs to this call)
+		// before caching them, each with its leading ','.
 		entries := make([]msgEntry, 0, len(misses)/3)
 		for k := 0; k < len(misses); k += 3 {
 			i, from, to := misses[k], misses[k+1], misses[k+2]
-			entries = append(entries, msgEntry{msg: req.Messages[i], enc: bytes.Clone(b[from:to])})
+			enc := make([]byte, 0, to-from+1)
+			if i == 0 {
+				enc = append(enc, ',')
+			}
+			entries = append(entries, msgEntry{msg: req.Messages[i], enc: append(enc, buf[from:to]...)})
 		}
 		cache.store(entries)
 	}
-	buf.WriteString("],")
+	buf = append(buf, "],"...)
 	// restEnc is {"model":…}: the object is already open, so skip its '{'.
-	buf.Write(restEnc[1:])
-	return buf.Bytes(), nil
+	buf = append(buf, restEnc[1:]...)
+	flush()
+	for _, p := range pieces {
+		segs[p.seg] = buf[p.from:p.to:p.to]
+	}
+	return segs, buf, nil
+}
+
+// schemaOpts say how tool schemas are adapted for the endpoint.
+type schemaOpts struct {
+	quirks       toolschema.Quirks
+	strictModels []string
+	dropEcho     []string // Message.Extra members not sent (the endpoint rejects them)
+	noStreamOpts bool     // do not send stream_options
 }
 
 // encodeRest validates the tools and renders everything of the body but
 // "messages" as one JSON object (no trailing newline). It is the same for
 // every call of one agent, so Complete caches it (msgCache.storeRest).
-func encodeRest(req *Request, stream bool) ([]byte, error) {
+//
+// Tool schemas go out repaired by toolschema.Normalize and adapted to the
+// endpoint's quirks (so.quirks), in strict mode for the models listed in
+// so.strictModels.
+func encodeRest(req *Request, stream bool, so schemaOpts) ([]byte, error) {
 	rest := wireRest{Model: req.Model, Tools: req.Tools, Temperature: req.Temperature, MaxTokens: req.MaxTokens}
 	if stream {
 		rest.Stream = true
-		rest.StreamOptions = &wireStreamOpts{IncludeUsage: true}
+		if !so.noStreamOpts {
+			rest.StreamOptions = &wireStreamOpts{IncludeUsage: true}
+		}
 	}
-	toolsCopied := false
-	for i, t := range rest.Tools {
+	q := so.quirks
+	q.Strict = slices.Contains(so.strictModels, req.Model)
+	if len(rest.Tools) > 0 {
+		rest.Tools = append([]ToolSpec(nil), rest.Tools...)
+	}
+	for i := range rest.Tools {
+		t := &rest.Tools[i]
 		if t.Function.Name == "" {
 			return nil, fmt.Errorf("%w: Request.Tools[%d] has no function name", ErrInvalidRequest, i)
 		}
 		if len(t.Function.Parameters) > 0 && !json.Valid(t.Function.Parameters) {
 			return nil, fmt.Errorf("%w: parameters of tool %q are not valid JSON", ErrInvalidRequest, t.Function.Name)
 		}
+		params, _, err := toolschema.Normalize(t.Function.Parameters)
+		if err == nil {
+			params, _, err = toolschema.Adapt(params, q)
+		}
+		if err != nil {
+			return nil, fmt.Errorf("%w: parameters of tool %q: %v", ErrInvalidRequest, t.Function.Name, err)
+		}
+		t.Function.Parameters = params
+		t.Function.Strict = t.Function.Strict || q.Strict
 		if t.Type == "" {
-			if !toolsCopied {
-				rest.Tools = append([]ToolSpec(nil), rest.Tools...)
-				toolsCopied = true
-			}
-			rest.Tools[i].Type = "function"
+			t.Type = "function"
 		}
 	}
 	var b bytes.Buffer
@@ -126,45 +191,6 @@ func encodeRest(req *Request, stream bool) ([]byte, error) {
 		return nil, fmt.Errorf("%w: %v", ErrInvalidRequest, err)
 	}
 	return bytes.TrimSuffix(b.Bytes(), []byte("\n")), nil
-}
-
-// encodeMessage appends the JSON of m to buf (without a newline), sending
-// empty ToolCall.Type as "function".
-func encodeMessage(enc *json.Encoder, buf *bytes.Buffer, m *Message) error {
-	v := m
-	for j := range m.ToolCalls {
-		if m.ToolCalls[j].Type == "" {
-			c := *m
-			c.ToolCalls = append([]ToolCall(nil), m.ToolCalls...)
-			for k := range c.ToolCalls {
-				if c.ToolCalls[k].Type == "" {
-					c.ToolCalls[k].Type = "function"
-				}
-			}
-			v = &c
-			break
-		}
-	}
-	if err := enc.Encode(v); err != nil {
-		return fmt.Errorf("%w: %v", ErrInvalidRequest, err)
-	}
-	buf.Truncate(buf.Len() - 1) // Encode's newline
-	return nil
-}
-
-// estimateSize guesses the encoded size to size the buffer once.
-func estimateSize(req *Request) int {
-	n := 256 + len(req.Model)
-	for _, m := range req.Messages {
-		n += 64 + len(m.Content) + len(m.ToolCallID) + len(m.Name)
-		for _, tc := range m.ToolCalls {
-			n += 64 + len(tc.ID) + len(tc.Function.Name) + len(tc.Function.Arguments)*5/4
-		}
-	}
-	for _, t := range req.Tools {
-		n += 64 + len(t.Function.Name) + len(t.Function.Description) + len(t.Function.Parameters)
-	}
-	return n + n/8
 }
 
 // Message cache limits.
@@ -219,7 +245,7 @@ func (c *msgCache) lookupRest(req *Request, stream bool) []byte {
 	}
 	for i := range e.tools {
 		a, b := &e.tools[i], &req.Tools[i]
-		if a.Type != b.Type || a.Function.Name != b.Function.Name || a.Function.Description != b.Function.Description ||
+		if a.Type != b.Type || a.Function.Name != b.Function.Name || a.Function.Description != b.Function.Description || a.Function.Strict != b.Function.Strict ||
 			!bytes.Equal(a.Function.Parameters, b.Function.Parameters) {
 			return nil
 		}
@@ -247,8 +273,9 @@ func (c *msgCache) storeRest(req *Request, stream bool, enc []byte) {
 }
 
 type msgKey struct {
-	data *byte // keeps the content alive while cached
-	n    int
+	data  *byte     // keeps the content alive while cached
+	calls *ToolCall // or the tool calls
+	n     int
 }
 
 type msgEntry struct {
@@ -256,8 +283,22 @@ type msgEntry struct {
 	enc []byte
 }
 
+// keyOf identifies a message by its content string, or for a message
+// with no large content by its tool-call array (an agent resends the same
+// slice on every call).
 func keyOf(m *Message) msgKey {
-	return msgKey{unsafe.StringData(m.Content), len(m.Content)}
+	if len(m.Content) < cacheMinContent && len(m.ToolCalls) > 0 {
+		return msgKey{calls: &m.ToolCalls[0], n: len(m.ToolCalls)}
+	}
+	return msgKey{data: unsafe.StringData(m.Content), n: len(m.Content)}
+}
+
+// cacheable reports whether m's encoding is worth caching: large content,
+// or tool calls (an agent's history is mostly tool-call and tool-result
+// pairs; re-encoding the calls would cost time in proportion to the
+// history on every call), or provider metadata.
+func cacheable(m *Message) bool {
+	return len(m.Content) >= cacheMinContent || len(m.ToolCalls) > 0 || len(m.Extra) > 0
 }
 
 // lookup returns the cached encoding for each message, nil where there is
@@ -274,7 +315,7 @@ func (c *msgCache) lookup(msgs []Message) [][]byte {
 	var out [][]byte
 	for i := range msgs {
 		m := &msgs[i]
-		if len(m.Content) < cacheMinContent {
+		if !cacheable(m) {
 			continue
 		}
 		k := keyOf(m)
@@ -333,8 +374,12 @@ func sameMessage(a, b *Message) bool {
 		a.Content != b.Content || len(a.ToolCalls) != len(b.ToolCalls) {
 		return false
 	}
+	if !bytes.Equal(a.Extra, b.Extra) {
+		return false
+	}
 	for i := range a.ToolCalls {
-		if a.ToolCalls[i] != b.ToolCalls[i] {
+		x, y := &a.ToolCalls[i], &b.ToolCalls[i]
+		if x.ID != y.ID || x.Type != y.Type || x.Function != y.Function || !bytes.Equal(x.Extra, y.Extra) {
 			return false
 		}
 	}

@@ -1,20 +1,51 @@
 package llm
 
 import (
+	"bytes"
 	"encoding/json"
+	"io"
 	"math/rand/v2"
 	"reflect"
 	"strings"
 	"testing"
+
+	"github.com/odekrun/odek/internal/toolschema"
 )
 
 // referenceBody is the request body as encoding/json renders the whole
 // request in one go.
 func referenceBody(t *testing.T, req *Request, stream bool) any {
 	t.Helper()
+	// Plain mirrors of Message and ToolCall, so that the reference does not
+	// use the encoder under test; Extra members are merged by map.
+	type refCall struct {
+		ID       string       `json:"id"`
+		Type     string       `json:"type"`
+		Function FunctionCall `json:"function"`
+	}
+	type refMsg struct {
+		Role       string    `json:"role"`
+		Content    string    `json:"content"`
+		ToolCalls  []refCall `json:"tool_calls,omitempty"`
+		ToolCallID string    `json:"tool_call_id,omitempty"`
+		Name       string    `json:"name,omitempty"`
+	}
+	merge := func(v any, extra json.RawMessage) map[string]any {
+		b, _ := json.Marshal(v)
+		var m map[string]any
+		json.Unmarshal(b, &m)
+		var e map[string]any
+		json.Unmarshal(extra, &e)
+		for k, x := range e {
+			if _, known := m[k]; !known && k != "tool_calls" && k != "tool_call_id" && k != "name" {
+				m[k] = x
+			}
+		}
+		return m
+	}
 	type wire struct {
 		Model         string          `json:"model"`
-		Messages      []Message       `json:"messages"`
+		Messages      []any           `json:"messages"`
 		Tools         []ToolSpec      `json:"tools,omitempty"`
 		Temperature   *float64        `json:"temperature,omitempty"`
 		MaxTokens     int             `json:"max_tokens,omitempty"`
@@ -23,19 +54,30 @@ func referenceBody(t *testing.T, req *Request, stream bool) any {
 	}
 	w := wire{Model: req.Model, Tools: req.Tools, Temperature: req.Temperature, MaxTokens: req.MaxTokens}
 	for _, m := range req.Messages {
-		m.ToolCalls = append([]ToolCall(nil), m.ToolCalls...)
-		for i := range m.ToolCalls {
-			if m.ToolCalls[i].Type == "" {
-				m.ToolCalls[i].Type = "function"
+		rm := refMsg{Role: m.Role, Content: m.Content, ToolCallID: m.ToolCallID, Name: m.Name}
+		mm := merge(rm, m.Extra)
+		var calls []any
+		for _, c := range m.ToolCalls {
+			if c.Type == "" {
+				c.Type = "function"
 			}
+			calls = append(calls, merge(refCall{c.ID, c.Type, c.Function}, c.Extra))
 		}
-		w.Messages = append(w.Messages, m)
+		if calls != nil {
+			mm["tool_calls"] = calls
+		}
+		w.Messages = append(w.Messages, mm)
 	}
+	w.Tools = append([]ToolSpec(nil), w.Tools...)
 	for i := range w.Tools {
 		if w.Tools[i].Type == "" {
-			w.Tools = append([]ToolSpec(nil), w.Tools...)
 			w.Tools[i].Type = "function"
 		}
+		p, _, err := toolschema.Normalize(w.Tools[i].Function.Parameters)
+		if err != nil {
+			t.Fatal(err)
+		}
+		w.Tools[i].Function.Parameters = p
 	}
 	if stream {
 		w.Stream, w.StreamOptions = true, &wireStreamOpts{IncludeUsage: true}
@@ -63,8 +105,10 @@ func randomRequest(r *rand.Rand) Request {
 		m := Message{Role: pick(RoleSystem, RoleUser, RoleAssistant, RoleTool), Content: text(), Name: pick("", "n"), ToolCallID: pick("", "c1")}
 		for j := 0; j < r.IntN(3); j++ {
 			m.ToolCalls = append(m.ToolCalls, ToolCall{ID: pick("c1", "c2"), Type: pick("", "function"),
-				Function: FunctionCall{Name: pick("f", "g"), Arguments: pick(`{}`, `{"a":"<b>"}`, ``)}})
+				Function: FunctionCall{Name: pick("f", "g"), Arguments: pick(`{}`, `{"a":"<b>"}`, ``)},
+				Extra:    json.RawMessage(pick(``, `{"extra_content":{"google":{"thought_signature":"c2ln"}}}`, ` { "id" : "shadowed", "x" : [ 1 , "a b" ] } `))})
 		}
+		m.Extra = json.RawMessage(pick(``, ``, `{"reasoning_content":"think \"hard\" ✓"}`, `{"role":"shadowed","reasoning_details":[{"type":"reasoning.text","text":"t"}]}`))
 		req.Messages = append(req.Messages, m)
 	}
 	if r.IntN(2) == 0 {
@@ -88,7 +132,7 @@ func TestEncodeRequestMatchesEncodingJSON(t *testing.T) {
 		want := referenceBody(t, &req, stream)
 		// Without cache, with a cold cache, and again with a warm one.
 		for pass, c := range []*msgCache{nil, &cache, &cache} {
-			body, err := encodeRequest(&req, stream, c, nil)
+			body, err := encodeRequest(&req, stream, c, nil, schemaOpts{})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -106,7 +150,7 @@ func TestEncodeRequestMatchesEncodingJSON(t *testing.T) {
 func TestEncodeRequestDoesNotModifyRequest(t *testing.T) {
 	req := Request{Model: "m", Messages: []Message{{Role: RoleAssistant, ToolCalls: []ToolCall{{ID: "c", Function: FunctionCall{Name: "f"}}}}},
 		Tools: []ToolSpec{{Function: FunctionSpec{Name: "f"}}}}
-	if _, err := encodeRequest(&req, true, nil, nil); err != nil {
+	if _, err := encodeRequest(&req, true, nil, nil, schemaOpts{}); err != nil {
 		t.Fatal(err)
 	}
 	if req.Messages[0].ToolCalls[0].Type != "" || req.Tools[0].Type != "" {
@@ -119,7 +163,7 @@ func TestMessageCacheHitsAndInvalidation(t *testing.T) {
 	big := strings.Repeat("x", cacheMinContent)
 	msgs := []Message{{Role: RoleUser, Content: big}, {Role: RoleTool, ToolCallID: "a", Content: big}}
 	req := Request{Model: "m", Messages: msgs[:1]}
-	encodeRequest(&req, false, &cache, nil)
+	encodeRequest(&req, false, &cache, nil, schemaOpts{})
 	if got := cache.lookup(msgs[:1]); got == nil || got[0] == nil {
 		t.Fatal("no hit after encoding")
 	}
@@ -135,7 +179,7 @@ func TestMessageCacheHitsAndInvalidation(t *testing.T) {
 	}
 	// Small messages are never cached.
 	small := []Message{{Role: RoleUser, Content: "hi"}}
-	encodeRequest(&Request{Model: "m", Messages: small}, false, &cache, nil)
+	encodeRequest(&Request{Model: "m", Messages: small}, false, &cache, nil, schemaOpts{})
 	if got := cache.lookup(small); got != nil && got[0] != nil {
 		t.Fatal("small message cached")
 	}
@@ -146,7 +190,7 @@ func TestMessageCacheIsBounded(t *testing.T) {
 	content := strings.Repeat("y", 1<<20)
 	for i := 0; i < 3*cacheGenerationBytes>>20; i++ {
 		c := strings.Clone(content)
-		encodeRequest(&Request{Model: "m", Messages: []Message{{Role: RoleUser, Content: c}}}, false, &cache, nil)
+		encodeRequest(&Request{Model: "m", Messages: []Message{{Role: RoleUser, Content: c}}}, false, &cache, nil, schemaOpts{})
 	}
 	total := 0
 	for _, g := range []map[msgKey]*msgEntry{cache.cur, cache.old} {
@@ -163,10 +207,10 @@ func TestMessageCacheIsBounded(t *testing.T) {
 // field that sameMessage does not compare (a stale cached encoding would
 // then be sent).
 func TestSameMessageCoversAllFields(t *testing.T) {
-	if n := reflect.TypeFor[Message]().NumField(); n != 5 {
+	if n := reflect.TypeFor[Message]().NumField(); n != 6 {
 		t.Errorf("Message has %d fields; update sameMessage and this test", n)
 	}
-	if n := reflect.TypeFor[ToolCall]().NumField(); n != 3 {
+	if n := reflect.TypeFor[ToolCall]().NumField(); n != 4 {
 		t.Errorf("ToolCall has %d fields; update sameMessage and this test", n)
 	}
 	base := Message{Role: "r", Content: "c", ToolCallID: "i", Name: "n", ToolCalls: []ToolCall{{ID: "a", Type: "t", Function: FunctionCall{Name: "f", Arguments: "x"}}}}
@@ -176,6 +220,10 @@ func TestSameMessageCoversAllFields(t *testing.T) {
 		func(m *Message) { m.ToolCallID = "I" },
 		func(m *Message) { m.Name = "N" },
 		func(m *Message) { m.ToolCalls = nil },
+		func(m *Message) { m.Extra = json.RawMessage(`{"reasoning_content":"r"}`) },
+		func(m *Message) {
+			m.ToolCalls = []ToolCall{{ID: "a", Type: "t", Function: FunctionCall{Name: "f", Arguments: "x"}, Extra: json.RawMessage(`{"e":1}`)}}
+		},
 		func(m *Message) {
 			m.ToolCalls = []ToolCall{{ID: "b", Type: "t", Function: FunctionCall{Name: "f", Arguments: "x"}}}
 		},
@@ -203,14 +251,14 @@ func TestRestCacheNeverStale(t *testing.T) {
 	tools := []ToolSpec{{Type: "function", Function: FunctionSpec{Name: "a", Parameters: json.RawMessage(`{"type":"object"}`)}}}
 	req := Request{Model: "m", Messages: []Message{{Role: RoleUser, Content: "hi"}}, Tools: tools}
 	fresh := func(r Request, stream bool) string {
-		b, err := encodeRequest(&r, stream, nil, nil)
+		b, err := encodeRequest(&r, stream, nil, nil, schemaOpts{})
 		if err != nil {
 			t.Fatal(err)
 		}
 		return string(b)
 	}
 	cached := func(r Request, stream bool) string {
-		b, err := encodeRequest(&r, stream, &cache, nil)
+		b, err := encodeRequest(&r, stream, &cache, nil, schemaOpts{})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -219,8 +267,8 @@ func TestRestCacheNeverStale(t *testing.T) {
 	if a, b := cached(req, true), cached(req, true); a != b || a != fresh(req, true) {
 		t.Fatalf("cached bodies differ:\n%s\n%s", a, b)
 	}
-	tools[0].Function.Parameters[9] = 'X' // same slice, other bytes: {"type":"Xbject"}
-	if got := cached(req, true); got != fresh(req, true) || !strings.Contains(got, "Xbject") {
+	tools[0].Function.Parameters[2] = 'X' // same slice, other bytes: {"Xype":"object"}
+	if got := cached(req, true); got != fresh(req, true) || !strings.Contains(got, "Xype") {
 		t.Fatalf("stale after an in-place change of the parameters:\n%s", got)
 	}
 	tools[0].Function.Name = "b"
@@ -245,7 +293,61 @@ func TestRestCacheNeverStale(t *testing.T) {
 	}
 	bad := req
 	bad.Tools = []ToolSpec{{Function: FunctionSpec{Name: "x", Parameters: json.RawMessage(`{`)}}}
-	if _, err := encodeRequest(&bad, true, &cache, nil); err == nil {
+	if _, err := encodeRequest(&bad, true, &cache, nil, schemaOpts{}); err == nil {
 		t.Fatal("invalid parameters accepted through the cache")
+	}
+}
+
+// The body is sent as segments that share the cached encodings; read
+// with any buffer size (or WriteTo) it is exactly the joined body.
+func TestRequestBodySegments(t *testing.T) {
+	var cache msgCache
+	big := strings.Repeat("tool output line\n", 100)
+	req := Request{Model: "m", Messages: []Message{{Role: RoleSystem, Content: "s"}, {Role: RoleUser, Content: "go"},
+		{Role: RoleAssistant, ToolCalls: []ToolCall{{ID: "c1", Function: FunctionCall{Name: "f", Arguments: "{}"}}}},
+		{Role: RoleTool, ToolCallID: "c1", Content: big}, {Role: RoleUser, Content: "more"}}}
+	want, err := encodeRequest(&req, true, nil, nil, schemaOpts{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	encodeBody(&req, true, &cache, nil, schemaOpts{}) // warm the cache
+	segs, _, err := encodeBody(&req, true, &cache, nil, schemaOpts{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(segs) < 3 {
+		t.Fatalf("%d segments: the cached tool result should be one of its own", len(segs))
+	}
+	size := 0
+	for _, s := range segs {
+		size += len(s)
+	}
+	for _, chunk := range []int{1, 7, 4096, 1 << 20} {
+		rb := &requestBody{segs: segs, size: size}
+		var got []byte
+		p := make([]byte, chunk)
+		for {
+			n, err := rb.Read(p)
+			got = append(got, p[:n]...)
+			if err == io.EOF {
+				break
+			}
+			if err != nil || n == 0 {
+				t.Fatalf("Read: %d, %v", n, err)
+			}
+		}
+		if string(got) != string(want) {
+			t.Fatalf("chunk %d: body differs", chunk)
+		}
+	}
+	var w bytes.Buffer
+	rb := &requestBody{segs: segs, size: size}
+	if n, err := rb.WriteTo(&w); err != nil || int(n) != len(want) || w.String() != string(want) {
+		t.Fatalf("WriteTo: %d, %v", n, err)
+	}
+	again, _ := rb.again()
+	b, _ := io.ReadAll(again)
+	if string(b) != string(want) {
+		t.Fatal("again() differs")
 	}
 }

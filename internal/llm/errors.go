@@ -1,6 +1,7 @@
 package llm
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
 	"strings"
@@ -36,7 +37,43 @@ var (
 	// messages, tool parameters that are not JSON, bad base URL). Never
 	// retried; nothing was sent.
 	ErrInvalidRequest = errors.New("llm: invalid request")
+	// ErrOutputTruncated: the model hit its output length limit
+	// (finish_reason "length") in the middle of a tool call, whose
+	// arguments are therefore incomplete; see *TruncatedToolCallError.
+	// Never retried (the same limit would cut it again).
+	ErrOutputTruncated = errors.New("llm: output cut off by the length limit")
 )
+
+// TruncatedToolCallError reports a tool call whose arguments were cut off
+// by finish_reason "length". The call is not returned, so it is never run
+// with partial arguments. It wraps ErrOutputTruncated.
+type TruncatedToolCallError struct {
+	Tool          string // the function name, "" if none arrived
+	ArgumentBytes int    // bytes of arguments received
+}
+
+func (e *TruncatedToolCallError) Error() string {
+	return fmt.Sprintf("llm: the model's output was cut off by its length limit (finish_reason \"length\") inside a call of tool %q "+
+		"after %d bytes of arguments, which are not complete JSON; the call was not run (raise the completion token limit, max_tokens)",
+		e.Tool, e.ArgumentBytes)
+}
+
+func (e *TruncatedToolCallError) Unwrap() error { return ErrOutputTruncated }
+
+// checkTruncated returns a *TruncatedToolCallError when finish is
+// "length" and a call's arguments (as received, before "" became "{}")
+// are not complete JSON.
+func checkTruncated(finish string, names []string, args [][]byte) error {
+	if finish != "length" {
+		return nil
+	}
+	for i := range args {
+		if !json.Valid(args[i]) {
+			return &TruncatedToolCallError{Tool: names[i], ArgumentBytes: len(args[i])}
+		}
+	}
+	return nil
+}
 
 // MaxErrorMessageBytes bounds the provider message kept in an APIError
 // (longer messages are cut at a rune boundary and marked with "…").

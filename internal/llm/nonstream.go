@@ -4,29 +4,28 @@ import (
 	"bytes"
 	"encoding/json"
 	"sort"
-	"strconv"
 )
 
+// wireCall is a tool call of a non-streamed message.
+type wireCall struct {
+	Index    *int   `json:"index"`
+	ID       string `json:"id"`
+	Type     string `json:"type"`
+	Function struct {
+		Name      string          `json:"name"`
+		Arguments json.RawMessage `json:"arguments"` // a string; an object is tolerated
+	} `json:"function"`
+}
+
 // wireBody is a non-streamed chat.completion (only what the client uses;
-// unknown fields are ignored).
+// unknown fields are ignored, except those of the message and its tool
+// calls, which are read again for Extra).
 type wireBody struct {
 	Model   string `json:"model"`
 	Choices []struct {
-		Index        *int   `json:"index"`
-		FinishReason string `json:"finish_reason"`
-		Message      struct {
-			Content   json.RawMessage `json:"content"` // string, null, or content parts
-			Refusal   string          `json:"refusal"`
-			ToolCalls []struct {
-				Index    *int   `json:"index"`
-				ID       string `json:"id"`
-				Type     string `json:"type"`
-				Function struct {
-					Name      string          `json:"name"`
-					Arguments json.RawMessage `json:"arguments"` // a string; an object is tolerated
-				} `json:"function"`
-			} `json:"tool_calls"`
-		} `json:"message"`
+		Index        *int            `json:"index"`
+		FinishReason string          `json:"finish_reason"`
+		Message      json.RawMessage `json:"message"`
 	} `json:"choices"`
 	Usage *struct {
 		PromptTokens        int  `json:"prompt_tokens"`
@@ -39,13 +38,30 @@ type wireBody struct {
 	Error json.RawMessage `json:"error"`
 }
 
+type wireMsg struct {
+	Content          json.RawMessage   `json:"content"` // string, null, or content parts
+	Refusal          string            `json:"refusal"`
+	ReasoningContent string            `json:"reasoning_content"`
+	Reasoning        string            `json:"reasoning"`
+	ToolCalls        []json.RawMessage `json:"tool_calls"`
+	FunctionCall     *struct {
+		Name      string          `json:"name"`
+		Arguments json.RawMessage `json:"arguments"`
+	} `json:"function_call"`
+}
+
 // decodeBody decodes a non-streamed reply (or a JSON reply to a streaming
-// request). Content may be a string, null, or an array of content parts
-// whose "text" values are concatenated; tool-call arguments may be a
-// string or, tolerated, a JSON object. Reasoning fields are ignored. A
-// body with an "error" object yields an in-stream *APIError. Invalid JSON
-// or a reply without choices is ErrMalformedResponse (retryable).
-func decodeBody(data []byte) (res *Response, retryable bool, err error) {
+// request) with the same rules as the stream assembler: content may be a
+// string, null, or an array of parts (text joined, thinking parts to
+// reasoning); a leading <think> block moves to reasoning unless keepThink;
+// tool-call arguments may be a string or, tolerated, a JSON object; a
+// legacy function_call is a tool call; ids stay empty when absent or
+// repeated (the caller assigns synthetic ones); unknown members of the
+// message and of each call go to Extra. A body with an "error" object
+// yields an in-stream *APIError. Invalid JSON or a reply without choices
+// is ErrMalformedResponse (retryable); a tool call cut off by a "length"
+// finish is a *TruncatedToolCallError.
+func decodeBody(data []byte, keepThink bool) (res *Response, retryable bool, err error) {
 	var w wireBody
 	if err := json.Unmarshal(data, &w); err != nil {
 		return nil, true, malformedf("response body is not a chat completion: %v", err)
@@ -66,19 +82,55 @@ func decodeBody(data []byte) (res *Response, retryable bool, err error) {
 		}
 	}
 	ch := &w.Choices[pick]
+	var msg wireMsg
+	if raw := bytes.TrimSpace(ch.Message); len(raw) > 0 && raw[0] == '{' {
+		if err := json.Unmarshal(raw, &msg); err != nil {
+			return nil, true, malformedf("response message is not a chat message: %v", err)
+		}
+	}
 	res = &Response{Model: w.Model, FinishReason: ch.FinishReason}
 	res.Message.Role = RoleAssistant
-	res.Message.Content = contentText(ch.Message.Content) + ch.Message.Refusal
+	content, thinking := contentText(msg.Content), ""
+	if raw := bytes.TrimSpace(msg.Content); len(raw) > 0 && raw[0] == '[' {
+		content, thinking = contentParts(raw)
+	}
+	var asm assembler
+	if keepThink {
+		asm.think = 2
+	}
+	asm.content = []byte(content + msg.Refusal)
+	reasoning := msg.ReasoningContent
+	if reasoning == "" {
+		reasoning = msg.Reasoning // both: the same text twice
+	}
+	asm.reasoning = []byte(reasoning + thinking)
+	if asm.think == 0 {
+		asm.decideThink(true)
+	}
+	res.Message.Content = string(asm.content)
+	res.Reasoning = string(asm.reasoning)
+	if len(ch.Message) > 0 && ch.Message[0] == '{' {
+		skip := append(append([]string(nil), messageKeys...), outputOnly...)
+		if res.Message.Extra, err = collectExtra(ch.Message, skip, nil); err != nil {
+			return nil, true, malformedf("response message: %v", err)
+		}
+	}
 
+	if n := len(msg.ToolCalls); n > MaxToolCalls {
+		return nil, true, malformedf("%d tool calls in one response, more than %d (MaxToolCalls)", n, MaxToolCalls)
+	}
 	type indexed struct {
 		i  int
 		tc ToolCall
 	}
-	if n := len(ch.Message.ToolCalls); n > MaxToolCalls {
-		return nil, true, malformedf("%d tool calls in one response, more than %d (MaxToolCalls)", n, MaxToolCalls)
-	}
-	calls := make([]indexed, 0, len(ch.Message.ToolCalls))
-	for i, tc := range ch.Message.ToolCalls {
+	calls := make([]indexed, 0, len(msg.ToolCalls)+1)
+	var names []string
+	var rawArgs [][]byte
+	for i, raw := range msg.ToolCalls {
+		var tc wireCall
+		if json.Unmarshal(raw, &tc) != nil {
+			continue // not an object: ignored like any unknown shape
+		}
 		idx := i
 		if tc.Index != nil {
 			idx = *tc.Index
@@ -87,22 +139,27 @@ func decodeBody(data []byte) (res *Response, retryable bool, err error) {
 		if tc.ID == "" && tc.Function.Name == "" && args == "" {
 			continue
 		}
-		calls = append(calls, indexed{idx, ToolCall{ID: tc.ID, Type: tc.Type, Function: FunctionCall{Name: tc.Function.Name, Arguments: args}}})
+		extra, err := collectExtra(raw, toolCallKeys, []string{"index"})
+		if err != nil {
+			continue
+		}
+		names, rawArgs = append(names, tc.Function.Name), append(rawArgs, []byte(args))
+		calls = append(calls, indexed{idx, ToolCall{ID: tc.ID, Type: tc.Type, Extra: extra,
+			Function: FunctionCall{Name: tc.Function.Name, Arguments: args}}})
+	}
+	if fc := msg.FunctionCall; fc != nil && (fc.Name != "" || len(fc.Arguments) > 0) {
+		args := argumentsText(fc.Arguments)
+		names, rawArgs = append(names, fc.Name), append(rawArgs, []byte(args))
+		calls = append(calls, indexed{len(msg.ToolCalls), ToolCall{Function: FunctionCall{Name: fc.Name, Arguments: args}}})
+	}
+	if err := checkTruncated(ch.FinishReason, names, rawArgs); err != nil {
+		return nil, false, err
 	}
 	sort.SliceStable(calls, func(a, b int) bool { return calls[a].i < calls[b].i })
 	for _, c := range calls {
-		tc := c.tc
-		if tc.ID == "" {
-			tc.ID = "call_" + strconv.Itoa(len(res.Message.ToolCalls))
-		}
-		if tc.Type == "" {
-			tc.Type = "function"
-		}
-		if len(bytes.TrimSpace([]byte(tc.Function.Arguments))) == 0 {
-			tc.Function.Arguments = "{}"
-		}
-		res.Message.ToolCalls = append(res.Message.ToolCalls, tc)
+		res.Message.ToolCalls = append(res.Message.ToolCalls, c.tc)
 	}
+	finishCalls(res.Message.ToolCalls)
 	if u := w.Usage; u != nil {
 		res.Usage = Usage{PromptTokens: u.PromptTokens, CompletionTokens: u.CompletionTokens}
 		switch {
@@ -157,6 +214,10 @@ func argumentsText(raw json.RawMessage) string {
 		return s
 	}
 	if len(raw) > 0 && (raw[0] == '{' || raw[0] == '[') {
+		var b bytes.Buffer
+		if json.Compact(&b, raw) == nil {
+			return b.String()
+		}
 		return string(raw)
 	}
 	return ""

@@ -2,9 +2,13 @@ package llm
 
 import (
 	"bufio"
+	"bytes"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
+	"os"
+	"path/filepath"
 	"reflect"
 	"strings"
 	"testing"
@@ -78,7 +82,7 @@ func TestLineTooLongErrorNamesLimitAndObserved(t *testing.T) {
 // runStream feeds a raw SSE body through the stream parser.
 func runStream(t testing.TB, body string, maxLine int) (*streamState, error) {
 	t.Helper()
-	st := getStreamState(strings.NewReader(body), maxLine, nil)
+	st := getStreamState(strings.NewReader(body), maxLine, nil, false)
 	return st, st.readStream()
 }
 
@@ -202,8 +206,23 @@ func TestReadStream(t *testing.T) {
 			content: "x",
 		},
 		{
-			name: "cut before finish_reason",
-			body: sse(`{"choices":[{"index":0,"delta":{"content":"x"}}]}`),
+			name:    "clean end without finish_reason or [DONE] after an answer",
+			body:    sse(`{"choices":[{"index":0,"delta":{"content":"x"}}]}`),
+			content: "x",
+		},
+		{
+			name:  "clean end without finish_reason after a whole tool call",
+			body:  sse(`{"choices":[{"index":0,"delta":{"tool_calls":[{"index":0,"id":"c","function":{"name":"f","arguments":"{\"a\":1}"}}]}}]}`),
+			calls: []call{{"c", "f", `{"a":1}`}},
+		},
+		{
+			name: "end inside a tool call's arguments",
+			body: sse(`{"choices":[{"index":0,"delta":{"tool_calls":[{"index":0,"id":"c","function":{"name":"f","arguments":"{\"a\":"}}]}}]}`),
+			err:  ErrStreamInterrupted,
+		},
+		{
+			name: "end after only a role chunk",
+			body: sse(`{"choices":[{"index":0,"delta":{"role":"assistant","content":""}}]}`),
 			err:  ErrStreamInterrupted,
 		},
 		{
@@ -337,10 +356,11 @@ func FuzzReadStream(f *testing.F) {
 	f.Add([]byte("data: " + strings.Repeat("z", 200) + "\n\n"))
 	f.Add([]byte("data: {}\ndata: {}\n\n"))
 	f.Add([]byte{})
+	addCorpusSeeds(f, ".sse")
 	const maxLine, limit = 128, 4096
 	f.Fuzz(func(t *testing.T, data []byte) {
 		br := &bodyReader{r: strings.NewReader(string(data)), limit: limit}
-		st := getStreamState(br, maxLine, func(string) {})
+		st := getStreamState(br, maxLine, func(string) {}, false)
 		defer putStreamState(st)
 		err := st.readStream()
 		var (
@@ -362,7 +382,9 @@ func FuzzReadStream(f *testing.F) {
 		if len(data) > limit && err == nil && !st.asm.done {
 			t.Fatalf("read %d bytes past the %d limit without error", len(data), limit)
 		}
+		st.asm.finishContent()
 		m := st.asm.message()
+		checkEncodable(t, &m)
 		// Unescaping never grows a string by more than 3× (one invalid
 		// byte becomes U+FFFD); each call adds at most a generated id and "{}".
 		size := len(m.Content)
@@ -404,11 +426,12 @@ func FuzzDecodeBody(f *testing.F) {
 	} {
 		f.Add([]byte(s))
 	}
+	addCorpusSeeds(f, ".json")
 	f.Fuzz(func(t *testing.T, data []byte) {
-		res, _, err := decodeBody(data)
+		res, _, err := decodeBody(data, false)
 		if err != nil {
 			var ae *APIError
-			if !errors.As(err, &ae) && !errors.Is(err, ErrMalformedResponse) {
+			if !errors.As(err, &ae) && !errors.Is(err, ErrMalformedResponse) && !errors.Is(err, ErrOutputTruncated) {
 				t.Fatalf("untyped error %v", err)
 			}
 			return
@@ -421,5 +444,122 @@ func FuzzDecodeBody(f *testing.F) {
 				t.Fatalf("defaults not applied: %+v", c)
 			}
 		}
+		checkEncodable(t, &res.Message)
 	})
+}
+
+// addCorpusSeeds adds the provider corpus bodies ending in ext as seeds.
+func addCorpusSeeds(f *testing.F, ext string) {
+	files, _ := filepath.Glob("testdata/providers/*/*" + ext)
+	for _, name := range files {
+		if strings.HasSuffix(name, ".case.json") {
+			continue
+		}
+		if b, err := os.ReadFile(name); err == nil {
+			f.Add(b)
+		}
+	}
+}
+
+// checkEncodable: whatever was assembled can be sent back: its Extra
+// members are JSON objects and the message encodes as valid JSON that
+// decodes to the same message.
+func checkEncodable(t *testing.T, m *Message) {
+	t.Helper()
+	for _, e := range append([]json.RawMessage{m.Extra}, extrasOf(m)...) {
+		if len(e) > 0 && (!json.Valid(e) || e[0] != '{') {
+			t.Fatalf("Extra %q is not a JSON object", e)
+		}
+	}
+	b, err := appendMessage(nil, m)
+	if err != nil || !json.Valid(b) {
+		t.Fatalf("message does not encode: %v: %q", err, b)
+	}
+	var back Message
+	if err := json.Unmarshal(b, &back); err != nil {
+		t.Fatalf("encoded message does not decode: %v: %s", err, b)
+	}
+	again, _ := appendMessage(nil, &back)
+	if !bytes.Equal(canonical(t, b), canonical(t, again)) {
+		t.Fatalf("encode/decode is not stable:\n%s\n%s", b, again)
+	}
+}
+
+func extrasOf(m *Message) []json.RawMessage {
+	var out []json.RawMessage
+	for _, c := range m.ToolCalls {
+		out = append(out, c.Extra)
+	}
+	return out
+}
+
+func canonical(t *testing.T, b []byte) []byte {
+	var v any
+	if err := json.Unmarshal(b, &v); err != nil {
+		t.Fatal(err)
+	}
+	out, _ := json.Marshal(v)
+	return out
+}
+
+// A leading <think> block is reasoning: never streamed to OnDelta, never
+// in the answer; KeepThinkTags leaves it; a block that never closes is all
+// reasoning; text that only looks like the start of a tag is delivered.
+func TestThinkTags(t *testing.T) {
+	for _, tc := range []struct {
+		name       string
+		keep       bool
+		pieces     []string
+		content    string
+		reasoning  string
+		deliveries string
+	}{
+		{"split tag", false, []string{"  <th", "ink>plan", " more</thi", "nk>\n\nAnswer", " done"}, "Answer done", "plan more", "Answer done"},
+		{"kept", true, []string{"<think>plan</think>Answer"}, "<think>plan</think>Answer", "", "<think>plan</think>Answer"},
+		{"unclosed", false, []string{"<think>all of it"}, "", "all of it", ""},
+		{"not a tag", false, []string{"<thi", "s is fine"}, "<this is fine", "", "<this is fine"},
+		{"short prefix at the end", false, []string{"<th"}, "<th", "", "<th"},
+		{"tag later is content", false, []string{"Hi <think>x</think>"}, "Hi <think>x</think>", "", "Hi <think>x</think>"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var chunks []string
+			for _, p := range tc.pieces {
+				b, _ := json.Marshal(p)
+				chunks = append(chunks, `{"choices":[{"index":0,"delta":{"content":`+string(b)+`}}]}`)
+			}
+			chunks = append(chunks, `{"choices":[{"index":0,"delta":{},"finish_reason":"stop"}]}`)
+			var got strings.Builder
+			st := getStreamState(strings.NewReader(sse(chunks...)), MaxSSELineBytes, func(s string) { got.WriteString(s) }, tc.keep)
+			defer putStreamState(st)
+			if err := st.readStream(); err != nil {
+				t.Fatal(err)
+			}
+			st.asm.finishContent()
+			m := st.asm.message()
+			if m.Content != tc.content || string(st.asm.reasoning) != tc.reasoning || got.String() != tc.deliveries {
+				t.Fatalf("content %q reasoning %q delivered %q, want %q %q %q", m.Content, st.asm.reasoning, got.String(), tc.content, tc.reasoning, tc.deliveries)
+			}
+			// The non-streamed path gives the same answer.
+			body, _ := json.Marshal(map[string]any{"choices": []any{map[string]any{"index": 0, "finish_reason": "stop",
+				"message": map[string]any{"role": "assistant", "content": strings.Join(tc.pieces, "")}}}})
+			res, _, err := decodeBody(body, tc.keep)
+			if err != nil || res.Message.Content != tc.content || res.Reasoning != tc.reasoning {
+				t.Fatalf("decodeBody: %+v %v", res, err)
+			}
+		})
+	}
+}
+
+// Calls without ids keep them empty in both paths, so the caller assigns
+// ids unique across the run (the agent's it<iteration>-call<n>); the
+// client never invents call_0 again on every reply.
+func TestMissingIDsStayEmpty(t *testing.T) {
+	body := `{"choices":[{"index":0,"finish_reason":"tool_calls","message":{"role":"assistant","tool_calls":[{"type":"function","function":{"name":"a","arguments":"{}"}},{"function":{"name":"b","arguments":""}}]}}]}`
+	res, _, err := decodeBody([]byte(body), false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(res.Message.ToolCalls) != 2 || res.Message.ToolCalls[0].ID != "" || res.Message.ToolCalls[1].ID != "" || res.Message.ToolCalls[1].Function.Arguments != "{}" {
+		t.Fatalf("calls %+v", res.Message.ToolCalls)
+	}
 }

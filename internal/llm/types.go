@@ -16,11 +16,21 @@
 // MaxErrorBodyBytes per error body, MaxErrorMessageBytes per message kept.
 // Errors never contain the API key.
 //
-// Per-call CPU is kept low for long agent runs: the request body is built
-// once per call into a pooled buffer, and the encodings of messages with
-// large content are memoized across calls (keyed by the identity of the
-// content string, checked against the whole message, bounded in bytes), so
-// resending an unchanged history costs little more than a copy.
+// Per-call CPU is kept low for long agent runs: every message worth it is
+// encoded once and its encoding memoized across calls (keyed by the
+// identity of its content string or tool-call array, checked against the
+// whole message, bounded in bytes), and the body is sent as segments that
+// share those encodings, so resending an unchanged history costs a lookup
+// per message rather than an encoding or a copy.
+//
+// Provider differences: fields a provider attaches to assistant messages
+// and tool calls are kept in Message.Extra and ToolCall.Extra and sent
+// back verbatim (DeepSeek's reasoning_content, Gemini 3's thought
+// signatures, OpenRouter's reasoning_details, …); stream shapes of every
+// provider in testdata/providers are assembled by the same rules on both
+// paths; tool schemas are repaired by internal/toolschema and adapted to
+// the endpoint; Presets lists known providers and their quirks, selected by
+// Config.Provider or recognised from the base URL.
 package llm
 
 import (
@@ -37,21 +47,37 @@ const (
 )
 
 // Message is one chat message in OpenAI wire shape. Content is always
-// marshalled (as "" when empty) except for assistant messages that carry
-// tool calls, where providers accept null.
+// marshalled (as "" when empty).
+//
+// Extra carries whatever else the provider attached to an assistant
+// message (DeepSeek's reasoning_content, OpenRouter's reasoning and
+// reasoning_details, fields odek does not know) as one JSON object, kept
+// verbatim and sent back on the next request: several providers reject a
+// tool-using conversation whose assistant turns lost them. It is never
+// part of Content or of an answer. The JSON form of a Message (MarshalJSON,
+// used by the request encoder and by session stores) is the wire form with
+// Extra's members beside the known fields; UnmarshalJSON collects every
+// unknown non-null member back into Extra.
 type Message struct {
 	Role       string     `json:"role"`
 	Content    string     `json:"content"`
 	ToolCalls  []ToolCall `json:"tool_calls,omitempty"`
 	ToolCallID string     `json:"tool_call_id,omitempty"`
 	Name       string     `json:"name,omitempty"`
+	// Extra is a JSON object of provider fields, or nil.
+	Extra json.RawMessage `json:"-"`
 }
 
-// ToolCall is a function call requested by the model.
+// ToolCall is a function call requested by the model. Extra carries the
+// provider's other fields of the call (Gemini 3's
+// extra_content.google.thought_signature, which must come back with the
+// call) as one JSON object, sent back verbatim; see Message.
 type ToolCall struct {
 	ID       string       `json:"id"`
 	Type     string       `json:"type"` // always "function"
 	Function FunctionCall `json:"function"`
+	// Extra is a JSON object of provider fields, or nil.
+	Extra json.RawMessage `json:"-"`
 }
 
 // FunctionCall names the function and carries its raw JSON arguments, as
@@ -73,6 +99,10 @@ type FunctionSpec struct {
 	Name        string          `json:"name"`
 	Description string          `json:"description,omitempty"`
 	Parameters  json.RawMessage `json:"parameters,omitempty"`
+	// Strict asks for OpenAI's strict function calling. The client sets it
+	// (and adapts Parameters) for the models in Config.StrictToolModels;
+	// callers leave it false.
+	Strict bool `json:"strict,omitempty"`
 }
 
 // Request is one chat-completions call.
@@ -108,7 +138,7 @@ func (u Usage) Add(v Usage) Usage {
 type Timing struct {
 	// Duration is request start to the end of the response body.
 	Duration time.Duration
-	// TTFT is request start to the first content or tool-call delta
+	// TTFT is request start to the first content, reasoning or tool-call delta
 	// (streaming only; 0 when not measured).
 	TTFT time.Duration
 	// Generation is first delta to end of stream (streaming only).
@@ -121,7 +151,12 @@ type Timing struct {
 type Response struct {
 	// Message is the assistant message: Content without any reasoning
 	// content, and ToolCalls assembled in index order.
-	Message      Message
+	Message Message
+	// Reasoning is the model's reasoning text, when the provider streamed
+	// or returned one (reasoning_content, reasoning, thinking content
+	// parts, a leading <think> block). It is for display and logs only;
+	// what must go back to the provider is in Message.Extra.
+	Reasoning    string
 	FinishReason string
 	Model        string
 	Usage        Usage

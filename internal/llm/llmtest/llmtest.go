@@ -100,6 +100,22 @@ type Turn struct {
 	// throughput benchmarks from measuring the fake's per-event writes.
 	// Ignored with CutAfterChunks and StallAfterChunks.
 	Burst bool
+	// Raw, when set, is the reply body sent verbatim with status 200: a
+	// stream or JSON body recorded from (or documented by) a real
+	// provider. RawContentType is its Content-Type ("" sends none, so the
+	// client has to sniff). Everything else of the turn but Delay and
+	// Check is ignored.
+	Raw            []byte
+	RawContentType string
+	// Check, when set, inspects the request before anything is sent; a
+	// non-empty result is answered 400 invalid_request_error with that
+	// message, the way a provider rejects a conversation that lost what
+	// it required (DeepSeek: "The reasoning_content in the thinking mode
+	// must be passed back to the API.").
+	Check func(Recorded) string
+	// CheckStatus is the status of a rejection by Check; 0 means 400
+	// (Mistral, for one, answers 422).
+	CheckStatus int
 }
 
 // Reply returns a Turn answering with content.
@@ -375,6 +391,26 @@ func (h *Handler) chat(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
+	if turn.Check != nil {
+		if msg := turn.Check(rec); msg != "" {
+			status := turn.CheckStatus
+			if status == 0 {
+				status = http.StatusBadRequest
+			}
+			writeError(w, status, "invalid_request_error", "invalid_request_error", msg)
+			return
+		}
+	}
+	if turn.Raw != nil {
+		if turn.RawContentType != "" {
+			w.Header().Set("Content-Type", turn.RawContentType)
+		} else {
+			w.Header()["Content-Type"] = nil // no sniffing by net/http either
+		}
+		w.WriteHeader(http.StatusOK)
+		w.Write(turn.Raw)
+		return
+	}
 	if turn.Status != 0 && turn.Status != http.StatusOK {
 		if turn.RetryAfter != "" {
 			w.Header().Set("Retry-After", turn.RetryAfter)
@@ -416,6 +452,16 @@ func parseRequest(body []byte) (rec Recorded, msg string) {
 	if err := json.Unmarshal(body, &wr); err != nil {
 		return rec, "Invalid request: " + err.Error()
 	}
+	// The provider fields of each message (llm.Message keeps unknown
+	// members in Extra).
+	var extras []llm.Message
+	var withExtra struct {
+		Messages []llm.Message `json:"messages"`
+	}
+	if err := json.Unmarshal(body, &withExtra); err != nil {
+		return rec, "Invalid request: " + err.Error()
+	}
+	extras = withExtra.Messages
 	rec = Recorded{
 		Model: wr.Model, Tools: wr.Tools, ToolChoice: wr.ToolChoice, Stream: wr.Stream,
 		StreamOptions: wr.StreamOptions, Temperature: wr.Temperature, MaxTokens: wr.MaxTokens, Body: body,
@@ -480,6 +526,7 @@ func parseRequest(body []byte) (rec Recorded, msg string) {
 		}
 		rec.Messages = append(rec.Messages, llm.Message{
 			Role: m.Role, Content: content, ToolCalls: m.ToolCalls, ToolCallID: m.ToolCallID, Name: m.Name,
+			Extra: extras[i].Extra,
 		})
 	}
 	if len(pending) > 0 {

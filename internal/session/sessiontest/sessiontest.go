@@ -13,6 +13,7 @@ import (
 	"errors"
 	"fmt"
 	"reflect"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -30,7 +31,12 @@ func Sample(n int) *session.Session {
 		Messages: []llm.Message{
 			{Role: llm.RoleSystem, Content: "You are odek."},
 			{Role: llm.RoleUser, Content: "list the files"},
-			{Role: llm.RoleAssistant, ToolCalls: []llm.ToolCall{{ID: "it1-call0", Type: "function", Function: llm.FunctionCall{Name: "shell", Arguments: `{"cmd":"ls"}`}}}},
+			// Provider metadata that must survive a save (issue 11): DeepSeek's
+			// reasoning_content, OpenRouter's reasoning_details, Gemini 3's
+			// thought signature on the call.
+			{Role: llm.RoleAssistant, ToolCalls: []llm.ToolCall{{ID: "it1-call0", Type: "function", Function: llm.FunctionCall{Name: "shell", Arguments: `{"cmd":"ls"}`},
+				Extra: json.RawMessage(`{"extra_content":{"google":{"thought_signature":"CiQBjz1rX9bQ"}}}`)}},
+				Extra: json.RawMessage(`{"reasoning_content":"List first, then read.","reasoning_details":[{"index":0,"text":"List first","type":"reasoning.text"}]}`)},
 			{Role: llm.RoleTool, ToolCallID: "it1-call0", Name: "shell", Content: "a.go\nb.go\n"},
 		},
 		ExternalRefs: []session.ExternalRef{{Kind: "ci-run", URI: "https://ci.example.test/runs/1", CreatedBy: "ci", ReadOnly: true, CreatedAt: time.Date(2026, 8, 7, 12, 0, 0, 0, time.UTC)}},
@@ -91,6 +97,30 @@ func Run(t *testing.T, newStore func(t *testing.T) session.Store) {
 		again, err := st.Load(ctx, s.ID)
 		if err != nil || again.Messages[0].Content != "You are odek." {
 			t.Fatalf("store shares memory with a loaded session: %v", err)
+		}
+	})
+
+	t.Run("ProviderMetadata", func(t *testing.T) {
+		// What a provider requires back is stored and loaded as the same
+		// wire JSON, so `odek continue` and a chat's next job can send it.
+		st := newStore(t)
+		s := Sample(0)
+		if err := st.Save(ctx, s); err != nil {
+			t.Fatal(err)
+		}
+		got, err := st.Load(ctx, s.ID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want, _ := json.Marshal(s.Messages[2])
+		have, _ := json.Marshal(got.Messages[2])
+		if string(want) != string(have) {
+			t.Fatalf("assistant message after a round trip:\n got %s\nwant %s", have, want)
+		}
+		for _, key := range []string{`"reasoning_content":"List first, then read."`, `"thought_signature":"CiQBjz1rX9bQ"`, `"reasoning_details":[`} {
+			if !strings.Contains(string(have), key) {
+				t.Errorf("loaded message %s lost %s", have, key)
+			}
 		}
 	})
 
