@@ -32,7 +32,7 @@ const Supported = true
 // cannot be applied is an error, and the caller must not exec.
 func enforce(spec Spec) error {
 	if abi := ABI(); abi < RequiredABI {
-		return fmt.Errorf("Landlock ABI %d found, %d needed (%s)", abi, RequiredABI, abiHint(abi))
+		return fmt.Errorf("the kernel's Landlock ABI is %d, %d needed (%s)", abi, RequiredABI, abiHint(abi))
 	}
 	if spec.Root == "" || spec.TempDir == "" {
 		return fmt.Errorf("the spec names no root or temp dir")
@@ -41,7 +41,7 @@ func enforce(spec Spec) error {
 	// V7: filesystem, TCP bind/connect, IPC scopes (signals, abstract
 	// sockets). The ABI check above guarantees at least the TCP rules.
 	if err := landlock.V7.BestEffort().Restrict(rules...); err != nil {
-		return fmt.Errorf("Landlock: %v", err)
+		return fmt.Errorf("landlock_restrict_self: %v", err)
 	}
 	if err := installSeccomp(unix.SECCOMP_FILTER_FLAG_TSYNC); err != nil {
 		return fmt.Errorf("seccomp: %v", err)

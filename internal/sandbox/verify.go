@@ -27,7 +27,7 @@ const SelfTestArg = "__odek-sandbox-selftest"
 // limits). It returns nil only when all of that holds.
 func Verify(ctx context.Context) error {
 	if abi := ABI(); abi < RequiredABI {
-		return fmt.Errorf("Landlock ABI %d, %d needed (%s)", abi, RequiredABI, abiHint(abi))
+		return fmt.Errorf("the kernel's Landlock ABI is %d, %d needed (%s)", abi, RequiredABI, abiHint(abi))
 	}
 	base, err := os.MkdirTemp("", "odek-sandbox-verify-")
 	if err != nil {
