@@ -193,7 +193,7 @@ func TestInvalidToolNameRejectsServer(t *testing.T) {
 	if !errors.Is(se, mcpclient.ErrInvalidName) {
 		t.Fatalf("err = %v", se)
 	}
-	mustContain(t, se.Error(), `"naughty"`, `"bad.name"`)
+	mustContain(t, se.Error(), `"naughty"`, `"bad name"`)
 }
 
 func TestConfigRefusedBeforeSpawn(t *testing.T) {
@@ -271,19 +271,42 @@ func TestGarbageNotificationsAndServerRequestsSkipped(t *testing.T) {
 			}
 		})
 	}
-	t.Run("server→client request gets method not found", func(t *testing.T) {
-		c := mcptest.Start(t, mcptest.Config(t, "fx", "-chaos"))
-		txt := call(t, c, "server_request", `{}`).Text
-		var ans struct {
-			ID    string `json:"id"`
-			Error struct {
-				Code int `json:"code"`
-			} `json:"error"`
-		}
-		if err := json.Unmarshal([]byte(txt), &ans); err != nil || ans.ID != "srv-1" || ans.Error.Code != -32601 {
-			t.Fatalf("server saw answer %s (%v)", txt, err)
-		}
-	})
+}
+
+// serverAnswer makes the fixture send the client a request and returns
+// the client's answer as the server saw it.
+func serverAnswer(t *testing.T, c *mcpclient.Client, method string) (ans struct {
+	ID     string          `json:"id"`
+	Result json.RawMessage `json:"result"`
+	Error  *struct {
+		Code    int    `json:"code"`
+		Message string `json:"message"`
+	} `json:"error"`
+}) {
+	t.Helper()
+	txt := call(t, c, "server_request", `{"method":"`+method+`"}`).Text
+	if err := json.Unmarshal([]byte(txt), &ans); err != nil || ans.ID != "srv-1" {
+		t.Fatalf("server saw answer %s (%v)", txt, err)
+	}
+	return ans
+}
+
+// The MCP spec: the receiver of a ping MUST answer promptly with an empty
+// result. Servers with keep-alive drop a client that answers an error.
+func TestServerPingAnsweredWithEmptyResult(t *testing.T) {
+	c := mcptest.Start(t, mcptest.Config(t, "fx", "-chaos"))
+	ans := serverAnswer(t, c, "ping")
+	if ans.Error != nil || string(ans.Result) != "{}" {
+		t.Fatalf("ping answered result=%s error=%+v, want an empty result", ans.Result, ans.Error)
+	}
+}
+
+func TestUnknownServerRequestMethodNotFound(t *testing.T) {
+	c := mcptest.Start(t, mcptest.Config(t, "fx", "-chaos"))
+	ans := serverAnswer(t, c, "no/such_method")
+	if ans.Error == nil || ans.Error.Code != -32601 {
+		t.Fatalf("unknown method answered %+v, want -32601", ans)
+	}
 }
 
 func TestWrongIDDropped(t *testing.T) {
@@ -673,7 +696,7 @@ func TestErrorResults(t *testing.T) {
 	cfg := mcptest.Config(t, "fx")
 	cfg.MaxResultChars = 1000
 	c := mcptest.Start(t, cfg)
-	if r := call(t, c, "error_result", `{"text":"it broke"}`); !r.IsError || r.Text != "it broke" {
+	if r := call(t, c, "error_result", `{"text":"it broke"}`); !r.IsError || r.Text != mcpclient.ErrorFraming("fx", "error_result")+"\nit broke" {
 		t.Fatalf("isError result: %+v", r)
 	}
 	if r := call(t, c, "error_result", `{"text":"rpc broke","rpc":true}`); !r.IsError || r.Text != "MCP error -32000: rpc broke" {
@@ -816,7 +839,9 @@ func TestNonTextContentSummarised(t *testing.T) {
 		"before",
 		`[odek content] type="image" media_type="image/png" size_bytes=3000 (content not shown)`,
 		`[odek content] type="audio" media_type="audio/wav" size_bytes=3 (content not shown)`,
-		`[odek content] type="resource" media_type="text/markdown" name="readme.md" size_bytes=24 (content not shown)`,
+		`[odek content] type="resource" media_type="text/markdown" name="readme.md" size_bytes=13 (text follows)`,
+		"embedded text",
+		`[odek content] type="resource" media_type="application/pdf" name="doc.pdf" size_bytes=6 (content not shown)`,
 		`[odek content] type="resource_link" media_type="application/octet-stream" name="big.bin" size_bytes=123456 (content not shown)`,
 		"after",
 	}, "\n")

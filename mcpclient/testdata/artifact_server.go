@@ -245,7 +245,7 @@ func (s *server) tools() []map[string]any {
 		}
 	}
 	if *mode == "invalid-tool-name" {
-		t = append(t, map[string]any{"name": "bad.name", "description": "invalid", "inputSchema": schema("")})
+		t = append(t, map[string]any{"name": "bad name", "description": "invalid", "inputSchema": schema("")})
 	}
 	for i := range *extraTools {
 		t = append(t, map[string]any{"name": fmt.Sprintf("tool_%05d", i), "description": "generated", "inputSchema": schema("")})
@@ -304,6 +304,10 @@ type args struct {
 	IgnoreTerm    bool   `json:"ignore_term"`
 	Lines         int    `json:"lines"`
 	LongLineBytes int    `json:"long_line_bytes"`
+	// server_request: the method (default sampling/createMessage) and
+	// params of the request sent to the client.
+	Method string          `json:"method"`
+	Params json.RawMessage `json:"params"`
 }
 
 func text(t string) map[string]any {
@@ -551,11 +555,19 @@ func (s *server) chaosCall(req request, name string, a args) bool {
 		w.Flush()
 		s.result(req.ID, text(fmt.Sprintf("wrote %d stderr lines", a.Lines)))
 	case "server_request":
+		method := a.Method
+		if method == "" {
+			method = "sampling/createMessage"
+		}
+		var params any = map[string]any{}
+		if len(a.Params) > 0 {
+			params = a.Params
+		}
 		ch := make(chan []byte, 1)
 		s.mu.Lock()
 		s.waiting[`"srv-1"`] = ch
 		s.mu.Unlock()
-		s.send(map[string]any{"jsonrpc": "2.0", "id": "srv-1", "method": "sampling/createMessage", "params": map[string]any{}})
+		s.send(map[string]any{"jsonrpc": "2.0", "id": "srv-1", "method": method, "params": params})
 		select {
 		case ans := <-ch:
 			s.result(req.ID, text(strings.TrimSpace(string(ans))))
@@ -567,7 +579,8 @@ func (s *server) chaosCall(req request, name string, a args) bool {
 			map[string]any{"type": "text", "text": "before"},
 			map[string]any{"type": "image", "mimeType": "image/png", "data": strings.Repeat("QUJD", 1000)},
 			map[string]any{"type": "audio", "mimeType": "audio/wav", "data": "AAAA"},
-			map[string]any{"type": "resource", "resource": map[string]any{"uri": "file:///docs/readme.md", "mimeType": "text/markdown", "text": "SECRET CONTENT NOT SHOWN"}},
+			map[string]any{"type": "resource", "resource": map[string]any{"uri": "file:///docs/readme.md", "mimeType": "text/markdown", "text": "embedded text"}},
+			map[string]any{"type": "resource", "resource": map[string]any{"uri": "file:///docs/doc.pdf", "mimeType": "application/pdf", "blob": "U0VDUkVU"}},
 			map[string]any{"type": "resource_link", "uri": "file:///docs/big.bin", "name": "big.bin", "mimeType": "application/octet-stream", "size": 123456},
 			map[string]any{"type": "text", "text": "after"},
 		}})
