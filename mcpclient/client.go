@@ -62,6 +62,7 @@ type Client struct {
 	nextToken   atomic.Uint64
 	progressMu  sync.Mutex
 	progressFns map[uint64]func(Progress)
+	started     atomic.Bool // Start finished: tools and conn are set
 	relisting   atomic.Bool // a tools/list_changed re-list is running
 	relistAgain atomic.Bool // another list_changed arrived meanwhile
 	bg          sync.WaitGroup
@@ -109,8 +110,14 @@ func Start(ctx context.Context, cfg ServerConfig) (*Client, error) {
 	if err != nil {
 		return nil, err
 	}
+	c.mu.Lock()
 	c.conn, c.tools, c.info = cn, tools, info
 	c.current.Store(newToolState(tools, tools))
+	c.mu.Unlock()
+	c.started.Store(true)
+	if c.relistAgain.Load() {
+		c.toolsChanged() // a list_changed arrived during the handshake
+	}
 	c.log.WithFields(logrus.Fields{"tools": len(tools), "protocol_version": info.ProtocolVersion}).Info("MCP server started")
 	return c, nil
 }

@@ -123,8 +123,8 @@ func TestHandshakeListsToolsAndSendsInitialized(t *testing.T) {
 
 func TestToolsListPages(t *testing.T) {
 	c := mcptest.Start(t, mcptest.Config(t, "fx", "-chaos", "-page-size=2"))
-	if n := len(c.Tools()); n != 17 {
-		t.Fatalf("got %d tools over pages, want 17", n)
+	if n := len(c.Tools()); n != 20 {
+		t.Fatalf("got %d tools over pages, want 20", n)
 	}
 }
 
@@ -859,4 +859,177 @@ func TestServerTextCannotForgeOdekLines(t *testing.T) {
 			t.Fatalf("server text produced an odek line: %q", line)
 		}
 	}
+}
+
+// --- protocol duties ------------------------------------------------------
+
+func TestSamplingAndElicitationRefused(t *testing.T) {
+	c := mcptest.Start(t, mcptest.Config(t, "fx", "-chaos"))
+	ans := serverAnswer(t, c, "sampling/createMessage")
+	if ans.Error == nil || ans.Error.Code != -1 || ans.Error.Message != mcpclient.SamplingRefusal {
+		t.Fatalf("sampling answered %+v, want the spec's -1 rejection", ans)
+	}
+	ans = serverAnswer(t, c, "elicitation/create")
+	if ans.Error != nil || string(ans.Result) != `{"action":"decline"}` {
+		t.Fatalf("elicitation answered result=%s error=%+v, want action decline", ans.Result, ans.Error)
+	}
+}
+
+func TestRootsListAndCapability(t *testing.T) {
+	t.Run("without roots", func(t *testing.T) {
+		c := mcptest.Start(t, mcptest.Config(t, "fx", "-chaos"))
+		if caps := call(t, c, "client_caps", `{}`).Text; strings.Contains(caps, "roots") {
+			t.Fatalf("roots advertised without Roots: %s", caps)
+		}
+		if ans := serverAnswer(t, c, "roots/list"); ans.Error == nil || ans.Error.Code != -32601 {
+			t.Fatalf("roots/list without the capability: %+v", ans)
+		}
+	})
+	t.Run("with roots", func(t *testing.T) {
+		dir := t.TempDir()
+		var mu sync.Mutex
+		roots := []string{dir, "relative/ignored"}
+		cfg := mcptest.Config(t, "fx", "-chaos")
+		cfg.Roots = func() []string { mu.Lock(); defer mu.Unlock(); return roots }
+		c := mcptest.Start(t, cfg)
+		if caps := call(t, c, "client_caps", `{}`).Text; caps != `{"roots":{"listChanged":true}}` {
+			t.Fatalf("capabilities = %s", caps)
+		}
+		ans := serverAnswer(t, c, "roots/list")
+		var got struct {
+			Roots []mcpclient.Root `json:"roots"`
+		}
+		if ans.Error != nil || json.Unmarshal(ans.Result, &got) != nil || len(got.Roots) != 1 ||
+			got.Roots[0].URI != "file://"+dir || got.Roots[0].Name != filepath.Base(dir) {
+			t.Fatalf("roots/list = %s %+v", ans.Result, ans.Error)
+		}
+		// A job's roots change: the next roots/list sees them.
+		other := t.TempDir()
+		mu.Lock()
+		roots = []string{other}
+		mu.Unlock()
+		if err := c.RootsChanged(); err != nil {
+			t.Fatal(err)
+		}
+		ans = serverAnswer(t, c, "roots/list")
+		if !strings.Contains(string(ans.Result), `"file://`+other+`"`) || strings.Contains(string(ans.Result), dir+`"`) {
+			t.Fatalf("roots after the change: %s", ans.Result)
+		}
+	})
+}
+
+func TestProgressNotificationsReachTheCall(t *testing.T) {
+	c := mcptest.Start(t, mcptest.Config(t, "fx", "-chaos"))
+	// Without a callback no token is sent.
+	if r := call(t, c, "progress", `{"steps":3}`); r.Text != "token=" {
+		t.Fatalf("token sent without WithProgress: %q", r.Text)
+	}
+	var mu sync.Mutex
+	var got []mcpclient.Progress
+	ctx := mcpclient.WithProgress(context.Background(), func(p mcpclient.Progress) {
+		mu.Lock()
+		got = append(got, p)
+		mu.Unlock()
+	})
+	r, err := c.Call(ctx, "progress", json.RawMessage(`{"steps":3}`))
+	if err != nil || !strings.HasPrefix(r.Text, "token=") || r.Text == "token=" {
+		t.Fatalf("%+v %v", r, err)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if len(got) != 3 {
+		t.Fatalf("got %d progress notifications, want 3 (the foreign token dropped): %+v", len(got), got)
+	}
+	for i, p := range got {
+		if p.Progress != float64(i+1) || p.Total != 3 || p.Message != fmt.Sprintf("step %d[31m", i+1) {
+			t.Fatalf("progress %d = %+v", i, p)
+		}
+	}
+}
+
+func TestToolsListChanged(t *testing.T) {
+	var mu sync.Mutex
+	changes := make(chan mcpclient.ToolsChange, 8)
+	cfg := mcptest.Config(t, "fx", "-chaos")
+	cfg.OnToolsChanged = func(ch mcpclient.ToolsChange) { mu.Lock(); changes <- ch; mu.Unlock() }
+	c := mcptest.Start(t, cfg)
+	next := func() mcpclient.ToolsChange {
+		t.Helper()
+		select {
+		case ch := <-changes:
+			return ch
+		case <-time.After(10 * time.Second):
+			t.Fatal("no re-list after notifications/tools/list_changed")
+		}
+		return mcpclient.ToolsChange{}
+	}
+
+	call(t, c, "change_tools", `{"mode":"remove_echo"}`)
+	ch := next()
+	if len(ch.Removed) != 1 || ch.Removed[0] != "echo" || ch.Err != nil {
+		t.Fatalf("change = %+v", ch)
+	}
+	mustContain(t, ch.String(), `MCP server "fx" changed its tools`, "removed: echo")
+	if err := callErr(t, c, "echo", `{"text":"x"}`); !errors.Is(err, mcpclient.ErrToolUnavailable) {
+		t.Fatalf("removed tool still callable: %v", err)
+	}
+
+	call(t, c, "change_tools", `{"mode":"change_echo"}`)
+	if ch := next(); len(ch.Changed) != 1 || ch.Changed[0] != "echo" {
+		t.Fatalf("change = %+v", ch)
+	}
+	if err := callErr(t, c, "echo", `{"text":"x"}`); !errors.Is(err, mcpclient.ErrToolUnavailable) {
+		t.Fatalf("changed tool callable without approval: %v", err)
+	}
+
+	call(t, c, "change_tools", `{"mode":"add"}`)
+	ch = next()
+	if len(ch.Restored) != 1 || ch.Restored[0] != "echo" || len(ch.Added) != 1 || ch.Added[0] != "added.tool" {
+		t.Fatalf("change = %+v", ch)
+	}
+	if r := call(t, c, "echo", `{"text":"back"}`); r.Text != "back" {
+		t.Fatalf("restored tool: %q", r.Text)
+	}
+	if err := callErr(t, c, "added.tool", `{}`); !errors.Is(err, mcpclient.ErrUnknownTool) {
+		t.Fatalf("an unapproved new tool is callable: %v", err)
+	}
+	if len(c.CurrentTools()) != len(c.Tools())+1 {
+		t.Fatalf("Tools %d, CurrentTools %d", len(c.Tools()), len(c.CurrentTools()))
+	}
+
+	// A new list that breaks the name rules disables the server's tools.
+	call(t, c, "change_tools", `{"mode":"invalid"}`)
+	if ch := next(); ch.Err == nil || !errors.Is(ch.Err, mcpclient.ErrInvalidName) {
+		t.Fatalf("invalid list accepted: %+v", ch)
+	}
+	if err := callErr(t, c, "stats", `{}`); !errors.Is(err, mcpclient.ErrToolUnavailable) {
+		t.Fatalf("tools callable after a refused list: %v", err)
+	}
+}
+
+func TestDottedToolNames(t *testing.T) {
+	c := mcptest.Start(t, mcptest.Config(t, "fx", "-mode=dotted"))
+	if r := call(t, c, "files.read", `{"text":"ok"}`); r.Text != "dotted: ok" {
+		t.Fatalf("files.read = %q", r.Text)
+	}
+	if q := mcpclient.QualifiedName("fx", "files.read"); q != "fx__files_read" {
+		t.Fatalf("qualified = %q", q)
+	}
+}
+
+func TestConfiguredProtocolVersion(t *testing.T) {
+	for _, v := range []string{"2025-06-18", "2025-11-25"} {
+		cfg := mcptest.Config(t, "fx")
+		cfg.ProtocolVersion = v
+		if got := mcptest.Start(t, cfg).Info().ProtocolVersion; got != v {
+			t.Fatalf("sent %s, negotiated %s", v, got)
+		}
+	}
+	cfg := mcptest.Config(t, "fx")
+	cfg.ProtocolVersion = "2099-01-01"
+	se := startErr(t, cfg)
+	if se.Phase != "config" || !errors.Is(se, mcpclient.ErrInvalidConfig) {
+		t.Fatalf("unsupported protocol_version: %v", se)
+	}
+	mustContain(t, se.Error(), "protocol_version", "2099-01-01")
 }

@@ -687,4 +687,3 @@ func (h *httpConn) httpStatus() (session, version string) {
 	defer h.mu.Unlock()
 	return h.session, h.version
 }
-

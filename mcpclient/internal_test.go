@@ -10,8 +10,8 @@ import (
 	"strings"
 	"testing"
 	"testing/iotest"
-	"unicode/utf8"
 	"time"
+	"unicode/utf8"
 
 	"github.com/odekrun/odek/artifacts"
 )

@@ -114,7 +114,7 @@ func (ch ToolsChange) String() string {
 // the re-list itself runs on another.
 func (c *Client) toolsChanged() {
 	c.relistAgain.Store(true)
-	if !c.relisting.CompareAndSwap(false, true) {
+	if !c.started.Load() || !c.relisting.CompareAndSwap(false, true) {
 		return
 	}
 	c.mu.Lock()

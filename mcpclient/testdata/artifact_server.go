@@ -67,6 +67,11 @@ type server struct {
 	cancelled   atomic.Int64
 	lastCancel  atomic.Value // string: requestId of the last notifications/cancelled
 	initialized atomic.Bool
+	// toolsMode changes the tool list (change_tools): "", "remove_echo",
+	// "change_echo", "add", "invalid".
+	toolsMode atomic.Value
+	// clientCaps are the capabilities of the client's initialize.
+	clientCaps atomic.Value
 }
 
 func main() {
@@ -89,6 +94,8 @@ func main() {
 	}
 	s := &server{w: bufio.NewWriterSize(os.Stdout, 64<<10), cancels: map[string]chan struct{}{}, waiting: map[string]chan []byte{}}
 	s.lastCancel.Store("")
+	s.toolsMode.Store("")
+	s.clientCaps.Store("{}")
 	in := bufio.NewReaderSize(os.Stdin, 1<<20)
 	for {
 		line, err := in.ReadBytes('\n')
@@ -161,9 +168,11 @@ func (s *server) handle(line []byte) {
 			return
 		}
 		var p struct {
-			ProtocolVersion string `json:"protocolVersion"`
+			ProtocolVersion string          `json:"protocolVersion"`
+			Capabilities    json.RawMessage `json:"capabilities"`
 		}
 		json.Unmarshal(req.Params, &p)
+		s.clientCaps.Store(string(p.Capabilities))
 		v := p.ProtocolVersion
 		if *protocol != "" {
 			v = *protocol
@@ -173,7 +182,7 @@ func (s *server) handle(line []byte) {
 		}
 		s.result(req.ID, map[string]any{
 			"protocolVersion": v,
-			"capabilities":    map[string]any{"tools": map[string]any{"listChanged": false}},
+			"capabilities":    map[string]any{"tools": map[string]any{"listChanged": true}},
 			"serverInfo":      map[string]any{"name": "odek-fixture", "version": "1.0.0"},
 			"instructions":    "fixture server",
 		})
@@ -240,9 +249,22 @@ func (s *server) tools() []map[string]any {
 		{"name": "error_result", "description": "Return an isError result with text (or chars characters).", "inputSchema": schema(`"text":{"type":"string"},"chars":{"type":"integer"},"rpc":{"type":"boolean"}`)},
 	}
 	if *chaos {
-		for _, n := range []string{"huge_line", "wrong_id", "double_response", "close_mid_line", "crash", "spawn_grandchild", "stderr_flood", "server_request", "mixed_content", "stats", "env"} {
+		for _, n := range []string{"huge_line", "wrong_id", "double_response", "close_mid_line", "crash", "spawn_grandchild", "stderr_flood", "server_request", "mixed_content", "stats", "env", "progress", "change_tools", "client_caps"} {
 			t = append(t, map[string]any{"name": n, "description": "chaos: " + n, "inputSchema": schema("")})
 		}
+	}
+	switch s.toolsMode.Load().(string) {
+	case "remove_echo":
+		t = t[1:]
+	case "change_echo":
+		t[0]["description"] = "Echo, changed after approval."
+	case "add":
+		t = append(t, map[string]any{"name": "added.tool", "description": "added later", "inputSchema": schema("")})
+	case "invalid":
+		t = append(t, map[string]any{"name": "bad name", "description": "invalid", "inputSchema": schema("")})
+	}
+	if *mode == "dotted" {
+		t = append(t, map[string]any{"name": "files.read", "description": "a dotted name (2025-11-25 guidance)", "inputSchema": schema(`"text":{"type":"string"}`)})
 	}
 	if *mode == "invalid-tool-name" {
 		t = append(t, map[string]any{"name": "bad name", "description": "invalid", "inputSchema": schema("")})
@@ -308,6 +330,9 @@ type args struct {
 	// params of the request sent to the client.
 	Method string          `json:"method"`
 	Params json.RawMessage `json:"params"`
+	// progress: how many notifications; change_tools: the new mode.
+	Steps int    `json:"steps"`
+	Mode  string `json:"mode"`
 }
 
 func text(t string) map[string]any {
@@ -390,6 +415,8 @@ func (s *server) call(req request, cancelled chan struct{}) {
 		r := text(t)
 		r["isError"] = true
 		s.result(req.ID, r)
+	case "files.read":
+		s.result(req.ID, text("dotted: "+a.Text))
 	default:
 		if *chaos && s.chaosCall(req, p.Name, a) {
 			return
@@ -584,6 +611,30 @@ func (s *server) chaosCall(req request, name string, a args) bool {
 			map[string]any{"type": "resource_link", "uri": "file:///docs/big.bin", "name": "big.bin", "mimeType": "application/octet-stream", "size": 123456},
 			map[string]any{"type": "text", "text": "after"},
 		}})
+	case "progress":
+		var p struct {
+			Meta struct {
+				ProgressToken json.RawMessage `json:"progressToken"`
+			} `json:"_meta"`
+		}
+		json.Unmarshal(req.Params, &p)
+		// A notification for a token the client never sent first (it
+		// must be dropped), then steps for the call's own token.
+		s.send(map[string]any{"jsonrpc": "2.0", "method": "notifications/progress", "params": map[string]any{"progressToken": 999999, "progress": 1}})
+		for i := 1; i <= a.Steps; i++ {
+			if len(p.Meta.ProgressToken) == 0 {
+				break
+			}
+			s.send(map[string]any{"jsonrpc": "2.0", "method": "notifications/progress", "params": map[string]any{
+				"progressToken": p.Meta.ProgressToken, "progress": i, "total": a.Steps, "message": fmt.Sprintf("step %d\x1b[31m", i)}})
+		}
+		s.result(req.ID, text(fmt.Sprintf("token=%s", p.Meta.ProgressToken)))
+	case "change_tools":
+		s.toolsMode.Store(a.Mode)
+		s.result(req.ID, text("changed to "+a.Mode))
+		s.send(map[string]any{"jsonrpc": "2.0", "method": "notifications/tools/list_changed"})
+	case "client_caps":
+		s.result(req.ID, text(s.clientCaps.Load().(string)))
 	case "env":
 		b, _ := json.Marshal(os.Environ())
 		s.result(req.ID, text(string(b)))
