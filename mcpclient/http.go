@@ -71,6 +71,13 @@ func checkURL(raw string, allowInsecure bool) error {
 	return nil
 }
 
+// CheckURL applies the rules of a remote server's url (see
+// ServerConfig.URL) and says which one failed.
+func CheckURL(raw string, allowInsecure bool) error { return checkURL(raw, allowInsecure) }
+
+// RedactURL is raw for messages: scheme, host and path, no query.
+func RedactURL(raw string) string { return redactURL(raw) }
+
 // isLoopbackHost reports whether host is localhost or a loopback IP.
 func isLoopbackHost(host string) bool {
 	if strings.EqualFold(host, "localhost") {

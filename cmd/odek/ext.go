@@ -69,7 +69,7 @@ type extCall struct {
 // parseCall parses NAME or NAME=JSON-OBJECT. Pure.
 func parseCall(v string) (extCall, error) {
 	name, raw, hasArgs := strings.Cut(v, "=")
-	if err := mcpclient.ValidateName(name); err != nil {
+	if err := mcpclient.ValidateToolName(name); err != nil {
 		return extCall{}, fmt.Errorf("--call %q: tool name: %v", v, err)
 	}
 	if !hasArgs || strings.TrimSpace(raw) == "" {
@@ -304,9 +304,14 @@ func cmdExtCheck(ctx context.Context, args []string, stdout, stderr io.Writer) e
 			return rep.finish(stdout)
 		}
 		var envWarns []string
-		cfg, envWarns = spec.ClientConfig(os.Environ(), wd)
+		var cerr error
+		cfg, envWarns, cerr = spec.ClientConfig(os.Environ(), wd)
 		for _, w := range envWarns {
 			rep.line("WARN", "config", "%s", w)
+		}
+		if cerr != nil {
+			rep.line("FAIL", "config", "%v", cerr)
+			return rep.finish(stdout)
 		}
 		cfg.ArtifactRoots = append(cfg.ArtifactRoots, o.roots...)
 	} else {
@@ -370,11 +375,15 @@ func cmdExtCheck(ctx context.Context, args []string, stdout, stderr io.Writer) e
 	}()
 	info := client.Info()
 	compat := ""
-	if info.ProtocolVersion != mcpclient.ProtocolVersion {
-		compat = fmt.Sprintf(" (odek asked for %s; accepted as compatible)", mcpclient.ProtocolVersion)
+	if info.ProtocolVersion != lim.ProtocolVersion {
+		compat = fmt.Sprintf(" (odek sent %s; accepted as compatible)", lim.ProtocolVersion)
 	}
-	rep.line("PASS", "handshake", "protocolVersion %s%s, serverInfo %s %s, %s for spawn + initialize + tools/list",
-		info.ProtocolVersion, compat, artifacts.DisplayValue(info.Name, 64), artifacts.DisplayValue(info.Version, 32), roundDur(startDur))
+	transport := "stdio"
+	if cfg.URL != "" {
+		transport = "Streamable HTTP " + mcpclient.RedactURL(cfg.URL)
+	}
+	rep.line("PASS", "handshake", "negotiated protocolVersion %s%s over %s, serverInfo %s %s, %s for start + initialize + tools/list",
+		info.ProtocolVersion, compat, transport, artifacts.DisplayValue(info.Name, 64), artifacts.DisplayValue(info.Version, 32), roundDur(startDur))
 
 	listed := client.Tools()
 	checkToolNames(rep, cfg.Name, listed)
@@ -447,7 +456,7 @@ func reportStartError(rep *checkReport, err error, hook *protocolHook) {
 		rep.line("FAIL", "config", "%v", err)
 	case errors.Is(err, mcpclient.ErrInvalidName):
 		rep.line("PASS", "handshake", "initialize answered")
-		rep.line("FAIL", "tool-names", "%v (names must be 1–64 characters of [A-Za-z0-9_-] without \"__\")", err)
+		rep.line("FAIL", "tool-names", "%v (names must be 1–128 characters of [A-Za-z0-9_.-] without \"__\")", err)
 	case phase == "tools/list":
 		rep.line("PASS", "handshake", "initialize answered")
 		rep.line("FAIL", "tools/list", "%v", err)
@@ -461,7 +470,7 @@ func reportStartError(rep *checkReport, err error, hook *protocolHook) {
 
 // checkToolNames reports the listed tools and how odek names them.
 func checkToolNames(rep *checkReport, server string, listed []mcpclient.Tool) {
-	rep.line("PASS", "tool-names", "%d tool(s), every name valid (1–64 characters of [A-Za-z0-9_-], no \"__\")", len(listed))
+	rep.line("PASS", "tool-names", "%d tool(s), every name valid (1–128 characters of [A-Za-z0-9_.-], no \"__\"; the model sees <server>__<tool> in [A-Za-z0-9_-], at most 64)", len(listed))
 	var names mcpclient.NameMap
 	var shortened []string
 	for _, t := range listed {

@@ -118,7 +118,7 @@ func TestExtCheckFixturePasses(t *testing.T) {
 		t.Fatalf("exit %d\n%s\n%s", code, out, errOut)
 	}
 	for _, want := range []string{
-		"PASS  handshake              protocolVersion 2025-03-26",
+		"PASS  handshake              negotiated protocolVersion 2025-03-26 over stdio",
 		"PASS  tool-names             6 tool(s)",
 		"the model sees them as fx__",
 		"PASS  ping",
@@ -148,7 +148,7 @@ func TestExtCheckFailures(t *testing.T) {
 		{"no such command", []string{"--", "/nonexistent/odek-server"}, []string{"FAIL  handshake", "spawn"}},
 		{"hangs in initialize", []string{"--startup-timeout", "1", "--", fx, "-mode=hang-initialize"}, []string{"FAIL  handshake", "startup_timeout"}},
 		{"unsupported protocol", []string{"--", fx, "-mode=bad-protocol"}, []string{"FAIL  handshake", "1999-01-01"}},
-		{"invalid tool name", []string{"--", fx, "-mode=invalid-tool-name"}, []string{"FAIL  tool-names", `"bad.name"`}},
+		{"invalid tool name", []string{"--", fx, "-mode=invalid-tool-name"}, []string{"FAIL  tool-names", `"bad name"`}},
 		{"garbage on stdout", []string{"--call", "echo", "--", fx, "-mode=garbage"}, []string{"PASS  call echo", "FAIL  stdout"}},
 		{"artifact outside roots", []string{"--root", root, "--call", `bad_artifact={"kind":"passwd"}`, "--", fx, "-root=" + root}, []string{"FAIL  call bad_artifact", `"art-1"`}},
 		{"wrong hash", []string{"--root", root, "--call", `bad_artifact={"kind":"hash"}`, "--", fx, "-root=" + root}, []string{"FAIL  call bad_artifact", "sha256"}},
