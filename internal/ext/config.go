@@ -101,7 +101,7 @@ type ServerSpec struct {
 	// ProtocolVersion is the MCP version sent in initialize ("" ⇒
 	// mcpclient.ProtocolVersion).
 	ProtocolVersion string
-	Args    []string
+	Args            []string
 	// Env is the configured environment (values never logged or shown).
 	Env map[string]string
 	// Timeout is the per-request timeout (timeout_seconds; default 30s,
