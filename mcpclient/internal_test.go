@@ -2,9 +2,11 @@ package mcpclient
 
 import (
 	"bytes"
+	"context"
 	"encoding/base64"
 	"encoding/json"
 	"errors"
+	"github.com/sirupsen/logrus"
 	"io"
 	"strconv"
 	"strings"
@@ -439,7 +441,7 @@ func FuzzDecodeLine(f *testing.F) {
 		msg, kind, id := decodeLine(line)
 		wantMsg, wantKind, wantID := decodeLineReference(line)
 		if kind != wantKind || id != wantID || msg.Method != wantMsg.Method ||
-			!bytes.Equal(msg.ID, wantMsg.ID) || !bytes.Equal(msg.Result, wantMsg.Result) ||
+			!bytes.Equal(msg.ID, wantMsg.ID) || !bytes.Equal(msg.Result, wantMsg.Result) || !bytes.Equal(msg.Params, wantMsg.Params) ||
 			(msg.Error == nil) != (wantMsg.Error == nil) || msg.Error != nil && *msg.Error != *wantMsg.Error {
 			t.Fatalf("decodeLine(%q) = %+v %v %d, reference %+v %v %d", line, msg, kind, id, wantMsg, wantKind, wantID)
 		}
@@ -458,7 +460,7 @@ func FuzzDecodeLine(f *testing.F) {
 			if msg.Method == "" || len(msg.ID) == 0 {
 				t.Fatal("request without method or id")
 			}
-			reply := appendMethodNotFound(nil, msg.ID, msg.Method)
+			reply := (&Client{cfg: ServerConfig{Roots: func() []string { return []string{"/a b", "rel"} }}}).answer(nil, msg.ID, msg.Method, msg.Params)
 			if !json.Valid(bytes.TrimSuffix(reply, []byte("\n"))) || bytes.Count(reply, []byte("\n")) != 1 {
 				t.Fatalf("invalid reply %q", reply)
 			}
@@ -485,6 +487,9 @@ func decodeLineReference(line []byte) (msg inMsg, kind msgKind, id uint64) {
 		}
 	}
 	msg.Result = m["result"]
+	if msg.Method != "" {
+		msg.Params = m["params"]
+	}
 	hasID := len(msg.ID) > 0 && !bytes.Equal(msg.ID, []byte("null"))
 	switch {
 	case msg.Method != "" && hasID:
@@ -535,4 +540,63 @@ func TestBase64Bytes(t *testing.T) {
 			}
 		}
 	}
+}
+
+// FuzzEventStream: the server-sent-events reader never panics, never
+// routes a message longer than max_response_bytes, and stops at the answer
+// it waits for.
+func FuzzEventStream(f *testing.F) {
+	for _, s := range []string{
+		"id: 1\nevent: message\ndata: {\"jsonrpc\":\"2.0\",\"id\":1,\"result\":{}}\n\n",
+		"data: {\"jsonrpc\":\"2.0\",\"method\":\"notifications/progress\",\"params\":{\"progressToken\":1,\"progress\":2}}\n\ndata: {\"id\":1,\n data: \"result\":1}\n\n",
+		": comment\r\nretry: 10\r\ndata:{\"id\":2,\"result\":{}}\r\n\r\n",
+		"data: " + strings.Repeat("x", 300) + "\n\n", "data", "\n\n\n", "id: \x00\ndata: {}\n\n",
+		"data: {\"jsonrpc\":\"2.0\",\"id\":\"s\",\"method\":\"ping\"}\n\n",
+	} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, b []byte) {
+		l := logrus.New()
+		l.Out = io.Discard
+		c := &Client{cfg: ServerConfig{Name: "f", URL: "http://127.0.0.1:1/mcp"}, lim: Limits{MaxResponseBytes: 256, Timeout: time.Millisecond, CloseGrace: time.Millisecond}, log: l}
+		h := newHTTPConn(c)
+		ch := make(chan reply, 1)
+		h.pending[1] = ch
+		err := h.readStream(context.Background(), bytes.NewReader(b), 1, true)
+		var lt *LineTooLongError
+		if err != nil && !errors.As(err, &lt) {
+			t.Fatalf("readStream: %v", err)
+		}
+		select {
+		case r := <-ch:
+			if r.result != nil && len(r.result) > 256 {
+				t.Fatalf("routed %d bytes", len(r.result))
+			}
+		default:
+		}
+		h.fail(ErrClosed)
+		h.wg.Wait()
+	})
+}
+
+// FuzzRenderResult: any tools/call result renders within the limit or
+// fails with an error; it never panics.
+func FuzzRenderResult(f *testing.F) {
+	for _, s := range []string{
+		`{"content":[{"type":"text","text":"ok"}],"structuredContent":{"a":[1,"x",{"b":null}]}}`,
+		`{"isError":true,"content":[{"type":"resource","resource":{"uri":"file:///a","text":"t"}},{"type":"resource_link","uri":"file:///etc/passwd","name":"p"}]}`,
+		`{"structuredContent":[1,2,3]}`, `{"content":[{"type":"text","text":"{\"a\":1}"}],"structuredContent":{"a":1}}`,
+	} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, b []byte) {
+		var res callResult
+		if json.Unmarshal(b, &res) != nil {
+			return
+		}
+		r, err := renderResult("s", "t", &res, 500, &artifacts.Validator{Roots: []string{t.TempDir()}}, false)
+		if err == nil && utf8.RuneCountInString(r.Text) > 500 {
+			t.Fatalf("%d code points over the limit", utf8.RuneCountInString(r.Text))
+		}
+	})
 }
