@@ -26,7 +26,7 @@ func TestParseCall(t *testing.T) {
 		{in: `echo=[1]`, errHas: "must be a JSON object"},
 		{in: `echo=null`, errHas: "must be a JSON object"},
 		{in: `echo={bad`, errHas: "must be a JSON object"},
-		{in: `bad.name={}`, errHas: "tool name"},
+		{in: `bad name={}`, errHas: "tool name"},
 		{in: `={}`, errHas: "tool name"},
 	}
 	for _, tc := range tests {
