@@ -15,7 +15,6 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
-	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -298,42 +297,7 @@ func readJSON(path string, v any) error {
 // returns its endpoint URL; the process is killed when the test ends.
 func HTTPFixture(t testing.TB, args ...string) string {
 	t.Helper()
-	cmd := exec.Command(FixturePath(t), append([]string{"-http=127.0.0.1:0"}, args...)...)
-	cmd.Stderr = os.Stderr
-	out, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := cmd.Start(); err != nil {
-		t.Fatalf("mcptest: starting the HTTP fixture: %v", err)
-	}
-	t.Cleanup(func() {
-		cmd.Process.Kill()
-		cmd.Wait()
-	})
-	line := make(chan string, 1)
-	go func() {
-		var b []byte
-		one := make([]byte, 1)
-		for {
-			if _, err := out.Read(one); err != nil || one[0] == '\n' {
-				line <- string(b)
-				io.Copy(io.Discard, out)
-				return
-			}
-			b = append(b, one[0])
-		}
-	}()
-	select {
-	case u := <-line:
-		if !strings.HasPrefix(u, "http://127.0.0.1:") {
-			t.Fatalf("mcptest: the HTTP fixture printed %q", u)
-		}
-		return u
-	case <-time.After(20 * time.Second):
-		t.Fatal("mcptest: the HTTP fixture printed no URL within 20s")
-	}
-	return ""
+	return serveURL(t, FixturePath(t), append([]string{"-http=127.0.0.1:0"}, args...))
 }
 
 // HTTPConfig returns a ServerConfig for the fixture at url (HTTPFixture)
