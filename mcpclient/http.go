@@ -1,6 +1,7 @@
 package mcpclient
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"crypto/tls"
@@ -35,9 +36,9 @@ type HTTPDoer interface {
 
 // Header names of the transport; an operator's headers may not set them.
 const (
-	headerSession  = "Mcp-Session-Id"
-	headerProtocol = "Mcp-Protocol-Version"
-	headerLastID   = "Last-Event-Id"
+	headerSession  = "Mcp-Session-Id"       // canonical form
+	headerProtocol = "Mcp-Protocol-Version" // canonical form
+	headerLastID   = "Last-Event-Id"        // canonical form
 )
 
 var reservedHeaders = []string{"Accept", "Content-Type", "Content-Length", "Host", "Connection", "Transfer-Encoding", headerSession, headerProtocol, headerLastID}
@@ -146,8 +147,11 @@ var sharedHTTPClient = sync.OnceValue(defaultHTTPClient)
 type httpConn struct {
 	c   *Client
 	url string
+	u   *url.URL
 	hc  HTTPDoer
 	log logrus.FieldLogger
+	// header holds the configured headers, canonicalised once.
+	header http.Header
 
 	nextID atomic.Uint64
 
@@ -160,6 +164,7 @@ type httpConn struct {
 	deadAt   time.Time
 	done     chan struct{}
 	streamOn bool
+	closing  bool // shutdown waits for the background goroutines
 
 	bgCtx    context.Context
 	bgCancel context.CancelFunc
@@ -173,8 +178,13 @@ func newHTTPConn(c *Client) *httpConn {
 		hc = sharedHTTPClient()
 	}
 	ctx, cancel := context.WithCancel(context.Background())
+	u, _ := url.Parse(c.cfg.URL) // Limits checked it
+	header := make(http.Header, len(c.cfg.Headers))
+	for k, v := range c.cfg.Headers {
+		header.Set(k, v)
+	}
 	return &httpConn{
-		c: c, url: c.cfg.URL, hc: hc, log: c.log,
+		c: c, url: c.cfg.URL, u: u, hc: hc, log: c.log, header: header,
 		pending: make(map[uint64]chan reply, 16),
 		done:    make(chan struct{}),
 		bgCtx:   ctx, bgCancel: cancel,
@@ -237,6 +247,9 @@ func (h *httpConn) shutdown(ctx context.Context, cause error) error {
 		}
 		cancel()
 	}
+	h.mu.Lock()
+	h.closing = true
+	h.mu.Unlock()
 	h.wg.Wait()
 	return nil
 }
@@ -244,34 +257,38 @@ func (h *httpConn) shutdown(ctx context.Context, cause error) error {
 // newRequest builds a request to the endpoint with the configured
 // headers, the session id and the negotiated version.
 func (h *httpConn) newRequest(ctx context.Context, method string, body []byte) (*http.Request, error) {
-	var rd io.Reader
-	if body != nil {
-		rd = bytes.NewReader(body)
+	hdr := make(http.Header, len(h.header)+4)
+	for k, v := range h.header {
+		hdr[k] = v
 	}
-	req, err := http.NewRequestWithContext(ctx, method, h.url, rd)
-	if err != nil {
-		return nil, fmt.Errorf("%w: server %q: building the request failed", ErrConnClosed, h.c.cfg.Name)
-	}
-	for k, v := range h.c.cfg.Headers {
-		req.Header.Set(k, v)
-	}
+	req := &http.Request{Method: method, URL: h.u, Host: h.u.Host, Proto: "HTTP/1.1", ProtoMajor: 1, ProtoMinor: 1, Header: hdr}
 	switch method {
 	case http.MethodPost:
-		req.Header.Set("Content-Type", "application/json")
-		req.Header.Set("Accept", "application/json, text/event-stream")
+		hdr["Content-Type"] = contentJSON
+		hdr["Accept"] = acceptPost
+		req.ContentLength = int64(len(body))
+		req.Body = io.NopCloser(bytes.NewReader(body))
+		req.GetBody = func() (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(body)), nil }
 	case http.MethodGet:
-		req.Header.Set("Accept", "text/event-stream")
+		hdr["Accept"] = acceptStream
 	}
 	h.mu.Lock()
 	if h.session != "" {
-		req.Header.Set(headerSession, h.session)
+		hdr[headerSession] = []string{h.session}
 	}
 	if h.version != "" {
-		req.Header.Set(headerProtocol, h.version)
+		hdr[headerProtocol] = []string{h.version}
 	}
 	h.mu.Unlock()
-	return req, nil
+	return req.WithContext(ctx), nil
 }
+
+// Header values shared by every request (never modified).
+var (
+	contentJSON  = []string{"application/json"}
+	acceptPost   = []string{"application/json, text/event-stream"}
+	acceptStream = []string{"text/event-stream"}
+)
 
 // transportError describes a failed HTTP exchange without the URL's
 // query or any header.
@@ -417,11 +434,10 @@ func (h *httpConn) exchange(ctx context.Context, id uint64, body []byte, initial
 			h.mu.Unlock()
 		}
 	}
-	defer resp.Body.Close()
-	mt, _, _ := mime.ParseMediaType(resp.Header.Get("Content-Type"))
 	limit := h.c.lim.MaxResponseBytes
-	switch mt {
+	switch mt := mediaType(resp.Header.Get("Content-Type")); mt {
 	case "application/json":
+		defer resp.Body.Close()
 		b, err := io.ReadAll(io.LimitReader(resp.Body, limit+1))
 		if err != nil {
 			return h.readErr(ctx, err)
@@ -432,9 +448,83 @@ func (h *httpConn) exchange(ctx context.Context, id uint64, body []byte, initial
 		h.routeBody(b)
 		return nil
 	case "text/event-stream":
-		return h.readStream(ctx, resp.Body, id, false)
+		lr := getLineReader(resp.Body, limit)
+		err := h.readStream(ctx, lr, id, false)
+		if err != nil || lr.atEOF {
+			putLineReader(lr)
+			resp.Body.Close()
+			return err
+		}
+		// The answer came; the server normally ends the stream right
+		// after it. Read on in the background (routing anything more),
+		// so the connection is reused instead of torn down.
+		done := make(chan struct{})
+		if !h.goBG(func() {
+			defer close(done)
+			stop := context.AfterFunc(h.bgCtx, func() { resp.Body.Close() })
+			h.readStream(h.bgCtx, lr, 0, false)
+			stop()
+			putLineReader(lr)
+			resp.Body.Close()
+		}) {
+			resp.Body.Close()
+			return nil
+		}
+		// Wait a moment for the end of the stream, which is usually on its
+		// way: the connection is then idle again before the next call.
+		t := time.NewTimer(streamEndWait)
+		select {
+		case <-done:
+		case <-t.C:
+		}
+		t.Stop()
+		return nil
+	default:
+		resp.Body.Close()
+		return fmt.Errorf("%w: server %q answered Content-Type %q (want application/json or text/event-stream)", ErrProtocol, h.c.cfg.Name, clipDisplay(mt, 64))
 	}
-	return fmt.Errorf("%w: server %q answered Content-Type %q (want application/json or text/event-stream)", ErrProtocol, h.c.cfg.Name, clipDisplay(mt, 64))
+}
+
+// streamEndWait is how long a call waits, after its answer, for the
+// server to end the event stream (the connection is reused only then).
+const streamEndWait = 5 * time.Millisecond
+
+// mediaType is the media type of a Content-Type value, lower case.
+func mediaType(ct string) string {
+	if i := strings.IndexByte(ct, ';'); i >= 0 {
+		ct = ct[:i]
+	}
+	ct = strings.TrimSpace(ct)
+	for i := 0; i < len(ct); i++ {
+		if c := ct[i]; 'A' <= c && c <= 'Z' {
+			mt, _, _ := mime.ParseMediaType(ct)
+			return mt
+		}
+	}
+	return ct
+}
+
+// streamReader is a pooled line reader over one event stream.
+type streamReader struct {
+	*lineReader
+	atEOF bool
+}
+
+var streamReaders sync.Pool
+
+func getLineReader(r io.Reader, limit int64) *streamReader {
+	if sr, ok := streamReaders.Get().(*streamReader); ok {
+		sr.br.Reset(r)
+		sr.limit, sr.atEOF = limit, false
+		return sr
+	}
+	return &streamReader{lineReader: &lineReader{br: bufio.NewReaderSize(r, 8<<10), limit: limit}}
+}
+
+func putLineReader(sr *streamReader) {
+	sr.br.Reset(nil)
+	sr.release()
+	streamReaders.Put(sr)
 }
 
 func (h *httpConn) readErr(ctx context.Context, err error) error {
@@ -471,9 +561,8 @@ func (h *httpConn) routeBody(b []byte) {
 // readStream reads server-sent events and routes each message, until the
 // stream ends, or (want != 0) the answer to want was routed. An event's
 // data is bounded by max_response_bytes.
-func (h *httpConn) readStream(ctx context.Context, body io.Reader, want uint64, background bool) error {
-	limit := h.c.lim.MaxResponseBytes
-	lr := newLineReader(body, limit)
+func (h *httpConn) readStream(ctx context.Context, lr *streamReader, want uint64, background bool) error {
+	limit := lr.limit
 	var data []byte
 	hasData := false
 	for {
@@ -484,8 +573,10 @@ func (h *httpConn) readStream(ctx context.Context, body io.Reader, want uint64, 
 			case errors.As(err, &tl):
 				return h.tooLong(tl.observed)
 			case err == io.EOF || errors.Is(err, errPartialLine):
+				lr.atEOF = true
 				return nil
 			}
+			lr.atEOF = true
 			return h.readErr(ctx, err)
 		}
 		line = bytes.TrimSuffix(line, []byte("\r"))
@@ -556,13 +647,13 @@ func (h *httpConn) route(b []byte) uint64 {
 			h.log.Warn("server→client request flood: answer dropped")
 			return 0
 		}
-		h.wg.Add(1)
-		go func() {
-			defer h.wg.Done()
+		if !h.goBG(func() {
 			defer func() { <-h.answers }()
 			line := h.c.answer(nil, req.id, req.method, req.params)
 			h.send(bytes.TrimSuffix(line, []byte("\n")))
-		}()
+		}) {
+			<-h.answers
+		}
 	case kindNotification:
 		h.c.notified(msg.Method, msg.Params)
 	default:
@@ -620,9 +711,7 @@ func (h *httpConn) startStream() {
 	}
 	h.streamOn = true
 	h.mu.Unlock()
-	h.wg.Add(1)
-	go func() {
-		defer h.wg.Done()
+	h.goBG(func() {
 		defer func() {
 			h.mu.Lock()
 			h.streamOn = false
@@ -649,7 +738,23 @@ func (h *httpConn) startStream() {
 			}
 			backoff = min(backoff*2, 30*time.Second)
 		}
+	})
+}
+
+// goBG runs fn on a goroutine shutdown waits for, unless shutdown has
+// begun (then it reports false and fn does not run).
+func (h *httpConn) goBG(fn func()) bool {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.closing {
+		return false
+	}
+	h.wg.Add(1)
+	go func() {
+		defer h.wg.Done()
+		fn()
 	}()
+	return true
 }
 
 var errNoStream = errors.New("server offers no event stream")
@@ -682,10 +787,12 @@ func (h *httpConn) getStream() (got bool, err error) {
 		return false, h.statusError(resp)
 	}
 	defer resp.Body.Close()
-	if mt, _, _ := mime.ParseMediaType(resp.Header.Get("Content-Type")); mt != "text/event-stream" {
+	if mediaType(resp.Header.Get("Content-Type")) != "text/event-stream" {
 		return false, errNoStream
 	}
-	return true, h.readStream(h.bgCtx, resp.Body, 0, true)
+	lr := getLineReader(resp.Body, h.c.lim.MaxResponseBytes)
+	defer putLineReader(lr)
+	return true, h.readStream(h.bgCtx, lr, 0, true)
 }
 
 // httpStatus is for tests: the session id and negotiated version.

@@ -562,7 +562,7 @@ func FuzzEventStream(f *testing.F) {
 		h := newHTTPConn(c)
 		ch := make(chan reply, 1)
 		h.pending[1] = ch
-		err := h.readStream(context.Background(), bytes.NewReader(b), 1, true)
+		err := h.readStream(context.Background(), getLineReader(bytes.NewReader(b), 256), 1, true)
 		var lt *LineTooLongError
 		if err != nil && !errors.As(err, &lt) {
 			t.Fatalf("readStream: %v", err)
