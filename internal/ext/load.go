@@ -256,6 +256,23 @@ func (s *Set) ReportData() []map[string]any {
 	return out
 }
 
+// RootsChanged tells every loaded server that the roots Options.Roots
+// returns have changed (notifications/roots/list_changed), for a worker
+// whose next job works elsewhere. Errors of servers that are down are
+// joined.
+func (s *Set) RootsChanged() error {
+	if s == nil {
+		return nil
+	}
+	var errs []error
+	for _, c := range s.clients {
+		if c != nil {
+			errs = append(errs, c.RootsChanged())
+		}
+	}
+	return errors.Join(errs...)
+}
+
 // Close stops every server (concurrently) and waits for them. It is safe
 // to call more than once; later calls return the first result.
 func (s *Set) Close(ctx context.Context) error {
