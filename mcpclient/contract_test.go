@@ -123,8 +123,8 @@ func TestHandshakeListsToolsAndSendsInitialized(t *testing.T) {
 
 func TestToolsListPages(t *testing.T) {
 	c := mcptest.Start(t, mcptest.Config(t, "fx", "-chaos", "-page-size=2"))
-	if n := len(c.Tools()); n != 20 {
-		t.Fatalf("got %d tools over pages, want 20", n)
+	if n := len(c.Tools()); n != 26 {
+		t.Fatalf("got %d tools over pages, want 26", n)
 	}
 }
 
@@ -1032,4 +1032,27 @@ func TestConfiguredProtocolVersion(t *testing.T) {
 		t.Fatalf("unsupported protocol_version: %v", se)
 	}
 	mustContain(t, se.Error(), "protocol_version", "2099-01-01")
+}
+
+// A resource_link inside artifact_roots becomes an artifact ref (for
+// artifact_read); links elsewhere stay summaries and fail nothing.
+func TestResourceLinksInsideRootsBecomeArtifacts(t *testing.T) {
+	root := t.TempDir()
+	cfg := mcptest.Config(t, "fx", "-chaos", "-root="+root)
+	cfg.ArtifactRoots = []string{root}
+	c := mcptest.Start(t, cfg)
+	r := call(t, c, "link_result", `{}`)
+	if r.IsError || r.ArtifactCount != 1 || len(r.Artifacts) != 1 || r.Artifacts[0].ID != "notes.txt" || r.Artifacts[0].SizeBytes != 64 {
+		t.Fatalf("result %+v", r)
+	}
+	mustContain(t, r.Text, `type="resource_link" media_type="text/plain" name="notes.txt" size_bytes=64`, `name="passwd"`, `name="page"`,
+		`[odek artifact] id="notes.txt" media_type="text/plain" size_bytes=64`)
+	if strings.Contains(r.Text, root) {
+		t.Fatalf("the path reached the text:\n%s", r.Text)
+	}
+	// Without roots: summaries only.
+	c2 := mcptest.Start(t, mcptest.Config(t, "fx", "-chaos", "-root="+root))
+	if r := call(t, c2, "link_result", `{}`); r.ArtifactCount != 0 || r.IsError {
+		t.Fatalf("without roots: %+v", r)
+	}
 }

@@ -260,6 +260,9 @@ func (s *server) tools() []map[string]any {
 		{"name": "error_result", "description": "Return an isError result with text (or chars characters).", "inputSchema": schema(`"text":{"type":"string"},"chars":{"type":"integer"},"rpc":{"type":"boolean"}`)},
 	}
 	if *chaos {
+		t = append(t, map[string]any{"name": "link_result", "description": "Return resource links: one under the root, two elsewhere.", "inputSchema": schema("")})
+	}
+	if *chaos {
 		for _, n := range []string{"huge_line", "wrong_id", "double_response", "close_mid_line", "crash", "spawn_grandchild", "stderr_flood", "server_request", "mixed_content", "stats", "env", "progress", "change_tools", "client_caps", "http_info", "expire_session", "ping_later", "last_answer", "drop_get"} {
 			t = append(t, map[string]any{"name": n, "description": "chaos: " + n, "inputSchema": schema("")})
 		}
@@ -405,6 +408,16 @@ func (s *server) call(req request, cancelled chan struct{}) {
 			t = fmt.Sprintf("Wrote %d artifacts.", n)
 		}
 		s.result(req.ID, text(envelope(t, s.writeArtifacts(n, size, a.Summary, a.OmitHash))))
+	case "link_result":
+		// A resource_link to a file under the artifact directory, one to
+		// /etc/passwd and one to a web page.
+		good := s.writeArtifacts(1, 64, "", true)[0]
+		s.result(req.ID, map[string]any{"content": []any{
+			map[string]any{"type": "text", "text": "links:"},
+			map[string]any{"type": "resource_link", "uri": good["uri"], "name": "notes.txt", "mimeType": "text/plain", "size": 64},
+			map[string]any{"type": "resource_link", "uri": "file:///etc/passwd", "name": "passwd"},
+			map[string]any{"type": "resource_link", "uri": "https://example.com/page", "name": "page"},
+		}})
 	case "bad_artifact":
 		s.badArtifact(req.ID, a.Kind)
 	case "slow":
