@@ -181,7 +181,7 @@ func (c *Client) request(ctx context.Context, cn transport, method string, param
 	}
 	res, rpcErr, err := cn.request(ctx, method, params, timeout, "")
 	if err == errConnDead {
-		err, _ = cn.terminal()
+		_, err = cn.terminal()
 	}
 	if err != nil {
 		return nil, err
@@ -372,7 +372,7 @@ func (c *Client) live(ctx context.Context) (transport, error) {
 		c.mu.Unlock()
 		return cn, nil
 	}
-	cause, deadAt := cn.terminal()
+	deadAt, cause := cn.terminal()
 	if c.permanent != nil {
 		err := c.permanent
 		c.mu.Unlock()
@@ -468,7 +468,7 @@ func (c *Client) Call(ctx context.Context, tool string, args json.RawMessage) (*
 			continue // closed between live() and sending: nothing was sent
 		}
 		if err == errConnDead {
-			cause, _ := cn.terminal()
+			_, cause := cn.terminal()
 			err = cause
 		}
 		if err == nil {
@@ -517,7 +517,7 @@ func (c *Client) Ping(ctx context.Context) error {
 		return ErrClosed
 	}
 	if !cn.alive() {
-		cause, _ := cn.terminal()
+		_, cause := cn.terminal()
 		return fmt.Errorf("%w: server %q: %w", ErrServerDown, c.cfg.Name, cause)
 	}
 	_, err := c.request(ctx, cn, "ping", nil, c.lim.Timeout)

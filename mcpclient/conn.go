@@ -50,7 +50,7 @@ type transport interface {
 	request(ctx context.Context, method string, params []byte, timeout time.Duration, tool string) (json.RawMessage, *wireError, error)
 	notify(method string, params []byte) error
 	alive() bool
-	terminal() (error, time.Time)
+	terminal() (time.Time, error)
 	shutdown(ctx context.Context, cause error) error
 	// negotiated records the protocol version of initialize's answer.
 	negotiated(version string)
@@ -146,10 +146,10 @@ func (c *conn) alive() bool {
 }
 
 // terminal returns the error that closed the connection and when.
-func (c *conn) terminal() (error, time.Time) {
+func (c *conn) terminal() (time.Time, error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	return c.err, c.deadAt
+	return c.deadAt, c.err
 }
 
 // fail closes the connection with err (first error wins): every pending

@@ -207,10 +207,10 @@ func (h *httpConn) alive() bool {
 	}
 }
 
-func (h *httpConn) terminal() (error, time.Time) {
+func (h *httpConn) terminal() (time.Time, error) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	return h.err, h.deadAt
+	return h.deadAt, h.err
 }
 
 // fail closes the session with err (first error wins).
@@ -681,7 +681,7 @@ func (h *httpConn) send(body []byte) error {
 // stream for server-initiated messages is opened.
 func (h *httpConn) notify(method string, params []byte) error {
 	if !h.alive() {
-		err, _ := h.terminal()
+		_, err := h.terminal()
 		return err
 	}
 	line := appendNotification(nil, method, params)
@@ -793,11 +793,4 @@ func (h *httpConn) getStream() (got bool, err error) {
 	lr := getLineReader(resp.Body, h.c.lim.MaxResponseBytes)
 	defer putLineReader(lr)
 	return true, h.readStream(h.bgCtx, lr, 0, true)
-}
-
-// httpStatus is for tests: the session id and negotiated version.
-func (h *httpConn) httpStatus() (session, version string) {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	return h.session, h.version
 }

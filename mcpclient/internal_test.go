@@ -569,7 +569,7 @@ func FuzzEventStream(f *testing.F) {
 		}
 		select {
 		case r := <-ch:
-			if r.result != nil && len(r.result) > 256 {
+			if len(r.result) > 256 {
 				t.Fatalf("routed %d bytes", len(r.result))
 			}
 		default:

@@ -74,7 +74,7 @@ func buildGoServer(program string) (string, error) {
 		return out, nil
 	}
 	tmp := out + fmt.Sprintf(".tmp%d", os.Getpid())
-	cmd := exec.Command("go", "build", "-o", tmp, "./"+program)
+	cmd := exec.Command(goTool(), "build", "-o", tmp, "./"+program)
 	cmd.Dir = dir
 	cmd.Env = append(os.Environ(), "GOFLAGS=-mod=readonly", "GOPROXY=off", "GOWORK=off")
 	if b, err := cmd.CombinedOutput(); err != nil {

@@ -60,6 +60,16 @@ func BuildFixture() (string, error) {
 	return buildPath, buildErr
 }
 
+// goTool is the go command of the toolchain running the tests, else the
+// one on PATH.
+func goTool() string {
+	goBin := filepath.Join(runtime.GOROOT(), "bin", "go")
+	if _, err := os.Stat(goBin); err != nil {
+		return "go"
+	}
+	return goBin
+}
+
 func build() (string, error) {
 	src := SourcePath()
 	data, err := os.ReadFile(src)
@@ -80,11 +90,7 @@ func build() (string, error) {
 		return "", err
 	}
 	tmp.Close()
-	goBin := filepath.Join(runtime.GOROOT(), "bin", "go")
-	if _, err := os.Stat(goBin); err != nil {
-		goBin = "go"
-	}
-	cmd := exec.Command(goBin, "build", "-o", tmp.Name(), src)
+	cmd := exec.Command(goTool(), "build", "-o", tmp.Name(), src)
 	cmd.Dir = filepath.Dir(src)
 	if b, err := cmd.CombinedOutput(); err != nil {
 		os.Remove(tmp.Name())
