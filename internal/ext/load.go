@@ -10,6 +10,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/odekrun/odek/events"
 	"github.com/odekrun/odek/internal/config"
 	"github.com/odekrun/odek/internal/tools"
 	"github.com/odekrun/odek/mcpclient"
@@ -65,6 +66,10 @@ type Options struct {
 	// also emitted as tool_call_progress events of the run. It must not
 	// block.
 	OnProgress func(ToolProgress)
+	// Emit, when set, sends an event of the run ctx belongs to
+	// (agent.Emit; ext sits below agent and cannot import it): progress
+	// signals become EventToolCallProgress events through it.
+	Emit func(ctx context.Context, typ events.Type, data map[string]any)
 	// Only, when not empty, names the servers to consider; every other
 	// configured server is reported as skipped and never started, and a
 	// name that is not configured is an ErrConfig error. For `odek ext
@@ -612,7 +617,7 @@ func (l *loader) adapt(ctx context.Context, specs []ServerSpec, set *Set) error 
 				r.Renamed[t.Name] = q
 			}
 			set.tools = append(set.tools, &Tool{qualified: q, server: s.Name, mcp: t, class: s.DangerClass, client: c, store: l.opts.Artifacts,
-				onProgress: l.opts.OnProgress, notices: set.notices, seen: seen})
+				onProgress: l.opts.OnProgress, emit: l.opts.Emit, notices: set.notices, seen: seen})
 		}
 		r.Tools = len(approved)
 	}

@@ -11,7 +11,6 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/odekrun/odek/agent"
 	"github.com/odekrun/odek/artifacts"
 	"github.com/odekrun/odek/events"
 	"github.com/odekrun/odek/internal/artifactstore"
@@ -34,6 +33,7 @@ type Tool struct {
 	client     caller
 	store      Registrar
 	onProgress func(ToolProgress)
+	emit       func(context.Context, events.Type, map[string]any)
 	// notices are the tool-list changes of the Set's servers; seen is how
 	// many of them this Tool's group (one Load, or one ToolsFor) has told
 	// its model about.
@@ -204,7 +204,7 @@ func (p ToolProgress) Data() map[string]any {
 
 // progressFunc returns the callback of one call: rate limited to one
 // signal per ProgressInterval, emitted as an event of the run ctx belongs
-// to and passed to Options.OnProgress.
+// to (Options.Emit) and passed to Options.OnProgress.
 func (t *Tool) progressFunc(ctx context.Context) func(mcpclient.Progress) {
 	var mu sync.Mutex
 	var last time.Time
@@ -217,7 +217,9 @@ func (t *Tool) progressFunc(ctx context.Context) func(mcpclient.Progress) {
 		last = p.At
 		mu.Unlock()
 		tp := ToolProgress{Tool: t.qualified, Server: t.server, MCPTool: t.mcp.Name, Progress: p.Progress, Total: p.Total, Message: p.Message}
-		agent.Emit(ctx, EventToolCallProgress, tp.Data())
+		if t.emit != nil {
+			t.emit(ctx, EventToolCallProgress, tp.Data())
+		}
 		if t.onProgress != nil {
 			t.onProgress(tp)
 		}

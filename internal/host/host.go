@@ -347,7 +347,7 @@ func loadExtensions(ctx context.Context, opts Options, workDir string, log logru
 		Layers: opts.Config.Layers, Home: opts.Config.Home, WorkDir: workDir, Prompter: opts.Prompter,
 		ApproveAll: opts.ApproveMCP, BuiltinNames: reserved, BaseEnv: opts.Environ,
 		Logger: log, Warn: warn, ClientVersion: opts.ClientVersion,
-		Roots: mcpRoots(opts.MCPRoots, workDir), OnProgress: opts.MCPProgress,
+		Roots: mcpRoots(opts.MCPRoots, workDir), OnProgress: opts.MCPProgress, Emit: agent.Emit,
 	})
 }
 
