@@ -373,3 +373,42 @@ func rawInitialize(t *testing.T, cfg mcpclient.ServerConfig, version string) str
 		return ""
 	}
 }
+
+// The reference filesystem server honours roots: with odek's roots it
+// works in the root odek gives (the job's directory), not in the
+// directory of its arguments.
+func TestInteropFilesystemRoots(t *testing.T) {
+	argDir, rootDir := t.TempDir(), t.TempDir()
+	for _, d := range []string{argDir, rootDir} {
+		if err := os.WriteFile(filepath.Join(d, "f.txt"), []byte("in "+filepath.Base(d)), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	realArg, _ := filepath.EvalSymlinks(argDir)
+	realRoot, _ := filepath.EvalSymlinks(rootDir)
+	cfg := mcptest.NodeServer(t, "fs", filesystemPkg, realArg)
+	cfg.Roots = func() []string { return []string{realRoot} }
+	c := mcptest.Start(t, cfg)
+	arg := func(p string) string {
+		b, _ := json.Marshal(map[string]string{"path": p})
+		return string(b)
+	}
+	// The server asks roots/list after initialized; poll until it applied
+	// the answer.
+	var r *mcpclient.ToolResult
+	for deadline := time.Now().Add(15 * time.Second); time.Now().Before(deadline); {
+		r = call(t, c, "list_allowed_directories", `{}`)
+		if strings.Contains(r.Text, realRoot) {
+			break
+		}
+	}
+	if !strings.Contains(r.Text, realRoot) || strings.Contains(r.Text, realArg) {
+		t.Fatalf("allowed directories with roots: %q", r.Text)
+	}
+	if r := call(t, c, "read_text_file", arg(filepath.Join(realRoot, "f.txt"))); r.IsError || r.Text != "in "+filepath.Base(rootDir) {
+		t.Fatalf("read in the root: %+v", r)
+	}
+	if r := call(t, c, "read_text_file", arg(filepath.Join(realArg, "f.txt"))); !r.IsError {
+		t.Fatalf("read outside the root allowed: %+v", r)
+	}
+}
