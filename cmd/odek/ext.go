@@ -428,6 +428,8 @@ func cmdExtCheck(ctx context.Context, args []string, stdout, stderr io.Writer) e
 	switch {
 	case err != nil:
 		rep.line("FAIL", "shutdown", "%v", err)
+	case cfg.URL != "":
+		rep.line("PASS", "shutdown", "session ended (DELETE) in %s", roundDur(closeDur))
 	case closeDur >= lim.CloseGrace:
 		rep.line("WARN", "shutdown", "the server did not exit within %s of its stdin closing; odek had to signal it (%s)", lim.CloseGrace, roundDur(closeDur))
 	default:

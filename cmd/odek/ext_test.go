@@ -292,3 +292,25 @@ func TestExtCheckProjectServerNeedsApproval(t *testing.T) {
 		t.Fatalf("with ODEK_APPROVE_MCP=1 the server was not spawned: %v", err)
 	}
 }
+
+// ext check on a configured url server: the negotiated version and the
+// transport are printed.
+func TestExtCheckRemoteServer(t *testing.T) {
+	url := mcptest.HTTPFixture(t)
+	home := t.TempDir()
+	if err := os.WriteFile(filepath.Join(home, "config.json"), []byte(`{"mcp_servers":{"web":{"url":"`+url+`","protocol_version":"2025-06-18"}}}`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("ODEK_HOME", home)
+	var stdout, stderr bytes.Buffer
+	err := cmdExt(context.Background(), []string{"check", "--call", `echo={"text":"hi"}`, "web"}, &stdout, &stderr)
+	out := stdout.String()
+	if err != nil {
+		t.Fatalf("%v\n%s\n%s", err, out, stderr.String())
+	}
+	for _, want := range []string{"negotiated protocolVersion 2025-06-18 over Streamable HTTP " + url, "PASS  call echo", "PASS  shutdown               session ended (DELETE)"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("output lacks %q:\n%s", want, out)
+		}
+	}
+}
