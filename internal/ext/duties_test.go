@@ -3,11 +3,13 @@ package ext_test
 import (
 	"context"
 	"encoding/json"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
+	"github.com/odekrun/odek/internal/artifactstore"
 	"github.com/odekrun/odek/internal/ext"
 	"github.com/odekrun/odek/internal/tools"
 )
@@ -117,5 +119,25 @@ func TestToolsListChangedToldToTheModel(t *testing.T) {
 	defer wmu.Unlock()
 	if len(warns) == 0 || !strings.Contains(strings.Join(warns, "\n"), "removed: echo") {
 		t.Fatalf("operator not warned: %q", warns)
+	}
+}
+
+// A resource_link inside artifact_roots is readable with artifact_read.
+func TestResourceLinkRegisteredForArtifactRead(t *testing.T) {
+	root := t.TempDir()
+	store := &artifactstore.Store{}
+	set, err := load(t, ext.Options{
+		Layers:    layers(t, `{"fx":`+entry(t, `"auto_approve":true,"artifact_roots":[`+strconv.Quote(root)+`]`, "-chaos", "-root="+root)+`}`, ""),
+		Artifacts: store,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := run(t, toolNamed(t, set.Tools(), "fx__link_result"), `{}`)
+	if !strings.Contains(r.Text, "artifact_read: notes.txt → fx/notes.txt") || r.ArtifactCount != 1 {
+		t.Fatalf("link not registered:\n%s", r.Text)
+	}
+	if ref, ok := store.Lookup("fx/notes.txt"); !ok || ref.SizeBytes != 64 || !strings.HasPrefix(ref.Path, root) {
+		t.Fatalf("store entry %+v %v", ref, ok)
 	}
 }
