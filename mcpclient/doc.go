@@ -112,9 +112,11 @@
 // closed. Otherwise — and while another call is restarting it — calls fail
 // fast with ErrServerDown saying why and what took the server down. Each
 // restart is logged and reported to ServerConfig.OnRestart. A restarted
-// server must list exactly the tools it listed at Start (names,
-// descriptions, schemas, annotations: what approvals were given for);
-// otherwise it is stopped and never restarted again (ErrToolsChanged).
+// server must list exactly the tools of its latest listing (at Start, or
+// after the last notifications/tools/list_changed: names, titles,
+// descriptions, schemas, annotations); otherwise it is stopped and never
+// restarted again (ErrToolsChanged). Over HTTP a new session (after a
+// network failure or a 404 for the session) is such a restart.
 // Ping health-checks the current connection and never restarts.
 //
 // # Names
