@@ -90,6 +90,7 @@ type checkOpts struct {
 	name           string
 	timeout        time.Duration
 	startupTimeout time.Duration
+	protocol       string
 	repeat         int
 	verbose        bool
 	server         string   // configured server name, or ""
@@ -108,6 +109,7 @@ func parseCheckArgs(args []string, stderr io.Writer) (*checkOpts, error) {
 	fs.StringVar(&o.name, "name", "", "server name used for qualified tool names (default: from the command's file name)")
 	fs.IntVar(&timeout, "timeout", 0, "per-request timeout in seconds (default: the server's timeout_seconds, else 30)")
 	fs.IntVar(&startup, "startup-timeout", 0, "spawn + initialize + tools/list timeout in seconds (default: the server's, else 10)")
+	fs.StringVar(&o.protocol, "protocol-version", "", "MCP version to send in initialize (default: the server's protocol_version, else "+mcpclient.ProtocolVersion+")")
 	fs.IntVar(&o.repeat, "repeat", 1, "call each --call tool this many times and report latency percentiles")
 	fs.BoolVar(&o.verbose, "v", false, "show the server's stderr and the client's log on stderr")
 	fs.Usage = func() {
@@ -330,6 +332,9 @@ func cmdExtCheck(ctx context.Context, args []string, stdout, stderr io.Writer) e
 	}
 	if o.timeout > 0 {
 		cfg.Timeout = o.timeout
+	}
+	if o.protocol != "" {
+		cfg.ProtocolVersion = o.protocol
 	}
 	if o.startupTimeout > 0 {
 		cfg.StartupTimeout = o.startupTimeout

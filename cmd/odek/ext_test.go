@@ -314,3 +314,16 @@ func TestExtCheckRemoteServer(t *testing.T) {
 		}
 	}
 }
+
+func TestExtCheckProtocolVersionFlag(t *testing.T) {
+	var stdout, stderr bytes.Buffer
+	err := cmdExt(context.Background(), []string{"check", "--protocol-version", "2025-11-25", "--", mcptest.FixturePath(t)}, &stdout, &stderr)
+	if err != nil || !strings.Contains(stdout.String(), "negotiated protocolVersion 2025-11-25 over stdio") {
+		t.Fatalf("%v\n%s", err, stdout.String())
+	}
+	stdout.Reset()
+	err = cmdExt(context.Background(), []string{"check", "--protocol-version", "1999-01-01", "--", mcptest.FixturePath(t)}, &stdout, &stderr)
+	if err == nil || !strings.Contains(stdout.String(), "FAIL  config") || !strings.Contains(stdout.String(), "protocol_version") {
+		t.Fatalf("unsupported version: %v\n%s", err, stdout.String())
+	}
+}
