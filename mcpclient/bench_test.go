@@ -88,3 +88,27 @@ func BenchmarkEchoConcurrent8(b *testing.B) {
 	b.StopTimer()
 	reportLatency(b, slices.Concat(lats...), elapsed)
 }
+
+// BenchmarkEchoHTTP measures one caller doing echo round trips over
+// Streamable HTTP against the fixture's HTTP front end on loopback (the
+// side-by-side comparison with the SDK clients is bench/mcpsdk -http).
+func BenchmarkEchoHTTP(b *testing.B) {
+	cfg := mcptest.HTTPConfig(b, "bench", mcptest.HTTPFixture(b))
+	l := logrus.New()
+	l.SetLevel(logrus.WarnLevel)
+	cfg.Logger = l
+	c := mcptest.Start(b, cfg)
+	args := json.RawMessage(`{"text":"hello"}`)
+	ctx := context.Background()
+	lat := make([]time.Duration, 0, 1<<16)
+	b.ReportAllocs()
+	start := time.Now()
+	for b.Loop() {
+		t0 := time.Now()
+		if _, err := c.Call(ctx, "echo", args); err != nil {
+			b.Fatal(err)
+		}
+		lat = append(lat, time.Since(t0))
+	}
+	reportLatency(b, lat, time.Since(start))
+}

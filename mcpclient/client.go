@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"io"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/odekrun/odek/artifacts"
@@ -17,14 +18,20 @@ import (
 
 // Tool is one tool a server listed.
 type Tool struct {
-	// Name is the server's name for the tool (valid per ValidateName).
-	Name        string
+	// Name is the server's name for the tool (valid per ValidateToolName:
+	// it may contain dots; QualifiedName maps it to the contract's rule).
+	Name string
+	// Title is the tool's display title (2025-06-18 and later), as sent.
+	Title       string
 	Description string
 	// InputSchema is the tool's JSON Schema, a compact JSON object
 	// ({"type":"object"} when the server gave none).
 	InputSchema json.RawMessage
 	// Annotations are the server's tool annotations as sent (may be nil).
 	Annotations json.RawMessage
+	// OutputSchema is the schema of the tool's structuredContent
+	// (2025-06-18 and later), compact, or nil.
+	OutputSchema json.RawMessage
 }
 
 // ServerInfo is what the server said about itself in initialize.
@@ -43,14 +50,25 @@ type Client struct {
 	log       logrus.FieldLogger
 	validator *artifacts.Validator
 
-	// Fixed after Start (a restart that lists other tools fails).
-	tools       []Tool
-	toolIndex   map[string]int
-	fingerprint [32]byte
-	info        ServerInfo
+	// tools is fixed after Start: the list approvals are given for.
+	// current is the latest listing (a restart must list it exactly;
+	// notifications/tools/list_changed replaces it).
+	tools   []Tool
+	current atomic.Pointer[toolState]
+	info    ServerInfo
+
+	// nextToken numbers progress tokens; progressFns maps a token of a
+	// call in flight to its callback.
+	nextToken   atomic.Uint64
+	progressMu  sync.Mutex
+	progressFns map[uint64]func(Progress)
+	started     atomic.Bool // Start finished: tools and conn are set
+	relisting   atomic.Bool // a tools/list_changed re-list is running
+	relistAgain atomic.Bool // another list_changed arrived meanwhile
+	bg          sync.WaitGroup
 
 	mu         sync.Mutex
-	conn       *conn
+	conn       transport
 	closed     bool
 	restarting bool
 	restarts   int
@@ -92,12 +110,14 @@ func Start(ctx context.Context, cfg ServerConfig) (*Client, error) {
 	if err != nil {
 		return nil, err
 	}
+	c.mu.Lock()
 	c.conn, c.tools, c.info = cn, tools, info
-	c.toolIndex = make(map[string]int, len(tools))
-	for i, t := range tools {
-		c.toolIndex[t.Name] = i
+	c.current.Store(newToolState(tools, tools))
+	c.mu.Unlock()
+	c.started.Store(true)
+	if c.relistAgain.Load() {
+		c.toolsChanged() // a list_changed arrived during the handshake
 	}
-	c.fingerprint = fingerprint(tools)
 	c.log.WithFields(logrus.Fields{"tools": len(tools), "protocol_version": info.ProtocolVersion}).Info("MCP server started")
 	return c, nil
 }
@@ -124,14 +144,19 @@ func (c *Client) Restarts() int {
 
 // connect spawns one process and runs the handshake under the startup
 // timeout. On failure the process is stopped.
-func (c *Client) connect(ctx context.Context) (*conn, []Tool, ServerInfo, error) {
+func (c *Client) connect(ctx context.Context) (transport, []Tool, ServerInfo, error) {
 	sctx, cancel := context.WithTimeout(ctx, c.lim.StartupTimeout)
 	defer cancel()
-	p, err := startProcess(&c.cfg)
-	if err != nil {
-		return nil, nil, ServerInfo{}, &StartError{Server: c.cfg.Name, Phase: "spawn", Err: err}
+	var cn transport
+	if c.cfg.URL != "" {
+		cn = newHTTPConn(c)
+	} else {
+		p, err := startProcess(&c.cfg)
+		if err != nil {
+			return nil, nil, ServerInfo{}, &StartError{Server: c.cfg.Name, Phase: "spawn", Err: err}
+		}
+		cn = newConn(c.cfg.Name, c.log, p, c.lim.MaxResponseBytes, c.lim.CloseGrace, c.lim.Timeout, c)
 	}
-	cn := newConn(c.cfg.Name, c.log, p, c.lim.MaxResponseBytes, c.lim.CloseGrace, c.lim.Timeout)
 	phase := "initialize"
 	info, tools, err := c.handshake(sctx, cn, &phase)
 	if err != nil {
@@ -147,7 +172,7 @@ func (c *Client) connect(ctx context.Context) (*conn, []Tool, ServerInfo, error)
 // request runs one protocol request with the time left before ctx's
 // deadline (or the per-request timeout) and turns a JSON-RPC error into an
 // *RPCError.
-func (c *Client) request(ctx context.Context, cn *conn, method string, params []byte, timeout time.Duration) (json.RawMessage, error) {
+func (c *Client) request(ctx context.Context, cn transport, method string, params []byte, timeout time.Duration) (json.RawMessage, error) {
 	if dl, ok := ctx.Deadline(); ok {
 		timeout = min(timeout, time.Until(dl))
 		if timeout <= 0 {
@@ -156,7 +181,7 @@ func (c *Client) request(ctx context.Context, cn *conn, method string, params []
 	}
 	res, rpcErr, err := cn.request(ctx, method, params, timeout, "")
 	if err == errConnDead {
-		err, _ = cn.terminal()
+		_, err = cn.terminal()
 	}
 	if err != nil {
 		return nil, err
@@ -167,14 +192,14 @@ func (c *Client) request(ctx context.Context, cn *conn, method string, params []
 	return res, nil
 }
 
-func (c *Client) handshake(ctx context.Context, cn *conn, phase *string) (ServerInfo, []Tool, error) {
+func (c *Client) handshake(ctx context.Context, cn transport, phase *string) (ServerInfo, []Tool, error) {
 	version := c.cfg.ClientVersion
 	if version == "" {
 		version = "dev"
 	}
 	params, _ := json.Marshal(map[string]any{
-		"protocolVersion": ProtocolVersion,
-		"capabilities":    map[string]any{},
+		"protocolVersion": c.lim.ProtocolVersion,
+		"capabilities":    c.clientCapabilities(),
 		"clientInfo":      map[string]string{"name": "odek", "version": version},
 	})
 	raw, err := c.request(ctx, cn, "initialize", params, c.lim.StartupTimeout)
@@ -196,6 +221,7 @@ func (c *Client) handshake(ctx context.Context, cn *conn, phase *string) (Server
 		return ServerInfo{}, nil, err
 	}
 	info := ServerInfo{Name: ir.ServerInfo.Name, Version: ir.ServerInfo.Version, ProtocolVersion: ir.ProtocolVersion, Instructions: ir.Instructions}
+	cn.negotiated(ir.ProtocolVersion)
 	if err := cn.notify("notifications/initialized", nil); err != nil {
 		return ServerInfo{}, nil, err
 	}
@@ -206,7 +232,7 @@ func (c *Client) handshake(ctx context.Context, cn *conn, phase *string) (Server
 
 // listTools follows nextCursor for at most MaxToolPages pages and
 // MaxTools tools, validating every tool.
-func (c *Client) listTools(ctx context.Context, cn *conn) ([]Tool, error) {
+func (c *Client) listTools(ctx context.Context, cn transport) ([]Tool, error) {
 	var tools []Tool
 	seen := make(map[string]bool)
 	cursors := make(map[string]bool)
@@ -221,10 +247,12 @@ func (c *Client) listTools(ctx context.Context, cn *conn) ([]Tool, error) {
 		}
 		var lr struct {
 			Tools []struct {
-				Name        string          `json:"name"`
-				Description string          `json:"description"`
-				InputSchema json.RawMessage `json:"inputSchema"`
-				Annotations json.RawMessage `json:"annotations"`
+				Name         string          `json:"name"`
+				Title        string          `json:"title"`
+				Description  string          `json:"description"`
+				InputSchema  json.RawMessage `json:"inputSchema"`
+				OutputSchema json.RawMessage `json:"outputSchema"`
+				Annotations  json.RawMessage `json:"annotations"`
 			} `json:"tools"`
 			NextCursor *string `json:"nextCursor"`
 		}
@@ -235,7 +263,7 @@ func (c *Client) listTools(ctx context.Context, cn *conn) ([]Tool, error) {
 			return nil, fmt.Errorf("%w: server %q lists more than max_tools=%d (%d by page %d)", ErrTooManyTools, c.cfg.Name, c.lim.MaxTools, len(tools)+len(lr.Tools), page)
 		}
 		for _, t := range lr.Tools {
-			if err := ValidateName(t.Name); err != nil {
+			if err := ValidateToolName(t.Name); err != nil {
 				return nil, fmt.Errorf("server %q lists tool %q: %w", c.cfg.Name, clipDisplay(t.Name, 80), err)
 			}
 			if seen[t.Name] {
@@ -250,7 +278,13 @@ func (c *Client) listTools(ctx context.Context, cn *conn) ([]Tool, error) {
 			if bytes.Equal(bytes.TrimSpace(ann), []byte("null")) {
 				ann = nil
 			}
-			tools = append(tools, Tool{Name: t.Name, Description: t.Description, InputSchema: schema, Annotations: ann})
+			var out json.RawMessage
+			if o := bytes.TrimSpace(t.OutputSchema); len(o) > 0 && !bytes.Equal(o, []byte("null")) {
+				if out, err = compactObject(o); err != nil {
+					return nil, fmt.Errorf("%w: server %q tool %q: outputSchema is not a JSON object", ErrInvalidTool, c.cfg.Name, t.Name)
+				}
+			}
+			tools = append(tools, Tool{Name: t.Name, Title: t.Title, Description: t.Description, InputSchema: schema, Annotations: ann, OutputSchema: out})
 		}
 		if lr.NextCursor == nil || *lr.NextCursor == "" {
 			return tools, nil
@@ -285,7 +319,7 @@ func compactObject(raw json.RawMessage) (json.RawMessage, error) {
 func fingerprint(tools []Tool) [32]byte {
 	h := sha256.New()
 	for _, t := range tools {
-		for _, part := range [][]byte{[]byte(t.Name), []byte(t.Description), t.InputSchema, t.Annotations} {
+		for _, part := range [][]byte{[]byte(t.Name), []byte(t.Title), []byte(t.Description), t.InputSchema, t.Annotations, t.OutputSchema} {
 			var n [8]byte
 			for i, l := 0, len(part); i < 8; i, l = i+1, l>>8 {
 				n[i] = byte(l)
@@ -327,7 +361,7 @@ func restartDecision(restarts, max int, restarting bool, downFor time.Duration) 
 // live returns a usable connection, restarting the server when its
 // connection closed and the restart policy allows it; otherwise it fails
 // fast with ErrServerDown.
-func (c *Client) live(ctx context.Context) (*conn, error) {
+func (c *Client) live(ctx context.Context) (transport, error) {
 	c.mu.Lock()
 	if c.closed {
 		c.mu.Unlock()
@@ -338,7 +372,7 @@ func (c *Client) live(ctx context.Context) (*conn, error) {
 		c.mu.Unlock()
 		return cn, nil
 	}
-	cause, deadAt := cn.terminal()
+	deadAt, cause := cn.terminal()
 	if c.permanent != nil {
 		err := c.permanent
 		c.mu.Unlock()
@@ -356,7 +390,7 @@ func (c *Client) live(ctx context.Context) (*conn, error) {
 
 	c.log.WithFields(logrus.Fields{"attempt": attempt, "max": c.lim.MaxRestarts, "cause": cause.Error()}).Warn("restarting MCP server")
 	newConn, tools, info, err := c.connect(ctx)
-	if err == nil && fingerprint(tools) != c.fingerprint {
+	if err == nil && fingerprint(tools) != c.current.Load().fingerprint {
 		newConn.shutdown(context.Background(), ErrToolsChanged)
 		err = &StartError{Server: c.cfg.Name, Phase: "tools/list", Err: ErrToolsChanged}
 	}
@@ -404,8 +438,8 @@ func (c *Client) live(ctx context.Context) (*conn, error) {
 // (artifacts.ErrMalformedEnvelope) and artifact refs that fail validation
 // (*artifacts.RefError with the ref's id and reason).
 func (c *Client) Call(ctx context.Context, tool string, args json.RawMessage) (*ToolResult, error) {
-	if _, ok := c.toolIndex[tool]; !ok {
-		return nil, &CallError{Server: c.cfg.Name, Tool: clipDisplay(tool, 80), Err: ErrUnknownTool}
+	if err := c.current.Load().callable(tool); err != nil {
+		return nil, &CallError{Server: c.cfg.Name, Tool: clipDisplay(tool, 80), Err: err}
 	}
 	buf := bufPool.Get().(*bytes.Buffer)
 	buf.Reset()
@@ -414,7 +448,12 @@ func (c *Client) Call(ctx context.Context, tool string, args json.RawMessage) (*
 			bufPool.Put(buf)
 		}
 	}()
-	if err := callParams(buf, tool, args); err != nil {
+	var token uint64
+	if fn := progressFrom(ctx); fn != nil {
+		token = c.watchProgress(fn)
+		defer c.unwatchProgress(token)
+	}
+	if err := callParams(buf, tool, args, token); err != nil {
 		return nil, &CallError{Server: c.cfg.Name, Tool: tool, Err: err}
 	}
 	var raw json.RawMessage
@@ -429,7 +468,7 @@ func (c *Client) Call(ctx context.Context, tool string, args json.RawMessage) (*
 			continue // closed between live() and sending: nothing was sent
 		}
 		if err == errConnDead {
-			cause, _ := cn.terminal()
+			_, cause := cn.terminal()
 			err = cause
 		}
 		if err == nil {
@@ -444,11 +483,28 @@ func (c *Client) Call(ctx context.Context, tool string, args json.RawMessage) (*
 	if err := json.Unmarshal(raw, &res); err != nil {
 		return nil, &CallError{Server: c.cfg.Name, Tool: tool, Err: fmt.Errorf("%w: tools/call result does not decode: %v", ErrProtocol, err)}
 	}
-	tr, err := renderResult(c.cfg.Name, tool, &res, c.lim.MaxResultChars, c.validator)
+	tr, err := renderResult(c.cfg.Name, tool, &res, c.lim.MaxResultChars, c.validator, c.cfg.URL != "")
 	if err != nil {
 		return nil, &CallError{Server: c.cfg.Name, Tool: tool, Err: err}
 	}
 	return tr, nil
+}
+
+// RootsChanged tells the server that the roots ServerConfig.Roots returns
+// have changed (notifications/roots/list_changed); the server then asks
+// roots/list again. It does nothing without Roots or while the connection
+// is down.
+func (c *Client) RootsChanged() error {
+	if c.cfg.Roots == nil {
+		return nil
+	}
+	c.mu.Lock()
+	cn, closed := c.conn, c.closed
+	c.mu.Unlock()
+	if closed || !cn.alive() {
+		return nil
+	}
+	return cn.notify("notifications/roots/list_changed", nil)
 }
 
 // Ping health-checks the current connection within the config's Timeout.
@@ -461,7 +517,7 @@ func (c *Client) Ping(ctx context.Context) error {
 		return ErrClosed
 	}
 	if !cn.alive() {
-		cause, _ := cn.terminal()
+		_, cause := cn.terminal()
 		return fmt.Errorf("%w: server %q: %w", ErrServerDown, c.cfg.Name, cause)
 	}
 	_, err := c.request(ctx, cn, "ping", nil, c.lim.Timeout)
@@ -482,5 +538,7 @@ func (c *Client) Close(ctx context.Context) error {
 	c.closed = true
 	cn := c.conn
 	c.mu.Unlock()
-	return cn.shutdown(ctx, fmt.Errorf("%w: server %q: client closed", ErrConnClosed, c.cfg.Name))
+	err := cn.shutdown(ctx, fmt.Errorf("%w: server %q: client closed", ErrConnClosed, c.cfg.Name))
+	c.bg.Wait()
+	return err
 }

@@ -36,14 +36,27 @@ const (
 	DefaultCloseGrace = 2 * time.Second
 )
 
-// ProtocolVersion is the MCP version odek sends in initialize.
+// ProtocolVersion is the MCP version odek sends in initialize by default
+// (the odek-extension/v1 contract's).
 const ProtocolVersion = "2025-03-26"
 
 // SupportedProtocolVersions are the versions accepted in the server's
-// initialize answer. Everything this client uses (initialize, tools/list
-// with cursors, tools/call, ping, notifications/cancelled, text, image,
-// audio, resource and resource_link content) has the same shape in all of
-// them. An answer with any other version is rejected (the MCP rule: a client
+// initialize answer, and the values ServerConfig.ProtocolVersion may take.
+// What differs between them and how odek handles it:
+//
+//   - 2025-03-26 (sent by default): tool annotations, audio content,
+//     Streamable HTTP (replacing HTTP+SSE of 2024-11-05).
+//   - 2025-06-18: structuredContent and outputSchema (rendered when the
+//     structured data says more than the text), resource_link content
+//     (summarised; artifact_read-able inside artifact_roots), tool titles,
+//     elicitation (declined), no JSON-RPC batches (odek never sends any),
+//     and on HTTP the MCP-Protocol-Version header on every request after
+//     initialize (sent with the negotiated version whatever it is).
+//   - 2025-11-25: tool names may contain '.' (mapped to the contract's
+//     alphabet in qualified names), icons and tasks (ignored: additive
+//     fields), URL-mode elicitation (declined like the rest).
+//
+// An answer with any other version is rejected (the MCP rule: a client
 // that does not support the server's version disconnects).
 var SupportedProtocolVersions = []string{"2024-11-05", "2025-03-26", "2025-06-18", "2025-11-25"}
 
@@ -63,8 +76,33 @@ type ServerConfig struct {
 	// tools' names and names the server in errors and logs.
 	Name string
 	// Command is the executable, looked up in odek's PATH when it has no
-	// slash. Required.
+	// slash. Exactly one of Command and URL is required.
 	Command string
+	// URL is a remote server's Streamable HTTP endpoint (https://, or
+	// http:// to a loopback address unless AllowInsecureHTTP).
+	URL string
+	// Headers are sent with every HTTP request (values already resolved;
+	// never logged). Only with URL.
+	Headers map[string]string
+	// AllowInsecureHTTP permits http:// to a non-loopback host.
+	AllowInsecureHTTP bool
+	// HTTPClient, when set, carries the HTTP requests (tests, a shared
+	// transport). nil ⇒ a client with TLS verification on and the
+	// timeouts of this config. Only with URL.
+	HTTPClient HTTPDoer
+	// ProtocolVersion is sent in initialize; one of
+	// SupportedProtocolVersions. "" ⇒ ProtocolVersion.
+	ProtocolVersion string
+	// Roots, when set, makes odek advertise the roots capability and
+	// answer roots/list with the directories it returns (absolute paths;
+	// others are left out). It is called on every roots/list, so it may
+	// return a job's current roots; call Client.RootsChanged when they
+	// change. nil ⇒ no roots capability (roots/list is method not found).
+	Roots func() []string
+	// OnToolsChanged, when set, is told about every re-listing after
+	// notifications/tools/list_changed that changes something. It is
+	// called from a background goroutine; it must not block for long.
+	OnToolsChanged func(ToolsChange)
 	// Args are the command-line arguments.
 	Args []string
 	// Env is the child's complete environment as "KEY=value" entries,
@@ -144,6 +182,8 @@ type Limits struct {
 	MaxTools         int
 	MaxRestarts      int
 	CloseGrace       time.Duration
+	// ProtocolVersion is the version sent in initialize.
+	ProtocolVersion string
 	// Warnings name each value that was clamped, with the server's name.
 	Warnings []string
 }
@@ -158,8 +198,22 @@ func (c *ServerConfig) Limits() (Limits, error) {
 	bad := func(field string, v any, why string) (Limits, error) {
 		return Limits{}, fmt.Errorf("%w: server %q: %s=%v %s", ErrInvalidConfig, c.Name, field, v, why)
 	}
-	if c.Command == "" {
-		return bad("command", `""`, "is required")
+	switch {
+	case c.Command == "" && c.URL == "":
+		return bad("command", `""`, "is required (or url for a remote server)")
+	case c.Command != "" && c.URL != "":
+		return bad("url", clipDisplay(c.URL, 80), "and command are both set; a server is either a command or a url")
+	case c.URL != "":
+		if err := checkURL(c.URL, c.AllowInsecureHTTP); err != nil {
+			return bad("url", redactURL(c.URL), err.Error())
+		}
+		for k, v := range c.Headers {
+			if err := checkHeader(k, v); err != nil {
+				return Limits{}, fmt.Errorf("%w: server %q: headers[%q]: %v", ErrInvalidConfig, c.Name, clipDisplay(k, 64), err)
+			}
+		}
+	case len(c.Headers) > 0:
+		return bad("headers", "{…}", "needs url (a command server gets env, not headers)")
 	}
 	l := Limits{
 		Timeout:          c.Timeout,
@@ -169,6 +223,13 @@ func (c *ServerConfig) Limits() (Limits, error) {
 		MaxTools:         c.MaxTools,
 		MaxRestarts:      c.MaxRestarts,
 		CloseGrace:       c.CloseGrace,
+		ProtocolVersion:  c.ProtocolVersion,
+	}
+	switch {
+	case l.ProtocolVersion == "":
+		l.ProtocolVersion = ProtocolVersion
+	case !slices.Contains(SupportedProtocolVersions, l.ProtocolVersion):
+		return bad("protocol_version", fmt.Sprintf("%q", clipDisplay(l.ProtocolVersion, 32)), "is not supported (want one of "+strings.Join(SupportedProtocolVersions, ", ")+")")
 	}
 	switch {
 	case l.Timeout < 0:

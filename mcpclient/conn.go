@@ -43,6 +43,19 @@ var waiterPool = sync.Pool{New: func() any {
 	return &waiter{ch: make(chan reply, 1), timer: t}
 }}
 
+// transport is one live connection to a server: a child process over
+// stdio (conn) or a remote endpoint over Streamable HTTP (httpConn).
+type transport interface {
+	// request sends method and waits for the answer (see conn.request).
+	request(ctx context.Context, method string, params []byte, timeout time.Duration, tool string) (json.RawMessage, *wireError, error)
+	notify(method string, params []byte) error
+	alive() bool
+	terminal() (time.Time, error)
+	shutdown(ctx context.Context, cause error) error
+	// negotiated records the protocol version of initialize's answer.
+	negotiated(version string)
+}
+
 // conn is one live connection to one server process. It is safe for
 // concurrent use. One reader goroutine owns stdout; writes are serialised
 // by wmu on one bufio.Writer.
@@ -67,7 +80,8 @@ type conn struct {
 	deadAt  time.Time // when err was set
 	done    chan struct{}
 
-	replies chan []byte // answers to server→client requests
+	h       serverHandler
+	replies chan srvRequest // server→client requests to answer
 	stats   connStats
 	wg      sync.WaitGroup // reader, stderr drain, replier
 }
@@ -82,7 +96,24 @@ type connStats struct {
 	stderrLines   atomic.Int64
 }
 
-func newConn(server string, log logrus.FieldLogger, p *process, limit int64, grace, timeout time.Duration) *conn {
+// serverHandler answers what the server sends that is not a response:
+// requests (answer builds the whole response line, called off the reader
+// goroutine) and notifications (called on the reader goroutine; it must
+// not block, and params is valid only during the call).
+type serverHandler interface {
+	answer(b, rawID []byte, method string, params []byte) []byte
+	notified(method string, params []byte)
+}
+
+// srvRequest is one server→client request waiting for its answer; id and
+// params are copies.
+type srvRequest struct {
+	id     []byte
+	method string
+	params []byte
+}
+
+func newConn(server string, log logrus.FieldLogger, p *process, limit int64, grace, timeout time.Duration, h serverHandler) *conn {
 	c := &conn{
 		server:  server,
 		log:     log,
@@ -92,7 +123,8 @@ func newConn(server string, log logrus.FieldLogger, p *process, limit int64, gra
 		w:       bufio.NewWriterSize(p.stdin, 32<<10),
 		pending: make(map[uint64]chan reply, 64),
 		done:    make(chan struct{}),
-		replies: make(chan []byte, 16),
+		replies: make(chan srvRequest, 16),
+		h:       h,
 	}
 	c.wg.Add(3)
 	go c.readLoop(newLineReader(p.stdout, limit))
@@ -100,6 +132,8 @@ func newConn(server string, log logrus.FieldLogger, p *process, limit int64, gra
 	go c.replyLoop()
 	return c
 }
+
+func (c *conn) negotiated(string) {}
 
 // alive reports whether the connection is usable.
 func (c *conn) alive() bool {
@@ -112,10 +146,10 @@ func (c *conn) alive() bool {
 }
 
 // terminal returns the error that closed the connection and when.
-func (c *conn) terminal() (error, time.Time) {
+func (c *conn) terminal() (time.Time, error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	return c.err, c.deadAt
+	return c.deadAt, c.err
 }
 
 // fail closes the connection with err (first error wins): every pending
@@ -226,15 +260,18 @@ func (c *conn) dispatch(line []byte) bool {
 			c.log.Warn("server→client request with an oversized id ignored")
 			return false
 		}
-		b := appendMethodNotFound(nil, msg.ID, msg.Method)
+		req := srvRequest{id: append([]byte(nil), msg.ID...), method: msg.Method}
+		if len(msg.Params) <= maxServerRequestParams {
+			req.params = append([]byte(nil), msg.Params...)
+		}
 		select {
-		case c.replies <- b:
+		case c.replies <- req:
 		default:
 			c.log.Warn("server→client request flood: answer dropped")
 		}
 	case kindNotification:
 		c.stats.notifications.Add(1)
-		c.log.WithField("method", clipDisplay(msg.Method, 64)).Debug("server notification skipped")
+		c.h.notified(msg.Method, msg.Params)
 	case kindBadID:
 		c.stats.dropped.Add(1)
 		c.log.Debug("dropped a response without a usable id")
@@ -250,8 +287,8 @@ func (c *conn) dispatch(line []byte) bool {
 // goroutine, so a server that does not read its stdin cannot stall stdout.
 func (c *conn) replyLoop() {
 	defer c.wg.Done()
-	for b := range c.replies {
-		if c.write(c.timeout, func(buf []byte) []byte { return append(buf, b...) }) != nil {
+	for req := range c.replies {
+		if c.write(c.timeout, func(buf []byte) []byte { return c.h.answer(buf, req.id, req.method, req.params) }) != nil {
 			for range c.replies {
 			}
 			return

@@ -123,8 +123,8 @@ func TestHandshakeListsToolsAndSendsInitialized(t *testing.T) {
 
 func TestToolsListPages(t *testing.T) {
 	c := mcptest.Start(t, mcptest.Config(t, "fx", "-chaos", "-page-size=2"))
-	if n := len(c.Tools()); n != 17 {
-		t.Fatalf("got %d tools over pages, want 17", n)
+	if n := len(c.Tools()); n != 26 {
+		t.Fatalf("got %d tools over pages, want 26", n)
 	}
 }
 
@@ -193,7 +193,7 @@ func TestInvalidToolNameRejectsServer(t *testing.T) {
 	if !errors.Is(se, mcpclient.ErrInvalidName) {
 		t.Fatalf("err = %v", se)
 	}
-	mustContain(t, se.Error(), `"naughty"`, `"bad.name"`)
+	mustContain(t, se.Error(), `"naughty"`, `"bad name"`)
 }
 
 func TestConfigRefusedBeforeSpawn(t *testing.T) {
@@ -271,19 +271,42 @@ func TestGarbageNotificationsAndServerRequestsSkipped(t *testing.T) {
 			}
 		})
 	}
-	t.Run("server→client request gets method not found", func(t *testing.T) {
-		c := mcptest.Start(t, mcptest.Config(t, "fx", "-chaos"))
-		txt := call(t, c, "server_request", `{}`).Text
-		var ans struct {
-			ID    string `json:"id"`
-			Error struct {
-				Code int `json:"code"`
-			} `json:"error"`
-		}
-		if err := json.Unmarshal([]byte(txt), &ans); err != nil || ans.ID != "srv-1" || ans.Error.Code != -32601 {
-			t.Fatalf("server saw answer %s (%v)", txt, err)
-		}
-	})
+}
+
+// serverAnswer makes the fixture send the client a request and returns
+// the client's answer as the server saw it.
+func serverAnswer(t *testing.T, c *mcpclient.Client, method string) (ans struct {
+	ID     string          `json:"id"`
+	Result json.RawMessage `json:"result"`
+	Error  *struct {
+		Code    int    `json:"code"`
+		Message string `json:"message"`
+	} `json:"error"`
+}) {
+	t.Helper()
+	txt := call(t, c, "server_request", `{"method":"`+method+`"}`).Text
+	if err := json.Unmarshal([]byte(txt), &ans); err != nil || ans.ID != "srv-1" {
+		t.Fatalf("server saw answer %s (%v)", txt, err)
+	}
+	return ans
+}
+
+// The MCP spec: the receiver of a ping MUST answer promptly with an empty
+// result. Servers with keep-alive drop a client that answers an error.
+func TestServerPingAnsweredWithEmptyResult(t *testing.T) {
+	c := mcptest.Start(t, mcptest.Config(t, "fx", "-chaos"))
+	ans := serverAnswer(t, c, "ping")
+	if ans.Error != nil || string(ans.Result) != "{}" {
+		t.Fatalf("ping answered result=%s error=%+v, want an empty result", ans.Result, ans.Error)
+	}
+}
+
+func TestUnknownServerRequestMethodNotFound(t *testing.T) {
+	c := mcptest.Start(t, mcptest.Config(t, "fx", "-chaos"))
+	ans := serverAnswer(t, c, "no/such_method")
+	if ans.Error == nil || ans.Error.Code != -32601 {
+		t.Fatalf("unknown method answered %+v, want -32601", ans)
+	}
 }
 
 func TestWrongIDDropped(t *testing.T) {
@@ -673,7 +696,7 @@ func TestErrorResults(t *testing.T) {
 	cfg := mcptest.Config(t, "fx")
 	cfg.MaxResultChars = 1000
 	c := mcptest.Start(t, cfg)
-	if r := call(t, c, "error_result", `{"text":"it broke"}`); !r.IsError || r.Text != "it broke" {
+	if r := call(t, c, "error_result", `{"text":"it broke"}`); !r.IsError || r.Text != mcpclient.ErrorFraming("fx", "error_result")+"\nit broke" {
 		t.Fatalf("isError result: %+v", r)
 	}
 	if r := call(t, c, "error_result", `{"text":"rpc broke","rpc":true}`); !r.IsError || r.Text != "MCP error -32000: rpc broke" {
@@ -816,7 +839,9 @@ func TestNonTextContentSummarised(t *testing.T) {
 		"before",
 		`[odek content] type="image" media_type="image/png" size_bytes=3000 (content not shown)`,
 		`[odek content] type="audio" media_type="audio/wav" size_bytes=3 (content not shown)`,
-		`[odek content] type="resource" media_type="text/markdown" name="readme.md" size_bytes=24 (content not shown)`,
+		`[odek content] type="resource" media_type="text/markdown" name="readme.md" size_bytes=13 (text follows)`,
+		"embedded text",
+		`[odek content] type="resource" media_type="application/pdf" name="doc.pdf" size_bytes=6 (content not shown)`,
 		`[odek content] type="resource_link" media_type="application/octet-stream" name="big.bin" size_bytes=123456 (content not shown)`,
 		"after",
 	}, "\n")
@@ -833,5 +858,201 @@ func TestServerTextCannotForgeOdekLines(t *testing.T) {
 		if strings.HasPrefix(strings.ToLower(line), "[odek") {
 			t.Fatalf("server text produced an odek line: %q", line)
 		}
+	}
+}
+
+// --- protocol duties ------------------------------------------------------
+
+func TestSamplingAndElicitationRefused(t *testing.T) {
+	c := mcptest.Start(t, mcptest.Config(t, "fx", "-chaos"))
+	ans := serverAnswer(t, c, "sampling/createMessage")
+	if ans.Error == nil || ans.Error.Code != -1 || ans.Error.Message != mcpclient.SamplingRefusal {
+		t.Fatalf("sampling answered %+v, want the spec's -1 rejection", ans)
+	}
+	ans = serverAnswer(t, c, "elicitation/create")
+	if ans.Error != nil || string(ans.Result) != `{"action":"decline"}` {
+		t.Fatalf("elicitation answered result=%s error=%+v, want action decline", ans.Result, ans.Error)
+	}
+}
+
+func TestRootsListAndCapability(t *testing.T) {
+	t.Run("without roots", func(t *testing.T) {
+		c := mcptest.Start(t, mcptest.Config(t, "fx", "-chaos"))
+		if caps := call(t, c, "client_caps", `{}`).Text; strings.Contains(caps, "roots") {
+			t.Fatalf("roots advertised without Roots: %s", caps)
+		}
+		if ans := serverAnswer(t, c, "roots/list"); ans.Error == nil || ans.Error.Code != -32601 {
+			t.Fatalf("roots/list without the capability: %+v", ans)
+		}
+	})
+	t.Run("with roots", func(t *testing.T) {
+		dir := t.TempDir()
+		var mu sync.Mutex
+		roots := []string{dir, "relative/ignored"}
+		cfg := mcptest.Config(t, "fx", "-chaos")
+		cfg.Roots = func() []string { mu.Lock(); defer mu.Unlock(); return roots }
+		c := mcptest.Start(t, cfg)
+		if caps := call(t, c, "client_caps", `{}`).Text; caps != `{"roots":{"listChanged":true}}` {
+			t.Fatalf("capabilities = %s", caps)
+		}
+		ans := serverAnswer(t, c, "roots/list")
+		var got struct {
+			Roots []mcpclient.Root `json:"roots"`
+		}
+		if ans.Error != nil || json.Unmarshal(ans.Result, &got) != nil || len(got.Roots) != 1 ||
+			got.Roots[0].URI != "file://"+dir || got.Roots[0].Name != filepath.Base(dir) {
+			t.Fatalf("roots/list = %s %+v", ans.Result, ans.Error)
+		}
+		// A job's roots change: the next roots/list sees them.
+		other := t.TempDir()
+		mu.Lock()
+		roots = []string{other}
+		mu.Unlock()
+		if err := c.RootsChanged(); err != nil {
+			t.Fatal(err)
+		}
+		ans = serverAnswer(t, c, "roots/list")
+		if !strings.Contains(string(ans.Result), `"file://`+other+`"`) || strings.Contains(string(ans.Result), dir+`"`) {
+			t.Fatalf("roots after the change: %s", ans.Result)
+		}
+	})
+}
+
+func TestProgressNotificationsReachTheCall(t *testing.T) {
+	c := mcptest.Start(t, mcptest.Config(t, "fx", "-chaos"))
+	// Without a callback no token is sent.
+	if r := call(t, c, "progress", `{"steps":3}`); r.Text != "token=" {
+		t.Fatalf("token sent without WithProgress: %q", r.Text)
+	}
+	var mu sync.Mutex
+	var got []mcpclient.Progress
+	ctx := mcpclient.WithProgress(context.Background(), func(p mcpclient.Progress) {
+		mu.Lock()
+		got = append(got, p)
+		mu.Unlock()
+	})
+	r, err := c.Call(ctx, "progress", json.RawMessage(`{"steps":3}`))
+	if err != nil || !strings.HasPrefix(r.Text, "token=") || r.Text == "token=" {
+		t.Fatalf("%+v %v", r, err)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if len(got) != 3 {
+		t.Fatalf("got %d progress notifications, want 3 (the foreign token dropped): %+v", len(got), got)
+	}
+	for i, p := range got {
+		if p.Progress != float64(i+1) || p.Total != 3 || p.Message != fmt.Sprintf("step %d[31m", i+1) {
+			t.Fatalf("progress %d = %+v", i, p)
+		}
+	}
+}
+
+func TestToolsListChanged(t *testing.T) {
+	var mu sync.Mutex
+	changes := make(chan mcpclient.ToolsChange, 8)
+	cfg := mcptest.Config(t, "fx", "-chaos")
+	cfg.OnToolsChanged = func(ch mcpclient.ToolsChange) { mu.Lock(); changes <- ch; mu.Unlock() }
+	c := mcptest.Start(t, cfg)
+	next := func() mcpclient.ToolsChange {
+		t.Helper()
+		select {
+		case ch := <-changes:
+			return ch
+		case <-time.After(10 * time.Second):
+			t.Fatal("no re-list after notifications/tools/list_changed")
+		}
+		return mcpclient.ToolsChange{}
+	}
+
+	call(t, c, "change_tools", `{"mode":"remove_echo"}`)
+	ch := next()
+	if len(ch.Removed) != 1 || ch.Removed[0] != "echo" || ch.Err != nil {
+		t.Fatalf("change = %+v", ch)
+	}
+	mustContain(t, ch.String(), `MCP server "fx" changed its tools`, "removed: echo")
+	if err := callErr(t, c, "echo", `{"text":"x"}`); !errors.Is(err, mcpclient.ErrToolUnavailable) {
+		t.Fatalf("removed tool still callable: %v", err)
+	}
+
+	call(t, c, "change_tools", `{"mode":"change_echo"}`)
+	if ch := next(); len(ch.Changed) != 1 || ch.Changed[0] != "echo" {
+		t.Fatalf("change = %+v", ch)
+	}
+	if err := callErr(t, c, "echo", `{"text":"x"}`); !errors.Is(err, mcpclient.ErrToolUnavailable) {
+		t.Fatalf("changed tool callable without approval: %v", err)
+	}
+
+	call(t, c, "change_tools", `{"mode":"add"}`)
+	ch = next()
+	if len(ch.Restored) != 1 || ch.Restored[0] != "echo" || len(ch.Added) != 1 || ch.Added[0] != "added.tool" {
+		t.Fatalf("change = %+v", ch)
+	}
+	if r := call(t, c, "echo", `{"text":"back"}`); r.Text != "back" {
+		t.Fatalf("restored tool: %q", r.Text)
+	}
+	if err := callErr(t, c, "added.tool", `{}`); !errors.Is(err, mcpclient.ErrUnknownTool) {
+		t.Fatalf("an unapproved new tool is callable: %v", err)
+	}
+	if len(c.CurrentTools()) != len(c.Tools())+1 {
+		t.Fatalf("Tools %d, CurrentTools %d", len(c.Tools()), len(c.CurrentTools()))
+	}
+
+	// A new list that breaks the name rules disables the server's tools.
+	call(t, c, "change_tools", `{"mode":"invalid"}`)
+	if ch := next(); ch.Err == nil || !errors.Is(ch.Err, mcpclient.ErrInvalidName) {
+		t.Fatalf("invalid list accepted: %+v", ch)
+	}
+	if err := callErr(t, c, "stats", `{}`); !errors.Is(err, mcpclient.ErrToolUnavailable) {
+		t.Fatalf("tools callable after a refused list: %v", err)
+	}
+}
+
+func TestDottedToolNames(t *testing.T) {
+	c := mcptest.Start(t, mcptest.Config(t, "fx", "-mode=dotted"))
+	if r := call(t, c, "files.read", `{"text":"ok"}`); r.Text != "dotted: ok" {
+		t.Fatalf("files.read = %q", r.Text)
+	}
+	if q := mcpclient.QualifiedName("fx", "files.read"); q != "fx__files_read" {
+		t.Fatalf("qualified = %q", q)
+	}
+}
+
+func TestConfiguredProtocolVersion(t *testing.T) {
+	for _, v := range []string{"2025-06-18", "2025-11-25"} {
+		cfg := mcptest.Config(t, "fx")
+		cfg.ProtocolVersion = v
+		if got := mcptest.Start(t, cfg).Info().ProtocolVersion; got != v {
+			t.Fatalf("sent %s, negotiated %s", v, got)
+		}
+	}
+	cfg := mcptest.Config(t, "fx")
+	cfg.ProtocolVersion = "2099-01-01"
+	se := startErr(t, cfg)
+	if se.Phase != "config" || !errors.Is(se, mcpclient.ErrInvalidConfig) {
+		t.Fatalf("unsupported protocol_version: %v", se)
+	}
+	mustContain(t, se.Error(), "protocol_version", "2099-01-01")
+}
+
+// A resource_link inside artifact_roots becomes an artifact ref (for
+// artifact_read); links elsewhere stay summaries and fail nothing.
+func TestResourceLinksInsideRootsBecomeArtifacts(t *testing.T) {
+	root := t.TempDir()
+	cfg := mcptest.Config(t, "fx", "-chaos", "-root="+root)
+	cfg.ArtifactRoots = []string{root}
+	c := mcptest.Start(t, cfg)
+	r := call(t, c, "link_result", `{}`)
+	if r.IsError || r.ArtifactCount != 1 || len(r.Artifacts) != 1 || r.Artifacts[0].ID != "notes.txt" || r.Artifacts[0].SizeBytes != 64 {
+		t.Fatalf("result %+v", r)
+	}
+	mustContain(t, r.Text, `type="resource_link" media_type="text/plain" name="notes.txt" size_bytes=64`, `name="passwd"`, `name="page"`,
+		`[odek artifact] id="notes.txt" media_type="text/plain" size_bytes=64`)
+	if strings.Contains(r.Text, root) {
+		t.Fatalf("the path reached the text:\n%s", r.Text)
+	}
+	// Without roots: summaries only.
+	c2 := mcptest.Start(t, mcptest.Config(t, "fx", "-chaos", "-root="+root))
+	if r := call(t, c2, "link_result", `{}`); r.ArtifactCount != 0 || r.IsError {
+		t.Fatalf("without roots: %+v", r)
 	}
 }

@@ -1,6 +1,7 @@
 // Package mcpclient is odek's client for MCP extension servers: JSON-RPC
-// 2.0 over a child process's stdio, one message per line, built for the
-// limits of the odek-extension/v1 contract. It spawns a server, runs the
+// 2.0 over a child process's stdio, one message per line, or over MCP's
+// Streamable HTTP transport to a remote server (ServerConfig.URL; see
+// http.go), built for the limits of the odek-extension/v1 contract. It spawns a server, runs the
 // handshake, lists its tools, calls them, and renders their results for
 // the model through package artifacts.
 //
@@ -12,7 +13,9 @@
 // command in its own process group with exactly cfg.Env as its environment
 // (FilterEnv builds the minimal one; odek's own environment is never
 // inherited), and within StartupTimeout sends initialize with
-// protocolVersion "2025-03-26", checks the answer (CheckProtocolVersion:
+// protocolVersion "2025-03-26" (or ServerConfig.ProtocolVersion) and the
+// roots capability when ServerConfig.Roots is set, checks the answer
+// (CheckProtocolVersion:
 // 2024-11-05, 2025-03-26, 2025-06-18 and 2025-11-25 are accepted, anything
 // else is refused naming server and version), sends
 // notifications/initialized and follows tools/list through nextCursor (at
@@ -38,11 +41,19 @@
 //     id is missing, not a positive integer, unknown or already answered is
 //     dropped (so for a result and an error sent for one id, the first
 //     wins); a response with both result and error counts as the error;
-//   - a server→client request is answered with JSON-RPC -32601 "method not
-//     found" from a separate goroutine (a flood beyond a small queue is
-//     dropped), so a server that does not read cannot stall stdout;
-//   - notifications and lines that are not JSON-RPC are skipped and logged
-//     (rate limited), never fatal.
+//   - a server→client request is answered from a separate goroutine (a
+//     flood beyond a small queue is dropped), so a server that does not
+//     read cannot stall stdout: ping with an empty result, roots/list with
+//     ServerConfig.Roots, sampling/createMessage with the -1 rejection,
+//     elicitation/create with the decline action, anything else with
+//     -32601 "method not found" (duties.go);
+//   - notifications/progress goes to the callback of the call whose token
+//     it names (WithProgress), notifications/tools/list_changed starts a
+//     re-list in the background (toolstate.go: removed or changed tools
+//     fail with ErrToolUnavailable, new ones are never callable, and
+//     ServerConfig.OnToolsChanged is told); other notifications and lines
+//     that are not JSON-RPC are skipped and logged (rate limited), never
+//     fatal.
 //
 // On Linux the reader waits in a plain blocking read(2) of stdout on its
 // own thread rather than in the runtime's netpoller, and after handing a
@@ -78,8 +89,13 @@
 // its artifact refs validated (artifacts.Validator over ArtifactRoots) and
 // rendered as "[odek artifact]" lines, and the whole cut to MaxResultChars
 // code points with the contract's exact notice (artifacts.Truncate). An
-// isError result and a JSON-RPC error answer ("MCP error <code>:
-// <message>") are ToolResults with IsError set, subject to the same limit.
+// isError result (opened by ErrorFraming's line naming server and tool)
+// and a JSON-RPC error answer ("MCP error <code>: <message>") are
+// ToolResults with IsError set, subject to the same limit.
+// structuredContent is appended as compact JSON when it carries data the
+// text does not; an embedded text resource up to MaxInlineResourceChars is
+// shown; a resource_link to a file inside ArtifactRoots becomes an
+// artifact ref. A remote server's artifact refs are always rejected.
 // Go errors from Call are *CallError naming server and tool, wrapping the
 // cause: a broken envelope (artifacts.ErrMalformedEnvelope), a rejected
 // ref (*artifacts.RefError with its id and reason), a timeout, a closed
@@ -96,15 +112,19 @@
 // closed. Otherwise — and while another call is restarting it — calls fail
 // fast with ErrServerDown saying why and what took the server down. Each
 // restart is logged and reported to ServerConfig.OnRestart. A restarted
-// server must list exactly the tools it listed at Start (names,
-// descriptions, schemas, annotations: what approvals were given for);
-// otherwise it is stopped and never restarted again (ErrToolsChanged).
+// server must list exactly the tools of its latest listing (at Start, or
+// after the last notifications/tools/list_changed: names, titles,
+// descriptions, schemas, annotations); otherwise it is stopped and never
+// restarted again (ErrToolsChanged). Over HTTP a new session (after a
+// network failure or a 404 for the session) is such a restart.
 // Ping health-checks the current connection and never restarts.
 //
 // # Names
 //
-// Server and tool names are 1–64 characters of [A-Za-z0-9_-] without "__"
-// (ValidateName). The model sees a tool as QualifiedName(server, tool):
+// Server names are 1–64 characters of [A-Za-z0-9_-] without "__"
+// (ValidateName); tool names may also contain '.' and be 128 characters
+// long (ValidateToolName), and MapToolName turns '.' into '_' for the
+// qualified name. The model sees a tool as QualifiedName(server, tool):
 // "<server>__<tool>" when that is at most 64 characters; otherwise the first
 // 53 characters of "<server>__<tool>", "_", and the first 10 hex digits of
 // the SHA-256 of "<server>__<tool>" — 64 characters, deterministic, and

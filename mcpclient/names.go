@@ -41,19 +41,71 @@ func ValidateName(name string) error {
 	return nil
 }
 
+// MaxToolNameLen is the longest tool name a server may list (the
+// 2025-11-25 naming guidance: 1–128 characters).
+const MaxToolNameLen = 128
+
+// ValidateToolName checks a tool name as a server lists it: 1–128
+// characters of ASCII letters, digits, '_', '-' and '.' (the 2025-11-25
+// guidance), without the contract's reserved separator "__". The
+// qualified name the model sees still follows the contract's rule
+// (ValidateName): MapToolName turns what it does not allow into '_' and
+// QualifiedName shortens what is too long.
+func ValidateToolName(name string) error {
+	switch {
+	case name == "":
+		return fmt.Errorf("%w: empty", ErrInvalidName)
+	case len(name) > MaxToolNameLen:
+		return fmt.Errorf("%w: %d characters, limit %d", ErrInvalidName, len(name), MaxToolNameLen)
+	case strings.Contains(name, Separator):
+		return fmt.Errorf("%w: %q contains %q (reserved as the server/tool separator)", ErrInvalidName, name, Separator)
+	}
+	for i := 0; i < len(name); i++ {
+		c := name[i]
+		if !('a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || c == '_' || c == '-' || c == '.') {
+			return fmt.Errorf("%w: %q has a character outside [A-Za-z0-9_.-] at byte %d", ErrInvalidName, name, i)
+		}
+	}
+	return nil
+}
+
+// MapToolName returns a tool name valid per ValidateToolName in the
+// contract's alphabet: every '.' becomes '_', and runs of '_' that would
+// form the reserved "__" are reduced to one. Names the contract allows
+// already are returned unchanged. Two tools of one server can map to one
+// name ("a.b" and "a_b"); NameMap reports that as a collision.
+func MapToolName(tool string) string {
+	if ValidateName(tool) == nil {
+		return tool
+	}
+	b := make([]byte, 0, len(tool))
+	for i := 0; i < len(tool); i++ {
+		c := tool[i]
+		if c == '.' {
+			c = '_'
+		}
+		if c == '_' && len(b) > 0 && b[len(b)-1] == '_' {
+			continue
+		}
+		b = append(b, c)
+	}
+	return string(b)
+}
+
 // QualifiedName is the name the model sees for a server's tool:
-// server + "__" + tool when that fits in MaxNameLen characters; otherwise
-// the first 53 characters of server + "__" + tool, then "_", then the first
-// 10 hex digits of the SHA-256 of server + "__" + tool — exactly 64
-// characters, deterministic, and still readable from the left. Both names
-// are expected to be valid (ValidateName); use a NameMap to map back and to
-// detect collisions.
+// server + "__" + MapToolName(tool) when that fits in MaxNameLen
+// characters; otherwise the first 53 characters of it, then "_", then the
+// first 10 hex digits of the SHA-256 of server + "__" + tool (the server's
+// own tool name) — exactly 64 characters, deterministic, and still
+// readable from the left. server must be valid (ValidateName) and tool
+// valid per ValidateToolName; use a NameMap to map back and to detect
+// collisions.
 func QualifiedName(server, tool string) string {
-	q := server + Separator + tool
+	q := server + Separator + MapToolName(tool)
 	if len(q) <= MaxNameLen {
 		return q
 	}
-	sum := sha256.Sum256([]byte(q))
+	sum := sha256.Sum256([]byte(server + Separator + tool))
 	prefix := MaxNameLen - 1 - shortHashLen
 	return q[:prefix] + "_" + hex.EncodeToString(sum[:])[:shortHashLen]
 }
@@ -78,7 +130,7 @@ func (m *NameMap) Add(server, tool string) (string, error) {
 	if err := ValidateName(server); err != nil {
 		return "", fmt.Errorf("server name: %w", err)
 	}
-	if err := ValidateName(tool); err != nil {
+	if err := ValidateToolName(tool); err != nil {
 		return "", fmt.Errorf("server %q: tool name: %w", server, err)
 	}
 	q := QualifiedName(server, tool)

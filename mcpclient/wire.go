@@ -18,11 +18,13 @@ const (
 	kindNotification                // method without id
 )
 
-// inMsg is the decoded form of one line. ID aliases the line (valid only
-// until the next line is read); Result is a copy.
+// inMsg is the decoded form of one line. ID and Params alias the line
+// (valid only until the next line is read); Result is a copy.
 type inMsg struct {
 	ID     json.RawMessage
 	Method string
+	// Params is set for requests and notifications only.
+	Params json.RawMessage
 	Result json.RawMessage
 	Error  *wireError
 }
@@ -55,7 +57,7 @@ func decodeLine(line []byte) (msg inMsg, kind msgKind, id uint64) {
 	if !json.Valid(line) {
 		return inMsg{}, kindInvalid, 0
 	}
-	var result, errRaw, method []byte
+	var result, errRaw, method, params []byte
 	for i := 1; ; {
 		i = skipSpace(line, i)
 		if line[i] == '}' {
@@ -80,6 +82,8 @@ func decodeLine(line []byte) (msg inMsg, kind msgKind, id uint64) {
 			result = val
 		case "error":
 			errRaw = val
+		case "params":
+			params = val
 		}
 	}
 	if method != nil && !bytes.Equal(method, []byte("null")) {
@@ -100,6 +104,7 @@ func decodeLine(line []byte) (msg inMsg, kind msgKind, id uint64) {
 	}
 	hasID := len(msg.ID) > 0 && !bytes.Equal(msg.ID, []byte("null"))
 	if msg.Method != "" {
+		msg.Params = params
 		if hasID {
 			return msg, kindRequest, 0
 		}
@@ -184,6 +189,8 @@ func memberName(key []byte) string {
 			return "result"
 		case "error":
 			return "error"
+		case "params":
+			return "params"
 		}
 		return ""
 	}
@@ -238,11 +245,29 @@ func cancelledParams(id uint64, reason string) []byte {
 // appendMethodNotFound appends the error answer to a server→client request.
 // rawID is the request's id exactly as received (valid JSON, no newline).
 func appendMethodNotFound(b []byte, rawID []byte, method string) []byte {
+	return appendErrorAnswer(b, rawID, -32601, "Method not found: "+clipDisplay(method, 128))
+}
+
+// appendErrorAnswer appends a JSON-RPC error answer to a server→client
+// request.
+func appendErrorAnswer(b []byte, rawID []byte, code int, message string) []byte {
 	b = append(b, `{"jsonrpc":"2.0","id":`...)
 	b = append(b, rawID...)
-	b = append(b, `,"error":{"code":-32601,"message":`...)
-	b = appendJSONString(b, "Method not found: "+clipDisplay(method, 128))
+	b = append(b, `,"error":{"code":`...)
+	b = strconv.AppendInt(b, int64(code), 10)
+	b = append(b, `,"message":`...)
+	b = appendJSONString(b, message)
 	return append(b, "}}\n"...)
+}
+
+// appendResultAnswer appends a result answer to a server→client request;
+// result must be compact JSON.
+func appendResultAnswer(b []byte, rawID []byte, result []byte) []byte {
+	b = append(b, `{"jsonrpc":"2.0","id":`...)
+	b = append(b, rawID...)
+	b = append(b, `,"result":`...)
+	b = append(b, result...)
+	return append(b, "}\n"...)
 }
 
 // appendJSONString appends s as a JSON string.
@@ -254,20 +279,28 @@ func appendJSONString(b []byte, s string) []byte {
 // callParams builds the params of tools/call. args must be a JSON object
 // (or empty/null for none); it is compacted so the request stays one line.
 // tool must be a valid name (no escaping needed, but it is quoted anyway).
-func callParams(buf *bytes.Buffer, tool string, args []byte) error {
+//
+// A non-zero progressToken is sent as _meta.progressToken, asking the
+// server for notifications/progress about this call.
+func callParams(buf *bytes.Buffer, tool string, args []byte, progressToken uint64) error {
 	buf.WriteString(`{"name":`)
 	buf.Write(strconv.AppendQuote(buf.AvailableBuffer(), tool))
 	buf.WriteString(`,"arguments":`)
 	a := bytes.TrimSpace(args)
-	if len(a) == 0 || bytes.Equal(a, []byte("null")) {
-		buf.WriteString("{}}")
-		return nil
-	}
-	if a[0] != '{' {
+	switch {
+	case len(a) == 0 || bytes.Equal(a, []byte("null")):
+		buf.WriteString("{}")
+	case a[0] != '{':
 		return ErrInvalidArgs
+	default:
+		if err := json.Compact(buf, a); err != nil {
+			return ErrInvalidArgs
+		}
 	}
-	if err := json.Compact(buf, a); err != nil {
-		return ErrInvalidArgs
+	if progressToken != 0 {
+		buf.WriteString(`,"_meta":{"progressToken":`)
+		buf.Write(strconv.AppendUint(buf.AvailableBuffer(), progressToken, 10))
+		buf.WriteByte('}')
 	}
 	buf.WriteByte('}')
 	return nil

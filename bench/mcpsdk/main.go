@@ -10,6 +10,12 @@
 //
 //	go run . [-calls 1000] [-rounds 30] [-workers 8]
 //
+// With -http it compares the three over Streamable HTTP instead, all
+// calling one server built with the go-sdk's Streamable HTTP handler (in a
+// child process):
+//
+//	go run . -http [-calls 1000] [-rounds 30] [-workers 8]
+//
 // With -huge it measures instead, for each client in a fresh process of its
 // own, the peak RSS growth while the fixture sends one 200 MiB response
 // line (odek's limit: the default max_response_bytes of 10 MiB), what the
@@ -65,7 +71,13 @@ func main() {
 	hugeMiB := flag.Int("huge-mib", 200, "size of the huge line in MiB")
 	hugeWait := flag.Duration("huge-wait", 20*time.Second, "how long to wait for an answer to the huge line")
 	hugeChildName := flag.String("huge-child", "", "internal: measure this client in this process")
+	overHTTP := flag.Bool("http", false, "compare over Streamable HTTP against one go-sdk HTTP server instead of stdio")
+	serveHTTPChild := flag.Bool("serve-http", false, "internal: be the go-sdk Streamable HTTP server")
 	flag.Parse()
+	if *serveHTTPChild {
+		serveHTTP()
+		return
+	}
 	if *hugeChildName != "" {
 		hugeChild(*hugeChildName, *hugeMiB, *hugeWait)
 		return
@@ -75,16 +87,34 @@ func main() {
 		return
 	}
 
-	fixture, err := buildFixture()
-	if err != nil {
-		fatal("building the fixture server: %v", err)
-	}
-	env, _ := mcpclient.FilterEnv(os.Environ(), nil, nil)
 	ctx := context.Background()
+	type starter func(context.Context) (*driver, error)
+	var starters []starter
+	transport := "stdio"
+	if *overHTTP {
+		transport = "Streamable HTTP (one go-sdk server, loopback)"
+		url, stop, err := startHTTPServer()
+		if err != nil {
+			fatal("starting the HTTP server: %v", err)
+		}
+		defer stop()
+		for _, s := range []func(context.Context, string) (*driver, error){startOdekHTTP, startGoSDKHTTP, startMark3HTTP} {
+			starters = append(starters, func(ctx context.Context) (*driver, error) { return s(ctx, url) })
+		}
+	} else {
+		fixture, err := buildFixture()
+		if err != nil {
+			fatal("building the fixture server: %v", err)
+		}
+		env, _ := mcpclient.FilterEnv(os.Environ(), nil, nil)
+		for _, s := range []func(context.Context, string, []string, ...string) (*driver, error){startOdek, startGoSDK, startMark3} {
+			starters = append(starters, func(ctx context.Context) (*driver, error) { return s(ctx, fixture, env) })
+		}
+	}
 
 	var drivers []*driver
-	for _, start := range []func(context.Context, string, []string, ...string) (*driver, error){startOdek, startGoSDK, startMark3} {
-		d, err := start(ctx, fixture, env)
+	for _, start := range starters {
+		d, err := start(ctx)
 		if err != nil {
 			fatal("%v", err)
 		}
@@ -122,8 +152,8 @@ func main() {
 		}
 	}
 
-	fmt.Printf("echo round trips over stdio, %d calls × %d rounds per row, GOMAXPROCS=%d, %s\n\n",
-		*calls, *rounds, runtime.GOMAXPROCS(0), runtime.Version())
+	fmt.Printf("echo round trips over %s, %d calls × %d rounds per row, GOMAXPROCS=%d, %s\n\n",
+		transport, *calls, *rounds, runtime.GOMAXPROCS(0), runtime.Version())
 	tw := tabwriter.NewWriter(os.Stdout, 0, 0, 2, ' ', tabwriter.AlignRight)
 	fmt.Fprintln(tw, "client\tmode\tcalls/s\tp50 µs\tp99 µs\todek ×\t")
 	for _, m := range modes {
@@ -139,7 +169,11 @@ func main() {
 		}
 	}
 	tw.Flush()
-	fmt.Println("\ntargets: odek ≥ 1.2× mcp-go and ≥ 2.5× go-sdk, sequential and concurrent")
+	if *overHTTP {
+		fmt.Println("\ntarget: odek ≥ 1.5× go-sdk's calls/s")
+	} else {
+		fmt.Println("\ntargets: odek ≥ 1.2× mcp-go and ≥ 2.5× go-sdk, sequential and concurrent")
+	}
 }
 
 // result pools the latencies and the wall time of several rounds.

@@ -18,6 +18,7 @@ import (
 	"github.com/odekrun/odek/internal/config"
 	"github.com/odekrun/odek/internal/ext"
 	"github.com/odekrun/odek/internal/tools"
+	"github.com/odekrun/odek/internal/toolschema"
 	"github.com/odekrun/odek/mcpclient"
 	"github.com/sirupsen/logrus"
 )
@@ -69,7 +70,7 @@ type extCall struct {
 // parseCall parses NAME or NAME=JSON-OBJECT. Pure.
 func parseCall(v string) (extCall, error) {
 	name, raw, hasArgs := strings.Cut(v, "=")
-	if err := mcpclient.ValidateName(name); err != nil {
+	if err := mcpclient.ValidateToolName(name); err != nil {
 		return extCall{}, fmt.Errorf("--call %q: tool name: %v", v, err)
 	}
 	if !hasArgs || strings.TrimSpace(raw) == "" {
@@ -90,6 +91,7 @@ type checkOpts struct {
 	name           string
 	timeout        time.Duration
 	startupTimeout time.Duration
+	protocol       string
 	repeat         int
 	verbose        bool
 	server         string   // configured server name, or ""
@@ -108,6 +110,7 @@ func parseCheckArgs(args []string, stderr io.Writer) (*checkOpts, error) {
 	fs.StringVar(&o.name, "name", "", "server name used for qualified tool names (default: from the command's file name)")
 	fs.IntVar(&timeout, "timeout", 0, "per-request timeout in seconds (default: the server's timeout_seconds, else 30)")
 	fs.IntVar(&startup, "startup-timeout", 0, "spawn + initialize + tools/list timeout in seconds (default: the server's, else 10)")
+	fs.StringVar(&o.protocol, "protocol-version", "", "MCP version to send in initialize (default: the server's protocol_version, else "+mcpclient.ProtocolVersion+")")
 	fs.IntVar(&o.repeat, "repeat", 1, "call each --call tool this many times and report latency percentiles")
 	fs.BoolVar(&o.verbose, "v", false, "show the server's stderr and the client's log on stderr")
 	fs.Usage = func() {
@@ -304,9 +307,14 @@ func cmdExtCheck(ctx context.Context, args []string, stdout, stderr io.Writer) e
 			return rep.finish(stdout)
 		}
 		var envWarns []string
-		cfg, envWarns = spec.ClientConfig(os.Environ(), wd)
+		var cerr error
+		cfg, envWarns, cerr = spec.ClientConfig(os.Environ(), wd)
 		for _, w := range envWarns {
 			rep.line("WARN", "config", "%s", w)
+		}
+		if cerr != nil {
+			rep.line("FAIL", "config", "%v", cerr)
+			return rep.finish(stdout)
 		}
 		cfg.ArtifactRoots = append(cfg.ArtifactRoots, o.roots...)
 	} else {
@@ -325,6 +333,9 @@ func cmdExtCheck(ctx context.Context, args []string, stdout, stderr io.Writer) e
 	}
 	if o.timeout > 0 {
 		cfg.Timeout = o.timeout
+	}
+	if o.protocol != "" {
+		cfg.ProtocolVersion = o.protocol
 	}
 	if o.startupTimeout > 0 {
 		cfg.StartupTimeout = o.startupTimeout
@@ -370,11 +381,15 @@ func cmdExtCheck(ctx context.Context, args []string, stdout, stderr io.Writer) e
 	}()
 	info := client.Info()
 	compat := ""
-	if info.ProtocolVersion != mcpclient.ProtocolVersion {
-		compat = fmt.Sprintf(" (odek asked for %s; accepted as compatible)", mcpclient.ProtocolVersion)
+	if info.ProtocolVersion != lim.ProtocolVersion {
+		compat = fmt.Sprintf(" (odek sent %s; accepted as compatible)", lim.ProtocolVersion)
 	}
-	rep.line("PASS", "handshake", "protocolVersion %s%s, serverInfo %s %s, %s for spawn + initialize + tools/list",
-		info.ProtocolVersion, compat, artifacts.DisplayValue(info.Name, 64), artifacts.DisplayValue(info.Version, 32), roundDur(startDur))
+	transport := "stdio"
+	if cfg.URL != "" {
+		transport = "Streamable HTTP " + mcpclient.RedactURL(cfg.URL)
+	}
+	rep.line("PASS", "handshake", "negotiated protocolVersion %s%s over %s, serverInfo %s %s, %s for start + initialize + tools/list",
+		info.ProtocolVersion, compat, transport, artifacts.DisplayValue(info.Name, 64), artifacts.DisplayValue(info.Version, 32), roundDur(startDur))
 
 	listed := client.Tools()
 	checkToolNames(rep, cfg.Name, listed)
@@ -419,6 +434,8 @@ func cmdExtCheck(ctx context.Context, args []string, stdout, stderr io.Writer) e
 	switch {
 	case err != nil:
 		rep.line("FAIL", "shutdown", "%v", err)
+	case cfg.URL != "":
+		rep.line("PASS", "shutdown", "session ended (DELETE) in %s", roundDur(closeDur))
 	case closeDur >= lim.CloseGrace:
 		rep.line("WARN", "shutdown", "the server did not exit within %s of its stdin closing; odek had to signal it (%s)", lim.CloseGrace, roundDur(closeDur))
 	default:
@@ -447,7 +464,7 @@ func reportStartError(rep *checkReport, err error, hook *protocolHook) {
 		rep.line("FAIL", "config", "%v", err)
 	case errors.Is(err, mcpclient.ErrInvalidName):
 		rep.line("PASS", "handshake", "initialize answered")
-		rep.line("FAIL", "tool-names", "%v (names must be 1–64 characters of [A-Za-z0-9_-] without \"__\")", err)
+		rep.line("FAIL", "tool-names", "%v (names must be 1–128 characters of [A-Za-z0-9_.-] without \"__\")", err)
 	case phase == "tools/list":
 		rep.line("PASS", "handshake", "initialize answered")
 		rep.line("FAIL", "tools/list", "%v", err)
@@ -461,7 +478,7 @@ func reportStartError(rep *checkReport, err error, hook *protocolHook) {
 
 // checkToolNames reports the listed tools and how odek names them.
 func checkToolNames(rep *checkReport, server string, listed []mcpclient.Tool) {
-	rep.line("PASS", "tool-names", "%d tool(s), every name valid (1–64 characters of [A-Za-z0-9_-], no \"__\")", len(listed))
+	rep.line("PASS", "tool-names", "%d tool(s), every name valid (1–128 characters of [A-Za-z0-9_.-], no \"__\"; the model sees <server>__<tool> in [A-Za-z0-9_-], at most 64)", len(listed))
 	var names mcpclient.NameMap
 	var shortened []string
 	for _, t := range listed {
@@ -475,6 +492,19 @@ func checkToolNames(rep *checkReport, server string, listed []mcpclient.Tool) {
 		}
 		if strings.TrimSpace(t.Description) == "" {
 			rep.line("WARN", "description", "tool %s has no description (the model sees only its name)", t.Name)
+		}
+		// What odek will repair before any provider sees the schema (the
+		// llm client sends the normalized one): worth fixing in the server.
+		if _, repairs, err := toolschema.Normalize(t.InputSchema); err != nil {
+			rep.line("WARN", "schema", "tool %s: inputSchema is not a JSON object odek can send: %v", t.Name, err)
+		} else {
+			for _, r := range repairs {
+				at := r.Path
+				if at == "" {
+					at = "top level"
+				}
+				rep.line("WARN", "schema", "tool %s: inputSchema repaired at %s: %s", t.Name, at, r.Detail)
+			}
 		}
 	}
 	if len(shortened) > 0 {

@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
 	"os"
 	"os/exec"
@@ -13,6 +14,7 @@ import (
 
 	"github.com/odekrun/odek/internal/ext"
 	"github.com/odekrun/odek/internal/tools"
+	"github.com/odekrun/odek/mcpclient"
 	"github.com/odekrun/odek/mcpclient/mcptest"
 )
 
@@ -26,7 +28,7 @@ func TestParseCall(t *testing.T) {
 		{in: `echo=[1]`, errHas: "must be a JSON object"},
 		{in: `echo=null`, errHas: "must be a JSON object"},
 		{in: `echo={bad`, errHas: "must be a JSON object"},
-		{in: `bad.name={}`, errHas: "tool name"},
+		{in: `bad name={}`, errHas: "tool name"},
 		{in: `={}`, errHas: "tool name"},
 	}
 	for _, tc := range tests {
@@ -118,7 +120,7 @@ func TestExtCheckFixturePasses(t *testing.T) {
 		t.Fatalf("exit %d\n%s\n%s", code, out, errOut)
 	}
 	for _, want := range []string{
-		"PASS  handshake              protocolVersion 2025-03-26",
+		"PASS  handshake              negotiated protocolVersion 2025-03-26 over stdio",
 		"PASS  tool-names             6 tool(s)",
 		"the model sees them as fx__",
 		"PASS  ping",
@@ -148,7 +150,7 @@ func TestExtCheckFailures(t *testing.T) {
 		{"no such command", []string{"--", "/nonexistent/odek-server"}, []string{"FAIL  handshake", "spawn"}},
 		{"hangs in initialize", []string{"--startup-timeout", "1", "--", fx, "-mode=hang-initialize"}, []string{"FAIL  handshake", "startup_timeout"}},
 		{"unsupported protocol", []string{"--", fx, "-mode=bad-protocol"}, []string{"FAIL  handshake", "1999-01-01"}},
-		{"invalid tool name", []string{"--", fx, "-mode=invalid-tool-name"}, []string{"FAIL  tool-names", `"bad.name"`}},
+		{"invalid tool name", []string{"--", fx, "-mode=invalid-tool-name"}, []string{"FAIL  tool-names", `"bad name"`}},
 		{"garbage on stdout", []string{"--call", "echo", "--", fx, "-mode=garbage"}, []string{"PASS  call echo", "FAIL  stdout"}},
 		{"artifact outside roots", []string{"--root", root, "--call", `bad_artifact={"kind":"passwd"}`, "--", fx, "-root=" + root}, []string{"FAIL  call bad_artifact", `"art-1"`}},
 		{"wrong hash", []string{"--root", root, "--call", `bad_artifact={"kind":"hash"}`, "--", fx, "-root=" + root}, []string{"FAIL  call bad_artifact", "sha256"}},
@@ -290,5 +292,61 @@ func TestExtCheckProjectServerNeedsApproval(t *testing.T) {
 	}
 	if _, err := os.Stat(mark); err != nil {
 		t.Fatalf("with ODEK_APPROVE_MCP=1 the server was not spawned: %v", err)
+	}
+}
+
+// ext check on a configured url server: the negotiated version and the
+// transport are printed.
+func TestExtCheckRemoteServer(t *testing.T) {
+	url := mcptest.HTTPFixture(t)
+	home := t.TempDir()
+	if err := os.WriteFile(filepath.Join(home, "config.json"), []byte(`{"mcp_servers":{"web":{"url":"`+url+`","protocol_version":"2025-06-18"}}}`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("ODEK_HOME", home)
+	var stdout, stderr bytes.Buffer
+	err := cmdExt(context.Background(), []string{"check", "--call", `echo={"text":"hi"}`, "web"}, &stdout, &stderr)
+	out := stdout.String()
+	if err != nil {
+		t.Fatalf("%v\n%s\n%s", err, out, stderr.String())
+	}
+	for _, want := range []string{"negotiated protocolVersion 2025-06-18 over Streamable HTTP " + url, "PASS  call echo", "PASS  shutdown               session ended (DELETE)"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("output lacks %q:\n%s", want, out)
+		}
+	}
+}
+
+func TestExtCheckProtocolVersionFlag(t *testing.T) {
+	var stdout, stderr bytes.Buffer
+	err := cmdExt(context.Background(), []string{"check", "--protocol-version", "2025-11-25", "--", mcptest.FixturePath(t)}, &stdout, &stderr)
+	if err != nil || !strings.Contains(stdout.String(), "negotiated protocolVersion 2025-11-25 over stdio") {
+		t.Fatalf("%v\n%s", err, stdout.String())
+	}
+	stdout.Reset()
+	err = cmdExt(context.Background(), []string{"check", "--protocol-version", "1999-01-01", "--", mcptest.FixturePath(t)}, &stdout, &stderr)
+	if err == nil || !strings.Contains(stdout.String(), "FAIL  config") || !strings.Contains(stdout.String(), "protocol_version") {
+		t.Fatalf("unsupported version: %v\n%s", err, stdout.String())
+	}
+}
+
+// ext check warns about every schema odek repairs before a provider sees
+// it, and about tools without a description.
+func TestExtCheckWarnsAboutRepairedSchemas(t *testing.T) {
+	var out strings.Builder
+	rep := &checkReport{w: &out}
+	checkToolNames(rep, "srv", []mcpclient.Tool{
+		{Name: "fine", Description: "ok", InputSchema: json.RawMessage(`{"type":"object","properties":{"a":{"type":"string"}}}`)},
+		{Name: "untyped", Description: "no type", InputSchema: json.RawMessage(`{"properties":{"a":{"type":"string"}}}`)},
+		{Name: "bare", InputSchema: json.RawMessage(`{"type":"object","properties":{},"required":["ghost"]}`)},
+	})
+	got := out.String()
+	for _, want := range []string{"tool untyped: inputSchema repaired at top level", "tool bare: inputSchema repaired", "tool bare has no description"} {
+		if !strings.Contains(got, want) {
+			t.Errorf("ext check output lacks %q:\n%s", want, got)
+		}
+	}
+	if strings.Contains(got, "tool fine:") {
+		t.Errorf("a valid schema was reported:\n%s", got)
 	}
 }

@@ -292,6 +292,8 @@ func (p *progressSink) Write(ev *events.Event) error {
 	switch ev.Type {
 	case events.ToolCallStarted:
 		line = fmt.Sprintf("· [%d] %s%s", ev.Iteration, ev.Tool, summaryText(d["args_summary"]))
+	case ext.EventToolCallProgress:
+		line = progressLine(d)
 	case events.ToolCallFailed:
 		line = fmt.Sprintf("✗ [%d] %s failed (%v)", ev.Iteration, ev.Tool, d["error_class"])
 	case events.IterationCompleted:
@@ -305,6 +307,18 @@ func (p *progressSink) Write(ev *events.Event) error {
 	defer p.mu.Unlock()
 	_, err := fmt.Fprintln(p.w, line)
 	return err
+}
+
+// progressLine renders an MCP server's progress about a running call.
+func progressLine(d map[string]any) string {
+	line := fmt.Sprintf("… %v: %v", d["tool"], d["progress"])
+	if total, ok := d["total"]; ok {
+		line += fmt.Sprintf("/%v", total)
+	}
+	if msg, ok := d["message"].(string); ok && msg != "" {
+		line += " " + msg
+	}
+	return line
 }
 
 func summaryText(v any) string {

@@ -220,8 +220,15 @@ func SpawnKey(s *ServerSpec) string {
 		StartupMS        int64    `json:"startup_timeout_ms"`
 		ArtifactRoots    []string `json:"artifact_roots"`
 		Required         bool     `json:"required"`
+		// Added with the HTTP transport; empty for a command server, so
+		// its digest (and approvals given before) do not change.
+		URL               string            `json:"url,omitempty"`
+		Headers           map[string]string `json:"headers,omitempty"`
+		AllowInsecureHTTP bool              `json:"allow_insecure_http,omitempty"`
+		ProtocolVersion   string            `json:"protocol_version,omitempty"`
 	}{"odek-spawn/v1", s.File, s.Name, s.Command, s.Args, s.passedEnv(), s.Timeout.Milliseconds(),
-		s.MaxResponseBytes, s.MaxResultChars, s.StartupTimeout.Milliseconds(), s.ArtifactRoots, s.Required})
+		s.MaxResponseBytes, s.MaxResultChars, s.StartupTimeout.Milliseconds(), s.ArtifactRoots, s.Required,
+		s.URL, s.Headers, s.AllowInsecureHTTP, s.ProtocolVersion})
 }
 
 // ToolKey identifies a tool approval: the scope (the project file for a
@@ -319,8 +326,21 @@ func DecideTool(autoApprove, persisted, approveAll, canPrompt bool) Decision {
 // and its limits.
 func SpawnQuestion(s *ServerSpec) string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "odek: %s declares MCP server %q. Start it?\n", displayPath(s.File), s.Name)
-	fmt.Fprintf(&b, "  command: %s\n", quoteArg(s.Command))
+	if s.URL != "" {
+		fmt.Fprintf(&b, "odek: %s declares remote MCP server %q. Connect to it?\n", displayPath(s.File), s.Name)
+		fmt.Fprintf(&b, "  url:     %s\n", displayURL(s.URL))
+		if len(s.Headers) > 0 {
+			keys := make([]string, 0, len(s.Headers))
+			for k := range s.Headers {
+				keys = append(keys, clipName(k))
+			}
+			sort.Strings(keys)
+			fmt.Fprintf(&b, "  headers: %s (values not shown)\n", strings.Join(keys, ", "))
+		}
+	} else {
+		fmt.Fprintf(&b, "odek: %s declares MCP server %q. Start it?\n", displayPath(s.File), s.Name)
+		fmt.Fprintf(&b, "  command: %s\n", quoteArg(s.Command))
+	}
 	if len(s.Args) > 0 {
 		q := make([]string, len(s.Args))
 		for i, a := range s.Args {

@@ -98,9 +98,21 @@ type ServerSpec struct {
 	File string
 	// Command is the executable; a relative path with a slash has been
 	// made absolute against File's directory, a bare name is looked up in
-	// PATH at spawn.
+	// PATH at spawn. Empty for a remote server (URL).
 	Command string
-	Args    []string
+	// URL is a remote server's Streamable HTTP endpoint (instead of
+	// Command).
+	URL string
+	// Headers are the configured HTTP headers as written (values may hold
+	// ${NAME} references, operator file only; never logged or shown).
+	Headers map[string]string
+	// AllowInsecureHTTP (operator file only) permits http:// to a host that
+	// is not loopback.
+	AllowInsecureHTTP bool
+	// ProtocolVersion is the MCP version sent in initialize ("" ⇒
+	// mcpclient.ProtocolVersion).
+	ProtocolVersion string
+	Args            []string
 	// Env is the configured environment (values never logged or shown).
 	Env map[string]string
 	// Timeout is the per-request timeout (timeout_seconds; default 30s,
@@ -152,7 +164,14 @@ type rawServer struct {
 	StartupTimeoutSeconds *int64            `json:"startup_timeout_seconds"`
 	DangerClass           *string           `json:"danger_class"`
 	Scope                 *string           `json:"scope"`
+	URL                   *string           `json:"url"`
+	Headers               map[string]string `json:"headers"`
+	AllowInsecureHTTP     *bool             `json:"allow_insecure_http"`
+	ProtocolVersion       *string           `json:"protocol_version"`
 }
+
+// MaxHeaders bounds the headers of one entry.
+const MaxHeaders = 64
 
 // ParseConfig parses both sections into specs sorted by name. It is a pure
 // function. The error is for a section as a whole (not a JSON object, too
@@ -303,8 +322,61 @@ func parseServer(src Source, file, name string, raw json.RawMessage) ServerSpec 
 		}
 	}
 
-	if r.Command == nil || strings.TrimSpace(*r.Command) == "" {
-		return fail("command is required")
+	if r.ProtocolVersion != nil && *r.ProtocolVersion != "" {
+		if err := mcpclient.CheckProtocolVersion(name, *r.ProtocolVersion); err != nil {
+			return fail("protocol_version=%q is not supported (want one of %s)", clipName(*r.ProtocolVersion), strings.Join(mcpclient.SupportedProtocolVersions, ", "))
+		}
+		s.ProtocolVersion = *r.ProtocolVersion
+	}
+	if r.AllowInsecureHTTP != nil && *r.AllowInsecureHTTP {
+		if src == SourceProject {
+			warn("allow_insecure_http is ignored in the project file %s (operator config only)", displayPath(file))
+		} else {
+			s.AllowInsecureHTTP = true
+		}
+	}
+	hasCommand := r.Command != nil && strings.TrimSpace(*r.Command) != ""
+	hasURL := r.URL != nil && strings.TrimSpace(*r.URL) != ""
+	switch {
+	case hasCommand && hasURL:
+		return fail("command and url are both set; a server is either a command (stdio) or a url (Streamable HTTP)")
+	case hasURL:
+		s.URL = strings.TrimSpace(*r.URL)
+		if err := checkServerURL(s.URL, s.AllowInsecureHTTP); err != nil {
+			return fail("url %s: %v", displayURL(s.URL), err)
+		}
+		if len(r.Headers) > MaxHeaders {
+			return fail("headers has %d entries, limit %d", len(r.Headers), MaxHeaders)
+		}
+		for k, v := range r.Headers {
+			if src == SourceProject && strings.Contains(v, "${") {
+				return fail("headers[%q]: ${…} references are resolved in the operator file only (a project file must not send odek's environment to a server it names)", clipName(k))
+			}
+			if err := checkHeaderTemplate(v); err != nil {
+				return fail("headers[%q]: %v", clipName(k), err)
+			}
+		}
+		if len(r.Headers) > 0 {
+			s.Headers = make(map[string]string, len(r.Headers))
+			for k, v := range r.Headers {
+				s.Headers[k] = v
+			}
+		}
+		if len(r.Args) > 0 || len(r.Env) > 0 {
+			warn("args and env are ignored for a url server")
+		}
+		if len(r.ArtifactRoots) > 0 {
+			warn("artifact_roots is ignored for a url server: a remote server's file:// refs are always rejected")
+		}
+		return s.parseLimits(&r, fail, warn)
+	case !hasCommand:
+		if len(r.Headers) > 0 {
+			return fail("headers needs url (a command server gets env)")
+		}
+		return fail("command (or url) is required")
+	}
+	if len(r.Headers) > 0 {
+		return fail("headers needs url (a command server gets env)")
 	}
 	cmd, err := resolvePath(file, *r.Command, true)
 	if err != nil {
@@ -330,6 +402,24 @@ func parseServer(src Source, file, name string, raw json.RawMessage) ServerSpec 
 		}
 	}
 
+	if s = s.parseLimits(&r, fail, warn); s.Err != nil {
+		return s
+	}
+	if len(r.ArtifactRoots) > MaxRoots {
+		return fail("artifact_roots has %d entries, limit %d", len(r.ArtifactRoots), MaxRoots)
+	}
+	for i, root := range r.ArtifactRoots {
+		p, err := resolvePath(file, root, false)
+		if err != nil {
+			return fail("artifact_roots[%d]: %v", i, err)
+		}
+		s.ArtifactRoots = append(s.ArtifactRoots, p)
+	}
+	return s
+}
+
+// parseLimits fills the timeouts and size limits of s from r.
+func (s *ServerSpec) parseLimits(r *rawServer, fail func(string, ...any) ServerSpec, warn func(string, ...any)) ServerSpec {
 	secs := func(field string, v *int64, def, max time.Duration) (time.Duration, bool) {
 		switch {
 		case v == nil || *v == 0:
@@ -345,10 +435,10 @@ func parseServer(src Source, file, name string, raw json.RawMessage) ServerSpec 
 	}
 	var ok bool
 	if s.Timeout, ok = secs("timeout_seconds", r.TimeoutSeconds, mcpclient.DefaultTimeout, mcpclient.MaxTimeout); !ok {
-		return s
+		return *s
 	}
 	if s.StartupTimeout, ok = secs("startup_timeout_seconds", r.StartupTimeoutSeconds, mcpclient.DefaultStartupTimeout, MaxStartupTimeout); !ok {
-		return s
+		return *s
 	}
 	if v := r.MaxResponseBytes; v != nil && *v != 0 {
 		switch {
@@ -370,17 +460,7 @@ func parseServer(src Source, file, name string, raw json.RawMessage) ServerSpec 
 			s.MaxResultChars = int(*v)
 		}
 	}
-	if len(r.ArtifactRoots) > MaxRoots {
-		return fail("artifact_roots has %d entries, limit %d", len(r.ArtifactRoots), MaxRoots)
-	}
-	for i, root := range r.ArtifactRoots {
-		p, err := resolvePath(file, root, false)
-		if err != nil {
-			return fail("artifact_roots[%d]: %v", i, err)
-		}
-		s.ArtifactRoots = append(s.ArtifactRoots, p)
-	}
-	return s
+	return *s
 }
 
 // resolvePath makes p absolute against the directory of file. A bare
@@ -451,30 +531,128 @@ func IsSecretEnvName(name string) bool {
 	return redact.IsSecretName(name) || mcpclient.LooksSecret(name)
 }
 
-// ClientConfig builds the mcpclient config of s: the minimal environment
-// from base (odek's environment) plus s.Env with every secret-looking name
-// stripped (IsSecretEnvName), and the effective limits. warnings name each
-// stripped configured key — never a value. dir is the server's working
-// directory ("" ⇒ odek's).
-func (s *ServerSpec) ClientConfig(base []string, dir string) (cfg mcpclient.ServerConfig, warnings []string) {
+// ClientConfig builds the mcpclient config of s: for a command server the
+// minimal environment from base (odek's environment) plus s.Env with every
+// secret-looking name stripped (IsSecretEnvName); for a url server the
+// headers with their ${NAME} references resolved from base (operator file
+// only: ParseConfig refuses references in a project file). warnings name
+// each stripped configured key — never a value. dir is the server's
+// working directory ("" ⇒ odek's). The error names a header and the
+// variable it references that base does not set, never a value.
+func (s *ServerSpec) ClientConfig(base []string, dir string) (cfg mcpclient.ServerConfig, warnings []string, err error) {
+	cfg = mcpclient.ServerConfig{
+		Name:              s.Name,
+		Timeout:           s.Timeout,
+		MaxResponseBytes:  s.MaxResponseBytes,
+		MaxResultChars:    s.MaxResultChars,
+		StartupTimeout:    s.StartupTimeout,
+		ProtocolVersion:   s.ProtocolVersion,
+		AllowInsecureHTTP: s.AllowInsecureHTTP,
+	}
+	if s.URL != "" {
+		cfg.URL = s.URL
+		cfg.Headers, err = resolveHeaders(s.Name, s.Headers, base)
+		return cfg, nil, err
+	}
 	env, stripped := mcpclient.FilterEnv(base, s.Env, IsSecretEnvName)
 	for _, k := range stripped {
 		if _, configured := s.Env[k]; configured {
 			warnings = append(warnings, fmt.Sprintf("MCP server %q: env key %q looks like a secret or is not a valid name; it is not passed to the server", s.Name, clipName(k)))
 		}
 	}
-	return mcpclient.ServerConfig{
-		Name:             s.Name,
-		Command:          s.Command,
-		Args:             append([]string(nil), s.Args...),
-		Env:              env,
-		Dir:              dir,
-		Timeout:          s.Timeout,
-		MaxResponseBytes: s.MaxResponseBytes,
-		MaxResultChars:   s.MaxResultChars,
-		ArtifactRoots:    append([]string(nil), s.ArtifactRoots...),
-		StartupTimeout:   s.StartupTimeout,
-	}, warnings
+	cfg.Command = s.Command
+	cfg.Args = append([]string(nil), s.Args...)
+	cfg.Env = env
+	cfg.Dir = dir
+	cfg.ArtifactRoots = append([]string(nil), s.ArtifactRoots...)
+	return cfg, warnings, nil
+}
+
+// checkServerURL applies mcpclient's url rules.
+func checkServerURL(u string, allowInsecure bool) error {
+	return mcpclient.CheckURL(u, allowInsecure)
+}
+
+// displayURL is a url for messages (no query: it may carry a token).
+func displayURL(u string) string { return mcpclient.RedactURL(u) }
+
+// checkHeaderTemplate checks a header value as configured: no CR, LF or
+// NUL, and every "${" opens a reference ${NAME} to a valid variable name.
+func checkHeaderTemplate(v string) error {
+	if strings.ContainsAny(v, "\r\n\x00") {
+		return errors.New("value contains CR, LF or NUL")
+	}
+	_, err := expandRefs(v, func(string) (string, bool) { return "", true })
+	return err
+}
+
+// expandRefs replaces every ${NAME} in v with lookup(NAME). A reference
+// that is unterminated, empty, not a variable name, or not set is an
+// error naming it (never a value).
+func expandRefs(v string, lookup func(string) (string, bool)) (string, error) {
+	var b strings.Builder
+	for {
+		i := strings.Index(v, "${")
+		if i < 0 {
+			b.WriteString(v)
+			return b.String(), nil
+		}
+		b.WriteString(v[:i])
+		end := strings.IndexByte(v[i:], '}')
+		if end < 0 {
+			return "", errors.New("unterminated ${ reference")
+		}
+		name := v[i+2 : i+end]
+		if !validEnvName(name) {
+			return "", fmt.Errorf("${%s} is not a variable name", clipName(name))
+		}
+		val, ok := lookup(name)
+		if !ok {
+			return "", fmt.Errorf("references ${%s}, which is not set in odek's environment", name)
+		}
+		b.WriteString(val)
+		v = v[i+end+1:]
+	}
+}
+
+func validEnvName(n string) bool {
+	if n == "" || len(n) > 128 {
+		return false
+	}
+	for i := 0; i < len(n); i++ {
+		c := n[i]
+		if !(c == '_' || 'A' <= c && c <= 'Z' || 'a' <= c && c <= 'z' || i > 0 && '0' <= c && c <= '9') {
+			return false
+		}
+	}
+	return true
+}
+
+// resolveHeaders expands the ${NAME} references of every header from
+// base ("KEY=value" entries). A resolved value holding CR or LF is an
+// error (it would split the header).
+func resolveHeaders(server string, h map[string]string, base []string) (map[string]string, error) {
+	if len(h) == 0 {
+		return nil, nil
+	}
+	env := make(map[string]string, len(base))
+	for _, kv := range base {
+		if k, v, ok := strings.Cut(kv, "="); ok {
+			env[k] = v
+		}
+	}
+	out := make(map[string]string, len(h))
+	for k, v := range h {
+		val, err := expandRefs(v, func(n string) (string, bool) { x, ok := env[n]; return x, ok })
+		if err == nil && strings.ContainsAny(val, "\r\n\x00") {
+			err = errors.New("the resolved value contains CR, LF or NUL")
+		}
+		if err != nil {
+			return nil, fmt.Errorf("%w: MCP server %q: headers[%q]: %v", ErrConfig, server, clipName(k), err)
+		}
+		out[k] = val
+	}
+	return out, nil
 }
 
 // passedEnv is the configured environment that actually reaches the

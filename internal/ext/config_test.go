@@ -91,8 +91,8 @@ func TestParseServer(t *testing.T) {
 		{name: "negative response bytes", src: SourceOperator, server: "s", raw: `{"command":"x","max_response_bytes":-5}`, errHas: "max_response_bytes=-5 is negative"},
 		{name: "negative result chars", src: SourceOperator, server: "s", raw: `{"command":"x","max_result_chars":-5}`, errHas: "max_result_chars=-5 is negative"},
 		{name: "negative startup", src: SourceOperator, server: "s", raw: `{"command":"x","startup_timeout_seconds":-3}`, errHas: "startup_timeout_seconds=-3 is negative"},
-		{name: "missing command", src: SourceOperator, server: "s", raw: `{"args":["a"]}`, errHas: "command is required"},
-		{name: "blank command", src: SourceOperator, server: "s", raw: `{"command":"  "}`, errHas: "command is required"},
+		{name: "missing command", src: SourceOperator, server: "s", raw: `{"args":["a"]}`, errHas: "command (or url) is required"},
+		{name: "blank command", src: SourceOperator, server: "s", raw: `{"command":"  "}`, errHas: "command (or url) is required"},
 		{name: "wrong type", src: SourceOperator, server: "s", raw: `{"command":"x","timeout_seconds":"30"}`, errHas: `field "timeout_seconds": got a JSON string`},
 		{name: "fraction", src: SourceOperator, server: "s", raw: `{"command":"x","timeout_seconds":1.5}`, errHas: "timeout_seconds"},
 		{name: "not an object", src: SourceOperator, server: "s", raw: `"fs-mcp"`, errHas: "got a JSON string"},
@@ -250,7 +250,10 @@ func TestClientConfigStripsSecrets(t *testing.T) {
 	if s.Err != nil {
 		t.Fatal(s.Err)
 	}
-	cfg, warns := s.ClientConfig([]string{"PATH=/bin", "HOME=/h", "AWS_SECRET_ACCESS_KEY=zzz", "OTHER=1", "LC_ALL=C"}, "/work")
+	cfg, warns, err := s.ClientConfig([]string{"PATH=/bin", "HOME=/h", "AWS_SECRET_ACCESS_KEY=zzz", "OTHER=1", "LC_ALL=C"}, "/work")
+	if err != nil {
+		t.Fatal(err)
+	}
 	env := strings.Join(cfg.Env, "\n")
 	for _, want := range []string{"PATH=/bin", "HOME=/h", "LC_ALL=C", "LOG_LEVEL=info", "PLAIN=1"} {
 		if !strings.Contains(env, want) {
@@ -274,4 +277,65 @@ func TestClientConfigStripsSecrets(t *testing.T) {
 	if cfg.Dir != "/work" || cfg.Timeout != 30*time.Second || cfg.Name != "s" {
 		t.Fatalf("cfg %+v", cfg)
 	}
+}
+
+func TestRemoteServerConfig(t *testing.T) {
+	base := []string{"GITHUB_TOKEN=ghp_secretvalue", "PATH=/bin"}
+	t.Run("operator headers resolve ${ENV}", func(t *testing.T) {
+		s := parseServer(SourceOperator, "/h/config.json", "gh", json.RawMessage(`{"url":"https://mcp.example.com/mcp?x=1",
+			"headers":{"Authorization":"Bearer ${GITHUB_TOKEN}","X-Static":"v"},"protocol_version":"2025-06-18","timeout_seconds":5}`))
+		if s.Err != nil {
+			t.Fatal(s.Err)
+		}
+		cfg, _, err := s.ClientConfig(base, "/work")
+		if err != nil || cfg.URL != "https://mcp.example.com/mcp?x=1" || cfg.Command != "" || cfg.Headers["Authorization"] != "Bearer ghp_secretvalue" ||
+			cfg.Headers["X-Static"] != "v" || cfg.ProtocolVersion != "2025-06-18" || cfg.Timeout != 5*time.Second || len(cfg.Env) != 0 {
+			t.Fatalf("cfg %+v %v", cfg, err)
+		}
+		// The spawn digest covers the template, never the resolved secret.
+		if strings.Contains(SpawnQuestion(&s), "ghp_") || strings.Contains(SpawnQuestion(&s), "Bearer") || strings.Contains(SpawnQuestion(&s), "x=1") {
+			t.Fatalf("question shows a value: %s", SpawnQuestion(&s))
+		}
+	})
+	t.Run("missing variable names it, not a value", func(t *testing.T) {
+		s := parseServer(SourceOperator, "/h/config.json", "gh", json.RawMessage(`{"url":"https://h/mcp","headers":{"Authorization":"Bearer ${NOPE}"}}`))
+		_, _, err := s.ClientConfig(base, "")
+		if err == nil || !strings.Contains(err.Error(), "${NOPE}") || !strings.Contains(err.Error(), `headers["Authorization"]`) {
+			t.Fatalf("err %v", err)
+		}
+	})
+	for _, tc := range []struct {
+		name, src, raw, want string
+	}{
+		{"project may not reference the environment", "project", `{"url":"https://h/mcp","headers":{"Authorization":"Bearer ${GITHUB_TOKEN}"}}`, "operator file only"},
+		{"http to a remote host", "operator", `{"url":"http://example.com/mcp"}`, "not loopback"},
+		{"credentials in the url", "operator", `{"url":"https://u:p@h/mcp"}`, "carries credentials"},
+		{"both command and url", "operator", `{"url":"https://h/mcp","command":"x"}`, "both set"},
+		{"headers without url", "operator", `{"command":"x","headers":{"A":"b"}}`, "headers needs url"},
+		{"neither", "operator", `{}`, "command (or url) is required"},
+		{"unterminated reference", "operator", `{"url":"https://h/mcp","headers":{"A":"${X"}}`, "unterminated"},
+		{"unsupported version", "operator", `{"command":"x","protocol_version":"2030-01-01"}`, "protocol_version"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			s := parseServer(Source(tc.src), "/h/odek.json", "gh", json.RawMessage(tc.raw))
+			if s.Err == nil || !strings.Contains(s.Err.Error(), tc.want) {
+				t.Fatalf("err %v, want %q", s.Err, tc.want)
+			}
+			if strings.Contains(s.Err.Error(), "ghp_") {
+				t.Fatalf("error leaks a value: %v", s.Err)
+			}
+		})
+	}
+	t.Run("loopback http, and allow_insecure_http from the operator only", func(t *testing.T) {
+		if s := parseServer(SourceProject, "/p/odek.json", "local", json.RawMessage(`{"url":"http://127.0.0.1:8080/mcp"}`)); s.Err != nil {
+			t.Fatal(s.Err)
+		}
+		if s := parseServer(SourceOperator, "/h/config.json", "lan", json.RawMessage(`{"url":"http://10.0.0.5/mcp","allow_insecure_http":true}`)); s.Err != nil {
+			t.Fatal(s.Err)
+		}
+		s := parseServer(SourceProject, "/p/odek.json", "lan", json.RawMessage(`{"url":"http://10.0.0.5/mcp","allow_insecure_http":true}`))
+		if s.Err == nil || len(s.Warnings) == 0 {
+			t.Fatalf("project allow_insecure_http honoured: %v %v", s.Err, s.Warnings)
+		}
+	})
 }

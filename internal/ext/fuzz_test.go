@@ -46,6 +46,8 @@ func FuzzParseConfig(f *testing.F) {
 	f.Add([]byte(`{"a__b":{"command":"c"},"ok":{"command":"c","danger_class":"safe","artifact_roots":["r","/abs"]}}`), []byte(`{"ok":{"command":"d"}}`))
 	f.Add([]byte(`[1,2]`), []byte(`{}`))
 	f.Add([]byte(`{"s":{"command":"c","timeout_seconds":9223372036854775807,"startup_timeout_seconds":1e3}}`), []byte(``))
+	f.Add([]byte(`{"gh":{"url":"https://h/mcp?t=1","headers":{"Authorization":"Bearer ${GITHUB_TOKEN}","X":"${"},"protocol_version":"2025-11-25"}}`),
+		[]byte(`{"w":{"url":"http://10.0.0.1/mcp","allow_insecure_http":true,"headers":{"A":"${B}"}},"l":{"url":"http://[::1]:9/mcp","command":"x"}}`))
 	f.Fuzz(func(t *testing.T, op, pr []byte) {
 		specs, _, err := ParseConfig(Section{Path: "/h/config.json", Raw: json.RawMessage(op)}, Section{Path: "/p/odek.json", Raw: json.RawMessage(pr)})
 		if err != nil {
@@ -70,10 +72,23 @@ func FuzzParseConfig(f *testing.F) {
 				s.MaxResponseBytes <= 0 || s.MaxResponseBytes > 64<<20 || s.MaxResultChars <= 0 || s.MaxResultChars > 1000000 {
 				t.Fatalf("limits out of range: %+v", s)
 			}
-			if s.Command == "" || strings.IndexByte(s.Command, 0) >= 0 {
-				t.Fatalf("command %q", s.Command)
+			if (s.Command == "") == (s.URL == "") || strings.IndexByte(s.Command, 0) >= 0 {
+				t.Fatalf("command %q url %q", s.Command, s.URL)
 			}
-			if s.Source == SourceProject && (s.AutoApprove || s.DangerClass != DefaultDangerClass) {
+			if s.URL != "" {
+				if err := checkServerURL(s.URL, s.AllowInsecureHTTP); err != nil {
+					t.Fatalf("url %q accepted: %v", s.URL, err)
+				}
+				if _, _, err := s.ClientConfig([]string{"GITHUB_TOKEN=x", "B=y"}, ""); err != nil && !errors.Is(err, ErrConfig) {
+					t.Fatalf("header resolution error does not wrap ErrConfig: %v", err)
+				}
+				for _, v := range s.Headers {
+					if s.Source == SourceProject && strings.Contains(v, "${") {
+						t.Fatalf("project header with a reference accepted: %q", v)
+					}
+				}
+			}
+			if s.Source == SourceProject && (s.AutoApprove || s.AllowInsecureHTTP || s.DangerClass != DefaultDangerClass) {
 				t.Fatalf("project entry kept operator-only fields: %+v", s)
 			}
 			for _, r := range s.ArtifactRoots {

@@ -8,8 +8,10 @@ import (
 	"sort"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
+	"github.com/odekrun/odek/events"
 	"github.com/odekrun/odek/internal/config"
 	"github.com/odekrun/odek/internal/sandbox"
 	"github.com/odekrun/odek/internal/tools"
@@ -65,6 +67,20 @@ type Options struct {
 	// jail's private temp dir. The caller keeps it open while the Set
 	// lives.
 	Jail *sandbox.Jail
+	// Roots, when set, are the directories every server may work in
+	// (roots/list; the roots capability is advertised). It is called on
+	// each roots/list, so it may follow the current job. nil ⇒ no roots
+	// capability.
+	Roots func() []string
+	// OnProgress, when set, receives the progress signals of running MCP
+	// tool calls (at most one per call every ProgressInterval); they are
+	// also emitted as tool_call_progress events of the run. It must not
+	// block.
+	OnProgress func(ToolProgress)
+	// Emit, when set, sends an event of the run ctx belongs to
+	// (agent.Emit; ext sits below agent and cannot import it): progress
+	// signals become EventToolCallProgress events through it.
+	Emit func(ctx context.Context, typ events.Type, data map[string]any)
 	// Only, when not empty, names the servers to consider; every other
 	// configured server is reported as skipped and never started, and a
 	// name that is not configured is an ErrConfig error. For `odek ext
@@ -162,6 +178,7 @@ func (r ServerReport) String() string {
 // Set is the loaded extension servers and their tools. A nil *Set has no
 // tools and closes nothing.
 type Set struct {
+	notices *noticeBoard
 	tools   []tools.Tool
 	reports []ServerReport
 	clients []*mcpclient.Client // index-aligned with reports; nil when not loaded
@@ -187,10 +204,12 @@ func (s *Set) ToolsFor(r Registrar) []tools.Tool {
 		return nil
 	}
 	out := make([]tools.Tool, 0, len(s.tools))
+	seen := new(atomic.Int64)
 	for _, t := range s.tools {
 		if mt, ok := t.(*Tool); ok {
 			c := *mt
 			c.store = r
+			c.seen = seen
 			out = append(out, &c)
 			continue
 		}
@@ -253,6 +272,23 @@ func (s *Set) ReportData() []map[string]any {
 	return out
 }
 
+// RootsChanged tells every loaded server that the roots Options.Roots
+// returns have changed (notifications/roots/list_changed), for a worker
+// whose next job works elsewhere. Errors of servers that are down are
+// joined.
+func (s *Set) RootsChanged() error {
+	if s == nil {
+		return nil
+	}
+	var errs []error
+	for _, c := range s.clients {
+		if c != nil {
+			errs = append(errs, c.RootsChanged())
+		}
+	}
+	return errors.Join(errs...)
+}
+
 // Close stops every server (concurrently) and waits for them. It is safe
 // to call more than once; later calls return the first result.
 func (s *Set) Close(ctx context.Context) error {
@@ -282,6 +318,7 @@ func closeAll(ctx context.Context, clients []*mcpclient.Client) error {
 
 // loader holds one Load's state.
 type loader struct {
+	notices   *noticeBoard
 	opts      Options
 	warn      func(string)
 	approvals *Approvals // nil: file unusable, nothing persisted
@@ -338,7 +375,8 @@ func Load(ctx context.Context, opts Options) (*Set, error) {
 		}
 	}
 
-	set := &Set{reports: make([]ServerReport, len(specs)), clients: make([]*mcpclient.Client, len(specs))}
+	set := &Set{reports: make([]ServerReport, len(specs)), clients: make([]*mcpclient.Client, len(specs)), notices: &noticeBoard{}}
+	l.notices = set.notices
 	cfgs := make([]*mcpclient.ServerConfig, len(specs))
 	for i := range specs {
 		if !selected[specs[i].Name] {
@@ -443,12 +481,17 @@ func (l *loader) prepare(ctx context.Context, s *ServerSpec, r *ServerReport) *m
 		return nil
 	}
 	r.Grant = d.Grant
-	cfg, warnings := s.ClientConfig(l.opts.BaseEnv, l.opts.WorkDir)
+	cfg, warnings, err := s.ClientConfig(l.opts.BaseEnv, l.opts.WorkDir)
 	for _, w := range warnings {
 		l.warn(w)
 	}
+	if err != nil {
+		r.Status, r.Reason = StatusFailed, err.Error()
+		return nil
+	}
 	cfg.Logger = l.opts.Logger
 	cfg.ClientVersion = l.opts.ClientVersion
+	cfg.Roots = l.opts.Roots
 	if j := l.opts.Jail; j != nil {
 		cfg.Start = j.Start
 		tmp := j.Spec().TempDir
@@ -456,7 +499,11 @@ func (l *loader) prepare(ctx context.Context, s *ServerSpec, r *ServerReport) *m
 			return strings.HasPrefix(kv, "HOME=") || strings.HasPrefix(kv, "TMPDIR=")
 		}), "HOME="+tmp, "TMPDIR="+tmp)
 	}
-	name, warn := s.Name, l.warn
+	name, warn, board := s.Name, l.warn, l.notices
+	cfg.OnToolsChanged = func(ch mcpclient.ToolsChange) {
+		board.add(ch.String())
+		warn(ch.String())
+	}
 	cfg.OnRestart = func(rr mcpclient.RestartReport) {
 		if rr.Err != nil {
 			warn(fmt.Sprintf("MCP server %q: restart %d of %d failed: %v", name, rr.Attempt, rr.Max, rr.Err))
@@ -536,6 +583,7 @@ func (l *loader) adapt(ctx context.Context, specs []ServerSpec, set *Set) error 
 		builtin[n] = true
 	}
 	var names mcpclient.NameMap
+	seen := new(atomic.Int64)
 	for i := range specs {
 		c := set.clients[i]
 		if c == nil {
@@ -595,7 +643,8 @@ func (l *loader) adapt(ctx context.Context, specs []ServerSpec, set *Set) error 
 				}
 				r.Renamed[t.Name] = q
 			}
-			set.tools = append(set.tools, &Tool{qualified: q, server: s.Name, mcp: t, class: s.DangerClass, client: c, store: l.opts.Artifacts})
+			set.tools = append(set.tools, &Tool{qualified: q, server: s.Name, mcp: t, class: s.DangerClass, client: c, store: l.opts.Artifacts,
+				onProgress: l.opts.OnProgress, emit: l.opts.Emit, notices: set.notices, seen: seen})
 		}
 		r.Tools = len(approved)
 	}

@@ -362,7 +362,7 @@ func TestRequiredAndOptionalFailures(t *testing.T) {
 	}{
 		{"exit during initialize", entry(t, `"auto_approve":true`, "-mode=exit-initialize"), "initialize", "start"},
 		{"startup timeout", entry(t, `"auto_approve":true,"startup_timeout_seconds":1`, "-mode=hang-initialize"), "startup_timeout", "start"},
-		{"invalid tool name", entry(t, `"auto_approve":true`, "-mode=invalid-tool-name"), "bad.name", "start"},
+		{"invalid tool name", entry(t, `"auto_approve":true`, "-mode=invalid-tool-name"), "bad name", "start"},
 		{"response ceiling", entry(t, `"auto_approve":true,"max_response_bytes":67108865`), "exceeds the ceiling", "config"},
 		{"missing command", `{"command":"/nonexistent/odek-test-server","auto_approve":true}`, "spawn", "start"},
 	} {

@@ -7,8 +7,12 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
 
 	"github.com/odekrun/odek/artifacts"
+	"github.com/odekrun/odek/events"
 	"github.com/odekrun/odek/internal/artifactstore"
 	"github.com/odekrun/odek/internal/tools"
 	"github.com/odekrun/odek/mcpclient"
@@ -22,12 +26,19 @@ type caller interface {
 // Tool is one MCP tool adapted to tools.Tool. It is safe for concurrent
 // use.
 type Tool struct {
-	qualified string
-	server    string
-	mcp       mcpclient.Tool
-	class     tools.Class
-	client    caller
-	store     Registrar
+	qualified  string
+	server     string
+	mcp        mcpclient.Tool
+	class      tools.Class
+	client     caller
+	store      Registrar
+	onProgress func(ToolProgress)
+	emit       func(context.Context, events.Type, map[string]any)
+	// notices are the tool-list changes of the Set's servers; seen is how
+	// many of them this Tool's group (one Load, or one ToolsFor) has told
+	// its model about.
+	notices *noticeBoard
+	seen    *atomic.Int64
 }
 
 // Registrar keeps validated artifact refs for later reading by id
@@ -79,7 +90,19 @@ func (t *Tool) Assess(args json.RawMessage) (tools.Assessment, error) {
 // violation). A cancelled ctx and a timeout are Go errors, so the agent
 // classifies them (context_canceled, deadline_exceeded).
 func (t *Tool) Run(ctx context.Context, args json.RawMessage) (tools.Result, error) {
+	ctx = mcpclient.WithProgress(ctx, t.progressFunc(ctx))
 	res, err := t.client.Call(ctx, t.mcp.Name, args)
+	r, err := t.result(ctx, res, err)
+	if err == nil {
+		if n := t.pendingNotices(); n != "" {
+			r.Text += n
+		}
+	}
+	return r, err
+}
+
+// result turns Call's outcome into the tool result.
+func (t *Tool) result(ctx context.Context, res *mcpclient.ToolResult, err error) (tools.Result, error) {
 	if err != nil {
 		if ctx.Err() != nil {
 			return tools.Result{}, err
@@ -141,4 +164,112 @@ func clipRunes(s string, n int) string {
 		i++
 	}
 	return s
+}
+
+// EventToolCallProgress is the event type of an MCP server's
+// notifications/progress about a running call: an additive extension of
+// odek.event/v1 (docs/EVENTS.md). Data: tool (qualified name), server,
+// mcp_tool, progress, and when the server sent them total and message
+// (untrusted server text, at most 200 characters, redacted like every
+// event). At most one per call every ProgressInterval.
+const EventToolCallProgress events.Type = "tool_call_progress"
+
+// ProgressInterval is the least time between two progress signals of one
+// call (a server may send hundreds a second).
+const ProgressInterval = 250 * time.Millisecond
+
+// ToolProgress is one progress signal of a running MCP tool call, for
+// Options.OnProgress (the Telegram status, odek run's stderr).
+type ToolProgress struct {
+	// Tool is the qualified name the model called; Server and MCPTool
+	// the server's names.
+	Tool, Server, MCPTool string
+	// Progress and Total are the server's values (Total 0 ⇒ unknown).
+	Progress, Total float64
+	// Message is the server's message (untrusted, cleaned, ≤ 200 chars).
+	Message string
+}
+
+// Data is the progress as event data.
+func (p ToolProgress) Data() map[string]any {
+	d := map[string]any{"tool": p.Tool, "server": p.Server, "mcp_tool": p.MCPTool, "progress": p.Progress}
+	if p.Total > 0 {
+		d["total"] = p.Total
+	}
+	if p.Message != "" {
+		d["message"] = p.Message
+	}
+	return d
+}
+
+// progressFunc returns the callback of one call: rate limited to one
+// signal per ProgressInterval, emitted as an event of the run ctx belongs
+// to (Options.Emit) and passed to Options.OnProgress.
+func (t *Tool) progressFunc(ctx context.Context) func(mcpclient.Progress) {
+	var mu sync.Mutex
+	var last time.Time
+	return func(p mcpclient.Progress) {
+		mu.Lock()
+		if !last.IsZero() && p.At.Sub(last) < ProgressInterval {
+			mu.Unlock()
+			return
+		}
+		last = p.At
+		mu.Unlock()
+		tp := ToolProgress{Tool: t.qualified, Server: t.server, MCPTool: t.mcp.Name, Progress: p.Progress, Total: p.Total, Message: p.Message}
+		if t.emit != nil {
+			t.emit(ctx, EventToolCallProgress, tp.Data())
+		}
+		if t.onProgress != nil {
+			t.onProgress(tp)
+		}
+	}
+}
+
+// noticeBoard collects the tool-list changes of a Set's servers, in order.
+type noticeBoard struct {
+	mu    sync.Mutex
+	lines []string
+}
+
+func (b *noticeBoard) add(line string) {
+	b.mu.Lock()
+	b.lines = append(b.lines, line)
+	b.mu.Unlock()
+}
+
+// since returns the lines after the first n and the new count.
+func (b *noticeBoard) since(n int64) ([]string, int64) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if int64(len(b.lines)) <= n {
+		return nil, n
+	}
+	return append([]string(nil), b.lines[n:]...), int64(len(b.lines))
+}
+
+// pendingNotices renders the changes this Tool's group has not told its
+// model yet, outside the untrusted boundary (odek writes them; the names
+// in them passed the tool-name rules), and marks them told.
+func (t *Tool) pendingNotices() string {
+	if t.notices == nil || t.seen == nil {
+		return ""
+	}
+	for {
+		seen := t.seen.Load()
+		lines, n := t.notices.since(seen)
+		if len(lines) == 0 {
+			return ""
+		}
+		if !t.seen.CompareAndSwap(seen, n) {
+			continue // another call of the group told them
+		}
+		var b strings.Builder
+		for _, l := range lines {
+			b.WriteString("\n[odek] ")
+			b.WriteString(l)
+			b.WriteString(". Tools that are not available fail when called; do not rely on them.")
+		}
+		return b.String()
+	}
 }

@@ -95,6 +95,12 @@ type Options struct {
 	// from the config (a worker shares one client, and its connections,
 	// between jobs).
 	LLM agent.Completer
+	// MCPRoots, when set, returns the directories MCP servers are told
+	// they may work in (roots/list). nil ⇒ the run's working directory.
+	MCPRoots func() []string
+	// MCPProgress, when set, receives the progress signals of running MCP
+	// tool calls (they are also tool_call_progress events of the run).
+	MCPProgress func(ext.ToolProgress)
 	// ApproveMCP grants every extension approval for this run without
 	// asking or saving (the caller read ODEK_APPROVE_MCP=1).
 	ApproveMCP bool
@@ -468,8 +474,22 @@ func loadExtensions(ctx context.Context, opts Options, workDir string, log logru
 	return ext.Load(ctx, ext.Options{
 		Layers: opts.Config.Layers, Home: opts.Config.Home, WorkDir: workDir, Prompter: opts.Prompter,
 		ApproveAll: opts.ApproveMCP, BuiltinNames: reserved, BaseEnv: opts.Environ,
-		Logger: log, Warn: warn, ClientVersion: opts.ClientVersion, Scope: scope, Jail: jail,
+		Logger: log, Warn: warn, ClientVersion: opts.ClientVersion,
+		Roots: mcpRoots(opts.MCPRoots, workDir), OnProgress: opts.MCPProgress, Emit: agent.Emit,
+		Scope: scope, Jail: jail,
 	})
+}
+
+// mcpRoots is what MCP servers get for roots/list: the caller's roots, or
+// the working directory (none when it is unknown).
+func mcpRoots(roots func() []string, workDir string) func() []string {
+	if roots != nil {
+		return roots
+	}
+	if workDir == "" {
+		return nil
+	}
+	return func() []string { return []string{workDir} }
 }
 
 // closeSet returns a closer that stops set's servers within closeTimeout.

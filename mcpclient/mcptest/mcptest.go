@@ -60,6 +60,16 @@ func BuildFixture() (string, error) {
 	return buildPath, buildErr
 }
 
+// goTool is the go command of the toolchain running the tests, else the
+// one on PATH.
+func goTool() string {
+	goBin := filepath.Join(runtime.GOROOT(), "bin", "go")
+	if _, err := os.Stat(goBin); err != nil {
+		return "go"
+	}
+	return goBin
+}
+
 func build() (string, error) {
 	src := SourcePath()
 	data, err := os.ReadFile(src)
@@ -80,11 +90,7 @@ func build() (string, error) {
 		return "", err
 	}
 	tmp.Close()
-	goBin := filepath.Join(runtime.GOROOT(), "bin", "go")
-	if _, err := os.Stat(goBin); err != nil {
-		goBin = "go"
-	}
-	cmd := exec.Command(goBin, "build", "-o", tmp.Name(), src)
+	cmd := exec.Command(goTool(), "build", "-o", tmp.Name(), src)
 	cmd.Dir = filepath.Dir(src)
 	if b, err := cmd.CombinedOutput(); err != nil {
 		os.Remove(tmp.Name())
@@ -290,4 +296,24 @@ func readJSON(path string, v any) error {
 		return fmt.Errorf("%s: %v", path, err)
 	}
 	return nil
+}
+
+// HTTPFixture runs the fixture as a Streamable HTTP server on a loopback
+// port (fixture flag -http, plus args such as "-chaos", "-http-json") and
+// returns its endpoint URL; the process is killed when the test ends.
+func HTTPFixture(t testing.TB, args ...string) string {
+	t.Helper()
+	return serveURL(t, FixturePath(t), append([]string{"-http=127.0.0.1:0"}, args...))
+}
+
+// HTTPConfig returns a ServerConfig for the fixture at url (HTTPFixture)
+// with a 10s timeout and a logger writing to t.Log.
+func HTTPConfig(t testing.TB, name, url string) mcpclient.ServerConfig {
+	return mcpclient.ServerConfig{
+		Name:           name,
+		URL:            url,
+		Timeout:        10 * time.Second,
+		StartupTimeout: 20 * time.Second,
+		Logger:         Logger(t),
+	}
 }

@@ -26,6 +26,9 @@ import (
 	"encoding/json"
 	"flag"
 	"fmt"
+	"io"
+	"net"
+	"net/http"
 	"os"
 	"os/exec"
 	"os/signal"
@@ -47,6 +50,10 @@ var (
 	protocol    = flag.String("protocol", "", "protocolVersion to answer (default: the client's)")
 	variantFile = flag.String("variant-file", "", "when this file exists, echo's description changes")
 	startsFile  = flag.String("starts", "", "append a line to this file at every start")
+	httpAddr    = flag.String("http", "", "serve Streamable HTTP on this address instead of stdio (prints the URL on stdout)")
+	httpJSON    = flag.Bool("http-json", false, "answer POSTs with application/json instead of an event stream")
+	httpNoGet   = flag.Bool("http-no-get", false, "answer GET with 405 (no server-initiated stream)")
+	httpAuth    = flag.String("http-auth", "", "require this Authorization header value (401 otherwise)")
 )
 
 type request struct {
@@ -67,6 +74,11 @@ type server struct {
 	cancelled   atomic.Int64
 	lastCancel  atomic.Value // string: requestId of the last notifications/cancelled
 	initialized atomic.Bool
+	// toolsMode changes the tool list (change_tools): "", "remove_echo",
+	// "change_echo", "add", "invalid".
+	toolsMode atomic.Value
+	// clientCaps are the capabilities of the client's initialize.
+	clientCaps atomic.Value
 }
 
 func main() {
@@ -89,6 +101,12 @@ func main() {
 	}
 	s := &server{w: bufio.NewWriterSize(os.Stdout, 64<<10), cancels: map[string]chan struct{}{}, waiting: map[string]chan []byte{}}
 	s.lastCancel.Store("")
+	s.toolsMode.Store("")
+	s.clientCaps.Store("{}")
+	if *httpAddr != "" {
+		serveHTTP(s)
+		return
+	}
 	in := bufio.NewReaderSize(os.Stdin, 1<<20)
 	for {
 		line, err := in.ReadBytes('\n')
@@ -161,9 +179,11 @@ func (s *server) handle(line []byte) {
 			return
 		}
 		var p struct {
-			ProtocolVersion string `json:"protocolVersion"`
+			ProtocolVersion string          `json:"protocolVersion"`
+			Capabilities    json.RawMessage `json:"capabilities"`
 		}
 		json.Unmarshal(req.Params, &p)
+		s.clientCaps.Store(string(p.Capabilities))
 		v := p.ProtocolVersion
 		if *protocol != "" {
 			v = *protocol
@@ -173,7 +193,7 @@ func (s *server) handle(line []byte) {
 		}
 		s.result(req.ID, map[string]any{
 			"protocolVersion": v,
-			"capabilities":    map[string]any{"tools": map[string]any{"listChanged": false}},
+			"capabilities":    map[string]any{"tools": map[string]any{"listChanged": true}},
 			"serverInfo":      map[string]any{"name": "odek-fixture", "version": "1.0.0"},
 			"instructions":    "fixture server",
 		})
@@ -240,12 +260,28 @@ func (s *server) tools() []map[string]any {
 		{"name": "error_result", "description": "Return an isError result with text (or chars characters).", "inputSchema": schema(`"text":{"type":"string"},"chars":{"type":"integer"},"rpc":{"type":"boolean"}`)},
 	}
 	if *chaos {
-		for _, n := range []string{"huge_line", "wrong_id", "double_response", "close_mid_line", "crash", "spawn_grandchild", "stderr_flood", "server_request", "mixed_content", "stats", "env"} {
+		t = append(t, map[string]any{"name": "link_result", "description": "Return resource links: one under the root, two elsewhere.", "inputSchema": schema("")})
+	}
+	if *chaos {
+		for _, n := range []string{"huge_line", "wrong_id", "double_response", "close_mid_line", "crash", "spawn_grandchild", "stderr_flood", "server_request", "mixed_content", "stats", "env", "progress", "change_tools", "client_caps", "http_info", "expire_session", "ping_later", "last_answer", "drop_get"} {
 			t = append(t, map[string]any{"name": n, "description": "chaos: " + n, "inputSchema": schema("")})
 		}
 	}
+	switch s.toolsMode.Load().(string) {
+	case "remove_echo":
+		t = t[1:]
+	case "change_echo":
+		t[0]["description"] = "Echo, changed after approval."
+	case "add":
+		t = append(t, map[string]any{"name": "added.tool", "description": "added later", "inputSchema": schema("")})
+	case "invalid":
+		t = append(t, map[string]any{"name": "bad name", "description": "invalid", "inputSchema": schema("")})
+	}
+	if *mode == "dotted" {
+		t = append(t, map[string]any{"name": "files.read", "description": "a dotted name (2025-11-25 guidance)", "inputSchema": schema(`"text":{"type":"string"}`)})
+	}
 	if *mode == "invalid-tool-name" {
-		t = append(t, map[string]any{"name": "bad.name", "description": "invalid", "inputSchema": schema("")})
+		t = append(t, map[string]any{"name": "bad name", "description": "invalid", "inputSchema": schema("")})
 	}
 	for i := range *extraTools {
 		t = append(t, map[string]any{"name": fmt.Sprintf("tool_%05d", i), "description": "generated", "inputSchema": schema("")})
@@ -304,6 +340,13 @@ type args struct {
 	IgnoreTerm    bool   `json:"ignore_term"`
 	Lines         int    `json:"lines"`
 	LongLineBytes int    `json:"long_line_bytes"`
+	// server_request: the method (default sampling/createMessage) and
+	// params of the request sent to the client.
+	Method string          `json:"method"`
+	Params json.RawMessage `json:"params"`
+	// progress: how many notifications; change_tools: the new mode.
+	Steps int    `json:"steps"`
+	Mode  string `json:"mode"`
 }
 
 func text(t string) map[string]any {
@@ -365,6 +408,16 @@ func (s *server) call(req request, cancelled chan struct{}) {
 			t = fmt.Sprintf("Wrote %d artifacts.", n)
 		}
 		s.result(req.ID, text(envelope(t, s.writeArtifacts(n, size, a.Summary, a.OmitHash))))
+	case "link_result":
+		// A resource_link to a file under the artifact directory, one to
+		// /etc/passwd and one to a web page.
+		good := s.writeArtifacts(1, 64, "", true)[0]
+		s.result(req.ID, map[string]any{"content": []any{
+			map[string]any{"type": "text", "text": "links:"},
+			map[string]any{"type": "resource_link", "uri": good["uri"], "name": "notes.txt", "mimeType": "text/plain", "size": 64},
+			map[string]any{"type": "resource_link", "uri": "file:///etc/passwd", "name": "passwd"},
+			map[string]any{"type": "resource_link", "uri": "https://example.com/page", "name": "page"},
+		}})
 	case "bad_artifact":
 		s.badArtifact(req.ID, a.Kind)
 	case "slow":
@@ -386,6 +439,8 @@ func (s *server) call(req request, cancelled chan struct{}) {
 		r := text(t)
 		r["isError"] = true
 		s.result(req.ID, r)
+	case "files.read":
+		s.result(req.ID, text("dotted: "+a.Text))
 	default:
 		if *chaos && s.chaosCall(req, p.Name, a) {
 			return
@@ -551,11 +606,19 @@ func (s *server) chaosCall(req request, name string, a args) bool {
 		w.Flush()
 		s.result(req.ID, text(fmt.Sprintf("wrote %d stderr lines", a.Lines)))
 	case "server_request":
+		method := a.Method
+		if method == "" {
+			method = "sampling/createMessage"
+		}
+		var params any = map[string]any{}
+		if len(a.Params) > 0 {
+			params = a.Params
+		}
 		ch := make(chan []byte, 1)
 		s.mu.Lock()
 		s.waiting[`"srv-1"`] = ch
 		s.mu.Unlock()
-		s.send(map[string]any{"jsonrpc": "2.0", "id": "srv-1", "method": "sampling/createMessage", "params": map[string]any{}})
+		s.send(map[string]any{"jsonrpc": "2.0", "id": "srv-1", "method": method, "params": params})
 		select {
 		case ans := <-ch:
 			s.result(req.ID, text(strings.TrimSpace(string(ans))))
@@ -567,10 +630,72 @@ func (s *server) chaosCall(req request, name string, a args) bool {
 			map[string]any{"type": "text", "text": "before"},
 			map[string]any{"type": "image", "mimeType": "image/png", "data": strings.Repeat("QUJD", 1000)},
 			map[string]any{"type": "audio", "mimeType": "audio/wav", "data": "AAAA"},
-			map[string]any{"type": "resource", "resource": map[string]any{"uri": "file:///docs/readme.md", "mimeType": "text/markdown", "text": "SECRET CONTENT NOT SHOWN"}},
+			map[string]any{"type": "resource", "resource": map[string]any{"uri": "file:///docs/readme.md", "mimeType": "text/markdown", "text": "embedded text"}},
+			map[string]any{"type": "resource", "resource": map[string]any{"uri": "file:///docs/doc.pdf", "mimeType": "application/pdf", "blob": "U0VDUkVU"}},
 			map[string]any{"type": "resource_link", "uri": "file:///docs/big.bin", "name": "big.bin", "mimeType": "application/octet-stream", "size": 123456},
 			map[string]any{"type": "text", "text": "after"},
 		}})
+	case "progress":
+		var p struct {
+			Meta struct {
+				ProgressToken json.RawMessage `json:"progressToken"`
+			} `json:"_meta"`
+		}
+		json.Unmarshal(req.Params, &p)
+		// A notification for a token the client never sent first (it
+		// must be dropped), then steps for the call's own token.
+		s.send(map[string]any{"jsonrpc": "2.0", "method": "notifications/progress", "params": map[string]any{"progressToken": 999999, "progress": 1}})
+		for i := 1; i <= a.Steps; i++ {
+			if len(p.Meta.ProgressToken) == 0 {
+				break
+			}
+			s.send(map[string]any{"jsonrpc": "2.0", "method": "notifications/progress", "params": map[string]any{
+				"progressToken": p.Meta.ProgressToken, "progress": i, "total": a.Steps, "message": fmt.Sprintf("step %d\x1b[31m", i)}})
+		}
+		s.result(req.ID, text(fmt.Sprintf("token=%s", p.Meta.ProgressToken)))
+	case "change_tools":
+		s.toolsMode.Store(a.Mode)
+		s.result(req.ID, text("changed to "+a.Mode))
+		s.send(map[string]any{"jsonrpc": "2.0", "method": "notifications/tools/list_changed"})
+	case "client_caps":
+		s.result(req.ID, text(s.clientCaps.Load().(string)))
+	case "http_info":
+		s.result(req.ID, text(httpInfo()))
+	case "drop_get":
+		front.mu.Lock()
+		if front.dropGet != nil {
+			close(front.dropGet)
+			front.dropGet = nil
+		}
+		front.mu.Unlock()
+		s.result(req.ID, text("dropped"))
+	case "expire_session":
+		s.result(req.ID, text("expiring"))
+		expireSessions()
+	case "ping_later":
+		// After the answer, a ping on the GET stream (a server-initiated
+		// message unrelated to any request).
+		ch := make(chan []byte, 1)
+		s.mu.Lock()
+		s.waiting[`"srv-later"`] = ch
+		s.mu.Unlock()
+		s.result(req.ID, text("later"))
+		go func() {
+			s.send(map[string]any{"jsonrpc": "2.0", "id": "srv-later", "method": "ping"})
+			select {
+			case ans := <-ch:
+				lastAnswer <- ans
+			case <-time.After(20 * time.Second):
+				lastAnswer <- []byte("no answer")
+			}
+		}()
+	case "last_answer":
+		select {
+		case ans := <-lastAnswer:
+			s.result(req.ID, text(strings.TrimSpace(string(ans))))
+		case <-time.After(20 * time.Second):
+			s.result(req.ID, text("no answer"))
+		}
 	case "env":
 		b, _ := json.Marshal(os.Environ())
 		s.result(req.ID, text(string(b)))
@@ -581,4 +706,268 @@ func (s *server) chaosCall(req request, name string, a args) bool {
 		return false
 	}
 	return true
+}
+
+// --- Streamable HTTP front end (-http) ------------------------------------
+//
+// The same server behind the MCP Streamable HTTP transport: every POST is
+// handed to handle() like a stdin line; what the server writes is routed
+// by a line router — a response to the POST that carries its id (as an
+// event stream, or with -http-json as one JSON body), any other message
+// to the oldest open POST stream, else to the GET stream (ping_later's
+// request always to the GET stream). initialize gets a session id that
+// every later request must carry (404 for an unknown one).
+
+var lastAnswer = make(chan []byte, 1)
+
+type httpFront struct {
+	mu        sync.Mutex
+	sessions  map[string]bool
+	nextSess  int
+	waiters   map[string]chan []byte // request id → its POST's stream
+	order     []string               // open POST streams, oldest first
+	get       chan []byte            // the GET stream, nil when none
+	partial   []byte
+	lastProto string
+	lastSess  string
+	authSeen  bool
+	deletes   int
+	eventID   int
+	gets      int
+	lastEvent string        // Last-Event-Id of the latest GET
+	dropGet   chan struct{} // closed to end the current GET stream
+}
+
+var front = &httpFront{sessions: map[string]bool{}, waiters: map[string]chan []byte{}}
+
+func httpInfo() string {
+	front.mu.Lock()
+	defer front.mu.Unlock()
+	b, _ := json.Marshal(map[string]any{"protocol_header": front.lastProto, "session": front.lastSess, "auth_seen": front.authSeen, "deletes": front.deletes,
+		"gets": front.gets, "last_event_id": front.lastEvent})
+	return string(b)
+}
+
+func expireSessions() {
+	front.mu.Lock()
+	clear(front.sessions)
+	front.mu.Unlock()
+}
+
+// Write receives what the server writes (possibly parts of a line).
+func (f *httpFront) Write(b []byte) (int, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.partial = append(f.partial, b...)
+	for {
+		i := strings.IndexByte(string(f.partial), '\n')
+		if i < 0 {
+			return len(b), nil
+		}
+		line := append([]byte(nil), f.partial[:i]...)
+		f.partial = f.partial[i+1:]
+		f.routeLocked(line)
+	}
+}
+
+func (f *httpFront) routeLocked(line []byte) {
+	var m struct {
+		ID     json.RawMessage `json:"id"`
+		Method string          `json:"method"`
+	}
+	if json.Unmarshal(line, &m) != nil {
+		return // junk lines of the garbage mode are not HTTP's concern
+	}
+	if m.Method == "" && len(m.ID) > 0 {
+		if ch := f.waiters[string(m.ID)]; ch != nil {
+			ch <- line
+			close(ch)
+			delete(f.waiters, string(m.ID))
+			for i, id := range f.order {
+				if id == string(m.ID) {
+					f.order = append(f.order[:i], f.order[i+1:]...)
+					break
+				}
+			}
+		}
+		return
+	}
+	if string(m.ID) != `"srv-later"` && !*httpJSON && len(f.order) > 0 {
+		f.waiters[f.order[0]] <- line
+		return
+	}
+	if f.get != nil {
+		select {
+		case f.get <- line:
+		default:
+		}
+	}
+}
+
+func serveHTTP(s *server) {
+	s.w = bufio.NewWriterSize(front, 64<<10)
+	ln, err := net.Listen("tcp", *httpAddr)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	fmt.Printf("http://%s/mcp\n", ln.Addr())
+	http.Serve(ln, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path != "/mcp" {
+			http.NotFound(w, r)
+			return
+		}
+		front.mu.Lock()
+		front.lastProto = r.Header.Get("Mcp-Protocol-Version")
+		front.authSeen = r.Header.Get("Authorization") != ""
+		front.mu.Unlock()
+		if *httpAuth != "" && r.Header.Get("Authorization") != *httpAuth {
+			http.Error(w, "unauthorized", http.StatusUnauthorized)
+			return
+		}
+		sess := r.Header.Get("Mcp-Session-Id")
+		switch r.Method {
+		case http.MethodPost:
+			frontPost(s, w, r, sess)
+		case http.MethodGet:
+			if *httpNoGet {
+				w.WriteHeader(http.StatusMethodNotAllowed)
+				return
+			}
+			if !validSession(w, sess) {
+				return
+			}
+			frontGet(w, r)
+		case http.MethodDelete:
+			front.mu.Lock()
+			delete(front.sessions, sess)
+			front.deletes++
+			front.mu.Unlock()
+			w.WriteHeader(http.StatusOK)
+		default:
+			w.WriteHeader(http.StatusMethodNotAllowed)
+		}
+	}))
+}
+
+func validSession(w http.ResponseWriter, sess string) bool {
+	front.mu.Lock()
+	defer front.mu.Unlock()
+	front.lastSess = sess
+	switch {
+	case sess == "":
+		http.Error(w, "missing session", http.StatusBadRequest)
+		return false
+	case !front.sessions[sess]:
+		http.Error(w, "unknown session", http.StatusNotFound)
+		return false
+	}
+	return true
+}
+
+func frontPost(s *server, w http.ResponseWriter, r *http.Request, sess string) {
+	body, err := io.ReadAll(io.LimitReader(r.Body, 16<<20))
+	if err != nil {
+		return
+	}
+	var m struct {
+		ID     json.RawMessage `json:"id"`
+		Method string          `json:"method"`
+	}
+	if json.Unmarshal(body, &m) != nil {
+		http.Error(w, "bad json", http.StatusBadRequest)
+		return
+	}
+	if m.Method == "initialize" {
+		front.mu.Lock()
+		front.nextSess++
+		sess = fmt.Sprintf("sess-%d", front.nextSess)
+		front.sessions[sess] = true
+		front.mu.Unlock()
+		w.Header().Set("Mcp-Session-Id", sess)
+	} else if !validSession(w, sess) {
+		return
+	}
+	if len(m.ID) == 0 || m.Method == "" { // a notification or an answer
+		w.WriteHeader(http.StatusAccepted)
+		s.handle(append(body, '\n'))
+		return
+	}
+	ch := make(chan []byte, 1024)
+	front.mu.Lock()
+	front.waiters[string(m.ID)] = ch
+	front.order = append(front.order, string(m.ID))
+	front.mu.Unlock()
+	go s.handle(append(body, '\n'))
+	if *httpJSON {
+		for line := range ch {
+			var probe struct {
+				Method string `json:"method"`
+			}
+			json.Unmarshal(line, &probe)
+			if probe.Method == "" {
+				w.Header().Set("Content-Type", "application/json")
+				w.Write(line)
+				return
+			}
+		}
+		return
+	}
+	w.Header().Set("Content-Type", "text/event-stream")
+	w.WriteHeader(http.StatusOK)
+	fl := w.(http.Flusher)
+	fl.Flush()
+	for {
+		select {
+		case line, ok := <-ch:
+			if !ok {
+				return
+			}
+			writeEvent(w, line)
+			fl.Flush()
+		case <-r.Context().Done():
+			return
+		}
+	}
+}
+
+func writeEvent(w io.Writer, line []byte) {
+	front.mu.Lock()
+	front.eventID++
+	id := front.eventID
+	front.mu.Unlock()
+	fmt.Fprintf(w, "id: %d\nevent: message\ndata: %s\n\n", id, line)
+}
+
+func frontGet(w http.ResponseWriter, r *http.Request) {
+	ch := make(chan []byte, 64)
+	drop := make(chan struct{})
+	front.mu.Lock()
+	front.get = ch
+	front.dropGet = drop
+	front.gets++
+	front.lastEvent = r.Header.Get("Last-Event-Id")
+	front.mu.Unlock()
+	defer func() {
+		front.mu.Lock()
+		if front.get == ch {
+			front.get = nil
+		}
+		front.mu.Unlock()
+	}()
+	w.Header().Set("Content-Type", "text/event-stream")
+	w.WriteHeader(http.StatusOK)
+	fl := w.(http.Flusher)
+	fl.Flush()
+	for {
+		select {
+		case line := <-ch:
+			writeEvent(w, line)
+			fl.Flush()
+		case <-drop:
+			return
+		case <-r.Context().Done():
+			return
+		}
+	}
 }
