@@ -30,6 +30,8 @@ type Memory struct {
 	delivered map[string]time.Time // job id -> AckResult time
 	progress  map[string]*memProgress
 	running   map[string]*memJob // claimed jobs, scanned for expired leases
+	held      map[string]int     // consumer -> number of running jobs it holds
+	suspects  []string           // ids of jobs whose worker died, oldest first
 	lastSweep time.Time
 	approvals map[string]*memApproval
 	// deadLettered counts jobs moved to the dead letters.
@@ -42,6 +44,7 @@ const (
 	stateQueued  jobState = iota // waiting behind an earlier job of its chat
 	stateReady                   // head of its chat, not claimed
 	stateRunning                 // claimed, lease held
+	stateSuspect                 // its worker died; waits for an idle consumer
 	stateDone                    // result published
 )
 
@@ -50,6 +53,8 @@ type memJob struct {
 	state    jobState
 	seq      uint64 // entry sequence of the current ready/running spell
 	attempt  int
+	strikes  int  // deaths of its worker while it ran alone
+	alone    bool // the current lease was handed out as a suspect
 	token    string
 	consumer string
 	beat     time.Time // last claim or heartbeat
@@ -89,6 +94,7 @@ func NewMemory(opts Options) *Memory {
 		delivered: map[string]time.Time{},
 		progress:  map[string]*memProgress{},
 		running:   map[string]*memJob{},
+		held:      map[string]int{},
 	}
 }
 
@@ -196,7 +202,7 @@ func (m *Memory) finishLocked(j *memJob, res Result) {
 	}
 	j.state, j.token, j.doneAt = stateDone, "", m.o.Now()
 	j.result = res
-	delete(m.running, j.job.ID)
+	m.releaseLocked(j)
 	if p := m.progress[j.job.ID]; p != nil {
 		p.doneAt = j.doneAt
 	}
@@ -231,7 +237,9 @@ func (m *Memory) Claim(ctx context.Context, consumer string, max int, block time
 func (m *Memory) claimLocked(consumer string, max int) []Lease {
 	now := m.o.Now()
 	var leases []Lease
-	// Expired leases first, oldest entry first.
+	// Every expired lease, oldest entry first: its worker died (or stalled
+	// past the lease), so the job is a suspect, or dead if it died alone
+	// MaxAttempts times.
 	var expired []*memJob
 	for _, j := range m.running {
 		if now.Sub(j.beat) >= m.o.LeaseTTL {
@@ -240,10 +248,10 @@ func (m *Memory) claimLocked(consumer string, max int) []Lease {
 	}
 	sort.Slice(expired, func(a, b int) bool { return expired[a].seq < expired[b].seq })
 	for _, j := range expired {
-		if len(leases) == max {
-			break
+		if j.alone {
+			j.strikes++
 		}
-		switch decideReclaim(j.attempt, m.o.MaxAttempts, j.canceled) {
+		switch decideReclaim(j.strikes, m.o.MaxAttempts, j.canceled) {
 		case reclaimCancel:
 			m.finishLocked(j, canceledResult(j.job, j.attempt))
 		case reclaimDead:
@@ -251,9 +259,27 @@ func (m *Memory) claimLocked(consumer string, max int) []Lease {
 			dj.Attempt = j.attempt
 			m.dead = append(m.dead, dj)
 			m.deadLettered++
-			m.finishLocked(j, deadResult(j.job, j.attempt, m.o.MaxAttempts))
+			m.finishLocked(j, deadResult(j.job, j.strikes, j.attempt, m.o.MaxAttempts))
 		default:
-			leases = append(leases, m.leaseLocked(j, consumer, now))
+			m.releaseLocked(j)
+			j.state, j.token, j.alone = stateSuspect, "", false
+			m.suspects = append(m.suspects, j.job.ID)
+			m.notifyLocked()
+		}
+	}
+	// A suspect goes only to a consumer that holds nothing, and alone.
+	if m.held[consumer] == 0 {
+		for len(m.suspects) > 0 {
+			id := m.suspects[0]
+			m.suspects = m.suspects[1:]
+			j := m.jobs[id]
+			if j == nil || j.state != stateSuspect {
+				continue
+			}
+			j.alone = true
+			l := m.leaseLocked(j, consumer, now)
+			l.Suspect = true
+			return []Lease{l}
 		}
 	}
 	for len(leases) < max && len(m.ready) > 0 {
@@ -276,9 +302,21 @@ func (m *Memory) leaseLocked(j *memJob, consumer string, now time.Time) Lease {
 	j.attempt++
 	j.state, j.token, j.beat, j.consumer = stateRunning, newID(), now, consumer
 	m.running[j.job.ID] = j
+	m.held[consumer]++
 	job := j.job
 	job.Attempt = j.attempt
 	return Lease{Job: job, Consumer: consumer, entry: strconv.FormatUint(j.seq, 10), token: j.token}
+}
+
+// releaseLocked forgets j's lease, if it has one.
+func (m *Memory) releaseLocked(j *memJob) {
+	if _, ok := m.running[j.job.ID]; !ok {
+		return
+	}
+	delete(m.running, j.job.ID)
+	if m.held[j.consumer]--; m.held[j.consumer] <= 0 {
+		delete(m.held, j.consumer)
+	}
 }
 
 // owned returns the job if l still owns it. m.mu must be held.
@@ -339,7 +377,7 @@ func (m *Memory) Cancel(ctx context.Context, jobID string) error {
 		return ErrNotFound
 	}
 	switch j.state {
-	case stateQueued, stateReady:
+	case stateQueued, stateReady, stateSuspect:
 		m.finishLocked(j, canceledResult(j.job, j.attempt))
 	default:
 		j.canceled = true

@@ -161,6 +161,12 @@ type Result struct {
 type Lease struct {
 	Job      Job
 	Consumer string
+	// Suspect is set when the job's previous attempt ended with its
+	// worker's death (its lease expired). The queue hands a suspect only to
+	// a consumer that holds no other lease, and alone; the consumer MUST
+	// claim nothing else until the suspect is finished, so that a death
+	// during this attempt is the job's own. See docs/QUEUE.md.
+	Suspect bool
 	entry    string // stream entry id (Redis) or sequence (Memory)
 	token    string // proves ownership; a reclaim issues a new one
 }
@@ -354,23 +360,29 @@ const (
 )
 
 // decideReclaim is the rule for an expired lease: a canceled job is finished
-// as canceled, a job that has used its attempts is dead-lettered, any other
-// is retried. attempt is the number of claims so far.
-func decideReclaim(attempt, maxAttempts int, canceled bool) reclaimAction {
+// as canceled, a job whose worker died MaxAttempts times while it ran alone
+// is dead-lettered, any other becomes a suspect and is retried alone.
+// strikes counts those lone deaths, this one included.
+func decideReclaim(strikes, maxAttempts int, canceled bool) reclaimAction {
 	switch {
 	case canceled:
 		return reclaimCancel
-	case attempt >= maxAttempts:
+	case strikes >= maxAttempts:
 		return reclaimDead
 	default:
 		return reclaimRetry
 	}
 }
 
-func deadResult(j Job, attempt, maxAttempts int) Result {
+func deadResult(j Job, strikes, attempt, maxAttempts int) Result {
 	return Result{JobID: j.ID, ChatID: j.ChatID, Status: StatusDeadLettered, Attempt: attempt,
-		Error: fmt.Sprintf("queue: job abandoned by its worker %d times (MaxAttempts %d); moved to the dead-letter stream", attempt, maxAttempts)}
+		Error: fmt.Sprintf(deadFormat, strikes, maxAttempts, attempt)}
 }
+
+// deadFormat is the dead-letter error; redis.go's reclaim script builds the
+// same text.
+const deadFormat = "queue: job's worker died %d times while it ran alone (MaxAttempts %d, %d attempts in all); moved to the dead-letter stream"
+
 
 func canceledResult(j Job, attempt int) Result {
 	return Result{JobID: j.ID, ChatID: j.ChatID, Status: StatusCanceled, Attempt: attempt, Error: "queue: canceled before it ran"}

@@ -26,9 +26,14 @@ type Redis struct {
 	// nextReclaim (unix ns) throttles the expired-lease scan to once per
 	// reclaimInterval per Redis value; other claims skip straight to new jobs.
 	nextReclaim atomic.Int64
-	// deadLettered counts jobs this value's claims moved to the dead letters.
-	deadLettered atomic.Uint64
+	// deadLettered counts jobs this value's claims moved to the dead
+	// letters; suspected, jobs they found abandoned and made suspects.
+	deadLettered, suspected atomic.Uint64
 }
+
+// reclaimScanCount bounds the expired leases one reclaim scan settles per
+// stream; the rest wait for the next scan.
+const reclaimScanCount = 100
 
 // reclaimInterval is how often Claim scans for expired leases: a quarter of
 // the lease, at most a second. Pure, so it has a table test.
@@ -51,7 +56,7 @@ func NewRedis(ctx context.Context, c *redis.Client, opts Options) (*Redis, error
 func (r *Redis) key(parts ...string) string { return r.o.Prefix + strings.Join(parts, "") }
 
 func (r *Redis) ensureGroups(ctx context.Context) error {
-	for _, g := range [][2]string{{r.key("jobs"), r.o.Group}, {r.key("results"), r.o.ResultsGroup}, {r.key("approvals"), r.o.ResultsGroup}} {
+	for _, g := range [][2]string{{r.key("jobs"), r.o.Group}, {r.key("suspects"), r.o.Group}, {r.key("results"), r.o.ResultsGroup}, {r.key("approvals"), r.o.ResultsGroup}} {
 		err := r.c.XGroupCreateMkStream(ctx, g[0], g[1], "0").Err()
 		if err != nil && !strings.HasPrefix(err.Error(), "BUSYGROUP") {
 			return fmt.Errorf("queue: create consumer group %s on %s: %w", g[1], g[0], err)
@@ -68,16 +73,23 @@ func isNoGroup(err error) bool { return err != nil && strings.Contains(err.Error
 const luaPrelude = `
 local P, G, RET = ARGV[1], ARGV[2], tonumber(ARGV[3])
 local JOBS = P .. 'jobs'
+local SUSP = P .. 'suspects'
+-- streamof: a suspect's lease lives in the suspects stream, any other in jobs.
+local function streamof(h)
+  if redis.call('HGET', h, 'alone') == '1' then return SUSP end
+  return JOBS
+end
 local function finish(id, res)
   local h = P .. 'job:' .. id
   local st = redis.call('HGET', h, 'state')
   if (not st) or st == 'done' then return 0 end
   local entry = redis.call('HGET', h, 'entry')
   if entry and entry ~= '' then
-    redis.call('XACK', JOBS, G, entry)
-    redis.call('XDEL', JOBS, entry)
+    local s = streamof(h)
+    redis.call('XACK', s, G, entry)
+    redis.call('XDEL', s, entry)
   end
-  redis.call('HSET', h, 'state', 'done', 'owner', '', 'entry', '', 'result', res)
+  redis.call('HSET', h, 'state', 'done', 'owner', '', 'entry', '', 'alone', '0', 'result', res)
   redis.call('PEXPIRE', h, RET)
   redis.call('PEXPIRE', P .. 'progress:' .. id, RET)
   redis.call('XADD', P .. 'results', '*', 'job', id, 'r', res)
@@ -121,38 +133,73 @@ end
 return {1}
 `)
 
-// ARGV[4] token, [5] max attempts, [6] consumer, [7] min idle ms, [8] count.
-// Returns {number dead-lettered, then id, data, attempt, token, entry...}
-// for the leases handed out.
+// ARGV[4] token, [5] max attempts, [6] consumer, [7] min idle ms, [8] scan
+// count. Every expired lease found (up to the scan count per stream) is
+// settled here: canceled, dead-lettered after MaxAttempts deaths alone, or
+// made a suspect (its entry removed, its id pushed on suspect-queue). Then,
+// if the consumer holds no lease at all, one suspect is handed to it alone.
+// Returns {dead-lettered, suspected, then id, data, attempt, token, entry}
+// for the lease handed out, if any.
 var reclaimScript = redis.NewScript(luaPrelude + `
-local ck = P .. 'reclaim-cursor'
-local cursor = redis.call('GET', ck) or '0-0'
-local r = redis.call('XAUTOCLAIM', JOBS, G, ARGV[6], ARGV[7], cursor, 'COUNT', ARGV[8])
-redis.call('SET', ck, r[1])
-local out = {0}
-for i, ent in ipairs(r[2]) do
-  local eid, f = ent[1], ent[2]
-  local id = f and f[2]
-  local h = id and (P .. 'job:' .. id)
-  local st = h and redis.call('HGET', h, 'state')
-  if (not id) or redis.call('HGET', h, 'entry') ~= eid or (st ~= 'running' and st ~= 'ready') then
-    redis.call('XACK', JOBS, G, eid)
-  else
-    local attempt = tonumber(redis.call('HGET', h, 'attempt'))
-    if redis.call('HGET', h, 'cancel') == '1' then
-      finish(id, sysresult(id, 'canceled', attempt, 'queue: canceled'))
-    elseif attempt >= tonumber(ARGV[5]) then
-      redis.call('XADD', P .. 'dead', '*', 'id', id, 'data', redis.call('HGET', h, 'data'), 'attempt', attempt)
-      out[1] = out[1] + 1
-      finish(id, sysresult(id, 'dead_lettered', attempt,
-        'queue: job abandoned by its worker ' .. attempt .. ' times (MaxAttempts ' .. ARGV[5] .. '); moved to the dead-letter stream'))
+local SQ = P .. 'suspect-queue'
+local maxatt = tonumber(ARGV[5])
+local out = {0, 0}
+for _, stream in ipairs({JOBS, SUSP}) do
+  local pend = redis.call('XPENDING', stream, G, 'IDLE', ARGV[7], '-', '+', ARGV[8])
+  for _, p in ipairs(pend) do
+    local eid = p[1]
+    local e = redis.call('XRANGE', stream, eid, eid)[1]
+    local id = e and e[2][2]
+    local h = id and (P .. 'job:' .. id)
+    local st = h and redis.call('HGET', h, 'state')
+    if (not id) or redis.call('HGET', h, 'entry') ~= eid or streamof(h) ~= stream or (st ~= 'running' and st ~= 'ready') then
+      redis.call('XACK', stream, G, eid)
+    elseif redis.call('HGET', h, 'cancel') == '1' then
+      finish(id, sysresult(id, 'canceled', redis.call('HGET', h, 'attempt'), 'queue: canceled'))
+    elseif st == 'ready' then
+      -- Read by a worker that died before it started the job: it never
+      -- ran, so it goes back as new.
+      redis.call('XACK', stream, G, eid)
+      redis.call('XDEL', stream, eid)
+      redis.call('HSET', h, 'entry', redis.call('XADD', JOBS, '*', 'id', id))
     else
-      attempt = redis.call('HINCRBY', h, 'attempt', 1)
-      local tok = ARGV[4] .. '.' .. i
-      redis.call('HSET', h, 'state', 'running', 'owner', tok)
-      table.insert(out, id); table.insert(out, redis.call('HGET', h, 'data'))
-      table.insert(out, attempt); table.insert(out, tok); table.insert(out, eid)
+      local attempt = tonumber(redis.call('HGET', h, 'attempt'))
+      local strikes = tonumber(redis.call('HGET', h, 'strikes') or '0')
+      if redis.call('HGET', h, 'alone') == '1' then
+        strikes = redis.call('HINCRBY', h, 'strikes', 1)
+      end
+      if strikes >= maxatt then
+        redis.call('XADD', P .. 'dead', '*', 'id', id, 'data', redis.call('HGET', h, 'data'), 'attempt', attempt, 'strikes', strikes)
+        out[1] = out[1] + 1
+        finish(id, sysresult(id, 'dead_lettered', attempt,
+          "queue: job's worker died " .. strikes .. ' times while it ran alone (MaxAttempts ' .. maxatt ..
+          ', ' .. attempt .. ' attempts in all); moved to the dead-letter stream'))
+      else
+        redis.call('XACK', stream, G, eid)
+        redis.call('XDEL', stream, eid)
+        redis.call('HSET', h, 'state', 'suspect', 'owner', '', 'entry', '', 'alone', '0')
+        redis.call('RPUSH', SQ, id)
+        out[2] = out[2] + 1
+      end
     end
+  end
+end
+if #redis.call('XPENDING', JOBS, G, '-', '+', 1, ARGV[6]) > 0 or #redis.call('XPENDING', SUSP, G, '-', '+', 1, ARGV[6]) > 0 then
+  return out
+end
+while true do
+  local id = redis.call('LPOP', SQ)
+  if not id then break end
+  local h = P .. 'job:' .. id
+  if redis.call('HGET', h, 'state') == 'suspect' then
+    local eid = redis.call('XADD', SUSP, '*', 'id', id)
+    redis.call('XCLAIM', SUSP, G, ARGV[6], 0, eid, 'FORCE', 'JUSTID')
+    local attempt = redis.call('HINCRBY', h, 'attempt', 1)
+    local tok = ARGV[4] .. '.s'
+    redis.call('HSET', h, 'state', 'running', 'owner', tok, 'entry', eid, 'alone', '1')
+    table.insert(out, id); table.insert(out, redis.call('HGET', h, 'data'))
+    table.insert(out, attempt); table.insert(out, tok); table.insert(out, eid)
+    break
   end
 end
 return out
@@ -183,7 +230,7 @@ return out
 var heartbeatScript = redis.NewScript(luaPrelude + `
 local h = P .. 'job:' .. ARGV[4]
 if redis.call('HGET', h, 'owner') ~= ARGV[5] or redis.call('HGET', h, 'state') ~= 'running' then return 'lost' end
-redis.call('XCLAIM', JOBS, G, ARGV[6], 0, redis.call('HGET', h, 'entry'), 'JUSTID')
+redis.call('XCLAIM', streamof(h), G, ARGV[6], 0, redis.call('HGET', h, 'entry'), 'JUSTID')
 if redis.call('HGET', h, 'cancel') == '1' then return 'canceled' end
 return 'ok'
 `)
@@ -320,22 +367,24 @@ func (r *Redis) claimOnce(ctx context.Context, consumer string, max int, block t
 	var leases []Lease
 	now := time.Now().UnixNano()
 	if due := r.nextReclaim.Load(); now >= due && r.nextReclaim.CompareAndSwap(due, now+int64(reclaimInterval(r.o.LeaseTTL))) {
-		args := append(r.base(), newID(), r.o.MaxAttempts, consumer, r.o.LeaseTTL.Milliseconds(), max)
+		args := append(r.base(), newID(), r.o.MaxAttempts, consumer, r.o.LeaseTTL.Milliseconds(), reclaimScanCount)
 		v, err := reclaimScript.Run(ctx, r.c, nil, args...).Slice()
 		if err != nil {
 			r.nextReclaim.Store(0) // retry the scan on the next call
 			return nil, fmt.Errorf("queue: reclaim: %w", err)
 		}
-		if len(v) > 0 {
+		if len(v) >= 2 {
 			n, _ := v[0].(int64)
 			r.deadLettered.Add(uint64(n))
-			v = v[1:]
+			n, _ = v[1].(int64)
+			r.suspected.Add(uint64(n))
+			v = v[2:]
 		}
-		if leases, err = parseLeases(consumer, v); err != nil || len(leases) >= max {
+		if leases, err = parseLeases(consumer, v); err != nil || len(leases) > 0 {
+			for i := range leases {
+				leases[i].Suspect = true // a suspect comes alone
+			}
 			return leases, err
-		}
-		if len(leases) > 0 {
-			block = -1 // hand out the taken-over jobs now; take only what is already waiting
 		}
 	}
 	streams, err := r.c.XReadGroup(ctx, &redis.XReadGroupArgs{

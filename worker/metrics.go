@@ -22,6 +22,9 @@ var durationBuckets = []float64{0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5
 // use; the zero value is ready.
 type Metrics struct {
 	Started, Succeeded, Failed, Canceled, Reclaimed, Abandoned, LeaseLost atomic.Uint64
+	// Suspects counts jobs this worker ran alone because their previous
+	// worker died while running them (queue.Lease.Suspect).
+	Suspects atomic.Uint64
 	// QueueErrors counts failed calls to the queue (Redis unreachable…).
 	QueueErrors atomic.Uint64
 	Running     atomic.Int64
@@ -67,6 +70,7 @@ func (m *Metrics) WritePrometheus(w io.Writer, g Gauges) error {
 	counter("odek_worker_jobs_failed_total", "Jobs finished with status failed.", m.Failed.Load())
 	counter("odek_worker_jobs_canceled_total", "Jobs finished with status canceled.", m.Canceled.Load())
 	counter("odek_worker_jobs_reclaimed_total", "Jobs started here after another worker's lease expired (attempt > 1).", m.Reclaimed.Load())
+	counter("odek_worker_jobs_suspect_total", "Jobs run here alone because their previous worker died while running them.", m.Suspects.Load())
 	counter("odek_worker_jobs_dead_lettered_total", "Jobs this worker's claims moved to the dead-letter stream.", g.DeadLettered)
 	counter("odek_worker_jobs_abandoned_total", "Jobs left unacknowledged for redelivery (shutdown, panic in the runner).", m.Abandoned.Load())
 	counter("odek_worker_jobs_lease_lost_total", "Jobs whose lease another worker took over while they ran; their result was dropped.", m.LeaseLost.Load())

@@ -317,7 +317,8 @@ func sleep(ctx context.Context, d time.Duration) bool {
 	}
 }
 
-// claimLoop claims jobs into free slots until stopCtx ends. Claim itself
+// claimLoop claims jobs into free slots until stopCtx ends. A suspect lease
+// (queue.Lease.Suspect) stops claiming until that job ends. Claim itself
 // runs under a context that is never canceled half way: a claim canceled
 // after Redis handed out entries would leave them pending until their
 // lease expired, costing them an attempt. ClaimBlock bounds each call.
@@ -347,12 +348,26 @@ func (w *Worker) claimLoop() {
 		for range free - len(leases) {
 			<-slots
 		}
+		var suspectDone chan struct{}
 		for _, l := range leases {
+			done := make(chan struct{})
+			if l.Suspect {
+				suspectDone = done
+			}
 			w.jobs.Add(1)
 			go func() {
-				defer func() { <-slots; w.jobs.Done() }()
+				defer func() { <-slots; close(done); w.jobs.Done() }()
 				w.runJob(l)
 			}()
+		}
+		if suspectDone != nil {
+			// Its last worker died while running it: it runs alone, so a
+			// death now is its own and no other job pays for it.
+			select {
+			case <-suspectDone:
+			case <-w.stopCtx.Done():
+				return
+			}
 		}
 		if err != nil {
 			failures++
@@ -375,12 +390,18 @@ func (w *Worker) claimLoop() {
 
 // runJob runs one claimed job to its acknowledgement (or abandonment).
 func (w *Worker) runJob(l queue.Lease) {
-	log := w.log.WithFields(logrus.Fields{"job_id": l.Job.ID, "attempt": l.Job.Attempt})
+	log := w.log.WithFields(logrus.Fields{"job_id": l.Job.ID, "chat_id": l.Job.ChatID, "attempt": l.Job.Attempt})
 	w.metrics.Started.Add(1)
 	w.metrics.Running.Add(1)
 	defer w.metrics.Running.Add(-1)
 	if l.Job.Attempt > 1 {
 		w.metrics.Reclaimed.Add(1)
+	}
+	if l.Suspect {
+		w.metrics.Suspects.Add(1)
+		log.WithField("suspect", true).Info("worker: job reclaimed after its last worker died; running it alone")
+	} else {
+		log.Info("worker: job claimed")
 	}
 	runCtx, cancelRun := context.WithCancelCause(w.jobsCtx)
 	defer cancelRun(nil)
@@ -423,7 +444,14 @@ func (w *Worker) runJob(l queue.Lease) {
 	// Count the outcome only once the queue took the result: a dropped one
 	// (lease lost, left for redelivery) is counted as such by ack, and the
 	// worker that finishes the job counts its outcome.
-	switch w.ack(l, res, log) {
+	status := w.ack(l, res, log)
+	defer func() {
+		if status != "" {
+			log.WithFields(logrus.Fields{"status": status, "duration_ms": dur.Milliseconds(),
+				"prompt_tokens": res.Usage.PromptTokens, "completion_tokens": res.Usage.CompletionTokens}).Info("worker: job finished")
+		}
+	}()
+	switch status {
 	case queue.StatusSucceeded:
 		w.metrics.Succeeded.Add(1)
 	case queue.StatusCanceled:

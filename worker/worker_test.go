@@ -187,7 +187,8 @@ func TestCancelRunningJob(t *testing.T) {
 }
 
 // A RunFunc that panics leaves the job unacknowledged, as a crash would;
-// after MaxAttempts claims the queue dead-letters it, and the chat's next
+// the job becomes a suspect, runs alone, and after MaxAttempts deaths
+// alone (MaxAttempts+1 claims) the queue dead-letters it; the chat's next
 // job runs.
 func TestPanickingRunIsDeadLetteredAfterMaxAttempts(t *testing.T) {
 	for _, impl := range []string{"memory", "redis"} {
@@ -205,13 +206,13 @@ func TestPanickingRunIsDeadLetteredAfterMaxAttempts(t *testing.T) {
 			poison := enqueue(t, q, queue.Job{ChatID: 3, Goal: "poison"})
 			next := enqueue(t, q, queue.Job{ChatID: 3, Goal: "after"})
 			res := waitResult(t, q, poison.ID)
-			if res.Status != queue.StatusDeadLettered || res.Attempt != 2 {
-				t.Fatalf("poison result %+v, want dead_lettered at attempt 2", res)
+			if res.Status != queue.StatusDeadLettered || res.Attempt != 3 {
+				t.Fatalf("poison result %+v, want dead_lettered at attempt 3", res)
 			}
 			if got := waitResult(t, q, next.ID); got.Status != queue.StatusSucceeded || got.Answer != "fine" {
 				t.Fatalf("next job %+v", got)
 			}
-			if calls.Load() != 2 || w.Metrics().Abandoned.Load() != 2 || w.Metrics().Reclaimed.Load() != 1 {
+			if calls.Load() != 3 || w.Metrics().Abandoned.Load() != 3 || w.Metrics().Reclaimed.Load() != 2 || w.Metrics().Suspects.Load() != 2 {
 				t.Fatalf("calls %d abandoned %d reclaimed %d", calls.Load(), w.Metrics().Abandoned.Load(), w.Metrics().Reclaimed.Load())
 			}
 			if d, _ := q.(queue.Operator).DeadLetters(context.Background(), 0); len(d) != 1 || d[0].ID != poison.ID {

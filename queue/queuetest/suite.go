@@ -35,6 +35,12 @@ func Run(t *testing.T, newQueue NewQueue) {
 	t.Run("RetryOnce", func(t *testing.T) { testRetryOnce(t, newQueue) })
 	t.Run("ClaimHonoursContext", func(t *testing.T) { testClaimContext(t, newQueue) })
 	t.Run("Approvals", func(t *testing.T) { testApprovals(t, newQueue) })
+	t.Run("PoisonIsolation", func(t *testing.T) { testPoisonIsolation(t, newQueue, 0) })
+	t.Run("PoisonIsolationWithKills", func(t *testing.T) {
+		for i := 0; i < 3; i++ {
+			testPoisonIsolation(t, newQueue, 2)
+		}
+	})
 }
 
 func ctxT(t *testing.T) context.Context {
@@ -233,22 +239,29 @@ func testReclaim(t *testing.T, nq NewQueue) {
 	}
 }
 
+// testDeadLetter: the first attempt's death makes the job a suspect; each
+// later attempt runs alone, and MaxAttempts deaths alone dead-letter it.
 func testDeadLetter(t *testing.T, nq NewQueue) {
 	q := nq(t, queue.Options{LeaseTTL: 100 * time.Millisecond, MaxAttempts: 2})
 	j := enqueue(t, q, queue.Job{ChatID: 9, Goal: "poison"})
 	next := enqueue(t, q, queue.Job{ChatID: 9, Goal: "after poison"})
-	claimOne(t, q, "w1")
-	ls := claimUntil(t, q, "w2", 5*time.Second)
-	if len(ls) != 1 || ls[0].Job.Attempt != 2 {
-		t.Fatalf("second attempt = %+v", ls)
+	if l := claimOne(t, q, "w1"); l.Suspect {
+		t.Fatalf("first claim is a suspect: %+v", l)
 	}
-	// The second lease expires too: the job is dead and its chat moves on.
-	ls = claimUntil(t, q, "w3", 5*time.Second)
-	if len(ls) != 1 || ls[0].Job.ID != next.ID || ls[0].Job.Attempt != 1 {
+	for attempt, w := range map[int]string{2: "w2", 3: "w3"} {
+		ls := claimUntil(t, q, w, 5*time.Second)
+		if len(ls) != 1 || ls[0].Job.ID != j.ID || ls[0].Job.Attempt != attempt || !ls[0].Suspect {
+			t.Fatalf("attempt %d = %+v, want the job alone as a suspect", attempt, ls)
+		}
+	}
+	// The third lease expires too: two deaths alone, the job is dead and
+	// its chat moves on.
+	ls := claimUntil(t, q, "w4", 5*time.Second)
+	if len(ls) != 1 || ls[0].Job.ID != next.ID || ls[0].Job.Attempt != 1 || ls[0].Suspect {
 		t.Fatalf("after dead-lettering got %+v, want the chat's next job %s", ls, next.ID)
 	}
 	ds := readResults(t, q, "fe", 1)
-	if len(ds) != 1 || ds[0].Result.JobID != j.ID || ds[0].Result.Status != queue.StatusDeadLettered || !strings.Contains(ds[0].Result.Error, "MaxAttempts 2") || ds[0].Result.ChatID != 9 {
+	if len(ds) != 1 || ds[0].Result.JobID != j.ID || ds[0].Result.Status != queue.StatusDeadLettered || !strings.Contains(ds[0].Result.Error, "MaxAttempts 2") || ds[0].Result.ChatID != 9 || ds[0].Result.Attempt != 3 {
 		t.Fatalf("results %+v, want one dead_lettered failure for %s", ds, j.ID)
 	}
 }
@@ -526,7 +539,8 @@ func testOperator(t *testing.T, nq NewQueue) {
 	if err != nil || st.Running != 1 || st.Ready != 1 || st.RunningBy["w1"] != 1 {
 		t.Fatalf("Stats = %+v, %v; want 1 running (w1), 1 ready", st, err)
 	}
-	// w1 "dies": with MaxAttempts 1 the next scan dead-letters the job.
+	// w1 "dies"; the job is handed out alone, its worker dies again, and
+	// with MaxAttempts 1 that death alone dead-letters it.
 	deadline := time.Now().Add(5 * time.Second)
 	for time.Now().Before(deadline) {
 		ls, err := q.Claim(ctxT(t), "w2", 1, 50*time.Millisecond)
@@ -534,6 +548,9 @@ func testOperator(t *testing.T, nq NewQueue) {
 			t.Fatal(err)
 		}
 		for _, l := range ls { // chat 12's job: w2 finishes it
+			if l.Job.ID == j.ID {
+				continue // the poison: w2 "dies" on it
+			}
 			if err := q.Ack(ctxT(t), l, queue.Result{}); err != nil {
 				t.Fatal(err)
 			}
@@ -549,8 +566,8 @@ func testOperator(t *testing.T, nq NewQueue) {
 		t.Fatalf("JobResult of an unknown job = %v, %v", ok, err)
 	}
 	dead, err := op.DeadLetters(ctxT(t), 0)
-	if err != nil || len(dead) != 1 || dead[0].ID != j.ID || dead[0].Attempt != 1 {
-		t.Fatalf("DeadLetters = %+v, %v; want %s at attempt 1", dead, err, j.ID)
+	if err != nil || len(dead) != 1 || dead[0].ID != j.ID || dead[0].Attempt != 2 {
+		t.Fatalf("DeadLetters = %+v, %v; want %s at attempt 2", dead, err, j.ID)
 	}
 	if _, err := op.Retry(ctxT(t), "nope"); !errors.Is(err, queue.ErrNotFound) {
 		t.Fatalf("Retry unknown = %v, want ErrNotFound", err)
