@@ -167,8 +167,8 @@ type Lease struct {
 	// claim nothing else until the suspect is finished, so that a death
 	// during this attempt is the job's own. See docs/QUEUE.md.
 	Suspect bool
-	entry    string // stream entry id (Redis) or sequence (Memory)
-	token    string // proves ownership; a reclaim issues a new one
+	entry   string // stream entry id (Redis) or sequence (Memory)
+	token   string // proves ownership; a reclaim issues a new one
 }
 
 // Delivery is a result handed to a front-end consumer.
@@ -382,7 +382,6 @@ func deadResult(j Job, strikes, attempt, maxAttempts int) Result {
 // deadFormat is the dead-letter error; redis.go's reclaim script builds the
 // same text.
 const deadFormat = "queue: job's worker died %d times while it ran alone (MaxAttempts %d, %d attempts in all); moved to the dead-letter stream"
-
 
 func canceledResult(j Job, attempt int) Result {
 	return Result{JobID: j.ID, ChatID: j.ChatID, Status: StatusCanceled, Attempt: attempt, Error: "queue: canceled before it ran"}
