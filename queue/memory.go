@@ -25,7 +25,8 @@ type Memory struct {
 	chats     map[int64][]string // arrival order of unfinished jobs per chat
 	ready     []string           // runnable job ids, at most one per chat
 	idem      map[string]memIdem
-	dead      []Job
+	dead      []DeadLetter
+	workers   map[string]memWorker
 	results   []*memResult
 	delivered map[string]time.Time // job id -> AckResult time
 	progress  map[string]*memProgress
@@ -57,7 +58,9 @@ type memJob struct {
 	alone    bool // the current lease was handed out as a suspect
 	token    string
 	consumer string
-	beat     time.Time // last claim or heartbeat
+	since    time.Time    // entered its current state
+	history  []AttemptEnd // attempts whose lease expired
+	beat     time.Time    // last claim or heartbeat
 	canceled bool
 	doneAt   time.Time
 	result   Result // once done
@@ -70,6 +73,7 @@ type memIdem struct {
 
 type memResult struct {
 	id       string
+	at       time.Time
 	res      Result
 	readAt   time.Time
 	read     bool
@@ -188,11 +192,30 @@ func (m *Memory) sweepLocked(now time.Time) {
 	}
 	kept := m.results[:0]
 	for _, r := range m.results {
-		if !r.acked {
+		if !r.acked && now.Sub(r.at) < m.o.ResultsRetain {
 			kept = append(kept, r)
 		}
 	}
 	m.results = kept
+	m.trimDeadLocked(now, m.o.DeadRetain)
+	if over := len(m.dead) - int(m.o.DeadMaxLen); over > 0 {
+		m.dead = append(m.dead[:0:0], m.dead[over:]...)
+	}
+}
+
+// trimDeadLocked drops dead letters older than age and returns how many.
+func (m *Memory) trimDeadLocked(now time.Time, age time.Duration) int64 {
+	kept := m.dead[:0]
+	var n int64
+	for _, d := range m.dead {
+		if now.Sub(d.At) < age {
+			kept = append(kept, d)
+		} else {
+			n++
+		}
+	}
+	m.dead = kept
+	return n
 }
 
 // finishLocked publishes res once, frees the job's chat and starts its next job.
@@ -201,13 +224,14 @@ func (m *Memory) finishLocked(j *memJob, res Result) {
 		return
 	}
 	j.state, j.token, j.doneAt = stateDone, "", m.o.Now()
+	j.since = j.doneAt
 	j.result = res
 	m.releaseLocked(j)
 	if p := m.progress[j.job.ID]; p != nil {
 		p.doneAt = j.doneAt
 	}
 	m.seq++
-	m.results = append(m.results, &memResult{id: strconv.FormatUint(m.seq, 10), res: res})
+	m.results = append(m.results, &memResult{id: strconv.FormatUint(m.seq, 10), res: res, at: j.doneAt})
 	ids := m.chats[j.job.ChatID]
 	for i, id := range ids {
 		if id == j.job.ID {
@@ -248,21 +272,24 @@ func (m *Memory) claimLocked(consumer string, max int) []Lease {
 	}
 	sort.Slice(expired, func(a, b int) bool { return expired[a].seq < expired[b].seq })
 	for _, j := range expired {
+		how := "beside other jobs"
 		if j.alone {
 			j.strikes++
+			how = "alone"
 		}
+		j.history = append(j.history, AttemptEnd{Attempt: j.attempt, Worker: j.consumer, Reason: "lease expired: worker died or stalled (" + how + ")"})
 		switch decideReclaim(j.strikes, m.o.MaxAttempts, j.canceled) {
 		case reclaimCancel:
 			m.finishLocked(j, canceledResult(j.job, j.attempt))
 		case reclaimDead:
 			dj := j.job
 			dj.Attempt = j.attempt
-			m.dead = append(m.dead, dj)
+			m.dead = append(m.dead, DeadLetter{Job: dj, At: now, Strikes: j.strikes, History: append([]AttemptEnd(nil), j.history...)})
 			m.deadLettered++
 			m.finishLocked(j, deadResult(j.job, j.strikes, j.attempt, m.o.MaxAttempts))
 		default:
 			m.releaseLocked(j)
-			j.state, j.token, j.alone = stateSuspect, "", false
+			j.state, j.token, j.alone, j.since = stateSuspect, "", false, now
 			m.suspects = append(m.suspects, j.job.ID)
 			m.notifyLocked()
 		}
@@ -300,7 +327,7 @@ func (m *Memory) claimLocked(consumer string, max int) []Lease {
 
 func (m *Memory) leaseLocked(j *memJob, consumer string, now time.Time) Lease {
 	j.attempt++
-	j.state, j.token, j.beat, j.consumer = stateRunning, newID(), now, consumer
+	j.state, j.token, j.beat, j.consumer, j.since = stateRunning, newID(), now, consumer, now
 	m.running[j.job.ID] = j
 	m.held[consumer]++
 	job := j.job

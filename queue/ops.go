@@ -5,14 +5,23 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/redis/go-redis/v9"
 )
 
 // Stats is a snapshot for operators (`odek queue stats`).
 type Stats struct {
+	// Queued counts every job waiting to run: ready ones, ones behind a
+	// busy chat's running job, and suspects waiting for an idle worker.
+	Queued int64
 	// Ready counts jobs that may start now (head of their chat) and are not claimed.
 	Ready int64
+	// Suspects counts suspects waiting for an idle worker (see
+	// Lease.Suspect); in Redis it may include jobs canceled meanwhile.
+	Suspects int64
+	// OldestQueued is the CreatedAt of the oldest queued job; zero when none.
+	OldestQueued time.Time
 	// Running counts claimed jobs, including ones whose lease expired and
 	// that the next Claim scan will take over.
 	Running int64
@@ -79,8 +88,17 @@ func (m *Memory) Stats(ctx context.Context) (Stats, error) {
 	s := Stats{RunningBy: map[string]int64{}, Dead: int64(len(m.dead))}
 	for _, j := range m.jobs {
 		switch j.state {
+		case stateQueued, stateReady, stateSuspect:
+			s.Queued++
+			if s.OldestQueued.IsZero() || j.job.CreatedAt.Before(s.OldestQueued) {
+				s.OldestQueued = j.job.CreatedAt
+			}
+		}
+		switch j.state {
 		case stateReady:
 			s.Ready++
+		case stateSuspect:
+			s.Suspects++
 		case stateRunning:
 			s.Running++
 			s.RunningBy[j.consumer]++
@@ -101,9 +119,12 @@ func (m *Memory) DeadLetters(ctx context.Context, max int64) ([]Job, error) {
 	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	out := append([]Job(nil), m.dead...)
-	if max > 0 && int64(len(out)) > max {
-		out = out[:max]
+	var out []Job
+	for _, d := range m.dead {
+		if max > 0 && int64(len(out)) == max {
+			break
+		}
+		out = append(out, d.Job)
 	}
 	return out, nil
 }
@@ -112,8 +133,8 @@ func (m *Memory) DeadLetters(ctx context.Context, max int64) ([]Job, error) {
 func (m *Memory) Retry(ctx context.Context, jobID string) (Job, error) {
 	m.mu.Lock()
 	idx := -1
-	for i, j := range m.dead {
-		if j.ID == jobID {
+	for i, d := range m.dead {
+		if d.Job.ID == jobID {
 			idx = i
 		}
 	}
@@ -124,7 +145,7 @@ func (m *Memory) Retry(ctx context.Context, jobID string) (Job, error) {
 	dead := m.dead[idx]
 	m.dead = append(m.dead[:idx:idx], m.dead[idx+1:]...)
 	m.mu.Unlock()
-	j, _, err := m.Enqueue(ctx, retryJob(dead))
+	j, _, err := m.Enqueue(ctx, retryJob(dead.Job))
 	if err != nil {
 		m.mu.Lock()
 		m.dead = append(m.dead, dead)
@@ -134,25 +155,39 @@ func (m *Memory) Retry(ctx context.Context, jobID string) (Job, error) {
 	return j, nil
 }
 
-// Stats implements Operator: XLEN ×3 and XPENDING in one pipeline.
+// Stats implements Operator: XLEN ×3, XPENDING ×2, ZCARD, ZRANGE and
+// LLEN in one pipeline.
 func (r *Redis) Stats(ctx context.Context) (Stats, error) {
 	pipe := r.c.Pipeline()
 	jobs := pipe.XLen(ctx, r.key("jobs"))
 	dead := pipe.XLen(ctx, r.key("dead"))
 	results := pipe.XLen(ctx, r.key("results"))
 	pend := pipe.XPending(ctx, r.key("jobs"), r.o.Group)
+	spend := pipe.XPending(ctx, r.key("suspects"), r.o.Group)
+	queued := pipe.ZCard(ctx, r.key("queued"))
+	oldest := pipe.ZRangeWithScores(ctx, r.key("queued"), 0, 0)
+	susp := pipe.LLen(ctx, r.key("suspect-queue"))
 	if _, err := pipe.Exec(ctx); err != nil && !isNoGroup(err) {
 		return Stats{}, fmt.Errorf("queue: stats: %w", err)
 	}
-	s := Stats{RunningBy: map[string]int64{}, Dead: dead.Val(), Results: results.Val()}
-	if p := pend.Val(); p != nil {
-		s.Running = p.Count
-		for c, n := range p.Consumers {
-			s.RunningBy[c] = n
+	s := Stats{RunningBy: map[string]int64{}, Dead: dead.Val(), Results: results.Val(), Queued: queued.Val(), Suspects: susp.Val()}
+	var jobsPending int64
+	for i, p := range []*redis.XPendingCmd{pend, spend} {
+		if p := p.Val(); p != nil {
+			s.Running += p.Count
+			if i == 0 {
+				jobsPending = p.Count
+			}
+			for c, n := range p.Consumers {
+				s.RunningBy[c] += n
+			}
 		}
 	}
+	if o := oldest.Val(); len(o) == 1 {
+		s.OldestQueued = time.UnixMilli(int64(o[0].Score)).UTC()
+	}
 	// Finished entries are deleted, so the stream holds ready + claimed jobs.
-	s.Ready = max(jobs.Val()-s.Running, 0)
+	s.Ready = max(jobs.Val()-jobsPending, 0)
 	return s, nil
 }
 

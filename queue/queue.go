@@ -238,6 +238,15 @@ type Options struct {
 	// Retain is how long a finished job's record, progress stream and
 	// result-delivered marker are kept; 0 means 24h.
 	Retain time.Duration
+	// ResultsRetain is how long a result stays in the results stream when
+	// no front end acknowledges it; 0 means 24h. Trimmed by workers' claims
+	// (Redis) whether or not a front end runs.
+	ResultsRetain time.Duration
+	// DeadRetain is how long a dead-lettered job is kept; 0 means 7 days.
+	DeadRetain time.Duration
+	// DeadMaxLen bounds the dead letters kept (approximately in Redis); 0
+	// means 10000.
+	DeadMaxLen int64
 	// Now is the clock (Memory's leases and both CreatedAt stamps); nil
 	// means time.Now. Redis measures lease idle time on the server clock.
 	Now func() time.Time
@@ -273,6 +282,15 @@ func (o Options) withDefaults() Options {
 	}
 	if o.Retain <= 0 {
 		o.Retain = 24 * time.Hour
+	}
+	if o.ResultsRetain <= 0 {
+		o.ResultsRetain = 24 * time.Hour
+	}
+	if o.DeadRetain <= 0 {
+		o.DeadRetain = 7 * 24 * time.Hour
+	}
+	if o.DeadMaxLen <= 0 {
+		o.DeadMaxLen = 10000
 	}
 	if o.Now == nil {
 		o.Now = time.Now

@@ -74,6 +74,16 @@ const luaPrelude = `
 local P, G, RET = ARGV[1], ARGV[2], tonumber(ARGV[3])
 local JOBS = P .. 'jobs'
 local SUSP = P .. 'suspects'
+local QUEUED = P .. 'queued'
+local function nowms()
+  local t = redis.call('TIME')
+  return tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+end
+-- lease hands job id (hash h) to consumer c with token tok.
+local function lease(id, h, c, tok)
+  redis.call('ZREM', QUEUED, id)
+  redis.call('HSET', h, 'state', 'running', 'owner', tok, 'consumer', c, 'since', nowms())
+end
 -- streamof: a suspect's lease lives in the suspects stream, any other in jobs.
 local function streamof(h)
   if redis.call('HGET', h, 'alone') == '1' then return SUSP end
@@ -89,7 +99,8 @@ local function finish(id, res)
     redis.call('XACK', s, G, entry)
     redis.call('XDEL', s, entry)
   end
-  redis.call('HSET', h, 'state', 'done', 'owner', '', 'entry', '', 'alone', '0', 'result', res)
+  redis.call('HSET', h, 'state', 'done', 'owner', '', 'entry', '', 'alone', '0', 'result', res, 'since', nowms())
+  redis.call('ZREM', QUEUED, id)
   redis.call('PEXPIRE', h, RET)
   redis.call('PEXPIRE', P .. 'progress:' .. id, RET)
   redis.call('XADD', P .. 'results', '*', 'job', id, 'r', res)
@@ -112,7 +123,8 @@ local function sysresult(id, status, attempt, err)
 end
 `
 
-// ARGV[4] id, [5] data, [6] chat, [7] idempotency key or "", [8] dedupe ms.
+// ARGV[4] id, [5] data, [6] chat, [7] idempotency key or "", [8] dedupe ms,
+// [9] created (unix ms).
 var enqueueScript = redis.NewScript(luaPrelude + `
 local h = P .. 'job:' .. ARGV[4]
 if ARGV[7] ~= '' then
@@ -125,7 +137,8 @@ if ARGV[7] ~= '' then
 elseif redis.call('EXISTS', h) == 1 then
   return {2}
 end
-redis.call('HSET', h, 'data', ARGV[5], 'chat', ARGV[6], 'attempt', 0, 'state', 'queued', 'owner', '', 'entry', '')
+redis.call('HSET', h, 'data', ARGV[5], 'chat', ARGV[6], 'attempt', 0, 'state', 'queued', 'owner', '', 'entry', '', 'created', ARGV[9])
+redis.call('ZADD', QUEUED, ARGV[9], ARGV[4])
 if redis.call('RPUSH', P .. 'chat:' .. ARGV[6], ARGV[4]) == 1 then
   local e = redis.call('XADD', JOBS, '*', 'id', ARGV[4])
   redis.call('HSET', h, 'state', 'ready', 'entry', e)
@@ -134,7 +147,7 @@ return {1}
 `)
 
 // ARGV[4] token, [5] max attempts, [6] consumer, [7] min idle ms, [8] scan
-// count. Every expired lease found (up to the scan count per stream) is
+// count, [9] results retain ms, [10] dead retain ms, [11] dead max length. Every expired lease found (up to the scan count per stream) is
 // settled here: canceled, dead-lettered after MaxAttempts deaths alone, or
 // made a suspect (its entry removed, its id pushed on suspect-queue). Then,
 // if the consumer holds no lease at all, one suspect is handed to it alone.
@@ -144,6 +157,12 @@ var reclaimScript = redis.NewScript(luaPrelude + `
 local SQ = P .. 'suspect-queue'
 local maxatt = tonumber(ARGV[5])
 local out = {0, 0}
+-- Retention, whether or not a front end reads results: results older
+-- than ARGV[9] ms, dead letters older than ARGV[10] ms or past ARGV[11].
+local now = nowms()
+redis.call('XTRIM', P .. 'results', 'MINID', '~', (now - tonumber(ARGV[9])) .. '-0')
+redis.call('XTRIM', P .. 'dead', 'MINID', '~', (now - tonumber(ARGV[10])) .. '-0')
+redis.call('XTRIM', P .. 'dead', 'MAXLEN', '~', ARGV[11])
 for _, stream in ipairs({JOBS, SUSP}) do
   local pend = redis.call('XPENDING', stream, G, 'IDLE', ARGV[7], '-', '+', ARGV[8])
   for _, p in ipairs(pend) do
@@ -165,11 +184,15 @@ for _, stream in ipairs({JOBS, SUSP}) do
     else
       local attempt = tonumber(redis.call('HGET', h, 'attempt'))
       local strikes = tonumber(redis.call('HGET', h, 'strikes') or '0')
+      local how = 'beside other jobs'
       if redis.call('HGET', h, 'alone') == '1' then
         strikes = redis.call('HINCRBY', h, 'strikes', 1)
+        how = 'alone'
       end
+      redis.call('HSET', h, 'history', (redis.call('HGET', h, 'history') or '') .. attempt .. '\t' ..
+        (redis.call('HGET', h, 'consumer') or '') .. '\tlease expired: worker died or stalled (' .. how .. ')\n')
       if strikes >= maxatt then
-        redis.call('XADD', P .. 'dead', '*', 'id', id, 'data', redis.call('HGET', h, 'data'), 'attempt', attempt, 'strikes', strikes)
+        redis.call('XADD', P .. 'dead', '*', 'id', id, 'data', redis.call('HGET', h, 'data'), 'attempt', attempt, 'strikes', strikes, 'history', redis.call('HGET', h, 'history'))
         out[1] = out[1] + 1
         finish(id, sysresult(id, 'dead_lettered', attempt,
           "queue: job's worker died " .. strikes .. ' times while it ran alone (MaxAttempts ' .. maxatt ..
@@ -177,7 +200,8 @@ for _, stream in ipairs({JOBS, SUSP}) do
       else
         redis.call('XACK', stream, G, eid)
         redis.call('XDEL', stream, eid)
-        redis.call('HSET', h, 'state', 'suspect', 'owner', '', 'entry', '', 'alone', '0')
+        redis.call('HSET', h, 'state', 'suspect', 'owner', '', 'entry', '', 'alone', '0', 'since', nowms())
+        redis.call('ZADD', QUEUED, tonumber(redis.call('HGET', h, 'created') or '0'), id)
         redis.call('RPUSH', SQ, id)
         out[2] = out[2] + 1
       end
@@ -196,7 +220,8 @@ while true do
     redis.call('XCLAIM', SUSP, G, ARGV[6], 0, eid, 'FORCE', 'JUSTID')
     local attempt = redis.call('HINCRBY', h, 'attempt', 1)
     local tok = ARGV[4] .. '.s'
-    redis.call('HSET', h, 'state', 'running', 'owner', tok, 'entry', eid, 'alone', '1')
+    redis.call('HSET', h, 'entry', eid, 'alone', '1')
+    lease(id, h, ARGV[6], tok)
     table.insert(out, id); table.insert(out, redis.call('HGET', h, 'data'))
     table.insert(out, attempt); table.insert(out, tok); table.insert(out, eid)
     break
@@ -205,10 +230,11 @@ end
 return out
 `)
 
-// ARGV[4] token, then pairs entry, id. Returns leases as reclaimScript does.
+// ARGV[4] token, [5] consumer, then pairs entry, id. Returns leases as
+// reclaimScript does.
 var startScript = redis.NewScript(luaPrelude + `
 local out = {}
-for i = 5, #ARGV, 2 do
+for i = 6, #ARGV, 2 do
   local eid, id = ARGV[i], ARGV[i + 1]
   local h = P .. 'job:' .. id
   if redis.call('HGET', h, 'state') ~= 'ready' or redis.call('HGET', h, 'entry') ~= eid then
@@ -218,7 +244,7 @@ for i = 5, #ARGV, 2 do
   else
     local attempt = redis.call('HINCRBY', h, 'attempt', 1)
     local tok = ARGV[4] .. '.' .. i
-    redis.call('HSET', h, 'state', 'running', 'owner', tok)
+    lease(id, h, ARGV[5], tok)
     table.insert(out, id); table.insert(out, redis.call('HGET', h, 'data'))
     table.insert(out, attempt); table.insert(out, tok); table.insert(out, eid)
   end
@@ -268,7 +294,7 @@ func (r *Redis) Enqueue(ctx context.Context, job Job) (Job, bool, error) {
 	if err != nil {
 		return job, false, err
 	}
-	args := append(r.base(), job.ID, data, job.ChatID, job.IdempotencyKey, r.o.DedupeWindow.Milliseconds())
+	args := append(r.base(), job.ID, data, job.ChatID, job.IdempotencyKey, r.o.DedupeWindow.Milliseconds(), job.CreatedAt.UnixMilli())
 	res, err := asSlice(r.co.run(ctx, enqueueScript, args...))
 	if err != nil {
 		return job, false, fmt.Errorf("queue: enqueue %s: %w", job.ID, err)
@@ -367,7 +393,8 @@ func (r *Redis) claimOnce(ctx context.Context, consumer string, max int, block t
 	var leases []Lease
 	now := time.Now().UnixNano()
 	if due := r.nextReclaim.Load(); now >= due && r.nextReclaim.CompareAndSwap(due, now+int64(reclaimInterval(r.o.LeaseTTL))) {
-		args := append(r.base(), newID(), r.o.MaxAttempts, consumer, r.o.LeaseTTL.Milliseconds(), reclaimScanCount)
+		args := append(r.base(), newID(), r.o.MaxAttempts, consumer, r.o.LeaseTTL.Milliseconds(), reclaimScanCount,
+			r.o.ResultsRetain.Milliseconds(), r.o.DeadRetain.Milliseconds(), r.o.DeadMaxLen)
 		v, err := reclaimScript.Run(ctx, r.c, nil, args...).Slice()
 		if err != nil {
 			r.nextReclaim.Store(0) // retry the scan on the next call
@@ -397,14 +424,14 @@ func (r *Redis) claimOnce(ctx context.Context, consumer string, max int, block t
 	if err != nil {
 		return leases, fmt.Errorf("queue: read jobs: %w", err)
 	}
-	sargs := append(r.base(), newID())
+	sargs := append(r.base(), newID(), consumer)
 	for _, s := range streams {
 		for _, m := range s.Messages {
 			id, _ := m.Values["id"].(string)
 			sargs = append(sargs, m.ID, id)
 		}
 	}
-	if len(sargs) == 4 {
+	if len(sargs) == 5 {
 		return leases, nil
 	}
 	v, err := asSlice(r.co.run(ctx, startScript, sargs...))
