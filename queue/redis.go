@@ -53,6 +53,12 @@ func NewRedis(ctx context.Context, c *redis.Client, opts Options) (*Redis, error
 	return r, nil
 }
 
+// Client returns the Redis client the queue was made with.
+func (r *Redis) Client() *redis.Client { return r.c }
+
+// Options returns the queue's options with defaults filled in.
+func (r *Redis) Options() Options { return r.o }
+
 func (r *Redis) key(parts ...string) string { return r.o.Prefix + strings.Join(parts, "") }
 
 func (r *Redis) ensureGroups(ctx context.Context) error {

@@ -120,6 +120,12 @@ type Config struct {
 	// Metrics collects counters; nil means a fresh Metrics (see
 	// Worker.Metrics).
 	Metrics *Metrics
+	// Version is announced in the queue's worker registry (`odek queue
+	// workers`) when the queue implements queue.Inspector.
+	Version string
+	// AnnounceInterval is how often the worker renews its registry entry
+	// (which expires after three intervals); 0 means 2 s.
+	AnnounceInterval time.Duration
 }
 
 // Errors.
@@ -198,6 +204,9 @@ func New(cfg Config) (*Worker, error) {
 	if cfg.Metrics == nil {
 		cfg.Metrics = &Metrics{}
 	}
+	if cfg.AnnounceInterval <= 0 {
+		cfg.AnnounceInterval = 2 * time.Second
+	}
 	log := cfg.Logger
 	if log == nil {
 		l := logrus.New()
@@ -239,6 +248,11 @@ func (w *Worker) Run(ctx context.Context) error {
 	defer stop()
 	pubCtx, pubCancel := context.WithCancel(context.Background())
 	go w.pub.run(pubCtx)
+	if in, ok := w.cfg.Queue.(queue.Inspector); ok {
+		annDone := make(chan struct{})
+		go func() { defer close(annDone); w.announce(pubCtx, in) }()
+		defer func() { <-annDone }()
+	}
 
 	w.claimLoop()
 	w.log.WithField("running", w.metrics.Running.Load()).Info("worker: stopped claiming")
@@ -277,6 +291,32 @@ func (w *Worker) Shutdown(ctx context.Context) error {
 		w.stopJobs(errShutdown)
 		<-w.finished
 		return fmt.Errorf("worker: shutdown: running jobs canceled and left for redelivery: %w", ctx.Err())
+	}
+}
+
+// announce keeps the worker's entry in the queue's worker registry fresh
+// until ctx ends, then removes it.
+func (w *Worker) announce(ctx context.Context, in queue.Inspector) {
+	host, _ := os.Hostname()
+	info := queue.WorkerInfo{Name: w.cfg.Name, Version: w.cfg.Version, Host: host, PID: os.Getpid(),
+		Concurrency: w.cfg.Concurrency, Started: time.Now().UTC()}
+	t := time.NewTicker(w.cfg.AnnounceInterval)
+	defer t.Stop()
+	for {
+		info.Running = w.metrics.Running.Load()
+		cctx, cancel := context.WithTimeout(ctx, time.Second)
+		if err := in.RegisterWorker(cctx, info, 3*w.cfg.AnnounceInterval); err != nil && ctx.Err() == nil {
+			w.log.WithError(err).Debug("worker: announcing itself failed")
+		}
+		cancel()
+		select {
+		case <-t.C:
+		case <-ctx.Done():
+			cctx, cancel := context.WithTimeout(context.Background(), time.Second)
+			_ = in.UnregisterWorker(cctx, w.cfg.Name)
+			cancel()
+			return
+		}
 	}
 }
 
