@@ -36,7 +36,7 @@ type Memory struct {
 	lastSweep time.Time
 	approvals map[string]*memApproval
 	// deadLettered counts jobs moved to the dead letters.
-	deadLettered uint64
+	deadLettered, suspected uint64
 }
 
 type jobState int
@@ -291,6 +291,7 @@ func (m *Memory) claimLocked(consumer string, max int) []Lease {
 			m.releaseLocked(j)
 			j.state, j.token, j.alone, j.since = stateSuspect, "", false, now
 			m.suspects = append(m.suspects, j.job.ID)
+			m.suspected++
 			m.notifyLocked()
 		}
 	}

@@ -54,10 +54,23 @@ type Operator interface {
 // was created (a worker's metric; other processes' moves are not counted).
 type DeadLetterCounter interface {
 	DeadLettered() uint64
+	// Suspected counts the jobs this value's Claim calls found abandoned
+	// by a dead worker and made suspects.
+	Suspected() uint64
 }
 
 // DeadLettered implements DeadLetterCounter.
 func (r *Redis) DeadLettered() uint64 { return r.deadLettered.Load() }
+
+// Suspected implements DeadLetterCounter.
+func (r *Redis) Suspected() uint64 { return r.suspected.Load() }
+
+// Suspected implements DeadLetterCounter.
+func (m *Memory) Suspected() uint64 {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.suspected
+}
 
 // DeadLettered implements DeadLetterCounter.
 func (m *Memory) DeadLettered() uint64 {

@@ -54,6 +54,7 @@ import (
 	"github.com/odekrun/odek/events"
 	"github.com/odekrun/odek/internal/tools"
 	"github.com/odekrun/odek/queue"
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/sirupsen/logrus"
 )
 
@@ -144,10 +145,11 @@ var (
 
 // Worker claims and runs jobs. Create it with New.
 type Worker struct {
-	cfg     Config
-	log     logrus.FieldLogger
-	metrics *Metrics
-	pub     *publisher
+	cfg      Config
+	log      logrus.FieldLogger
+	metrics  *Metrics
+	registry *prometheus.Registry
+	pub      *publisher
 
 	started atomic.Bool
 	// stopClaims ends the claim loop (Shutdown); stopJobs cancels running
@@ -215,6 +217,11 @@ func New(cfg Config) (*Worker, error) {
 	}
 	w := &Worker{cfg: cfg, log: log.WithField("worker", cfg.Name), metrics: cfg.Metrics, finished: make(chan struct{})}
 	w.pub = newPublisher(cfg.Queue, w.log, w.metrics)
+	reg, err := w.newRegistry()
+	if err != nil {
+		return nil, fmt.Errorf("worker: metrics: %w", err)
+	}
+	w.registry = reg
 	w.stopCtx, w.stopClaims = context.WithCancel(context.Background())
 	w.jobsCtx, w.stopJobs = context.WithCancelCause(context.Background())
 	return w, nil
@@ -452,6 +459,7 @@ func (w *Worker) runJob(l queue.Lease) {
 
 	start := time.Now()
 	sink := newJobSink(w.pub, l.Job, start)
+	sink.m = w.metrics
 	var prompter tools.Prompter
 	if a, ok := w.cfg.Queue.(queue.Approvals); ok {
 		prompter = &approver{a: a, job: l.Job, timeout: w.cfg.ApprovalTimeout, now: time.Now}
@@ -491,6 +499,10 @@ func (w *Worker) runJob(l queue.Lease) {
 				"prompt_tokens": res.Usage.PromptTokens, "completion_tokens": res.Usage.CompletionTokens}).Info("worker: job finished")
 		}
 	}()
+	if status != "" {
+		res.Status = status
+		w.metrics.observeResult(res, dur)
+	}
 	switch status {
 	case queue.StatusSucceeded:
 		w.metrics.Succeeded.Add(1)

@@ -218,10 +218,11 @@ func TestPanickingRunIsDeadLetteredAfterMaxAttempts(t *testing.T) {
 			if d, _ := q.(queue.Operator).DeadLetters(context.Background(), 0); len(d) != 1 || d[0].ID != poison.ID {
 				t.Fatalf("dead letters %+v", d)
 			}
-			var g worker.Gauges
-			g.DeadLettered = q.(queue.DeadLetterCounter).DeadLettered()
-			if g.DeadLettered != 1 {
-				t.Fatalf("dead-lettered counter %d", g.DeadLettered)
+			if n := q.(queue.DeadLetterCounter).DeadLettered(); n != 1 {
+				t.Fatalf("dead-lettered counter %d", n)
+			}
+			if n := q.(queue.DeadLetterCounter).Suspected(); n != 2 {
+				t.Fatalf("suspected counter %d, want 2 (every death but the last made it a suspect)", n)
 			}
 		})
 	}
@@ -412,6 +413,8 @@ func TestMetricsEndpoint(t *testing.T) {
 		"odek_worker_run_duration_seconds_bucket{le=\"+Inf\"} ", "odek_worker_run_duration_seconds_count ",
 		"# TYPE odek_worker_run_duration_seconds histogram\n", "odek_queue_depth ", "odek_queue_pending ",
 		"odek_worker_jobs_dead_lettered_total 0\n", "odek_worker_jobs_running ",
+		`odek_queue_jobs{state="queued"} `, `odek_queue_jobs{state="suspect"} 0`, "odek_queue_oldest_queued_age_seconds ",
+		"go_goroutines ", `odek_worker_job_duration_seconds_count{status="failed"} 1`,
 	} {
 		if !strings.Contains(string(body), want) {
 			t.Errorf("metrics lack %q:\n%s", want, body)
