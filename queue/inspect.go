@@ -258,7 +258,6 @@ func (r *Redis) Inspect(ctx context.Context, jobID string) (JobInfo, bool, error
 	info.Attempt, _ = strconv.Atoi(h["attempt"])
 	info.Job.Attempt = info.Attempt
 	info.Strikes, _ = strconv.Atoi(h["strikes"])
-	info.Worker = h["consumer"]
 	info.History = parseHistory(h["history"])
 	if ms, err := strconv.ParseInt(h["since"], 10, 64); err == nil {
 		info.Since = time.UnixMilli(ms).UTC()
@@ -270,15 +269,17 @@ func (r *Redis) Inspect(ctx context.Context, jobID string) (JobInfo, bool, error
 	case StateSuspect:
 		info.Suspect = true
 	case StateRunning:
-		info.Suspect = h["alone"] == "1"
+		info.Since = tokenTime(h["owner"])
+		e := h["entry"]
 		stream := r.key("jobs")
-		if info.Suspect {
-			stream = r.key("suspects")
+		if strings.HasPrefix(e, "s") { // a suspect's lease, in the suspects stream
+			info.Suspect, stream, e = true, r.key("suspects"), e[1:]
 		}
-		if e := h["entry"]; e != "" {
+		if e != "" {
 			p, err := r.c.XPendingExt(ctx, &redis.XPendingExtArgs{Stream: stream, Group: r.o.Group, Start: e, End: e, Count: 1}).Result()
 			if err == nil && len(p) == 1 {
 				info.LeaseLeft = r.o.LeaseTTL - p[0].Idle
+				info.Worker = p[0].Consumer
 			}
 		}
 		if aid, err := r.c.Get(ctx, r.key("asking:", jobID)).Result(); err == nil {
@@ -287,6 +288,7 @@ func (r *Redis) Inspect(ctx context.Context, jobID string) (JobInfo, bool, error
 			}
 		}
 	case "done":
+		info.Since = time.Time{} // the result's duration says when
 		var res Result
 		if err := json.Unmarshal([]byte(h["result"]), &res); err == nil {
 			info.Result = &res

@@ -168,8 +168,14 @@ func (m *Memory) Retry(ctx context.Context, jobID string) (Job, error) {
 	return j, nil
 }
 
-// Stats implements Operator: XLEN ×3, XPENDING ×2, ZCARD, ZRANGE and
-// LLEN in one pipeline.
+// oldestScan bounds the jobs-stream entries Stats looks at for the oldest
+// ready job.
+const oldestScan = 64
+
+// Stats implements Operator: XLEN ×3, XPENDING ×2, GET, XRANGE and LLEN
+// in one pipeline, then one pipeline of HMGETs for the oldest ready job.
+// Queued is the unfinished jobs (the <prefix>unfinished counter, kept by
+// the enqueue and finish scripts) minus those held by a lease.
 func (r *Redis) Stats(ctx context.Context) (Stats, error) {
 	pipe := r.c.Pipeline()
 	jobs := pipe.XLen(ctx, r.key("jobs"))
@@ -177,13 +183,13 @@ func (r *Redis) Stats(ctx context.Context) (Stats, error) {
 	results := pipe.XLen(ctx, r.key("results"))
 	pend := pipe.XPending(ctx, r.key("jobs"), r.o.Group)
 	spend := pipe.XPending(ctx, r.key("suspects"), r.o.Group)
-	queued := pipe.ZCard(ctx, r.key("queued"))
-	oldest := pipe.ZRangeWithScores(ctx, r.key("queued"), 0, 0)
+	unfinished := pipe.Get(ctx, r.key("unfinished"))
+	oldest := pipe.XRangeN(ctx, r.key("jobs"), "-", "+", oldestScan)
 	susp := pipe.LLen(ctx, r.key("suspect-queue"))
-	if _, err := pipe.Exec(ctx); err != nil && !isNoGroup(err) {
+	if _, err := pipe.Exec(ctx); err != nil && !isNoGroup(err) && !errors.Is(err, redis.Nil) {
 		return Stats{}, fmt.Errorf("queue: stats: %w", err)
 	}
-	s := Stats{RunningBy: map[string]int64{}, Dead: dead.Val(), Results: results.Val(), Queued: queued.Val(), Suspects: susp.Val()}
+	s := Stats{RunningBy: map[string]int64{}, Dead: dead.Val(), Results: results.Val(), Suspects: susp.Val()}
 	var jobsPending int64
 	for i, p := range []*redis.XPendingCmd{pend, spend} {
 		if p := p.Val(); p != nil {
@@ -196,8 +202,29 @@ func (r *Redis) Stats(ctx context.Context) (Stats, error) {
 			}
 		}
 	}
-	if o := oldest.Val(); len(o) == 1 {
-		s.OldestQueued = time.UnixMilli(int64(o[0].Score)).UTC()
+	n, _ := unfinished.Int64()
+	s.Queued = max(n-s.Running, 0)
+	// The ready job that has waited longest: the first entries of the jobs
+	// stream not yet started (among the first oldestScan).
+	if o := oldest.Val(); len(o) > 0 {
+		pipe := r.c.Pipeline()
+		states := make([]*redis.SliceCmd, len(o))
+		for i, m := range o {
+			id, _ := m.Values["id"].(string)
+			states[i] = pipe.HMGet(ctx, r.key("job:", id), "state", "data")
+		}
+		_, _ = pipe.Exec(ctx)
+		for _, c := range states {
+			v := c.Val()
+			if len(v) != 2 || v[0] != StateReady {
+				continue
+			}
+			var j Job
+			if data, _ := v[1].(string); json.Unmarshal([]byte(data), &j) == nil {
+				s.OldestQueued = j.CreatedAt
+			}
+			break
+		}
 	}
 	// Finished entries are deleted, so the stream holds ready + claimed jobs.
 	s.Ready = max(jobs.Val()-jobsPending, 0)

@@ -35,6 +35,23 @@ type Redis struct {
 // stream; the rest wait for the next scan.
 const reclaimScanCount = 100
 
+// newToken returns a lease token prefix: the claim time (unix ms, this
+// machine's clock) and 16 random hex digits. Inspect reads the claim time
+// back from the owner field, so the scripts store no extra field.
+func newToken() string {
+	return strconv.FormatInt(time.Now().UnixMilli(), 10) + "-" + newID()[:16]
+}
+
+// tokenTime is the claim time in a lease token; zero if there is none.
+func tokenTime(tok string) time.Time {
+	ms, _, ok := strings.Cut(tok, "-")
+	n, err := strconv.ParseInt(ms, 10, 64)
+	if !ok || err != nil {
+		return time.Time{}
+	}
+	return time.UnixMilli(n).UTC()
+}
+
 // reclaimInterval is how often Claim scans for expired leases: a quarter of
 // the lease, at most a second. Pure, so it has a table test.
 func reclaimInterval(lease time.Duration) time.Duration {
@@ -80,20 +97,17 @@ const luaPrelude = `
 local P, G, RET = ARGV[1], ARGV[2], tonumber(ARGV[3])
 local JOBS = P .. 'jobs'
 local SUSP = P .. 'suspects'
-local QUEUED = P .. 'queued'
+local UNFIN = P .. 'unfinished' -- count of unfinished jobs
 local function nowms()
   local t = redis.call('TIME')
   return tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 end
--- lease hands job id (hash h) to consumer c with token tok.
-local function lease(id, h, c, tok)
-  redis.call('ZREM', QUEUED, id)
-  redis.call('HSET', h, 'state', 'running', 'owner', tok, 'consumer', c, 'since', nowms())
-end
--- streamof: a suspect's lease lives in the suspects stream, any other in jobs.
-local function streamof(h)
-  if redis.call('HGET', h, 'alone') == '1' then return SUSP end
-  return JOBS
+-- A suspect's lease lives in the suspects stream and its entry field is
+-- 's' .. stream id (stream ids start with a digit); entryof returns the
+-- stream and the id of an entry field.
+local function entryof(e)
+  if e and string.byte(e, 1) == 115 then return SUSP, string.sub(e, 2) end
+  return JOBS, e
 end
 local function finish(id, res)
   local h = P .. 'job:' .. id
@@ -101,12 +115,12 @@ local function finish(id, res)
   if (not st) or st == 'done' then return 0 end
   local entry = redis.call('HGET', h, 'entry')
   if entry and entry ~= '' then
-    local s = streamof(h)
-    redis.call('XACK', s, G, entry)
-    redis.call('XDEL', s, entry)
+    local s, eid = entryof(entry)
+    redis.call('XACK', s, G, eid)
+    redis.call('XDEL', s, eid)
   end
-  redis.call('HSET', h, 'state', 'done', 'owner', '', 'entry', '', 'alone', '0', 'result', res, 'since', nowms())
-  redis.call('ZREM', QUEUED, id)
+  redis.call('HSET', h, 'state', 'done', 'owner', '', 'entry', '', 'result', res)
+  redis.call('DECR', UNFIN)
   redis.call('PEXPIRE', h, RET)
   redis.call('PEXPIRE', P .. 'progress:' .. id, RET)
   redis.call('XADD', P .. 'results', '*', 'job', id, 'r', res)
@@ -129,8 +143,7 @@ local function sysresult(id, status, attempt, err)
 end
 `
 
-// ARGV[4] id, [5] data, [6] chat, [7] idempotency key or "", [8] dedupe ms,
-// [9] created (unix ms).
+// ARGV[4] id, [5] data, [6] chat, [7] idempotency key or "", [8] dedupe ms.
 var enqueueScript = redis.NewScript(luaPrelude + `
 local h = P .. 'job:' .. ARGV[4]
 if ARGV[7] ~= '' then
@@ -143,8 +156,8 @@ if ARGV[7] ~= '' then
 elseif redis.call('EXISTS', h) == 1 then
   return {2}
 end
-redis.call('HSET', h, 'data', ARGV[5], 'chat', ARGV[6], 'attempt', 0, 'state', 'queued', 'owner', '', 'entry', '', 'created', ARGV[9])
-redis.call('ZADD', QUEUED, ARGV[9], ARGV[4])
+redis.call('HSET', h, 'data', ARGV[5], 'chat', ARGV[6], 'attempt', 0, 'state', 'queued', 'owner', '', 'entry', '')
+redis.call('INCR', UNFIN)
 if redis.call('RPUSH', P .. 'chat:' .. ARGV[6], ARGV[4]) == 1 then
   local e = redis.call('XADD', JOBS, '*', 'id', ARGV[4])
   redis.call('HSET', h, 'state', 'ready', 'entry', e)
@@ -177,7 +190,10 @@ for _, stream in ipairs({JOBS, SUSP}) do
     local id = e and e[2][2]
     local h = id and (P .. 'job:' .. id)
     local st = h and redis.call('HGET', h, 'state')
-    if (not id) or redis.call('HGET', h, 'entry') ~= eid or streamof(h) ~= stream or (st ~= 'running' and st ~= 'ready') then
+    local alone = stream == SUSP
+    local want = eid
+    if alone then want = 's' .. eid end
+    if (not id) or redis.call('HGET', h, 'entry') ~= want or (st ~= 'running' and st ~= 'ready') then
       redis.call('XACK', stream, G, eid)
     elseif redis.call('HGET', h, 'cancel') == '1' then
       finish(id, sysresult(id, 'canceled', redis.call('HGET', h, 'attempt'), 'queue: canceled'))
@@ -191,12 +207,12 @@ for _, stream in ipairs({JOBS, SUSP}) do
       local attempt = tonumber(redis.call('HGET', h, 'attempt'))
       local strikes = tonumber(redis.call('HGET', h, 'strikes') or '0')
       local how = 'beside other jobs'
-      if redis.call('HGET', h, 'alone') == '1' then
+      if alone then
         strikes = redis.call('HINCRBY', h, 'strikes', 1)
         how = 'alone'
       end
       redis.call('HSET', h, 'history', (redis.call('HGET', h, 'history') or '') .. attempt .. '\t' ..
-        (redis.call('HGET', h, 'consumer') or '') .. '\tlease expired: worker died or stalled (' .. how .. ')\n')
+        p[2] .. '\tlease expired: worker died or stalled (' .. how .. ')\n')
       if strikes >= maxatt then
         redis.call('XADD', P .. 'dead', '*', 'id', id, 'data', redis.call('HGET', h, 'data'), 'attempt', attempt, 'strikes', strikes, 'history', redis.call('HGET', h, 'history'))
         out[1] = out[1] + 1
@@ -206,8 +222,7 @@ for _, stream in ipairs({JOBS, SUSP}) do
       else
         redis.call('XACK', stream, G, eid)
         redis.call('XDEL', stream, eid)
-        redis.call('HSET', h, 'state', 'suspect', 'owner', '', 'entry', '', 'alone', '0', 'since', nowms())
-        redis.call('ZADD', QUEUED, tonumber(redis.call('HGET', h, 'created') or '0'), id)
+        redis.call('HSET', h, 'state', 'suspect', 'owner', '', 'entry', '', 'since', now)
         redis.call('RPUSH', SQ, id)
         out[2] = out[2] + 1
       end
@@ -226,8 +241,7 @@ while true do
     redis.call('XCLAIM', SUSP, G, ARGV[6], 0, eid, 'FORCE', 'JUSTID')
     local attempt = redis.call('HINCRBY', h, 'attempt', 1)
     local tok = ARGV[4] .. '.s'
-    redis.call('HSET', h, 'entry', eid, 'alone', '1')
-    lease(id, h, ARGV[6], tok)
+    redis.call('HSET', h, 'state', 'running', 'owner', tok, 'entry', 's' .. eid)
     table.insert(out, id); table.insert(out, redis.call('HGET', h, 'data'))
     table.insert(out, attempt); table.insert(out, tok); table.insert(out, eid)
     break
@@ -236,11 +250,10 @@ end
 return out
 `)
 
-// ARGV[4] token, [5] consumer, then pairs entry, id. Returns leases as
-// reclaimScript does.
+// ARGV[4] token, then pairs entry, id. Returns leases as reclaimScript does.
 var startScript = redis.NewScript(luaPrelude + `
 local out = {}
-for i = 6, #ARGV, 2 do
+for i = 5, #ARGV, 2 do
   local eid, id = ARGV[i], ARGV[i + 1]
   local h = P .. 'job:' .. id
   if redis.call('HGET', h, 'state') ~= 'ready' or redis.call('HGET', h, 'entry') ~= eid then
@@ -250,7 +263,7 @@ for i = 6, #ARGV, 2 do
   else
     local attempt = redis.call('HINCRBY', h, 'attempt', 1)
     local tok = ARGV[4] .. '.' .. i
-    lease(id, h, ARGV[5], tok)
+    redis.call('HSET', h, 'state', 'running', 'owner', tok)
     table.insert(out, id); table.insert(out, redis.call('HGET', h, 'data'))
     table.insert(out, attempt); table.insert(out, tok); table.insert(out, eid)
   end
@@ -262,7 +275,8 @@ return out
 var heartbeatScript = redis.NewScript(luaPrelude + `
 local h = P .. 'job:' .. ARGV[4]
 if redis.call('HGET', h, 'owner') ~= ARGV[5] or redis.call('HGET', h, 'state') ~= 'running' then return 'lost' end
-redis.call('XCLAIM', streamof(h), G, ARGV[6], 0, redis.call('HGET', h, 'entry'), 'JUSTID')
+local s, eid = entryof(redis.call('HGET', h, 'entry'))
+redis.call('XCLAIM', s, G, ARGV[6], 0, eid, 'JUSTID')
 if redis.call('HGET', h, 'cancel') == '1' then return 'canceled' end
 return 'ok'
 `)
@@ -300,7 +314,7 @@ func (r *Redis) Enqueue(ctx context.Context, job Job) (Job, bool, error) {
 	if err != nil {
 		return job, false, err
 	}
-	args := append(r.base(), job.ID, data, job.ChatID, job.IdempotencyKey, r.o.DedupeWindow.Milliseconds(), job.CreatedAt.UnixMilli())
+	args := append(r.base(), job.ID, data, job.ChatID, job.IdempotencyKey, r.o.DedupeWindow.Milliseconds())
 	res, err := asSlice(r.co.run(ctx, enqueueScript, args...))
 	if err != nil {
 		return job, false, fmt.Errorf("queue: enqueue %s: %w", job.ID, err)
@@ -399,7 +413,7 @@ func (r *Redis) claimOnce(ctx context.Context, consumer string, max int, block t
 	var leases []Lease
 	now := time.Now().UnixNano()
 	if due := r.nextReclaim.Load(); now >= due && r.nextReclaim.CompareAndSwap(due, now+int64(reclaimInterval(r.o.LeaseTTL))) {
-		args := append(r.base(), newID(), r.o.MaxAttempts, consumer, r.o.LeaseTTL.Milliseconds(), reclaimScanCount,
+		args := append(r.base(), newToken(), r.o.MaxAttempts, consumer, r.o.LeaseTTL.Milliseconds(), reclaimScanCount,
 			r.o.ResultsRetain.Milliseconds(), r.o.DeadRetain.Milliseconds(), r.o.DeadMaxLen)
 		v, err := reclaimScript.Run(ctx, r.c, nil, args...).Slice()
 		if err != nil {
@@ -430,14 +444,14 @@ func (r *Redis) claimOnce(ctx context.Context, consumer string, max int, block t
 	if err != nil {
 		return leases, fmt.Errorf("queue: read jobs: %w", err)
 	}
-	sargs := append(r.base(), newID(), consumer)
+	sargs := append(r.base(), newToken())
 	for _, s := range streams {
 		for _, m := range s.Messages {
 			id, _ := m.Values["id"].(string)
 			sargs = append(sargs, m.ID, id)
 		}
 	}
-	if len(sargs) == 5 {
+	if len(sargs) == 4 {
 		return leases, nil
 	}
 	v, err := asSlice(r.co.run(ctx, startScript, sargs...))
