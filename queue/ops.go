@@ -79,7 +79,24 @@ func (m *Memory) DeadLettered() uint64 {
 	return m.deadLettered
 }
 
+// HeartbeatBatcher renews many leases at once; both queues implement it.
+// The result for each lease is what Heartbeat would return.
+type HeartbeatBatcher interface {
+	HeartbeatBatch(ctx context.Context, ls []Lease) []error
+}
+
+// HeartbeatBatch implements HeartbeatBatcher.
+func (m *Memory) HeartbeatBatch(ctx context.Context, ls []Lease) []error {
+	errs := make([]error, len(ls))
+	for i, l := range ls {
+		errs[i] = m.Heartbeat(ctx, l)
+	}
+	return errs
+}
+
 var (
+	_ HeartbeatBatcher  = (*Redis)(nil)
+	_ HeartbeatBatcher  = (*Memory)(nil)
 	_ DeadLetterCounter = (*Redis)(nil)
 	_ DeadLetterCounter = (*Memory)(nil)
 	_ Operator          = (*Redis)(nil)

@@ -465,10 +465,29 @@ func (r *Redis) claimOnce(ctx context.Context, consumer string, max int, block t
 
 // Heartbeat implements Queue: one EVALSHA.
 func (r *Redis) Heartbeat(ctx context.Context, l Lease) error {
-	s, err := asText(r.co.run(ctx, heartbeatScript, append(r.base(), l.Job.ID, l.token, l.Consumer)...))
+	v, err := r.co.run(ctx, heartbeatScript, append(r.base(), l.Job.ID, l.token, l.Consumer)...)
+	return heartbeatErr(l.Job.ID, v, err)
+}
+
+// HeartbeatBatch implements HeartbeatBatcher: the heartbeat scripts of all
+// leases share round trips (one pipeline per 256).
+func (r *Redis) HeartbeatBatch(ctx context.Context, ls []Lease) []error {
+	args := make([][]any, len(ls))
+	for i, l := range ls {
+		args[i] = append(r.base(), l.Job.ID, l.token, l.Consumer)
+	}
+	vals, errs := r.co.runAll(ctx, heartbeatScript, args)
+	for i := range ls {
+		errs[i] = heartbeatErr(ls[i].Job.ID, vals[i], errs[i])
+	}
+	return errs
+}
+
+func heartbeatErr(id string, v any, err error) error {
+	s, err := asText(v, err)
 	switch {
 	case err != nil:
-		return fmt.Errorf("queue: heartbeat %s: %w", l.Job.ID, err)
+		return fmt.Errorf("queue: heartbeat %s: %w", id, err)
 	case s == "lost":
 		return ErrLeaseLost
 	case s == "canceled":

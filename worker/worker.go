@@ -150,6 +150,7 @@ type Worker struct {
 	metrics  *Metrics
 	registry *prometheus.Registry
 	pub      *publisher
+	hb       *heartbeater
 
 	started atomic.Bool
 	// stopClaims ends the claim loop (Shutdown); stopJobs cancels running
@@ -217,6 +218,7 @@ func New(cfg Config) (*Worker, error) {
 	}
 	w := &Worker{cfg: cfg, log: log.WithField("worker", cfg.Name), metrics: cfg.Metrics, finished: make(chan struct{})}
 	w.pub = newPublisher(cfg.Queue, w.log, w.metrics)
+	w.hb = newHeartbeater(w)
 	reg, err := w.newRegistry()
 	if err != nil {
 		return nil, fmt.Errorf("worker: metrics: %w", err)
@@ -255,6 +257,8 @@ func (w *Worker) Run(ctx context.Context) error {
 	defer stop()
 	pubCtx, pubCancel := context.WithCancel(context.Background())
 	go w.pub.run(pubCtx)
+	hbDone := make(chan struct{})
+	go func() { defer close(hbDone); w.hb.run(pubCtx) }()
 	if in, ok := w.cfg.Queue.(queue.Inspector); ok {
 		annDone := make(chan struct{})
 		go func() { defer close(annDone); w.announce(pubCtx, in) }()
@@ -267,6 +271,7 @@ func (w *Worker) Run(ctx context.Context) error {
 	close(w.pub.ch)
 	<-w.pub.done
 	pubCancel()
+	<-hbDone
 	w.stopJobs(nil)
 	if w.stopCtx.Err() != nil && ctx.Err() == nil {
 		return nil
@@ -452,10 +457,9 @@ func (w *Worker) runJob(l queue.Lease) {
 	}
 	runCtx, cancelRun := context.WithCancelCause(w.jobsCtx)
 	defer cancelRun(nil)
-	hbCtx, stopHB := context.WithCancel(context.Background())
-	hbDone := make(chan struct{})
-	go func() { defer close(hbDone); w.heartbeat(hbCtx, l, cancelRun, log) }()
-	defer func() { stopHB(); <-hbDone }()
+	// The worker's one heartbeat loop renews the lease until runJob
+	// returns (also while the ack is retried).
+	defer w.hb.add(l, cancelRun, log)()
 
 	start := time.Now()
 	sink := newJobSink(w.pub, l.Job, start)
@@ -546,46 +550,6 @@ func (w *Worker) call(ctx context.Context, job queue.Job, sink events.Sink, p to
 	}()
 	res, err = w.cfg.Run(ctx, job, sink, p)
 	return res, err, nil
-}
-
-// heartbeat renews the lease until ctx ends, canceling the run on a
-// cancellation request or a lost lease. Failed renewals (queue down) are
-// logged and retried at the next tick.
-func (w *Worker) heartbeat(ctx context.Context, l queue.Lease, cancelRun context.CancelCauseFunc, log logrus.FieldLogger) {
-	t := time.NewTicker(w.cfg.HeartbeatInterval)
-	defer t.Stop()
-	// The lease was taken (Claim) or last renewed no later than now.
-	renewed := time.Now()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-		}
-		cctx, cancel := context.WithTimeout(ctx, max(w.cfg.HeartbeatInterval, time.Second))
-		err := w.cfg.Queue.Heartbeat(cctx, l)
-		cancel()
-		switch {
-		case err == nil:
-			renewed = time.Now()
-		case errors.Is(err, queue.ErrCanceled):
-			renewed = time.Now()
-			cancelRun(errJobCanceled)
-		case errors.Is(err, queue.ErrLeaseLost):
-			cancelRun(errLeaseLost)
-			return
-		case ctx.Err() != nil:
-			return
-		default:
-			w.metrics.QueueErrors.Add(1)
-			log.WithError(err).Warn("worker: heartbeat failed")
-			if leaseExpired(time.Since(renewed), w.cfg.LeaseTTL, w.cfg.HeartbeatInterval) {
-				log.Warn("worker: lease not renewed within its TTL; stopping the run, another worker may own the job now")
-				cancelRun(errLeaseLost)
-				return
-			}
-		}
-	}
 }
 
 // leaseExpired reports whether a lease last renewed since ago may already

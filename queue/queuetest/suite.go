@@ -36,6 +36,7 @@ func Run(t *testing.T, newQueue NewQueue) {
 	t.Run("ClaimHonoursContext", func(t *testing.T) { testClaimContext(t, newQueue) })
 	t.Run("Approvals", func(t *testing.T) { testApprovals(t, newQueue) })
 	t.Run("Inspect", func(t *testing.T) { testInspect(t, newQueue) })
+	t.Run("HeartbeatBatch", func(t *testing.T) { testHeartbeatBatch(t, newQueue) })
 	t.Run("PoisonIsolation", func(t *testing.T) { testPoisonIsolation(t, newQueue, 0) })
 	t.Run("PoisonIsolationWithKills", func(t *testing.T) {
 		for i := 0; i < 3; i++ {
@@ -866,5 +867,37 @@ func testInspect(t *testing.T, nq NewQueue) {
 	}
 	if ws, err := in.Workers(ctxT(t)); err != nil || len(ws) != 0 {
 		t.Fatalf("Workers after unregister = %+v, %v", ws, err)
+	}
+}
+
+// testHeartbeatBatch: a batch renews what Heartbeat would, lease by lease.
+func testHeartbeatBatch(t *testing.T, nq NewQueue) {
+	q := nq(t, queue.Options{})
+	hb, ok := q.(queue.HeartbeatBatcher)
+	if !ok {
+		t.Skip("queue does not implement queue.HeartbeatBatcher")
+	}
+	for c := int64(31); c <= 33; c++ {
+		enqueue(t, q, queue.Job{ChatID: c, Goal: "beat"})
+	}
+	ls, err := q.Claim(ctxT(t), "w-batch", 10, time.Second)
+	if err != nil || len(ls) != 3 {
+		t.Fatalf("Claim = %d, %v", len(ls), err)
+	}
+	if errs := hb.HeartbeatBatch(ctxT(t), ls); len(errs) != 3 || errs[0] != nil || errs[1] != nil || errs[2] != nil {
+		t.Fatalf("HeartbeatBatch = %v, want 3 nil", errs)
+	}
+	if err := q.Ack(ctxT(t), ls[0], queue.Result{}); err != nil {
+		t.Fatal(err)
+	}
+	if err := q.Cancel(ctxT(t), ls[1].Job.ID); err != nil {
+		t.Fatal(err)
+	}
+	errs := hb.HeartbeatBatch(ctxT(t), ls)
+	if len(errs) != 3 || !errors.Is(errs[0], queue.ErrLeaseLost) || !errors.Is(errs[1], queue.ErrCanceled) || errs[2] != nil {
+		t.Fatalf("HeartbeatBatch after ack and cancel = %v, want [lease lost, canceled, nil]", errs)
+	}
+	if errs := hb.HeartbeatBatch(ctxT(t), nil); len(errs) != 0 {
+		t.Fatalf("empty batch = %v", errs)
 	}
 }
