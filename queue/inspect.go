@@ -305,7 +305,7 @@ func (r *Redis) Inspect(ctx context.Context, jobID string) (JobInfo, bool, error
 // per attempt that ended without a result.
 func parseHistory(s string) []AttemptEnd {
 	var out []AttemptEnd
-	for _, line := range strings.Split(strings.TrimSpace(s), "\n") {
+	for _, line := range strings.Split(s, "\n") {
 		f := strings.SplitN(line, "\t", 3)
 		if len(f) != 3 {
 			continue

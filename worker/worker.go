@@ -162,10 +162,9 @@ type Worker struct {
 	jobs       sync.WaitGroup
 	finished   chan struct{} // closed when Run has returned
 
-	healthMu  sync.Mutex
-	lastErr   error // last failed claim; nil after a success
-	running   bool
-	shutdownO sync.Once
+	healthMu sync.Mutex
+	lastErr  error // last failed claim; nil after a success
+	running  bool
 }
 
 // New validates cfg and returns a Worker.
@@ -377,6 +376,7 @@ func sleep(ctx context.Context, d time.Duration) bool {
 func (w *Worker) claimLoop() {
 	slots := make(chan struct{}, w.cfg.Concurrency)
 	failures := 0
+	var scanned [2]uint64
 	for {
 		select {
 		case slots <- struct{}{}:
@@ -436,8 +436,26 @@ func (w *Worker) claimLoop() {
 			w.log.WithField("failures", failures).Info("worker: queue reachable again")
 		}
 		failures = 0
+		w.logScan(&scanned)
 		w.setErr(nil)
 	}
+}
+
+// logScan logs what this worker's expired-lease scans did since the last
+// call: jobs found abandoned (made suspects) and jobs dead-lettered.
+func (w *Worker) logScan(last *[2]uint64) {
+	dc, ok := w.cfg.Queue.(queue.DeadLetterCounter)
+	if !ok {
+		return
+	}
+	s, d := dc.Suspected(), dc.DeadLettered()
+	if s > last[0] {
+		w.log.WithField("jobs", s-last[0]).Info("worker: reclaim: found jobs whose worker died (lease expired); each will run alone")
+	}
+	if d > last[1] {
+		w.log.WithField("jobs", d-last[1]).Warn("worker: reclaim: dead-lettered jobs whose worker died MaxAttempts times while they ran alone")
+	}
+	last[0], last[1] = s, d
 }
 
 // runJob runs one claimed job to its acknowledgement (or abandonment).
@@ -468,7 +486,7 @@ func (w *Worker) runJob(l queue.Lease) {
 	if a, ok := w.cfg.Queue.(queue.Approvals); ok {
 		prompter = &approver{a: a, job: l.Job, timeout: w.cfg.ApprovalTimeout, now: time.Now}
 	}
-	res, err, panicked := w.call(runCtx, l.Job, sink, prompter)
+	res, panicked, err := w.call(runCtx, l.Job, sink, prompter)
 	dur := time.Since(start)
 	cause := context.Cause(runCtx)
 	w.metrics.ObserveRun(dur)
@@ -542,14 +560,14 @@ func decideResult(res queue.Result, err error, canceled bool, dur time.Duration)
 }
 
 // call runs the RunFunc, turning a panic into panicked.
-func (w *Worker) call(ctx context.Context, job queue.Job, sink events.Sink, p tools.Prompter) (res queue.Result, err error, panicked any) {
+func (w *Worker) call(ctx context.Context, job queue.Job, sink events.Sink, p tools.Prompter) (res queue.Result, panicked any, err error) {
 	defer func() {
 		if v := recover(); v != nil {
 			panicked = v
 		}
 	}()
 	res, err = w.cfg.Run(ctx, job, sink, p)
-	return res, err, nil
+	return res, nil, err
 }
 
 // leaseExpired reports whether a lease last renewed since ago may already
