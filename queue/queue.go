@@ -11,10 +11,12 @@
 // A job is enqueued once per idempotency key within the dedupe window. Jobs
 // of one chat run one at a time in arrival order; jobs of other chats are not
 // held up behind them. A worker claims a job and holds a lease on it that it
-// renews with Heartbeat; a lease not renewed for LeaseTTL is taken over by the
-// next Claim of any worker, with Job.Attempt raised by one. A job whose
-// attempts reach MaxAttempts goes to the dead-letter stream and a failure
-// Result is published instead. Exactly one Result is published per job: the
+// renews with Heartbeat; a lease not renewed for LeaseTTL makes the job a
+// suspect, which the next Claim of an idle worker takes over alone
+// (Lease.Suspect), with Job.Attempt raised by one. A job whose worker died
+// MaxAttempts times while it ran alone goes to the dead-letter stream and a
+// failure Result is published instead; deaths beside other jobs are not
+// counted, so a poison job does not take its neighbours down with it. Exactly one Result is published per job: the
 // first of Ack, dead-lettering and cancellation wins; a worker whose lease
 // was lost gets ErrLeaseLost from Heartbeat and Ack and its result is dropped.
 // docs/QUEUE.md states the guarantees and the Redis keys precisely.
@@ -54,10 +56,12 @@ type Queue interface {
 	// CreatedAt. If job.IdempotencyKey was seen within the dedupe window,
 	// nothing is stored and the earlier job is returned with dup true.
 	Enqueue(ctx context.Context, job Job) (stored Job, dup bool, err error)
-	// Claim first takes over up to max jobs whose leases expired (raising
-	// their Attempt, dead-lettering those at MaxAttempts), then waits up to
-	// block for new jobs (block <= 0: do not wait). It returns at most max
-	// leases, possibly none.
+	// Claim first settles the jobs whose leases expired (each becomes a
+	// suspect, or is dead-lettered after MaxAttempts deaths alone) and, if
+	// consumer holds no lease, returns one suspect alone (Lease.Suspect;
+	// the consumer must claim nothing else until it is finished). Otherwise
+	// it waits up to block for new jobs (block <= 0: do not wait). It
+	// returns at most max leases, possibly none.
 	Claim(ctx context.Context, consumer string, max int, block time.Duration) ([]Lease, error)
 	// Heartbeat renews the lease. It returns ErrLeaseLost when another
 	// worker owns the job now, and ErrCanceled when the job's cancellation
@@ -224,8 +228,9 @@ type Options struct {
 	// ResultLeaseTTL is how long a front end may hold a read result without
 	// AckResult before another front end may take it over; 0 means 30s.
 	ResultLeaseTTL time.Duration
-	// MaxAttempts is how many claims a job gets before it is dead-lettered;
-	// 0 means 3.
+	// MaxAttempts is how many times a job's worker may die while the job
+	// runs alone (as a suspect) before it is dead-lettered; 0 means 3. The
+	// job is claimed at most MaxAttempts+1 times.
 	MaxAttempts int
 	// DedupeWindow is how long an idempotency key is remembered; 0 means 24h.
 	DedupeWindow time.Duration
