@@ -79,6 +79,27 @@ func (m *Memory) DeadLettered() uint64 {
 	return m.deadLettered
 }
 
+// SuspectWaiter is implemented by both queues: how long the oldest suspect
+// has been waiting for an idle consumer, as this queue value last saw it
+// from a busy consumer's Claim (0: none waiting). A worker that is never
+// idle under steady load drains itself when this grows, so suspects do not
+// starve.
+type SuspectWaiter interface {
+	SuspectWait() time.Duration
+}
+
+// SuspectWait implements SuspectWaiter.
+func (m *Memory) SuspectWait() time.Duration {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	for _, id := range m.suspects {
+		if j := m.jobs[id]; j != nil && j.state == stateSuspect {
+			return max(m.o.Now().Sub(j.since), 0)
+		}
+	}
+	return 0
+}
+
 // HeartbeatBatcher renews many leases at once; both queues implement it.
 // The result for each lease is what Heartbeat would return.
 type HeartbeatBatcher interface {
@@ -95,6 +116,8 @@ func (m *Memory) HeartbeatBatch(ctx context.Context, ls []Lease) []error {
 }
 
 var (
+	_ SuspectWaiter     = (*Redis)(nil)
+	_ SuspectWaiter     = (*Memory)(nil)
 	_ HeartbeatBatcher  = (*Redis)(nil)
 	_ HeartbeatBatcher  = (*Memory)(nil)
 	_ DeadLetterCounter = (*Redis)(nil)

@@ -29,6 +29,15 @@ type Redis struct {
 	// deadLettered counts jobs this value's claims moved to the dead
 	// letters; suspected, jobs they found abandoned and made suspects.
 	deadLettered, suspected atomic.Uint64
+	// suspectWait (ms) is how long the oldest suspect had waited at the
+	// last scan that found the consumer busy; 0 when none waited.
+	suspectWait atomic.Int64
+}
+
+// SuspectWait implements SuspectWaiter: what the last expired-lease scan of
+// this value saw while its consumer was busy.
+func (r *Redis) SuspectWait() time.Duration {
+	return time.Duration(r.suspectWait.Load()) * time.Millisecond
 }
 
 // reclaimScanCount bounds the expired leases one reclaim scan settles per
@@ -170,12 +179,13 @@ return {1}
 // settled here: canceled, dead-lettered after MaxAttempts deaths alone, or
 // made a suspect (its entry removed, its id pushed on suspect-queue). Then,
 // if the consumer holds no lease at all, one suspect is handed to it alone.
-// Returns {dead-lettered, suspected, then id, data, attempt, token, entry}
-// for the lease handed out, if any.
+// Returns {dead-lettered, suspected, oldest waiting suspect's wait in ms
+// (reported to a busy consumer only), then id, data, attempt, token, entry
+// for the lease handed out, if any}.
 var reclaimScript = redis.NewScript(luaPrelude + `
 local SQ = P .. 'suspect-queue'
 local maxatt = tonumber(ARGV[5])
-local out = {0, 0}
+local out = {0, 0, 0}
 -- Retention, whether or not a front end reads results: results older
 -- than ARGV[9] ms, dead letters older than ARGV[10] ms or past ARGV[11].
 local now = nowms()
@@ -230,6 +240,13 @@ for _, stream in ipairs({JOBS, SUSP}) do
   end
 end
 if #redis.call('XPENDING', JOBS, G, '-', '+', 1, ARGV[6]) > 0 or #redis.call('XPENDING', SUSP, G, '-', '+', 1, ARGV[6]) > 0 then
+  -- Busy: report how long the oldest waiting suspect has waited (ms), so
+  -- a busy worker can drain itself to take it.
+  local head = redis.call('LINDEX', SQ, 0)
+  if head then
+    local since = tonumber(redis.call('HGET', P .. 'job:' .. head, 'since') or '')
+    if since then out[3] = math.max(now - since, 0) end
+  end
   return out
 end
 while true do
@@ -420,12 +437,14 @@ func (r *Redis) claimOnce(ctx context.Context, consumer string, max int, block t
 			r.nextReclaim.Store(0) // retry the scan on the next call
 			return nil, fmt.Errorf("queue: reclaim: %w", err)
 		}
-		if len(v) >= 2 {
+		if len(v) >= 3 {
 			n, _ := v[0].(int64)
 			r.deadLettered.Add(uint64(n))
 			n, _ = v[1].(int64)
 			r.suspected.Add(uint64(n))
-			v = v[2:]
+			n, _ = v[2].(int64)
+			r.suspectWait.Store(n)
+			v = v[3:]
 		}
 		if leases, err = parseLeases(consumer, v); err != nil || len(leases) > 0 {
 			for i := range leases {

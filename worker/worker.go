@@ -393,6 +393,20 @@ func (w *Worker) claimLoop() {
 				break more
 			}
 		}
+		if free < w.cfg.Concurrency && w.suspectStarving() {
+			// A suspect has waited longer than a lease for an idle worker
+			// (every worker stays busy under steady load): take no new job
+			// until this one is idle, so the next claim can hand it over.
+			w.log.WithField("running", w.cfg.Concurrency-free).Info("worker: a suspect job is waiting to run alone; draining to take it")
+			for free < w.cfg.Concurrency {
+				select {
+				case slots <- struct{}{}:
+					free++
+				case <-w.stopCtx.Done():
+					return
+				}
+			}
+		}
 		if w.stopCtx.Err() != nil {
 			return
 		}
@@ -439,6 +453,13 @@ func (w *Worker) claimLoop() {
 		w.logScan(&scanned)
 		w.setErr(nil)
 	}
+}
+
+// suspectStarving reports whether the queue says a suspect has waited for
+// an idle worker longer than the lease.
+func (w *Worker) suspectStarving() bool {
+	sw, ok := w.cfg.Queue.(queue.SuspectWaiter)
+	return ok && sw.SuspectWait() > w.cfg.LeaseTTL
 }
 
 // logScan logs what this worker's expired-lease scans did since the last

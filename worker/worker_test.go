@@ -602,3 +602,65 @@ func TestLeaseExpired(t *testing.T) {
 		}
 	}
 }
+
+// A worker that is never idle under a steady backlog still runs a suspect:
+// once the suspect has waited longer than a lease, the worker stops taking
+// new jobs until it is idle, and its next claim gets the suspect alone.
+// Every backlog job works 15 ms and then runs until the next one has
+// started (or 150 ms), so without the drain the worker is never idle while
+// the backlog lasts (~2 s).
+func TestBusyWorkerDrainsForAStarvingSuspect(t *testing.T) {
+	for _, impl := range []string{"memory", "redis"} {
+		t.Run(impl, func(t *testing.T) {
+			q := newQueue(t, impl, queue.Options{LeaseTTL: 200 * time.Millisecond})
+			s := enqueue(t, q, queue.Job{ChatID: 1, Goal: "suspect"})
+			if ls, err := q.Claim(context.Background(), "ghost", 1, time.Second); err != nil || len(ls) != 1 {
+				t.Fatalf("ghost claim = %d, %v", len(ls), err) // the ghost never beats: its lease expires
+			}
+			const backlog = 150
+			for i := 0; i < backlog; i++ {
+				enqueue(t, q, queue.Job{ChatID: int64(100 + i), Goal: "work"})
+			}
+			var (
+				mu    sync.Mutex
+				order []string
+				succ  = make(chan struct{}) // closed when the next job starts
+			)
+			start(t, worker.Config{Queue: q, Concurrency: 2, LeaseTTL: 200 * time.Millisecond, HeartbeatInterval: 20 * time.Millisecond,
+				Run: func(ctx context.Context, job queue.Job, _ events.Sink, _ tools.Prompter) (queue.Result, error) {
+					mu.Lock()
+					order = append(order, job.Goal)
+					close(succ)
+					mine := make(chan struct{})
+					succ = mine
+					mu.Unlock()
+					if job.Goal == "work" {
+						time.Sleep(15 * time.Millisecond) // the job's own work
+						t := time.NewTimer(150 * time.Millisecond)
+						defer t.Stop()
+						select {
+						case <-mine:
+						case <-t.C:
+						}
+					}
+					return queue.Result{Answer: job.Goal}, nil
+				}})
+			if res := waitResult(t, q, s.ID); res.Status != queue.StatusSucceeded || res.Attempt != 2 {
+				t.Fatalf("suspect result %+v", res)
+			}
+			mu.Lock()
+			defer mu.Unlock()
+			before := 0
+			for _, g := range order {
+				if g == "suspect" {
+					break
+				}
+				before++
+			}
+			if before >= backlog {
+				t.Fatalf("the suspect ran after the whole backlog (%d jobs): it starved", before)
+			}
+			t.Logf("suspect ran after %d of %d backlog jobs", before, backlog)
+		})
+	}
+}
