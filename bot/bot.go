@@ -46,6 +46,7 @@ const typingEvery = 4500 * time.Millisecond
 
 // Bot is the Telegram front end. Create it with New and call Run once.
 type Bot struct {
+	metrics  botMetrics
 	cfg      Config
 	q        Queue
 	aq       ApprovalQueue // nil when the queue carries no approvals
@@ -157,6 +158,7 @@ func (b *Bot) Run(ctx context.Context) error {
 		return err
 	}
 	b.tg = tg
+	tg.m = &b.metrics
 	b.log.WithField("username", tg.self().UserName).Info("bot: connected to Telegram")
 	b.setCommands(ctx)
 	b.dropLostJobs(ctx)

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	tgbotapi "github.com/go-telegram-bot-api/telegram-bot-api/v5"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"github.com/sirupsen/logrus"
 
 	"github.com/odekrun/odek/queue"
@@ -583,6 +584,7 @@ func (b *Bot) HealthHandler() http.Handler {
 		}
 		fmt.Fprintln(w, "ok:", why)
 	})
+	mux.Handle("GET /metrics", promhttp.HandlerFor(b.Registry(), promhttp.HandlerOpts{}))
 	return mux
 }
 

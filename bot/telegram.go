@@ -190,6 +190,7 @@ type telegram struct {
 	log   logrus.FieldLogger
 	// maxWait caps one retry_after or backoff wait.
 	maxWait time.Duration
+	m       *botMetrics // nil: not counted
 }
 
 // connect builds the client and checks the token with getMe, retrying
@@ -233,6 +234,7 @@ func (t *telegram) once(ctx context.Context, c tgbotapi.Chattable) (*tgbotapi.AP
 	api := t.base
 	api.Client = ctxClient{ctx: ctx, hc: t.hc, token: t.token}
 	resp, err := api.Request(c)
+	t.m.observe(err)
 	return resp, scrub(err, t.token)
 }
 

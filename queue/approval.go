@@ -195,6 +195,7 @@ func (r *Redis) Ask(ctx context.Context, a Approval) (Approval, error) {
 	ttl := max(time.Until(a.Deadline), time.Millisecond) // gone at the deadline: a late Answer is ErrNotFound
 	_, err = r.c.TxPipelined(ctx, func(p redis.Pipeliner) error {
 		p.Set(ctx, r.key("approval:", a.ID), "pending", ttl)
+		p.Set(ctx, r.key("asking:", a.JobID), a.ID, ttl) // `odek queue show`: waiting for approval
 		p.XAdd(ctx, &redis.XAddArgs{Stream: r.key("approvals"), MaxLen: 10000, Approx: true, Values: []any{"id", a.ID, "a", b}})
 		return nil
 	})

@@ -70,6 +70,65 @@ func (co *coalescer) run(ctx context.Context, script *redis.Script, args ...any)
 	}
 }
 
+// runAll calls script once per argument list, all in the round trip the
+// coalescer sends next (up to maxCoalesce per pipeline), and returns the
+// replies in order. ctx bounds the wait as for run.
+func (co *coalescer) runAll(ctx context.Context, script *redis.Script, argLists [][]any) ([]any, []error) {
+	vals, errs := make([]any, len(argLists)), make([]error, len(argLists))
+	if err := ctx.Err(); err != nil {
+		for i := range errs {
+			errs[i] = err
+		}
+		return vals, errs
+	}
+	calls := make([]*scriptCall, len(argLists))
+	for i, a := range argLists {
+		calls[i] = &scriptCall{script: script, args: a, done: make(chan struct{})}
+	}
+	co.mu.Lock()
+	co.pending = append(co.pending, calls...)
+	lead := !co.inFlight
+	if lead {
+		co.inFlight = true
+	}
+	co.mu.Unlock()
+	if lead {
+		// Send until our own calls are out, then hand the role on as lead does.
+		for co.sendNext() {
+			if calls[len(calls)-1].isDone() {
+				go func() {
+					for co.sendNext() {
+					}
+				}()
+				break
+			}
+		}
+	}
+	for i, c := range calls {
+		select {
+		case <-c.done:
+			vals[i], errs[i] = c.val, c.err
+		case <-ctx.Done():
+			select {
+			case <-c.done:
+				vals[i], errs[i] = c.val, c.err
+			default:
+				errs[i] = ctx.Err()
+			}
+		}
+	}
+	return vals, errs
+}
+
+func (c *scriptCall) isDone() bool {
+	select {
+	case <-c.done:
+		return true
+	default:
+		return false
+	}
+}
+
 // lead sends one batch, which holds the leader's own call (it was queued
 // first when no batch was in flight). Calls queued meanwhile are sent by a
 // goroutine that keeps the role until nothing is pending, so the leader's

@@ -11,7 +11,7 @@ func TestDecideReclaim(t *testing.T) {
 		canceled     bool
 		want         reclaimAction
 	}{
-		{0, 3, false, reclaimRetry}, // died before the first claim was recorded
+		{0, 3, false, reclaimRetry}, // died beside other jobs only: no strike
 		{1, 3, false, reclaimRetry},
 		{2, 3, false, reclaimRetry},
 		{3, 3, false, reclaimDead},

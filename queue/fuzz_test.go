@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"reflect"
+	"strings"
 	"testing"
 	"time"
 )
@@ -65,6 +66,31 @@ func FuzzPrepareApproval(f *testing.F) {
 		var back Approval
 		if err := json.Unmarshal(b, &back); err != nil || back.Question != question || back.ID != a.ID || back.ChatID != chat {
 			t.Fatalf("round trip: %+v, %v; want question %q", back, err, question)
+		}
+	})
+}
+
+// FuzzParseHistory: the history field and lease tokens read back from Redis
+// never make the readers panic, and a well-formed line comes back as
+// written.
+func FuzzParseHistory(f *testing.F) {
+	f.Add("1\tw1\tlease expired: worker died or stalled (beside other jobs)\n2\tw2\tlease expired: worker died or stalled (alone)\n", "1796158528166-0123456789abcdef.3")
+	f.Add("", "")
+	f.Add("x\ty\n\t\t\n3\t\tz", "-1-")
+	f.Add("99999999999999999999\tw\tr", "99999999999999999999-x")
+	f.Fuzz(func(t *testing.T, hist, tok string) {
+		for _, e := range parseHistory(hist) {
+			if strings.Contains(e.Reason, "\n") || strings.Contains(e.Worker, "\t") {
+				t.Fatalf("entry %+v spans a line or a field", e)
+			}
+		}
+		_ = tokenTime(tok)
+		_ = streamIDTime(tok)
+		if !strings.ContainsAny(tok, "\t\n") && tok != "" {
+			line := "7\t" + tok + "\treason " + tok
+			if got := parseHistory(line); len(got) != 1 || got[0].Attempt != 7 || got[0].Worker != tok || got[0].Reason != "reason "+tok {
+				t.Fatalf("parseHistory(%q) = %+v", line, got)
+			}
 		}
 	})
 }

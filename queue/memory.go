@@ -25,15 +25,18 @@ type Memory struct {
 	chats     map[int64][]string // arrival order of unfinished jobs per chat
 	ready     []string           // runnable job ids, at most one per chat
 	idem      map[string]memIdem
-	dead      []Job
+	dead      []DeadLetter
+	workers   map[string]memWorker
 	results   []*memResult
 	delivered map[string]time.Time // job id -> AckResult time
 	progress  map[string]*memProgress
 	running   map[string]*memJob // claimed jobs, scanned for expired leases
+	held      map[string]int     // consumer -> number of running jobs it holds
+	suspects  []string           // ids of jobs whose worker died, oldest first
 	lastSweep time.Time
 	approvals map[string]*memApproval
 	// deadLettered counts jobs moved to the dead letters.
-	deadLettered uint64
+	deadLettered, suspected uint64
 }
 
 type jobState int
@@ -42,6 +45,7 @@ const (
 	stateQueued  jobState = iota // waiting behind an earlier job of its chat
 	stateReady                   // head of its chat, not claimed
 	stateRunning                 // claimed, lease held
+	stateSuspect                 // its worker died; waits for an idle consumer
 	stateDone                    // result published
 )
 
@@ -50,9 +54,13 @@ type memJob struct {
 	state    jobState
 	seq      uint64 // entry sequence of the current ready/running spell
 	attempt  int
+	strikes  int  // deaths of its worker while it ran alone
+	alone    bool // the current lease was handed out as a suspect
 	token    string
 	consumer string
-	beat     time.Time // last claim or heartbeat
+	since    time.Time    // entered its current state
+	history  []AttemptEnd // attempts whose lease expired
+	beat     time.Time    // last claim or heartbeat
 	canceled bool
 	doneAt   time.Time
 	result   Result // once done
@@ -65,6 +73,7 @@ type memIdem struct {
 
 type memResult struct {
 	id       string
+	at       time.Time
 	res      Result
 	readAt   time.Time
 	read     bool
@@ -89,6 +98,7 @@ func NewMemory(opts Options) *Memory {
 		delivered: map[string]time.Time{},
 		progress:  map[string]*memProgress{},
 		running:   map[string]*memJob{},
+		held:      map[string]int{},
 	}
 }
 
@@ -182,11 +192,30 @@ func (m *Memory) sweepLocked(now time.Time) {
 	}
 	kept := m.results[:0]
 	for _, r := range m.results {
-		if !r.acked {
+		if !r.acked && now.Sub(r.at) < m.o.ResultsRetain {
 			kept = append(kept, r)
 		}
 	}
 	m.results = kept
+	m.trimDeadLocked(now, m.o.DeadRetain)
+	if over := len(m.dead) - int(m.o.DeadMaxLen); over > 0 {
+		m.dead = append(m.dead[:0:0], m.dead[over:]...)
+	}
+}
+
+// trimDeadLocked drops dead letters older than age and returns how many.
+func (m *Memory) trimDeadLocked(now time.Time, age time.Duration) int64 {
+	kept := m.dead[:0]
+	var n int64
+	for _, d := range m.dead {
+		if now.Sub(d.At) < age {
+			kept = append(kept, d)
+		} else {
+			n++
+		}
+	}
+	m.dead = kept
+	return n
 }
 
 // finishLocked publishes res once, frees the job's chat and starts its next job.
@@ -195,13 +224,14 @@ func (m *Memory) finishLocked(j *memJob, res Result) {
 		return
 	}
 	j.state, j.token, j.doneAt = stateDone, "", m.o.Now()
+	j.since = j.doneAt
 	j.result = res
-	delete(m.running, j.job.ID)
+	m.releaseLocked(j)
 	if p := m.progress[j.job.ID]; p != nil {
 		p.doneAt = j.doneAt
 	}
 	m.seq++
-	m.results = append(m.results, &memResult{id: strconv.FormatUint(m.seq, 10), res: res})
+	m.results = append(m.results, &memResult{id: strconv.FormatUint(m.seq, 10), res: res, at: j.doneAt})
 	ids := m.chats[j.job.ChatID]
 	for i, id := range ids {
 		if id == j.job.ID {
@@ -231,7 +261,9 @@ func (m *Memory) Claim(ctx context.Context, consumer string, max int, block time
 func (m *Memory) claimLocked(consumer string, max int) []Lease {
 	now := m.o.Now()
 	var leases []Lease
-	// Expired leases first, oldest entry first.
+	// Every expired lease, oldest entry first: its worker died (or stalled
+	// past the lease), so the job is a suspect, or dead if it died alone
+	// MaxAttempts times.
 	var expired []*memJob
 	for _, j := range m.running {
 		if now.Sub(j.beat) >= m.o.LeaseTTL {
@@ -240,20 +272,42 @@ func (m *Memory) claimLocked(consumer string, max int) []Lease {
 	}
 	sort.Slice(expired, func(a, b int) bool { return expired[a].seq < expired[b].seq })
 	for _, j := range expired {
-		if len(leases) == max {
-			break
+		how := "beside other jobs"
+		if j.alone {
+			j.strikes++
+			how = "alone"
 		}
-		switch decideReclaim(j.attempt, m.o.MaxAttempts, j.canceled) {
+		j.history = append(j.history, AttemptEnd{Attempt: j.attempt, Worker: j.consumer, Reason: "lease expired: worker died or stalled (" + how + ")"})
+		switch decideReclaim(j.strikes, m.o.MaxAttempts, j.canceled) {
 		case reclaimCancel:
 			m.finishLocked(j, canceledResult(j.job, j.attempt))
 		case reclaimDead:
 			dj := j.job
 			dj.Attempt = j.attempt
-			m.dead = append(m.dead, dj)
+			m.dead = append(m.dead, DeadLetter{Job: dj, At: now, Strikes: j.strikes, History: append([]AttemptEnd(nil), j.history...)})
 			m.deadLettered++
-			m.finishLocked(j, deadResult(j.job, j.attempt, m.o.MaxAttempts))
+			m.finishLocked(j, deadResult(j.job, j.strikes, j.attempt, m.o.MaxAttempts))
 		default:
-			leases = append(leases, m.leaseLocked(j, consumer, now))
+			m.releaseLocked(j)
+			j.state, j.token, j.alone, j.since = stateSuspect, "", false, now
+			m.suspects = append(m.suspects, j.job.ID)
+			m.suspected++
+			m.notifyLocked()
+		}
+	}
+	// A suspect goes only to a consumer that holds nothing, and alone.
+	if m.held[consumer] == 0 {
+		for len(m.suspects) > 0 {
+			id := m.suspects[0]
+			m.suspects = m.suspects[1:]
+			j := m.jobs[id]
+			if j == nil || j.state != stateSuspect {
+				continue
+			}
+			j.alone = true
+			l := m.leaseLocked(j, consumer, now)
+			l.Suspect = true
+			return []Lease{l}
 		}
 	}
 	for len(leases) < max && len(m.ready) > 0 {
@@ -274,11 +328,23 @@ func (m *Memory) claimLocked(consumer string, max int) []Lease {
 
 func (m *Memory) leaseLocked(j *memJob, consumer string, now time.Time) Lease {
 	j.attempt++
-	j.state, j.token, j.beat, j.consumer = stateRunning, newID(), now, consumer
+	j.state, j.token, j.beat, j.consumer, j.since = stateRunning, newID(), now, consumer, now
 	m.running[j.job.ID] = j
+	m.held[consumer]++
 	job := j.job
 	job.Attempt = j.attempt
 	return Lease{Job: job, Consumer: consumer, entry: strconv.FormatUint(j.seq, 10), token: j.token}
+}
+
+// releaseLocked forgets j's lease, if it has one.
+func (m *Memory) releaseLocked(j *memJob) {
+	if _, ok := m.running[j.job.ID]; !ok {
+		return
+	}
+	delete(m.running, j.job.ID)
+	if m.held[j.consumer]--; m.held[j.consumer] <= 0 {
+		delete(m.held, j.consumer)
+	}
 }
 
 // owned returns the job if l still owns it. m.mu must be held.
@@ -339,7 +405,7 @@ func (m *Memory) Cancel(ctx context.Context, jobID string) error {
 		return ErrNotFound
 	}
 	switch j.state {
-	case stateQueued, stateReady:
+	case stateQueued, stateReady, stateSuspect:
 		m.finishLocked(j, canceledResult(j.job, j.attempt))
 	default:
 		j.canceled = true

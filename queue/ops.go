@@ -5,14 +5,23 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/redis/go-redis/v9"
 )
 
 // Stats is a snapshot for operators (`odek queue stats`).
 type Stats struct {
+	// Queued counts every job waiting to run: ready ones, ones behind a
+	// busy chat's running job, and suspects waiting for an idle worker.
+	Queued int64
 	// Ready counts jobs that may start now (head of their chat) and are not claimed.
 	Ready int64
+	// Suspects counts suspects waiting for an idle worker (see
+	// Lease.Suspect); in Redis it may include jobs canceled meanwhile.
+	Suspects int64
+	// OldestQueued is the CreatedAt of the oldest queued job; zero when none.
+	OldestQueued time.Time
 	// Running counts claimed jobs, including ones whose lease expired and
 	// that the next Claim scan will take over.
 	Running int64
@@ -45,10 +54,23 @@ type Operator interface {
 // was created (a worker's metric; other processes' moves are not counted).
 type DeadLetterCounter interface {
 	DeadLettered() uint64
+	// Suspected counts the jobs this value's Claim calls found abandoned
+	// by a dead worker and made suspects.
+	Suspected() uint64
 }
 
 // DeadLettered implements DeadLetterCounter.
 func (r *Redis) DeadLettered() uint64 { return r.deadLettered.Load() }
+
+// Suspected implements DeadLetterCounter.
+func (r *Redis) Suspected() uint64 { return r.suspected.Load() }
+
+// Suspected implements DeadLetterCounter.
+func (m *Memory) Suspected() uint64 {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.suspected
+}
 
 // DeadLettered implements DeadLetterCounter.
 func (m *Memory) DeadLettered() uint64 {
@@ -57,7 +79,47 @@ func (m *Memory) DeadLettered() uint64 {
 	return m.deadLettered
 }
 
+// SuspectWaiter is implemented by both queues: how long the oldest suspect
+// has been waiting for an idle consumer, as this queue value last saw it
+// from a busy consumer's Claim (0: none waiting). A worker that is never
+// idle under steady load drains itself when this grows, so suspects do not
+// starve.
+type SuspectWaiter interface {
+	SuspectWait() time.Duration
+}
+
+// SuspectWait implements SuspectWaiter.
+func (m *Memory) SuspectWait() time.Duration {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	for _, id := range m.suspects {
+		if j := m.jobs[id]; j != nil && j.state == stateSuspect {
+			return max(m.o.Now().Sub(j.since), 0)
+		}
+	}
+	return 0
+}
+
+// HeartbeatBatcher renews many leases at once; both queues implement it.
+// The result for each lease is what Heartbeat would return.
+type HeartbeatBatcher interface {
+	HeartbeatBatch(ctx context.Context, ls []Lease) []error
+}
+
+// HeartbeatBatch implements HeartbeatBatcher.
+func (m *Memory) HeartbeatBatch(ctx context.Context, ls []Lease) []error {
+	errs := make([]error, len(ls))
+	for i, l := range ls {
+		errs[i] = m.Heartbeat(ctx, l)
+	}
+	return errs
+}
+
 var (
+	_ SuspectWaiter     = (*Redis)(nil)
+	_ SuspectWaiter     = (*Memory)(nil)
+	_ HeartbeatBatcher  = (*Redis)(nil)
+	_ HeartbeatBatcher  = (*Memory)(nil)
 	_ DeadLetterCounter = (*Redis)(nil)
 	_ DeadLetterCounter = (*Memory)(nil)
 	_ Operator          = (*Redis)(nil)
@@ -79,8 +141,17 @@ func (m *Memory) Stats(ctx context.Context) (Stats, error) {
 	s := Stats{RunningBy: map[string]int64{}, Dead: int64(len(m.dead))}
 	for _, j := range m.jobs {
 		switch j.state {
+		case stateQueued, stateReady, stateSuspect:
+			s.Queued++
+			if s.OldestQueued.IsZero() || j.job.CreatedAt.Before(s.OldestQueued) {
+				s.OldestQueued = j.job.CreatedAt
+			}
+		}
+		switch j.state {
 		case stateReady:
 			s.Ready++
+		case stateSuspect:
+			s.Suspects++
 		case stateRunning:
 			s.Running++
 			s.RunningBy[j.consumer]++
@@ -101,9 +172,12 @@ func (m *Memory) DeadLetters(ctx context.Context, max int64) ([]Job, error) {
 	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	out := append([]Job(nil), m.dead...)
-	if max > 0 && int64(len(out)) > max {
-		out = out[:max]
+	var out []Job
+	for _, d := range m.dead {
+		if max > 0 && int64(len(out)) == max {
+			break
+		}
+		out = append(out, d.Job)
 	}
 	return out, nil
 }
@@ -112,8 +186,8 @@ func (m *Memory) DeadLetters(ctx context.Context, max int64) ([]Job, error) {
 func (m *Memory) Retry(ctx context.Context, jobID string) (Job, error) {
 	m.mu.Lock()
 	idx := -1
-	for i, j := range m.dead {
-		if j.ID == jobID {
+	for i, d := range m.dead {
+		if d.Job.ID == jobID {
 			idx = i
 		}
 	}
@@ -124,7 +198,7 @@ func (m *Memory) Retry(ctx context.Context, jobID string) (Job, error) {
 	dead := m.dead[idx]
 	m.dead = append(m.dead[:idx:idx], m.dead[idx+1:]...)
 	m.mu.Unlock()
-	j, _, err := m.Enqueue(ctx, retryJob(dead))
+	j, _, err := m.Enqueue(ctx, retryJob(dead.Job))
 	if err != nil {
 		m.mu.Lock()
 		m.dead = append(m.dead, dead)
@@ -134,25 +208,66 @@ func (m *Memory) Retry(ctx context.Context, jobID string) (Job, error) {
 	return j, nil
 }
 
-// Stats implements Operator: XLEN ×3 and XPENDING in one pipeline.
+// oldestScan bounds the jobs-stream entries Stats looks at for the oldest
+// ready job.
+const oldestScan = 64
+
+// Stats implements Operator: XLEN ×3, XPENDING ×2, GET, XRANGE and LLEN
+// in one pipeline, then one pipeline of HMGETs for the oldest ready job.
+// Queued is the unfinished jobs (the <prefix>unfinished counter, kept by
+// the enqueue and finish scripts) minus those held by a lease.
 func (r *Redis) Stats(ctx context.Context) (Stats, error) {
 	pipe := r.c.Pipeline()
 	jobs := pipe.XLen(ctx, r.key("jobs"))
 	dead := pipe.XLen(ctx, r.key("dead"))
 	results := pipe.XLen(ctx, r.key("results"))
 	pend := pipe.XPending(ctx, r.key("jobs"), r.o.Group)
-	if _, err := pipe.Exec(ctx); err != nil && !isNoGroup(err) {
+	spend := pipe.XPending(ctx, r.key("suspects"), r.o.Group)
+	unfinished := pipe.Get(ctx, r.key("unfinished"))
+	oldest := pipe.XRangeN(ctx, r.key("jobs"), "-", "+", oldestScan)
+	susp := pipe.LLen(ctx, r.key("suspect-queue"))
+	if _, err := pipe.Exec(ctx); err != nil && !isNoGroup(err) && !errors.Is(err, redis.Nil) {
 		return Stats{}, fmt.Errorf("queue: stats: %w", err)
 	}
-	s := Stats{RunningBy: map[string]int64{}, Dead: dead.Val(), Results: results.Val()}
-	if p := pend.Val(); p != nil {
-		s.Running = p.Count
-		for c, n := range p.Consumers {
-			s.RunningBy[c] = n
+	s := Stats{RunningBy: map[string]int64{}, Dead: dead.Val(), Results: results.Val(), Suspects: susp.Val()}
+	var jobsPending int64
+	for i, p := range []*redis.XPendingCmd{pend, spend} {
+		if p := p.Val(); p != nil {
+			s.Running += p.Count
+			if i == 0 {
+				jobsPending = p.Count
+			}
+			for c, n := range p.Consumers {
+				s.RunningBy[c] += n
+			}
+		}
+	}
+	n, _ := unfinished.Int64()
+	s.Queued = max(n-s.Running, 0)
+	// The ready job that has waited longest: the first entries of the jobs
+	// stream not yet started (among the first oldestScan).
+	if o := oldest.Val(); len(o) > 0 {
+		pipe := r.c.Pipeline()
+		states := make([]*redis.SliceCmd, len(o))
+		for i, m := range o {
+			id, _ := m.Values["id"].(string)
+			states[i] = pipe.HMGet(ctx, r.key("job:", id), "state", "data")
+		}
+		_, _ = pipe.Exec(ctx)
+		for _, c := range states {
+			v := c.Val()
+			if len(v) != 2 || v[0] != StateReady {
+				continue
+			}
+			var j Job
+			if data, _ := v[1].(string); json.Unmarshal([]byte(data), &j) == nil {
+				s.OldestQueued = j.CreatedAt
+			}
+			break
 		}
 	}
 	// Finished entries are deleted, so the stream holds ready + claimed jobs.
-	s.Ready = max(jobs.Val()-s.Running, 0)
+	s.Ready = max(jobs.Val()-jobsPending, 0)
 	return s, nil
 }
 

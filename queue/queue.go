@@ -11,10 +11,12 @@
 // A job is enqueued once per idempotency key within the dedupe window. Jobs
 // of one chat run one at a time in arrival order; jobs of other chats are not
 // held up behind them. A worker claims a job and holds a lease on it that it
-// renews with Heartbeat; a lease not renewed for LeaseTTL is taken over by the
-// next Claim of any worker, with Job.Attempt raised by one. A job whose
-// attempts reach MaxAttempts goes to the dead-letter stream and a failure
-// Result is published instead. Exactly one Result is published per job: the
+// renews with Heartbeat; a lease not renewed for LeaseTTL makes the job a
+// suspect, which the next Claim of an idle worker takes over alone
+// (Lease.Suspect), with Job.Attempt raised by one. A job whose worker died
+// MaxAttempts times while it ran alone goes to the dead-letter stream and a
+// failure Result is published instead; deaths beside other jobs are not
+// counted, so a poison job does not take its neighbours down with it. Exactly one Result is published per job: the
 // first of Ack, dead-lettering and cancellation wins; a worker whose lease
 // was lost gets ErrLeaseLost from Heartbeat and Ack and its result is dropped.
 // docs/QUEUE.md states the guarantees and the Redis keys precisely.
@@ -54,10 +56,12 @@ type Queue interface {
 	// CreatedAt. If job.IdempotencyKey was seen within the dedupe window,
 	// nothing is stored and the earlier job is returned with dup true.
 	Enqueue(ctx context.Context, job Job) (stored Job, dup bool, err error)
-	// Claim first takes over up to max jobs whose leases expired (raising
-	// their Attempt, dead-lettering those at MaxAttempts), then waits up to
-	// block for new jobs (block <= 0: do not wait). It returns at most max
-	// leases, possibly none.
+	// Claim first settles the jobs whose leases expired (each becomes a
+	// suspect, or is dead-lettered after MaxAttempts deaths alone) and, if
+	// consumer holds no lease, returns one suspect alone (Lease.Suspect;
+	// the consumer must claim nothing else until it is finished). Otherwise
+	// it waits up to block for new jobs (block <= 0: do not wait). It
+	// returns at most max leases, possibly none.
 	Claim(ctx context.Context, consumer string, max int, block time.Duration) ([]Lease, error)
 	// Heartbeat renews the lease. It returns ErrLeaseLost when another
 	// worker owns the job now, and ErrCanceled when the job's cancellation
@@ -161,8 +165,14 @@ type Result struct {
 type Lease struct {
 	Job      Job
 	Consumer string
-	entry    string // stream entry id (Redis) or sequence (Memory)
-	token    string // proves ownership; a reclaim issues a new one
+	// Suspect is set when the job's previous attempt ended with its
+	// worker's death (its lease expired). The queue hands a suspect only to
+	// a consumer that holds no other lease, and alone; the consumer MUST
+	// claim nothing else until the suspect is finished, so that a death
+	// during this attempt is the job's own. See docs/QUEUE.md.
+	Suspect bool
+	entry   string // stream entry id (Redis) or sequence (Memory)
+	token   string // proves ownership; a reclaim issues a new one
 }
 
 // Delivery is a result handed to a front-end consumer.
@@ -218,8 +228,9 @@ type Options struct {
 	// ResultLeaseTTL is how long a front end may hold a read result without
 	// AckResult before another front end may take it over; 0 means 30s.
 	ResultLeaseTTL time.Duration
-	// MaxAttempts is how many claims a job gets before it is dead-lettered;
-	// 0 means 3.
+	// MaxAttempts is how many times a job's worker may die while the job
+	// runs alone (as a suspect) before it is dead-lettered; 0 means 3. The
+	// job is claimed at most MaxAttempts+1 times.
 	MaxAttempts int
 	// DedupeWindow is how long an idempotency key is remembered; 0 means 24h.
 	DedupeWindow time.Duration
@@ -232,6 +243,15 @@ type Options struct {
 	// Retain is how long a finished job's record, progress stream and
 	// result-delivered marker are kept; 0 means 24h.
 	Retain time.Duration
+	// ResultsRetain is how long a result stays in the results stream when
+	// no front end acknowledges it; 0 means 24h. Trimmed by workers' claims
+	// (Redis) whether or not a front end runs.
+	ResultsRetain time.Duration
+	// DeadRetain is how long a dead-lettered job is kept; 0 means 7 days.
+	DeadRetain time.Duration
+	// DeadMaxLen bounds the dead letters kept (approximately in Redis); 0
+	// means 10000.
+	DeadMaxLen int64
 	// Now is the clock (Memory's leases and both CreatedAt stamps); nil
 	// means time.Now. Redis measures lease idle time on the server clock.
 	Now func() time.Time
@@ -267,6 +287,15 @@ func (o Options) withDefaults() Options {
 	}
 	if o.Retain <= 0 {
 		o.Retain = 24 * time.Hour
+	}
+	if o.ResultsRetain <= 0 {
+		o.ResultsRetain = 24 * time.Hour
+	}
+	if o.DeadRetain <= 0 {
+		o.DeadRetain = 7 * 24 * time.Hour
+	}
+	if o.DeadMaxLen <= 0 {
+		o.DeadMaxLen = 10000
 	}
 	if o.Now == nil {
 		o.Now = time.Now
@@ -354,23 +383,28 @@ const (
 )
 
 // decideReclaim is the rule for an expired lease: a canceled job is finished
-// as canceled, a job that has used its attempts is dead-lettered, any other
-// is retried. attempt is the number of claims so far.
-func decideReclaim(attempt, maxAttempts int, canceled bool) reclaimAction {
+// as canceled, a job whose worker died MaxAttempts times while it ran alone
+// is dead-lettered, any other becomes a suspect and is retried alone.
+// strikes counts those lone deaths, this one included.
+func decideReclaim(strikes, maxAttempts int, canceled bool) reclaimAction {
 	switch {
 	case canceled:
 		return reclaimCancel
-	case attempt >= maxAttempts:
+	case strikes >= maxAttempts:
 		return reclaimDead
 	default:
 		return reclaimRetry
 	}
 }
 
-func deadResult(j Job, attempt, maxAttempts int) Result {
+func deadResult(j Job, strikes, attempt, maxAttempts int) Result {
 	return Result{JobID: j.ID, ChatID: j.ChatID, Status: StatusDeadLettered, Attempt: attempt,
-		Error: fmt.Sprintf("queue: job abandoned by its worker %d times (MaxAttempts %d); moved to the dead-letter stream", attempt, maxAttempts)}
+		Error: fmt.Sprintf(deadFormat, strikes, maxAttempts, attempt)}
 }
+
+// deadFormat is the dead-letter error; redis.go's reclaim script builds the
+// same text.
+const deadFormat = "queue: job's worker died %d times while it ran alone (MaxAttempts %d, %d attempts in all); moved to the dead-letter stream"
 
 func canceledResult(j Job, attempt int) Result {
 	return Result{JobID: j.ID, ChatID: j.ChatID, Status: StatusCanceled, Attempt: attempt, Error: "queue: canceled before it ran"}

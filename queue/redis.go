@@ -26,8 +26,39 @@ type Redis struct {
 	// nextReclaim (unix ns) throttles the expired-lease scan to once per
 	// reclaimInterval per Redis value; other claims skip straight to new jobs.
 	nextReclaim atomic.Int64
-	// deadLettered counts jobs this value's claims moved to the dead letters.
-	deadLettered atomic.Uint64
+	// deadLettered counts jobs this value's claims moved to the dead
+	// letters; suspected, jobs they found abandoned and made suspects.
+	deadLettered, suspected atomic.Uint64
+	// suspectWait (ms) is how long the oldest suspect had waited at the
+	// last scan that found the consumer busy; 0 when none waited.
+	suspectWait atomic.Int64
+}
+
+// SuspectWait implements SuspectWaiter: what the last expired-lease scan of
+// this value saw while its consumer was busy.
+func (r *Redis) SuspectWait() time.Duration {
+	return time.Duration(r.suspectWait.Load()) * time.Millisecond
+}
+
+// reclaimScanCount bounds the expired leases one reclaim scan settles per
+// stream; the rest wait for the next scan.
+const reclaimScanCount = 100
+
+// newToken returns a lease token prefix: the claim time (unix ms, this
+// machine's clock) and 16 random hex digits. Inspect reads the claim time
+// back from the owner field, so the scripts store no extra field.
+func newToken() string {
+	return strconv.FormatInt(time.Now().UnixMilli(), 10) + "-" + newID()[:16]
+}
+
+// tokenTime is the claim time in a lease token; zero if there is none.
+func tokenTime(tok string) time.Time {
+	ms, _, ok := strings.Cut(tok, "-")
+	n, err := strconv.ParseInt(ms, 10, 64)
+	if !ok || err != nil {
+		return time.Time{}
+	}
+	return time.UnixMilli(n).UTC()
 }
 
 // reclaimInterval is how often Claim scans for expired leases: a quarter of
@@ -48,10 +79,16 @@ func NewRedis(ctx context.Context, c *redis.Client, opts Options) (*Redis, error
 	return r, nil
 }
 
+// Client returns the Redis client the queue was made with.
+func (r *Redis) Client() *redis.Client { return r.c }
+
+// Options returns the queue's options with defaults filled in.
+func (r *Redis) Options() Options { return r.o }
+
 func (r *Redis) key(parts ...string) string { return r.o.Prefix + strings.Join(parts, "") }
 
 func (r *Redis) ensureGroups(ctx context.Context) error {
-	for _, g := range [][2]string{{r.key("jobs"), r.o.Group}, {r.key("results"), r.o.ResultsGroup}, {r.key("approvals"), r.o.ResultsGroup}} {
+	for _, g := range [][2]string{{r.key("jobs"), r.o.Group}, {r.key("suspects"), r.o.Group}, {r.key("results"), r.o.ResultsGroup}, {r.key("approvals"), r.o.ResultsGroup}} {
 		err := r.c.XGroupCreateMkStream(ctx, g[0], g[1], "0").Err()
 		if err != nil && !strings.HasPrefix(err.Error(), "BUSYGROUP") {
 			return fmt.Errorf("queue: create consumer group %s on %s: %w", g[1], g[0], err)
@@ -68,16 +105,31 @@ func isNoGroup(err error) bool { return err != nil && strings.Contains(err.Error
 const luaPrelude = `
 local P, G, RET = ARGV[1], ARGV[2], tonumber(ARGV[3])
 local JOBS = P .. 'jobs'
+local SUSP = P .. 'suspects'
+local UNFIN = P .. 'unfinished' -- count of unfinished jobs
+local function nowms()
+  local t = redis.call('TIME')
+  return tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+end
+-- A suspect's lease lives in the suspects stream and its entry field is
+-- 's' .. stream id (stream ids start with a digit); entryof returns the
+-- stream and the id of an entry field.
+local function entryof(e)
+  if e and string.byte(e, 1) == 115 then return SUSP, string.sub(e, 2) end
+  return JOBS, e
+end
 local function finish(id, res)
   local h = P .. 'job:' .. id
   local st = redis.call('HGET', h, 'state')
   if (not st) or st == 'done' then return 0 end
   local entry = redis.call('HGET', h, 'entry')
   if entry and entry ~= '' then
-    redis.call('XACK', JOBS, G, entry)
-    redis.call('XDEL', JOBS, entry)
+    local s, eid = entryof(entry)
+    redis.call('XACK', s, G, eid)
+    redis.call('XDEL', s, eid)
   end
   redis.call('HSET', h, 'state', 'done', 'owner', '', 'entry', '', 'result', res)
+  redis.call('DECR', UNFIN)
   redis.call('PEXPIRE', h, RET)
   redis.call('PEXPIRE', P .. 'progress:' .. id, RET)
   redis.call('XADD', P .. 'results', '*', 'job', id, 'r', res)
@@ -114,6 +166,7 @@ elseif redis.call('EXISTS', h) == 1 then
   return {2}
 end
 redis.call('HSET', h, 'data', ARGV[5], 'chat', ARGV[6], 'attempt', 0, 'state', 'queued', 'owner', '', 'entry', '')
+redis.call('INCR', UNFIN)
 if redis.call('RPUSH', P .. 'chat:' .. ARGV[6], ARGV[4]) == 1 then
   local e = redis.call('XADD', JOBS, '*', 'id', ARGV[4])
   redis.call('HSET', h, 'state', 'ready', 'entry', e)
@@ -121,38 +174,94 @@ end
 return {1}
 `)
 
-// ARGV[4] token, [5] max attempts, [6] consumer, [7] min idle ms, [8] count.
-// Returns {number dead-lettered, then id, data, attempt, token, entry...}
-// for the leases handed out.
+// ARGV[4] token, [5] max attempts, [6] consumer, [7] min idle ms, [8] scan
+// count, [9] results retain ms, [10] dead retain ms, [11] dead max length. Every expired lease found (up to the scan count per stream) is
+// settled here: canceled, dead-lettered after MaxAttempts deaths alone, or
+// made a suspect (its entry removed, its id pushed on suspect-queue). Then,
+// if the consumer holds no lease at all, one suspect is handed to it alone.
+// Returns {dead-lettered, suspected, oldest waiting suspect's wait in ms
+// (reported to a busy consumer only), then id, data, attempt, token, entry
+// for the lease handed out, if any}.
 var reclaimScript = redis.NewScript(luaPrelude + `
-local ck = P .. 'reclaim-cursor'
-local cursor = redis.call('GET', ck) or '0-0'
-local r = redis.call('XAUTOCLAIM', JOBS, G, ARGV[6], ARGV[7], cursor, 'COUNT', ARGV[8])
-redis.call('SET', ck, r[1])
-local out = {0}
-for i, ent in ipairs(r[2]) do
-  local eid, f = ent[1], ent[2]
-  local id = f and f[2]
-  local h = id and (P .. 'job:' .. id)
-  local st = h and redis.call('HGET', h, 'state')
-  if (not id) or redis.call('HGET', h, 'entry') ~= eid or (st ~= 'running' and st ~= 'ready') then
-    redis.call('XACK', JOBS, G, eid)
-  else
-    local attempt = tonumber(redis.call('HGET', h, 'attempt'))
-    if redis.call('HGET', h, 'cancel') == '1' then
-      finish(id, sysresult(id, 'canceled', attempt, 'queue: canceled'))
-    elseif attempt >= tonumber(ARGV[5]) then
-      redis.call('XADD', P .. 'dead', '*', 'id', id, 'data', redis.call('HGET', h, 'data'), 'attempt', attempt)
-      out[1] = out[1] + 1
-      finish(id, sysresult(id, 'dead_lettered', attempt,
-        'queue: job abandoned by its worker ' .. attempt .. ' times (MaxAttempts ' .. ARGV[5] .. '); moved to the dead-letter stream'))
+local SQ = P .. 'suspect-queue'
+local maxatt = tonumber(ARGV[5])
+local out = {0, 0, 0}
+-- Retention, whether or not a front end reads results: results older
+-- than ARGV[9] ms, dead letters older than ARGV[10] ms or past ARGV[11].
+local now = nowms()
+redis.call('XTRIM', P .. 'results', 'MINID', '~', (now - tonumber(ARGV[9])) .. '-0')
+redis.call('XTRIM', P .. 'dead', 'MINID', '~', (now - tonumber(ARGV[10])) .. '-0')
+redis.call('XTRIM', P .. 'dead', 'MAXLEN', '~', ARGV[11])
+for _, stream in ipairs({JOBS, SUSP}) do
+  local pend = redis.call('XPENDING', stream, G, 'IDLE', ARGV[7], '-', '+', ARGV[8])
+  for _, p in ipairs(pend) do
+    local eid = p[1]
+    local e = redis.call('XRANGE', stream, eid, eid)[1]
+    local id = e and e[2][2]
+    local h = id and (P .. 'job:' .. id)
+    local st = h and redis.call('HGET', h, 'state')
+    local alone = stream == SUSP
+    local want = eid
+    if alone then want = 's' .. eid end
+    if (not id) or redis.call('HGET', h, 'entry') ~= want or (st ~= 'running' and st ~= 'ready') then
+      redis.call('XACK', stream, G, eid)
+    elseif redis.call('HGET', h, 'cancel') == '1' then
+      finish(id, sysresult(id, 'canceled', redis.call('HGET', h, 'attempt'), 'queue: canceled'))
+    elseif st == 'ready' then
+      -- Read by a worker that died before it started the job: it never
+      -- ran, so it goes back as new.
+      redis.call('XACK', stream, G, eid)
+      redis.call('XDEL', stream, eid)
+      redis.call('HSET', h, 'entry', redis.call('XADD', JOBS, '*', 'id', id))
     else
-      attempt = redis.call('HINCRBY', h, 'attempt', 1)
-      local tok = ARGV[4] .. '.' .. i
-      redis.call('HSET', h, 'state', 'running', 'owner', tok)
-      table.insert(out, id); table.insert(out, redis.call('HGET', h, 'data'))
-      table.insert(out, attempt); table.insert(out, tok); table.insert(out, eid)
+      local attempt = tonumber(redis.call('HGET', h, 'attempt'))
+      local strikes = tonumber(redis.call('HGET', h, 'strikes') or '0')
+      local how = 'beside other jobs'
+      if alone then
+        strikes = redis.call('HINCRBY', h, 'strikes', 1)
+        how = 'alone'
+      end
+      redis.call('HSET', h, 'history', (redis.call('HGET', h, 'history') or '') .. attempt .. '\t' ..
+        p[2] .. '\tlease expired: worker died or stalled (' .. how .. ')\n')
+      if strikes >= maxatt then
+        redis.call('XADD', P .. 'dead', '*', 'id', id, 'data', redis.call('HGET', h, 'data'), 'attempt', attempt, 'strikes', strikes, 'history', redis.call('HGET', h, 'history'))
+        out[1] = out[1] + 1
+        finish(id, sysresult(id, 'dead_lettered', attempt,
+          "queue: job's worker died " .. strikes .. ' times while it ran alone (MaxAttempts ' .. maxatt ..
+          ', ' .. attempt .. ' attempts in all); moved to the dead-letter stream'))
+      else
+        redis.call('XACK', stream, G, eid)
+        redis.call('XDEL', stream, eid)
+        redis.call('HSET', h, 'state', 'suspect', 'owner', '', 'entry', '', 'since', now)
+        redis.call('RPUSH', SQ, id)
+        out[2] = out[2] + 1
+      end
     end
+  end
+end
+if #redis.call('XPENDING', JOBS, G, '-', '+', 1, ARGV[6]) > 0 or #redis.call('XPENDING', SUSP, G, '-', '+', 1, ARGV[6]) > 0 then
+  -- Busy: report how long the oldest waiting suspect has waited (ms), so
+  -- a busy worker can drain itself to take it.
+  local head = redis.call('LINDEX', SQ, 0)
+  if head then
+    local since = tonumber(redis.call('HGET', P .. 'job:' .. head, 'since') or '')
+    if since then out[3] = math.max(now - since, 0) end
+  end
+  return out
+end
+while true do
+  local id = redis.call('LPOP', SQ)
+  if not id then break end
+  local h = P .. 'job:' .. id
+  if redis.call('HGET', h, 'state') == 'suspect' then
+    local eid = redis.call('XADD', SUSP, '*', 'id', id)
+    redis.call('XCLAIM', SUSP, G, ARGV[6], 0, eid, 'FORCE', 'JUSTID')
+    local attempt = redis.call('HINCRBY', h, 'attempt', 1)
+    local tok = ARGV[4] .. '.s'
+    redis.call('HSET', h, 'state', 'running', 'owner', tok, 'entry', 's' .. eid)
+    table.insert(out, id); table.insert(out, redis.call('HGET', h, 'data'))
+    table.insert(out, attempt); table.insert(out, tok); table.insert(out, eid)
+    break
   end
 end
 return out
@@ -183,7 +292,8 @@ return out
 var heartbeatScript = redis.NewScript(luaPrelude + `
 local h = P .. 'job:' .. ARGV[4]
 if redis.call('HGET', h, 'owner') ~= ARGV[5] or redis.call('HGET', h, 'state') ~= 'running' then return 'lost' end
-redis.call('XCLAIM', JOBS, G, ARGV[6], 0, redis.call('HGET', h, 'entry'), 'JUSTID')
+local s, eid = entryof(redis.call('HGET', h, 'entry'))
+redis.call('XCLAIM', s, G, ARGV[6], 0, eid, 'JUSTID')
 if redis.call('HGET', h, 'cancel') == '1' then return 'canceled' end
 return 'ok'
 `)
@@ -320,22 +430,27 @@ func (r *Redis) claimOnce(ctx context.Context, consumer string, max int, block t
 	var leases []Lease
 	now := time.Now().UnixNano()
 	if due := r.nextReclaim.Load(); now >= due && r.nextReclaim.CompareAndSwap(due, now+int64(reclaimInterval(r.o.LeaseTTL))) {
-		args := append(r.base(), newID(), r.o.MaxAttempts, consumer, r.o.LeaseTTL.Milliseconds(), max)
+		args := append(r.base(), newToken(), r.o.MaxAttempts, consumer, r.o.LeaseTTL.Milliseconds(), reclaimScanCount,
+			r.o.ResultsRetain.Milliseconds(), r.o.DeadRetain.Milliseconds(), r.o.DeadMaxLen)
 		v, err := reclaimScript.Run(ctx, r.c, nil, args...).Slice()
 		if err != nil {
 			r.nextReclaim.Store(0) // retry the scan on the next call
 			return nil, fmt.Errorf("queue: reclaim: %w", err)
 		}
-		if len(v) > 0 {
+		if len(v) >= 3 {
 			n, _ := v[0].(int64)
 			r.deadLettered.Add(uint64(n))
-			v = v[1:]
+			n, _ = v[1].(int64)
+			r.suspected.Add(uint64(n))
+			n, _ = v[2].(int64)
+			r.suspectWait.Store(n)
+			v = v[3:]
 		}
-		if leases, err = parseLeases(consumer, v); err != nil || len(leases) >= max {
+		if leases, err = parseLeases(consumer, v); err != nil || len(leases) > 0 {
+			for i := range leases {
+				leases[i].Suspect = true // a suspect comes alone
+			}
 			return leases, err
-		}
-		if len(leases) > 0 {
-			block = -1 // hand out the taken-over jobs now; take only what is already waiting
 		}
 	}
 	streams, err := r.c.XReadGroup(ctx, &redis.XReadGroupArgs{
@@ -348,7 +463,7 @@ func (r *Redis) claimOnce(ctx context.Context, consumer string, max int, block t
 	if err != nil {
 		return leases, fmt.Errorf("queue: read jobs: %w", err)
 	}
-	sargs := append(r.base(), newID())
+	sargs := append(r.base(), newToken())
 	for _, s := range streams {
 		for _, m := range s.Messages {
 			id, _ := m.Values["id"].(string)
@@ -369,10 +484,29 @@ func (r *Redis) claimOnce(ctx context.Context, consumer string, max int, block t
 
 // Heartbeat implements Queue: one EVALSHA.
 func (r *Redis) Heartbeat(ctx context.Context, l Lease) error {
-	s, err := asText(r.co.run(ctx, heartbeatScript, append(r.base(), l.Job.ID, l.token, l.Consumer)...))
+	v, err := r.co.run(ctx, heartbeatScript, append(r.base(), l.Job.ID, l.token, l.Consumer)...)
+	return heartbeatErr(l.Job.ID, v, err)
+}
+
+// HeartbeatBatch implements HeartbeatBatcher: the heartbeat scripts of all
+// leases share round trips (one pipeline per 256).
+func (r *Redis) HeartbeatBatch(ctx context.Context, ls []Lease) []error {
+	args := make([][]any, len(ls))
+	for i, l := range ls {
+		args[i] = append(r.base(), l.Job.ID, l.token, l.Consumer)
+	}
+	vals, errs := r.co.runAll(ctx, heartbeatScript, args)
+	for i := range ls {
+		errs[i] = heartbeatErr(ls[i].Job.ID, vals[i], errs[i])
+	}
+	return errs
+}
+
+func heartbeatErr(id string, v any, err error) error {
+	s, err := asText(v, err)
 	switch {
 	case err != nil:
-		return fmt.Errorf("queue: heartbeat %s: %w", l.Job.ID, err)
+		return fmt.Errorf("queue: heartbeat %s: %w", id, err)
 	case s == "lost":
 		return ErrLeaseLost
 	case s == "canceled":

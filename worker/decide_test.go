@@ -2,10 +2,15 @@ package worker
 
 import (
 	"errors"
+	"net/http/httptest"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	"github.com/odekrun/odek/events"
 	"github.com/odekrun/odek/queue"
 )
 
@@ -56,15 +61,28 @@ func TestDecideResult(t *testing.T) {
 	}
 }
 
+type fixedDead struct{ dead, suspected uint64 }
+
+func (f fixedDead) DeadLettered() uint64 { return f.dead }
+func (f fixedDead) Suspected() uint64    { return f.suspected }
+
 func TestHistogramBuckets(t *testing.T) {
 	var m Metrics
 	m.ObserveRun(3 * time.Millisecond)
 	m.ObserveRun(700 * time.Millisecond)
 	m.ObserveRun(time.Hour)
-	var b strings.Builder
-	if err := m.WritePrometheus(&b, Gauges{DeadLettered: 2}); err != nil {
+	m.observeEvent(&events.Event{Type: events.IterationCompleted, Data: map[string]any{"call_duration_ms": 1500}})
+	m.observeEvent(&events.Event{Type: events.ToolCallCompleted, Tool: "files__read"})
+	m.observeEvent(&events.Event{Type: events.ToolCallFailed, Tool: "files__read"})
+	m.observeEvent(&events.Event{Type: events.ToolCallCompleted, Tool: "shell"}) // built-in: not MCP
+	m.observeResult(queue.Result{Status: queue.StatusSucceeded, Usage: queue.Usage{PromptTokens: 10, CompletionTokens: 4, CostUSD: 0.25}}, 2*time.Second)
+	reg := prometheus.NewRegistry()
+	if err := m.Register(reg, fixedDead{2, 5}); err != nil {
 		t.Fatal(err)
 	}
+	rec := httptest.NewRecorder()
+	promhttp.HandlerFor(reg, promhttp.HandlerOpts{}).ServeHTTP(rec, httptest.NewRequest("GET", "/metrics", nil))
+	body := rec.Body.String()
 	for _, want := range []string{
 		`odek_worker_run_duration_seconds_bucket{le="0.005"} 1` + "\n",
 		`odek_worker_run_duration_seconds_bucket{le="0.5"} 1` + "\n",
@@ -73,12 +91,20 @@ func TestHistogramBuckets(t *testing.T) {
 		`odek_worker_run_duration_seconds_bucket{le="+Inf"} 3` + "\n",
 		"odek_worker_run_duration_seconds_count 3\n",
 		"odek_worker_jobs_dead_lettered_total 2\n",
+		"odek_worker_jobs_suspected_total 5\n",
+		`odek_worker_model_call_duration_seconds_bucket{le="2"} 1` + "\n",
+		`odek_worker_mcp_calls_total{server="files"} 2` + "\n",
+		`odek_worker_mcp_call_errors_total{server="files"} 1` + "\n",
+		`odek_worker_tokens_total{kind="input"} 10` + "\n",
+		`odek_worker_tokens_total{kind="output"} 4` + "\n",
+		"odek_worker_cost_usd_total 0.25\n",
+		`odek_worker_job_duration_seconds_count{status="succeeded"} 1` + "\n",
 	} {
-		if !strings.Contains(b.String(), want) {
-			t.Errorf("missing %q in\n%s", want, b.String())
+		if !strings.Contains(body, want) {
+			t.Errorf("missing %q in\n%s", want, body)
 		}
 	}
-	if strings.Contains(b.String(), "odek_queue_depth") {
-		t.Error("queue gauges written without stats")
+	if strings.Contains(body, "odek_queue_depth") || strings.Contains(body, `server="shell"`) {
+		t.Error("queue gauges written without a queue, or a built-in tool counted as MCP")
 	}
 }

@@ -109,6 +109,7 @@ func (p *publisher) flush(ctx context.Context) {
 // Write from one goroutine.
 type jobSink struct {
 	p     *publisher
+	m     *Metrics // nil: no metrics
 	start time.Time
 	sum   queue.ProgressSummary
 }
@@ -138,6 +139,9 @@ func (s *jobSink) Write(ev *events.Event) error {
 		return err
 	}
 	s.send(b)
+	if s.m != nil {
+		s.m.observeEvent(ev)
+	}
 	switch ev.Type {
 	case events.ToolCallStarted:
 		s.sum.ToolCalls++

@@ -54,6 +54,7 @@ import (
 	"github.com/odekrun/odek/events"
 	"github.com/odekrun/odek/internal/tools"
 	"github.com/odekrun/odek/queue"
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/sirupsen/logrus"
 )
 
@@ -124,6 +125,12 @@ type Config struct {
 	// Metrics collects counters; nil means a fresh Metrics (see
 	// Worker.Metrics).
 	Metrics *Metrics
+	// Version is announced in the queue's worker registry (`odek queue
+	// workers`) when the queue implements queue.Inspector.
+	Version string
+	// AnnounceInterval is how often the worker renews its registry entry
+	// (which expires after three intervals); 0 means 2 s.
+	AnnounceInterval time.Duration
 }
 
 // Errors.
@@ -142,10 +149,12 @@ var (
 
 // Worker claims and runs jobs. Create it with New.
 type Worker struct {
-	cfg     Config
-	log     logrus.FieldLogger
-	metrics *Metrics
-	pub     *publisher
+	cfg      Config
+	log      logrus.FieldLogger
+	metrics  *Metrics
+	registry *prometheus.Registry
+	pub      *publisher
+	hb       *heartbeater
 
 	started atomic.Bool
 	// stopClaims ends the claim loop (Shutdown); stopJobs cancels running
@@ -157,10 +166,9 @@ type Worker struct {
 	jobs       sync.WaitGroup
 	finished   chan struct{} // closed when Run has returned
 
-	healthMu  sync.Mutex
-	lastErr   error // last failed claim; nil after a success
-	running   bool
-	shutdownO sync.Once
+	healthMu sync.Mutex
+	lastErr  error // last failed claim; nil after a success
+	running  bool
 }
 
 // New validates cfg and returns a Worker.
@@ -202,6 +210,9 @@ func New(cfg Config) (*Worker, error) {
 	if cfg.Metrics == nil {
 		cfg.Metrics = &Metrics{}
 	}
+	if cfg.AnnounceInterval <= 0 {
+		cfg.AnnounceInterval = 2 * time.Second
+	}
 	log := cfg.Logger
 	if log == nil {
 		l := logrus.New()
@@ -210,6 +221,12 @@ func New(cfg Config) (*Worker, error) {
 	}
 	w := &Worker{cfg: cfg, log: log.WithField("worker", cfg.Name), metrics: cfg.Metrics, finished: make(chan struct{})}
 	w.pub = newPublisher(cfg.Queue, w.log, w.metrics)
+	w.hb = newHeartbeater(w)
+	reg, err := w.newRegistry()
+	if err != nil {
+		return nil, fmt.Errorf("worker: metrics: %w", err)
+	}
+	w.registry = reg
 	w.stopCtx, w.stopClaims = context.WithCancel(context.Background())
 	w.jobsCtx, w.stopJobs = context.WithCancelCause(context.Background())
 	return w, nil
@@ -243,6 +260,13 @@ func (w *Worker) Run(ctx context.Context) error {
 	defer stop()
 	pubCtx, pubCancel := context.WithCancel(context.Background())
 	go w.pub.run(pubCtx)
+	hbDone := make(chan struct{})
+	go func() { defer close(hbDone); w.hb.run(pubCtx) }()
+	if in, ok := w.cfg.Queue.(queue.Inspector); ok {
+		annDone := make(chan struct{})
+		go func() { defer close(annDone); w.announce(pubCtx, in) }()
+		defer func() { <-annDone }()
+	}
 
 	w.claimLoop()
 	w.log.WithField("running", w.metrics.Running.Load()).Info("worker: stopped claiming")
@@ -250,6 +274,7 @@ func (w *Worker) Run(ctx context.Context) error {
 	close(w.pub.ch)
 	<-w.pub.done
 	pubCancel()
+	<-hbDone
 	w.stopJobs(nil)
 	if w.stopCtx.Err() != nil && ctx.Err() == nil {
 		return nil
@@ -281,6 +306,32 @@ func (w *Worker) Shutdown(ctx context.Context) error {
 		w.stopJobs(errShutdown)
 		<-w.finished
 		return fmt.Errorf("worker: shutdown: running jobs canceled and left for redelivery: %w", ctx.Err())
+	}
+}
+
+// announce keeps the worker's entry in the queue's worker registry fresh
+// until ctx ends, then removes it.
+func (w *Worker) announce(ctx context.Context, in queue.Inspector) {
+	host, _ := os.Hostname()
+	info := queue.WorkerInfo{Name: w.cfg.Name, Version: w.cfg.Version, Host: host, PID: os.Getpid(),
+		Concurrency: w.cfg.Concurrency, Started: time.Now().UTC()}
+	t := time.NewTicker(w.cfg.AnnounceInterval)
+	defer t.Stop()
+	for {
+		info.Running = w.metrics.Running.Load()
+		cctx, cancel := context.WithTimeout(ctx, time.Second)
+		if err := in.RegisterWorker(cctx, info, 3*w.cfg.AnnounceInterval); err != nil && ctx.Err() == nil {
+			w.log.WithError(err).Debug("worker: announcing itself failed")
+		}
+		cancel()
+		select {
+		case <-t.C:
+		case <-ctx.Done():
+			cctx, cancel := context.WithTimeout(context.Background(), time.Second)
+			_ = in.UnregisterWorker(cctx, w.cfg.Name)
+			cancel()
+			return
+		}
 	}
 }
 
@@ -321,13 +372,15 @@ func sleep(ctx context.Context, d time.Duration) bool {
 	}
 }
 
-// claimLoop claims jobs into free slots until stopCtx ends. Claim itself
+// claimLoop claims jobs into free slots until stopCtx ends. A suspect lease
+// (queue.Lease.Suspect) stops claiming until that job ends. Claim itself
 // runs under a context that is never canceled half way: a claim canceled
 // after Redis handed out entries would leave them pending until their
 // lease expired, costing them an attempt. ClaimBlock bounds each call.
 func (w *Worker) claimLoop() {
 	slots := make(chan struct{}, w.cfg.Concurrency)
 	failures := 0
+	var scanned [2]uint64
 	for {
 		select {
 		case slots <- struct{}{}:
@@ -344,6 +397,20 @@ func (w *Worker) claimLoop() {
 				break more
 			}
 		}
+		if free < w.cfg.Concurrency && w.suspectStarving() {
+			// A suspect has waited longer than a lease for an idle worker
+			// (every worker stays busy under steady load): take no new job
+			// until this one is idle, so the next claim can hand it over.
+			w.log.WithField("running", w.cfg.Concurrency-free).Info("worker: a suspect job is waiting to run alone; draining to take it")
+			for free < w.cfg.Concurrency {
+				select {
+				case slots <- struct{}{}:
+					free++
+				case <-w.stopCtx.Done():
+					return
+				}
+			}
+		}
 		if w.stopCtx.Err() != nil {
 			return
 		}
@@ -351,12 +418,26 @@ func (w *Worker) claimLoop() {
 		for range free - len(leases) {
 			<-slots
 		}
+		var suspectDone chan struct{}
 		for _, l := range leases {
+			done := make(chan struct{})
+			if l.Suspect {
+				suspectDone = done
+			}
 			w.jobs.Add(1)
 			go func() {
-				defer func() { <-slots; w.jobs.Done() }()
+				defer func() { <-slots; close(done); w.jobs.Done() }()
 				w.runJob(l)
 			}()
+		}
+		if suspectDone != nil {
+			// Its last worker died while running it: it runs alone, so a
+			// death now is its own and no other job pays for it.
+			select {
+			case <-suspectDone:
+			case <-w.stopCtx.Done():
+				return
+			}
 		}
 		if err != nil {
 			failures++
@@ -373,33 +454,64 @@ func (w *Worker) claimLoop() {
 			w.log.WithField("failures", failures).Info("worker: queue reachable again")
 		}
 		failures = 0
+		w.logScan(&scanned)
 		w.setErr(nil)
 	}
 }
 
+// suspectStarving reports whether the queue says a suspect has waited for
+// an idle worker longer than the lease.
+func (w *Worker) suspectStarving() bool {
+	sw, ok := w.cfg.Queue.(queue.SuspectWaiter)
+	return ok && sw.SuspectWait() > w.cfg.LeaseTTL
+}
+
+// logScan logs what this worker's expired-lease scans did since the last
+// call: jobs found abandoned (made suspects) and jobs dead-lettered.
+func (w *Worker) logScan(last *[2]uint64) {
+	dc, ok := w.cfg.Queue.(queue.DeadLetterCounter)
+	if !ok {
+		return
+	}
+	s, d := dc.Suspected(), dc.DeadLettered()
+	if s > last[0] {
+		w.log.WithField("jobs", s-last[0]).Info("worker: reclaim: found jobs whose worker died (lease expired); each will run alone")
+	}
+	if d > last[1] {
+		w.log.WithField("jobs", d-last[1]).Warn("worker: reclaim: dead-lettered jobs whose worker died MaxAttempts times while they ran alone")
+	}
+	last[0], last[1] = s, d
+}
+
 // runJob runs one claimed job to its acknowledgement (or abandonment).
 func (w *Worker) runJob(l queue.Lease) {
-	log := w.log.WithFields(logrus.Fields{"job_id": l.Job.ID, "attempt": l.Job.Attempt})
+	log := w.log.WithFields(logrus.Fields{"job_id": l.Job.ID, "chat_id": l.Job.ChatID, "attempt": l.Job.Attempt})
 	w.metrics.Started.Add(1)
 	w.metrics.Running.Add(1)
 	defer w.metrics.Running.Add(-1)
 	if l.Job.Attempt > 1 {
 		w.metrics.Reclaimed.Add(1)
 	}
+	if l.Suspect {
+		w.metrics.Suspects.Add(1)
+		log.WithField("suspect", true).Info("worker: job reclaimed after its last worker died; running it alone")
+	} else {
+		log.Info("worker: job claimed")
+	}
 	runCtx, cancelRun := context.WithCancelCause(w.jobsCtx)
 	defer cancelRun(nil)
-	hbCtx, stopHB := context.WithCancel(context.Background())
-	hbDone := make(chan struct{})
-	go func() { defer close(hbDone); w.heartbeat(hbCtx, l, cancelRun, log) }()
-	defer func() { stopHB(); <-hbDone }()
+	// The worker's one heartbeat loop renews the lease until runJob
+	// returns (also while the ack is retried).
+	defer w.hb.add(l, cancelRun, log)()
 
 	start := time.Now()
 	sink := newJobSink(w.pub, l.Job, start)
+	sink.m = w.metrics
 	var prompter tools.Prompter
 	if a, ok := w.cfg.Queue.(queue.Approvals); ok {
 		prompter = &approver{a: a, job: l.Job, timeout: w.cfg.ApprovalTimeout, now: time.Now}
 	}
-	res, err, panicked := w.call(runCtx, l.Job, sink, prompter)
+	res, panicked, err := w.call(runCtx, l.Job, sink, prompter)
 	dur := time.Since(start)
 	cause := context.Cause(runCtx)
 	w.metrics.ObserveRun(dur)
@@ -427,7 +539,18 @@ func (w *Worker) runJob(l queue.Lease) {
 	// Count the outcome only once the queue took the result: a dropped one
 	// (lease lost, left for redelivery) is counted as such by ack, and the
 	// worker that finishes the job counts its outcome.
-	switch w.ack(l, res, log) {
+	status := w.ack(l, res, log)
+	defer func() {
+		if status != "" {
+			log.WithFields(logrus.Fields{"status": status, "duration_ms": dur.Milliseconds(),
+				"prompt_tokens": res.Usage.PromptTokens, "completion_tokens": res.Usage.CompletionTokens}).Info("worker: job finished")
+		}
+	}()
+	if status != "" {
+		res.Status = status
+		w.metrics.observeResult(res, dur)
+	}
+	switch status {
 	case queue.StatusSucceeded:
 		w.metrics.Succeeded.Add(1)
 	case queue.StatusCanceled:
@@ -462,54 +585,14 @@ func decideResult(res queue.Result, err error, canceled bool, dur time.Duration)
 }
 
 // call runs the RunFunc, turning a panic into panicked.
-func (w *Worker) call(ctx context.Context, job queue.Job, sink events.Sink, p tools.Prompter) (res queue.Result, err error, panicked any) {
+func (w *Worker) call(ctx context.Context, job queue.Job, sink events.Sink, p tools.Prompter) (res queue.Result, panicked any, err error) {
 	defer func() {
 		if v := recover(); v != nil {
 			panicked = v
 		}
 	}()
 	res, err = w.cfg.Run(ctx, job, sink, p)
-	return res, err, nil
-}
-
-// heartbeat renews the lease until ctx ends, canceling the run on a
-// cancellation request or a lost lease. Failed renewals (queue down) are
-// logged and retried at the next tick.
-func (w *Worker) heartbeat(ctx context.Context, l queue.Lease, cancelRun context.CancelCauseFunc, log logrus.FieldLogger) {
-	t := time.NewTicker(w.cfg.HeartbeatInterval)
-	defer t.Stop()
-	// The lease was taken (Claim) or last renewed no later than now.
-	renewed := time.Now()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-		}
-		cctx, cancel := context.WithTimeout(ctx, max(w.cfg.HeartbeatInterval, time.Second))
-		err := w.cfg.Queue.Heartbeat(cctx, l)
-		cancel()
-		switch {
-		case err == nil:
-			renewed = time.Now()
-		case errors.Is(err, queue.ErrCanceled):
-			renewed = time.Now()
-			cancelRun(errJobCanceled)
-		case errors.Is(err, queue.ErrLeaseLost):
-			cancelRun(errLeaseLost)
-			return
-		case ctx.Err() != nil:
-			return
-		default:
-			w.metrics.QueueErrors.Add(1)
-			log.WithError(err).Warn("worker: heartbeat failed")
-			if leaseExpired(time.Since(renewed), w.cfg.LeaseTTL, w.cfg.HeartbeatInterval) {
-				log.Warn("worker: lease not renewed within its TTL; stopping the run, another worker may own the job now")
-				cancelRun(errLeaseLost)
-				return
-			}
-		}
-	}
+	return res, nil, err
 }
 
 // leaseExpired reports whether a lease last renewed since ago may already

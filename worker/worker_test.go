@@ -179,15 +179,20 @@ func TestCancelRunningJob(t *testing.T) {
 			if res.Status != queue.StatusCanceled || res.Answer != "partial" {
 				t.Fatalf("result %+v, want canceled with the partial answer", res)
 			}
-			if w.Metrics().Canceled.Load() != 1 {
-				t.Fatalf("canceled counter %d", w.Metrics().Canceled.Load())
+			// The counter follows the acknowledgement, which the result
+			// may overtake.
+			for deadline := time.Now().Add(5 * time.Second); w.Metrics().Canceled.Load() != 1; time.Sleep(time.Millisecond) {
+				if time.Now().After(deadline) {
+					t.Fatalf("canceled counter %d", w.Metrics().Canceled.Load())
+				}
 			}
 		})
 	}
 }
 
 // A RunFunc that panics leaves the job unacknowledged, as a crash would;
-// after MaxAttempts claims the queue dead-letters it, and the chat's next
+// the job becomes a suspect, runs alone, and after MaxAttempts deaths
+// alone (MaxAttempts+1 claims) the queue dead-letters it; the chat's next
 // job runs.
 func TestPanickingRunIsDeadLetteredAfterMaxAttempts(t *testing.T) {
 	for _, impl := range []string{"memory", "redis"} {
@@ -205,22 +210,23 @@ func TestPanickingRunIsDeadLetteredAfterMaxAttempts(t *testing.T) {
 			poison := enqueue(t, q, queue.Job{ChatID: 3, Goal: "poison"})
 			next := enqueue(t, q, queue.Job{ChatID: 3, Goal: "after"})
 			res := waitResult(t, q, poison.ID)
-			if res.Status != queue.StatusDeadLettered || res.Attempt != 2 {
-				t.Fatalf("poison result %+v, want dead_lettered at attempt 2", res)
+			if res.Status != queue.StatusDeadLettered || res.Attempt != 3 {
+				t.Fatalf("poison result %+v, want dead_lettered at attempt 3", res)
 			}
 			if got := waitResult(t, q, next.ID); got.Status != queue.StatusSucceeded || got.Answer != "fine" {
 				t.Fatalf("next job %+v", got)
 			}
-			if calls.Load() != 2 || w.Metrics().Abandoned.Load() != 2 || w.Metrics().Reclaimed.Load() != 1 {
+			if calls.Load() != 3 || w.Metrics().Abandoned.Load() != 3 || w.Metrics().Reclaimed.Load() != 2 || w.Metrics().Suspects.Load() != 2 {
 				t.Fatalf("calls %d abandoned %d reclaimed %d", calls.Load(), w.Metrics().Abandoned.Load(), w.Metrics().Reclaimed.Load())
 			}
 			if d, _ := q.(queue.Operator).DeadLetters(context.Background(), 0); len(d) != 1 || d[0].ID != poison.ID {
 				t.Fatalf("dead letters %+v", d)
 			}
-			var g worker.Gauges
-			g.DeadLettered = q.(queue.DeadLetterCounter).DeadLettered()
-			if g.DeadLettered != 1 {
-				t.Fatalf("dead-lettered counter %d", g.DeadLettered)
+			if n := q.(queue.DeadLetterCounter).DeadLettered(); n != 1 {
+				t.Fatalf("dead-lettered counter %d", n)
+			}
+			if n := q.(queue.DeadLetterCounter).Suspected(); n != 2 {
+				t.Fatalf("suspected counter %d, want 2 (every death but the last made it a suspect)", n)
 			}
 		})
 	}
@@ -411,6 +417,8 @@ func TestMetricsEndpoint(t *testing.T) {
 		"odek_worker_run_duration_seconds_bucket{le=\"+Inf\"} ", "odek_worker_run_duration_seconds_count ",
 		"# TYPE odek_worker_run_duration_seconds histogram\n", "odek_queue_depth ", "odek_queue_pending ",
 		"odek_worker_jobs_dead_lettered_total 0\n", "odek_worker_jobs_running ",
+		`odek_queue_jobs{state="queued"} `, `odek_queue_jobs{state="suspect"} 0`, "odek_queue_oldest_queued_age_seconds ",
+		"go_goroutines ", `odek_worker_job_duration_seconds_count{status="failed"} 1`,
 	} {
 		if !strings.Contains(string(body), want) {
 			t.Errorf("metrics lack %q:\n%s", want, body)
@@ -592,5 +600,67 @@ func TestLeaseExpired(t *testing.T) {
 		if got := worker.LeaseExpired(tc.since, tc.ttl, tc.interval); got != tc.want {
 			t.Errorf("LeaseExpired(%v, %v, %v) = %v, want %v", tc.since, tc.ttl, tc.interval, got, tc.want)
 		}
+	}
+}
+
+// A worker that is never idle under a steady backlog still runs a suspect:
+// once the suspect has waited longer than a lease, the worker stops taking
+// new jobs until it is idle, and its next claim gets the suspect alone.
+// Every backlog job works 15 ms and then runs until the next one has
+// started (or 150 ms), so without the drain the worker is never idle while
+// the backlog lasts (~2 s).
+func TestBusyWorkerDrainsForAStarvingSuspect(t *testing.T) {
+	for _, impl := range []string{"memory", "redis"} {
+		t.Run(impl, func(t *testing.T) {
+			q := newQueue(t, impl, queue.Options{LeaseTTL: 200 * time.Millisecond})
+			s := enqueue(t, q, queue.Job{ChatID: 1, Goal: "suspect"})
+			if ls, err := q.Claim(context.Background(), "ghost", 1, time.Second); err != nil || len(ls) != 1 {
+				t.Fatalf("ghost claim = %d, %v", len(ls), err) // the ghost never beats: its lease expires
+			}
+			const backlog = 150
+			for i := 0; i < backlog; i++ {
+				enqueue(t, q, queue.Job{ChatID: int64(100 + i), Goal: "work"})
+			}
+			var (
+				mu    sync.Mutex
+				order []string
+				succ  = make(chan struct{}) // closed when the next job starts
+			)
+			start(t, worker.Config{Queue: q, Concurrency: 2, LeaseTTL: 200 * time.Millisecond, HeartbeatInterval: 20 * time.Millisecond,
+				Run: func(ctx context.Context, job queue.Job, _ events.Sink, _ tools.Prompter) (queue.Result, error) {
+					mu.Lock()
+					order = append(order, job.Goal)
+					close(succ)
+					mine := make(chan struct{})
+					succ = mine
+					mu.Unlock()
+					if job.Goal == "work" {
+						time.Sleep(15 * time.Millisecond) // the job's own work
+						t := time.NewTimer(150 * time.Millisecond)
+						defer t.Stop()
+						select {
+						case <-mine:
+						case <-t.C:
+						}
+					}
+					return queue.Result{Answer: job.Goal}, nil
+				}})
+			if res := waitResult(t, q, s.ID); res.Status != queue.StatusSucceeded || res.Attempt != 2 {
+				t.Fatalf("suspect result %+v", res)
+			}
+			mu.Lock()
+			defer mu.Unlock()
+			before := 0
+			for _, g := range order {
+				if g == "suspect" {
+					break
+				}
+				before++
+			}
+			if before >= backlog {
+				t.Fatalf("the suspect ran after the whole backlog (%d jobs): it starved", before)
+			}
+			t.Logf("suspect ran after %d of %d backlog jobs", before, backlog)
+		})
 	}
 }

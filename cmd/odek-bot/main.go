@@ -27,6 +27,7 @@ import (
 	"github.com/odekrun/odek/bot"
 	"github.com/odekrun/odek/internal/sandbox"
 	"github.com/odekrun/odek/queue"
+	"github.com/odekrun/odek/worker"
 )
 
 // Exit codes.
@@ -148,6 +149,14 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		}
 		rc := redis.NewClient(opt)
 		defer rc.Close()
+		// Wait for Redis (logging each retry) instead of leaning on a restart
+		// policy; go-redis' own log lines go through logrus.
+		redis.SetLogger(worker.RedisLogger{Log: log})
+		if err := queue.WaitRedis(ctx, rc, func(attempt int, d time.Duration, err error) {
+			log.WithFields(logrus.Fields{"redis": opt.Addr, "attempt": attempt, "retry_in": d.Round(time.Millisecond).String()}).WithError(err).Warn("odek-bot: Redis unreachable; waiting for it")
+		}); err != nil {
+			return &codeErr{exitSetup, fmt.Errorf("connecting to Redis at %s: %w", opt.Addr, err)}
+		}
 		cctx, cancel := context.WithTimeout(ctx, 15*time.Second)
 		rq, err := queue.NewRedis(cctx, rc, queue.Options{Prefix: e.QueuePrefix})
 		cancel()

@@ -114,7 +114,8 @@ Usage:
   odek version                   print the version
 
 Exit codes: 0 success, 1 task/model/tool error, 3 setup error (flags, config,
-credentials), 2 overall timeout (subagent), 4 budget exhausted, 130 cancelled by SIGINT/SIGTERM.
+credentials), 2 overall timeout (subagent), 4 budget exhausted, 69 Redis unreachable (odek queue),
+130 cancelled by SIGINT/SIGTERM.
 `
 
 func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) error {
@@ -134,7 +135,7 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 	case "worker":
 		return cmdWorker(ctx, args[1:], stdout, stderr)
 	case "queue":
-		return cmdQueue(ctx, args[1:], stdout, stderr)
+		return cmdQueue(ctx, args[1:], stdin, stdout, stderr)
 	case "ext":
 		return cmdExt(ctx, args[1:], stdout, stderr)
 	case "init":

@@ -1,30 +1,60 @@
 package main
 
 import (
+	"bufio"
 	"context"
 	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
 	"io"
+	"net"
+	"os"
 	"sort"
 	"strings"
 	"time"
 
+	"github.com/odekrun/odek/internal/redact"
 	"github.com/odekrun/odek/queue"
+	"github.com/odekrun/odek/worker"
+	"github.com/redis/go-redis/v9"
+	"github.com/sirupsen/logrus"
 )
 
+// exitUnavailable is the exit code of a command that could not reach Redis
+// (sysexits' EX_UNAVAILABLE): retry later, or check the address.
+const exitUnavailable = 69
+
 const queueUsage = `Usage:
-  odek queue stats [--json]                        depth, running per worker, dead letters, unread results
-  odek queue submit --chat ID [--wait] "<goal>"    enqueue a goal; with --wait print the answer and exit as odek run would
+  odek queue stats                                 queued (all, also behind a busy chat), ready, suspects, running per worker, oldest queued, dead, unread results
+  odek queue show ID                               one job: state, worker, lease left, attempts and why each ended, result
+  odek queue submit --chat ID [--key K] [--wait] "<goal>"
+                                                   enqueue a goal; with --wait print the answer and exit as odek run would
   odek queue cancel ID                             cancel a queued or running job
   odek queue dead [--max N]                        list dead-lettered jobs
-  odek queue retry ID                              requeue a dead job as a new job
-Every subcommand takes --redis URL (env REDIS_URL), --prefix, --lease and --max-attempts.
+  odek queue retry ID | --all [--yes]              requeue dead jobs as new jobs (--all asks first unless --yes)
+  odek queue purge-dead --older-than D             delete dead letters older than D (e.g. 72h)
+  odek queue workers                               live workers: name, version, concurrency, running jobs, last heartbeat
+  odek queue tail [ID]                             follow the progress of one job (until it ends) or of all running jobs
+  odek queue config [--lease D] [--max-attempts N] show or set the lease and max attempts every worker uses
+Every subcommand takes --redis URL (env REDIS_URL), --prefix and --json (one JSON value per line on stdout).
+Exit codes: 0 ok, 1 the job or the request failed, 3 bad flags or arguments, 69 Redis unreachable.
 `
 
+// queueArgs are the parsed flags of one `odek queue` subcommand.
+type queueArgs struct {
+	jsonOut, wait, all, yes bool
+	chat, user              int64
+	sessionID, idemKey      string
+	maxDead                 int64
+	timeout, olderThan      time.Duration
+	lease                   time.Duration
+	maxAttempts             int
+	budgetJSON              string
+}
+
 // cmdQueue is the operator CLI of the Redis queue.
-func cmdQueue(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+func cmdQueue(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) error {
 	if len(args) == 0 {
 		fmt.Fprint(stderr, queueUsage)
 		return withCode(exitSetup, errors.Join(errReported, errors.New("odek queue needs a subcommand")))
@@ -33,30 +63,29 @@ func cmdQueue(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	var qf queueFlags
 	fs := flag.NewFlagSet("odek queue "+sub, flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	qf.register(fs)
-	var (
-		jsonOut, wait bool
-		chat, user    int64
-		sessionID     string
-		idemKey       string
-		maxDead       int64
-		timeout       time.Duration
-		budgetJSON    string
-	)
+	qf.registerConn(fs)
+	var a queueArgs
+	fs.BoolVar(&a.jsonOut, "json", false, "print JSON (one value per line) instead of text")
 	switch sub {
-	case "stats":
-		fs.BoolVar(&jsonOut, "json", false, "print the stats as one JSON object")
+	case "stats", "show", "cancel", "workers", "tail":
 	case "submit":
-		fs.Int64Var(&chat, "chat", 0, "chat id the job belongs to (required; jobs of one chat run one at a time, in order)")
-		fs.Int64Var(&user, "user", 0, "user id (optional)")
-		fs.StringVar(&sessionID, "session", "", "session to continue (default: the chat's)")
-		fs.StringVar(&idemKey, "key", "", "idempotency key: a second submit with the same key within the dedupe window is the same job")
-		fs.StringVar(&budgetJSON, "budget", "", `job budget as a limits JSON object, e.g. {"max_tool_calls":5} (may only lower the workers' limits)`)
-		fs.BoolVar(&wait, "wait", false, "wait for the result, print the answer on stdout and exit with the run's exit code")
-		fs.DurationVar(&timeout, "timeout", 0, "with --wait: give up after this long (exit 2; the job goes on); 0 waits forever")
+		fs.Int64Var(&a.chat, "chat", 0, "chat id the job belongs to (required; jobs of one chat run one at a time, in order)")
+		fs.Int64Var(&a.user, "user", 0, "user id (optional)")
+		fs.StringVar(&a.sessionID, "session", "", "session to continue (default: the chat's)")
+		fs.StringVar(&a.idemKey, "key", "", "idempotency key: a second submit with the same key within the dedupe window is the same job")
+		fs.StringVar(&a.budgetJSON, "budget", "", `job budget as a limits JSON object, e.g. {"max_tool_calls":5} (may only lower the workers' limits)`)
+		fs.BoolVar(&a.wait, "wait", false, "wait for the result, print the answer on stdout and exit with the run's exit code")
+		fs.DurationVar(&a.timeout, "timeout", 0, "with --wait: give up after this long (exit 2; the job goes on); 0 waits forever")
 	case "dead":
-		fs.Int64Var(&maxDead, "max", 0, "list at most this many (0: all)")
-	case "retry", "cancel":
+		fs.Int64Var(&a.maxDead, "max", 0, "list at most this many (0: all)")
+	case "retry":
+		fs.BoolVar(&a.all, "all", false, "retry every dead-lettered job")
+		fs.BoolVar(&a.yes, "yes", false, "with --all: do not ask for confirmation")
+	case "purge-dead":
+		fs.DurationVar(&a.olderThan, "older-than", -1, "delete dead letters older than this (required, e.g. 72h; 0 deletes all)")
+	case "config":
+		fs.DurationVar(&a.lease, "lease", 0, "set the lease of a claimed job without heartbeat before another worker takes it over")
+		fs.IntVar(&a.maxAttempts, "max-attempts", 0, "set the deaths of a job's worker, while the job ran alone, before it is dead-lettered")
 	case "-h", "--help", "help":
 		fmt.Fprint(stdout, queueUsage)
 		return nil
@@ -75,105 +104,168 @@ func cmdQueue(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	switch sub {
 	case "submit":
 		goal = strings.TrimSpace(strings.Join(fs.Args(), " "))
-		if chat == 0 {
+		if a.chat == 0 {
 			return usageErr("odek queue submit needs --chat ID (a non-zero chat id)")
 		}
 		if goal == "" {
 			return usageErr(`odek queue submit needs a goal: odek queue submit --chat ID "<goal>"`)
 		}
-		if budgetJSON != "" && !json.Valid([]byte(budgetJSON)) {
+		if a.budgetJSON != "" && !json.Valid([]byte(a.budgetJSON)) {
 			return usageErr("--budget is not valid JSON")
 		}
-	case "retry", "cancel":
+	case "show", "cancel":
 		if fs.NArg() != 1 {
 			return usageErr("odek queue %s needs exactly one job id", sub)
 		}
 		id = fs.Arg(0)
+	case "retry":
+		switch {
+		case a.all && fs.NArg() != 0:
+			return usageErr("odek queue retry takes either one job id or --all, not both")
+		case !a.all && fs.NArg() != 1:
+			return usageErr("odek queue retry needs exactly one job id, or --all")
+		case a.yes && !a.all:
+			return usageErr("--yes only goes with --all")
+		}
+		id = fs.Arg(0)
+	case "tail":
+		if fs.NArg() > 1 {
+			return usageErr("odek queue tail takes at most one job id")
+		}
+		id = fs.Arg(0)
+	case "purge-dead":
+		if a.olderThan < 0 {
+			return usageErr("odek queue purge-dead needs --older-than D (e.g. 72h; 0 deletes every dead letter)")
+		}
+		fallthrough
 	default:
 		if fs.NArg() > 0 {
 			return usageErr("odek queue %s takes no arguments, got %q", sub, fs.Args())
 		}
 	}
-	rc, q, err := qf.connect(ctx)
+	if sub == "config" && (a.lease < 0 || a.maxAttempts < 0 || (a.lease > 0 && a.lease < 100*time.Millisecond)) {
+		return usageErr("odek queue config: --lease must be ≥ 100ms and --max-attempts ≥ 1 when given")
+	}
+	if sub == "submit" && a.idemKey == "" {
+		fmt.Fprintln(stderr, "odek: warning: no --key given; if this submit is retried (a timeout, a script run twice) the goal is enqueued twice")
+	}
+
+	// go-redis' own log lines go through logrus; this command reports
+	// Redis errors itself, so only its errors are shown.
+	rlog := logrus.New()
+	rlog.SetOutput(stderr)
+	rlog.SetLevel(logrus.ErrorLevel)
+	redis.SetLogger(worker.RedisLogger{Log: rlog})
+	rc, q, err := qf.connect(ctx, "odek queue "+sub, qf.optionsDefault())
 	if err != nil {
 		return err
 	}
 	defer rc.Close()
-
+	c := &queueCLI{q: q, addr: rc.Options().Addr, what: "odek queue " + sub, a: a, stdin: stdin, stdout: stdout, stderr: stderr, prefix: qf.prefix}
 	switch sub {
 	case "stats":
-		st, err := q.Stats(ctx)
-		if err != nil {
-			return err
-		}
-		return printStats(stdout, st, jsonOut)
+		return c.stats(ctx)
+	case "show":
+		return c.show(ctx, id)
 	case "dead":
-		jobs, err := q.DeadLetters(ctx, maxDead)
-		if err != nil {
-			return err
-		}
-		for _, j := range jobs {
-			fmt.Fprintf(stdout, "%s\tchat=%d\tattempts=%d\tcreated=%s\t%s\n", j.ID, j.ChatID, j.Attempt, j.CreatedAt.Format(time.RFC3339), clipGoal(j.Goal, 60))
-		}
-		if len(jobs) == 0 {
-			fmt.Fprintln(stderr, "no dead-lettered jobs")
-		}
-		return nil
+		return c.dead(ctx)
 	case "retry":
-		j, err := q.Retry(ctx, id)
-		if errors.Is(err, queue.ErrNotFound) {
-			return withCode(exitError, fmt.Errorf("no dead-lettered job %q (odek queue dead lists them)", id))
+		if a.all {
+			return c.retryAll(ctx)
 		}
-		if err != nil {
-			return err
-		}
-		fmt.Fprintln(stdout, j.ID)
-		return nil
+		return c.retry(ctx, id)
+	case "purge-dead":
+		return c.purgeDead(ctx)
+	case "workers":
+		return c.workers(ctx)
+	case "tail":
+		return c.tail(ctx, id)
+	case "config":
+		return c.config(ctx)
 	case "cancel":
 		if err := q.Cancel(ctx, id); errors.Is(err, queue.ErrNotFound) {
 			return withCode(exitError, fmt.Errorf("job %q is unknown or already finished", id))
 		} else if err != nil {
-			return err
+			return c.fail(err)
+		}
+		if a.jsonOut {
+			return c.json(map[string]any{"job_id": id, "cancel_requested": true})
 		}
 		return nil
 	}
+	return c.submit(ctx, goal)
+}
 
-	// submit
-	job := queue.Job{ChatID: chat, UserID: user, Goal: goal, SessionID: sessionID, IdempotencyKey: idemKey}
-	if budgetJSON != "" {
-		job.Budget = json.RawMessage(budgetJSON)
+// queueCLI runs one subcommand against a connected queue.
+type queueCLI struct {
+	q              *queue.Redis
+	addr, what     string
+	prefix         string
+	a              queueArgs
+	stdin          io.Reader
+	stdout, stderr io.Writer
+}
+
+// fail maps a queue error to an exit code and a message naming Redis'
+// address and the cause.
+func (c *queueCLI) fail(err error) error { return redisErr(c.what, c.addr, err) }
+
+func (c *queueCLI) json(v any) error {
+	if err := json.NewEncoder(c.stdout).Encode(v); err != nil {
+		return withCode(exitError, err)
 	}
-	stored, dup, err := q.Enqueue(ctx, job)
+	return nil
+}
+
+func (c *queueCLI) submit(ctx context.Context, goal string) error {
+	a := c.a
+	job := queue.Job{ChatID: a.chat, UserID: a.user, Goal: goal, SessionID: a.sessionID, IdempotencyKey: a.idemKey}
+	if a.budgetJSON != "" {
+		job.Budget = json.RawMessage(a.budgetJSON)
+	}
+	stored, dup, err := c.q.Enqueue(ctx, job)
 	if err != nil {
 		if errors.Is(err, queue.ErrInvalidJob) || errors.Is(err, queue.ErrPayloadTooLarge) {
 			return withCode(exitSetup, err)
 		}
-		return err
+		return c.fail(err)
 	}
 	if dup {
-		fmt.Fprintf(stderr, "odek: idempotency key %q was already used: job %s\n", idemKey, stored.ID)
+		fmt.Fprintf(c.stderr, "odek: idempotency key %q was already used: job %s\n", a.idemKey, stored.ID)
 	}
-	if !wait {
-		fmt.Fprintln(stdout, stored.ID)
+	if !a.wait {
+		if a.jsonOut {
+			return c.json(map[string]any{"job_id": stored.ID, "duplicate": dup})
+		}
+		fmt.Fprintln(c.stdout, stored.ID)
 		return nil
 	}
-	fmt.Fprintln(stderr, "odek: job", stored.ID)
+	fmt.Fprintln(c.stderr, "odek: job", stored.ID)
 	wctx := ctx
-	if timeout > 0 {
+	if a.timeout > 0 {
 		var cancel context.CancelFunc
-		wctx, cancel = context.WithTimeout(ctx, timeout)
+		wctx, cancel = context.WithTimeout(ctx, a.timeout)
 		defer cancel()
 	}
-	res, err := waitJobResult(wctx, q, stored.ID)
+	res, err := waitJobResult(wctx, c.q, stored.ID)
 	switch {
 	case errors.Is(err, context.DeadlineExceeded) && ctx.Err() == nil:
-		return withCode(exitTimeout, fmt.Errorf("no result for job %s within --timeout %v (the job goes on)", stored.ID, timeout))
+		return withCode(exitTimeout, fmt.Errorf("no result for job %s within --timeout %v (the job goes on)", stored.ID, a.timeout))
 	case err != nil && ctx.Err() != nil:
 		return withCode(exitCancelled, fmt.Errorf("stopped waiting for job %s (the job goes on; odek queue cancel %s stops it)", stored.ID, stored.ID))
 	case err != nil:
-		return err
+		return c.fail(err)
 	}
-	return printResult(stdout, stderr, res)
+	if a.jsonOut {
+		if err := c.json(res); err != nil {
+			return err
+		}
+		if code := resultCode(res); code != exitOK {
+			return withCode(code, errors.Join(errReported, fmt.Errorf("job %s %s", res.JobID, res.Status)))
+		}
+		return nil
+	}
+	return printResult(c.stdout, c.stderr, res)
 }
 
 // waitJobResult follows the job's progress stream (which wakes it when the
@@ -230,20 +322,315 @@ func printResult(stdout, stderr io.Writer, res queue.Result) error {
 	return withCode(code, fmt.Errorf("job %s %s: %s", res.JobID, res.Status, msg))
 }
 
-func printStats(w io.Writer, st queue.Stats, asJSON bool) error {
-	if asJSON {
-		enc := json.NewEncoder(w)
-		return enc.Encode(map[string]any{"ready": st.Ready, "running": st.Running, "running_by": st.RunningBy, "dead": st.Dead, "results": st.Results})
+// statsJSON is the --json form of `odek queue stats`.
+type statsJSON struct {
+	Queued          int64            `json:"queued"`
+	Ready           int64            `json:"ready"`
+	Suspects        int64            `json:"suspects"`
+	Running         int64            `json:"running"`
+	RunningBy       map[string]int64 `json:"running_by"`
+	OldestQueuedAge float64          `json:"oldest_queued_age_seconds"`
+	Dead            int64            `json:"dead"`
+	Results         int64            `json:"results"`
+}
+
+func (c *queueCLI) stats(ctx context.Context) error {
+	st, err := c.q.Stats(ctx)
+	if err != nil {
+		return c.fail(err)
 	}
-	fmt.Fprintf(w, "ready\t%d\nrunning\t%d\ndead\t%d\nresults\t%d\n", st.Ready, st.Running, st.Dead, st.Results)
+	var age time.Duration
+	if !st.OldestQueued.IsZero() {
+		age = max(time.Since(st.OldestQueued), 0)
+	}
+	if c.a.jsonOut {
+		return c.json(statsJSON{Queued: st.Queued, Ready: st.Ready, Suspects: st.Suspects, Running: st.Running, RunningBy: st.RunningBy,
+			OldestQueuedAge: age.Seconds(), Dead: st.Dead, Results: st.Results})
+	}
+	w := c.stdout
+	fmt.Fprintf(w, "queued\t%d\t(all waiting jobs, also behind a busy chat)\nready\t%d\t(heads of their chat)\nsuspects\t%d\t(waiting to run alone after a worker died)\nrunning\t%d\n",
+		st.Queued, st.Ready, st.Suspects, st.Running)
+	if age > 0 {
+		fmt.Fprintf(w, "oldest queued\t%s\n", age.Round(time.Second))
+	}
+	fmt.Fprintf(w, "dead\t%d\nresults\t%d\t(not yet read by a front end)\n", st.Dead, st.Results)
 	names := make([]string, 0, len(st.RunningBy))
 	for n := range st.RunningBy {
 		names = append(names, n)
 	}
 	sort.Strings(names)
 	for _, n := range names {
-		fmt.Fprintf(w, "worker %s\t%d\n", n, st.RunningBy[n])
+		fmt.Fprintf(w, "worker %s\t%d running\n", n, st.RunningBy[n])
 	}
+	return nil
+}
+
+// goalLine is a goal's first line, redacted and clipped, for display.
+func goalLine(goal string, n int) string {
+	line, _, _ := strings.Cut(goal, "\n")
+	r := redact.New()
+	r.AddFromEnv(os.Environ())
+	return clipGoal(r.String(line), n)
+}
+
+// showJSON is the --json form of `odek queue show`.
+type showJSON struct {
+	ID              string             `json:"id"`
+	State           string             `json:"state"`
+	ChatID          int64              `json:"chat_id"`
+	Goal            string             `json:"goal"`
+	CreatedAt       time.Time          `json:"created_at"`
+	Worker          string             `json:"worker,omitempty"`
+	Since           *time.Time         `json:"since,omitempty"`
+	LeaseLeft       *float64           `json:"lease_left_seconds,omitempty"`
+	Attempt         int                `json:"attempt"`
+	Strikes         int                `json:"strikes"`
+	Suspect         bool               `json:"suspect"`
+	Attempts        []queue.AttemptEnd `json:"attempts"`
+	WaitingApproval string             `json:"waiting_approval,omitempty"`
+	Result          *resultSummary     `json:"result,omitempty"`
+}
+
+type resultSummary struct {
+	Status     queue.Status `json:"status"`
+	Summary    string       `json:"summary,omitempty"`
+	Error      string       `json:"error,omitempty"`
+	Artifacts  int          `json:"artifacts"`
+	DurationMS int64        `json:"duration_ms,omitempty"`
+	Usage      queue.Usage  `json:"usage"`
+}
+
+func (c *queueCLI) show(ctx context.Context, id string) error {
+	info, ok, err := c.q.Inspect(ctx, id)
+	if err != nil {
+		return c.fail(err)
+	}
+	if !ok {
+		return withCode(exitError, fmt.Errorf("no job %q (unknown, or finished more than the retention ago)", id))
+	}
+	out := showJSON{ID: info.Job.ID, State: info.State, ChatID: info.Job.ChatID, Goal: goalLine(info.Job.Goal, 120), CreatedAt: info.Job.CreatedAt,
+		Worker: info.Worker, Attempt: info.Attempt, Strikes: info.Strikes, Suspect: info.Suspect, Attempts: info.History,
+		WaitingApproval: info.WaitingApproval}
+	if out.Attempts == nil {
+		out.Attempts = []queue.AttemptEnd{}
+	}
+	if !info.Since.IsZero() {
+		out.Since = &info.Since
+	}
+	if info.State == queue.StateRunning {
+		s := info.LeaseLeft.Seconds()
+		out.LeaseLeft = &s
+	}
+	if r := info.Result; r != nil {
+		out.Result = &resultSummary{Status: r.Status, Summary: goalLine(r.Answer, 200), Error: clipGoal(r.Error, 300), Artifacts: len(r.Artifacts), DurationMS: r.DurationMS, Usage: r.Usage}
+		if r.Attempt > 0 {
+			out.Attempts = append(out.Attempts, queue.AttemptEnd{Attempt: r.Attempt, Worker: info.Worker, Reason: "finished: " + string(r.Status)})
+		}
+	}
+	if c.a.jsonOut {
+		return c.json(out)
+	}
+	w := c.stdout
+	state := out.State
+	switch {
+	case info.State == queue.StateRunning && info.WaitingApproval != "":
+		state = "running, waiting for approval " + info.WaitingApproval
+	case info.State == queue.StateRunning && info.Suspect:
+		state = "running alone (suspect: its previous worker died)"
+	}
+	fmt.Fprintf(w, "job\t%s\nstate\t%s\nchat\t%d\ngoal\t%s\ncreated\t%s\n", out.ID, state, out.ChatID, out.Goal, out.CreatedAt.Format(time.RFC3339))
+	if info.State == queue.StateRunning {
+		fmt.Fprintf(w, "worker\t%s\nsince\t%s (%s ago)\nlease left\t%s\n", out.Worker, info.Since.Format(time.RFC3339), time.Since(info.Since).Round(time.Millisecond), info.LeaseLeft.Round(time.Millisecond))
+	} else if out.Since != nil {
+		fmt.Fprintf(w, "since\t%s\n", out.Since.Format(time.RFC3339))
+	}
+	fmt.Fprintf(w, "attempts\t%d (deaths alone: %d)\n", out.Attempt, out.Strikes)
+	for _, e := range out.Attempts {
+		fmt.Fprintf(w, "  attempt %d\t%s\t%s\n", e.Attempt, e.Worker, e.Reason)
+	}
+	if r := out.Result; r != nil {
+		fmt.Fprintf(w, "result\t%s\n", r.Status)
+		if r.Summary != "" {
+			fmt.Fprintf(w, "answer\t%s\n", r.Summary)
+		}
+		if r.Error != "" {
+			fmt.Fprintf(w, "error\t%s\n", r.Error)
+		}
+		fmt.Fprintf(w, "artifacts\t%d\ntokens\t%d in, %d out\n", r.Artifacts, r.Usage.PromptTokens, r.Usage.CompletionTokens)
+	}
+	return nil
+}
+
+// deadJSON is one line of `odek queue dead --json`.
+type deadJSON struct {
+	ID        string             `json:"id"`
+	ChatID    int64              `json:"chat_id"`
+	Goal      string             `json:"goal"`
+	CreatedAt time.Time          `json:"created_at"`
+	DeadAt    time.Time          `json:"dead_at"`
+	Attempts  int                `json:"attempts"`
+	Strikes   int                `json:"strikes"`
+	History   []queue.AttemptEnd `json:"history,omitempty"`
+}
+
+func (c *queueCLI) dead(ctx context.Context) error {
+	ds, err := c.q.DeadEntries(ctx, c.a.maxDead)
+	if err != nil {
+		return c.fail(err)
+	}
+	for _, d := range ds {
+		j := d.Job
+		if c.a.jsonOut {
+			if err := c.json(deadJSON{ID: j.ID, ChatID: j.ChatID, Goal: goalLine(j.Goal, 120), CreatedAt: j.CreatedAt, DeadAt: d.At, Attempts: j.Attempt, Strikes: d.Strikes, History: d.History}); err != nil {
+				return err
+			}
+			continue
+		}
+		fmt.Fprintf(c.stdout, "%s\tchat=%d\tattempts=%d\tdied=%s\t%s\n", j.ID, j.ChatID, j.Attempt, d.At.Format(time.RFC3339), goalLine(j.Goal, 60))
+	}
+	if len(ds) == 0 && !c.a.jsonOut {
+		fmt.Fprintln(c.stderr, "no dead-lettered jobs")
+	}
+	return nil
+}
+
+func (c *queueCLI) retry(ctx context.Context, id string) error {
+	j, err := c.q.Retry(ctx, id)
+	if errors.Is(err, queue.ErrNotFound) {
+		return withCode(exitError, fmt.Errorf("no dead-lettered job %q (odek queue dead lists them)", id))
+	}
+	if err != nil {
+		return c.fail(err)
+	}
+	if c.a.jsonOut {
+		return c.json(map[string]string{"dead_id": id, "job_id": j.ID})
+	}
+	fmt.Fprintln(c.stdout, j.ID)
+	return nil
+}
+
+func (c *queueCLI) retryAll(ctx context.Context) error {
+	ds, err := c.q.DeadEntries(ctx, 0)
+	if err != nil {
+		return c.fail(err)
+	}
+	if len(ds) == 0 {
+		fmt.Fprintln(c.stderr, "no dead-lettered jobs")
+		return nil
+	}
+	if !c.a.yes {
+		fmt.Fprintf(c.stderr, "Retry all %d dead-lettered jobs (each runs again as a new job)? [y/N] ", len(ds))
+		line, _ := bufio.NewReader(c.stdin).ReadString('\n')
+		if a := strings.ToLower(strings.TrimSpace(line)); a != "y" && a != "yes" {
+			return withCode(exitError, errors.New("not confirmed; nothing retried (pass --yes to skip the question)"))
+		}
+	}
+	var failed int
+	for _, d := range ds {
+		j, err := c.q.Retry(ctx, d.Job.ID)
+		switch {
+		case errors.Is(err, queue.ErrNotFound):
+			continue // retried or purged by someone else meanwhile
+		case err != nil && queue.Unreachable(err):
+			return c.fail(err)
+		case err != nil:
+			failed++
+			fmt.Fprintf(c.stderr, "odek: retry %s: %v\n", d.Job.ID, err)
+			continue
+		}
+		if c.a.jsonOut {
+			if err := c.json(map[string]string{"dead_id": d.Job.ID, "job_id": j.ID}); err != nil {
+				return err
+			}
+		} else {
+			fmt.Fprintf(c.stdout, "%s\t%s\n", d.Job.ID, j.ID)
+		}
+	}
+	if failed > 0 {
+		return withCode(exitError, fmt.Errorf("%d of %d dead jobs could not be retried", failed, len(ds)))
+	}
+	return nil
+}
+
+func (c *queueCLI) purgeDead(ctx context.Context) error {
+	n, err := c.q.PurgeDead(ctx, c.a.olderThan)
+	if err != nil {
+		return c.fail(err)
+	}
+	if c.a.jsonOut {
+		return c.json(map[string]int64{"purged": n})
+	}
+	fmt.Fprintf(c.stdout, "purged %d dead letters older than %s\n", n, c.a.olderThan)
+	return nil
+}
+
+// workerJSON is one line of `odek queue workers --json`.
+type workerJSON struct {
+	queue.WorkerInfo
+	HeartbeatAge float64 `json:"last_heartbeat_age_seconds"`
+	// Leases counts the leases the queue sees the worker hold (expired ones too).
+	Leases int64 `json:"leases"`
+}
+
+func (c *queueCLI) workers(ctx context.Context) error {
+	ws, err := c.q.Workers(ctx)
+	if err != nil {
+		return c.fail(err)
+	}
+	st, err := c.q.Stats(ctx)
+	if err != nil {
+		return c.fail(err)
+	}
+	for _, w := range ws {
+		age := max(time.Since(w.LastSeen), 0)
+		if c.a.jsonOut {
+			if err := c.json(workerJSON{WorkerInfo: w, HeartbeatAge: age.Seconds(), Leases: st.RunningBy[w.Name]}); err != nil {
+				return err
+			}
+			continue
+		}
+		fmt.Fprintf(c.stdout, "%s\tversion=%s\tconcurrency=%d\trunning=%d\tlast_heartbeat=%s ago\tup=%s\n",
+			w.Name, w.Version, w.Concurrency, w.Running, age.Round(time.Millisecond), time.Since(w.Started).Round(time.Second))
+	}
+	if len(ws) == 0 && !c.a.jsonOut {
+		fmt.Fprintln(c.stderr, "no live workers")
+	}
+	return nil
+}
+
+func (c *queueCLI) config(ctx context.Context) error {
+	rc := c.q.Client()
+	sc, ok, err := queue.ReadSharedConfig(ctx, rc, c.prefix)
+	if err != nil {
+		return c.fail(err)
+	}
+	if c.a.lease > 0 || c.a.maxAttempts > 0 {
+		if !ok {
+			sc = queue.SharedConfig{LeaseTTL: 30 * time.Second, MaxAttempts: 3}
+		}
+		if c.a.lease > 0 {
+			sc.LeaseTTL = c.a.lease
+		}
+		if c.a.maxAttempts > 0 {
+			sc.MaxAttempts = c.a.maxAttempts
+		}
+		if sc, err = queue.WriteSharedConfig(ctx, rc, c.prefix, sc, false); err != nil {
+			return c.fail(err)
+		}
+		ok = true
+		fmt.Fprintln(c.stderr, "odek: stored; workers started from now on use it, running workers keep theirs until restarted")
+	}
+	if c.a.jsonOut {
+		if !ok {
+			return c.json(map[string]any{"stored": false})
+		}
+		return c.json(map[string]any{"stored": true, "lease_seconds": sc.LeaseTTL.Seconds(), "max_attempts": sc.MaxAttempts})
+	}
+	if !ok {
+		fmt.Fprintln(c.stdout, "no shared config stored yet (the first odek worker stores its --lease and --max-attempts)")
+		return nil
+	}
+	fmt.Fprintf(c.stdout, "lease\t%s\nmax attempts\t%d\n", sc.LeaseTTL, sc.MaxAttempts)
 	return nil
 }
 
@@ -253,4 +640,34 @@ func clipGoal(s string, n int) string {
 		return string(r[:n]) + "…"
 	}
 	return s
+}
+
+// redisErr turns an error from Redis into one an operator can act on: it
+// names the command, the address and the cause, with exit code 69 when
+// Redis could not be reached and 3 when it refused the credentials.
+func redisErr(what, addr string, err error) error {
+	switch {
+	case queue.Unreachable(err):
+		return withCode(exitUnavailable, fmt.Errorf("%s: Redis at %s is unreachable: %v (is it running, and is --redis / REDIS_URL right?)", what, addr, rootCause(err)))
+	case queue.AuthError(err):
+		return withCode(exitSetup, fmt.Errorf("%s: Redis at %s refused the credentials of --redis / REDIS_URL: %v", what, addr, rootCause(err)))
+	}
+	return withCode(exitError, fmt.Errorf("%s: Redis at %s: %w", what, addr, err))
+}
+
+// rootCause is the text of the network error at the bottom of err ("dial
+// tcp 127.0.0.1:1: connect: connection refused"), or of its innermost error.
+func rootCause(err error) string {
+	var oe *net.OpError
+	if errors.As(err, &oe) {
+		return oe.Error()
+	}
+	var de *net.DNSError
+	if errors.As(err, &de) {
+		return de.Error()
+	}
+	for u := errors.Unwrap(err); u != nil; u = errors.Unwrap(err) {
+		err = u
+	}
+	return err.Error()
 }

@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"os"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/odekrun/odek/internal/config"
@@ -28,41 +29,137 @@ type queueFlags struct {
 	prefix      string
 	lease       time.Duration
 	maxAttempts int
+	// explicit names the shared flags given on the command line or in the
+	// environment (they must match the stored shared config).
+	explicit map[string]bool
 }
 
-func (q *queueFlags) register(fs *flag.FlagSet) {
+// registerConn adds --redis and --prefix (every command).
+func (q *queueFlags) registerConn(fs *flag.FlagSet) {
 	fs.StringVar(&q.redisURL, "redis", os.Getenv("REDIS_URL"), "Redis URL, e.g. redis://localhost:6379/0 (env REDIS_URL)")
 	fs.StringVar(&q.prefix, "prefix", envOr("ODEK_QUEUE_PREFIX", "odek:"), "key prefix of the queue and sessions (env ODEK_QUEUE_PREFIX)")
-	fs.DurationVar(&q.lease, "lease", envDuration("ODEK_QUEUE_LEASE", 30*time.Second), "lease of a claimed job without heartbeat before another worker takes it over (env ODEK_QUEUE_LEASE)")
-	fs.IntVar(&q.maxAttempts, "max-attempts", envInt("ODEK_QUEUE_MAX_ATTEMPTS", 3), "claims of a job before it is dead-lettered (env ODEK_QUEUE_MAX_ATTEMPTS)")
+}
+
+// registerShared adds --lease and --max-attempts (odek worker only: the
+// first worker stores them in <prefix>config, later ones must agree).
+func (q *queueFlags) registerShared(fs *flag.FlagSet) {
+	q.explicit = map[string]bool{"lease": os.Getenv("ODEK_QUEUE_LEASE") != "", "max-attempts": os.Getenv("ODEK_QUEUE_MAX_ATTEMPTS") != ""}
+	fs.DurationVar(&q.lease, "lease", envDuration("ODEK_QUEUE_LEASE", 30*time.Second), "lease of a claimed job without heartbeat before another worker takes it over (env ODEK_QUEUE_LEASE; stored in the queue by the first worker)")
+	fs.IntVar(&q.maxAttempts, "max-attempts", envInt("ODEK_QUEUE_MAX_ATTEMPTS", 3), "deaths of a job's worker, while the job ran alone, before it is dead-lettered (env ODEK_QUEUE_MAX_ATTEMPTS; stored in the queue by the first worker)")
+}
+
+// markExplicit records which shared flags fs got on the command line.
+func (q *queueFlags) markExplicit(fs *flag.FlagSet) {
+	fs.Visit(func(f *flag.Flag) {
+		if f.Name == "lease" || f.Name == "max-attempts" {
+			q.explicit[f.Name] = true
+		}
+	})
 }
 
 func (q *queueFlags) options() queue.Options {
 	return queue.Options{Prefix: q.prefix, LeaseTTL: q.lease, MaxAttempts: q.maxAttempts}
 }
 
+// optionsDefault are the options of a command that does not claim jobs
+// (lease and attempts matter only to workers' claims).
+func (q *queueFlags) optionsDefault() queue.Options {
+	return queue.Options{Prefix: q.prefix}
+}
+
 // errNoRedis explains why a worker without Redis has nothing to do.
 var errNoRedis = errors.New("no Redis configured: set REDIS_URL or pass --redis URL (workers take jobs from Redis; without it the bot runs its own in-process workers)")
 
-// connect opens the Redis client and the queue. The URL is never echoed:
-// it may carry a password.
-func (q *queueFlags) connect(ctx context.Context) (*redis.Client, *queue.Redis, error) {
+// client parses the URL and returns a client. The URL is never echoed: it
+// may carry a password.
+func (q *queueFlags) client() (*redis.Client, error) {
 	if q.redisURL == "" {
-		return nil, nil, withCode(exitSetup, errNoRedis)
+		return nil, withCode(exitSetup, errNoRedis)
 	}
 	opt, err := redis.ParseURL(q.redisURL)
 	if err != nil {
-		return nil, nil, withCode(exitSetup, errors.New("--redis / REDIS_URL is not a valid redis:// or rediss:// URL"))
+		return nil, withCode(exitSetup, errors.New("--redis / REDIS_URL is not a valid redis:// or rediss:// URL"))
 	}
-	c := redis.NewClient(opt)
+	return redis.NewClient(opt), nil
+}
+
+// connect opens the Redis client and the queue for command what, failing
+// at once (exit 69) when Redis is unreachable.
+func (q *queueFlags) connect(ctx context.Context, what string, opts queue.Options) (*redis.Client, *queue.Redis, error) {
+	c, err := q.client()
+	if err != nil {
+		return nil, nil, err
+	}
 	cctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
-	qu, err := queue.NewRedis(cctx, c, q.options())
+	if err := c.Ping(cctx).Err(); err != nil {
+		c.Close()
+		return nil, nil, redisErr(what, c.Options().Addr, err)
+	}
+	qu, err := queue.NewRedis(cctx, c, opts)
 	if err != nil {
 		c.Close()
-		return nil, nil, withCode(exitSetup, fmt.Errorf("connecting to Redis at %s: %w", opt.Addr, err))
+		return nil, nil, redisErr(what, c.Options().Addr, err)
 	}
 	return c, qu, nil
+}
+
+// connectWorker waits for Redis with backoff (logging each retry), agrees
+// on the shared config and opens the queue.
+func (q *queueFlags) connectWorker(ctx context.Context, log logrus.FieldLogger) (*redis.Client, *queue.Redis, error) {
+	c, err := q.client()
+	if err != nil {
+		return nil, nil, err
+	}
+	addr := c.Options().Addr
+	fail := func(err error) (*redis.Client, *queue.Redis, error) {
+		c.Close()
+		if ctx.Err() != nil {
+			return nil, nil, withCode(exitCancelled, fmt.Errorf("odek worker: stopped while waiting for Redis at %s: %v", addr, rootCause(err)))
+		}
+		return nil, nil, redisErr("odek worker", addr, err)
+	}
+	err = queue.WaitRedis(ctx, c, func(attempt int, d time.Duration, err error) {
+		log.WithFields(logrus.Fields{"redis": addr, "attempt": attempt, "retry_in": d.Round(time.Millisecond).String()}).
+			Warnf("odek worker: Redis unreachable (%s); waiting for it", rootCause(err))
+	})
+	if err != nil {
+		return fail(err)
+	}
+	sc, err := queue.WriteSharedConfig(ctx, c, q.prefix, queue.SharedConfig{LeaseTTL: q.lease, MaxAttempts: q.maxAttempts}, true)
+	if err != nil {
+		return fail(err)
+	}
+	if err := q.agree(sc, log); err != nil {
+		c.Close()
+		return nil, nil, err
+	}
+	qu, err := queue.NewRedis(ctx, c, q.options())
+	if err != nil {
+		return fail(err)
+	}
+	return c, qu, nil
+}
+
+// agree adopts the stored shared config, or fails when a flag given
+// explicitly disagrees with it.
+func (q *queueFlags) agree(sc queue.SharedConfig, log logrus.FieldLogger) error {
+	var clash []string
+	if sc.LeaseTTL != q.lease && q.explicit["lease"] {
+		clash = append(clash, fmt.Sprintf("--lease %s (the queue's is %s)", q.lease, sc.LeaseTTL))
+	}
+	if sc.MaxAttempts != q.maxAttempts && q.explicit["max-attempts"] {
+		clash = append(clash, fmt.Sprintf("--max-attempts %d (the queue's is %d)", q.maxAttempts, sc.MaxAttempts))
+	}
+	if len(clash) > 0 {
+		return withCode(exitSetup, fmt.Errorf("odek worker: %s disagrees with the shared config in %sconfig; every worker must use the same. Drop the flag to adopt the queue's, or change it for all with `odek queue config --lease D --max-attempts N` and restart the workers",
+			strings.Join(clash, " and "), q.prefix))
+	}
+	if sc.LeaseTTL != q.lease || sc.MaxAttempts != q.maxAttempts {
+		log.WithFields(logrus.Fields{"lease": sc.LeaseTTL.String(), "max_attempts": sc.MaxAttempts}).Info("odek worker: using the queue's shared lease and max attempts")
+	}
+	q.lease, q.maxAttempts = sc.LeaseTTL, sc.MaxAttempts
+	return nil
 }
 
 func envOr(k, def string) string {
@@ -102,7 +199,8 @@ func cmdWorker(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	var f workerFlags
 	fs := flag.NewFlagSet("odek worker", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	f.q.register(fs)
+	f.q.registerConn(fs)
+	f.q.registerShared(fs)
 	fs.IntVar(&f.concurrency, "concurrency", envInt("ODEK_WORKER_CONCURRENCY", 4), "jobs run at once (env ODEK_WORKER_CONCURRENCY)")
 	fs.StringVar(&f.name, "name", os.Getenv("ODEK_WORKER_NAME"), "consumer name, unique per worker (default host-pid-random; env ODEK_WORKER_NAME)")
 	fs.StringVar(&f.metricsAddr, "metrics-addr", os.Getenv("ODEK_WORKER_METRICS_ADDR"), "serve /healthz and /metrics on this address, e.g. :9464 (default off; env ODEK_WORKER_METRICS_ADDR)")
@@ -120,6 +218,7 @@ func cmdWorker(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	if fs.NArg() > 0 {
 		return usageErr("odek worker takes no arguments, got %q", fs.Args())
 	}
+	f.q.markExplicit(fs)
 	if f.concurrency < 1 {
 		return usageErr("--concurrency must be ≥ 1, got %d", f.concurrency)
 	}
@@ -130,6 +229,8 @@ func cmdWorker(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		return usageErr("--log-level: %v", err)
 	}
 	log.SetLevel(lvl)
+	// go-redis' own log lines (pool dial failures…) go through logrus too.
+	redis.SetLogger(worker.RedisLogger{Log: log.WithField("worker", f.name)})
 
 	cfg, warnings, err := config.Load(config.Options{})
 	if err != nil {
@@ -146,7 +247,7 @@ func cmdWorker(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		return withCode(exitSetup, err)
 	}
 
-	rc, q, err := f.q.connect(ctx)
+	rc, q, err := f.q.connectWorker(ctx, log)
 	if err != nil {
 		return err
 	}
@@ -167,6 +268,7 @@ func cmdWorker(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		// Heartbeats well inside the lease, at most every 500 ms (cancel latency).
 		HeartbeatInterval: min(f.q.lease/3, 500*time.Millisecond),
 		LeaseTTL:          f.q.lease,
+		Version:           version,
 	})
 	if err != nil {
 		return withCode(exitSetup, err)

@@ -360,7 +360,9 @@ func TestWorkerSIGKILLMidJob(t *testing.T) {
 }
 
 // A poison job — one whose run takes its worker process down every time —
-// is dead-lettered after --max-attempts claims; the chat is told and its
+// is dead-lettered after --max-attempts deaths alone (its first death may
+// have been beside other jobs, so that one is not counted: 3 claims for
+// --max-attempts 2); the chat is told and its
 // next job runs; `odek queue dead` lists it and `odek queue retry` requeues
 // it. (A panic inside a tool is caught by the agent and never reaches the
 // worker; what the queue protects against is a run that kills the process:
@@ -372,7 +374,7 @@ func TestWorkerPoisonJobDeadLettered(t *testing.T) {
 	e := newQueueEnv(t, llm.URL, false, 500*time.Millisecond, 2)
 	poison := e.enqueue(queue.Job{ChatID: 9, Goal: "poison pill"})
 	next := e.enqueue(queue.Job{ChatID: 9, Goal: "after the poison"})
-	for i := 1; i <= 2; i++ {
+	for i := 1; i <= 3; i++ {
 		w := e.startWorker(fmt.Sprintf("crash%d", i))
 		waitArrived(t, g, 20*time.Second)
 		w.kill(t)
@@ -380,14 +382,14 @@ func TestWorkerPoisonJobDeadLettered(t *testing.T) {
 	g.release("poison")
 	e.startWorker("survivor")
 	res := e.results(20*time.Second, poison.ID, next.ID)
-	if r := res[poison.ID]; r.Status != queue.StatusDeadLettered || r.Attempt != 2 {
-		t.Fatalf("poison result %+v, want dead_lettered after 2 attempts", r)
+	if r := res[poison.ID]; r.Status != queue.StatusDeadLettered || r.Attempt != 3 {
+		t.Fatalf("poison result %+v, want dead_lettered after 3 attempts", r)
 	}
 	if r := res[next.ID]; r.Status != queue.StatusSucceeded || r.Answer != "done: after the poison" {
 		t.Fatalf("next job of the chat %+v", r)
 	}
 	out := runOdekEnv(t, llm.URL, t.TempDir(), e.env, "queue", "dead")
-	if out.code != 0 || !strings.Contains(out.stdout, poison.ID) || !strings.Contains(out.stdout, "attempts=2") {
+	if out.code != 0 || !strings.Contains(out.stdout, poison.ID) || !strings.Contains(out.stdout, "attempts=3") {
 		t.Fatalf("queue dead: %d %q %s", out.code, out.stdout, out.stderr)
 	}
 	out = runOdekEnv(t, llm.URL, t.TempDir(), e.env, "queue", "stats", "--json")

@@ -35,6 +35,14 @@ func Run(t *testing.T, newQueue NewQueue) {
 	t.Run("RetryOnce", func(t *testing.T) { testRetryOnce(t, newQueue) })
 	t.Run("ClaimHonoursContext", func(t *testing.T) { testClaimContext(t, newQueue) })
 	t.Run("Approvals", func(t *testing.T) { testApprovals(t, newQueue) })
+	t.Run("Inspect", func(t *testing.T) { testInspect(t, newQueue) })
+	t.Run("HeartbeatBatch", func(t *testing.T) { testHeartbeatBatch(t, newQueue) })
+	t.Run("PoisonIsolation", func(t *testing.T) { testPoisonIsolation(t, newQueue, 0) })
+	t.Run("PoisonIsolationWithKills", func(t *testing.T) {
+		for i := 0; i < 3; i++ {
+			testPoisonIsolation(t, newQueue, 2)
+		}
+	})
 }
 
 func ctxT(t *testing.T) context.Context {
@@ -233,23 +241,49 @@ func testReclaim(t *testing.T, nq NewQueue) {
 	}
 }
 
+// testDeadLetter: the first attempt's death makes the job a suspect; each
+// later attempt runs alone, and MaxAttempts deaths alone dead-letter it.
 func testDeadLetter(t *testing.T, nq NewQueue) {
 	q := nq(t, queue.Options{LeaseTTL: 100 * time.Millisecond, MaxAttempts: 2})
 	j := enqueue(t, q, queue.Job{ChatID: 9, Goal: "poison"})
 	next := enqueue(t, q, queue.Job{ChatID: 9, Goal: "after poison"})
-	claimOne(t, q, "w1")
-	ls := claimUntil(t, q, "w2", 5*time.Second)
-	if len(ls) != 1 || ls[0].Job.Attempt != 2 {
-		t.Fatalf("second attempt = %+v", ls)
+	if l := claimOne(t, q, "w1"); l.Suspect {
+		t.Fatalf("first claim is a suspect: %+v", l)
 	}
-	// The second lease expires too: the job is dead and its chat moves on.
-	ls = claimUntil(t, q, "w3", 5*time.Second)
-	if len(ls) != 1 || ls[0].Job.ID != next.ID || ls[0].Job.Attempt != 1 {
+	for attempt := 2; attempt <= 3; attempt++ {
+		ls := claimUntil(t, q, fmt.Sprintf("w%d", attempt), 5*time.Second)
+		if len(ls) != 1 || ls[0].Job.ID != j.ID || ls[0].Job.Attempt != attempt || !ls[0].Suspect {
+			t.Fatalf("attempt %d = %+v, want the job alone as a suspect", attempt, ls)
+		}
+	}
+	// The third lease expires too: two deaths alone, the job is dead and
+	// its chat moves on.
+	ls := claimUntil(t, q, "w4", 5*time.Second)
+	if len(ls) != 1 || ls[0].Job.ID != next.ID || ls[0].Job.Attempt != 1 || ls[0].Suspect {
 		t.Fatalf("after dead-lettering got %+v, want the chat's next job %s", ls, next.ID)
 	}
 	ds := readResults(t, q, "fe", 1)
-	if len(ds) != 1 || ds[0].Result.JobID != j.ID || ds[0].Result.Status != queue.StatusDeadLettered || !strings.Contains(ds[0].Result.Error, "MaxAttempts 2") || ds[0].Result.ChatID != 9 {
+	if len(ds) != 1 || ds[0].Result.JobID != j.ID || ds[0].Result.Status != queue.StatusDeadLettered || !strings.Contains(ds[0].Result.Error, "MaxAttempts 2") || ds[0].Result.ChatID != 9 || ds[0].Result.Attempt != 3 {
 		t.Fatalf("results %+v, want one dead_lettered failure for %s", ds, j.ID)
+	}
+	if in, ok := q.(queue.Inspector); ok {
+		dl, err := in.DeadEntries(ctxT(t), 0)
+		if err != nil || len(dl) != 1 || dl[0].Job.ID != j.ID || dl[0].Strikes != 2 || dl[0].Job.Attempt != 3 || len(dl[0].History) != 3 || dl[0].At.IsZero() {
+			t.Fatalf("DeadEntries = %+v, %v; want %s with 2 strikes, 3 attempts, 3 history lines", dl, err, j.ID)
+		}
+		if !strings.Contains(dl[0].History[0].Reason, "beside other jobs") || !strings.Contains(dl[0].History[2].Reason, "alone") || dl[0].History[1].Worker != "w2" {
+			t.Fatalf("history %+v", dl[0].History)
+		}
+		info, ok, err := in.Inspect(ctxT(t), j.ID)
+		if err != nil || !ok || info.State != queue.StateDead || info.Strikes != 2 || len(info.History) != 3 {
+			t.Fatalf("Inspect of the dead job = %+v, %v, %v", info, ok, err)
+		}
+		if n, err := in.PurgeDead(ctxT(t), time.Hour); err != nil || n != 0 {
+			t.Fatalf("PurgeDead(1h) = %d, %v; want 0 (the entry is younger)", n, err)
+		}
+		if n, err := in.PurgeDead(ctxT(t), -time.Second); err != nil || n != 1 {
+			t.Fatalf("PurgeDead(now) = %d, %v; want 1", n, err)
+		}
 	}
 }
 
@@ -526,7 +560,8 @@ func testOperator(t *testing.T, nq NewQueue) {
 	if err != nil || st.Running != 1 || st.Ready != 1 || st.RunningBy["w1"] != 1 {
 		t.Fatalf("Stats = %+v, %v; want 1 running (w1), 1 ready", st, err)
 	}
-	// w1 "dies": with MaxAttempts 1 the next scan dead-letters the job.
+	// w1 "dies"; the job is handed out alone, its worker dies again, and
+	// with MaxAttempts 1 that death alone dead-letters it.
 	deadline := time.Now().Add(5 * time.Second)
 	for time.Now().Before(deadline) {
 		ls, err := q.Claim(ctxT(t), "w2", 1, 50*time.Millisecond)
@@ -534,6 +569,9 @@ func testOperator(t *testing.T, nq NewQueue) {
 			t.Fatal(err)
 		}
 		for _, l := range ls { // chat 12's job: w2 finishes it
+			if l.Job.ID == j.ID {
+				continue // the poison: w2 "dies" on it
+			}
 			if err := q.Ack(ctxT(t), l, queue.Result{}); err != nil {
 				t.Fatal(err)
 			}
@@ -549,8 +587,8 @@ func testOperator(t *testing.T, nq NewQueue) {
 		t.Fatalf("JobResult of an unknown job = %v, %v", ok, err)
 	}
 	dead, err := op.DeadLetters(ctxT(t), 0)
-	if err != nil || len(dead) != 1 || dead[0].ID != j.ID || dead[0].Attempt != 1 {
-		t.Fatalf("DeadLetters = %+v, %v; want %s at attempt 1", dead, err, j.ID)
+	if err != nil || len(dead) != 1 || dead[0].ID != j.ID || dead[0].Attempt != 2 {
+		t.Fatalf("DeadLetters = %+v, %v; want %s at attempt 2", dead, err, j.ID)
 	}
 	if _, err := op.Retry(ctxT(t), "nope"); !errors.Is(err, queue.ErrNotFound) {
 		t.Fatalf("Retry unknown = %v, want ErrNotFound", err)
@@ -751,5 +789,115 @@ func testApprovals(t *testing.T, nq NewQueue) {
 	}
 	if err := q.Answer(ctx, late.ID, true); !errors.Is(err, queue.ErrNotFound) {
 		t.Fatalf("Answer after the deadline = %v, want ErrNotFound", err)
+	}
+}
+
+// testInspect checks Stats' queued counts and Inspector of queues that
+// implement both.
+func testInspect(t *testing.T, nq NewQueue) {
+	q := nq(t, queue.Options{})
+	op, ok1 := q.(queue.Operator)
+	in, ok2 := q.(queue.Inspector)
+	if !ok1 || !ok2 {
+		t.Skip("queue does not implement queue.Operator and queue.Inspector")
+	}
+	a1 := enqueue(t, q, queue.Job{ChatID: 21, Goal: "a1"})
+	a2 := enqueue(t, q, queue.Job{ChatID: 21, Goal: "a2"})
+	enqueue(t, q, queue.Job{ChatID: 22, Goal: "b1"})
+	st, err := op.Stats(ctxT(t))
+	if err != nil || st.Queued != 3 || st.Ready != 2 || st.OldestQueued.IsZero() || st.OldestQueued.After(a2.CreatedAt) {
+		t.Fatalf("Stats = %+v, %v; want 3 queued (one behind its chat's head), 2 ready, oldest set", st, err)
+	}
+	for id, want := range map[string]string{a1.ID: queue.StateReady, a2.ID: queue.StateQueued} {
+		if info, ok, err := in.Inspect(ctxT(t), id); err != nil || !ok || info.State != want || info.Job.ChatID != 21 {
+			t.Fatalf("Inspect(%s) = %+v, %v, %v; want state %s", id, info, ok, err, want)
+		}
+	}
+	if _, ok, err := in.Inspect(ctxT(t), "no-such-job"); ok || err != nil {
+		t.Fatalf("Inspect of an unknown job = %v, %v", ok, err)
+	}
+	ls, err := q.Claim(ctxT(t), "w-inspect", 10, time.Second)
+	if err != nil || len(ls) != 2 {
+		t.Fatalf("Claim = %d, %v", len(ls), err)
+	}
+	var l queue.Lease
+	for _, x := range ls {
+		if x.Job.ID == a1.ID {
+			l = x
+		}
+	}
+	info, ok, err := in.Inspect(ctxT(t), a1.ID)
+	if err != nil || !ok || info.State != queue.StateRunning || info.Worker != "w-inspect" || info.Attempt != 1 || info.LeaseLeft <= 0 || info.Since.IsZero() {
+		t.Fatalf("Inspect of a running job = %+v, %v, %v", info, ok, err)
+	}
+	if ids, err := in.RunningJobs(ctxT(t), 0); err != nil || len(ids) != 2 {
+		t.Fatalf("RunningJobs = %v, %v; want 2", ids, err)
+	}
+	if st, _ := op.Stats(ctxT(t)); st.Queued != 1 || st.Running != 2 || st.RunningBy["w-inspect"] != 2 {
+		t.Fatalf("Stats after claim = %+v; want 1 queued, 2 running by w-inspect", st)
+	}
+	if err := q.Ack(ctxT(t), l, queue.Result{Answer: "done a1"}); err != nil {
+		t.Fatal(err)
+	}
+	info, ok, err = in.Inspect(ctxT(t), a1.ID)
+	if err != nil || !ok || info.State != queue.StateDone || info.Result == nil || info.Result.Answer != "done a1" {
+		t.Fatalf("Inspect of a finished job = %+v, %v, %v", info, ok, err)
+	}
+	if err := in.RegisterWorker(ctxT(t), queue.WorkerInfo{Name: "w-inspect", Version: "v1", Concurrency: 4, Running: 2}, time.Hour); err != nil {
+		t.Fatal(err)
+	}
+	if err := in.RegisterWorker(ctxT(t), queue.WorkerInfo{Name: "w-gone", Concurrency: 1}, time.Millisecond); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		ws, err := in.Workers(ctxT(t))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(ws) == 1 && ws[0].Name == "w-inspect" && ws[0].Concurrency == 4 && ws[0].Version == "v1" && !ws[0].LastSeen.IsZero() {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("Workers = %+v; want only w-inspect (w-gone's registration expired)", ws)
+		}
+	}
+	if err := in.UnregisterWorker(ctxT(t), "w-inspect"); err != nil {
+		t.Fatal(err)
+	}
+	if ws, err := in.Workers(ctxT(t)); err != nil || len(ws) != 0 {
+		t.Fatalf("Workers after unregister = %+v, %v", ws, err)
+	}
+}
+
+// testHeartbeatBatch: a batch renews what Heartbeat would, lease by lease.
+func testHeartbeatBatch(t *testing.T, nq NewQueue) {
+	q := nq(t, queue.Options{})
+	hb, ok := q.(queue.HeartbeatBatcher)
+	if !ok {
+		t.Skip("queue does not implement queue.HeartbeatBatcher")
+	}
+	for c := int64(31); c <= 33; c++ {
+		enqueue(t, q, queue.Job{ChatID: c, Goal: "beat"})
+	}
+	ls, err := q.Claim(ctxT(t), "w-batch", 10, time.Second)
+	if err != nil || len(ls) != 3 {
+		t.Fatalf("Claim = %d, %v", len(ls), err)
+	}
+	if errs := hb.HeartbeatBatch(ctxT(t), ls); len(errs) != 3 || errs[0] != nil || errs[1] != nil || errs[2] != nil {
+		t.Fatalf("HeartbeatBatch = %v, want 3 nil", errs)
+	}
+	if err := q.Ack(ctxT(t), ls[0], queue.Result{}); err != nil {
+		t.Fatal(err)
+	}
+	if err := q.Cancel(ctxT(t), ls[1].Job.ID); err != nil {
+		t.Fatal(err)
+	}
+	errs := hb.HeartbeatBatch(ctxT(t), ls)
+	if len(errs) != 3 || !errors.Is(errs[0], queue.ErrLeaseLost) || !errors.Is(errs[1], queue.ErrCanceled) || errs[2] != nil {
+		t.Fatalf("HeartbeatBatch after ack and cancel = %v, want [lease lost, canceled, nil]", errs)
+	}
+	if errs := hb.HeartbeatBatch(ctxT(t), nil); len(errs) != 0 {
+		t.Fatalf("empty batch = %v", errs)
 	}
 }
