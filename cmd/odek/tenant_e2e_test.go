@@ -191,17 +191,7 @@ func TestWorkerSubagentInheritsTheSandbox(t *testing.T) {
 	var mu sync.Mutex
 	var childSaw []string
 	srv := llmtest.NewHandler(t, func(r llmtest.Recorded) llmtest.Turn {
-		// The chat's jobs share a session: the goal is the last user
-		// message, and the results are those after it.
-		g, res := "", []string(nil)
-		for _, m := range r.Messages {
-			switch m.Role {
-			case llm.RoleUser:
-				g, res = m.Content, nil
-			case llm.RoleTool:
-				res = append(res, m.Content)
-			}
-		}
+		g, res := currentTurn(r)
 		switch {
 		case g == "plant":
 			if len(res) == 0 {
@@ -281,15 +271,7 @@ func TestWorkerJobScopedMCPServerIsConfined(t *testing.T) {
 	var mu sync.Mutex
 	seen := map[string]string{}
 	srv := llmtest.NewHandler(t, func(r llmtest.Recorded) llmtest.Turn {
-		g, res := "", []string(nil)
-		for _, m := range r.Messages {
-			switch m.Role {
-			case llm.RoleUser:
-				g, res = m.Content, nil
-			case llm.RoleTool:
-				res = append(res, m.Content)
-			}
-		}
+		g, res := currentTurn(r)
 		if len(res) > 0 {
 			mu.Lock()
 			seen[g] = res[0]
@@ -328,4 +310,19 @@ func TestWorkerJobScopedMCPServerIsConfined(t *testing.T) {
 	if s := seen["other"]; s == "" || strings.Contains(s, sandboxtest.Secret) || !strings.Contains(strings.ToLower(s), "denied") {
 		t.Errorf("the job-scoped server and another chat's file: %q (%+v)", s, res[other.ID])
 	}
+}
+
+// currentTurn is the goal of the job a request belongs to and the tool
+// results since: a chat's jobs share a session, so the goal is the last
+// user message and the results are those after it.
+func currentTurn(r llmtest.Recorded) (goal string, results []string) {
+	for _, m := range r.Messages {
+		switch m.Role {
+		case llm.RoleUser:
+			goal, results = m.Content, nil
+		case llm.RoleTool:
+			results = append(results, m.Content)
+		}
+	}
+	return goal, results
 }
