@@ -119,6 +119,12 @@ type Config struct {
 	// own fields (model, sandbox, max_iterations) win over same-named
 	// keys. nil ⇒ nothing added.
 	RunStartedData map[string]any
+	// Notices, when set, is asked before every model call for news about
+	// the tools the model should hear at once (an extension server changed
+	// its tool list); a non-empty answer is added to the transcript as a
+	// system message before that call. It must be cheap and safe to call
+	// from the loop's goroutine. nil ⇒ none.
+	Notices func() string
 	// Sandboxed says the run's tools are confined to their root (file
 	// tools through os.Root, processes under Landlock); run_started's
 	// "sandbox" field reports it. It changes nothing by itself: the tools

@@ -407,3 +407,46 @@ func TestRunStartedData(t *testing.T) {
 		t.Fatalf("run_started = %+v; want the loop's model and the added extensions field", evs[0])
 	}
 }
+
+// Config.Notices is asked before every model call; what it says reaches
+// the next request as a system message, stays in the transcript, and is
+// added once.
+func TestNoticesReachTheNextCall(t *testing.T) {
+	srv := llmtest.New(t,
+		llmtest.CallTools(llmtest.Call{ID: "c1", Name: "echo", Arguments: `{}`}),
+		llmtest.CallTools(llmtest.Call{ID: "c2", Name: "echo", Arguments: `{}`}),
+		llmtest.Reply("done"),
+	)
+	var mu sync.Mutex
+	calls := 0
+	notices := func() string {
+		mu.Lock()
+		defer mu.Unlock()
+		calls++
+		if calls == 2 { // news arrives while the first tool runs
+			return `[odek] MCP server "fx" changed its tools — removed: echo`
+		}
+		return ""
+	}
+	if _, err := agent.Run(context.Background(), agent.Config{
+		LLM: newClient(t, srv.URL), Model: "m", Tools: []tools.Tool{echoTool()}, Notices: notices,
+	}, "go"); err != nil {
+		t.Fatal(err)
+	}
+	reqs := srv.Requests()
+	count := func(r llmtest.Recorded) int {
+		n := 0
+		for _, m := range r.Messages {
+			if m.Role == llm.RoleSystem && strings.Contains(m.Content, "removed: echo") {
+				n++
+			}
+		}
+		return n
+	}
+	if len(reqs) != 3 || count(reqs[0]) != 0 || count(reqs[1]) != 1 || count(reqs[2]) != 1 {
+		t.Fatalf("notice per request: %d requests, counts %d %d %d", len(reqs), count(reqs[0]), count(reqs[1]), count(reqs[2]))
+	}
+	if last := reqs[1].Messages[len(reqs[1].Messages)-1]; last.Role != llm.RoleSystem {
+		t.Fatalf("the notice is not the newest message of the call after it arrived: %+v", last)
+	}
+}

@@ -204,6 +204,11 @@ func (r *run) loop(ctx context.Context, msgs *[]llm.Message, res *Result) error 
 		if err := ctx.Err(); err != nil {
 			return err
 		}
+		if r.cfg.Notices != nil {
+			if n := r.cfg.Notices(); n != "" {
+				*msgs = append(*msgs, llm.Message{Role: llm.RoleSystem, Content: n})
+			}
+		}
 		r.trimProactive(iter, msgs)
 		resp, err := r.cfg.LLM.Complete(ctx, r.request(*msgs))
 		if err != nil && errors.Is(err, llm.ErrContextLength) && ctx.Err() == nil {

@@ -111,6 +111,23 @@ func TestToolsListChangedToldToTheModel(t *testing.T) {
 	if other := run(t, toolNamed(t, set.ToolsFor(nil), "fx__stats"), `{}`); !strings.Contains(other.Text, notice) {
 		t.Fatalf("another job not told:\n%s", other.Text)
 	}
+	// The per-turn path (agent.Config.Notices) shares the count: a job
+	// told through its MCP result is not told again before its next call,
+	// and a job not told yet hears it there first, once.
+	if n := ext.Notices(job); n == nil || n() != "" {
+		t.Fatalf("a job already told is told again")
+	}
+	fresh := set.ToolsFor(nil)
+	n := ext.Notices(fresh)
+	if got := n(); !strings.Contains(got, notice) {
+		t.Fatalf("per-turn notice %q", got)
+	}
+	if got := n(); got != "" {
+		t.Fatalf("per-turn notice told twice: %q", got)
+	}
+	if r := run(t, toolNamed(t, fresh, "fx__stats"), `{}`); strings.Contains(r.Text, notice) {
+		t.Fatalf("told again on the MCP result after the per-turn notice:\n%s", r.Text)
+	}
 	echo := run(t, toolNamed(t, job, "fx__echo"), `{"text":"x"}`)
 	if !echo.IsError || !strings.Contains(echo.Text, "no longer lists it") {
 		t.Fatalf("removed tool: %+v", echo)

@@ -218,6 +218,20 @@ func (s *Set) ToolsFor(r Registrar) []tools.Tool {
 	return out
 }
 
+// Notices returns, for a run's tools as ToolsFor made them, a function
+// that reports the tool-list changes of their servers that the run's model
+// has not been told yet, and marks them told (the same count the notes on
+// MCP results use, so each change is told once per run, whichever way
+// comes first). It fits agent.Config.Notices. nil ⇒ no MCP tools.
+func Notices(ts []tools.Tool) func() string {
+	for _, t := range ts {
+		if mt, ok := t.(*Tool); ok {
+			return func() string { return strings.TrimPrefix(mt.pendingNotices(), "\n") }
+		}
+	}
+	return nil
+}
+
 // Report returns one report per configured server, sorted by name, with
 // current restart counts.
 func (s *Set) Report() []ServerReport {

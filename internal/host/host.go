@@ -24,6 +24,8 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -297,6 +299,7 @@ func Build(ctx context.Context, opts Options) (*Runtime, error) {
 		return nil, err
 	}
 	var started map[string]any
+	var notices func() string
 	if extensions {
 		set := opts.ExtensionSet
 		if set == nil {
@@ -306,7 +309,8 @@ func Build(ctx context.Context, opts Options) (*Runtime, error) {
 			}
 			rt.closers = append(rt.closers, closeSet(ctx, set))
 		}
-		if toolset, err = appendTools(toolset, set.ToolsFor(rt.Artifacts)); err != nil {
+		sharedTools := set.ToolsFor(rt.Artifacts)
+		if toolset, err = appendTools(toolset, sharedTools); err != nil {
 			return nil, err
 		}
 		// Servers of scope "job" start for this run alone, in its root and,
@@ -316,9 +320,11 @@ func Build(ctx context.Context, opts Options) (*Runtime, error) {
 			return nil, err
 		}
 		rt.closers = append(rt.closers, closeSet(ctx, jobSet))
-		if toolset, err = appendTools(toolset, jobSet.ToolsFor(rt.Artifacts)); err != nil {
+		jobTools := jobSet.ToolsFor(rt.Artifacts)
+		if toolset, err = appendTools(toolset, jobTools); err != nil {
 			return nil, err
 		}
+		notices = joinNotices(ext.Notices(sharedTools), ext.Notices(jobTools))
 		rt.Extensions = append(set.Report(), jobSet.Report()...)
 		if data := append(set.ReportData(), jobSet.ReportData()...); len(data) > 0 {
 			started = map[string]any{"mcp_servers": data}
@@ -345,6 +351,7 @@ func Build(ctx context.Context, opts Options) (*Runtime, error) {
 		SessionID:          opts.SessionID,
 		RunStartedData:     started,
 		Sandboxed:          opts.Confine,
+		Notices:            notices,
 	}
 	if planTool != nil {
 		rt.Agent.Plan = planTool
@@ -490,6 +497,24 @@ func mcpRoots(roots func() []string, workDir string) func() []string {
 		return nil
 	}
 	return func() []string { return []string{workDir} }
+}
+
+// joinNotices is one agent.Config.Notices over several (nil ones
+// skipped); nil when all are nil.
+func joinNotices(fs ...func() string) func() string {
+	fs = slices.DeleteFunc(fs, func(f func() string) bool { return f == nil })
+	if len(fs) == 0 {
+		return nil
+	}
+	return func() string {
+		var parts []string
+		for _, f := range fs {
+			if n := f(); n != "" {
+				parts = append(parts, n)
+			}
+		}
+		return strings.Join(parts, "\n")
+	}
 }
 
 // closeSet returns a closer that stops set's servers within closeTimeout.
