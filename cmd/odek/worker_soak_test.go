@@ -19,6 +19,8 @@ import (
 	"time"
 
 	"github.com/odekrun/odek/internal/bintest"
+	"github.com/odekrun/odek/internal/host"
+	"github.com/odekrun/odek/internal/llm"
 	"github.com/odekrun/odek/internal/llm/llmtest"
 	"github.com/odekrun/odek/queue"
 	"github.com/odekrun/odek/queue/queuetest"
@@ -237,7 +239,15 @@ type soak struct {
 // model answers healthy jobs after 200–800 ms and kills the worker that
 // sent a poison job's request.
 func (s *soak) model(r llmtest.Recorded) llmtest.Turn {
-	goal := r.LastMessage().Content
+	// A job taken over after its goal was saved asks with the resume note
+	// (host.JobGoal); its goal is the user message before it.
+	goal := ""
+	for i := len(r.Messages) - 1; i >= 0; i-- {
+		if m := r.Messages[i]; m.Role == llm.RoleUser && m.Content != host.ResumeNote {
+			goal = m.Content
+			break
+		}
+	}
 	s.mu.Lock()
 	s.calls++
 	var chat int64
