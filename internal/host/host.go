@@ -135,6 +135,11 @@ type Options struct {
 	SandboxDeny []string
 	// SandboxABI reports the kernel's Landlock ABI; nil ⇒ sandbox.ABI.
 	SandboxABI func() int
+	// SandboxTemplate, when set, is the shared part of the confined run's
+	// ruleset, prepared once for many runs (a worker's jobs) from the
+	// same config, ODEK_HOME and SandboxDeny, after the kernel was checked;
+	// nil ⇒ Build reads the settings, checks the kernel and prepares it.
+	SandboxTemplate *sandbox.Template
 }
 
 // Runtime is one assembled run.
@@ -403,16 +408,20 @@ func SandboxSettings(cfg *config.Config, warn func(string)) (sandbox.Settings, e
 // the kernel, the run's private temp dir and the jail its commands start
 // in. cleanup closes the jail and removes the temp dir.
 func confine(cfg *config.Config, opts Options, workDir string, warn func(string)) (*sandbox.Jail, func() error, error) {
-	settings, err := SandboxSettings(cfg, warn)
-	if err != nil {
-		return nil, nil, err
-	}
-	probe := opts.SandboxABI
-	if probe == nil {
-		probe = sandbox.ABI
-	}
-	if err := CheckSandbox(probe()); err != nil {
-		return nil, nil, err
+	tpl := opts.SandboxTemplate
+	if tpl == nil {
+		settings, err := SandboxSettings(cfg, warn)
+		if err != nil {
+			return nil, nil, err
+		}
+		probe := opts.SandboxABI
+		if probe == nil {
+			probe = sandbox.ABI
+		}
+		if err := CheckSandbox(probe()); err != nil {
+			return nil, nil, err
+		}
+		tpl = sandbox.NewTemplate(settings, append([]string{cfg.Home}, opts.SandboxDeny...), sandbox.Host)
 	}
 	// The rules and os.Root see the real directory; a model naming the
 	// root by its real path must match it.
@@ -428,8 +437,7 @@ func confine(cfg *config.Config, opts Options, workDir string, warn func(string)
 		return nil, nil, fmt.Errorf("host: the run's private temp dir: %w", err)
 	}
 	cleanup := func() error { return os.RemoveAll(tmp) }
-	deny := append([]string{cfg.Home}, opts.SandboxDeny...)
-	spec, err := sandbox.NewSpec(settings, sandbox.Paths{Root: root, TempDir: tmp, Deny: deny}, sandbox.Host)
+	spec, err := tpl.For(root, tmp)
 	if err != nil {
 		cleanup()
 		return nil, nil, err

@@ -84,6 +84,8 @@ type JobRunner struct {
 	ownExt  bool // Start loaded Extensions; Close stops them
 	started bool // Start succeeded: Run refuses to run unprepared (unconfined) jobs
 	sandbox SandboxStatus
+	// template is the ruleset every job's is made from (Start).
+	template *sandbox.Template
 	// chatsDir holds the chats' directories: ArtifactsDir, or, without
 	// one, $ODEK_HOME/chats when jobs are confined.
 	chatsDir string
@@ -190,6 +192,7 @@ func (j *JobRunner) startSandbox() error {
 			return fmt.Errorf("chats directory: %w", err)
 		}
 	}
+	j.template = sandbox.NewTemplate(settings, []string{j.Config.Home, j.chatsDir}, sandbox.Host)
 	log.WithFields(fields).WithField("chats_dir", j.chatsDir).Info("sandbox on: each job is confined to its chat's directory (Landlock)")
 	return nil
 }
@@ -253,7 +256,7 @@ func (j *JobRunner) Run(ctx context.Context, job queue.Job, sink events.Sink, ap
 		Warn:         func(w string) { log.Warn(w) },
 		AdjustLimits: func(l *budget.Limits) { *l, _ = budget.MergeLimits(*l, jobLimits) },
 		SessionID:    sid, Start: start,
-		Confine: j.sandbox.Active, SandboxDeny: denyOf(chats), SandboxABI: j.SandboxABI,
+		Confine: j.sandbox.Active, SandboxDeny: denyOf(chats), SandboxABI: j.SandboxABI, SandboxTemplate: j.template,
 		LLM: j.LLM, ExtensionSet: j.Extensions, Plan: true, SavedPlan: sess.Plan, Delegate: true, ClientVersion: j.ClientVersion,
 	})
 	if err != nil {

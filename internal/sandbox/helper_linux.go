@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"sync"
 	"syscall"
 	"unsafe"
 
@@ -51,23 +52,12 @@ func enforce(spec Spec) error {
 
 // landlockRules are the Landlock rules of spec.
 func landlockRules(spec Spec) []landlock.Rule {
-	// Directory rights on a file are invalid: split the read-only paths,
-	// which NewSpec may have split into single files, by kind.
-	var roDirs, roFiles []string
-	for _, p := range spec.ReadOnly {
-		switch fi, err := os.Stat(p); {
-		case err != nil:
-			// Missing: nothing to grant.
-		case fi.IsDir():
-			roDirs = append(roDirs, p)
-		default:
-			roFiles = append(roFiles, p)
-		}
-	}
+	// NewSpec sorted the read-only paths into directories and files:
+	// directory rights on a file are invalid.
 	rules := []landlock.Rule{
 		landlock.RWDirs(spec.Root, spec.TempDir).WithRefer(),
-		landlock.RODirs(roDirs...),
-		landlock.ROFiles(roFiles...),
+		landlock.RODirs(spec.ReadOnly...),
+		landlock.ROFiles(spec.ReadOnlyFiles...),
 		landlock.RWFiles(spec.Devices...).IgnoreIfMissing(),
 	}
 	for _, p := range spec.ConnectPorts {
@@ -140,7 +130,9 @@ func installSeccomp(flags uintptr) error {
 }
 
 // seccompProgram is the filter installSeccomp installs.
-func seccompProgram() ([]unix.SockFilter, error) {
+var seccompProgram = sync.OnceValues(buildSeccompProgram)
+
+func buildSeccompProgram() ([]unix.SockFilter, error) {
 	if auditArch == 0 {
 		return nil, errors.New("no filter for this architecture (amd64 and arm64 only)")
 	}

@@ -27,24 +27,30 @@ import (
 // (rlimits belong to the whole process): its commands are started
 // through the re-executed helper (Command), which sets them before exec.
 //
+// The ruleset is built at the first Start, so a job that never starts a
+// process costs nothing more than the check NewJail makes.
+//
 // A Jail is safe for concurrent use; Close releases the ruleset.
 type Jail struct {
 	spec  Spec
 	prog  []unix.SockFilter
-	flags uint32
-	limit bool   // spec has resource limits: start through the helper
-	json  string // spec for the helper
+	limit bool // spec has resource limits: start through the helper
+	json  func() (string, error)
 
-	mu sync.RWMutex
-	fd int // the ruleset; -1 once closed
+	mu     sync.RWMutex
+	built  bool   // the ruleset was built (fd, flags, err valid)
+	fd     int    // the ruleset; -1 before it is built and once closed
+	flags  uint32 // restrict-self flags that go with fd
+	err    error  // why the ruleset could not be built
+	closed bool
 }
 
 // ErrJailClosed is Start's error after Close.
 var ErrJailClosed = errors.New("sandbox: the jail is closed")
 
-// NewJail checks the kernel and prepares spec's ruleset. It fails when
-// the kernel's Landlock ABI is below RequiredABI or the rules cannot be
-// built.
+// NewJail checks the kernel and spec. It fails when the kernel's Landlock
+// ABI is below RequiredABI; rules that cannot be built (a granted path
+// replaced by a file of another kind, say) fail the first Start.
 func NewJail(spec Spec) (*Jail, error) {
 	if abi := ABI(); abi < RequiredABI {
 		return nil, fmt.Errorf("sandbox: Landlock ABI %d found, %d needed (%s)", abi, RequiredABI, abiHint(abi))
@@ -56,19 +62,12 @@ func NewJail(spec Spec) (*Jail, error) {
 	if err != nil {
 		return nil, fmt.Errorf("sandbox: seccomp: %v", err)
 	}
-	b, err := json.Marshal(spec)
-	if err != nil {
-		return nil, err
-	}
-	fd, flags, err := landlock.V7.BestEffort().NewRulesetFD(landlockRules(spec)...)
-	if err != nil {
-		return nil, fmt.Errorf("sandbox: Landlock ruleset: %v", err)
-	}
-	if fd < 0 {
-		return nil, errors.New("sandbox: Landlock enforces nothing on this kernel")
-	}
-	return &Jail{spec: spec, prog: prog, flags: flags, fd: fd, json: string(b),
-		limit: spec.MaxMemoryMB > 0 || spec.MaxProcesses > 0}, nil
+	return &Jail{spec: spec, prog: prog, fd: -1,
+		limit: spec.MaxMemoryMB > 0 || spec.MaxProcesses > 0,
+		json: sync.OnceValues(func() (string, error) {
+			b, err := json.Marshal(spec)
+			return string(b), err
+		})}, nil
 }
 
 // Spec is the jail's ruleset.
@@ -78,6 +77,12 @@ func (j *Jail) Spec() Spec { return j.spec }
 // the caller) confined by the jail. It fails closed: if the confinement
 // cannot be applied, the command is not started.
 func (j *Jail) Start(cmd *exec.Cmd) error {
+	j.mu.RLock()
+	closed := j.closed
+	j.mu.RUnlock()
+	if closed {
+		return ErrJailClosed
+	}
 	if j.limit {
 		exe, err := executable()
 		if err != nil {
@@ -86,7 +91,11 @@ func (j *Jail) Start(cmd *exec.Cmd) error {
 		if cmd.Err != nil {
 			return cmd.Err
 		}
-		cmd.Args = append([]string{exe, HelperArg, j.json}, cmd.Args...)
+		specJSON, err := j.json()
+		if err != nil {
+			return err
+		}
+		cmd.Args = append([]string{exe, HelperArg, specJSON}, cmd.Args...)
 		cmd.Path = exe
 		return cmd.Start()
 	}
@@ -100,16 +109,44 @@ func (j *Jail) Start(cmd *exec.Cmd) error {
 	return <-errc
 }
 
+// ruleset builds the ruleset once and returns it; the caller holds j.mu
+// for reading.
+func (j *Jail) ruleset() (int, uint32, error) {
+	if !j.built {
+		j.mu.RUnlock()
+		j.mu.Lock()
+		if !j.built && !j.closed {
+			fd, flags, err := landlock.V7.BestEffort().NewRulesetFD(landlockRules(j.spec)...)
+			switch {
+			case err != nil:
+				j.err = fmt.Errorf("sandbox: Landlock ruleset: %v", err)
+			case fd < 0:
+				j.err = errors.New("sandbox: Landlock enforces nothing on this kernel")
+			default:
+				j.fd, j.flags = fd, flags
+			}
+			j.built = true
+		}
+		j.mu.Unlock()
+		j.mu.RLock()
+	}
+	if j.closed {
+		return -1, 0, ErrJailClosed
+	}
+	return j.fd, j.flags, j.err
+}
+
 func (j *Jail) startConfined(cmd *exec.Cmd) error {
 	j.mu.RLock()
 	defer j.mu.RUnlock()
-	if j.fd < 0 {
-		return ErrJailClosed
+	fd, flags, err := j.ruleset()
+	if err != nil {
+		return err
 	}
 	if err := unix.Prctl(unix.PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0); err != nil {
 		return fmt.Errorf("sandbox: no_new_privs: %v", err)
 	}
-	if err := llsyscall.LandlockRestrictSelf(j.fd, j.flags); err != nil {
+	if err := llsyscall.LandlockRestrictSelf(fd, flags); err != nil {
 		return fmt.Errorf("sandbox: landlock_restrict_self: %v", err)
 	}
 	fprog := unix.SockFprog{Len: uint16(len(j.prog)), Filter: &j.prog[0]}
@@ -124,6 +161,10 @@ func (j *Jail) startConfined(cmd *exec.Cmd) error {
 func (j *Jail) Close() error {
 	j.mu.Lock()
 	defer j.mu.Unlock()
+	if j.closed {
+		return nil
+	}
+	j.closed = true
 	if j.fd < 0 {
 		return nil
 	}

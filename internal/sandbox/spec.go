@@ -43,8 +43,11 @@ type Spec struct {
 	Root string `json:"root"`
 	// TempDir is the job's private temporary directory (TMPDIR, HOME).
 	TempDir string `json:"temp_dir"`
-	// ReadOnly are read-and-execute hierarchies.
+	// ReadOnly are read-and-execute directory hierarchies.
 	ReadOnly []string `json:"read_only"`
+	// ReadOnlyFiles are single read-and-execute files (what is left of a
+	// directory split around a denied path).
+	ReadOnlyFiles []string `json:"read_only_files,omitempty"`
 	// Devices are read-write device files.
 	Devices []string `json:"devices"`
 	// ConnectPorts are the TCP ports connect(2) may reach.
@@ -81,6 +84,10 @@ type Lister interface {
 	// sandbox (it exists and its mode lets the user in). A denied path
 	// that is not reachable needs no splitting around it.
 	Reachable(path string) bool
+	// Kind reports whether path exists and is a directory (symlinks
+	// followed): Landlock grants directories and files with different
+	// rights.
+	Kind(path string) (exists, dir bool)
 }
 
 // NewSpec builds the ruleset of a job from the settings and the job's
@@ -89,21 +96,64 @@ type Lister interface {
 // without the denied one. A system path that is itself denied, or lies
 // inside a denied path, is dropped.
 func NewSpec(s Settings, p Paths, fsys Lister) (Spec, error) {
-	if !filepath.IsAbs(p.Root) || !filepath.IsAbs(p.TempDir) {
-		return Spec{}, fmt.Errorf("sandbox: root %q and temp dir %q must be absolute paths", p.Root, p.TempDir)
+	return NewTemplate(s, p.Deny, fsys).For(p.Root, p.TempDir)
+}
+
+// Template is what the Specs of one process's jobs share: everything but
+// the root and the temp dir (listing /etc and checking the denied paths
+// once, not per job). A Template is immutable and safe for concurrent
+// use; the Specs it makes share its slices, which nobody may modify.
+type Template struct {
+	spec Spec
+	deny []string
+}
+
+// NewTemplate prepares the shared part of the Specs of jobs whose extra
+// denied paths are deny (see NewSpec).
+func NewTemplate(s Settings, deny []string, fsys Lister) *Template {
+	t := &Template{deny: cleanAll(append(append(slices.Clone(SystemDeny), deny...), s.DenyPaths...))}
+	t.spec = systemSpec(s, t.deny, fsys)
+	return t
+}
+
+// For is the Spec of a job with this root and temp dir; ErrRootHoldsDenied
+// when the root contains a denied path.
+func (t *Template) For(root, tmp string) (Spec, error) {
+	if !filepath.IsAbs(root) || !filepath.IsAbs(tmp) {
+		return Spec{}, fmt.Errorf("sandbox: root %q and temp dir %q must be absolute paths", root, tmp)
 	}
-	root, tmp := filepath.Clean(p.Root), filepath.Clean(p.TempDir)
-	deny := cleanAll(append(append(slices.Clone(SystemDeny), p.Deny...), s.DenyPaths...))
-	for _, d := range deny {
+	root, tmp = filepath.Clean(root), filepath.Clean(tmp)
+	for _, d := range t.deny {
 		if within(root, d) {
 			return Spec{}, fmt.Errorf("%w: %s holds %s", ErrRootHoldsDenied, root, d)
 		}
 	}
-	spec := Spec{Root: root, TempDir: tmp, MaxMemoryMB: s.MaxMemoryMB, MaxProcesses: s.MaxProcesses}
+	spec := t.spec
+	spec.Root, spec.TempDir = root, tmp
+	return spec, nil
+}
+
+// systemSpec is a Spec without root and temp dir.
+func systemSpec(s Settings, deny []string, fsys Lister) Spec {
+	spec := Spec{MaxMemoryMB: s.MaxMemoryMB, MaxProcesses: s.MaxProcesses}
 	for _, ro := range cleanAll(append(slices.Clone(SystemReadOnly), s.ReadOnlyPaths...)) {
 		spec.ReadOnly = append(spec.ReadOnly, grant(ro, deny, fsys, 0)...)
 	}
-	spec.ReadOnly = dedupe(spec.ReadOnly)
+	granted := dedupe(spec.ReadOnly)
+	spec.ReadOnly = nil
+	for _, p := range granted {
+		exists, dir := true, true
+		if fsys != nil {
+			exists, dir = fsys.Kind(p)
+		}
+		switch {
+		case !exists: // nothing to grant
+		case dir:
+			spec.ReadOnly = append(spec.ReadOnly, p)
+		default:
+			spec.ReadOnlyFiles = append(spec.ReadOnlyFiles, p)
+		}
+	}
 	for _, d := range Devices {
 		if !slices.ContainsFunc(deny, func(x string) bool { return within(x, d) }) {
 			spec.Devices = append(spec.Devices, d)
@@ -115,7 +165,7 @@ func NewSpec(s Settings, p Paths, fsys Lister) (Spec, error) {
 		}
 	}
 	slices.Sort(spec.ConnectPorts)
-	return spec, nil
+	return spec
 }
 
 // maxGrantDepth bounds how deep grant splits a directory around denied

@@ -120,6 +120,15 @@ func (f fakeFS) Names(dir string) ([]string, error) {
 	return names, nil
 }
 
+// Kind: the files of the tree are the names in fakeFiles; everything else
+// exists and is a directory.
+func (f fakeFS) Kind(p string) (exists, dir bool) { return true, !fakeFiles[p] }
+
+var fakeFiles = map[string]bool{
+	"/etc/hosts": true, "/etc/passwd": true, "/etc/ssh/moduli": true, "/etc/ssh/ssh_config": true,
+	"/etc/ssh/ssh_host_ed25519_key.pub": true, "/etc/ssl/openssl.cnf": true,
+}
+
 func (f fakeFS) Reachable(p string) bool {
 	if f.hidden[p] {
 		return false
@@ -133,6 +142,7 @@ type failFS struct{}
 
 func (failFS) Names(string) ([]string, error) { return nil, os.ErrPermission }
 func (failFS) Reachable(string) bool          { return true }
+func (failFS) Kind(string) (bool, bool)       { return true, true }
 
 func TestNewSpec(t *testing.T) {
 	etc := map[string][]string{
@@ -143,10 +153,9 @@ func TestNewSpec(t *testing.T) {
 		"/srv":     {"odek", "www"},
 	}
 	base := Paths{Root: "/srv/odek/artifacts/42", TempDir: "/tmp/odek-job-1", Deny: []string{"/srv/odek", "/root/.odek"}}
-	etcGrant := []string{"/etc/hosts", "/etc/passwd", "/etc/ssh/moduli", "/etc/ssh/ssh_config", "/etc/ssh/ssh_host_ed25519_key.pub", "/etc/ssl/certs", "/etc/ssl/openssl.cnf"}
+	etcFiles := []string{"/etc/hosts", "/etc/passwd", "/etc/ssh/moduli", "/etc/ssh/ssh_config", "/etc/ssh/ssh_host_ed25519_key.pub", "/etc/ssl/openssl.cnf"}
 	sys := func(extra ...string) []string {
-		out := []string{"/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32"}
-		out = append(out, etcGrant...)
+		out := []string{"/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32", "/etc/ssl/certs"}
 		return append(out, extra...)
 	}
 	tests := []struct {
@@ -156,22 +165,22 @@ func TestNewSpec(t *testing.T) {
 		want  Spec
 		isErr error
 	}{
-		{name: "defaults", p: base, want: Spec{Root: base.Root, TempDir: base.TempDir, ReadOnly: sys(), Devices: Devices}},
+		{name: "defaults", p: base, want: Spec{Root: base.Root, TempDir: base.TempDir, ReadOnly: sys(), ReadOnlyFiles: etcFiles, Devices: Devices}},
 		{name: "ports sorted and deduplicated", s: Settings{AllowConnectPorts: []int{443, 80, 443}}, p: base,
-			want: Spec{Root: base.Root, TempDir: base.TempDir, ReadOnly: sys(), Devices: Devices, ConnectPorts: []uint16{80, 443}}},
+			want: Spec{Root: base.Root, TempDir: base.TempDir, ReadOnly: sys(), ReadOnlyFiles: etcFiles, Devices: Devices, ConnectPorts: []uint16{80, 443}}},
 		{name: "extra read-only path", s: Settings{ReadOnlyPaths: []string{"/opt/tools/"}}, p: base,
-			want: Spec{Root: base.Root, TempDir: base.TempDir, ReadOnly: sys("/opt/tools"), Devices: Devices}},
+			want: Spec{Root: base.Root, TempDir: base.TempDir, ReadOnly: sys("/opt/tools"), ReadOnlyFiles: etcFiles, Devices: Devices}},
 		{name: "extra read-only path inside odek home is dropped", s: Settings{ReadOnlyPaths: []string{"/root/.odek/sessions"}}, p: base,
-			want: Spec{Root: base.Root, TempDir: base.TempDir, ReadOnly: sys(), Devices: Devices}},
+			want: Spec{Root: base.Root, TempDir: base.TempDir, ReadOnly: sys(), ReadOnlyFiles: etcFiles, Devices: Devices}},
 		{name: "read-only path holding the artifacts dir is split", s: Settings{ReadOnlyPaths: []string{"/srv"}},
 			p:    Paths{Root: "/srv/odek/artifacts/42", TempDir: "/tmp/x", Deny: []string{"/srv/odek"}},
-			want: Spec{Root: "/srv/odek/artifacts/42", TempDir: "/tmp/x", ReadOnly: sys("/srv/www"), Devices: Devices}},
+			want: Spec{Root: "/srv/odek/artifacts/42", TempDir: "/tmp/x", ReadOnly: sys("/srv/www"), ReadOnlyFiles: etcFiles, Devices: Devices}},
 		{name: "deny a device", s: Settings{DenyPaths: []string{"/dev/tty"}}, p: base,
-			want: Spec{Root: base.Root, TempDir: base.TempDir, ReadOnly: sys(), Devices: Devices[:len(Devices)-1]}},
+			want: Spec{Root: base.Root, TempDir: base.TempDir, ReadOnly: sys(), ReadOnlyFiles: etcFiles, Devices: Devices[:len(Devices)-1]}},
 		{name: "operator denies all of /usr/local", s: Settings{DenyPaths: []string{"/usr/local"}}, p: base,
-			want: Spec{Root: base.Root, TempDir: base.TempDir, ReadOnly: append([]string{"/usr/bin", "/usr/lib"}, sys()[1:]...), Devices: Devices}},
+			want: Spec{Root: base.Root, TempDir: base.TempDir, ReadOnly: append([]string{"/usr/bin", "/usr/lib"}, sys()[1:]...), ReadOnlyFiles: etcFiles, Devices: Devices}},
 		{name: "limits pass through", s: Settings{MaxMemoryMB: 100, MaxProcesses: 5}, p: base,
-			want: Spec{Root: base.Root, TempDir: base.TempDir, ReadOnly: sys(), Devices: Devices, MaxMemoryMB: 100, MaxProcesses: 5}},
+			want: Spec{Root: base.Root, TempDir: base.TempDir, ReadOnly: sys(), ReadOnlyFiles: etcFiles, Devices: Devices, MaxMemoryMB: 100, MaxProcesses: 5}},
 		{name: "root holding odek home", p: Paths{Root: "/root", TempDir: "/tmp/x", Deny: []string{"/root/.odek"}}, isErr: ErrRootHoldsDenied},
 		{name: "root equal to a denied path", p: Paths{Root: "/root/.odek", TempDir: "/tmp/x", Deny: []string{"/root/.odek"}}, isErr: ErrRootHoldsDenied},
 		{name: "root at /", p: Paths{Root: "/", TempDir: "/tmp/x"}, isErr: ErrRootHoldsDenied},
@@ -191,7 +200,7 @@ func TestNewSpec(t *testing.T) {
 			if !reflect.DeepEqual(got, tt.want) {
 				t.Errorf("got  %+v\nwant %+v", got, tt.want)
 			}
-			for _, ro := range got.ReadOnly {
+			for _, ro := range append(slices.Clone(got.ReadOnly), got.ReadOnlyFiles...) {
 				for _, d := range append(slices.Clone(SystemDeny), tt.p.Deny...) {
 					if within(d, ro) || within(ro, d) {
 						t.Errorf("read-only %s grants denied %s", ro, d)

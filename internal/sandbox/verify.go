@@ -140,3 +140,11 @@ func (hostLister) Names(dir string) ([]string, error) {
 }
 
 func (hostLister) Reachable(path string) bool { return reachable(path) }
+
+func (hostLister) Kind(path string) (exists, dir bool) {
+	fi, err := os.Stat(path)
+	if err != nil {
+		return false, false
+	}
+	return true, fi.IsDir()
+}
