@@ -21,6 +21,7 @@ if ! have debian:bookworm-slim; then
 	echo "base-images: debootstrap bookworm (minbase)" >&2
 	debootstrap --variant=minbase bookworm "$work/rootfs" "$mirror" >"$work/debootstrap.log" 2>&1 ||
 		{ tail -20 "$work/debootstrap.log" >&2; exit 1; }
+	mkdir -p "$work/rootfs/etc/ssl/certs"
 	# The machine's CA bundle, so images that fetch over HTTPS trust what
 	# this machine trusts.
 	cp /etc/ssl/certs/ca-certificates.crt "$work/rootfs/etc/ssl/certs/ca-certificates.crt"
