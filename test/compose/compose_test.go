@@ -173,13 +173,14 @@ func (e *env) checkStranger(t *testing.T) {
 	}
 }
 
-var footerRE = regexp.MustCompile(`(?m)^[0-9,]+ tokens · .*s$`)
+// The footer as FormatReply sends it: italic, "N tokens · [$cost · ]T s".
+var footerRE = regexp.MustCompile(`(?m)^_[0-9,]+ tokens · .*s_$`)
 
 // A message gets an answer, ended by the usage footer.
 func (e *env) checkAnswer(t *testing.T) {
 	e.tg.UserMessage(user, user, "hello compose")
 	m := e.waitReply(t, "compose says hello")
-	if !footerRE.MatchString(m.Text) {
+	if !footerRE.MatchString(plain(m.Text)) {
 		t.Errorf("reply without a usage footer: %q", m.Text)
 	}
 }
@@ -192,7 +193,7 @@ func (e *env) checkStatusEdit(t *testing.T) {
 	var status bottest.Message
 	e.tg.Wait(t, step, "status message edited with the tool", func(s *bottest.Server) bool {
 		for _, m := range s.Messages(user) {
-			if m.Edits > 0 && !m.Deleted && strings.Contains(m.Text, "write\\_file") {
+			if m.Edits > 0 && !m.Deleted && strings.Contains(plain(m.Text), "write_file") {
 				status = m
 				return true
 			}
@@ -225,7 +226,7 @@ func (e *env) checkApproval(t *testing.T) {
 	e.tg.PressButton(user, user, kb.ID, kb.Keyboard[0][0])
 	e.tg.WaitCalls(t, step, func(c []bottest.Call) bool { return len(c) > 0 }, "answerCallbackQuery")
 	m := e.waitReply(t, "approval round trip")
-	if !strings.Contains(m.Text, "shell said approved\\-output") {
+	if !strings.Contains(plain(m.Text), "shell said approved-output") {
 		t.Errorf("the approved command's output did not reach the model: %q", m.Text)
 	}
 	if !e.visible("✅ Approved once") {
@@ -233,7 +234,7 @@ func (e *env) checkApproval(t *testing.T) {
 	}
 }
 
-var artifactRE = regexp.MustCompile(`📎 (\S+) · report\\\.md`)
+var artifactRE = regexp.MustCompile(`📎 (\S+) · report\.md`)
 
 const reportBody = "# compose report\n\nwritten by a worker container\n"
 
@@ -242,11 +243,11 @@ const reportBody = "# compose report\n\nwritten by a worker container\n"
 func (e *env) checkArtifact(t *testing.T) string {
 	e.tg.UserMessage(user, user, "write a report")
 	m := e.waitReply(t, "report written")
-	sub := artifactRE.FindStringSubmatch(m.Text)
+	sub := artifactRE.FindStringSubmatch(plain(m.Text))
 	if sub == nil {
 		t.Fatalf("no artifact line for report.md in %q", m.Text)
 	}
-	id := strings.ReplaceAll(sub[1], "\\", "")
+	id := sub[1]
 	e.sendDocument(t, id)
 	return id
 }
@@ -485,13 +486,17 @@ func (f *fakeModel) once(key string) bool {
 
 // ---- the chat ----
 
+// plain drops MarkdownV2's escapes, so checks read the text as the chat
+// shows it.
+func plain(s string) string { return strings.ReplaceAll(s, "\\", "") }
+
 // waitReply waits for a visible bot message containing sub and returns it.
 func (e *env) waitReply(t *testing.T, sub string) bottest.Message {
 	t.Helper()
 	var got bottest.Message
 	e.tg.Wait(t, step, "reply "+sub, func(s *bottest.Server) bool {
 		for _, m := range s.Messages(user) {
-			if !m.Deleted && strings.Contains(m.Text, sub) {
+			if !m.Deleted && strings.Contains(plain(m.Text), sub) {
 				got = m
 				return true
 			}
@@ -503,7 +508,7 @@ func (e *env) waitReply(t *testing.T, sub string) bottest.Message {
 
 func (e *env) visible(sub string) bool {
 	for _, m := range e.tg.Visible(user) {
-		if strings.Contains(m, sub) {
+		if strings.Contains(plain(m), sub) {
 			return true
 		}
 	}
@@ -513,7 +518,7 @@ func (e *env) visible(sub string) bool {
 func (e *env) count(sub string) int {
 	n := 0
 	for _, m := range e.tg.Visible(user) {
-		if strings.Contains(m, sub) {
+		if strings.Contains(plain(m), sub) {
 			n++
 		}
 	}
@@ -640,19 +645,40 @@ func (e *env) waitHealthy(workers int) {
 	e.t.Fatalf("services not healthy within %v:\n%s", stage, last)
 }
 
-// bridgeGateway is the host's address on Docker's default bridge, which
-// containers on any compose network reach.
+// bridgeGateway is the host's address on Docker's default bridge
+// (docker0), which containers on any compose network reach.
 func bridgeGateway(t *testing.T) string {
-	out, err := exec.Command("docker", "network", "inspect", "bridge", "-f", `{{range .IPAM.Config}}{{.Gateway}} {{end}}`).CombinedOutput()
+	out, err := exec.Command("docker", "network", "inspect", "bridge", "-f",
+		`{{range .IPAM.Config}}{{.Gateway}} {{end}}{{index .Options "com.docker.network.bridge.name"}}`).CombinedOutput()
 	if err != nil {
 		t.Fatalf("docker network inspect bridge: %v %s", err, out)
 	}
-	for _, a := range strings.Fields(string(out)) {
+	f := strings.Fields(string(out))
+	for _, a := range f {
 		if ip := net.ParseIP(a); ip != nil && ip.To4() != nil {
 			return a
 		}
 	}
-	t.Fatalf("the default bridge has no IPv4 gateway: %q", out)
+	// The engine often records no gateway for the default bridge: take
+	// the bridge interface's own address.
+	name := "docker0"
+	if len(f) > 0 {
+		name = f[len(f)-1]
+	}
+	ifc, err := net.InterfaceByName(name)
+	if err != nil {
+		t.Fatalf("the default bridge's interface %s: %v", name, err)
+	}
+	addrs, err := ifc.Addrs()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, a := range addrs {
+		if n, ok := a.(*net.IPNet); ok && n.IP.To4() != nil {
+			return n.IP.String()
+		}
+	}
+	t.Fatalf("the default bridge %s has no IPv4 address", name)
 	return ""
 }
 
