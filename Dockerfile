@@ -20,6 +20,14 @@ COPY . .
 RUN go build -trimpath -ldflags="-s -w" -o /out/odek ./cmd/odek \
  && go build -trimpath -ldflags="-s -w" -o /out/odek-bot ./cmd/odek-bot \
  && mkdir -p /out/data/artifacts /out/data/home /out/data/state
+# The worker's files as a tree to lay over its root in one COPY: the
+# binaries and the CA bundle (a COPY of only a file that the base image may
+# already hold identically makes an empty layer, and the classic builder
+# then fails the next COPY with "failed to get layer …: layer does not
+# exist", moby/moby#36573; seen with the compose test's base image).
+RUN mkdir -p /out/worker/usr/local/bin /out/worker/etc/ssl/certs \
+ && cp /out/odek /out/odek-bot /out/worker/usr/local/bin/ \
+ && cp /etc/ssl/certs/ca-certificates.crt /out/worker/etc/ssl/certs/
 
 # The bot needs no userland: a static, shell-less image.
 FROM gcr.io/distroless/static-debian12:nonroot AS bot
@@ -36,8 +44,7 @@ ENTRYPOINT ["/usr/local/bin/odek-bot"]
 # stage needs no package download: smaller, and the same on every build.
 FROM debian:bookworm-slim AS worker
 RUN groupadd -g 65532 odek && useradd -u 65532 -g 65532 -d /data/home -s /bin/sh odek
-COPY --from=build /etc/ssl/certs/ca-certificates.crt /etc/ssl/certs/ca-certificates.crt
-COPY --from=build /out/odek /out/odek-bot /usr/local/bin/
+COPY --from=build /out/worker/ /
 COPY --from=build --chown=65532:65532 /out/data /data
 ENV ODEK_HOME=/data/home ODEK_ARTIFACTS_DIR=/data/artifacts
 WORKDIR /data

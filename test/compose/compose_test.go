@@ -154,7 +154,7 @@ func (e *env) checkDoctor(t *testing.T) {
 		if err != nil {
 			t.Fatalf("odek doctor in a worker: %v", err)
 		}
-		if !strings.Contains(out, "a confined process read its root") || strings.Contains(out, "NOT confined") {
+		if !strings.Contains(out, "a confined process read its root") || !strings.Contains(out, "odek worker and odek-bot: confined;") {
 			t.Errorf("odek doctor does not report the worker's sandbox active")
 		}
 	}
@@ -216,7 +216,7 @@ func (e *env) checkApproval(t *testing.T) {
 	var kb bottest.Message
 	e.tg.Wait(t, step, "approval keyboard", func(s *bottest.Server) bool {
 		for _, m := range s.Messages(user) {
-			if len(m.Keyboard) > 0 && !m.Deleted && strings.Contains(m.Text, "approved") {
+			if len(m.Keyboard) > 0 && !m.Deleted && strings.Contains(plain(m.Text), "allow shell") {
 				kb = m
 				return true
 			}
