@@ -29,10 +29,18 @@ RUN mkdir -p /out/worker/usr/local/bin /out/worker/etc/ssl/certs \
  && cp /out/odek /out/odek-bot /out/worker/usr/local/bin/ \
  && cp /etc/ssl/certs/ca-certificates.crt /out/worker/etc/ssl/certs/
 
+# Only what the final images take, in a stage of its own: each COPY --from
+# has the builder open the source stage's whole filesystem, and the build
+# stage (toolchain, module and build caches) is large, so the bot and worker
+# copy from this small one (it counts with the vfs storage driver, which
+# copies a stage's files every time it is opened).
+FROM scratch AS dist
+COPY --from=build /out/ /
+
 # The bot needs no userland: a static, shell-less image.
 FROM gcr.io/distroless/static-debian12:nonroot AS bot
-COPY --from=build /out/odek /out/odek-bot /usr/local/bin/
-COPY --from=build --chown=65532:65532 /out/data /data
+COPY --from=dist /odek /odek-bot /usr/local/bin/
+COPY --from=dist --chown=65532:65532 /data /data
 ENV ODEK_HOME=/data/home ODEK_ARTIFACTS_DIR=/data/artifacts
 WORKDIR /data
 USER 65532:65532
@@ -44,8 +52,8 @@ ENTRYPOINT ["/usr/local/bin/odek-bot"]
 # stage needs no package download: smaller, and the same on every build.
 FROM debian:bookworm-slim AS worker
 RUN groupadd -g 65532 odek && useradd -u 65532 -g 65532 -d /data/home -s /bin/sh odek
-COPY --from=build /out/worker/ /
-COPY --from=build --chown=65532:65532 /out/data /data
+COPY --from=dist /worker/ /
+COPY --from=dist --chown=65532:65532 /data /data
 ENV ODEK_HOME=/data/home ODEK_ARTIFACTS_DIR=/data/artifacts
 WORKDIR /data
 USER 65532:65532

@@ -321,13 +321,14 @@ type fakeModel struct {
 	n        int
 	arrivals map[string]chan string // goal → caller IPs
 	released map[string]chan struct{}
+	seen     map[string]bool
 }
 
 // held are the goals whose answers wait for release.
 var held = []string{"slow job", "outlast redis", "survive a kill"}
 
 func newFakeModel(t *testing.T) *fakeModel {
-	f := &fakeModel{arrivals: map[string]chan string{}, released: map[string]chan struct{}{}}
+	f := &fakeModel{arrivals: map[string]chan string{}, released: map[string]chan struct{}{}, seen: map[string]bool{}}
 	for _, g := range held {
 		f.arrivals[g] = make(chan string, 8)
 		f.released[g] = make(chan struct{})
@@ -362,7 +363,7 @@ func (f *fakeModel) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	// The script sees only the request; tell it the caller through the
 	// body's goal: record the caller here, before the handler runs.
 	for _, g := range held {
-		if bytes.Contains(body, []byte(g)) && !bytes.Contains(body, []byte(`"role":"tool"`)) && lastUserIs(body, g) {
+		if firstCallOf(body, g) {
 			f.arrivals[g] <- host
 		}
 	}
@@ -370,11 +371,12 @@ func (f *fakeModel) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	f.h.ServeHTTP(w, r)
 }
 
-// lastUserIs reports whether goal is in the request's last user message
-// (a later job of the same chat carries earlier goals in its history).
-func lastUserIs(body []byte, goal string) bool {
+// firstCallOf reports whether the request is a job's first model call
+// for goal: goal is in the last user message and no tool result follows
+// it (earlier jobs of the same chat are in the history, with theirs).
+func firstCallOf(body []byte, goal string) bool {
 	i := bytes.LastIndex(body, []byte(`"role":"user"`))
-	return i >= 0 && bytes.Contains(body[i:], []byte(goal))
+	return i >= 0 && bytes.Contains(body[i:], []byte(goal)) && !bytes.Contains(body[i:], []byte(`"role":"tool"`))
 }
 
 func (f *fakeModel) calls() int {
@@ -476,11 +478,10 @@ func (f *fakeModel) turn(r llmtest.Recorded) llmtest.Turn {
 func (f *fakeModel) once(key string) bool {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	k := "once:" + key
-	if _, seen := f.released[k]; seen {
+	if f.seen[key] {
 		return false
 	}
-	f.released[k] = nil
+	f.seen[key] = true
 	return true
 }
 
@@ -701,7 +702,16 @@ func reverseProxy(t *testing.T, target string) http.Handler {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return httputil.NewSingleHostReverseProxy(u)
+	p := httputil.NewSingleHostReverseProxy(u)
+	// A long poll the bot abandons (it stops, or restarts) is not an error
+	// worth a log line; anything else answers 502 as a real proxy would.
+	p.ErrorHandler = func(w http.ResponseWriter, r *http.Request, err error) {
+		if r.Context().Err() == nil {
+			t.Logf("Bot API proxy: %s %s: %v", r.Method, r.URL.Path, err)
+		}
+		w.WriteHeader(http.StatusBadGateway)
+	}
+	return p
 }
 
 // copyRepo copies the repository's tracked and untracked-but-not-ignored
