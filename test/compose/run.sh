@@ -63,9 +63,10 @@ plugins=/usr/local/lib/docker/cli-plugins
 if ! docker compose version 2>/dev/null | grep -q -- "$COMPOSE_VERSION"; then
 	say "building the Compose $COMPOSE_VERSION CLI plugin from its Go module"
 	t0=$(date +%s)
-	src="$(go mod download -json "github.com/docker/compose/v2@$COMPOSE_VERSION" | sed -n 's/^\t"Dir": "\(.*\)",$/\1/p')"
-	[ -d "$src" ] || { say "go mod download gave no directory"; exit 1; }
 	build="$(mktemp -d)"
+	# Outside the repository, so its go.mod and go.sum stay untouched.
+	src="$(cd "$build" && go mod download -json "github.com/docker/compose/v2@$COMPOSE_VERSION" | sed -n 's/^\t"Dir": "\(.*\)",$/\1/p')"
+	[ -d "$src" ] || { say "go mod download gave no directory"; exit 1; }
 	cp -r "$src" "$build/compose"
 	chmod -R u+w "$build/compose"
 	(cd "$build/compose" && CGO_ENABLED=0 go build -trimpath \
