@@ -21,6 +21,7 @@ if ! have debian:bookworm-slim; then
 	echo "base-images: debootstrap bookworm (minbase)" >&2
 	debootstrap --variant=minbase bookworm "$work/rootfs" "$mirror" >"$work/debootstrap.log" 2>&1 ||
 		{ tail -20 "$work/debootstrap.log" >&2; exit 1; }
+	mkdir -p "$work/rootfs/etc/ssl/certs"
 	# The machine's CA bundle, so images that fetch over HTTPS trust what
 	# this machine trusts.
 	cp /etc/ssl/certs/ca-certificates.crt "$work/rootfs/etc/ssl/certs/ca-certificates.crt"
@@ -59,14 +60,30 @@ fi
 if ! have redis:7-alpine; then
 	echo "base-images: redis (Debian's redis-server)" >&2
 	mkdir -p "$work/redis"
+	# Like the official image's entrypoint: a redis-server started with
+	# arguments only (the compose file's command) and no config file would
+	# keep protected mode on and refuse every client from another
+	# container; the container's network is the boundary, so it is turned
+	# off first (a later --protected-mode argument still wins).
+	cat >"$work/redis/entrypoint.sh" <<'SH'
+#!/bin/sh
+if [ "$1" = redis-server ]; then
+	shift
+	set -- redis-server --protected-mode no "$@"
+fi
+exec "$@"
+SH
 	cat >"$work/redis/Dockerfile" <<'DOCKERFILE'
 FROM debian:bookworm-slim
-RUN apt-get update && apt-get install -y --no-install-recommends redis-server && rm -rf /var/lib/apt/lists/* \
+RUN apt-get update && apt-get install -y --no-install-recommends redis-server \
+ && rm -rf /var/lib/apt/lists/* /var/cache/apt/*.bin \
  && mkdir -p /data && chown redis:redis /data
+COPY entrypoint.sh /usr/local/bin/docker-entrypoint.sh
 WORKDIR /data
 USER redis
 EXPOSE 6379
-CMD ["redis-server", "--protected-mode", "no", "--bind", "0.0.0.0"]
+ENTRYPOINT ["/bin/sh", "/usr/local/bin/docker-entrypoint.sh"]
+CMD ["redis-server"]
 DOCKERFILE
 	docker build -q -t redis:7-alpine "$work/redis" >/dev/null
 fi

@@ -1,0 +1,96 @@
+#!/usr/bin/env bash
+# The team instance tested for real: builds the repository's Dockerfile and
+# runs docker-compose.yml with Docker Compose v2 on a real Docker engine,
+# then drives it through the fake Telegram Bot API and the fake model
+# (test/compose/compose_test.go). Run as root from anywhere in the
+# repository; .ci/run runs it.
+#
+#   - starts dockerd (vfs storage driver) when none is running, and stops
+#     what it started at the end;
+#   - installs the Compose v2 CLI plugin, built from its Go module, when
+#     `docker compose version` is not $COMPOSE_VERSION;
+#   - builds the base images offline from image registries
+#     (test/compose/base-images.sh), kept between runs;
+#   - runs `go test ./test/compose` with ODEK_COMPOSE=1.
+#
+# Images are kept afterwards (odek-bot:local, odek-worker:local and the
+# base images), so a second run on the same machine reuses their layers.
+set -euo pipefail
+export PATH="/usr/local/go/bin:${HOME:-/root}/go/bin:${PATH}"
+cd "$(dirname "${BASH_SOURCE[0]}")/../.."
+began=$(date +%s)
+COMPOSE_VERSION="${COMPOSE_VERSION:-v2.40.3}"
+SUDO=""
+if [ "$(id -u)" -ne 0 ]; then SUDO="sudo"; fi
+say() { echo "compose-test: $*" >&2; }
+
+apt_install() {
+	$SUDO env DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends "$@" >/dev/null 2>&1 ||
+		{ $SUDO apt-get update >/dev/null && $SUDO env DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends "$@" >/dev/null; }
+}
+
+# ---- the Docker engine ----
+dockerd_pid=""
+cleanup() {
+	if [ -n "$dockerd_pid" ]; then
+		say "stopping the dockerd this script started (pid $dockerd_pid)"
+		$SUDO kill "$dockerd_pid" 2>/dev/null || true
+		wait "$dockerd_pid" 2>/dev/null || true
+	fi
+}
+trap cleanup EXIT
+if ! docker info >/dev/null 2>&1; then
+	command -v dockerd >/dev/null 2>&1 || apt_install docker.io
+	say "starting dockerd (vfs)"
+	$SUDO dockerd --storage-driver=vfs >/tmp/odek-compose-dockerd.log 2>&1 &
+	dockerd_pid=$!
+	for _ in $(seq 120); do
+		docker info >/dev/null 2>&1 && break
+		kill -0 "$dockerd_pid" 2>/dev/null || { tail -20 /tmp/odek-compose-dockerd.log >&2; exit 1; }
+		sleep 0.5
+	done
+	docker info >/dev/null 2>&1 || { say "dockerd did not come up"; tail -20 /tmp/odek-compose-dockerd.log >&2; exit 1; }
+fi
+command -v debootstrap >/dev/null 2>&1 || apt_install debootstrap
+
+# ---- Compose v2 ----
+# Debian bookworm ships only Compose v1 (docker-compose 1.29, Python); the
+# README's commands are v2's (`docker compose`), so the v2 plugin is built
+# from its Go module. `go install pkg@version` refuses it (its go.mod has
+# exclude directives), so it is built from the downloaded module as the
+# main module.
+plugins=/usr/local/lib/docker/cli-plugins
+if ! docker compose version 2>/dev/null | grep -q -- "$COMPOSE_VERSION"; then
+	say "building the Compose $COMPOSE_VERSION CLI plugin from its Go module"
+	t0=$(date +%s)
+	build="$(mktemp -d)"
+	# Outside the repository, so its go.mod and go.sum stay untouched.
+	src="$(cd "$build" && go mod download -json "github.com/docker/compose/v2@$COMPOSE_VERSION" | sed -n 's/^\t"Dir": "\(.*\)",$/\1/p')"
+	[ -d "$src" ] || { say "go mod download gave no directory"; exit 1; }
+	cp -r "$src" "$build/compose"
+	chmod -R u+w "$build/compose"
+	(cd "$build/compose" && CGO_ENABLED=0 go build -trimpath \
+		-ldflags="-s -w -X github.com/docker/compose/v2/internal.Version=$COMPOSE_VERSION" \
+		-o "$build/docker-compose" ./cmd)
+	$SUDO mkdir -p "$plugins"
+	$SUDO install -m 0755 "$build/docker-compose" "$plugins/docker-compose"
+	rm -rf "$build"
+	say "compose plugin built in $(($(date +%s) - t0)) s"
+fi
+docker compose version
+
+# ---- base images ----
+t0=$(date +%s)
+bash test/compose/base-images.sh
+say "base images ready in $(($(date +%s) - t0)) s"
+
+# ---- the test ----
+# Docker 20.10's CLI has no buildx plugin here, so Compose builds with the
+# classic builder (the Dockerfile needs nothing BuildKit-only).
+export DOCKER_BUILDKIT=0
+# The classic builder does not share the Dockerfile's build stage between
+# the bot and worker targets built at once: one at a time, the second reuses
+# the first's cached layers instead of compiling everything again.
+export COMPOSE_PARALLEL_LIMIT=1
+ODEK_COMPOSE=1 go test -count=1 -v -timeout 20m ./test/compose/
+say "done in $(($(date +%s) - began)) s"
