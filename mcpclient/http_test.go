@@ -92,6 +92,7 @@ func TestHTTPServerMessagesOnTheCallStream(t *testing.T) {
 // A server-initiated request on the GET stream is answered.
 func TestHTTPGetStreamServerRequests(t *testing.T) {
 	c := mcptest.Start(t, mcptest.HTTPConfig(t, "web", mcptest.HTTPFixture(t, "-chaos")))
+	waitGetStreams(t, c, 1)
 	call(t, c, "ping_later", `{}`)
 	got := call(t, c, "last_answer", `{}`).Text
 	if !strings.Contains(got, `"id":"srv-later"`) || !strings.Contains(got, `"result":{}`) {
@@ -103,6 +104,7 @@ func TestHTTPGetStreamServerRequests(t *testing.T) {
 // and server-initiated requests reach odek again.
 func TestHTTPGetStreamReconnects(t *testing.T) {
 	c := mcptest.Start(t, mcptest.HTTPConfig(t, "web", mcptest.HTTPFixture(t, "-chaos")))
+	waitGetStreams(t, c, 1)
 	call(t, c, "ping_later", `{}`) // an event with an id on the first stream
 	if got := call(t, c, "last_answer", `{}`).Text; !strings.Contains(got, `"result":{}`) {
 		t.Fatalf("first stream: %s", got)
@@ -270,4 +272,20 @@ func TestHTTPTransportRules(t *testing.T) {
 			t.Fatalf("%d DELETEs after close, want 1", d)
 		}
 	})
+}
+
+// waitGetStreams waits until the client has opened n GET streams: the
+// client opens its GET stream after initialize, on its own schedule, and a
+// server-initiated message sent before that has nowhere to go.
+func waitGetStreams(t *testing.T, c *mcpclient.Client, n int) {
+	t.Helper()
+	var info struct {
+		Gets int `json:"gets"`
+	}
+	for deadline := time.Now().Add(15 * time.Second); time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
+		if json.Unmarshal([]byte(call(t, c, "http_info", `{}`).Text), &info) == nil && info.Gets >= n {
+			return
+		}
+	}
+	t.Fatalf("the client opened %d GET streams within 15s, want %d", info.Gets, n)
 }
