@@ -16,6 +16,7 @@ import (
 	"github.com/sirupsen/logrus"
 
 	"github.com/odekrun/odek/artifacts"
+	"github.com/odekrun/odek/bot/tgclient"
 	"github.com/odekrun/odek/queue"
 )
 
@@ -54,7 +55,7 @@ type Bot struct {
 	consumer string
 	serial   *serializer
 
-	tg *telegram // set by Run before any goroutine starts
+	tg *tgclient.Client // set by Run before any goroutine starts
 
 	mu        sync.Mutex
 	chats     map[int64]*chatState
@@ -157,7 +158,7 @@ func (b *Bot) Run(ctx context.Context) error {
 		return err
 	}
 	b.tg = tg
-	b.log.WithField("username", tg.self().UserName).Info("bot: connected to Telegram")
+	b.log.WithField("username", tg.Self().UserName).Info("bot: connected to Telegram")
 	b.setCommands(ctx)
 	b.dropLostJobs(ctx)
 
@@ -219,7 +220,7 @@ var commands = []tgbotapi.BotCommand{
 }
 
 func (b *Bot) setCommands(ctx context.Context) {
-	if _, _, err := b.tg.call(ctx, tgbotapi.NewSetMyCommands(commands...), false); err != nil {
+	if _, _, err := b.tg.Call(ctx, tgbotapi.NewSetMyCommands(commands...), false); err != nil {
 		b.log.WithError(err).Warn("bot: setMyCommands failed; commands still work but are not suggested")
 	}
 }
@@ -231,10 +232,8 @@ func (b *Bot) setCommands(ctx context.Context) {
 // back to polling would otherwise never receive an update. Pending updates
 // are kept.
 func (b *Bot) dropWebhook(ctx context.Context) {
-	api := b.tg.base
-	api.Client = ctxClient{ctx: ctx, hc: b.tg.hc, token: b.tg.token}
-	if _, err := api.MakeRequest("deleteWebhook", tgbotapi.Params{"drop_pending_updates": "false"}); err != nil && ctx.Err() == nil {
-		b.log.WithError(scrub(err, b.tg.token)).Warn("bot: deleteWebhook failed; getUpdates may be refused while a webhook is set")
+	if _, err := b.tg.Raw(ctx, "deleteWebhook", tgbotapi.Params{"drop_pending_updates": "false"}); err != nil && ctx.Err() == nil {
+		b.log.WithError(err).Warn("bot: deleteWebhook failed; getUpdates may be refused while a webhook is set")
 	}
 }
 
@@ -246,7 +245,7 @@ func (b *Bot) poll(ctx context.Context) error {
 	for ctx.Err() == nil {
 		cfg := tgbotapi.UpdateConfig{Offset: offset, Limit: 100, Timeout: int(b.cfg.PollTimeout / time.Second),
 			AllowedUpdates: []string{"message", "edited_message", "callback_query"}}
-		resp, err := b.tg.once(ctx, cfg)
+		resp, err := b.tg.Once(ctx, cfg)
 		var ups []tgbotapi.Update
 		if err == nil {
 			err = json.Unmarshal(resp.Result, &ups)
@@ -362,7 +361,7 @@ func (b *Bot) refuse(ctx context.Context, chatID, userID int64, updateID int, ca
 // reply sends plain text, logging failures. It reports whether the chat is
 // still reachable.
 func (b *Bot) reply(ctx context.Context, chatID int64, text string) bool {
-	_, kind, err := b.tg.sendPlain(ctx, chatID, text, nil)
+	_, kind, err := b.tg.SendPlain(ctx, chatID, text, nil)
 	return b.checkSend(ctx, chatID, kind, err)
 }
 
@@ -488,7 +487,7 @@ func (b *Bot) handleMessage(ctx context.Context, updateID int, m *tgbotapi.Messa
 		return
 	}
 	if m.IsCommand() {
-		if at := m.CommandWithAt(); strings.Contains(at, "@") && !strings.EqualFold(at[strings.Index(at, "@")+1:], b.tg.self().UserName) {
+		if at := m.CommandWithAt(); strings.Contains(at, "@") && !strings.EqualFold(at[strings.Index(at, "@")+1:], b.tg.Self().UserName) {
 			return // addressed to another bot in a group
 		}
 		b.command(ctx, chatID, userID, m.Command(), strings.TrimSpace(m.CommandArguments()))
@@ -563,7 +562,7 @@ func (b *Bot) startJob(ctx context.Context, updateID int, chatID, userID int64, 
 		goal = forwardedGoal(text)
 	}
 	job := queue.Job{ChatID: chatID, UserID: userID, Goal: goal, SessionID: session, Budget: b.jobBudget(),
-		IdempotencyKey: fmt.Sprintf("telegram:%d:%d", b.tg.self().ID, updateID)}
+		IdempotencyKey: fmt.Sprintf("telegram:%d:%d", b.tg.Self().ID, updateID)}
 	log := b.log.WithFields(logrus.Fields{"chat_id": chatID, "user_id": userID, "update_id": updateID, "edited": edited})
 	// Telegram already counts the update as delivered: a message still
 	// waiting here when the bot shuts down is enqueued all the same (its
@@ -596,7 +595,7 @@ func (b *Bot) startJob(ctx context.Context, updateID int, chatID, userID int64, 
 	text0 := js.lastText
 	c.lastEdit = now
 	b.mu.Unlock()
-	m, kind, err := b.tg.sendPlain(ctx, chatID, text0, nil)
+	m, kind, err := b.tg.SendPlain(ctx, chatID, text0, nil)
 	if !b.checkSend(ctx, chatID, kind, err) {
 		return
 	}
@@ -619,7 +618,7 @@ func (b *Bot) command(ctx context.Context, chatID, userID int64, cmd, arg string
 	case "stop":
 		n, statusMsgs := b.cancelChat(ctx, chatID)
 		for _, msg := range statusMsgs {
-			b.tg.remove(ctx, chatID, msg)
+			b.tg.Remove(ctx, chatID, msg)
 		}
 		if n == 0 {
 			b.reply(ctx, chatID, "Nothing to stop.")
@@ -747,7 +746,7 @@ func (b *Bot) sendArtifact(ctx context.Context, chatID int64, id string) {
 	}
 	doc := tgbotapi.NewDocument(chatID, tgbotapi.FileBytes{Name: oneLine(name, 100), Bytes: data})
 	doc.Caption = "📎 " + oneLine(id, 80)
-	_, kind, err := b.tg.send(ctx, doc)
+	_, kind, err := b.tg.Send(ctx, doc)
 	b.checkSend(ctx, chatID, kind, err)
 }
 

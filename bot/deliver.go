@@ -128,7 +128,7 @@ func (b *Bot) deliver(ctx context.Context, d queue.Delivery) {
 	b.mu.Unlock()
 
 	if statusMsg != 0 {
-		if kind, err := b.tg.remove(ctx, chatID, statusMsg); kind != tgOK && kind != tgCanceled {
+		if kind, err := b.tg.Remove(ctx, chatID, statusMsg); kind != tgOK && kind != tgCanceled {
 			log.WithError(err).Debug("bot: could not delete the status message")
 		}
 	}
@@ -145,7 +145,7 @@ func (b *Bot) deliver(ctx context.Context, d queue.Delivery) {
 	}
 	ack := true
 	for i, ch := range chunks {
-		_, kind, err := b.tg.sendChunk(ctx, chatID, ch, nil)
+		_, kind, err := b.sendChunk(ctx, chatID, 0, ch, nil)
 		if kind == tgOK {
 			continue
 		}
@@ -319,7 +319,7 @@ func (b *Bot) refreshStatus(ctx context.Context) {
 				}
 				b.mu.Unlock()
 			}()
-			kind, err := b.tg.editStatus(ctx, e.chatID, e.msg, e.text)
+			kind, err := b.tg.EditStatus(ctx, e.chatID, e.msg, e.text)
 			switch kind {
 			case tgMessageGone:
 			case tgRetryAfter, tgTransient:
@@ -340,7 +340,7 @@ func (b *Bot) refreshStatus(ctx context.Context) {
 	}
 	for _, chatID := range typing {
 		b.serial.Do(chatID, func() {
-			_, kind, err := b.tg.call(ctx, tgbotapi.NewChatAction(chatID, tgbotapi.ChatTyping), false)
+			_, kind, err := b.tg.Call(ctx, tgbotapi.NewChatAction(chatID, tgbotapi.ChatTyping), false)
 			b.checkSend(ctx, chatID, kind, err)
 		})
 	}
@@ -443,7 +443,7 @@ func (b *Bot) ask(ctx context.Context, a queue.Approval) {
 	} else {
 		text = fmt.Sprintf("🔐 Approval needed\n\n%s\n\nThis bot does not know who asked for this job (it restarted since), so nobody can approve it: it will be denied at %s UTC.", q, deadline)
 	}
-	m, kind, err := b.tg.sendPlain(ctx, a.ChatID, text, markup)
+	m, kind, err := b.tg.SendPlain(ctx, a.ChatID, text, markup)
 	if !b.checkSend(ctx, a.ChatID, kind, err) || kind != tgOK {
 		return
 	}
@@ -463,7 +463,7 @@ func (b *Bot) ask(ctx context.Context, a queue.Approval) {
 			delete(b.approvals, a.ID)
 			b.mu.Unlock()
 			if !settled {
-				b.tg.editPlain(ctx, a.ChatID, st.msgID, fmt.Sprintf("🔐 %s\n\n⌛ No answer in time — denied.", q), nil)
+				b.tg.EditPlain(ctx, a.ChatID, st.msgID, fmt.Sprintf("🔐 %s\n\n⌛ No answer in time — denied.", q), nil)
 			}
 		})
 	})
@@ -487,7 +487,7 @@ func oneLineKeepBreaks(s string, max int) string {
 func (b *Bot) answerCallback(ctx context.Context, id, text string, alert bool) {
 	cb := tgbotapi.NewCallback(id, text)
 	cb.ShowAlert = alert
-	if _, kind, err := b.tg.call(ctx, cb, false); kind != tgOK && kind != tgCanceled {
+	if _, kind, err := b.tg.Call(ctx, cb, false); kind != tgOK && kind != tgCanceled {
 		b.log.WithError(err).Debug("bot: answerCallbackQuery failed")
 	}
 }
@@ -535,7 +535,7 @@ func (b *Bot) handleCallback(ctx context.Context, cq *tgbotapi.CallbackQuery) {
 		outcome = "❌ Denied by " + displayName(cq.From) + "."
 	}
 	b.answerCallback(ctx, cq.ID, outcome, false)
-	kind, eerr := b.tg.editPlain(ctx, cq.Message.Chat.ID, st.msgID, "🔐 "+q+"\n\n"+outcome, nil)
+	kind, eerr := b.tg.EditPlain(ctx, cq.Message.Chat.ID, st.msgID, "🔐 "+q+"\n\n"+outcome, nil)
 	if kind != tgOK && kind != tgMessageGone {
 		b.checkSend(ctx, cq.Message.Chat.ID, kind, eerr)
 	}
@@ -624,10 +624,8 @@ func (b *Bot) serveWebhook(ctx context.Context) error {
 	}
 	params := tgbotapi.Params{"url": b.cfg.WebhookURL, "secret_token": b.cfg.WebhookSecret}
 	params.AddInterface("allowed_updates", []string{"message", "edited_message", "callback_query"})
-	api := b.tg.base
-	api.Client = ctxClient{ctx: ctx, hc: b.tg.hc, token: b.tg.token}
-	if _, err := api.MakeRequest("setWebhook", params); err != nil {
-		return fmt.Errorf("bot: setWebhook: %w", scrub(err, b.tg.token))
+	if _, err := b.tg.Raw(ctx, "setWebhook", params); err != nil {
+		return fmt.Errorf("bot: setWebhook: %w", err)
 	}
 	ln, err := net.Listen("tcp", b.cfg.WebhookListen)
 	if err != nil {

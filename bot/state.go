@@ -197,7 +197,7 @@ func (b *Bot) dropLostJobs(ctx context.Context) {
 	b.mu.Unlock()
 	for _, j := range status {
 		if j.statusMsg != 0 {
-			_, _ = b.tg.remove(ctx, j.chatID, j.statusMsg)
+			_, _ = b.tg.Remove(ctx, j.chatID, j.statusMsg)
 		}
 	}
 	for _, id := range chats {

@@ -1,0 +1,45 @@
+package tgclient
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/url"
+	"testing"
+	"time"
+
+	tgbotapi "github.com/go-telegram-bot-api/telegram-bot-api/v5"
+)
+
+// Moved here from bot/decide_test.go with the client.
+func TestClassify(t *testing.T) {
+	tests := []struct {
+		err   error
+		kind  Kind
+		retry time.Duration
+	}{
+		{nil, OK, 0},
+		{&tgbotapi.Error{Code: 429, Message: "Too Many Requests: retry after 7", ResponseParameters: tgbotapi.ResponseParameters{RetryAfter: 7}}, RetryAfter, 7 * time.Second},
+		{&tgbotapi.Error{Code: 429, Message: "Too Many Requests"}, RetryAfter, time.Second},
+		{&tgbotapi.Error{Code: 502, Message: "Bad Gateway"}, Transient, 0},
+		{&HTTPStatusError{Status: 502}, Transient, 0},
+		{&HTTPStatusError{Status: 404}, Permanent, 0},
+		{&url.Error{Op: "Post", URL: "x", Err: errors.New("connection refused")}, Transient, 0},
+		{fmt.Errorf("wrapped: %w", context.Canceled), Canceled, 0},
+		{&tgbotapi.Error{Code: 409, Message: "Conflict: terminated by other getUpdates request"}, Conflict, 0},
+		{&tgbotapi.Error{Code: 401, Message: "Unauthorized"}, Unauthorized, 0},
+		{&tgbotapi.Error{Code: 400, Message: "Bad Request: message is not modified: specified new message content"}, NotModified, 0},
+		{&tgbotapi.Error{Code: 400, Message: "Bad Request: can't parse entities: Character '.' is reserved"}, BadEntities, 0},
+		{&tgbotapi.Error{Code: 403, Message: "Forbidden: bot was blocked by the user"}, ChatGone, 0},
+		{&tgbotapi.Error{Code: 403, Message: "Forbidden: user is deactivated"}, ChatGone, 0},
+		{&tgbotapi.Error{Code: 400, Message: "Bad Request: chat not found"}, ChatGone, 0},
+		{&tgbotapi.Error{Code: 400, Message: "Bad Request: message to edit not found"}, MessageGone, 0},
+		{&tgbotapi.Error{Code: 400, Message: "Bad Request: message text is empty"}, Permanent, 0},
+	}
+	for _, tt := range tests {
+		kind, retry := Classify(tt.err)
+		if kind != tt.kind || retry != tt.retry {
+			t.Errorf("Classify(%v) = %v, %v; want %v, %v", tt.err, kind, retry, tt.kind, tt.retry)
+		}
+	}
+}
