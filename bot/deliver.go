@@ -132,17 +132,18 @@ func (b *Bot) deliver(ctx context.Context, d queue.Delivery) {
 			log.WithError(err).Debug("bot: could not delete the status message")
 		}
 	}
-	var chunks []Chunk
+	// One message per job: the notice, the answer, its artifact lines and
+	// the usage footer go out together.
 	footer := Footer(res.Usage.PromptTokens, res.Usage.CompletionTokens, res.Usage.CostUSD, time.Duration(res.DurationMS)*time.Millisecond)
+	reply := Reply{Answer: res.Answer, Artifacts: arts, Footer: footer}
 	if res.Status == queue.StatusSucceeded {
-		chunks = FormatReply(Reply{Answer: res.Answer, Artifacts: arts, Footer: footer}, MaxMessageLen)
-		if len(chunks) == 0 {
-			chunks = FormatReply(Reply{Answer: "(The agent finished without an answer.)", Footer: footer}, MaxMessageLen)
+		if strings.TrimSpace(res.Answer) == "" {
+			reply.Answer = "(The agent finished without an answer.)"
 		}
 	} else {
-		head := resultText(res, timedOut, b.cfg.AgentTimeout)
-		chunks = append([]Chunk{{Markdown: EscapeMarkdownV2(head), Plain: head}}, FormatReply(Reply{Answer: res.Answer, Artifacts: arts, Footer: footer}, MaxMessageLen)...)
+		reply.Head = resultText(res, timedOut, b.cfg.AgentTimeout)
 	}
+	chunks := FormatReply(reply, MaxMessageLen)
 	ack := true
 	for i, ch := range chunks {
 		_, kind, err := b.sendChunk(ctx, chatID, 0, ch, nil)

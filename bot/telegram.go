@@ -7,6 +7,7 @@ import (
 	tgbotapi "github.com/go-telegram-bot-api/telegram-bot-api/v5"
 
 	"github.com/odekrun/odek/bot/tgclient"
+	"github.com/odekrun/odek/bot/tgformat"
 )
 
 // The Telegram client lives in bot/tgclient; these names keep the
@@ -39,5 +40,5 @@ func connect(ctx context.Context, cfg Config) (*tgclient.Client, error) {
 
 // sendChunk sends one formatted chunk with the plain-text fallback.
 func (b *Bot) sendChunk(ctx context.Context, chatID int64, replyTo int, c Chunk, markup any) (tgbotapi.Message, tgKind, error) {
-	return b.tg.SendFormattedReply(ctx, chatID, replyTo, tgbotapi.ModeMarkdownV2, c.Markdown, c.Plain, markup)
+	return b.tg.SendFormattedReply(ctx, chatID, replyTo, tgformat.Mode, c.HTML, c.Plain, markup)
 }

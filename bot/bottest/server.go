@@ -88,6 +88,12 @@ type Message struct {
 	ChatID    int64
 	Text      string
 	ParseMode string
+	// Shown is the text as the user sees it: Text with the HTML tags and
+	// entities parsed (parse_mode HTML), else Text.
+	Shown string
+	// ReplyTo is the message this one replies to (reply_to_message_id or
+	// reply_parameters), 0 for none.
+	ReplyTo int
 	// Keyboard is the inline keyboard's callback data, row by row.
 	Keyboard [][]string
 	Deleted  bool
@@ -393,7 +399,7 @@ func (s *Server) Visible(chatID int64) []string {
 	var out []string
 	for _, m := range s.Messages(chatID) {
 		if !m.Deleted {
-			out = append(out, m.Text)
+			out = append(out, m.Shown)
 		}
 	}
 	return out
@@ -719,12 +725,27 @@ func checkText(p url.Values) *apiError {
 	if strings.TrimSpace(text) == "" {
 		return errReply(400, "Bad Request: message text is empty")
 	}
-	if textLen(text) > 4096 {
-		return errReply(400, "Bad Request: message is too long")
-	}
 	switch p.Get("parse_mode") {
 	case "":
+		if textLen(text) > 4096 {
+			return errReply(400, "Bad Request: message is too long")
+		}
+	case "HTML":
+		// The limit applies to the text after entity parsing.
+		shown, err := ParseHTML(text)
+		if err != nil {
+			return errReply(400, "Bad Request: "+err.Error())
+		}
+		if strings.TrimSpace(shown) == "" {
+			return errReply(400, "Bad Request: message text is empty")
+		}
+		if textLen(shown) > 4096 {
+			return errReply(400, "Bad Request: message is too long")
+		}
 	case "MarkdownV2":
+		if textLen(text) > 4096 {
+			return errReply(400, "Bad Request: message is too long")
+		}
 		if err := CheckMarkdownV2(text); err != nil {
 			return errReply(400, "Bad Request: "+err.Error())
 		}
@@ -759,12 +780,13 @@ func (s *Server) sendMessage(p url.Values) (any, *apiError) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	m := s.storeLocked(chatID, p.Get("text"), p.Get("parse_mode"), kb)
+	m.ReplyTo = replyToParam(p)
 	return s.wireLocked(m), nil
 }
 
 func (s *Server) storeLocked(chatID int64, text, mode string, kb [][]string) *Message {
 	s.msgSeq++
-	m := &Message{ID: s.msgSeq, ChatID: chatID, Text: text, ParseMode: mode, Keyboard: kb}
+	m := &Message{ID: s.msgSeq, ChatID: chatID, Text: text, ParseMode: mode, Shown: shownText(text, mode), Keyboard: kb}
 	if s.messages[chatID] == nil {
 		s.messages[chatID] = map[int]*Message{}
 	}
@@ -793,6 +815,7 @@ func (s *Server) editMessageText(p url.Values) (any, *apiError) {
 		return nil, errReply(400, "Bad Request: message is not modified: specified new message content and reply markup are exactly the same as a current content and reply markup of the message")
 	}
 	m.Text, m.ParseMode, m.Keyboard = p.Get("text"), p.Get("parse_mode"), kb
+	m.Shown = shownText(m.Text, m.ParseMode)
 	m.Edits++
 	return s.wireLocked(m), nil
 }
@@ -811,4 +834,29 @@ func (s *Server) deleteMessage(p url.Values) (any, *apiError) {
 	}
 	m.Deleted = true
 	return true, nil
+}
+
+// shownText is what a chat shows of an accepted text.
+func shownText(text, mode string) string {
+	if mode == "HTML" {
+		if shown, err := ParseHTML(text); err == nil {
+			return shown
+		}
+	}
+	return text
+}
+
+// replyToParam reads reply_to_message_id, or reply_parameters'
+// message_id (Bot API 7.0).
+func replyToParam(p url.Values) int {
+	if id, err := strconv.Atoi(p.Get("reply_to_message_id")); err == nil {
+		return id
+	}
+	var rp struct {
+		MessageID int `json:"message_id"`
+	}
+	if json.Unmarshal([]byte(p.Get("reply_parameters")), &rp) == nil {
+		return rp.MessageID
+	}
+	return 0
 }

@@ -185,12 +185,12 @@ func TestE2EGoalApprovalArtifactReply(t *testing.T) {
 		return visible(s, 1001, "🔧 shell: python3")
 	})
 	close(edited)
-	in.tg.Wait(t, 30*time.Second, "reply", func(s *bottest.Server) bool { return visible(s, 1001, "Report *written*") })
+	in.tg.Wait(t, 30*time.Second, "reply", func(s *bottest.Server) bool { return visible(s, 1001, "Report written (see below).") })
 	msgs := in.tg.Messages(1001)
 	if !msgs[0].Deleted || msgs[0].Edits == 0 {
 		t.Errorf("status message %+v: want edited, then deleted", msgs[0])
 	}
-	if !visible(in.tg, 1001, "📎 a1 · report\\.md") || !visible(in.tg, 1001, "✅ Approved once") {
+	if !visible(in.tg, 1001, "📎 a1 · report.md") || !visible(in.tg, 1001, "✅ Approved once") {
 		t.Errorf("artifact line or approval outcome missing: %q", in.tg.Visible(1001))
 	}
 	if v := in.tg.Visible(6666); len(v) != 1 || !strings.Contains(v[0], "6666") {
@@ -287,7 +287,7 @@ func TestE2EEmbeddedMode(t *testing.T) {
 		"ODEK_HOME=" + t.TempDir(), "ODEK_ARTIFACTS_DIR=" + t.TempDir(),
 	})
 	tg.UserMessage(1001, 1001, "hello")
-	tg.Wait(t, 30*time.Second, "reply", func(s *bottest.Server) bool { return visible(s, 1001, "embedded _answer_") })
+	tg.Wait(t, 30*time.Second, "reply", func(s *bottest.Server) bool { return visible(s, 1001, "embedded answer") })
 	if n := llm.Calls(); n != 1 {
 		t.Errorf("LLM calls = %d, want 1", n)
 	}
