@@ -46,10 +46,10 @@ func TestCheckerRejectsWhatTelegramRejects(t *testing.T) {
 		}
 	}
 	for in, want := range map[string]string{
-		"&lt;&gt;&amp;&quot;&#38;&#x26;":                                "<>&\"&&",
+		"&lt;&gt;&amp;&quot;&#38;&#x26;":                                     "<>&\"&&",
 		`<b>b <i>bi</i></b> <a href="https://x.dev/a_(b)?q=1&amp;r=2">l</a>`: "b bi l",
-		`<pre><code class="language-go">x := 1</code></pre>`:               "x := 1",
-		`<blockquote expandable>q <code>c</code></blockquote>`:             "q c",
+		`<pre><code class="language-go">x := 1</code></pre>`:                 "x := 1",
+		`<blockquote expandable>q <code>c</code></blockquote>`:               "q c",
 	} {
 		if got, err := bottest.ParseHTML(in); err != nil || got != want {
 			t.Errorf("ParseHTML(%q) = %q, %v; want %q", in, got, err, want)

@@ -259,9 +259,7 @@ func FormatReply(r Reply, limit int) []Chunk {
 	}
 	var units []unit
 	if h := strings.TrimSpace(CleanText(r.Head)); h != "" {
-		for _, u := range splitUnit(unit{html: EscapeHTML(h), plain: h}, limit) {
-			units = append(units, u)
-		}
+		units = append(units, splitUnit(unit{html: EscapeHTML(h), plain: h}, limit)...)
 	}
 	for i, u := range answerUnits(r.Answer, limit) {
 		if i == 0 && len(units) > 0 {
