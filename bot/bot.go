@@ -97,12 +97,15 @@ type jobState struct {
 	lastText  string
 	timedOut  bool
 	stopped   bool
+	waiting   int // open approval prompts
+	replyTo   int // the message that asked for the job (groups)
 }
 
 type approvalState struct {
 	a         queue.Approval
 	requester int64
 	msgID     int
+	shown     string // the question as the prompt shows it
 	settled   bool
 }
 
@@ -620,6 +623,7 @@ func (b *Bot) command(ctx context.Context, chatID, userID int64, cmd, arg string
 		for _, msg := range statusMsgs {
 			b.tg.Remove(ctx, chatID, msg)
 		}
+		b.closeApprovals(ctx, chatID, "", "⏹ Closed: the job was stopped, so this did not run.")
 		if n == 0 {
 			b.reply(ctx, chatID, "Nothing to stop.")
 			return
@@ -681,7 +685,7 @@ func (b *Bot) statusText(chatID int64) string {
 		lines = append(lines, "Idle: no job running.")
 	} else {
 		if js := b.jobs[c.queue[0]]; js != nil {
-			lines = append(lines, js.st.text(0, elapsedSince(js.startedAt, now)))
+			lines = append(lines, js.statusText(0, now))
 		}
 		if n := len(c.queue) - 1; n > 0 {
 			lines = append(lines, fmt.Sprintf("%d more queued.", n))
@@ -689,6 +693,19 @@ func (b *Bot) statusText(chatID int64) string {
 	}
 	lines = append(lines, b.usageLine(c))
 	return strings.Join(lines, "\n")
+}
+
+// statusText is the job's status line at queue position pos; while an
+// approval prompt is open it says so instead of "Working".
+func (js *jobState) statusText(pos int, now time.Time) string {
+	text := js.st.text(pos, elapsedSince(js.startedAt, now))
+	if js.waiting > 0 && pos == 0 {
+		if !js.st.started {
+			return "🔐 Waiting for your approval"
+		}
+		text = strings.Replace(text, "⏳ Working", "🔐 Waiting for your approval", 1)
+	}
+	return text
 }
 
 func elapsedSince(t, now time.Time) time.Duration {

@@ -18,6 +18,10 @@ const DefaultAPIEndpoint = "https://api.telegram.org/bot%s/%s"
 // bot (sendDocument, 50 MB).
 const MaxUploadBytes int64 = 50 << 20
 
+// MaxDownloadBytes is the largest file the public Bot API lets a bot
+// download with getFile (20 MB).
+const MaxDownloadBytes int64 = 20 << 20
+
 // Config configures a Bot. Only Token and an access rule (AllowedUsers,
 // AllowedChats or AllowAll) are required; every other zero value picks the
 // default documented on the field.
@@ -62,6 +66,19 @@ type Config struct {
 	// MaxUploadBytes caps a document sent by /artifact. 0 means
 	// MaxUploadBytes (the public Bot API limit).
 	MaxUploadBytes int64
+	// MaxDownloadBytes caps a document a user sends (downloaded into the
+	// chat's directory under ArtifactDir). 0 means MaxDownloadBytes (the
+	// public Bot API's getFile limit, 20 MB).
+	MaxDownloadBytes int64
+
+	// GroupSession is the conversation a group member's message joins:
+	// "user" (default) gives each member their own session inside the
+	// group, "group" one session shared by the whole group.
+	GroupSession string
+	// Keywords are words that address the bot in a group besides a
+	// mention, a reply to the bot or a command (case-insensitive, whole
+	// words).
+	Keywords []string
 
 	// PollTimeout is the long-poll wait of one getUpdates call. 0 means 30 s.
 	PollTimeout time.Duration
@@ -133,6 +150,12 @@ func (c Config) withDefaults() Config {
 	if c.MaxUploadBytes <= 0 {
 		c.MaxUploadBytes = MaxUploadBytes
 	}
+	if c.MaxDownloadBytes <= 0 {
+		c.MaxDownloadBytes = MaxDownloadBytes
+	}
+	if c.GroupSession == "" {
+		c.GroupSession = "user"
+	}
 	if c.PollTimeout <= 0 {
 		c.PollTimeout = 30 * time.Second
 	}
@@ -168,6 +191,9 @@ func (c Config) Validate() error { return c.validate() }
 func (c Config) validate() error {
 	if c.Token == "" {
 		return ErrNoToken
+	}
+	if c.GroupSession != "" && c.GroupSession != "user" && c.GroupSession != "group" {
+		return fmt.Errorf("%w: ODEK_TELEGRAM_GROUP_SESSION must be user or group, got %q", ErrConfig, c.GroupSession)
 	}
 	if !validToken(c.Token) {
 		// The token goes into the Bot API URL path; a stray character

@@ -132,6 +132,7 @@ func (b *Bot) deliver(ctx context.Context, d queue.Delivery) {
 			log.WithError(err).Debug("bot: could not delete the status message")
 		}
 	}
+	b.closeApprovals(ctx, chatID, res.JobID, "Closed: the job ended without this.")
 	// One message per job: the notice, the answer, its artifact lines and
 	// the usage footer go out together.
 	footer := Footer(res.Usage.PromptTokens, res.Usage.CompletionTokens, res.Usage.CostUSD, time.Duration(res.DurationMS)*time.Millisecond)
@@ -280,7 +281,7 @@ func (b *Bot) refreshStatus(ctx context.Context) {
 	}
 	var edits []edit
 	var typing []int64
-	var expired []string
+	var expired []headJob
 	b.mu.Lock()
 	for chatID, c := range b.chats {
 		if len(c.queue) == 0 || c.editPending || now.Sub(c.lastEdit) < editInterval(chatID, b.cfg.ProgressInterval) {
@@ -298,10 +299,10 @@ func (b *Bot) refreshStatus(ctx context.Context) {
 				}
 				if !js.timedOut && !js.startedAt.IsZero() && now.Sub(js.startedAt) > b.cfg.AgentTimeout {
 					js.timedOut = true
-					expired = append(expired, id)
+					expired = append(expired, headJob{id: id, chatID: chatID})
 				}
 			}
-			text := js.st.text(pos, elapsedSince(js.startedAt, now))
+			text := js.statusText(pos, now)
 			if text != js.lastText {
 				js.lastText = text
 				c.lastEdit, c.editPending = now, true
@@ -345,11 +346,14 @@ func (b *Bot) refreshStatus(ctx context.Context) {
 			b.checkSend(ctx, chatID, kind, err)
 		})
 	}
-	for _, id := range expired {
-		b.log.WithFields(logrus.Fields{"job_id": id, "timeout": b.cfg.AgentTimeout.String()}).Warn("bot: job over ODEK_TELEGRAM_AGENT_TIMEOUT; canceling")
-		if err := b.q.Cancel(ctx, id); err != nil && !errors.Is(err, queue.ErrNotFound) && ctx.Err() == nil {
-			b.log.WithError(err).WithField("job_id", id).Warn("bot: cancel after timeout failed")
+	for _, e := range expired {
+		b.log.WithFields(logrus.Fields{"job_id": e.id, "timeout": b.cfg.AgentTimeout.String()}).Warn("bot: job over ODEK_TELEGRAM_AGENT_TIMEOUT; canceling")
+		if err := b.q.Cancel(ctx, e.id); err != nil && !errors.Is(err, queue.ErrNotFound) && ctx.Err() == nil {
+			b.log.WithError(err).WithField("job_id", e.id).Warn("bot: cancel after timeout failed")
 		}
+		b.serial.Do(e.chatID, func() {
+			b.closeApprovals(ctx, e.chatID, e.id, "⏱ Closed: the job ran out of time, so this did not run.")
+		})
 	}
 }
 
@@ -363,183 +367,6 @@ func (b *Bot) jobByStatus(chatID int64, msg int) *jobState {
 		}
 	}
 	return nil
-}
-
-// ---- approvals ----
-
-func (b *Bot) approvalsLoop(ctx context.Context) error {
-	failures := 0
-	for ctx.Err() == nil {
-		as, err := b.aq.ReadApprovals(ctx, b.consumer, 16, time.Second)
-		if err != nil {
-			if ctx.Err() != nil {
-				return nil
-			}
-			failures++
-			b.log.WithError(err).Warn("bot: reading approvals failed; backing off")
-			if sleep(ctx, backoff(failures, 10*time.Second)) != nil {
-				return nil
-			}
-			continue
-		}
-		failures = 0
-		for _, a := range as {
-			b.serial.Do(a.ChatID, func() { b.ask(ctx, a) })
-		}
-	}
-	return nil
-}
-
-// approvalData is the callback data of an approval button: "ap:<id>:y|n"
-// (at most 37 bytes of Telegram's 64).
-func approvalData(id string, allow bool) string {
-	if allow {
-		return "ap:" + id + ":y"
-	}
-	return "ap:" + id + ":n"
-}
-
-// parseApprovalData is the inverse of approvalData. Pure; the data comes
-// from Telegram and is untrusted.
-func parseApprovalData(s string) (id string, allow, ok bool) {
-	rest, found := strings.CutPrefix(s, "ap:")
-	if !found || len(rest) < 3 || len(rest) > 64 {
-		return "", false, false
-	}
-	id, ans := rest[:len(rest)-2], rest[len(rest)-2:]
-	for i := 0; i < len(id); i++ {
-		c := id[i]
-		if !(c >= '0' && c <= '9' || c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z') {
-			return "", false, false
-		}
-	}
-	switch ans {
-	case ":y":
-		return id, true, id != ""
-	case ":n":
-		return id, false, id != ""
-	}
-	return "", false, false
-}
-
-// ask shows an approval question with Approve once / Deny buttons that
-// only the job's requester may press, and schedules the timeout edit.
-func (b *Bot) ask(ctx context.Context, a queue.Approval) {
-	b.mu.Lock()
-	var requester int64
-	who := ""
-	if js := b.jobs[a.JobID]; js != nil {
-		requester, who = js.userID, js.userName
-	}
-	b.mu.Unlock()
-	deadline := a.Deadline.UTC().Format("15:04:05")
-	q := oneLineKeepBreaks(a.Question, 1500)
-	var text string
-	var markup any
-	if requester != 0 {
-		text = fmt.Sprintf("🔐 Approval needed\n\n%s\n\nOnly %s can answer. No answer by %s UTC ⇒ denied.", q, who, deadline)
-		markup = tgbotapi.NewInlineKeyboardMarkup(tgbotapi.NewInlineKeyboardRow(
-			tgbotapi.NewInlineKeyboardButtonData("✅ Approve once", approvalData(a.ID, true)),
-			tgbotapi.NewInlineKeyboardButtonData("❌ Deny", approvalData(a.ID, false))))
-	} else {
-		text = fmt.Sprintf("🔐 Approval needed\n\n%s\n\nThis bot does not know who asked for this job (it restarted since), so nobody can approve it: it will be denied at %s UTC.", q, deadline)
-	}
-	m, kind, err := b.tg.SendPlain(ctx, a.ChatID, text, markup)
-	if !b.checkSend(ctx, a.ChatID, kind, err) || kind != tgOK {
-		return
-	}
-	st := &approvalState{a: a, requester: requester, msgID: m.MessageID}
-	b.mu.Lock()
-	b.approvals[a.ID] = st
-	b.mu.Unlock()
-	wait := time.Until(a.Deadline)
-	time.AfterFunc(max(wait, 0), func() {
-		if ctx.Err() != nil {
-			return
-		}
-		b.serial.Do(a.ChatID, func() {
-			b.mu.Lock()
-			settled := st.settled
-			st.settled = true
-			delete(b.approvals, a.ID)
-			b.mu.Unlock()
-			if !settled {
-				b.tg.EditPlain(ctx, a.ChatID, st.msgID, fmt.Sprintf("🔐 %s\n\n⌛ No answer in time — denied.", q), nil)
-			}
-		})
-	})
-}
-
-// oneLineKeepBreaks cleans untrusted multi-line text for plain display:
-// control characters other than line breaks removed, at most max
-// characters.
-func oneLineKeepBreaks(s string, max int) string {
-	lines := strings.Split(cleanText(s), "\n")
-	for i := range lines {
-		lines[i] = oneLine(lines[i], max)
-	}
-	out := strings.TrimSpace(strings.Join(lines, "\n"))
-	if r := []rune(out); len(r) > max {
-		out = string(r[:max-1]) + "…"
-	}
-	return out
-}
-
-func (b *Bot) answerCallback(ctx context.Context, id, text string, alert bool) {
-	cb := tgbotapi.NewCallback(id, text)
-	cb.ShowAlert = alert
-	if _, kind, err := b.tg.Call(ctx, cb, false); kind != tgOK && kind != tgCanceled {
-		b.log.WithError(err).Debug("bot: answerCallbackQuery failed")
-	}
-}
-
-// handleCallback settles an approval button press. It runs in the chat's
-// serial queue.
-func (b *Bot) handleCallback(ctx context.Context, cq *tgbotapi.CallbackQuery) {
-	id, allow, ok := parseApprovalData(cq.Data)
-	if !ok || b.aq == nil {
-		b.answerCallback(ctx, cq.ID, "Unknown button.", false)
-		return
-	}
-	b.mu.Lock()
-	st := b.approvals[id]
-	var settled bool
-	if st != nil {
-		settled = st.settled
-	}
-	b.mu.Unlock()
-	switch {
-	case st == nil || settled:
-		b.answerCallback(ctx, cq.ID, "This question is no longer open.", false)
-		return
-	case cq.From.ID != st.requester:
-		b.log.WithFields(logrus.Fields{"user_id": cq.From.ID, "approval": id}).Warn("bot: approval answer from a user other than the requester ignored")
-		b.answerCallback(ctx, cq.ID, "Only the person who sent the request can answer.", true)
-		return
-	}
-	q := oneLineKeepBreaks(st.a.Question, 1500)
-	err := b.aq.Answer(ctx, id, allow)
-	b.mu.Lock()
-	st.settled = true
-	delete(b.approvals, id)
-	b.mu.Unlock()
-	var outcome string
-	switch {
-	case errors.Is(err, queue.ErrNotFound):
-		outcome = "⌛ Too late: the question expired and was denied."
-	case err != nil:
-		b.log.WithError(err).WithField("approval", id).Error("bot: recording the approval answer failed")
-		outcome = "⚠️ The answer could not be recorded; the request will be denied at its deadline."
-	case allow:
-		outcome = "✅ Approved once by " + displayName(cq.From) + "."
-	default:
-		outcome = "❌ Denied by " + displayName(cq.From) + "."
-	}
-	b.answerCallback(ctx, cq.ID, outcome, false)
-	kind, eerr := b.tg.EditPlain(ctx, cq.Message.Chat.ID, st.msgID, "🔐 "+q+"\n\n"+outcome, nil)
-	if kind != tgOK && kind != tgMessageGone {
-		b.checkSend(ctx, cq.Message.Chat.ID, kind, eerr)
-	}
 }
 
 // ---- health and webhook ----

@@ -497,18 +497,19 @@ func readParams(r *http.Request) (url.Values, string, []byte, error) {
 		}
 		vals := url.Values(r.MultipartForm.Value)
 		for _, fhs := range r.MultipartForm.File {
-			for _, fh := range fhs {
-				f, err := fh.Open()
-				if err != nil {
-					return nil, "", nil, err
-				}
-				b, err := io.ReadAll(f)
-				f.Close()
-				if err != nil {
-					return nil, "", nil, err
-				}
-				return vals, fh.Filename, b, nil
+			if len(fhs) == 0 {
+				continue
 			}
+			f, err := fhs[0].Open()
+			if err != nil {
+				return nil, "", nil, err
+			}
+			b, err := io.ReadAll(f)
+			f.Close()
+			if err != nil {
+				return nil, "", nil, err
+			}
+			return vals, fhs[0].Filename, b, nil
 		}
 		return vals, "", nil, nil
 	case strings.HasPrefix(ct, "application/json"):

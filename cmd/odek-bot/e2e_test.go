@@ -333,3 +333,44 @@ func TestE2EQueuedSecondMessageAndStop(t *testing.T) {
 		t.Error("a canceled job's answer was delivered")
 	}
 }
+
+// Issue 17 point 10: embedded mode honours ODEK_APPROVAL_TIMEOUT (the
+// prompt said 5 min with 20 s configured).
+func TestE2EEmbeddedApprovalTimeout(t *testing.T) {
+	_, odekBot := binaries(t)
+	var mu sync.Mutex
+	calls := 0
+	llm := llmtest.NewHandler(t, func(r llmtest.Recorded) llmtest.Turn {
+		mu.Lock()
+		calls++
+		n := calls
+		mu.Unlock()
+		if n == 1 {
+			return llmtest.CallTools(llmtest.Call{ID: "s", Name: "shell", Arguments: `{"command":"python3 -c 'print(6*7)'"}`})
+		}
+		return llmtest.Reply("denied, fine")
+	})
+	tg := bottest.New(t)
+	start(t, "odek-bot", odekBot, []string{
+		"TELEGRAM_BOT_TOKEN=" + bottest.Token, "TELEGRAM_API_ENDPOINT=" + tg.URL(),
+		"ODEK_TELEGRAM_ALLOWED_USERS=1001", "ODEK_WORKERS=1", "ODEK_APPROVAL_TIMEOUT=20s",
+		"ODEK_BASE_URL=" + llm.URL, "ODEK_MODEL=test-model", "ODEK_API_KEY=sk-test-key-0123456789abcdef",
+		"ODEK_HOME=" + t.TempDir(), "ODEK_ARTIFACTS_DIR=" + t.TempDir(),
+	})
+	tg.UserMessage(1001, 1001, "compute")
+	var kb bottest.Message
+	tg.Wait(t, 30*time.Second, "approval keyboard", func(s *bottest.Server) bool {
+		for _, m := range s.Messages(1001) {
+			if len(m.Keyboard) > 0 {
+				kb = m
+				return true
+			}
+		}
+		return false
+	})
+	if !strings.Contains(kb.Shown, "UTC (in 20 s)") && !strings.Contains(kb.Shown, "UTC (in 19 s)") {
+		t.Errorf("prompt deadline: %q, want in 20 s", kb.Shown)
+	}
+	tg.PressButton(1001, 1001, kb.ID, kb.Keyboard[0][1])
+	tg.Wait(t, 30*time.Second, "reply", func(s *bottest.Server) bool { return visible(s, 1001, "denied, fine") })
+}

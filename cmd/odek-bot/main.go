@@ -82,6 +82,9 @@ type env struct {
 	Workers      int    `env:"ODEK_WORKERS" env-default:"2" env-description:"embedded mode: jobs run at once inside the bot"`
 	StateFile    string `env:"ODEK_TELEGRAM_STATE_FILE" env-description:"file keeping chat state (sessions, today's usage, artifact ids, unfinished jobs) across restarts (empty = memory only)"`
 	ArtifactsDir string `env:"ODEK_ARTIFACTS_DIR" env-description:"directory shared with the workers; /artifact sends files from <dir>/<chat id> (empty = /artifact off)"`
+	ApprovalWait string `env:"ODEK_APPROVAL_TIMEOUT" env-default:"300" env-description:"embedded mode: seconds (or a duration like 5m) a tool approval waits for the chat before denying; workers read the same variable"`
+	GroupSession string `env:"ODEK_TELEGRAM_GROUP_SESSION" env-default:"user" env-description:"groups: user = one conversation per member (default), group = one shared by the whole group"`
+	MaxFileBytes int64  `env:"ODEK_TELEGRAM_MAX_FILE_BYTES" env-default:"20971520" env-description:"largest document a user may send, in bytes (Telegram lets bots download up to 20 MB)"`
 	LogLevel     string `env:"ODEK_LOG_LEVEL" env-default:"info" env-description:"debug, info, warn or error"`
 }
 
@@ -265,8 +268,8 @@ func botConfig(e env, log logrus.FieldLogger) (bot.Config, error) {
 		AllowedUsers: users, AllowedChats: chats, AllowAll: e.AllowAll,
 		DailyTokenBudget: e.DailyBudget, UserJobsPerMinute: e.UserRate,
 		AgentTimeout: time.Duration(e.AgentTimeout) * time.Second,
-		ArtifactDir:  dir,
-		WebhookURL:   e.WebhookURL, WebhookListen: e.WebhookAddr, WebhookSecret: e.WebhookKey,
+		ArtifactDir:  dir, MaxDownloadBytes: e.MaxFileBytes, GroupSession: e.GroupSession,
+		WebhookURL: e.WebhookURL, WebhookListen: e.WebhookAddr, WebhookSecret: e.WebhookKey,
 		Logger: log,
 	}, nil
 }

@@ -1,0 +1,118 @@
+package bot
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/odekrun/odek/bot/bottest"
+	"github.com/odekrun/odek/queue"
+)
+
+// The question internal/tools asks, as a worker forwards it.
+const shellQuestion = "odek: allow shell (code_execution, argv0=python3, command=python3 build.py --fast)? [y/N] "
+
+// keyboardMessage waits for a message with an inline keyboard in chat.
+func (h *harness) keyboardMessage(chatID int64) bottest.Message {
+	h.t.Helper()
+	var kb bottest.Message
+	h.tg.Wait(h.t, wait, "approval keyboard", func(s *bottest.Server) bool {
+		for _, m := range s.Messages(chatID) {
+			if len(m.Keyboard) > 0 {
+				kb = m
+				return true
+			}
+		}
+		return false
+	})
+	return kb
+}
+
+// Issue 17 point 5: /stop closes a pending approval prompt: the buttons go,
+// the prompt says why, the worker's question is denied, and a late press
+// is told the question is closed (not "Approved once").
+func TestStopClosesPendingApproval(t *testing.T) {
+	q := queue.NewMemory(queue.Options{})
+	h := startBot(t, q, nil)
+	answers := make(chan bool, 1)
+	worker(t, q, func(ctx context.Context, l queue.Lease) queue.Result {
+		a, err := q.Ask(ctx, queue.Approval{JobID: l.Job.ID, ChatID: l.Job.ChatID, Question: shellQuestion, Deadline: time.Now().Add(time.Minute)})
+		if err != nil {
+			t.Error(err)
+			return queue.Result{}
+		}
+		allow, ok, _ := q.AwaitAnswer(ctx, a.ID, time.Minute)
+		answers <- allow && ok
+		<-ctx.Done()
+		return queue.Result{Status: queue.StatusCanceled}
+	})
+	h.tg.UserMessage(alice, alice, "build it")
+	kb := h.keyboardMessage(alice)
+	h.waitVisible(alice, "Waiting for your approval")
+	h.tg.UserMessage(alice, alice, "/stop")
+	h.waitVisible(alice, "Closed: the job was stopped")
+	if allow := <-answers; allow {
+		t.Fatal("the closed approval reached the worker as allow")
+	}
+	for _, m := range h.tg.Messages(alice) {
+		if m.ID == kb.ID && len(m.Keyboard) > 0 {
+			t.Errorf("the closed prompt keeps its buttons: %+v", m)
+		}
+	}
+	h.tg.PressButton(alice, alice, kb.ID, kb.Keyboard[0][0])
+	calls := h.tg.WaitCalls(t, wait, func(c []bottest.Call) bool { return len(c) == 1 }, "answerCallbackQuery")
+	if got := calls[0].Params.Get("text"); !strings.Contains(got, "no longer open") {
+		t.Errorf("late press answered %q", got)
+	}
+	if hasText(h.tg.Visible(alice), "Approved once") {
+		t.Errorf("a stopped job's approval shows as approved: %q", h.tg.Visible(alice))
+	}
+}
+
+// Issue 17 point 6: the prompt shows the redacted command line and the
+// class in chat words, with the deadline, and no terminal "[y/N]".
+func TestApprovalPromptInChatWords(t *testing.T) {
+	got := approvalText(shellQuestion)
+	want := "The agent wants to use shell.\nClass: code_execution (runs a program)\ncommand: python3 build.py --fast\nargv0: python3"
+	if got != want {
+		t.Errorf("approvalText\n got %q\nwant %q", got, want)
+	}
+	if got := approvalText("shell: rm -rf build/ (dangerous)"); got != "shell: rm -rf build/ (dangerous)" {
+		t.Errorf("free-form question: %q", got)
+	}
+	q := queue.NewMemory(queue.Options{})
+	h := startBot(t, q, nil)
+	worker(t, q, func(ctx context.Context, l queue.Lease) queue.Result {
+		a, _ := q.Ask(ctx, queue.Approval{JobID: l.Job.ID, ChatID: l.Job.ChatID, Question: shellQuestion, Deadline: time.Now().Add(2 * time.Minute)})
+		q.AwaitAnswer(ctx, a.ID, time.Minute)
+		return queue.Result{Answer: "ok"}
+	})
+	h.tg.UserMessage(alice, alice, "build")
+	kb := h.keyboardMessage(alice)
+	for _, want := range []string{"command: python3 build.py --fast", "Class: code_execution (runs a program)", "UTC (in 2 min)"} {
+		if !strings.Contains(kb.Shown, want) {
+			t.Errorf("prompt lacks %q: %q", want, kb.Shown)
+		}
+	}
+	if strings.Contains(kb.Shown, "[y/N]") {
+		t.Errorf("terminal text under buttons: %q", kb.Shown)
+	}
+	h.tg.PressButton(alice, alice, kb.ID, kb.Keyboard[0][1])
+	h.waitVisible(alice, "❌ Denied by")
+}
+
+// Issue 17 point 4: a failure is one message with its footer inline.
+func TestFailureNoticeCarriesFooter(t *testing.T) {
+	q := queue.NewMemory(queue.Options{})
+	h := startBot(t, q, nil)
+	worker(t, q, func(ctx context.Context, l queue.Lease) queue.Result {
+		return queue.Result{Status: queue.StatusFailed, Error: "model unreachable", DurationMS: 1500}
+	})
+	h.tg.UserMessage(alice, alice, "go")
+	h.waitVisible(alice, "The job failed")
+	vis := h.tg.Visible(alice)
+	if len(vis) != 1 || !strings.Contains(vis[0], "❌ The job failed: model unreachable.") || !strings.Contains(vis[0], "0 tokens · 1.5 s") {
+		t.Errorf("visible = %q, want one message with the notice and its footer", vis)
+	}
+}
