@@ -70,14 +70,17 @@ type Bot struct {
 }
 
 type chatState struct {
-	queue       []string // unfinished jobs this bot enqueued, in order
-	session     string   // "" = the chat's default session
-	use         usage
-	arts        []chatArtifact
-	nextArt     int
-	lastEdit    time.Time
-	lastTyping  time.Time
-	editPending bool // a status edit is queued and not yet sent
+	queue   []string // unfinished jobs this bot enqueued, in order
+	session string   // "" = the chat's default session
+	// userSessions are the members' sessions chosen with /new in a group
+	// with per-user sessions (not kept in the state file).
+	userSessions map[int64]string
+	use          usage
+	arts         []chatArtifact
+	nextArt      int
+	lastEdit     time.Time
+	lastTyping   time.Time
+	editPending  bool // a status edit is queued and not yet sent
 }
 
 type chatArtifact struct {
@@ -466,7 +469,7 @@ func (b *Bot) pruneLocked(now time.Time) {
 	}
 	today := utcDay(now)
 	for id, c := range b.chats {
-		if len(c.queue) == 0 && c.session == "" && len(c.arts) == 0 && c.nextArt == 0 && !c.editPending &&
+		if len(c.queue) == 0 && c.session == "" && len(c.userSessions) == 0 && len(c.arts) == 0 && c.nextArt == 0 && !c.editPending &&
 			(c.use.day != today || c.use == usage{day: today}) {
 			delete(b.chats, id)
 		}
@@ -485,10 +488,7 @@ func (b *Bot) handleMessage(ctx context.Context, updateID int, m *tgbotapi.Messa
 	if text == "" {
 		text = m.Caption
 	}
-	if strings.TrimSpace(text) == "" {
-		b.reply(ctx, chatID, "I can only read text for now: send your request as a text message.")
-		return
-	}
+	group := isGroup(m)
 	if m.IsCommand() {
 		if at := m.CommandWithAt(); strings.Contains(at, "@") && !strings.EqualFold(at[strings.Index(at, "@")+1:], b.tg.Self().UserName) {
 			return // addressed to another bot in a group
@@ -496,8 +496,60 @@ func (b *Bot) handleMessage(ctx context.Context, updateID int, m *tgbotapi.Messa
 		b.command(ctx, chatID, userID, m.Command(), strings.TrimSpace(m.CommandArguments()))
 		return
 	}
+	if group {
+		if !b.addressed(m, text) {
+			return // group chatter not meant for the bot
+		}
+		text = stripMention(text, b.tg.Self().UserName)
+	}
+	replyTo := 0
+	if group {
+		replyTo = m.MessageID
+	}
+	if kind := unsupportedKind(m); kind != "" {
+		b.replyTo(ctx, chatID, replyTo, "I cannot take "+kind+" yet. "+supportedText)
+		return
+	}
+	var up *upload
+	if _, _, _, _, _, ok := attachment(m); ok {
+		var msg string
+		if up, msg = b.saveUpload(ctx, chatID, m); up == nil {
+			b.replyTo(ctx, chatID, replyTo, msg)
+			return
+		}
+	}
+	if strings.TrimSpace(text) == "" && up == nil {
+		b.replyTo(ctx, chatID, replyTo, "I can only read text for now: send your request as a text message.")
+		return
+	}
 	forwarded := m.ForwardFrom != nil || m.ForwardFromChat != nil || m.ForwardSenderName != "" || m.ForwardDate != 0
-	b.startJob(ctx, updateID, chatID, userID, userName, text, forwarded, edited)
+	goal := text
+	if forwarded {
+		goal = forwardedGoal(text)
+	}
+	if up != nil {
+		if strings.TrimSpace(goal) == "" {
+			goal = "The user sent a file without a message: look at it and say briefly what it is and what you could do with it."
+		}
+		goal += "\n\n" + up.goalLine()
+	}
+	b.startJob(ctx, jobRequest{updateID: updateID, chatID: chatID, userID: userID, userName: userName,
+		goal: goal, edited: edited, group: group, replyTo: replyTo})
+}
+
+// replyTo sends plain text as a reply to message msgID (0 = none).
+func (b *Bot) replyTo(ctx context.Context, chatID int64, msgID int, text string) bool {
+	_, kind, err := b.tg.SendPlainReply(ctx, chatID, msgID, text, nil)
+	return b.checkSend(ctx, chatID, kind, err)
+}
+
+// jobRequest is a message that becomes a job.
+type jobRequest struct {
+	updateID       int
+	chatID, userID int64
+	userName, goal string
+	edited, group  bool
+	replyTo        int // the asking message, answered as a reply (groups)
 }
 
 func displayName(u *tgbotapi.User) string {
@@ -535,9 +587,26 @@ func sessionID(chatID int64, override string) string {
 	return "telegram:" + strconv.FormatInt(chatID, 10)
 }
 
+// perUser reports whether a chat's messages get one session per member:
+// groups with GroupSession "user" (the default).
+func (b *Bot) perUser(chatID int64) bool { return chatID < 0 && b.cfg.GroupSession != "group" }
+
+// sessionLocked is the session a message of userID in the chat joins. b.mu
+// must be held.
+func (b *Bot) sessionLocked(c *chatState, chatID, userID int64) string {
+	if !b.perUser(chatID) {
+		return sessionID(chatID, c.session)
+	}
+	if s := c.userSessions[userID]; s != "" {
+		return s
+	}
+	return fmt.Sprintf("telegram:%d:u%d", chatID, userID)
+}
+
 // startJob applies the limits, enqueues the message as a job and posts its
 // status message.
-func (b *Bot) startJob(ctx context.Context, updateID int, chatID, userID int64, userName, text string, forwarded, edited bool) {
+func (b *Bot) startJob(ctx context.Context, r jobRequest) {
+	updateID, chatID, userID, userName, edited := r.updateID, r.chatID, r.userID, r.userName, r.edited
 	now := b.cfg.Now()
 	b.mu.Lock()
 	c := b.chatLocked(chatID)
@@ -557,13 +626,10 @@ func (b *Bot) startJob(ctx context.Context, updateID int, chatID, userID int64, 
 			return
 		}
 	}
-	session := sessionID(chatID, c.session)
+	session := b.sessionLocked(c, chatID, userID)
 	b.mu.Unlock()
 
-	goal := text
-	if forwarded {
-		goal = forwardedGoal(text)
-	}
+	goal := r.goal
 	job := queue.Job{ChatID: chatID, UserID: userID, Goal: goal, SessionID: session, Budget: b.jobBudget(),
 		IdempotencyKey: fmt.Sprintf("telegram:%d:%d", b.tg.Self().ID, updateID)}
 	log := b.log.WithFields(logrus.Fields{"chat_id": chatID, "user_id": userID, "update_id": updateID, "edited": edited})
@@ -588,7 +654,7 @@ func (b *Bot) startJob(ctx context.Context, updateID int, chatID, userID int64, 
 	}
 	log = log.WithField("job_id", stored.ID)
 	log.Info("bot: job enqueued")
-	js := &jobState{id: stored.ID, chatID: chatID, userID: userID, userName: userName}
+	js := &jobState{id: stored.ID, chatID: chatID, userID: userID, userName: userName, replyTo: r.replyTo}
 	b.mu.Lock()
 	c = b.chatLocked(chatID)
 	position := len(c.queue)
@@ -598,7 +664,7 @@ func (b *Bot) startJob(ctx context.Context, updateID int, chatID, userID int64, 
 	text0 := js.lastText
 	c.lastEdit = now
 	b.mu.Unlock()
-	m, kind, err := b.tg.SendPlain(ctx, chatID, text0, nil)
+	m, kind, err := b.tg.SendPlainReply(ctx, chatID, r.replyTo, text0, nil)
 	if !b.checkSend(ctx, chatID, kind, err) {
 		return
 	}
@@ -615,7 +681,15 @@ func (b *Bot) command(ctx context.Context, chatID, userID int64, cmd, arg string
 		b.reply(ctx, chatID, b.helpText(userID))
 	case "new":
 		b.mu.Lock()
-		b.chatLocked(chatID).session = fmt.Sprintf("telegram:%d:%d", chatID, b.cfg.Now().UnixNano())
+		c := b.chatLocked(chatID)
+		if b.perUser(chatID) {
+			if c.userSessions == nil {
+				c.userSessions = map[int64]string{}
+			}
+			c.userSessions[userID] = fmt.Sprintf("telegram:%d:u%d:%d", chatID, userID, b.cfg.Now().UnixNano())
+		} else {
+			c.session = fmt.Sprintf("telegram:%d:%d", chatID, b.cfg.Now().UnixNano())
+		}
 		b.mu.Unlock()
 		b.reply(ctx, chatID, "🆕 New conversation: your next message starts a fresh session.")
 	case "stop":

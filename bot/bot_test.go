@@ -318,7 +318,7 @@ func TestApprovalRoundTrip(t *testing.T) {
 		return queue.Result{Answer: "done"}
 	})
 	const group = -500
-	h.tg.UserMessage(group, alice, "clean the build")
+	h.tg.UserMessage(group, alice, "@odek_test_bot clean the build")
 	var kb bottest.Message
 	h.tg.Wait(t, wait, "approval keyboard", func(s *bottest.Server) bool {
 		for _, m := range s.Messages(group) {

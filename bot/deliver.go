@@ -119,10 +119,10 @@ func (b *Bot) deliver(ctx context.Context, d queue.Delivery) {
 		chatArts = append(chatArts, chatArtifact{id: id, meta: m})
 		arts = append(arts, Artifact{ID: id, Name: m.Name, MediaType: m.MIME, Bytes: m.Bytes, SHA256: m.SHA256})
 	}
-	var statusMsg int
+	var statusMsg, replyTo int
 	timedOut := false
 	if js != nil {
-		statusMsg, timedOut = js.statusMsg, js.timedOut
+		statusMsg, timedOut, replyTo = js.statusMsg, js.timedOut, js.replyTo
 	}
 	used := use.tokens
 	b.mu.Unlock()
@@ -147,7 +147,11 @@ func (b *Bot) deliver(ctx context.Context, d queue.Delivery) {
 	chunks := FormatReply(reply, MaxMessageLen)
 	ack := true
 	for i, ch := range chunks {
-		_, kind, err := b.sendChunk(ctx, chatID, 0, ch, nil)
+		to := 0
+		if i == 0 {
+			to = replyTo // in groups the answer replies to the asking message
+		}
+		_, kind, err := b.sendChunk(ctx, chatID, to, ch, nil)
 		if kind == tgOK {
 			continue
 		}

@@ -125,12 +125,19 @@ type Server struct {
 	msgSeq    int
 	callbacks map[string]bool
 	commands  string
+	files     map[string]storedFile // by file_id
+	fileSeq   int
+}
+
+type storedFile struct {
+	path string
+	data []byte
 }
 
 // New starts a fake Bot API server, closed when the test ends.
 func New(t testing.TB) *Server {
 	s := &Server{t: t, changed: make(chan struct{}), nextID: 1000, blocked: map[int64]bool{},
-		messages: map[int64]map[int]*Message{}, callbacks: map[string]bool{}}
+		messages: map[int64]map[int]*Message{}, callbacks: map[string]bool{}, files: map[string]storedFile{}}
 	s.srv = httptest.NewServer(http.HandlerFunc(s.serve))
 	t.Cleanup(s.srv.Close)
 	return s
@@ -172,6 +179,38 @@ type message struct {
 	Text              string       `json:"text,omitempty"`
 	Entities          []msgEntity  `json:"entities,omitempty"`
 	ReplyMarkup       *replyMarkup `json:"reply_markup,omitempty"`
+	ReplyToMessage    *message     `json:"reply_to_message,omitempty"`
+	MediaGroupID      string       `json:"media_group_id,omitempty"`
+	Caption           string       `json:"caption,omitempty"`
+	CaptionEntities   []msgEntity  `json:"caption_entities,omitempty"`
+	Document          *fileRef     `json:"document,omitempty"`
+	Photo             []fileRef    `json:"photo,omitempty"`
+	Voice             *fileRef     `json:"voice,omitempty"`
+	Audio             *fileRef     `json:"audio,omitempty"`
+	Sticker           *fileRef     `json:"sticker,omitempty"`
+	Location          *struct {
+		Latitude  float64 `json:"latitude"`
+		Longitude float64 `json:"longitude"`
+	} `json:"location,omitempty"`
+	Poll *struct {
+		ID       string `json:"id"`
+		Question string `json:"question"`
+	} `json:"poll,omitempty"`
+}
+
+// fileRef is the wire form of Document, PhotoSize, Voice, Audio and
+// Sticker: the fields odek reads (https://core.telegram.org/bots/api#document).
+type fileRef struct {
+	FileID       string `json:"file_id"`
+	FileUniqueID string `json:"file_unique_id"`
+	FileName     string `json:"file_name,omitempty"`
+	MimeType     string `json:"mime_type,omitempty"`
+	FileSize     int64  `json:"file_size,omitempty"`
+	Width        int    `json:"width,omitempty"`
+	Height       int    `json:"height,omitempty"`
+	Duration     int    `json:"duration,omitempty"`
+	Emoji        string `json:"emoji,omitempty"`
+	Type         string `json:"type,omitempty"`
 }
 
 type msgEntity struct {
@@ -226,6 +265,7 @@ func (s *Server) userMessage(chatID, userID int64, text string) message {
 		}
 		m.Entities = []msgEntity{{Type: "bot_command", Offset: 0, Length: len(utf16.Encode([]rune(text[:end])))}}
 	}
+	m.Entities = append(m.Entities, mentions(text)...)
 	return m
 }
 
@@ -434,6 +474,10 @@ func errReply(code int, description string) *apiError {
 }
 
 func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
+	if p, ok := strings.CutPrefix(r.URL.Path, "/file/bot"+Token+"/"); ok {
+		s.serveFile(w, p)
+		return
+	}
 	rest, ok := strings.CutPrefix(r.URL.Path, "/bot")
 	tok, method, ok2 := strings.Cut(rest, "/")
 	call := Call{At: time.Now(), Method: method}
@@ -567,6 +611,8 @@ func (s *Server) dispatch(r *http.Request, method string, p url.Values, fileName
 		return User{ID: BotID, IsBot: true, FirstName: "odek test", Username: BotUsername}, nil
 	case "getUpdates":
 		return s.getUpdates(r, p)
+	case "getFile":
+		return s.getFile(p)
 	case "sendMessage":
 		return s.sendMessage(p)
 	case "editMessageText":

@@ -447,3 +447,52 @@ func Backoff(attempt int, max time.Duration) time.Duration {
 	}
 	return min(d, max)
 }
+
+// ErrFileTooBig is a download over the caller's limit, or one Telegram
+// refuses as "file is too big" (over the Bot API's 20 MB).
+var ErrFileTooBig = errors.New("file is too big")
+
+// Download fetches a file by file_id: getFile, then the file itself,
+// writing at most limit bytes to w. It returns the bytes written. A file
+// over limit is ErrFileTooBig (w may hold a prefix). Errors never quote
+// the token (the download URL contains it).
+func (t *Client) Download(ctx context.Context, fileID string, limit int64, w io.Writer) (int64, error) {
+	resp, kind, err := t.Call(ctx, tgbotapi.FileConfig{FileID: fileID}, false)
+	if err != nil {
+		if strings.Contains(strings.ToLower(err.Error()), "file is too big") {
+			return 0, ErrFileTooBig
+		}
+		return 0, fmt.Errorf("getFile (%s): %w", kind, err)
+	}
+	var f tgbotapi.File
+	if err := json.Unmarshal(resp.Result, &f); err != nil || f.FilePath == "" {
+		return 0, fmt.Errorf("getFile: no file_path in the reply")
+	}
+	if int64(f.FileSize) > limit {
+		return 0, ErrFileTooBig
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, t.FileURL(f.FilePath), nil)
+	if err != nil {
+		return 0, Scrub(err, t.token)
+	}
+	hr, err := t.hc.Do(req)
+	if err != nil {
+		var ue *url.Error
+		if errors.As(err, &ue) {
+			ue.URL = strings.ReplaceAll(ue.URL, t.token, "<token>")
+		}
+		return 0, Scrub(err, t.token)
+	}
+	defer hr.Body.Close()
+	if hr.StatusCode != http.StatusOK {
+		return 0, fmt.Errorf("file download: HTTP %d", hr.StatusCode)
+	}
+	n, err := io.Copy(w, io.LimitReader(hr.Body, limit+1))
+	if err != nil {
+		return n, Scrub(err, t.token)
+	}
+	if n > limit {
+		return n, ErrFileTooBig
+	}
+	return n, nil
+}
