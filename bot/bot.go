@@ -64,6 +64,7 @@ type Bot struct {
 	users     map[int64]bucket
 	refused   map[int64]time.Time
 	inflight  map[string]bool // results being delivered, by job id
+	batches   map[batchKey]*batch
 	health    healthState
 	lastSaved []byte    // the last state snapshot saved
 	lastPrune time.Time // when pruneLocked last ran
@@ -135,7 +136,7 @@ func New(cfg Config, q Queue) (*Bot, error) {
 		cfg: cfg, q: q, access: NewAccess(cfg.AllowedUsers, cfg.AllowedChats, cfg.AllowAll), log: cfg.Logger,
 		consumer: cfg.Consumer, serial: newSerializer(),
 		chats: map[int64]*chatState{}, jobs: map[string]*jobState{}, approvals: map[string]*approvalState{},
-		users: map[int64]bucket{}, refused: map[int64]time.Time{}, inflight: map[string]bool{},
+		users: map[int64]bucket{}, refused: map[int64]time.Time{}, inflight: map[string]bool{}, batches: map[batchKey]*batch{},
 	}
 	if aq, ok := q.(ApprovalQueue); ok {
 		b.aq = aq
@@ -200,6 +201,7 @@ func (b *Bot) Run(ctx context.Context) error {
 	}
 	<-ctx.Done()
 	wg.Wait()
+	b.flushBatches(ctx)
 	b.serial.Wait()
 	if b.cfg.State != nil {
 		sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
@@ -490,6 +492,7 @@ func (b *Bot) handleMessage(ctx context.Context, updateID int, m *tgbotapi.Messa
 	}
 	group := isGroup(m)
 	if m.IsCommand() {
+		b.flushBatch(ctx, batchKey{chatID, userID}) // what was sent before the command runs first
 		if at := m.CommandWithAt(); strings.Contains(at, "@") && !strings.EqualFold(at[strings.Index(at, "@")+1:], b.tg.Self().UserName) {
 			return // addressed to another bot in a group
 		}
@@ -527,14 +530,24 @@ func (b *Bot) handleMessage(ctx context.Context, updateID int, m *tgbotapi.Messa
 	if forwarded {
 		goal = forwardedGoal(text)
 	}
+	r := jobRequest{updateID: updateID, chatID: chatID, userID: userID, userName: userName,
+		text: goal, edited: edited, group: group, replyTo: replyTo}
 	if up != nil {
-		if strings.TrimSpace(goal) == "" {
-			goal = "The user sent a file without a message: look at it and say briefly what it is and what you could do with it."
-		}
-		goal += "\n\n" + up.goalLine()
+		r.files = append(r.files, up.goalLine())
 	}
-	b.startJob(ctx, jobRequest{updateID: updateID, chatID: chatID, userID: userID, userName: userName,
-		goal: goal, edited: edited, group: group, replyTo: replyTo})
+	b.submit(ctx, r, m.MediaGroupID, TextLen(text) >= splitPasteLen)
+}
+
+// goal is the job's goal: the text, then a line per file that arrived.
+func (r jobRequest) goal() string {
+	g := strings.TrimSpace(r.text)
+	if len(r.files) == 0 {
+		return r.text
+	}
+	if g == "" {
+		g = "The user sent a file without a message: look at it and say briefly what it is and what you could do with it."
+	}
+	return g + "\n\n" + strings.Join(r.files, "\n")
 }
 
 // replyTo sends plain text as a reply to message msgID (0 = none).
@@ -547,7 +560,9 @@ func (b *Bot) replyTo(ctx context.Context, chatID int64, msgID int, text string)
 type jobRequest struct {
 	updateID       int
 	chatID, userID int64
-	userName, goal string
+	userName       string
+	text           string   // the message text (forwarded text wrapped as untrusted)
+	files          []string // one goal line per file that arrived
 	edited, group  bool
 	replyTo        int // the asking message, answered as a reply (groups)
 }
@@ -629,7 +644,7 @@ func (b *Bot) startJob(ctx context.Context, r jobRequest) {
 	session := b.sessionLocked(c, chatID, userID)
 	b.mu.Unlock()
 
-	goal := r.goal
+	goal := r.goal()
 	job := queue.Job{ChatID: chatID, UserID: userID, Goal: goal, SessionID: session, Budget: b.jobBudget(),
 		IdempotencyKey: fmt.Sprintf("telegram:%d:%d", b.tg.Self().ID, updateID)}
 	log := b.log.WithFields(logrus.Fields{"chat_id": chatID, "user_id": userID, "update_id": updateID, "edited": edited})

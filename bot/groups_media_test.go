@@ -174,3 +174,33 @@ func TestSafeFileName(t *testing.T) {
 		}
 	}
 }
+
+// Issue 17 point 10 and "Files in": a paste Telegram split into several
+// messages is one job, and so is an album.
+func TestSplitPasteAndAlbumAreOneJob(t *testing.T) {
+	q := queue.NewMemory(queue.Options{})
+	h := startBot(t, q, func(c *Config) { c.ArtifactDir = t.TempDir() })
+	rec := recordJobs(t, q)
+	part1, part2 := strings.Repeat("a", 4096), "the end of the paste"
+	h.tg.Send(bottest.Incoming{Chat: alice, User: alice, Text: part1})
+	h.tg.Send(bottest.Incoming{Chat: alice, User: alice, Text: part2})
+	h.waitVisible(alice, "answer for")
+	h.tg.Send(bottest.Incoming{Chat: alice, User: alice, Caption: "compare these", MediaGroup: "alb1", Photo: &bottest.File{Data: []byte("one")}})
+	h.tg.Send(bottest.Incoming{Chat: alice, User: alice, MediaGroup: "alb1", Photo: &bottest.File{Data: []byte("two")}})
+	h.tg.Wait(t, wait, "album job", func(*bottest.Server) bool { return len(rec.all()) >= 2 })
+	h.tg.Send(bottest.Incoming{Chat: alice, User: alice, Text: "short one"})
+	h.tg.Wait(t, wait, "third job", func(*bottest.Server) bool { return len(rec.all()) >= 3 })
+	jobs := rec.all()
+	if len(jobs) != 3 {
+		t.Fatalf("%d jobs, want 3", len(jobs))
+	}
+	if jobs[0].Goal != part1+"\n\n"+part2 {
+		t.Errorf("paste goal is %d bytes, want both parts", len(jobs[0].Goal))
+	}
+	if g := jobs[1].Goal; !strings.HasPrefix(g, "compare these\n\n[Attachment:") || strings.Count(g, "[Attachment:") != 2 || strings.Contains(g, "without a message") {
+		t.Errorf("album goal: %q", g)
+	}
+	if jobs[2].Goal != "short one" {
+		t.Errorf("short message goal: %q", jobs[2].Goal)
+	}
+}
