@@ -102,7 +102,9 @@ type jobState struct {
 	timedOut  bool
 	stopped   bool
 	waiting   int // open approval prompts
-	replyTo   int // the message that asked for the job (groups)
+	askedAt   time.Time
+	statusDue time.Time // when a delayed first status message is due
+	replyTo   int       // the message that asked for the job (groups)
 }
 
 type approvalState struct {
@@ -675,6 +677,13 @@ func (b *Bot) startJob(ctx context.Context, r jobRequest) {
 	position := len(c.queue)
 	c.queue = append(c.queue, stored.ID)
 	b.jobs[stored.ID] = js
+	js.askedAt = now
+	if position == 0 && b.cfg.StatusDelay > 0 {
+		// Sent by refreshStatus once due, unless the answer came first.
+		js.statusDue = now.Add(b.cfg.StatusDelay)
+		b.mu.Unlock()
+		return
+	}
 	js.lastText = js.st.text(position, 0)
 	text0 := js.lastText
 	c.lastEdit = now
@@ -787,7 +796,11 @@ func (b *Bot) statusText(chatID int64) string {
 // statusText is the job's status line at queue position pos; while an
 // approval prompt is open it says so instead of "Working".
 func (js *jobState) statusText(pos int, now time.Time) string {
-	text := js.st.text(pos, elapsedSince(js.startedAt, now))
+	from := js.startedAt
+	if !js.askedAt.IsZero() && !js.startedAt.IsZero() && js.startedAt.Sub(js.askedAt) < 5*time.Second {
+		from = js.askedAt // started at once: count from the question, not from when the bot noticed
+	}
+	text := js.st.text(pos, elapsedSince(from, now))
 	if js.waiting > 0 && pos == 0 {
 		if !js.st.started {
 			return "🔐 Waiting for your approval"

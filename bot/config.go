@@ -82,6 +82,10 @@ type Config struct {
 
 	// PollTimeout is the long-poll wait of one getUpdates call. 0 means 30 s.
 	PollTimeout time.Duration
+	// StatusDelay is how long a job's first status message waits, so a
+	// fast answer arrives without a "Starting…" flashing before it. 0
+	// means 1 s; negative means none.
+	StatusDelay time.Duration
 	// ProgressInterval is how often running jobs' progress is read and how
 	// often at most a chat's status message is edited. 0 means 1 s.
 	ProgressInterval time.Duration
@@ -158,6 +162,9 @@ func (c Config) withDefaults() Config {
 	}
 	if c.PollTimeout <= 0 {
 		c.PollTimeout = 30 * time.Second
+	}
+	if c.StatusDelay == 0 {
+		c.StatusDelay = time.Second
 	}
 	if c.ProgressInterval <= 0 {
 		c.ProgressInterval = time.Second

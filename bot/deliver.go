@@ -279,11 +279,13 @@ func editInterval(chatID int64, interval time.Duration) time.Duration {
 func (b *Bot) refreshStatus(ctx context.Context) {
 	now := b.cfg.Now()
 	type edit struct {
-		chatID int64
-		msg    int
-		text   string
+		chatID  int64
+		msg     int
+		text    string
+		job     string // sends: the job whose first status message this is
+		replyTo int
 	}
-	var edits []edit
+	var edits, sends []edit
 	var typing []int64
 	var expired []headJob
 	b.mu.Lock()
@@ -293,6 +295,13 @@ func (b *Bot) refreshStatus(ctx context.Context) {
 		}
 		for pos, id := range c.queue {
 			js := b.jobs[id]
+			if js != nil && js.statusMsg == 0 && !js.stopped && !js.statusDue.IsZero() && !now.Before(js.statusDue) {
+				js.statusDue = time.Time{}
+				js.lastText = js.statusText(pos, now)
+				c.lastEdit, c.editPending = now, true
+				sends = append(sends, edit{chatID: chatID, text: js.lastText, job: id, replyTo: js.replyTo})
+				break
+			}
 			if js == nil || js.statusMsg == 0 || js.stopped {
 				continue
 			}
@@ -310,7 +319,7 @@ func (b *Bot) refreshStatus(ctx context.Context) {
 			if text != js.lastText {
 				js.lastText = text
 				c.lastEdit, c.editPending = now, true
-				edits = append(edits, edit{chatID, js.statusMsg, text})
+				edits = append(edits, edit{chatID: chatID, msg: js.statusMsg, text: text})
 				break // one edit per chat per interval
 			}
 		}
@@ -342,6 +351,30 @@ func (b *Bot) refreshStatus(ctx context.Context) {
 			default:
 				b.checkSend(ctx, e.chatID, kind, err)
 			}
+		})
+	}
+	for _, e := range sends {
+		b.serial.Do(e.chatID, func() {
+			defer func() {
+				b.mu.Lock()
+				if c := b.chats[e.chatID]; c != nil {
+					c.editPending = false
+				}
+				b.mu.Unlock()
+			}()
+			b.mu.Lock()
+			js := b.jobs[e.job]
+			b.mu.Unlock()
+			if js == nil {
+				return // answered before its status was due
+			}
+			m, kind, err := b.tg.SendPlainReply(ctx, e.chatID, e.replyTo, e.text, nil)
+			if !b.checkSend(ctx, e.chatID, kind, err) || kind != tgOK {
+				return
+			}
+			b.mu.Lock()
+			js.statusMsg = m.MessageID
+			b.mu.Unlock()
 		})
 	}
 	for _, chatID := range typing {

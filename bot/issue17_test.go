@@ -116,3 +116,30 @@ func TestFailureNoticeCarriesFooter(t *testing.T) {
 		t.Errorf("visible = %q, want one message with the notice and its footer", vis)
 	}
 }
+
+// Issue 17 point 10: a fast answer comes without a "Starting…" status
+// flashing before it, and a job that runs shows its time since the
+// question (not "0.0 s" after a second or two).
+func TestFastAnswerHasNoStatusFlash(t *testing.T) {
+	q := queue.NewMemory(queue.Options{})
+	h := startBot(t, q, nil)
+	worker(t, q, func(ctx context.Context, l queue.Lease) queue.Result { return queue.Result{Answer: "quick"} })
+	h.tg.UserMessage(alice, alice, "hi")
+	h.waitVisible(alice, "quick")
+	for _, m := range h.tg.Messages(alice) {
+		if strings.Contains(m.Text, "Starting") || strings.Contains(m.Text, "Working") {
+			t.Errorf("a status message flashed before a fast answer: %+v", m)
+		}
+	}
+	if n := len(h.tg.Calls("deleteMessage")); n != 0 {
+		t.Errorf("%d deleteMessage calls for a fast answer", n)
+	}
+}
+
+func TestStatusCountsFromTheQuestion(t *testing.T) {
+	now := time.Unix(1000, 0)
+	js := &jobState{askedAt: now, startedAt: now.Add(1500 * time.Millisecond), st: status{started: true}}
+	if got := js.statusText(0, now.Add(2500*time.Millisecond)); !strings.Contains(got, "2.0 s") {
+		t.Errorf("status %q, want the 2 s since the question", got)
+	}
+}

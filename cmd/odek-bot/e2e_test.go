@@ -186,9 +186,16 @@ func TestE2EGoalApprovalArtifactReply(t *testing.T) {
 	})
 	close(edited)
 	in.tg.Wait(t, 30*time.Second, "reply", func(s *bottest.Server) bool { return visible(s, 1001, "Report written (see below).") })
-	msgs := in.tg.Messages(1001)
-	if !msgs[0].Deleted || msgs[0].Edits == 0 {
-		t.Errorf("status message %+v: want edited, then deleted", msgs[0])
+	// The status message comes after the approval prompt (it waits
+	// StatusDelay), shows the progress stream, then is deleted.
+	var status *bottest.Message
+	for _, m := range in.tg.Messages(1001) {
+		if strings.Contains(m.Text, "shell: python3") && len(m.Keyboard) == 0 && !strings.Contains(m.Text, "🔐") {
+			status = &m
+		}
+	}
+	if status == nil || !status.Deleted {
+		t.Errorf("status message %+v: want it to show the progress stream, then be deleted; messages %+v", status, in.tg.Messages(1001))
 	}
 	if !visible(in.tg, 1001, "📎 a1 · report.md") || !visible(in.tg, 1001, "✅ Approved once") {
 		t.Errorf("artifact line or approval outcome missing: %q", in.tg.Visible(1001))
