@@ -42,6 +42,7 @@ func (b *Bot) submit(ctx context.Context, r jobRequest, mediaGroup string, long 
 			bt.req.text += r.text
 		}
 		bt.req.files = append(bt.req.files, r.files...)
+		bt.req.uploads = append(bt.req.uploads, r.uploads...)
 		bt.timer.Reset(batchWindow)
 		b.mu.Unlock()
 		return

@@ -105,6 +105,7 @@ type jobState struct {
 	askedAt   time.Time
 	statusDue time.Time // when a delayed first status message is due
 	replyTo   int       // the message that asked for the job (groups)
+	uploads   []string  // artifact paths of the files the user sent with it
 }
 
 type approvalState struct {
@@ -536,6 +537,7 @@ func (b *Bot) handleMessage(ctx context.Context, updateID int, m *tgbotapi.Messa
 		text: goal, edited: edited, group: group, replyTo: replyTo}
 	if up != nil {
 		r.files = append(r.files, up.goalLine())
+		r.uploads = append(r.uploads, strconv.FormatInt(chatID, 10)+"/"+up.rel)
 	}
 	b.submit(ctx, r, m.MediaGroupID, TextLen(text) >= splitPasteLen)
 }
@@ -565,6 +567,7 @@ type jobRequest struct {
 	userName       string
 	text           string   // the message text (forwarded text wrapped as untrusted)
 	files          []string // one goal line per file that arrived
+	uploads        []string // their paths relative to ArtifactDir
 	edited, group  bool
 	replyTo        int // the asking message, answered as a reply (groups)
 }
@@ -671,7 +674,7 @@ func (b *Bot) startJob(ctx context.Context, r jobRequest) {
 	}
 	log = log.WithField("job_id", stored.ID)
 	log.Info("bot: job enqueued")
-	js := &jobState{id: stored.ID, chatID: chatID, userID: userID, userName: userName, replyTo: r.replyTo}
+	js := &jobState{id: stored.ID, chatID: chatID, userID: userID, userName: userName, replyTo: r.replyTo, uploads: r.uploads}
 	b.mu.Lock()
 	c = b.chatLocked(chatID)
 	position := len(c.queue)
@@ -843,30 +846,56 @@ func (b *Bot) sendArtifact(ctx context.Context, chatID int64, id string) {
 		b.reply(ctx, chatID, fmt.Sprintf("No artifact %q in this chat (ids are kept for the %d most recent artifacts since the bot started).", oneLine(id, 40), maxChatArtifacts))
 		return
 	}
-	ref, err := validateArtifact(b.cfg.ArtifactDir, chatID, id, *meta, b.cfg.MaxUploadBytes)
+	if msg := b.sendArtifactFile(ctx, chatID, id, *meta, b.cfg.MaxUploadBytes, false); msg != "" {
+		b.reply(ctx, chatID, msg)
+	}
+}
+
+// maxPhotoBytes is sendPhoto's limit ("The photo must be at most 10 MB").
+const maxPhotoBytes = 10 << 20
+
+// photoTypes are the image types sent as photos (others as documents).
+var photoTypes = map[string]bool{"image/jpeg": true, "image/png": true, "image/webp": true}
+
+// sendArtifactFile validates an artifact again against the chat's
+// directory and sends it: as a photo when asPhoto and it is a JPEG, PNG
+// or WebP within 10 MB, else as a document, within limit. It returns a
+// message for the user when it cannot be sent ("" when sent or when the
+// chat is gone).
+func (b *Bot) sendArtifactFile(ctx context.Context, chatID int64, id string, meta queue.ArtifactMeta, limit int64, asPhoto bool) string {
+	ref, err := validateArtifact(b.cfg.ArtifactDir, chatID, id, meta, limit)
 	if err != nil {
 		b.log.WithError(err).WithFields(logrus.Fields{"chat_id": chatID, "artifact": id}).Warn("bot: artifact failed validation")
 		msg := "❌ That artifact can no longer be sent: it was moved, changed or is outside this chat's directory."
 		if errors.Is(err, artifacts.ErrTooLarge) {
-			msg = fmt.Sprintf("❌ That artifact is too large to send here: Telegram bots may send files up to %s.", HumanBytes(b.cfg.MaxUploadBytes))
+			msg = fmt.Sprintf("❌ That artifact is too large to send here: Telegram bots may send files up to %s.", HumanBytes(limit))
 		}
-		b.reply(ctx, chatID, msg)
-		return
+		return msg
 	}
-	data, err := readAtMost(ref.Path, b.cfg.MaxUploadBytes)
+	data, err := readAtMost(ref.Path, limit)
 	if err != nil {
 		b.log.WithError(err).WithField("artifact", id).Warn("bot: reading artifact failed")
-		b.reply(ctx, chatID, "❌ That artifact could not be read.")
-		return
+		return "❌ That artifact could not be read."
 	}
 	name := meta.Name
 	if name == "" {
 		name = id
 	}
-	doc := tgbotapi.NewDocument(chatID, tgbotapi.FileBytes{Name: oneLine(name, 100), Bytes: data})
-	doc.Caption = "📎 " + oneLine(id, 80)
-	_, kind, err := b.tg.Send(ctx, doc)
+	file := tgbotapi.FileBytes{Name: oneLine(name, 100), Bytes: data}
+	caption := "📎 " + oneLine(id, 80)
+	var c tgbotapi.Chattable
+	if asPhoto && photoTypes[strings.ToLower(meta.MIME)] && len(data) <= maxPhotoBytes {
+		ph := tgbotapi.NewPhoto(chatID, file)
+		ph.Caption = caption
+		c = ph
+	} else {
+		doc := tgbotapi.NewDocument(chatID, file)
+		doc.Caption = caption
+		c = doc
+	}
+	_, kind, err := b.tg.Send(ctx, c)
 	b.checkSend(ctx, chatID, kind, err)
+	return ""
 }
 
 // validateArtifact re-checks an artifact with artifacts.Validator, rooted

@@ -169,7 +169,7 @@ func TestGoalProgressReply(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(dir, fmt.Sprint(alice), "report.txt"), []byte("report body"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	h := startBot(t, q, func(c *Config) { c.ArtifactDir = dir })
+	h := startBot(t, q, func(c *Config) { c.ArtifactDir = dir; c.SendArtifacts = -1 }) // /artifact alone; files out: TestArtifactsSentWithTheAnswer
 	release := make(chan struct{})
 	var got queue.Job
 	worker(t, q, func(ctx context.Context, l queue.Lease) queue.Result {

@@ -66,6 +66,13 @@ type Config struct {
 	// MaxUploadBytes caps a document sent by /artifact. 0 means
 	// MaxUploadBytes (the public Bot API limit).
 	MaxUploadBytes int64
+	// SendArtifacts is how many of a job's artifacts are sent into the chat
+	// with its answer (images as photos, other files as documents); the
+	// rest stay available with /artifact. 0 means 3; negative means none.
+	SendArtifacts int
+	// SendArtifactBytes caps an artifact sent with the answer. 0 means
+	// 10 MiB.
+	SendArtifactBytes int64
 	// MaxDownloadBytes caps a document a user sends (downloaded into the
 	// chat's directory under ArtifactDir). 0 means MaxDownloadBytes (the
 	// public Bot API's getFile limit, 20 MB).
@@ -154,6 +161,13 @@ func (c Config) withDefaults() Config {
 	if c.MaxUploadBytes <= 0 {
 		c.MaxUploadBytes = MaxUploadBytes
 	}
+	if c.SendArtifacts == 0 {
+		c.SendArtifacts = 3
+	}
+	if c.SendArtifactBytes <= 0 {
+		c.SendArtifactBytes = 10 << 20
+	}
+	c.SendArtifactBytes = min(c.SendArtifactBytes, c.MaxUploadBytes)
 	if c.MaxDownloadBytes <= 0 {
 		c.MaxDownloadBytes = MaxDownloadBytes
 	}

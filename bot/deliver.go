@@ -10,6 +10,7 @@ import (
 	"net"
 	"net/http"
 	"net/url"
+	"slices"
 	"strings"
 	"time"
 
@@ -114,6 +115,9 @@ func (b *Bot) deliver(ctx context.Context, d queue.Delivery) {
 	var chatArts []chatArtifact
 	nextArt := c.nextArt
 	for _, m := range res.Artifacts {
+		if js != nil && slices.Contains(js.uploads, strings.TrimPrefix(m.Path, "/")) {
+			continue // the user's own file, new to the worker: not an answer
+		}
 		nextArt++
 		id := fmt.Sprintf("a%d", nextArt)
 		chatArts = append(chatArts, chatArtifact{id: id, meta: m})
@@ -183,6 +187,23 @@ func (b *Bot) deliver(ctx context.Context, d queue.Delivery) {
 			c.arts = append([]chatArtifact(nil), c.arts[over:]...)
 		}
 		b.mu.Unlock()
+	}
+	if ack && b.cfg.ArtifactDir != "" && b.cfg.SendArtifacts > 0 {
+		// Files out: the first artifacts go into the chat with the answer.
+		sent := 0
+		for _, a := range chatArts {
+			if sent >= b.cfg.SendArtifacts {
+				break
+			}
+			if a.meta.Bytes > b.cfg.SendArtifactBytes {
+				continue // too large to send unasked: /artifact gives the reason
+			}
+			if msg := b.sendArtifactFile(ctx, chatID, a.id, a.meta, b.cfg.SendArtifactBytes, true); msg != "" {
+				log.WithField("artifact", a.id).Debug("bot: an artifact was not sent with the answer: " + msg)
+				continue
+			}
+			sent++
+		}
 	}
 	if warn && ack {
 		b.reply(ctx, chatID, fmt.Sprintf("⚠️ This chat has used %d %% of its daily budget of %s tokens (resets at 00:00 UTC, in %s).",

@@ -204,3 +204,42 @@ func TestSplitPasteAndAlbumAreOneJob(t *testing.T) {
 		t.Errorf("short message goal: %q", jobs[2].Goal)
 	}
 }
+
+// Files out: the job's first artifacts are sent into the chat with the
+// answer, images as photos and other files as documents, up to the
+// configured count; the rest keep their /artifact line.
+func TestArtifactsSentWithTheAnswer(t *testing.T) {
+	q := queue.NewMemory(queue.Options{})
+	dir := t.TempDir()
+	chatDir := filepath.Join(dir, fmt.Sprint(alice))
+	os.MkdirAll(chatDir, 0o700)
+	files := map[string]string{"chart.png": "\x89PNG fake", "report.md": "# report", "data.csv": "a,b", "more.txt": "more"}
+	var metas []queue.ArtifactMeta
+	for _, name := range []string{"chart.png", "report.md", "data.csv", "more.txt"} {
+		os.WriteFile(filepath.Join(chatDir, name), []byte(files[name]), 0o600)
+		mime := "text/plain"
+		if strings.HasSuffix(name, ".png") {
+			mime = "image/png"
+		}
+		metas = append(metas, queue.ArtifactMeta{Path: fmt.Sprintf("%d/%s", alice, name), Name: name, MIME: mime, Bytes: int64(len(files[name]))})
+	}
+	h := startBot(t, q, func(c *Config) { c.ArtifactDir = dir })
+	worker(t, q, func(ctx context.Context, l queue.Lease) queue.Result {
+		return queue.Result{Answer: "Made four files.", Artifacts: metas}
+	})
+	h.tg.UserMessage(alice, alice, "make files")
+	h.waitVisible(alice, "Made four files.")
+	h.tg.WaitCalls(t, wait, func(c []bottest.Call) bool { return len(c) == 3 }, "sendPhoto", "sendDocument")
+	photos, docs := h.tg.Calls("sendPhoto"), h.tg.Calls("sendDocument")
+	if len(photos) != 1 || photos[0].FileName != "chart.png" || string(photos[0].File) != files["chart.png"] {
+		t.Errorf("photos: %+v", photos)
+	}
+	if len(docs) != 2 || docs[0].FileName != "report.md" || docs[1].FileName != "data.csv" {
+		t.Errorf("documents: %+v", docs)
+	}
+	if !hasText(h.tg.Visible(alice), "📎 a4 · more.txt") {
+		t.Errorf("the fourth artifact lost its line: %q", h.tg.Visible(alice))
+	}
+	h.tg.UserMessage(alice, alice, "/artifact a4")
+	h.tg.WaitCalls(t, wait, func(c []bottest.Call) bool { return len(c) == 3 }, "sendDocument")
+}

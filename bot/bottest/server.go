@@ -647,9 +647,32 @@ func (s *Server) dispatch(r *http.Request, method string, p url.Values, fileName
 		if len(file) > 50<<20 {
 			return nil, errReply(413, "Request Entity Too Large")
 		}
+		if textLen(p.Get("caption")) > 1024 {
+			return nil, errReply(400, "Bad Request: message caption is too long")
+		}
 		s.mu.Lock()
 		defer s.mu.Unlock()
 		m := s.storeLocked(chatID, "[document "+fileName+"] "+p.Get("caption"), "", nil)
+		return s.wireLocked(m), nil
+	case "sendPhoto":
+		// https://core.telegram.org/bots/api#sendphoto: "The photo must be
+		// at most 10 MB in size"; the caption at most 1024 characters.
+		chatID, aerr := chatIDParam(p)
+		if aerr != nil {
+			return nil, aerr
+		}
+		if file == nil {
+			return nil, errReply(400, "Bad Request: there is no photo in the request")
+		}
+		if len(file) > 10<<20 {
+			return nil, errReply(400, "Bad Request: PHOTO_INVALID_DIMENSIONS")
+		}
+		if textLen(p.Get("caption")) > 1024 {
+			return nil, errReply(400, "Bad Request: message caption is too long")
+		}
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		m := s.storeLocked(chatID, "[photo "+fileName+"] "+p.Get("caption"), "", nil)
 		return s.wireLocked(m), nil
 	case "setMyCommands":
 		var cmds []struct{ Command, Description string }

@@ -3,6 +3,7 @@ package main_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net"
 	"os"
 	"os/exec"
@@ -380,4 +381,47 @@ func TestE2EEmbeddedApprovalTimeout(t *testing.T) {
 	}
 	tg.PressButton(1001, 1001, kb.ID, kb.Keyboard[0][1])
 	tg.Wait(t, 30*time.Second, "reply", func(s *bottest.Server) bool { return visible(s, 1001, "denied, fine") })
+}
+
+// Issue 17 "files in / files out", distributed: a document sent in the chat
+// is saved in the chat's directory on the shared artifacts volume (never
+// through Redis), a real worker's agent reads it and writes a file, and
+// that file comes back into the chat as a document with the answer.
+func TestE2EDocumentInFileOut(t *testing.T) {
+	var mu sync.Mutex
+	var reqs []llmtest.Recorded
+	llm := llmtest.NewHandler(t, func(r llmtest.Recorded) llmtest.Turn {
+		mu.Lock()
+		reqs = append(reqs, r)
+		n := len(reqs)
+		mu.Unlock()
+		switch n {
+		case 1:
+			return llmtest.CallTools(llmtest.Call{ID: "r", Name: "read_file", Arguments: `{"path":"uploads/notes.txt"}`})
+		case 2:
+			return llmtest.CallTools(llmtest.Call{ID: "w", Name: "write_file", Arguments: `{"path":"upper.txt","content":"MEETING NOTES"}`})
+		}
+		return llmtest.Reply("Done: **upper.txt**.")
+	})
+	in := newInstance(t, llm.URL)
+	in.worker("w1")
+	in.tg.Send(bottest.Incoming{Chat: 1001, User: 1001, Caption: "upper-case this",
+		Document: &bottest.File{Name: "notes.txt", MIME: "text/plain", Data: []byte("meeting notes")}})
+	calls := in.tg.WaitCalls(t, 60*time.Second, func(c []bottest.Call) bool { return len(c) == 1 }, "sendDocument")
+	if calls[0].FileName != "upper.txt" || string(calls[0].File) != "MEETING NOTES" {
+		t.Errorf("file out: %q %q", calls[0].FileName, calls[0].File)
+	}
+	in.tg.Wait(t, 30*time.Second, "reply", func(s *bottest.Server) bool { return visible(s, 1001, "Done: upper.txt.") })
+	mu.Lock()
+	defer mu.Unlock()
+	if len(reqs) < 2 {
+		t.Fatalf("%d LLM requests", len(reqs))
+	}
+	goal := reqs[0].Messages[len(reqs[0].Messages)-1].Content
+	if !strings.Contains(fmt.Sprint(goal), "upper-case this") || !strings.Contains(fmt.Sprint(goal), "uploads/notes.txt") {
+		t.Errorf("goal: %v", goal)
+	}
+	if !strings.Contains(string(reqs[1].Body), "meeting notes") {
+		t.Errorf("the agent did not read the uploaded file: %s", reqs[1].Body)
+	}
 }

@@ -84,6 +84,7 @@ type env struct {
 	ArtifactsDir string `env:"ODEK_ARTIFACTS_DIR" env-description:"directory shared with the workers; /artifact sends files from <dir>/<chat id> (empty = /artifact off)"`
 	ApprovalWait string `env:"ODEK_APPROVAL_TIMEOUT" env-default:"300" env-description:"embedded mode: seconds (or a duration like 5m) a tool approval waits for the chat before denying; workers read the same variable"`
 	GroupSession string `env:"ODEK_TELEGRAM_GROUP_SESSION" env-default:"user" env-description:"groups: user = one conversation per member (default), group = one shared by the whole group"`
+	SendFiles    int    `env:"ODEK_TELEGRAM_SEND_ARTIFACTS" env-default:"3" env-description:"how many of a job's files are sent into the chat with its answer (images as photos); the rest stay available with /artifact (negative = none)"`
 	MaxFileBytes int64  `env:"ODEK_TELEGRAM_MAX_FILE_BYTES" env-default:"20971520" env-description:"largest document a user may send, in bytes (Telegram lets bots download up to 20 MB)"`
 	LogLevel     string `env:"ODEK_LOG_LEVEL" env-default:"info" env-description:"debug, info, warn or error"`
 }
@@ -269,7 +270,8 @@ func botConfig(e env, log logrus.FieldLogger) (bot.Config, error) {
 		DailyTokenBudget: e.DailyBudget, UserJobsPerMinute: e.UserRate,
 		AgentTimeout: time.Duration(e.AgentTimeout) * time.Second,
 		ArtifactDir:  dir, MaxDownloadBytes: e.MaxFileBytes, GroupSession: e.GroupSession,
-		WebhookURL: e.WebhookURL, WebhookListen: e.WebhookAddr, WebhookSecret: e.WebhookKey,
+		SendArtifacts: e.SendFiles,
+		WebhookURL:    e.WebhookURL, WebhookListen: e.WebhookAddr, WebhookSecret: e.WebhookKey,
 		Logger: log,
 	}, nil
 }
