@@ -65,6 +65,7 @@ type Bot struct {
 	refused   map[int64]time.Time
 	inflight  map[string]bool // results being delivered, by job id
 	batches   map[batchKey]*batch
+	idle      chan struct{} // closed by resultsLoop on an empty read with nothing inflight (Settle)
 	health    healthState
 	lastSaved []byte    // the last state snapshot saved
 	lastPrune time.Time // when pruneLocked last ran
@@ -206,6 +207,9 @@ func (b *Bot) Run(ctx context.Context) error {
 	wg.Wait()
 	b.flushBatches(ctx)
 	b.serial.Wait()
+	nctx, ncancel := context.WithTimeout(context.Background(), 10*time.Second)
+	b.notifyShutdown(nctx)
+	ncancel()
 	if b.cfg.State != nil {
 		sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		b.saveState(sctx)

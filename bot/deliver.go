@@ -45,6 +45,14 @@ func (b *Bot) resultsLoop(ctx context.Context) error {
 		}
 		failures = 0
 		b.setHealth(func(h *healthState) { h.queueDownSince, h.queueErr = time.Time{}, "" })
+		if len(ds) == 0 {
+			b.mu.Lock()
+			if b.idle != nil && len(b.inflight) == 0 {
+				close(b.idle)
+				b.idle = nil
+			}
+			b.mu.Unlock()
+		}
 		for _, d := range ds {
 			b.mu.Lock()
 			busy := b.inflight[d.Result.JobID]

@@ -2,6 +2,7 @@ package bot
 
 import (
 	"context"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -141,5 +142,48 @@ func TestStatusCountsFromTheQuestion(t *testing.T) {
 	js := &jobState{askedAt: now, startedAt: now.Add(1500 * time.Millisecond), st: status{started: true}}
 	if got := js.statusText(0, now.Add(2500*time.Millisecond)); !strings.Contains(got, "2.0 s") {
 		t.Errorf("status %q, want the 2 s since the question", got)
+	}
+}
+
+// Issue 17 point 9: when the bot stops, a running job's status message
+// says what becomes of it instead of "⏳ Working" staying forever: it keeps
+// running (distributed) or must be resent (embedded, told once).
+func TestShutdownTellsChatsOfRunningJobs(t *testing.T) {
+	for _, volatile := range []bool{false, true} {
+		t.Run(fmt.Sprint("volatile=", volatile), func(t *testing.T) {
+			q := queue.NewMemory(queue.Options{})
+			st := &memState{}
+			h := startBot(t, q, func(c *Config) { c.VolatileQueue = volatile; c.State = st; c.StatusDelay = -1 })
+			started := make(chan struct{})
+			worker(t, q, func(ctx context.Context, l queue.Lease) queue.Result {
+				summary(t, q, l.Job.ID, queue.ProgressSummary{State: "started", Attempt: 1})
+				close(started)
+				<-ctx.Done()
+				return queue.Result{Status: queue.StatusCanceled}
+			})
+			h.tg.UserMessage(alice, alice, "long job")
+			<-started
+			h.waitVisible(alice, "Working")
+			h.stop()
+			want := resumeNotice
+			if volatile {
+				want = interruptNotice
+			}
+			vis := h.tg.Visible(alice)
+			if len(vis) != 1 || vis[0] != want {
+				t.Fatalf("after stop: %q, want the status message to say %q", vis, want)
+			}
+			if !volatile {
+				return
+			}
+			// The restart does not tell the chat a second time.
+			h.q = queue.NewMemory(queue.Options{})
+			h.run(func(c *Config) { c.VolatileQueue = true; c.State = st })
+			h.tg.UserMessage(alice, alice, "/status")
+			h.waitVisible(alice, "Idle")
+			if n := strings.Count(strings.Join(h.tg.Visible(alice), "\n"), "send it again"); n != 1 {
+				t.Errorf("told %d times: %q", n, h.tg.Visible(alice))
+			}
+		})
 	}
 }

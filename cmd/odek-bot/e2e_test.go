@@ -425,3 +425,42 @@ func TestE2EDocumentInFileOut(t *testing.T) {
 		t.Errorf("the agent did not read the uploaded file: %s", reqs[1].Body)
 	}
 }
+
+// Issue 17 point 9, embedded mode: SIGTERM while a job runs lets the job
+// finish and delivers its answer before the process exits, instead of
+// throwing away work whose tokens were spent.
+func TestE2EEmbeddedShutdownDeliversFinishedAnswer(t *testing.T) {
+	_, odekBot := binaries(t)
+	asked := make(chan struct{}, 1)
+	release := make(chan struct{})
+	llm := llmtest.NewHandler(t, func(r llmtest.Recorded) llmtest.Turn {
+		asked <- struct{}{}
+		<-release
+		return llmtest.Reply("finished during shutdown")
+	})
+	tg := bottest.New(t)
+	p := start(t, "odek-bot", odekBot, []string{
+		"TELEGRAM_BOT_TOKEN=" + bottest.Token, "TELEGRAM_API_ENDPOINT=" + tg.URL(),
+		"ODEK_TELEGRAM_ALLOWED_USERS=1001", "ODEK_WORKERS=1",
+		"ODEK_BASE_URL=" + llm.URL, "ODEK_MODEL=test-model", "ODEK_API_KEY=sk-test-key-0123456789abcdef",
+		"ODEK_HOME=" + t.TempDir(), "ODEK_ARTIFACTS_DIR=" + t.TempDir(),
+	})
+	tg.UserMessage(1001, 1001, "work")
+	select {
+	case <-asked:
+	case <-time.After(30 * time.Second):
+		t.Fatal("the job never reached the model")
+	}
+	if err := p.cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	close(release)
+	select {
+	case <-p.exited:
+	case <-time.After(40 * time.Second):
+		t.Fatal("odek-bot did not exit after SIGTERM")
+	}
+	if !visible(tg, 1001, "finished during shutdown") {
+		t.Errorf("the answer finished during shutdown was not delivered: %q", tg.Visible(1001))
+	}
+}

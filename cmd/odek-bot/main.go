@@ -187,9 +187,28 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		defer srv.Close()
 		log.WithField("addr", ln.Addr().String()).Info("odek-bot: serving /healthz")
 	}
-	runErr := b.Run(ctx)
-	if embedded != nil {
-		embedded.shutdown(log)
+	var runErr error
+	if embedded == nil {
+		runErr = b.Run(ctx)
+	} else {
+		// Embedded mode stops in order: the workers finish their jobs
+		// (up to 30 s) while the bot still delivers, the answers finished
+		// meanwhile reach their chats, then the bot stops.
+		bctx, stopBot := context.WithCancel(context.WithoutCancel(ctx))
+		done := make(chan error, 1)
+		go func() { done <- b.Run(bctx) }()
+		select {
+		case runErr = <-done:
+			stopBot()
+			embedded.shutdown(log)
+		case <-ctx.Done():
+			embedded.shutdown(log)
+			sctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+			b.Settle(sctx)
+			cancel()
+			stopBot()
+			runErr = <-done
+		}
 	}
 	if runErr != nil {
 		return &codeErr{exitError, runErr}
