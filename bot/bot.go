@@ -77,12 +77,16 @@ type chatState struct {
 	// userSessions are the members' sessions chosen with /new in a group
 	// with per-user sessions (not kept in the state file).
 	userSessions map[int64]string
-	use          usage
-	arts         []chatArtifact
-	nextArt      int
-	lastEdit     time.Time
-	lastTyping   time.Time
-	editPending  bool // a status edit is queued and not yet sent
+	// answers are the bot's answer messages by the user message they
+	// answer (the latest maxAnswersKept), for edits.
+	answers     map[int][]int
+	answerOrder []int
+	use         usage
+	arts        []chatArtifact
+	nextArt     int
+	lastEdit    time.Time
+	lastTyping  time.Time
+	editPending bool // a status edit is queued and not yet sent
 }
 
 type chatArtifact struct {
@@ -107,6 +111,10 @@ type jobState struct {
 	statusDue time.Time // when a delayed first status message is due
 	replyTo   int       // the message that asked for the job (groups)
 	uploads   []string  // artifact paths of the files the user sent with it
+	srcMsg    int       // the user's message that asked for the job
+	// superseded: the user edited the message; the job is canceled and its
+	// result is not shown.
+	superseded bool
 }
 
 type approvalState struct {
@@ -537,8 +545,11 @@ func (b *Bot) handleMessage(ctx context.Context, updateID int, m *tgbotapi.Messa
 	if forwarded {
 		goal = forwardedGoal(text)
 	}
+	if edited {
+		b.supersede(ctx, chatID, m.MessageID)
+	}
 	r := jobRequest{updateID: updateID, chatID: chatID, userID: userID, userName: userName,
-		text: goal, edited: edited, group: group, replyTo: replyTo}
+		text: goal, edited: edited, group: group, replyTo: replyTo, srcMsg: m.MessageID}
 	if up != nil {
 		r.files = append(r.files, up.goalLine())
 		r.uploads = append(r.uploads, strconv.FormatInt(chatID, 10)+"/"+up.rel)
@@ -558,6 +569,57 @@ func (r jobRequest) goal() string {
 	return g + "\n\n" + strings.Join(r.files, "\n")
 }
 
+// maxAnswersKept bounds the answers remembered per chat for edits.
+const maxAnswersKept = 32
+
+// supersede handles an edit of the user's message msgID: a job it started
+// that has not finished is canceled and its result will not be shown; the
+// answer it already got is deleted. The edited text then runs as a new job,
+// so one answer stays, the one to the edited text. It runs in the chat's
+// serial queue.
+func (b *Bot) supersede(ctx context.Context, chatID int64, msgID int) {
+	b.mu.Lock()
+	var cancel []string
+	c := b.chatLocked(chatID)
+	for _, id := range c.queue {
+		if js := b.jobs[id]; js != nil && js.srcMsg == msgID && !js.superseded {
+			js.superseded, js.stopped = true, true
+			cancel = append(cancel, id)
+		}
+	}
+	old := c.answers[msgID]
+	delete(c.answers, msgID)
+	b.mu.Unlock()
+	for _, id := range cancel {
+		if err := b.q.Cancel(ctx, id); err != nil && !errors.Is(err, queue.ErrNotFound) {
+			b.log.WithError(err).WithField("job_id", id).Warn("bot: canceling the job of an edited message failed")
+		}
+		b.closeApprovals(ctx, chatID, id, "✏️ Closed: the message was edited.")
+	}
+	for _, m := range old {
+		b.tg.Remove(ctx, chatID, m)
+	}
+}
+
+// rememberAnswer records the bot's answer messages to the user's message
+// srcMsg. b.mu must be held.
+func (c *chatState) rememberAnswer(srcMsg int, msgs []int) {
+	if srcMsg == 0 || len(msgs) == 0 {
+		return
+	}
+	if c.answers == nil {
+		c.answers = map[int][]int{}
+	}
+	if _, ok := c.answers[srcMsg]; !ok {
+		c.answerOrder = append(c.answerOrder, srcMsg)
+	}
+	c.answers[srcMsg] = msgs
+	for len(c.answerOrder) > maxAnswersKept {
+		delete(c.answers, c.answerOrder[0])
+		c.answerOrder = c.answerOrder[1:]
+	}
+}
+
 // replyTo sends plain text as a reply to message msgID (0 = none).
 func (b *Bot) replyTo(ctx context.Context, chatID int64, msgID int, text string) bool {
 	_, kind, err := b.tg.SendPlainReply(ctx, chatID, msgID, text, nil)
@@ -573,6 +635,7 @@ type jobRequest struct {
 	files          []string // one goal line per file that arrived
 	uploads        []string // their paths relative to ArtifactDir
 	edited, group  bool
+	srcMsg         int // the user's message (edits find its job and answer by it)
 	replyTo        int // the asking message, answered as a reply (groups)
 }
 
@@ -678,7 +741,7 @@ func (b *Bot) startJob(ctx context.Context, r jobRequest) {
 	}
 	log = log.WithField("job_id", stored.ID)
 	log.Info("bot: job enqueued")
-	js := &jobState{id: stored.ID, chatID: chatID, userID: userID, userName: userName, replyTo: r.replyTo, uploads: r.uploads}
+	js := &jobState{id: stored.ID, chatID: chatID, userID: userID, userName: userName, replyTo: r.replyTo, uploads: r.uploads, srcMsg: r.srcMsg}
 	b.mu.Lock()
 	c = b.chatLocked(chatID)
 	position := len(c.queue)

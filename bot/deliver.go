@@ -131,10 +131,10 @@ func (b *Bot) deliver(ctx context.Context, d queue.Delivery) {
 		chatArts = append(chatArts, chatArtifact{id: id, meta: m})
 		arts = append(arts, Artifact{ID: id, Name: m.Name, MediaType: m.MIME, Bytes: m.Bytes, SHA256: m.SHA256})
 	}
-	var statusMsg, replyTo int
-	timedOut := false
+	var statusMsg, replyTo, srcMsg int
+	timedOut, superseded := false, false
 	if js != nil {
-		statusMsg, timedOut, replyTo = js.statusMsg, js.timedOut, js.replyTo
+		statusMsg, timedOut, replyTo, srcMsg, superseded = js.statusMsg, js.timedOut, js.replyTo, js.srcMsg, js.superseded
 	}
 	used := use.tokens
 	b.mu.Unlock()
@@ -157,14 +157,19 @@ func (b *Bot) deliver(ctx context.Context, d queue.Delivery) {
 		reply.Head = resultText(res, timedOut, b.cfg.AgentTimeout)
 	}
 	chunks := FormatReply(reply, MaxMessageLen)
+	if superseded {
+		chunks = nil // the user edited the message: the edited text's job answers
+	}
 	ack := true
+	var sentIDs []int
 	for i, ch := range chunks {
 		to := 0
 		if i == 0 {
 			to = replyTo // in groups the answer replies to the asking message
 		}
-		_, kind, err := b.sendChunk(ctx, chatID, to, ch, nil)
+		sent, kind, err := b.sendChunk(ctx, chatID, to, ch, nil)
 		if kind == tgOK {
+			sentIDs = append(sentIDs, sent.MessageID)
 			continue
 		}
 		if kind == tgCanceled {
@@ -190,13 +195,14 @@ func (b *Bot) deliver(ctx context.Context, d queue.Delivery) {
 		c.use.jobs++
 		c.use.warned = c.use.warned || warn
 		c.nextArt = max(c.nextArt, nextArt)
+		c.rememberAnswer(srcMsg, sentIDs)
 		c.arts = append(c.arts, chatArts...)
 		if over := len(c.arts) - maxChatArtifacts; over > 0 {
 			c.arts = append([]chatArtifact(nil), c.arts[over:]...)
 		}
 		b.mu.Unlock()
 	}
-	if ack && b.cfg.ArtifactDir != "" && b.cfg.SendArtifacts > 0 {
+	if ack && !superseded && b.cfg.ArtifactDir != "" && b.cfg.SendArtifacts > 0 {
 		// Files out: the first artifacts go into the chat with the answer.
 		sent := 0
 		for _, a := range chatArts {

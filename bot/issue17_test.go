@@ -187,3 +187,49 @@ func TestShutdownTellsChatsOfRunningJobs(t *testing.T) {
 		})
 	}
 }
+
+// Issue 17 point 10: an edited message runs again and only the answer to
+// the edited text stays; an edit while the first job still runs cancels
+// it, and its result is not shown.
+func TestEditedMessageReplacesItsAnswer(t *testing.T) {
+	q := queue.NewMemory(queue.Options{})
+	h := startBot(t, q, nil)
+	hold := make(chan struct{})
+	worker(t, q, func(ctx context.Context, l queue.Lease) queue.Result {
+		if strings.Contains(l.Job.Goal, "slow") {
+			select {
+			case <-hold:
+			case <-ctx.Done():
+			}
+		}
+		return queue.Result{Answer: "answer to " + l.Job.Goal}
+	})
+	_, msg := h.tg.Send(bottest.Incoming{Chat: alice, User: alice, Text: "first try"})
+	h.waitVisible(alice, "answer to first try")
+	h.tg.EditMessage(alice, alice, msg, "second try")
+	h.waitVisible(alice, "answer to second try")
+	h.tg.Wait(t, wait, "old answer deleted", func(s *bottest.Server) bool { return !hasText(s.Visible(alice), "answer to first try") })
+
+	_, slow := h.tg.Send(bottest.Incoming{Chat: alice, User: alice, Text: "slow one"})
+	h.waitVisible(alice, "Starting")
+	h.tg.EditMessage(alice, alice, slow, "fast one")
+	h.tg.Wait(t, wait, "the slow job canceled", func(*bottest.Server) bool {
+		h.bot.mu.Lock()
+		defer h.bot.mu.Unlock()
+		for _, js := range h.bot.jobs {
+			if js.superseded {
+				return true
+			}
+		}
+		return false
+	})
+	close(hold) // the test worker runs one job at a time
+	h.waitVisible(alice, "answer to fast one")
+	h.tg.UserMessage(alice, alice, "/status")
+	h.waitVisible(alice, "Idle")
+	for _, v := range h.tg.Visible(alice) {
+		if strings.Contains(v, "slow one") || strings.Contains(v, "Stopped") {
+			t.Errorf("the superseded job shows: %q", h.tg.Visible(alice))
+		}
+	}
+}

@@ -185,3 +185,15 @@ func (s *Server) serveFile(w http.ResponseWriter, path string) {
 	w.Header().Set("Content-Type", "application/octet-stream")
 	w.Write(data)
 }
+
+// EditMessage queues an edited_message update for the user's message
+// messageID (as Telegram sends it: the same message_id, edit_date set,
+// the new text).
+func (s *Server) EditMessage(chatID, userID int64, messageID int, text string) int {
+	return s.addUpdate(func(int) map[string]any {
+		m := s.userMessage(chatID, userID, text)
+		m.MessageID = messageID
+		m.EditDate = time.Now().Unix()
+		return map[string]any{"edited_message": m}
+	})
+}
