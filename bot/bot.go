@@ -79,7 +79,9 @@ type chatState struct {
 	userSessions map[int64]string
 	// answers are the bot's answer messages by the user message they
 	// answer (the latest maxAnswersKept), for edits.
-	answers     map[int][]int
+	answers map[int][]int
+	// last is each user's last request in this chat, for /retry.
+	last        map[int64]jobRequest
 	answerOrder []int
 	use         usage
 	arts        []chatArtifact
@@ -240,6 +242,7 @@ var commands = []tgbotapi.BotCommand{
 	{Command: "status", Description: "Running job, queue and today's usage"},
 	{Command: "usage", Description: "Today's token usage and budget"},
 	{Command: "artifact", Description: "Send an artifact: /artifact <id>"},
+	{Command: "retry", Description: "Run your last request again"},
 }
 
 func (b *Bot) setCommands(ctx context.Context) {
@@ -511,6 +514,10 @@ func (b *Bot) handleMessage(ctx context.Context, updateID int, m *tgbotapi.Messa
 		if at := m.CommandWithAt(); strings.Contains(at, "@") && !strings.EqualFold(at[strings.Index(at, "@")+1:], b.tg.Self().UserName) {
 			return // addressed to another bot in a group
 		}
+		if m.Command() == "retry" {
+			b.retry(ctx, updateID, chatID, userID, userName, m.MessageID, group)
+			return
+		}
 		b.command(ctx, chatID, userID, m.Command(), strings.TrimSpace(m.CommandArguments()))
 		return
 	}
@@ -618,6 +625,25 @@ func (c *chatState) rememberAnswer(srcMsg int, msgs []int) {
 		delete(c.answers, c.answerOrder[0])
 		c.answerOrder = c.answerOrder[1:]
 	}
+}
+
+// retry runs the user's last request in this chat again, as a new job
+// (its idempotency key is the /retry update's). Files it named are still
+// in the chat's directory.
+func (b *Bot) retry(ctx context.Context, updateID int, chatID, userID int64, userName string, msgID int, group bool) {
+	b.mu.Lock()
+	r, ok := b.chatLocked(chatID).last[userID]
+	b.mu.Unlock()
+	replyTo := 0
+	if group {
+		replyTo = msgID
+	}
+	if !ok {
+		b.replyTo(ctx, chatID, replyTo, "Nothing to retry: send a request first.")
+		return
+	}
+	r.updateID, r.userName, r.replyTo, r.srcMsg, r.edited, r.uploads = updateID, userName, replyTo, msgID, false, nil
+	b.startJob(ctx, r)
 }
 
 // replyTo sends plain text as a reply to message msgID (0 = none).
@@ -741,6 +767,14 @@ func (b *Bot) startJob(ctx context.Context, r jobRequest) {
 	}
 	log = log.WithField("job_id", stored.ID)
 	log.Info("bot: job enqueued")
+	b.mu.Lock()
+	if c := b.chatLocked(chatID); c != nil {
+		if c.last == nil {
+			c.last = map[int64]jobRequest{}
+		}
+		c.last[userID] = r
+	}
+	b.mu.Unlock()
 	js := &jobState{id: stored.ID, chatID: chatID, userID: userID, userName: userName, replyTo: r.replyTo, uploads: r.uploads, srcMsg: r.srcMsg}
 	b.mu.Lock()
 	c = b.chatLocked(chatID)
@@ -820,7 +854,7 @@ func (b *Bot) helpText(userID int64) string {
 	return "🤖 odek runs an agent on each message you send and replies with the result.\n\n" +
 		"/new — start a fresh conversation\n/stop — cancel the running job and empty the queue\n" +
 		"/status — running job, queue and today's usage\n/usage — today's tokens and budget\n" +
-		"/artifact <id> — send a file a job produced\n\n" +
+		"/artifact <id> — send a file a job produced\n/retry — run your last request again\n\n" +
 		"Limits: " + strings.Join(lim, ", ") + ".\n" +
 		fmt.Sprintf("Your Telegram user id: %d", userID)
 }

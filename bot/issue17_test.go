@@ -233,3 +233,23 @@ func TestEditedMessageReplacesItsAnswer(t *testing.T) {
 		}
 	}
 }
+
+// /retry runs the user's last request again as a new job.
+func TestRetryRunsTheLastRequestAgain(t *testing.T) {
+	q := queue.NewMemory(queue.Options{})
+	h := startBot(t, q, nil)
+	rec := recordJobs(t, q)
+	h.tg.UserMessage(alice, alice, "/retry")
+	h.waitVisible(alice, "Nothing to retry")
+	h.tg.UserMessage(alice, alice, "count the files")
+	h.tg.Wait(t, wait, "first job", func(*bottest.Server) bool { return len(rec.all()) == 1 })
+	h.tg.UserMessage(alice, alice, "/retry")
+	h.tg.Wait(t, wait, "retried job", func(*bottest.Server) bool { return len(rec.all()) == 2 })
+	jobs := rec.all()
+	if jobs[1].Goal != "count the files" || jobs[1].IdempotencyKey == jobs[0].IdempotencyKey || jobs[1].SessionID != jobs[0].SessionID {
+		t.Errorf("retry: %+v after %+v", jobs[1], jobs[0])
+	}
+	if !strings.Contains(h.tg.Commands(), `"command":"retry"`) {
+		t.Errorf("setMyCommands lacks retry: %s", h.tg.Commands())
+	}
+}
