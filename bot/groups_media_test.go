@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	tgbotapi "github.com/go-telegram-bot-api/telegram-bot-api/v5"
 	"github.com/odekrun/odek/bot/bottest"
 	"github.com/odekrun/odek/queue"
 )
@@ -163,6 +164,17 @@ func TestMediaTheBotCannotTakeIsAnswered(t *testing.T) {
 	_ = time.Second
 }
 
+func TestStripMention(t *testing.T) {
+	for in, want := range map[string]string{
+		"@odek_test_bot summarize": "summarize", "please @ODEK_test_bot do\n\nthis:\n- a": "please do\n\nthis:\n- a",
+		"@odek_test_botty x": "@odek_test_botty x", "no mention": "no mention", "Ä@odek_test_bot": "Ä",
+	} {
+		if got := stripMention(in, "odek_test_bot"); got != want {
+			t.Errorf("stripMention(%q) = %q, want %q", in, got, want)
+		}
+	}
+}
+
 func TestSafeFileName(t *testing.T) {
 	for in, want := range map[string]string{
 		"notes.txt": "notes.txt", "../../etc/passwd": "passwd", `C:\x\y.doc`: "y.doc", ".bashrc": "bashrc",
@@ -242,4 +254,27 @@ func TestArtifactsSentWithTheAnswer(t *testing.T) {
 	}
 	h.tg.UserMessage(alice, alice, "/artifact a4")
 	h.tg.WaitCalls(t, wait, func(c []bottest.Call) bool { return len(c) == 3 }, "sendDocument")
+}
+
+// FuzzUntrustedInput: the parsers of what users and workers send — file
+// names, approval questions, mentions in message text — never panic, and
+// keep their promises: a safe name is one path element without control
+// characters or a leading dot; an approval text has no control
+// characters other than line breaks.
+func FuzzUntrustedInput(f *testing.F) {
+	f.Add("notes.txt", shellQuestion, "@odek_test_bot hi", 0, 14)
+	f.Add("../../x", "odek: allow x (, =, a=b, c)? [y/N]", "😀 @Odek_Test_Bot", 3, 15)
+	f.Add("\x00\xff.\u2028", "odek: allow (", "@", 5, 100)
+	f.Fuzz(func(t *testing.T, name, question, text string, off, length int) {
+		n := safeFileName(name)
+		if n == "" || strings.ContainsAny(n, "/\\\x00\n\r") || strings.HasPrefix(n, ".") || len([]rune(n)) > 100 {
+			t.Fatalf("safeFileName(%q) = %q", name, n)
+		}
+		a := approvalText(question)
+		if strings.ContainsFunc(a, func(r rune) bool { return r < 0x20 && r != '\n' }) {
+			t.Fatalf("approvalText(%q) = %q", question, a)
+		}
+		_ = stripMention(text, "odek_test_bot")
+		_ = entityText(text, tgbotapi.MessageEntity{Type: "mention", Offset: off, Length: length})
+	})
 }

@@ -83,24 +83,49 @@ func entityText(text string, e tgbotapi.MessageEntity) string {
 	return text[start:end]
 }
 
-// stripMention removes "@<bot username>" from a goal.
+// stripMention removes "@<bot username>" (ASCII, matched without regard to
+// ASCII case) from a goal.
 func stripMention(text, username string) string {
 	if username == "" {
 		return text
 	}
-	at := "@" + strings.ToLower(username)
-	lower := strings.ToLower(text)
+	at := "@" + username
 	var b strings.Builder
-	for {
-		i := strings.Index(lower, at)
-		if i < 0 {
-			b.WriteString(text)
-			break
+	for i := 0; i < len(text); {
+		if len(text)-i >= len(at) && asciiFold(text[i:i+len(at)], at) && (i+len(at) == len(text) || !isNameByte(text[i+len(at)])) {
+			i += len(at)
+			if i < len(text) && text[i] == ' ' {
+				i++ // "@bot do it" → "do it"
+			}
+			continue
 		}
-		b.WriteString(text[:i])
-		text, lower = text[i+len(at):], lower[i+len(at):]
+		b.WriteByte(text[i])
+		i++
 	}
-	return strings.TrimSpace(strings.Join(strings.Fields(b.String()), " "))
+	return strings.TrimSpace(b.String())
+}
+
+// isNameByte reports whether c may be part of a Telegram username.
+func isNameByte(c byte) bool {
+	return c == '_' || 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9'
+}
+
+// asciiFold reports whether a and b (of equal length) are equal ignoring
+// ASCII case.
+func asciiFold(a, b string) bool {
+	for i := 0; i < len(a); i++ {
+		x, y := a[i], b[i]
+		if 'A' <= x && x <= 'Z' {
+			x += 'a' - 'A'
+		}
+		if 'A' <= y && y <= 'Z' {
+			y += 'a' - 'A'
+		}
+		if x != y {
+			return false
+		}
+	}
+	return true
 }
 
 // unsupportedKind names a message kind the bot cannot take, or "".

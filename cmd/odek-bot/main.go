@@ -17,6 +17,7 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"strings"
 	"syscall"
 	"time"
 
@@ -84,6 +85,7 @@ type env struct {
 	ArtifactsDir string `env:"ODEK_ARTIFACTS_DIR" env-description:"directory shared with the workers; /artifact sends files from <dir>/<chat id> (empty = /artifact off)"`
 	ApprovalWait string `env:"ODEK_APPROVAL_TIMEOUT" env-default:"300" env-description:"embedded mode: seconds (or a duration like 5m) a tool approval waits for the chat before denying; workers read the same variable"`
 	GroupSession string `env:"ODEK_TELEGRAM_GROUP_SESSION" env-default:"user" env-description:"groups: user = one conversation per member (default), group = one shared by the whole group"`
+	Keywords     string `env:"ODEK_TELEGRAM_KEYWORDS" env-description:"comma-separated words that address the bot in a group besides a mention, a reply to it or a command"`
 	SendFiles    int    `env:"ODEK_TELEGRAM_SEND_ARTIFACTS" env-default:"3" env-description:"how many of a job's files are sent into the chat with its answer (images as photos); the rest stay available with /artifact (negative = none)"`
 	MaxFileBytes int64  `env:"ODEK_TELEGRAM_MAX_FILE_BYTES" env-default:"20971520" env-description:"largest document a user may send, in bytes (Telegram lets bots download up to 20 MB)"`
 	LogLevel     string `env:"ODEK_LOG_LEVEL" env-default:"info" env-description:"debug, info, warn or error"`
@@ -217,6 +219,17 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	return nil
 }
 
+// splitWords splits a comma-separated list, dropping empty entries.
+func splitWords(s string) []string {
+	var out []string
+	for _, w := range strings.Split(s, ",") {
+		if w = strings.TrimSpace(w); w != "" {
+			out = append(out, w)
+		}
+	}
+	return out
+}
+
 // healthcheck probes a /healthz endpoint: exit 0 on 200, 1 otherwise.
 func healthcheck(ctx context.Context, args []string, stdout io.Writer) error {
 	url := ""
@@ -289,8 +302,8 @@ func botConfig(e env, log logrus.FieldLogger) (bot.Config, error) {
 		DailyTokenBudget: e.DailyBudget, UserJobsPerMinute: e.UserRate,
 		AgentTimeout: time.Duration(e.AgentTimeout) * time.Second,
 		ArtifactDir:  dir, MaxDownloadBytes: e.MaxFileBytes, GroupSession: e.GroupSession,
-		SendArtifacts: e.SendFiles,
-		WebhookURL:    e.WebhookURL, WebhookListen: e.WebhookAddr, WebhookSecret: e.WebhookKey,
+		SendArtifacts: e.SendFiles, Keywords: splitWords(e.Keywords),
+		WebhookURL: e.WebhookURL, WebhookListen: e.WebhookAddr, WebhookSecret: e.WebhookKey,
 		Logger: log,
 	}, nil
 }
