@@ -80,6 +80,9 @@ type chatState struct {
 	// answers are the bot's answer messages by the user message they
 	// answer (the latest maxAnswersKept), for edits.
 	answers map[int][]int
+	// hist is the usage of earlier days (at most keepDays back), oldest
+	// first, for /usage.
+	hist []dayTotal
 	// last is each user's last request in this chat, for /retry.
 	last        map[int64]jobRequest
 	answerOrder []int
@@ -465,7 +468,11 @@ func (b *Bot) chatLocked(chatID int64) *chatState {
 		c = &chatState{}
 		b.chats[chatID] = c
 	}
-	c.use = c.use.rollover(b.cfg.Now())
+	now := b.cfg.Now()
+	if c.use.day != "" && c.use.day != utcDay(now) && (c.use.tokens > 0 || c.use.jobs > 0) {
+		c.hist = appendHistory(c.hist, dayTotal{Day: c.use.day, Tokens: c.use.tokens, CostUSD: c.use.costUSD, Jobs: c.use.jobs}, now)
+	}
+	c.use = c.use.rollover(now)
 	return c
 }
 
@@ -489,6 +496,10 @@ func (b *Bot) pruneLocked(now time.Time) {
 	}
 	today := utcDay(now)
 	for id, c := range b.chats {
+		c.hist = appendHistory(c.hist, dayTotal{}, now) // drops days past keepDays
+		if len(c.hist) > 0 {
+			continue
+		}
 		if len(c.queue) == 0 && c.session == "" && len(c.userSessions) == 0 && len(c.arts) == 0 && c.nextArt == 0 && !c.editPending &&
 			(c.use.day != today || c.use == usage{day: today}) {
 			delete(b.chats, id)
@@ -874,7 +885,26 @@ func (b *Bot) usageText(chatID int64) string {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	c := b.chatLocked(chatID)
-	return b.usageLine(c) + " Resets in " + humanWait(untilMidnightUTC(b.cfg.Now())) + "."
+	now := b.cfg.Now()
+	text := b.usageLine(c) + " Resets in " + humanWait(untilMidnightUTC(now)) + "."
+	week, month := c.use.total(), c.use.total()
+	weekStart, monthPrefix := utcDay(now.AddDate(0, 0, -6)), now.UTC().Format("2006-01")
+	for _, d := range c.hist {
+		if d.Day >= weekStart {
+			week = week.add(d)
+		}
+		if strings.HasPrefix(d.Day, monthPrefix) {
+			month = month.add(d)
+		}
+	}
+	text += "\nLast 7 days: " + week.line() + "\n" + now.UTC().Format("January 2006") + ": " + month.line()
+	if n := len(c.hist); n > 0 {
+		text += "\nEarlier days:"
+		for i := n - 1; i >= max(0, n-7); i-- {
+			text += "\n" + c.hist[i].Day + ": " + c.hist[i].line()
+		}
+	}
+	return text
 }
 
 func (b *Bot) statusText(chatID int64) string {

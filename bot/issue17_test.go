@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -251,5 +252,51 @@ func TestRetryRunsTheLastRequestAgain(t *testing.T) {
 	}
 	if !strings.Contains(h.tg.Commands(), `"command":"retry"`) {
 		t.Errorf("setMyCommands lacks retry: %s", h.tg.Commands())
+	}
+}
+
+// /usage shows the last 7 days and the month besides today, from a
+// history kept per chat (and in the state file).
+func TestUsageHistory(t *testing.T) {
+	var mu sync.Mutex
+	now := time.Date(2026, 12, 1, 10, 0, 0, 0, time.UTC)
+	clock := func() time.Time { mu.Lock(); defer mu.Unlock(); return now }
+	q := queue.NewMemory(queue.Options{})
+	st := &memState{}
+	h := startBot(t, q, func(c *Config) { c.Now = clock; c.State = st })
+	worker(t, q, func(ctx context.Context, l queue.Lease) queue.Result {
+		return queue.Result{Answer: "done " + l.Job.Goal, Usage: queue.Usage{PromptTokens: 1000, CompletionTokens: 500}}
+	})
+	h.tg.UserMessage(alice, alice, "day one")
+	h.waitVisible(alice, "done day one")
+	h.tg.UserMessage(alice, alice, "/usage") // usage is recorded after the reply is sent
+	h.waitVisible(alice, "Today (UTC): 1,500 tokens")
+	mu.Lock()
+	now = now.Add(24 * time.Hour)
+	mu.Unlock()
+	h.tg.UserMessage(alice, alice, "day two")
+	h.waitVisible(alice, "done day two")
+	h.tg.UserMessage(alice, alice, "/usage")
+	h.waitVisible(alice, "December 2026: 3,000 tokens, 2 job(s)")
+	h.stop()
+	h.run(func(c *Config) { c.Now = clock; c.State = st }) // the history survives a restart
+	h.tg.UserMessage(alice, alice, "/usage")
+	h.tg.Wait(t, wait, "/usage after the restart", func(s *bottest.Server) bool {
+		return strings.Count(strings.Join(s.Visible(alice), "\n"), "December 2026: 3,000 tokens, 2 job(s)") == 2
+	})
+	for _, want := range []string{"Today (UTC): 1,500 tokens", "Last 7 days: 3,000 tokens, 2 job(s)", "2026-12-01: 1,500 tokens, 1 job(s)"} {
+		if !hasText(h.tg.Visible(alice), want) {
+			t.Errorf("/usage lacks %q: %q", want, h.tg.Visible(alice))
+		}
+	}
+}
+
+func TestAppendHistoryKeepsTwoMonths(t *testing.T) {
+	now := time.Date(2026, 12, 31, 0, 0, 0, 0, time.UTC)
+	h := appendHistory(nil, dayTotal{Day: "2026-09-01", Tokens: 1}, now)
+	h = appendHistory(h, dayTotal{Day: "2026-12-30", Tokens: 2}, now)
+	h = appendHistory(h, dayTotal{Day: "2026-12-30", Tokens: 3}, now)
+	if len(h) != 1 || h[0].Tokens != 5 {
+		t.Errorf("history = %+v", h)
 	}
 }

@@ -42,6 +42,9 @@ type chatSnap struct {
 	Warned  bool      `json:"warned,omitempty"`
 	Arts    []artSnap `json:"artifacts,omitempty"`
 	NextArt int       `json:"next_artifact,omitempty"`
+	// History is the usage of earlier days (added after version 1 files
+	// were written; absent = none).
+	History []dayTotal `json:"history,omitempty"`
 }
 
 type artSnap struct {
@@ -62,7 +65,7 @@ func (b *Bot) snapshotLocked() ([]byte, error) {
 	s := snapshot{Version: stateVersion, Chats: map[string]chatSnap{}, Jobs: map[string]jobSnap{}}
 	for id, c := range b.chats {
 		cs := chatSnap{Queue: c.queue, Session: c.session, Day: c.use.day, Tokens: c.use.tokens, CostUSD: c.use.costUSD,
-			Jobs: c.use.jobs, Warned: c.use.warned, NextArt: c.nextArt}
+			Jobs: c.use.jobs, Warned: c.use.warned, NextArt: c.nextArt, History: c.hist}
 		for _, a := range c.arts {
 			cs.Arts = append(cs.Arts, artSnap{ID: a.id, Meta: a.meta})
 		}
@@ -90,7 +93,7 @@ func (b *Bot) restore(data []byte) error {
 		if err != nil {
 			return fmt.Errorf("bot: state snapshot has chat id %q", clipStr(key, 32))
 		}
-		c := &chatState{queue: cs.Queue, session: cs.Session, nextArt: cs.NextArt,
+		c := &chatState{queue: cs.Queue, session: cs.Session, nextArt: cs.NextArt, hist: cs.History,
 			use: usage{day: cs.Day, tokens: cs.Tokens, costUSD: cs.CostUSD, jobs: cs.Jobs, warned: cs.Warned}}
 		for _, a := range cs.Arts {
 			c.arts = append(c.arts, chatArtifact{id: a.ID, meta: a.Meta})
