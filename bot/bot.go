@@ -525,6 +525,10 @@ func (b *Bot) handleMessage(ctx context.Context, updateID int, m *tgbotapi.Messa
 		if at := m.CommandWithAt(); strings.Contains(at, "@") && !strings.EqualFold(at[strings.Index(at, "@")+1:], b.tg.Self().UserName) {
 			return // addressed to another bot in a group
 		}
+		if group && slices.Contains(b.cfg.AdminCommands, strings.ToLower(m.Command())) && !b.isAdmin(ctx, chatID, userID) {
+			b.replyTo(ctx, chatID, m.MessageID, "Only this group's admins can use /"+m.Command()+" here.")
+			return
+		}
 		if m.Command() == "retry" {
 			b.retry(ctx, updateID, chatID, userID, userName, m.MessageID, group)
 			return
@@ -655,6 +659,21 @@ func (b *Bot) retry(ctx context.Context, updateID int, chatID, userID int64, use
 	}
 	r.updateID, r.userName, r.replyTo, r.srcMsg, r.edited, r.uploads = updateID, userName, replyTo, msgID, false, nil
 	b.startJob(ctx, r)
+}
+
+// isAdmin asks Telegram whether userID administers the group. Any failure
+// counts as no (fail closed).
+func (b *Bot) isAdmin(ctx context.Context, chatID, userID int64) bool {
+	resp, _, err := b.tg.Call(ctx, tgbotapi.GetChatMemberConfig{ChatConfigWithUser: tgbotapi.ChatConfigWithUser{ChatID: chatID, UserID: userID}}, false)
+	if err != nil {
+		b.log.WithError(err).WithField("chat_id", chatID).Warn("bot: getChatMember failed; treating the user as no admin")
+		return false
+	}
+	var cm tgbotapi.ChatMember
+	if json.Unmarshal(resp.Result, &cm) != nil {
+		return false
+	}
+	return cm.IsAdministrator() || cm.IsCreator()
 }
 
 // replyTo sends plain text as a reply to message msgID (0 = none).

@@ -82,6 +82,9 @@ type Config struct {
 	// "user" (default) gives each member their own session inside the
 	// group, "group" one session shared by the whole group.
 	GroupSession string
+	// AdminCommands are the commands (without "/") that only a group's
+	// administrators may use in that group; private chats are unaffected.
+	AdminCommands []string
 	// Keywords are words that address the bot in a group besides a
 	// mention, a reply to the bot or a command (case-insensitive, whole
 	// words).

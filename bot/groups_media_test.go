@@ -278,3 +278,18 @@ func FuzzUntrustedInput(f *testing.F) {
 		_ = entityText(text, tgbotapi.MessageEntity{Type: "mention", Offset: off, Length: length})
 	})
 }
+
+// Admins-only commands: in a group, a configured command is refused to a
+// member who is no admin and runs for an admin; private chats are not
+// affected.
+func TestAdminOnlyCommandsInGroups(t *testing.T) {
+	q := queue.NewMemory(queue.Options{})
+	h := startBot(t, q, func(c *Config) { c.AllowedChats = []int64{group}; c.AdminCommands = []string{"new"} })
+	h.tg.SetAdmin(group, alice)
+	h.tg.UserMessage(group, bob, "/new")
+	h.waitVisible(group, "Only this group's admins can use /new here.")
+	h.tg.UserMessage(group, alice, "/new")
+	h.waitVisible(group, "New conversation")
+	h.tg.UserMessage(bob, bob, "/new")
+	h.waitVisible(bob, "New conversation")
+}

@@ -197,3 +197,42 @@ func (s *Server) EditMessage(chatID, userID int64, messageID int, text string) i
 		return map[string]any{"edited_message": m}
 	})
 }
+
+// SetAdmin makes userID an administrator of chatID for getChatMember
+// (everyone else is a "member").
+func (s *Server) SetAdmin(chatID, userID int64) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.admins == nil {
+		s.admins = map[int64]map[int64]bool{}
+	}
+	if s.admins[chatID] == nil {
+		s.admins[chatID] = map[int64]bool{}
+	}
+	s.admins[chatID][userID] = true
+}
+
+// getChatMember answers https://core.telegram.org/bots/api#getchatmember
+// with a ChatMember whose status is "administrator" or "member".
+func (s *Server) getChatMember(p map[string][]string) (any, *apiError) {
+	get := func(k string) string {
+		if v := p[k]; len(v) > 0 {
+			return v[0]
+		}
+		return ""
+	}
+	var chatID, userID int64
+	if _, err := fmt.Sscan(get("chat_id"), &chatID); err != nil {
+		return nil, errReply(400, "Bad Request: chat not found")
+	}
+	if _, err := fmt.Sscan(get("user_id"), &userID); err != nil {
+		return nil, errReply(400, "Bad Request: invalid user_id specified")
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	status := "member"
+	if s.admins[chatID][userID] {
+		status = "administrator"
+	}
+	return map[string]any{"status": status, "user": User{ID: userID, FirstName: fmt.Sprintf("user%d", userID)}}, nil
+}

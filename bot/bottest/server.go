@@ -126,6 +126,7 @@ type Server struct {
 	callbacks map[string]bool
 	commands  string
 	files     map[string]storedFile // by file_id
+	admins    map[int64]map[int64]bool
 	fileSeq   int
 }
 
@@ -613,6 +614,8 @@ func (s *Server) dispatch(r *http.Request, method string, p url.Values, fileName
 		return s.getUpdates(r, p)
 	case "getFile":
 		return s.getFile(p)
+	case "getChatMember":
+		return s.getChatMember(p)
 	case "sendMessage":
 		return s.sendMessage(p)
 	case "editMessageText":

@@ -115,7 +115,12 @@ type renderer struct {
 	inQuote bool
 	inStyle int // depth of bold, italic and strikethrough
 	inBold  int // depth of bold (headings included)
+	lists   int // depth of list items
 }
+
+// maxIndent is the deepest list level indented; deeper levels are shown
+// at that indent, which keeps rendering linear in the answer's size.
+const maxIndent = 8
 
 // styled renders the inlines of a bold, italic or strikethrough node.
 func (r *renderer) styled(o *out, n ast.Node) {
@@ -294,8 +299,13 @@ func (r *renderer) listItem(o *out, l *ast.List, it ast.Node, num int, _ string)
 		marker = itoa(num) + ". "
 	}
 	var inner out
+	r.lists++
 	r.children(&inner, it, "\n")
+	r.lists--
 	pad := "\n" + strings.Repeat(" ", utf8.RuneCountInString(marker))
+	if r.lists >= maxIndent {
+		pad = "\n"
+	}
 	o.text(marker)
 	o.h.WriteString(strings.ReplaceAll(inner.h.String(), "\n", pad))
 	o.p.WriteString(strings.ReplaceAll(inner.p.String(), "\n", pad))
