@@ -65,7 +65,8 @@ type Bot struct {
 	refused   map[int64]time.Time
 	inflight  map[string]bool // results being delivered, by job id
 	batches   map[batchKey]*batch
-	idle      chan struct{} // closed by resultsLoop on an empty read with nothing inflight (Settle)
+	langs     map[int64]string // user id → language of the built-in texts
+	idle      chan struct{}    // closed by resultsLoop on an empty read with nothing inflight (Settle)
 	health    healthState
 	lastSaved []byte    // the last state snapshot saved
 	lastPrune time.Time // when pruneLocked last ran
@@ -153,7 +154,7 @@ func New(cfg Config, q Queue) (*Bot, error) {
 		cfg: cfg, q: q, access: NewAccess(cfg.AllowedUsers, cfg.AllowedChats, cfg.AllowAll), log: cfg.Logger,
 		consumer: cfg.Consumer, serial: newSerializer(),
 		chats: map[int64]*chatState{}, jobs: map[string]*jobState{}, approvals: map[string]*approvalState{},
-		users: map[int64]bucket{}, refused: map[int64]time.Time{}, inflight: map[string]bool{}, batches: map[batchKey]*batch{},
+		users: map[int64]bucket{}, refused: map[int64]time.Time{}, inflight: map[string]bool{}, batches: map[batchKey]*batch{}, langs: map[int64]string{},
 	}
 	if aq, ok := q.(ApprovalQueue); ok {
 		b.aq = aq
@@ -514,7 +515,9 @@ func (b *Bot) handleMessage(ctx context.Context, updateID int, m *tgbotapi.Messa
 	var userName string
 	if m.From != nil {
 		userID, userName = m.From.ID, displayName(m.From)
+		b.setLang(userID, m.From.LanguageCode)
 	}
+	lang := b.lang(userID)
 	text := m.Text
 	if text == "" {
 		text = m.Caption
@@ -526,7 +529,7 @@ func (b *Bot) handleMessage(ctx context.Context, updateID int, m *tgbotapi.Messa
 			return // addressed to another bot in a group
 		}
 		if group && slices.Contains(b.cfg.AdminCommands, strings.ToLower(m.Command())) && !b.isAdmin(ctx, chatID, userID) {
-			b.replyTo(ctx, chatID, m.MessageID, "Only this group's admins can use /"+m.Command()+" here.")
+			b.replyTo(ctx, chatID, m.MessageID, tr(lang, "admins.only", m.Command()))
 			return
 		}
 		if m.Command() == "retry" {
@@ -547,7 +550,11 @@ func (b *Bot) handleMessage(ctx context.Context, updateID int, m *tgbotapi.Messa
 		replyTo = m.MessageID
 	}
 	if kind := unsupportedKind(m); kind != "" {
-		b.replyTo(ctx, chatID, replyTo, "I cannot take "+kind+" yet. "+supportedText)
+		k := tr(lang, "kind."+kind)
+		if lang == "de" {
+			k = strings.ToUpper(k[:1]) + k[1:]
+		}
+		b.replyTo(ctx, chatID, replyTo, tr(lang, "unsupported", k))
 		return
 	}
 	var up *upload
@@ -559,7 +566,7 @@ func (b *Bot) handleMessage(ctx context.Context, updateID int, m *tgbotapi.Messa
 		}
 	}
 	if strings.TrimSpace(text) == "" && up == nil {
-		b.replyTo(ctx, chatID, replyTo, "I can only read text for now: send your request as a text message.")
+		b.replyTo(ctx, chatID, replyTo, tr(lang, "text.only"))
 		return
 	}
 	forwarded := m.ForwardFrom != nil || m.ForwardFromChat != nil || m.ForwardSenderName != "" || m.ForwardDate != 0
@@ -654,7 +661,7 @@ func (b *Bot) retry(ctx context.Context, updateID int, chatID, userID int64, use
 		replyTo = msgID
 	}
 	if !ok {
-		b.replyTo(ctx, chatID, replyTo, "Nothing to retry: send a request first.")
+		b.replyTo(ctx, chatID, replyTo, tr(b.lang(userID), "no.retry"))
 		return
 	}
 	r.updateID, r.userName, r.replyTo, r.srcMsg, r.edited, r.uploads = updateID, userName, replyTo, msgID, false, nil
@@ -849,7 +856,7 @@ func (b *Bot) command(ctx context.Context, chatID, userID int64, cmd, arg string
 			c.session = fmt.Sprintf("telegram:%d:%d", chatID, b.cfg.Now().UnixNano())
 		}
 		b.mu.Unlock()
-		b.reply(ctx, chatID, "🆕 New conversation: your next message starts a fresh session.")
+		b.reply(ctx, chatID, tr(b.lang(userID), "new"))
 	case "stop":
 		n, statusMsgs := b.cancelChat(ctx, chatID)
 		for _, msg := range statusMsgs {
@@ -857,10 +864,10 @@ func (b *Bot) command(ctx context.Context, chatID, userID int64, cmd, arg string
 		}
 		b.closeApprovals(ctx, chatID, "", "⏹ Closed: the job was stopped, so this did not run.")
 		if n == 0 {
-			b.reply(ctx, chatID, "Nothing to stop.")
+			b.reply(ctx, chatID, tr(b.lang(userID), "nothing.stop"))
 			return
 		}
-		b.reply(ctx, chatID, fmt.Sprintf("⏹ Stopping %d job(s).", n))
+		b.reply(ctx, chatID, tr(b.lang(userID), "stopping", n))
 	case "status":
 		b.reply(ctx, chatID, b.statusText(chatID))
 	case "usage":
@@ -868,25 +875,21 @@ func (b *Bot) command(ctx context.Context, chatID, userID int64, cmd, arg string
 	case "artifact":
 		b.sendArtifact(ctx, chatID, arg)
 	default:
-		b.reply(ctx, chatID, "Unknown command. /help lists the commands.")
+		b.reply(ctx, chatID, tr(b.lang(userID), "unknown"))
 	}
 }
 
 func (b *Bot) helpText(userID int64) string {
+	lang := b.lang(userID)
 	var lim []string
 	if b.cfg.DailyTokenBudget > 0 {
-		lim = append(lim, fmt.Sprintf("%s tokens per chat per day (UTC)", Thousands(b.cfg.DailyTokenBudget)))
+		lim = append(lim, tr(lang, "lim.budget", Thousands(b.cfg.DailyTokenBudget)))
 	}
 	if b.cfg.UserJobsPerMinute > 0 {
-		lim = append(lim, fmt.Sprintf("%d requests per minute", b.cfg.UserJobsPerMinute))
+		lim = append(lim, tr(lang, "lim.rate", b.cfg.UserJobsPerMinute))
 	}
-	lim = append(lim, fmt.Sprintf("%s per job", humanWait(b.cfg.AgentTimeout)))
-	return "🤖 odek runs an agent on each message you send and replies with the result.\n\n" +
-		"/new — start a fresh conversation\n/stop — cancel the running job and empty the queue\n" +
-		"/status — running job, queue and today's usage\n/usage — today's tokens and budget\n" +
-		"/artifact <id> — send a file a job produced\n/retry — run your last request again\n\n" +
-		"Limits: " + strings.Join(lim, ", ") + ".\n" +
-		fmt.Sprintf("Your Telegram user id: %d", userID)
+	lim = append(lim, tr(lang, "lim.timeout", humanWait(b.cfg.AgentTimeout)))
+	return tr(lang, "help", strings.Join(lim, ", "), userID)
 }
 
 func (b *Bot) usageLine(c *chatState) string {

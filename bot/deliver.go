@@ -77,16 +77,21 @@ func (b *Bot) resultsLoop(ctx context.Context) error {
 // resultText is the text of a reply to a result that did not succeed.
 // Pure.
 func resultText(res queue.Result, timedOut bool, timeout time.Duration) string {
+	return resultTextIn("en", res, timedOut, timeout)
+}
+
+// resultTextIn is resultText in lang.
+func resultTextIn(lang string, res queue.Result, timedOut bool, timeout time.Duration) string {
 	switch res.Status {
 	case queue.StatusCanceled:
 		if timedOut {
-			return fmt.Sprintf("⏱ Stopped: the job ran longer than the limit of %s.", humanWait(timeout))
+			return tr(lang, "timed.out", humanWait(timeout))
 		}
-		return "⏹ Stopped."
+		return tr(lang, "stopped")
 	case queue.StatusDeadLettered:
 		return fmt.Sprintf("❌ The job was abandoned by its worker %d times and was dropped. An operator can retry it with: odek queue retry %s", res.Attempt, res.JobID)
 	case queue.StatusFailed:
-		msg := "❌ The job failed"
+		msg := tr(lang, "failed")
 		if e := oneLine(res.Error, 300); e != "" {
 			msg += ": " + e
 		}
@@ -154,7 +159,11 @@ func (b *Bot) deliver(ctx context.Context, d queue.Delivery) {
 			reply.Answer = "(The agent finished without an answer.)"
 		}
 	} else {
-		reply.Head = resultText(res, timedOut, b.cfg.AgentTimeout)
+		lang := "en"
+		if js != nil {
+			lang = b.lang(js.userID)
+		}
+		reply.Head = resultTextIn(lang, res, timedOut, b.cfg.AgentTimeout)
 	}
 	chunks := FormatReply(reply, MaxMessageLen)
 	if superseded {

@@ -128,7 +128,8 @@ func asciiFold(a, b string) bool {
 	return true
 }
 
-// unsupportedKind names a message kind the bot cannot take, or "".
+// unsupportedKind is the texts key suffix ("kind.<x>") of a message kind
+// the bot cannot take, or "".
 func unsupportedKind(m *tgbotapi.Message) string {
 	switch {
 	case m.Sticker != nil:
@@ -138,7 +139,7 @@ func unsupportedKind(m *tgbotapi.Message) string {
 	case m.Poll != nil:
 		return "polls"
 	case m.Voice != nil || m.Audio != nil:
-		return "voice and audio messages"
+		return "voice"
 	case m.Video != nil || m.VideoNote != nil || m.Animation != nil:
 		return "videos"
 	case m.Contact != nil:
@@ -148,9 +149,6 @@ func unsupportedKind(m *tgbotapi.Message) string {
 	}
 	return ""
 }
-
-// supportedText says what the bot takes, for the reply to other kinds.
-const supportedText = "I can read text messages, documents (files) and photos, with or without a caption."
 
 // upload is a file a user sent, saved in the chat's directory.
 type upload struct {

@@ -300,3 +300,21 @@ func TestAppendHistoryKeepsTwoMonths(t *testing.T) {
 		t.Errorf("history = %+v", h)
 	}
 }
+
+// Built-in texts follow the user's language_code: German for "de…",
+// English otherwise.
+func TestBuiltInTextsInTheUsersLanguage(t *testing.T) {
+	q := queue.NewMemory(queue.Options{})
+	h := startBot(t, q, nil)
+	worker(t, q, func(ctx context.Context, l queue.Lease) queue.Result {
+		return queue.Result{Status: queue.StatusFailed, Error: "kaputt"}
+	})
+	h.tg.Send(bottest.Incoming{Chat: alice, User: alice, Text: "/help", Lang: "de-AT"})
+	h.waitVisible(alice, "Deine Telegram-Benutzer-ID: 1001")
+	h.tg.Send(bottest.Incoming{Chat: alice, User: alice, Sticker: true, Lang: "de"})
+	h.waitVisible(alice, "Sticker kann ich noch nicht annehmen.")
+	h.tg.Send(bottest.Incoming{Chat: alice, User: alice, Text: "mach was", Lang: "de"})
+	h.waitVisible(alice, "❌ Der Auftrag ist fehlgeschlagen: kaputt.")
+	h.tg.Send(bottest.Incoming{Chat: bob, User: bob, Text: "/stop", Lang: "en-GB"})
+	h.waitVisible(bob, "Nothing to stop.")
+}

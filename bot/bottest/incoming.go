@@ -41,6 +41,8 @@ type Incoming struct {
 	Sticker    bool
 	Location   bool
 	Poll       bool
+	// Lang is the sender's language_code.
+	Lang string
 }
 
 // Send queues a message update built from in, marking "@username"
@@ -49,6 +51,7 @@ type Incoming struct {
 func (s *Server) Send(in Incoming) (updateID, messageID int) {
 	updateID = s.addUpdate(func(int) map[string]any {
 		m := s.userMessage(in.Chat, in.User, in.Text)
+		m.From.LanguageCode = in.Lang
 		m.Caption, m.CaptionEntities = in.Caption, mentions(in.Caption)
 		m.MediaGroupID = in.MediaGroup
 		if in.ReplyTo != 0 {

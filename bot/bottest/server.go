@@ -161,6 +161,9 @@ type User struct {
 	IsBot     bool   `json:"is_bot"`
 	FirstName string `json:"first_name"`
 	Username  string `json:"username,omitempty"`
+	// LanguageCode is the user's IETF language tag ("de"), as Telegram
+	// sends it for users.
+	LanguageCode string `json:"language_code,omitempty"`
 }
 
 type chat struct {
