@@ -96,14 +96,35 @@ type unit struct {
 
 func (u unit) fits(limit int) bool { return TextLen(u.html) <= limit && TextLen(u.plain) <= limit }
 
-// out accumulates one rendering in both forms.
+// out accumulates one rendering in both forms. indent follows every line
+// break written with text (list items' continuation lines); nonspace
+// counts the texts written that were not all white space, so children can
+// drop a child that rendered to nothing without rescanning it.
 type out struct {
-	h, p strings.Builder
+	h, p     bytes.Buffer
+	indent   string
+	nonspace int
 }
 
 func (o *out) text(s string) {
+	if o.indent != "" && strings.IndexByte(s, '\n') >= 0 {
+		s = strings.ReplaceAll(s, "\n", "\n"+o.indent)
+	}
 	o.h.WriteString(htmlEscaper.Replace(s))
 	o.p.WriteString(s)
+	if strings.TrimSpace(s) != "" {
+		o.nonspace++
+	}
+}
+
+// sub is an empty out for a nested rendering that is copied into o.
+func (o *out) sub() out { return out{indent: o.indent} }
+
+// add copies a nested rendering into o.
+func (o *out) add(in *out) {
+	o.h.Write(in.h.Bytes())
+	o.p.Write(in.p.Bytes())
+	o.nonspace += in.nonspace
 }
 
 func (o *out) tag(s string) { o.h.WriteString(s) }
@@ -190,12 +211,18 @@ func splitUnit(u unit, limit int) []unit {
 		open, close := preTags(u.lang)
 		overhead := TextLen(open) + TextLen(close)
 		for _, piece := range splitText(u.raw, limit-overhead, EscapeHTML) {
+			if strings.TrimSpace(piece) == "" {
+				continue // Telegram refuses an empty message
+			}
 			out = append(out, unit{html: open + EscapeHTML(piece) + close, plain: piece, sep: sep})
 			sep = "\n"
 		}
 		return out
 	}
 	for _, piece := range splitText(u.plain, limit, EscapeHTML) {
+		if strings.TrimSpace(piece) == "" {
+			continue // Telegram refuses an empty message
+		}
 		out = append(out, unit{html: EscapeHTML(piece), plain: piece, sep: sep})
 		sep = "\n"
 	}
@@ -216,7 +243,7 @@ func (r *renderer) block(o *out, n ast.Node, u *unit) {
 	case *ast.Paragraph, *ast.TextBlock:
 		r.inlines(o, n)
 	case *ast.Heading:
-		var inner out
+		inner := o.sub()
 		r.inBold++
 		r.styled(&inner, n)
 		r.inBold--
@@ -224,8 +251,7 @@ func (r *renderer) block(o *out, n ast.Node, u *unit) {
 			return
 		}
 		o.tag("<b>")
-		o.h.WriteString(inner.h.String())
-		o.p.WriteString(inner.p.String())
+		o.add(&inner)
 		o.tag("</b>")
 	case *ast.ThematicBreak:
 		o.text("———")
@@ -245,15 +271,14 @@ func (r *renderer) block(o *out, n ast.Node, u *unit) {
 			return
 		}
 		r.inQuote = true
-		var inner out
+		inner := o.sub()
 		r.children(&inner, n, "\n")
 		r.inQuote = false
-		if strings.TrimSpace(inner.p.String()) == "" {
+		if inner.nonspace == 0 {
 			return
 		}
 		o.tag("<blockquote>")
-		o.h.WriteString(inner.h.String())
-		o.p.WriteString(inner.p.String())
+		o.add(&inner)
 		o.tag("</blockquote>")
 	case *ast.List:
 		i := n.Start
@@ -273,42 +298,43 @@ func (r *renderer) block(o *out, n ast.Node, u *unit) {
 	}
 }
 
-// children renders block children joined by sep.
+// children renders block children joined by sep, dropping children that
+// render to nothing (written in place: no copy per nesting level).
 func (r *renderer) children(o *out, n ast.Node, sep string) {
 	first := true
 	for c := n.FirstChild(); c != nil; c = c.NextSibling() {
-		var inner out
-		r.block(&inner, c, nil)
-		if strings.TrimSpace(inner.p.String()) == "" {
-			continue
-		}
+		hMark, pMark, nsMark := o.h.Len(), o.p.Len(), o.nonspace
 		if !first {
 			o.text(sep)
 		}
+		sepNS := o.nonspace
+		r.block(o, c, nil)
+		if o.nonspace == sepNS {
+			o.h.Truncate(hMark)
+			o.p.Truncate(pMark)
+			o.nonspace = nsMark
+			continue
+		}
 		first = false
-		o.h.WriteString(inner.h.String())
-		o.p.WriteString(inner.p.String())
 	}
 }
 
 // listItem renders one item with its marker; lines after the first are
-// indented under the marker's text.
+// indented under the marker's text (up to maxIndent levels).
 func (r *renderer) listItem(o *out, l *ast.List, it ast.Node, num int, _ string) {
 	marker := "• "
 	if l.IsOrdered() {
 		marker = itoa(num) + ". "
 	}
-	var inner out
-	r.lists++
-	r.children(&inner, it, "\n")
-	r.lists--
-	pad := "\n" + strings.Repeat(" ", utf8.RuneCountInString(marker))
-	if r.lists >= maxIndent {
-		pad = "\n"
-	}
 	o.text(marker)
-	o.h.WriteString(strings.ReplaceAll(inner.h.String(), "\n", pad))
-	o.p.WriteString(strings.ReplaceAll(inner.p.String(), "\n", pad))
+	saved := o.indent
+	if r.lists < maxIndent {
+		o.indent += strings.Repeat(" ", utf8.RuneCountInString(marker))
+	}
+	r.lists++
+	r.children(o, it, "\n")
+	r.lists--
+	o.indent = saved
 }
 
 func itoa(n int) string {
@@ -347,7 +373,7 @@ func (r *renderer) table(o *out, t *east.Table, u *unit) {
 	for row := t.FirstChild(); row != nil; row = row.NextSibling() {
 		var cells []string
 		for c := row.FirstChild(); c != nil; c = c.NextSibling() {
-			var inner out
+			var inner out // a cell is one line: no indent
 			saved := r.inLink
 			r.inLink = true // cell text only: no entities inside pre
 			r.inlines(&inner, c)
@@ -436,29 +462,26 @@ func (r *renderer) inline(o *out, n ast.Node) {
 			r.inBold++
 			defer func() { r.inBold-- }()
 		}
-		var inner out
+		inner := o.sub()
 		r.styled(&inner, n)
 		if inner.p.Len() == 0 {
 			return
 		}
 		if t == "b" && r.inBold > 1 { // already bold
-			o.h.WriteString(inner.h.String())
-			o.p.WriteString(inner.p.String())
+			o.add(&inner)
 			return
 		}
 		o.tag("<" + t + ">")
-		o.h.WriteString(inner.h.String())
-		o.p.WriteString(inner.p.String())
+		o.add(&inner)
 		o.tag("</" + t + ">")
 	case *east.Strikethrough:
-		var inner out
+		inner := o.sub()
 		r.styled(&inner, n)
 		if inner.p.Len() == 0 {
 			return
 		}
 		o.tag("<s>")
-		o.h.WriteString(inner.h.String())
-		o.p.WriteString(inner.p.String())
+		o.add(&inner)
 		o.tag("</s>")
 	case *ast.Link:
 		r.link(o, string(unescape(n.Destination)), n, "")
@@ -490,7 +513,7 @@ func (r *renderer) inline(o *out, n ast.Node) {
 // link renders a link: an "a" entity for an http(s), tg or mailto URL
 // outside another link, else its text followed by the URL in parentheses.
 func (r *renderer) link(o *out, dest string, n ast.Node, label string) {
-	var inner out
+	inner := o.sub()
 	saved := r.inLink
 	r.inLink = true
 	if n != nil {
@@ -506,20 +529,18 @@ func (r *renderer) link(o *out, dest string, n ast.Node, label string) {
 			o.text(dest)
 			return
 		}
-		o.h.WriteString(inner.h.String())
-		o.p.WriteString(shown)
+		o.add(&inner)
 		if dest != "" && dest != shown {
 			o.text(" (" + dest + ")")
 		}
 		return
 	}
 	if strings.TrimSpace(shown) == "" {
-		inner = out{}
+		inner = o.sub()
 		inner.text(dest)
 	}
 	o.tag(`<a href="` + htmlEscaper.Replace(dest) + `">`)
-	o.h.WriteString(inner.h.String())
-	o.p.WriteString(inner.p.String())
+	o.add(&inner)
 	o.tag("</a>")
 }
 
