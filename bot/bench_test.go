@@ -133,7 +133,7 @@ func BenchmarkUpdates100Chats(b *testing.B) {
 			tg.WaitCalls(b, 5*time.Minute, func(c []bottest.Call) bool {
 				n := 0
 				for _, x := range c {
-					if x.Params.Get("parse_mode") == "MarkdownV2" {
+					if x.Params.Get("parse_mode") == "HTML" {
 						n++
 					}
 				}

@@ -16,6 +16,7 @@ import (
 	"github.com/sirupsen/logrus"
 
 	"github.com/odekrun/odek/artifacts"
+	"github.com/odekrun/odek/bot/tgclient"
 	"github.com/odekrun/odek/queue"
 )
 
@@ -55,7 +56,7 @@ type Bot struct {
 	consumer string
 	serial   *serializer
 
-	tg *telegram // set by Run before any goroutine starts
+	tg *tgclient.Client // set by Run before any goroutine starts
 
 	mu        sync.Mutex
 	chats     map[int64]*chatState
@@ -64,14 +65,29 @@ type Bot struct {
 	users     map[int64]bucket
 	refused   map[int64]time.Time
 	inflight  map[string]bool // results being delivered, by job id
+	batches   map[batchKey]*batch
+	langs     map[int64]string // user id → language of the built-in texts
+	idle      chan struct{}    // closed by resultsLoop on an empty read with nothing inflight (Settle)
 	health    healthState
 	lastSaved []byte    // the last state snapshot saved
 	lastPrune time.Time // when pruneLocked last ran
 }
 
 type chatState struct {
-	queue       []string // unfinished jobs this bot enqueued, in order
-	session     string   // "" = the chat's default session
+	queue   []string // unfinished jobs this bot enqueued, in order
+	session string   // "" = the chat's default session
+	// userSessions are the members' sessions chosen with /new in a group
+	// with per-user sessions (not kept in the state file).
+	userSessions map[int64]string
+	// answers are the bot's answer messages by the user message they
+	// answer (the latest maxAnswersKept), for edits.
+	answers map[int][]int
+	// hist is the usage of earlier days (at most keepDays back), oldest
+	// first, for /usage.
+	hist []dayTotal
+	// last is each user's last request in this chat, for /retry.
+	last        map[int64]jobRequest
+	answerOrder []int
 	use         usage
 	arts        []chatArtifact
 	nextArt     int
@@ -97,12 +113,22 @@ type jobState struct {
 	lastText  string
 	timedOut  bool
 	stopped   bool
+	waiting   int // open approval prompts
+	askedAt   time.Time
+	statusDue time.Time // when a delayed first status message is due
+	replyTo   int       // the message that asked for the job (groups)
+	uploads   []string  // artifact paths of the files the user sent with it
+	srcMsg    int       // the user's message that asked for the job
+	// superseded: the user edited the message; the job is canceled and its
+	// result is not shown.
+	superseded bool
 }
 
 type approvalState struct {
 	a         queue.Approval
 	requester int64
 	msgID     int
+	shown     string // the question as the prompt shows it
 	settled   bool
 }
 
@@ -129,7 +155,7 @@ func New(cfg Config, q Queue) (*Bot, error) {
 		cfg: cfg, q: q, access: NewAccess(cfg.AllowedUsers, cfg.AllowedChats, cfg.AllowAll), log: cfg.Logger,
 		consumer: cfg.Consumer, serial: newSerializer(),
 		chats: map[int64]*chatState{}, jobs: map[string]*jobState{}, approvals: map[string]*approvalState{},
-		users: map[int64]bucket{}, refused: map[int64]time.Time{}, inflight: map[string]bool{},
+		users: map[int64]bucket{}, refused: map[int64]time.Time{}, inflight: map[string]bool{}, batches: map[batchKey]*batch{}, langs: map[int64]string{},
 	}
 	if aq, ok := q.(ApprovalQueue); ok {
 		b.aq = aq
@@ -150,7 +176,7 @@ func New(cfg Config, q Queue) (*Bot, error) {
 // webhook that cannot be set).
 func (b *Bot) Run(ctx context.Context) error {
 	b.loadState(ctx)
-	tg, err := connect(ctx, b.cfg)
+	tg, err := connect(ctx, b.cfg, &b.metrics)
 	if err != nil {
 		if ctx.Err() != nil {
 			return nil
@@ -158,8 +184,7 @@ func (b *Bot) Run(ctx context.Context) error {
 		return err
 	}
 	b.tg = tg
-	tg.m = &b.metrics
-	b.log.WithField("username", tg.self().UserName).Info("bot: connected to Telegram")
+	b.log.WithField("username", tg.Self().UserName).Info("bot: connected to Telegram")
 	b.setCommands(ctx)
 	b.dropLostJobs(ctx)
 
@@ -195,7 +220,11 @@ func (b *Bot) Run(ctx context.Context) error {
 	}
 	<-ctx.Done()
 	wg.Wait()
+	b.flushBatches(ctx)
 	b.serial.Wait()
+	nctx, ncancel := context.WithTimeout(context.Background(), 10*time.Second)
+	b.notifyShutdown(nctx)
+	ncancel()
 	if b.cfg.State != nil {
 		sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		b.saveState(sctx)
@@ -218,10 +247,11 @@ var commands = []tgbotapi.BotCommand{
 	{Command: "status", Description: "Running job, queue and today's usage"},
 	{Command: "usage", Description: "Today's token usage and budget"},
 	{Command: "artifact", Description: "Send an artifact: /artifact <id>"},
+	{Command: "retry", Description: "Run your last request again"},
 }
 
 func (b *Bot) setCommands(ctx context.Context) {
-	if _, _, err := b.tg.call(ctx, tgbotapi.NewSetMyCommands(commands...), false); err != nil {
+	if _, _, err := b.tg.Call(ctx, tgbotapi.NewSetMyCommands(commands...), false); err != nil {
 		b.log.WithError(err).Warn("bot: setMyCommands failed; commands still work but are not suggested")
 	}
 }
@@ -233,10 +263,8 @@ func (b *Bot) setCommands(ctx context.Context) {
 // back to polling would otherwise never receive an update. Pending updates
 // are kept.
 func (b *Bot) dropWebhook(ctx context.Context) {
-	api := b.tg.base
-	api.Client = ctxClient{ctx: ctx, hc: b.tg.hc, token: b.tg.token}
-	if _, err := api.MakeRequest("deleteWebhook", tgbotapi.Params{"drop_pending_updates": "false"}); err != nil && ctx.Err() == nil {
-		b.log.WithError(scrub(err, b.tg.token)).Warn("bot: deleteWebhook failed; getUpdates may be refused while a webhook is set")
+	if _, err := b.tg.Raw(ctx, "deleteWebhook", tgbotapi.Params{"drop_pending_updates": "false"}); err != nil && ctx.Err() == nil {
+		b.log.WithError(err).Warn("bot: deleteWebhook failed; getUpdates may be refused while a webhook is set")
 	}
 }
 
@@ -248,7 +276,7 @@ func (b *Bot) poll(ctx context.Context) error {
 	for ctx.Err() == nil {
 		cfg := tgbotapi.UpdateConfig{Offset: offset, Limit: 100, Timeout: int(b.cfg.PollTimeout / time.Second),
 			AllowedUpdates: []string{"message", "edited_message", "callback_query"}}
-		resp, err := b.tg.once(ctx, cfg)
+		resp, err := b.tg.Once(ctx, cfg)
 		var ups []tgbotapi.Update
 		if err == nil {
 			err = json.Unmarshal(resp.Result, &ups)
@@ -364,7 +392,7 @@ func (b *Bot) refuse(ctx context.Context, chatID, userID int64, updateID int, ca
 // reply sends plain text, logging failures. It reports whether the chat is
 // still reachable.
 func (b *Bot) reply(ctx context.Context, chatID int64, text string) bool {
-	_, kind, err := b.tg.sendPlain(ctx, chatID, text, nil)
+	_, kind, err := b.tg.SendPlain(ctx, chatID, text, nil)
 	return b.checkSend(ctx, chatID, kind, err)
 }
 
@@ -442,7 +470,11 @@ func (b *Bot) chatLocked(chatID int64) *chatState {
 		c = &chatState{}
 		b.chats[chatID] = c
 	}
-	c.use = c.use.rollover(b.cfg.Now())
+	now := b.cfg.Now()
+	if c.use.day != "" && c.use.day != utcDay(now) && (c.use.tokens > 0 || c.use.jobs > 0) {
+		c.hist = appendHistory(c.hist, dayTotal{Day: c.use.day, Tokens: c.use.tokens, CostUSD: c.use.costUSD, Jobs: c.use.jobs}, now)
+	}
+	c.use = c.use.rollover(now)
 	return c
 }
 
@@ -466,7 +498,11 @@ func (b *Bot) pruneLocked(now time.Time) {
 	}
 	today := utcDay(now)
 	for id, c := range b.chats {
-		if len(c.queue) == 0 && c.session == "" && len(c.arts) == 0 && c.nextArt == 0 && !c.editPending &&
+		c.hist = appendHistory(c.hist, dayTotal{}, now) // drops days past keepDays
+		if len(c.hist) > 0 {
+			continue
+		}
+		if len(c.queue) == 0 && c.session == "" && len(c.userSessions) == 0 && len(c.arts) == 0 && c.nextArt == 0 && !c.editPending &&
 			(c.use.day != today || c.use == usage{day: today}) {
 			delete(b.chats, id)
 		}
@@ -480,24 +516,191 @@ func (b *Bot) handleMessage(ctx context.Context, updateID int, m *tgbotapi.Messa
 	var userName string
 	if m.From != nil {
 		userID, userName = m.From.ID, displayName(m.From)
+		b.setLang(userID, m.From.LanguageCode)
 	}
+	lang := b.lang(userID)
 	text := m.Text
 	if text == "" {
 		text = m.Caption
 	}
-	if strings.TrimSpace(text) == "" {
-		b.reply(ctx, chatID, "I can only read text for now: send your request as a text message.")
-		return
-	}
+	group := isGroup(m)
 	if m.IsCommand() {
-		if at := m.CommandWithAt(); strings.Contains(at, "@") && !strings.EqualFold(at[strings.Index(at, "@")+1:], b.tg.self().UserName) {
+		b.flushBatch(ctx, batchKey{chatID, userID}) // what was sent before the command runs first
+		if at := m.CommandWithAt(); strings.Contains(at, "@") && !strings.EqualFold(at[strings.Index(at, "@")+1:], b.tg.Self().UserName) {
 			return // addressed to another bot in a group
+		}
+		if group && slices.Contains(b.cfg.AdminCommands, strings.ToLower(m.Command())) && !b.isAdmin(ctx, chatID, userID) {
+			b.replyTo(ctx, chatID, m.MessageID, tr(lang, "admins.only", m.Command()))
+			return
+		}
+		if m.Command() == "retry" {
+			b.retry(ctx, updateID, chatID, userID, userName, m.MessageID, group)
+			return
 		}
 		b.command(ctx, chatID, userID, m.Command(), strings.TrimSpace(m.CommandArguments()))
 		return
 	}
+	if group {
+		if !b.addressed(m, text) {
+			return // group chatter not meant for the bot
+		}
+		text = stripMention(text, b.tg.Self().UserName)
+	}
+	replyTo := 0
+	if group {
+		replyTo = m.MessageID
+	}
+	if kind := unsupportedKind(m); kind != "" {
+		k := tr(lang, "kind."+kind)
+		if lang == "de" {
+			k = strings.ToUpper(k[:1]) + k[1:]
+		}
+		b.replyTo(ctx, chatID, replyTo, tr(lang, "unsupported", k))
+		return
+	}
+	var up *upload
+	if _, _, _, _, _, ok := attachment(m); ok {
+		var msg string
+		if up, msg = b.saveUpload(ctx, chatID, m); up == nil {
+			b.replyTo(ctx, chatID, replyTo, msg)
+			return
+		}
+	}
+	if strings.TrimSpace(text) == "" && up == nil {
+		b.replyTo(ctx, chatID, replyTo, tr(lang, "text.only"))
+		return
+	}
 	forwarded := m.ForwardFrom != nil || m.ForwardFromChat != nil || m.ForwardSenderName != "" || m.ForwardDate != 0
-	b.startJob(ctx, updateID, chatID, userID, userName, text, forwarded, edited)
+	goal := text
+	if forwarded {
+		goal = forwardedGoal(text)
+	}
+	if edited {
+		b.supersede(ctx, chatID, m.MessageID)
+	}
+	r := jobRequest{updateID: updateID, chatID: chatID, userID: userID, userName: userName,
+		text: goal, edited: edited, group: group, replyTo: replyTo, srcMsg: m.MessageID}
+	if up != nil {
+		r.files = append(r.files, up.goalLine())
+		r.uploads = append(r.uploads, strconv.FormatInt(chatID, 10)+"/"+up.rel)
+	}
+	b.submit(ctx, r, m.MediaGroupID, TextLen(text) >= splitPasteLen)
+}
+
+// goal is the job's goal: the text, then a line per file that arrived.
+func (r jobRequest) goal() string {
+	g := strings.TrimSpace(r.text)
+	if len(r.files) == 0 {
+		return r.text
+	}
+	if g == "" {
+		g = "The user sent a file without a message: look at it and say briefly what it is and what you could do with it."
+	}
+	return g + "\n\n" + strings.Join(r.files, "\n")
+}
+
+// maxAnswersKept bounds the answers remembered per chat for edits.
+const maxAnswersKept = 32
+
+// supersede handles an edit of the user's message msgID: a job it started
+// that has not finished is canceled and its result will not be shown; the
+// answer it already got is deleted. The edited text then runs as a new job,
+// so one answer stays, the one to the edited text. It runs in the chat's
+// serial queue.
+func (b *Bot) supersede(ctx context.Context, chatID int64, msgID int) {
+	b.mu.Lock()
+	var cancel []string
+	c := b.chatLocked(chatID)
+	for _, id := range c.queue {
+		if js := b.jobs[id]; js != nil && js.srcMsg == msgID && !js.superseded {
+			js.superseded, js.stopped = true, true
+			cancel = append(cancel, id)
+		}
+	}
+	old := c.answers[msgID]
+	delete(c.answers, msgID)
+	b.mu.Unlock()
+	for _, id := range cancel {
+		if err := b.q.Cancel(ctx, id); err != nil && !errors.Is(err, queue.ErrNotFound) {
+			b.log.WithError(err).WithField("job_id", id).Warn("bot: canceling the job of an edited message failed")
+		}
+		b.closeApprovals(ctx, chatID, id, "✏️ Closed: the message was edited.")
+	}
+	for _, m := range old {
+		b.tg.Remove(ctx, chatID, m)
+	}
+}
+
+// rememberAnswer records the bot's answer messages to the user's message
+// srcMsg. b.mu must be held.
+func (c *chatState) rememberAnswer(srcMsg int, msgs []int) {
+	if srcMsg == 0 || len(msgs) == 0 {
+		return
+	}
+	if c.answers == nil {
+		c.answers = map[int][]int{}
+	}
+	if _, ok := c.answers[srcMsg]; !ok {
+		c.answerOrder = append(c.answerOrder, srcMsg)
+	}
+	c.answers[srcMsg] = msgs
+	for len(c.answerOrder) > maxAnswersKept {
+		delete(c.answers, c.answerOrder[0])
+		c.answerOrder = c.answerOrder[1:]
+	}
+}
+
+// retry runs the user's last request in this chat again, as a new job
+// (its idempotency key is the /retry update's). Files it named are still
+// in the chat's directory.
+func (b *Bot) retry(ctx context.Context, updateID int, chatID, userID int64, userName string, msgID int, group bool) {
+	b.mu.Lock()
+	r, ok := b.chatLocked(chatID).last[userID]
+	b.mu.Unlock()
+	replyTo := 0
+	if group {
+		replyTo = msgID
+	}
+	if !ok {
+		b.replyTo(ctx, chatID, replyTo, tr(b.lang(userID), "no.retry"))
+		return
+	}
+	r.updateID, r.userName, r.replyTo, r.srcMsg, r.edited, r.uploads = updateID, userName, replyTo, msgID, false, nil
+	b.startJob(ctx, r)
+}
+
+// isAdmin asks Telegram whether userID administers the group. Any failure
+// counts as no (fail closed).
+func (b *Bot) isAdmin(ctx context.Context, chatID, userID int64) bool {
+	resp, _, err := b.tg.Call(ctx, tgbotapi.GetChatMemberConfig{ChatConfigWithUser: tgbotapi.ChatConfigWithUser{ChatID: chatID, UserID: userID}}, false)
+	if err != nil {
+		b.log.WithError(err).WithField("chat_id", chatID).Warn("bot: getChatMember failed; treating the user as no admin")
+		return false
+	}
+	var cm tgbotapi.ChatMember
+	if json.Unmarshal(resp.Result, &cm) != nil {
+		return false
+	}
+	return cm.IsAdministrator() || cm.IsCreator()
+}
+
+// replyTo sends plain text as a reply to message msgID (0 = none).
+func (b *Bot) replyTo(ctx context.Context, chatID int64, msgID int, text string) bool {
+	_, kind, err := b.tg.SendPlainReply(ctx, chatID, msgID, text, nil)
+	return b.checkSend(ctx, chatID, kind, err)
+}
+
+// jobRequest is a message that becomes a job.
+type jobRequest struct {
+	updateID       int
+	chatID, userID int64
+	userName       string
+	text           string   // the message text (forwarded text wrapped as untrusted)
+	files          []string // one goal line per file that arrived
+	uploads        []string // their paths relative to ArtifactDir
+	edited, group  bool
+	srcMsg         int // the user's message (edits find its job and answer by it)
+	replyTo        int // the asking message, answered as a reply (groups)
 }
 
 func displayName(u *tgbotapi.User) string {
@@ -535,9 +738,26 @@ func sessionID(chatID int64, override string) string {
 	return "telegram:" + strconv.FormatInt(chatID, 10)
 }
 
+// perUser reports whether a chat's messages get one session per member:
+// groups with GroupSession "user" (the default).
+func (b *Bot) perUser(chatID int64) bool { return chatID < 0 && b.cfg.GroupSession != "group" }
+
+// sessionLocked is the session a message of userID in the chat joins. b.mu
+// must be held.
+func (b *Bot) sessionLocked(c *chatState, chatID, userID int64) string {
+	if !b.perUser(chatID) {
+		return sessionID(chatID, c.session)
+	}
+	if s := c.userSessions[userID]; s != "" {
+		return s
+	}
+	return fmt.Sprintf("telegram:%d:u%d", chatID, userID)
+}
+
 // startJob applies the limits, enqueues the message as a job and posts its
 // status message.
-func (b *Bot) startJob(ctx context.Context, updateID int, chatID, userID int64, userName, text string, forwarded, edited bool) {
+func (b *Bot) startJob(ctx context.Context, r jobRequest) {
+	updateID, chatID, userID, userName, edited := r.updateID, r.chatID, r.userID, r.userName, r.edited
 	now := b.cfg.Now()
 	b.mu.Lock()
 	c := b.chatLocked(chatID)
@@ -557,15 +777,12 @@ func (b *Bot) startJob(ctx context.Context, updateID int, chatID, userID int64, 
 			return
 		}
 	}
-	session := sessionID(chatID, c.session)
+	session := b.sessionLocked(c, chatID, userID)
 	b.mu.Unlock()
 
-	goal := text
-	if forwarded {
-		goal = forwardedGoal(text)
-	}
+	goal := r.goal()
 	job := queue.Job{ChatID: chatID, UserID: userID, Goal: goal, SessionID: session, Budget: b.jobBudget(),
-		IdempotencyKey: fmt.Sprintf("telegram:%d:%d", b.tg.self().ID, updateID)}
+		IdempotencyKey: fmt.Sprintf("telegram:%d:%d", b.tg.Self().ID, updateID)}
 	log := b.log.WithFields(logrus.Fields{"chat_id": chatID, "user_id": userID, "update_id": updateID, "edited": edited})
 	// Telegram already counts the update as delivered: a message still
 	// waiting here when the bot shuts down is enqueued all the same (its
@@ -588,17 +805,32 @@ func (b *Bot) startJob(ctx context.Context, updateID int, chatID, userID int64, 
 	}
 	log = log.WithField("job_id", stored.ID)
 	log.Info("bot: job enqueued")
-	js := &jobState{id: stored.ID, chatID: chatID, userID: userID, userName: userName}
+	b.mu.Lock()
+	if c := b.chatLocked(chatID); c != nil {
+		if c.last == nil {
+			c.last = map[int64]jobRequest{}
+		}
+		c.last[userID] = r
+	}
+	b.mu.Unlock()
+	js := &jobState{id: stored.ID, chatID: chatID, userID: userID, userName: userName, replyTo: r.replyTo, uploads: r.uploads, srcMsg: r.srcMsg}
 	b.mu.Lock()
 	c = b.chatLocked(chatID)
 	position := len(c.queue)
 	c.queue = append(c.queue, stored.ID)
 	b.jobs[stored.ID] = js
+	js.askedAt = now
+	if position == 0 && b.cfg.StatusDelay > 0 {
+		// Sent by refreshStatus once due, unless the answer came first.
+		js.statusDue = now.Add(b.cfg.StatusDelay)
+		b.mu.Unlock()
+		return
+	}
 	js.lastText = js.st.text(position, 0)
 	text0 := js.lastText
 	c.lastEdit = now
 	b.mu.Unlock()
-	m, kind, err := b.tg.sendPlain(ctx, chatID, text0, nil)
+	m, kind, err := b.tg.SendPlainReply(ctx, chatID, r.replyTo, text0, nil)
 	if !b.checkSend(ctx, chatID, kind, err) {
 		return
 	}
@@ -615,19 +847,28 @@ func (b *Bot) command(ctx context.Context, chatID, userID int64, cmd, arg string
 		b.reply(ctx, chatID, b.helpText(userID))
 	case "new":
 		b.mu.Lock()
-		b.chatLocked(chatID).session = fmt.Sprintf("telegram:%d:%d", chatID, b.cfg.Now().UnixNano())
+		c := b.chatLocked(chatID)
+		if b.perUser(chatID) {
+			if c.userSessions == nil {
+				c.userSessions = map[int64]string{}
+			}
+			c.userSessions[userID] = fmt.Sprintf("telegram:%d:u%d:%d", chatID, userID, b.cfg.Now().UnixNano())
+		} else {
+			c.session = fmt.Sprintf("telegram:%d:%d", chatID, b.cfg.Now().UnixNano())
+		}
 		b.mu.Unlock()
-		b.reply(ctx, chatID, "🆕 New conversation: your next message starts a fresh session.")
+		b.reply(ctx, chatID, tr(b.lang(userID), "new"))
 	case "stop":
 		n, statusMsgs := b.cancelChat(ctx, chatID)
 		for _, msg := range statusMsgs {
-			b.tg.remove(ctx, chatID, msg)
+			b.tg.Remove(ctx, chatID, msg)
 		}
+		b.closeApprovals(ctx, chatID, "", "⏹ Closed: the job was stopped, so this did not run.")
 		if n == 0 {
-			b.reply(ctx, chatID, "Nothing to stop.")
+			b.reply(ctx, chatID, tr(b.lang(userID), "nothing.stop"))
 			return
 		}
-		b.reply(ctx, chatID, fmt.Sprintf("⏹ Stopping %d job(s).", n))
+		b.reply(ctx, chatID, tr(b.lang(userID), "stopping", n))
 	case "status":
 		b.reply(ctx, chatID, b.statusText(chatID))
 	case "usage":
@@ -635,25 +876,21 @@ func (b *Bot) command(ctx context.Context, chatID, userID int64, cmd, arg string
 	case "artifact":
 		b.sendArtifact(ctx, chatID, arg)
 	default:
-		b.reply(ctx, chatID, "Unknown command. /help lists the commands.")
+		b.reply(ctx, chatID, tr(b.lang(userID), "unknown"))
 	}
 }
 
 func (b *Bot) helpText(userID int64) string {
+	lang := b.lang(userID)
 	var lim []string
 	if b.cfg.DailyTokenBudget > 0 {
-		lim = append(lim, fmt.Sprintf("%s tokens per chat per day (UTC)", Thousands(b.cfg.DailyTokenBudget)))
+		lim = append(lim, tr(lang, "lim.budget", Thousands(b.cfg.DailyTokenBudget)))
 	}
 	if b.cfg.UserJobsPerMinute > 0 {
-		lim = append(lim, fmt.Sprintf("%d requests per minute", b.cfg.UserJobsPerMinute))
+		lim = append(lim, tr(lang, "lim.rate", b.cfg.UserJobsPerMinute))
 	}
-	lim = append(lim, fmt.Sprintf("%s per job", humanWait(b.cfg.AgentTimeout)))
-	return "🤖 odek runs an agent on each message you send and replies with the result.\n\n" +
-		"/new — start a fresh conversation\n/stop — cancel the running job and empty the queue\n" +
-		"/status — running job, queue and today's usage\n/usage — today's tokens and budget\n" +
-		"/artifact <id> — send a file a job produced\n\n" +
-		"Limits: " + strings.Join(lim, ", ") + ".\n" +
-		fmt.Sprintf("Your Telegram user id: %d", userID)
+	lim = append(lim, tr(lang, "lim.timeout", humanWait(b.cfg.AgentTimeout)))
+	return tr(lang, "help", strings.Join(lim, ", "), userID)
 }
 
 func (b *Bot) usageLine(c *chatState) string {
@@ -671,7 +908,26 @@ func (b *Bot) usageText(chatID int64) string {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	c := b.chatLocked(chatID)
-	return b.usageLine(c) + " Resets in " + humanWait(untilMidnightUTC(b.cfg.Now())) + "."
+	now := b.cfg.Now()
+	text := b.usageLine(c) + " Resets in " + humanWait(untilMidnightUTC(now)) + "."
+	week, month := c.use.total(), c.use.total()
+	weekStart, monthPrefix := utcDay(now.AddDate(0, 0, -6)), now.UTC().Format("2006-01")
+	for _, d := range c.hist {
+		if d.Day >= weekStart {
+			week = week.add(d)
+		}
+		if strings.HasPrefix(d.Day, monthPrefix) {
+			month = month.add(d)
+		}
+	}
+	text += "\nLast 7 days: " + week.line() + "\n" + now.UTC().Format("January 2006") + ": " + month.line()
+	if n := len(c.hist); n > 0 {
+		text += "\nEarlier days:"
+		for i := n - 1; i >= max(0, n-7); i-- {
+			text += "\n" + c.hist[i].Day + ": " + c.hist[i].line()
+		}
+	}
+	return text
 }
 
 func (b *Bot) statusText(chatID int64) string {
@@ -684,7 +940,7 @@ func (b *Bot) statusText(chatID int64) string {
 		lines = append(lines, "Idle: no job running.")
 	} else {
 		if js := b.jobs[c.queue[0]]; js != nil {
-			lines = append(lines, js.st.text(0, elapsedSince(js.startedAt, now)))
+			lines = append(lines, js.statusText(0, now))
 		}
 		if n := len(c.queue) - 1; n > 0 {
 			lines = append(lines, fmt.Sprintf("%d more queued.", n))
@@ -692,6 +948,23 @@ func (b *Bot) statusText(chatID int64) string {
 	}
 	lines = append(lines, b.usageLine(c))
 	return strings.Join(lines, "\n")
+}
+
+// statusText is the job's status line at queue position pos; while an
+// approval prompt is open it says so instead of "Working".
+func (js *jobState) statusText(pos int, now time.Time) string {
+	from := js.startedAt
+	if !js.askedAt.IsZero() && !js.startedAt.IsZero() && js.startedAt.Sub(js.askedAt) < 5*time.Second {
+		from = js.askedAt // started at once: count from the question, not from when the bot noticed
+	}
+	text := js.st.text(pos, elapsedSince(from, now))
+	if js.waiting > 0 && pos == 0 {
+		if !js.st.started {
+			return "🔐 Waiting for your approval"
+		}
+		text = strings.Replace(text, "⏳ Working", "🔐 Waiting for your approval", 1)
+	}
+	return text
 }
 
 func elapsedSince(t, now time.Time) time.Duration {
@@ -727,30 +1000,56 @@ func (b *Bot) sendArtifact(ctx context.Context, chatID int64, id string) {
 		b.reply(ctx, chatID, fmt.Sprintf("No artifact %q in this chat (ids are kept for the %d most recent artifacts since the bot started).", oneLine(id, 40), maxChatArtifacts))
 		return
 	}
-	ref, err := validateArtifact(b.cfg.ArtifactDir, chatID, id, *meta, b.cfg.MaxUploadBytes)
+	if msg := b.sendArtifactFile(ctx, chatID, id, *meta, b.cfg.MaxUploadBytes, false); msg != "" {
+		b.reply(ctx, chatID, msg)
+	}
+}
+
+// maxPhotoBytes is sendPhoto's limit ("The photo must be at most 10 MB").
+const maxPhotoBytes = 10 << 20
+
+// photoTypes are the image types sent as photos (others as documents).
+var photoTypes = map[string]bool{"image/jpeg": true, "image/png": true, "image/webp": true}
+
+// sendArtifactFile validates an artifact again against the chat's
+// directory and sends it: as a photo when asPhoto and it is a JPEG, PNG
+// or WebP within 10 MB, else as a document, within limit. It returns a
+// message for the user when it cannot be sent ("" when sent or when the
+// chat is gone).
+func (b *Bot) sendArtifactFile(ctx context.Context, chatID int64, id string, meta queue.ArtifactMeta, limit int64, asPhoto bool) string {
+	ref, err := validateArtifact(b.cfg.ArtifactDir, chatID, id, meta, limit)
 	if err != nil {
 		b.log.WithError(err).WithFields(logrus.Fields{"chat_id": chatID, "artifact": id}).Warn("bot: artifact failed validation")
 		msg := "❌ That artifact can no longer be sent: it was moved, changed or is outside this chat's directory."
 		if errors.Is(err, artifacts.ErrTooLarge) {
-			msg = fmt.Sprintf("❌ That artifact is too large to send here: Telegram bots may send files up to %s.", HumanBytes(b.cfg.MaxUploadBytes))
+			msg = fmt.Sprintf("❌ That artifact is too large to send here: Telegram bots may send files up to %s.", HumanBytes(limit))
 		}
-		b.reply(ctx, chatID, msg)
-		return
+		return msg
 	}
-	data, err := readAtMost(ref.Path, b.cfg.MaxUploadBytes)
+	data, err := readAtMost(ref.Path, limit)
 	if err != nil {
 		b.log.WithError(err).WithField("artifact", id).Warn("bot: reading artifact failed")
-		b.reply(ctx, chatID, "❌ That artifact could not be read.")
-		return
+		return "❌ That artifact could not be read."
 	}
 	name := meta.Name
 	if name == "" {
 		name = id
 	}
-	doc := tgbotapi.NewDocument(chatID, tgbotapi.FileBytes{Name: oneLine(name, 100), Bytes: data})
-	doc.Caption = "📎 " + oneLine(id, 80)
-	_, kind, err := b.tg.send(ctx, doc)
+	file := tgbotapi.FileBytes{Name: oneLine(name, 100), Bytes: data}
+	caption := "📎 " + oneLine(id, 80)
+	var c tgbotapi.Chattable
+	if asPhoto && photoTypes[strings.ToLower(meta.MIME)] && len(data) <= maxPhotoBytes {
+		ph := tgbotapi.NewPhoto(chatID, file)
+		ph.Caption = caption
+		c = ph
+	} else {
+		doc := tgbotapi.NewDocument(chatID, file)
+		doc.Caption = caption
+		c = doc
+	}
+	_, kind, err := b.tg.Send(ctx, c)
 	b.checkSend(ctx, chatID, kind, err)
+	return ""
 }
 
 // validateArtifact re-checks an artifact with artifacts.Validator, rooted

@@ -169,7 +169,7 @@ func TestGoalProgressReply(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(dir, fmt.Sprint(alice), "report.txt"), []byte("report body"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	h := startBot(t, q, func(c *Config) { c.ArtifactDir = dir })
+	h := startBot(t, q, func(c *Config) { c.ArtifactDir = dir; c.SendArtifacts = -1 }) // /artifact alone; files out: TestArtifactsSentWithTheAnswer
 	release := make(chan struct{})
 	var got queue.Job
 	worker(t, q, func(ctx context.Context, l queue.Lease) queue.Result {
@@ -190,22 +190,24 @@ func TestGoalProgressReply(t *testing.T) {
 	h.waitVisible(alice, "1,234 tokens")
 	h.tg.WaitCalls(t, wait, func(c []bottest.Call) bool { return len(c) > 0 }, "sendChatAction")
 	close(release)
-	h.waitVisible(alice, "All *tests* pass")
+	h.waitVisible(alice, "All tests pass (42).")
 	msgs := h.tg.Messages(alice)
 	var reply bottest.Message
 	for _, m := range msgs {
-		if strings.Contains(m.Text, "All *tests*") {
+		if strings.Contains(m.Shown, "All tests") {
 			reply = m
 		}
 	}
-	if reply.ParseMode != "MarkdownV2" || !strings.Contains(reply.Text, `pass \(42\)\.`) {
-		t.Errorf("reply not escaped MarkdownV2: %+v", reply)
+	if reply.ParseMode != "HTML" || !strings.Contains(reply.Text, `All <b>tests</b> pass (42).`) {
+		t.Errorf("reply not HTML: %+v", reply)
 	}
-	if !strings.Contains(reply.Text, "📎 a1 · report\\.txt · text/plain · 11 B") || !strings.Contains(reply.Text, "_1,234 tokens · $0\\.0123 · 4\\.2 s_") {
+	if !strings.Contains(reply.Text, "📎 a1 · report.txt · text/plain · 11 B") || !strings.Contains(reply.Text, "<i>1,234 tokens · $0.0123 · 4.2 s</i>") {
 		t.Errorf("artifact line or footer missing: %q", reply.Text)
 	}
-	if !msgs[0].Deleted || msgs[0].Edits == 0 {
-		t.Errorf("status message should have been edited and then deleted: %+v", msgs[0])
+	// The status message (sent after StatusDelay, showing the progress
+	// by then) is deleted when the answer arrives.
+	if !msgs[0].Deleted || !strings.Contains(msgs[0].Text, "Working") {
+		t.Errorf("status message should have shown the progress and then been deleted: %+v", msgs[0])
 	}
 	if got.IdempotencyKey != fmt.Sprintf("telegram:%d:%d", bottest.BotID, upd) || got.SessionID != fmt.Sprintf("telegram:%d", alice) || got.UserID != alice {
 		t.Errorf("job fields: %+v", got)
@@ -318,7 +320,7 @@ func TestApprovalRoundTrip(t *testing.T) {
 		return queue.Result{Answer: "done"}
 	})
 	const group = -500
-	h.tg.UserMessage(group, alice, "clean the build")
+	h.tg.UserMessage(group, alice, "@odek_test_bot clean the build")
 	var kb bottest.Message
 	h.tg.Wait(t, wait, "approval keyboard", func(s *bottest.Server) bool {
 		for _, m := range s.Messages(group) {
@@ -356,19 +358,19 @@ func TestApprovalTimeoutDenies(t *testing.T) {
 	})
 	h.tg.UserMessage(alice, alice, "do it")
 	h.waitVisible(alice, "No answer in time — denied")
-	h.waitVisible(alice, "allow\\=false answered\\=false")
+	h.waitVisible(alice, "allow=false answered=false")
 }
 
 func TestLongAnswerSplitAtParagraphsAndCodeBlocks(t *testing.T) {
 	q := queue.NewMemory(queue.Options{})
 	h := startBot(t, q, nil)
-	answer := sixThousand()
+	answer := strings.Repeat("Prose (1+1=2) <b> & co.\n\n", 100) + "```go\n" + strings.Repeat("fmt.Println(`x`) // <c>\n", 150) + "```\n\nTail."
 	worker(t, q, func(ctx context.Context, l queue.Lease) queue.Result { return queue.Result{Answer: answer} })
 	h.tg.UserMessage(alice, alice, "long please")
 	h.waitVisible(alice, "tokens")
 	var sent []bottest.Call
 	for _, c := range h.tg.Calls("sendMessage") {
-		if c.Params.Get("parse_mode") == "MarkdownV2" && c.Status == 200 {
+		if c.Params.Get("parse_mode") == "HTML" && c.Status == 200 {
 			sent = append(sent, c)
 		}
 	}
@@ -377,8 +379,8 @@ func TestLongAnswerSplitAtParagraphsAndCodeBlocks(t *testing.T) {
 	}
 	for i, c := range sent {
 		text := c.Params.Get("text")
-		if TextLen(text) > MaxMessageLen || strings.Count(text, "```")%2 != 0 {
-			t.Errorf("message %d: %d units, %d fences", i, TextLen(text), strings.Count(text, "```"))
+		if TextLen(text) > MaxMessageLen || strings.Count(text, "<pre>") != strings.Count(text, "</pre>") {
+			t.Errorf("message %d: %d units, %d pre, %d /pre", i, TextLen(text), strings.Count(text, "<pre>"), strings.Count(text, "</pre>"))
 		}
 	}
 }
@@ -390,9 +392,9 @@ func TestTelegramFailuresAreRetriedOrFallBack(t *testing.T) {
 	// The status message hits a 429 and a proxy's 502 page first.
 	h.tg.FailNext("sendMessage", 1, bottest.TooManyRequests)
 	h.tg.FailNext("sendMessage", 1, bottest.BadGateway)
-	// The reply's MarkdownV2 is rejected once: plain text goes out.
+	// The reply's HTML is rejected once: plain text goes out.
 	h.tg.UserMessage(alice, alice, "go")
-	h.waitVisible(alice, "_fine_")
+	h.waitVisible(alice, "fine")
 	calls := h.tg.Calls("sendMessage")
 	if calls[0].Status != 429 || calls[1].Status != 502 {
 		t.Errorf("first calls: %d %d", calls[0].Status, calls[1].Status)
@@ -400,11 +402,11 @@ func TestTelegramFailuresAreRetriedOrFallBack(t *testing.T) {
 	if gap := calls[1].At.Sub(calls[0].At); gap < time.Second {
 		t.Errorf("retry after 429 came %v later, want ≥ retry_after 1 s", gap)
 	}
-	h.tg.FailNext("sendMessage", 1, bottest.Failure{Code: 400, ParseMode: "MarkdownV2", Description: "Bad Request: can't parse entities: Can't find end of the entity starting at byte offset 0"})
+	h.tg.FailNext("sendMessage", 1, bottest.Failure{Code: 400, ParseMode: "HTML", Description: "Bad Request: can't parse entities: Can't find end tag corresponding to start tag \"i\""})
 	h.tg.UserMessage(alice, alice, "again")
 	h.tg.WaitCalls(t, wait, func(c []bottest.Call) bool {
 		for _, x := range c {
-			if x.Status == 200 && x.Params.Get("parse_mode") == "" && strings.HasPrefix(x.Params.Get("text"), "*fine*\n") {
+			if x.Status == 200 && x.Params.Get("parse_mode") == "" && strings.HasPrefix(x.Params.Get("text"), "fine\n") {
 				return true
 			}
 		}

@@ -18,6 +18,10 @@ const DefaultAPIEndpoint = "https://api.telegram.org/bot%s/%s"
 // bot (sendDocument, 50 MB).
 const MaxUploadBytes int64 = 50 << 20
 
+// MaxDownloadBytes is the largest file the public Bot API lets a bot
+// download with getFile (20 MB).
+const MaxDownloadBytes int64 = 20 << 20
+
 // Config configures a Bot. Only Token and an access rule (AllowedUsers,
 // AllowedChats or AllowAll) are required; every other zero value picks the
 // default documented on the field.
@@ -62,9 +66,36 @@ type Config struct {
 	// MaxUploadBytes caps a document sent by /artifact. 0 means
 	// MaxUploadBytes (the public Bot API limit).
 	MaxUploadBytes int64
+	// SendArtifacts is how many of a job's artifacts are sent into the chat
+	// with its answer (images as photos, other files as documents); the
+	// rest stay available with /artifact. 0 means 3; negative means none.
+	SendArtifacts int
+	// SendArtifactBytes caps an artifact sent with the answer. 0 means
+	// 10 MiB.
+	SendArtifactBytes int64
+	// MaxDownloadBytes caps a document a user sends (downloaded into the
+	// chat's directory under ArtifactDir). 0 means MaxDownloadBytes (the
+	// public Bot API's getFile limit, 20 MB).
+	MaxDownloadBytes int64
+
+	// GroupSession is the conversation a group member's message joins:
+	// "user" (default) gives each member their own session inside the
+	// group, "group" one session shared by the whole group.
+	GroupSession string
+	// AdminCommands are the commands (without "/") that only a group's
+	// administrators may use in that group; private chats are unaffected.
+	AdminCommands []string
+	// Keywords are words that address the bot in a group besides a
+	// mention, a reply to the bot or a command (case-insensitive, whole
+	// words).
+	Keywords []string
 
 	// PollTimeout is the long-poll wait of one getUpdates call. 0 means 30 s.
 	PollTimeout time.Duration
+	// StatusDelay is how long a job's first status message waits, so a
+	// fast answer arrives without a "Starting…" flashing before it. 0
+	// means 1 s; negative means none.
+	StatusDelay time.Duration
 	// ProgressInterval is how often running jobs' progress is read and how
 	// often at most a chat's status message is edited. 0 means 1 s.
 	ProgressInterval time.Duration
@@ -133,8 +164,24 @@ func (c Config) withDefaults() Config {
 	if c.MaxUploadBytes <= 0 {
 		c.MaxUploadBytes = MaxUploadBytes
 	}
+	if c.SendArtifacts == 0 {
+		c.SendArtifacts = 3
+	}
+	if c.SendArtifactBytes <= 0 {
+		c.SendArtifactBytes = 10 << 20
+	}
+	c.SendArtifactBytes = min(c.SendArtifactBytes, c.MaxUploadBytes)
+	if c.MaxDownloadBytes <= 0 {
+		c.MaxDownloadBytes = MaxDownloadBytes
+	}
+	if c.GroupSession == "" {
+		c.GroupSession = "user"
+	}
 	if c.PollTimeout <= 0 {
 		c.PollTimeout = 30 * time.Second
+	}
+	if c.StatusDelay == 0 {
+		c.StatusDelay = time.Second
 	}
 	if c.ProgressInterval <= 0 {
 		c.ProgressInterval = time.Second
@@ -168,6 +215,9 @@ func (c Config) Validate() error { return c.validate() }
 func (c Config) validate() error {
 	if c.Token == "" {
 		return ErrNoToken
+	}
+	if c.GroupSession != "" && c.GroupSession != "user" && c.GroupSession != "group" {
+		return fmt.Errorf("%w: ODEK_TELEGRAM_GROUP_SESSION must be user or group, got %q", ErrConfig, c.GroupSession)
 	}
 	if !validToken(c.Token) {
 		// The token goes into the Bot API URL path; a stray character

@@ -1,50 +1,14 @@
 package bot
 
 import (
-	"context"
 	"errors"
 	"fmt"
-	"net/url"
 	"strings"
 	"testing"
 	"time"
 
-	tgbotapi "github.com/go-telegram-bot-api/telegram-bot-api/v5"
-
 	"github.com/odekrun/odek/queue"
 )
-
-func TestClassify(t *testing.T) {
-	tests := []struct {
-		err   error
-		kind  tgKind
-		retry time.Duration
-	}{
-		{nil, tgOK, 0},
-		{&tgbotapi.Error{Code: 429, Message: "Too Many Requests: retry after 7", ResponseParameters: tgbotapi.ResponseParameters{RetryAfter: 7}}, tgRetryAfter, 7 * time.Second},
-		{&tgbotapi.Error{Code: 429, Message: "Too Many Requests"}, tgRetryAfter, time.Second},
-		{&tgbotapi.Error{Code: 502, Message: "Bad Gateway"}, tgTransient, 0},
-		{&httpStatusError{status: 502}, tgTransient, 0},
-		{&httpStatusError{status: 404}, tgPermanent, 0},
-		{&url.Error{Op: "Post", URL: "x", Err: errors.New("connection refused")}, tgTransient, 0},
-		{fmt.Errorf("wrapped: %w", context.Canceled), tgCanceled, 0},
-		{&tgbotapi.Error{Code: 409, Message: "Conflict: terminated by other getUpdates request"}, tgConflict, 0},
-		{&tgbotapi.Error{Code: 401, Message: "Unauthorized"}, tgUnauthorized, 0},
-		{&tgbotapi.Error{Code: 400, Message: "Bad Request: message is not modified: specified new message content"}, tgNotModified, 0},
-		{&tgbotapi.Error{Code: 400, Message: "Bad Request: can't parse entities: Character '.' is reserved"}, tgBadEntities, 0},
-		{&tgbotapi.Error{Code: 403, Message: "Forbidden: bot was blocked by the user"}, tgChatGone, 0},
-		{&tgbotapi.Error{Code: 403, Message: "Forbidden: user is deactivated"}, tgChatGone, 0},
-		{&tgbotapi.Error{Code: 400, Message: "Bad Request: chat not found"}, tgChatGone, 0},
-		{&tgbotapi.Error{Code: 400, Message: "Bad Request: message to edit not found"}, tgMessageGone, 0},
-		{&tgbotapi.Error{Code: 400, Message: "Bad Request: message text is empty"}, tgPermanent, 0},
-	}
-	for _, tt := range tests {
-		kind, retry := classify(tt.err)
-		if kind != tt.kind || retry != tt.retry {
-			t.Errorf("classify(%v) = %v, %v; want %v, %v", tt.err, kind, retry, tt.kind, tt.retry)
-		}
-	}
-}
 
 func TestBucket(t *testing.T) {
 	t0 := time.Unix(1000, 0)

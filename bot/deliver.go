@@ -10,6 +10,7 @@ import (
 	"net"
 	"net/http"
 	"net/url"
+	"slices"
 	"strings"
 	"time"
 
@@ -45,6 +46,14 @@ func (b *Bot) resultsLoop(ctx context.Context) error {
 		}
 		failures = 0
 		b.setHealth(func(h *healthState) { h.queueDownSince, h.queueErr = time.Time{}, "" })
+		if len(ds) == 0 {
+			b.mu.Lock()
+			if b.idle != nil && len(b.inflight) == 0 {
+				close(b.idle)
+				b.idle = nil
+			}
+			b.mu.Unlock()
+		}
 		for _, d := range ds {
 			b.mu.Lock()
 			busy := b.inflight[d.Result.JobID]
@@ -69,16 +78,21 @@ func (b *Bot) resultsLoop(ctx context.Context) error {
 // resultText is the text of a reply to a result that did not succeed.
 // Pure.
 func resultText(res queue.Result, timedOut bool, timeout time.Duration) string {
+	return resultTextIn("en", res, timedOut, timeout)
+}
+
+// resultTextIn is resultText in lang.
+func resultTextIn(lang string, res queue.Result, timedOut bool, timeout time.Duration) string {
 	switch res.Status {
 	case queue.StatusCanceled:
 		if timedOut {
-			return fmt.Sprintf("⏱ Stopped: the job ran longer than the limit of %s.", humanWait(timeout))
+			return tr(lang, "timed.out", humanWait(timeout))
 		}
-		return "⏹ Stopped."
+		return tr(lang, "stopped")
 	case queue.StatusDeadLettered:
 		return fmt.Sprintf("❌ The job was abandoned by its worker %d times and was dropped. An operator can retry it with: odek queue retry %s", res.Attempt, res.JobID)
 	case queue.StatusFailed:
-		msg := "❌ The job failed"
+		msg := tr(lang, "failed")
 		if e := oneLine(res.Error, 300); e != "" {
 			msg += ": " + e
 		}
@@ -115,39 +129,57 @@ func (b *Bot) deliver(ctx context.Context, d queue.Delivery) {
 	var chatArts []chatArtifact
 	nextArt := c.nextArt
 	for _, m := range res.Artifacts {
+		if js != nil && slices.Contains(js.uploads, strings.TrimPrefix(m.Path, "/")) {
+			continue // the user's own file, new to the worker: not an answer
+		}
 		nextArt++
 		id := fmt.Sprintf("a%d", nextArt)
 		chatArts = append(chatArts, chatArtifact{id: id, meta: m})
 		arts = append(arts, Artifact{ID: id, Name: m.Name, MediaType: m.MIME, Bytes: m.Bytes, SHA256: m.SHA256})
 	}
-	var statusMsg int
-	timedOut := false
+	var statusMsg, replyTo, srcMsg int
+	timedOut, superseded := false, false
 	if js != nil {
-		statusMsg, timedOut = js.statusMsg, js.timedOut
+		statusMsg, timedOut, replyTo, srcMsg, superseded = js.statusMsg, js.timedOut, js.replyTo, js.srcMsg, js.superseded
 	}
 	used := use.tokens
 	b.mu.Unlock()
 
 	if statusMsg != 0 {
-		if kind, err := b.tg.remove(ctx, chatID, statusMsg); kind != tgOK && kind != tgCanceled {
+		if kind, err := b.tg.Remove(ctx, chatID, statusMsg); kind != tgOK && kind != tgCanceled {
 			log.WithError(err).Debug("bot: could not delete the status message")
 		}
 	}
-	var chunks []Chunk
+	b.closeApprovals(ctx, chatID, res.JobID, "Closed: the job ended without this.")
+	// One message per job: the notice, the answer, its artifact lines and
+	// the usage footer go out together.
 	footer := Footer(res.Usage.PromptTokens, res.Usage.CompletionTokens, res.Usage.CostUSD, time.Duration(res.DurationMS)*time.Millisecond)
+	reply := Reply{Answer: res.Answer, Artifacts: arts, Footer: footer}
 	if res.Status == queue.StatusSucceeded {
-		chunks = FormatReply(Reply{Answer: res.Answer, Artifacts: arts, Footer: footer}, MaxMessageLen)
-		if len(chunks) == 0 {
-			chunks = FormatReply(Reply{Answer: "(The agent finished without an answer.)", Footer: footer}, MaxMessageLen)
+		if strings.TrimSpace(res.Answer) == "" {
+			reply.Answer = "(The agent finished without an answer.)"
 		}
 	} else {
-		head := resultText(res, timedOut, b.cfg.AgentTimeout)
-		chunks = append([]Chunk{{Markdown: EscapeMarkdownV2(head), Plain: head}}, FormatReply(Reply{Answer: res.Answer, Artifacts: arts, Footer: footer}, MaxMessageLen)...)
+		lang := "en"
+		if js != nil {
+			lang = b.lang(js.userID)
+		}
+		reply.Head = resultTextIn(lang, res, timedOut, b.cfg.AgentTimeout)
+	}
+	chunks := FormatReply(reply, MaxMessageLen)
+	if superseded {
+		chunks = nil // the user edited the message: the edited text's job answers
 	}
 	ack := true
+	var sentIDs []int
 	for i, ch := range chunks {
-		_, kind, err := b.tg.sendChunk(ctx, chatID, ch, nil)
+		to := 0
+		if i == 0 {
+			to = replyTo // in groups the answer replies to the asking message
+		}
+		sent, kind, err := b.sendChunk(ctx, chatID, to, ch, nil)
 		if kind == tgOK {
+			sentIDs = append(sentIDs, sent.MessageID)
 			continue
 		}
 		if kind == tgCanceled {
@@ -173,11 +205,29 @@ func (b *Bot) deliver(ctx context.Context, d queue.Delivery) {
 		c.use.jobs++
 		c.use.warned = c.use.warned || warn
 		c.nextArt = max(c.nextArt, nextArt)
+		c.rememberAnswer(srcMsg, sentIDs)
 		c.arts = append(c.arts, chatArts...)
 		if over := len(c.arts) - maxChatArtifacts; over > 0 {
 			c.arts = append([]chatArtifact(nil), c.arts[over:]...)
 		}
 		b.mu.Unlock()
+	}
+	if ack && !superseded && b.cfg.ArtifactDir != "" && b.cfg.SendArtifacts > 0 {
+		// Files out: the first artifacts go into the chat with the answer.
+		sent := 0
+		for _, a := range chatArts {
+			if sent >= b.cfg.SendArtifacts {
+				break
+			}
+			if a.meta.Bytes > b.cfg.SendArtifactBytes {
+				continue // too large to send unasked: /artifact gives the reason
+			}
+			if msg := b.sendArtifactFile(ctx, chatID, a.id, a.meta, b.cfg.SendArtifactBytes, true); msg != "" {
+				log.WithField("artifact", a.id).Debug("bot: an artifact was not sent with the answer: " + msg)
+				continue
+			}
+			sent++
+		}
 	}
 	if warn && ack {
 		b.reply(ctx, chatID, fmt.Sprintf("⚠️ This chat has used %d %% of its daily budget of %s tokens (resets at 00:00 UTC, in %s).",
@@ -274,13 +324,15 @@ func editInterval(chatID int64, interval time.Duration) time.Duration {
 func (b *Bot) refreshStatus(ctx context.Context) {
 	now := b.cfg.Now()
 	type edit struct {
-		chatID int64
-		msg    int
-		text   string
+		chatID  int64
+		msg     int
+		text    string
+		job     string // sends: the job whose first status message this is
+		replyTo int
 	}
-	var edits []edit
+	var edits, sends []edit
 	var typing []int64
-	var expired []string
+	var expired []headJob
 	b.mu.Lock()
 	for chatID, c := range b.chats {
 		if len(c.queue) == 0 || c.editPending || now.Sub(c.lastEdit) < editInterval(chatID, b.cfg.ProgressInterval) {
@@ -288,6 +340,13 @@ func (b *Bot) refreshStatus(ctx context.Context) {
 		}
 		for pos, id := range c.queue {
 			js := b.jobs[id]
+			if js != nil && js.statusMsg == 0 && !js.stopped && !js.statusDue.IsZero() && !now.Before(js.statusDue) {
+				js.statusDue = time.Time{}
+				js.lastText = js.statusText(pos, now)
+				c.lastEdit, c.editPending = now, true
+				sends = append(sends, edit{chatID: chatID, text: js.lastText, job: id, replyTo: js.replyTo})
+				break
+			}
 			if js == nil || js.statusMsg == 0 || js.stopped {
 				continue
 			}
@@ -298,14 +357,14 @@ func (b *Bot) refreshStatus(ctx context.Context) {
 				}
 				if !js.timedOut && !js.startedAt.IsZero() && now.Sub(js.startedAt) > b.cfg.AgentTimeout {
 					js.timedOut = true
-					expired = append(expired, id)
+					expired = append(expired, headJob{id: id, chatID: chatID})
 				}
 			}
-			text := js.st.text(pos, elapsedSince(js.startedAt, now))
+			text := js.statusText(pos, now)
 			if text != js.lastText {
 				js.lastText = text
 				c.lastEdit, c.editPending = now, true
-				edits = append(edits, edit{chatID, js.statusMsg, text})
+				edits = append(edits, edit{chatID: chatID, msg: js.statusMsg, text: text})
 				break // one edit per chat per interval
 			}
 		}
@@ -320,7 +379,7 @@ func (b *Bot) refreshStatus(ctx context.Context) {
 				}
 				b.mu.Unlock()
 			}()
-			kind, err := b.tg.editStatus(ctx, e.chatID, e.msg, e.text)
+			kind, err := b.tg.EditStatus(ctx, e.chatID, e.msg, e.text)
 			switch kind {
 			case tgMessageGone:
 			case tgRetryAfter, tgTransient:
@@ -339,17 +398,44 @@ func (b *Bot) refreshStatus(ctx context.Context) {
 			}
 		})
 	}
+	for _, e := range sends {
+		b.serial.Do(e.chatID, func() {
+			defer func() {
+				b.mu.Lock()
+				if c := b.chats[e.chatID]; c != nil {
+					c.editPending = false
+				}
+				b.mu.Unlock()
+			}()
+			b.mu.Lock()
+			js := b.jobs[e.job]
+			b.mu.Unlock()
+			if js == nil {
+				return // answered before its status was due
+			}
+			m, kind, err := b.tg.SendPlainReply(ctx, e.chatID, e.replyTo, e.text, nil)
+			if !b.checkSend(ctx, e.chatID, kind, err) || kind != tgOK {
+				return
+			}
+			b.mu.Lock()
+			js.statusMsg = m.MessageID
+			b.mu.Unlock()
+		})
+	}
 	for _, chatID := range typing {
 		b.serial.Do(chatID, func() {
-			_, kind, err := b.tg.call(ctx, tgbotapi.NewChatAction(chatID, tgbotapi.ChatTyping), false)
+			_, kind, err := b.tg.Call(ctx, tgbotapi.NewChatAction(chatID, tgbotapi.ChatTyping), false)
 			b.checkSend(ctx, chatID, kind, err)
 		})
 	}
-	for _, id := range expired {
-		b.log.WithFields(logrus.Fields{"job_id": id, "timeout": b.cfg.AgentTimeout.String()}).Warn("bot: job over ODEK_TELEGRAM_AGENT_TIMEOUT; canceling")
-		if err := b.q.Cancel(ctx, id); err != nil && !errors.Is(err, queue.ErrNotFound) && ctx.Err() == nil {
-			b.log.WithError(err).WithField("job_id", id).Warn("bot: cancel after timeout failed")
+	for _, e := range expired {
+		b.log.WithFields(logrus.Fields{"job_id": e.id, "timeout": b.cfg.AgentTimeout.String()}).Warn("bot: job over ODEK_TELEGRAM_AGENT_TIMEOUT; canceling")
+		if err := b.q.Cancel(ctx, e.id); err != nil && !errors.Is(err, queue.ErrNotFound) && ctx.Err() == nil {
+			b.log.WithError(err).WithField("job_id", e.id).Warn("bot: cancel after timeout failed")
 		}
+		b.serial.Do(e.chatID, func() {
+			b.closeApprovals(ctx, e.chatID, e.id, "⏱ Closed: the job ran out of time, so this did not run.")
+		})
 	}
 }
 
@@ -363,183 +449,6 @@ func (b *Bot) jobByStatus(chatID int64, msg int) *jobState {
 		}
 	}
 	return nil
-}
-
-// ---- approvals ----
-
-func (b *Bot) approvalsLoop(ctx context.Context) error {
-	failures := 0
-	for ctx.Err() == nil {
-		as, err := b.aq.ReadApprovals(ctx, b.consumer, 16, time.Second)
-		if err != nil {
-			if ctx.Err() != nil {
-				return nil
-			}
-			failures++
-			b.log.WithError(err).Warn("bot: reading approvals failed; backing off")
-			if sleep(ctx, backoff(failures, 10*time.Second)) != nil {
-				return nil
-			}
-			continue
-		}
-		failures = 0
-		for _, a := range as {
-			b.serial.Do(a.ChatID, func() { b.ask(ctx, a) })
-		}
-	}
-	return nil
-}
-
-// approvalData is the callback data of an approval button: "ap:<id>:y|n"
-// (at most 37 bytes of Telegram's 64).
-func approvalData(id string, allow bool) string {
-	if allow {
-		return "ap:" + id + ":y"
-	}
-	return "ap:" + id + ":n"
-}
-
-// parseApprovalData is the inverse of approvalData. Pure; the data comes
-// from Telegram and is untrusted.
-func parseApprovalData(s string) (id string, allow, ok bool) {
-	rest, found := strings.CutPrefix(s, "ap:")
-	if !found || len(rest) < 3 || len(rest) > 64 {
-		return "", false, false
-	}
-	id, ans := rest[:len(rest)-2], rest[len(rest)-2:]
-	for i := 0; i < len(id); i++ {
-		c := id[i]
-		if !(c >= '0' && c <= '9' || c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z') {
-			return "", false, false
-		}
-	}
-	switch ans {
-	case ":y":
-		return id, true, id != ""
-	case ":n":
-		return id, false, id != ""
-	}
-	return "", false, false
-}
-
-// ask shows an approval question with Approve once / Deny buttons that
-// only the job's requester may press, and schedules the timeout edit.
-func (b *Bot) ask(ctx context.Context, a queue.Approval) {
-	b.mu.Lock()
-	var requester int64
-	who := ""
-	if js := b.jobs[a.JobID]; js != nil {
-		requester, who = js.userID, js.userName
-	}
-	b.mu.Unlock()
-	deadline := a.Deadline.UTC().Format("15:04:05")
-	q := oneLineKeepBreaks(a.Question, 1500)
-	var text string
-	var markup any
-	if requester != 0 {
-		text = fmt.Sprintf("🔐 Approval needed\n\n%s\n\nOnly %s can answer. No answer by %s UTC ⇒ denied.", q, who, deadline)
-		markup = tgbotapi.NewInlineKeyboardMarkup(tgbotapi.NewInlineKeyboardRow(
-			tgbotapi.NewInlineKeyboardButtonData("✅ Approve once", approvalData(a.ID, true)),
-			tgbotapi.NewInlineKeyboardButtonData("❌ Deny", approvalData(a.ID, false))))
-	} else {
-		text = fmt.Sprintf("🔐 Approval needed\n\n%s\n\nThis bot does not know who asked for this job (it restarted since), so nobody can approve it: it will be denied at %s UTC.", q, deadline)
-	}
-	m, kind, err := b.tg.sendPlain(ctx, a.ChatID, text, markup)
-	if !b.checkSend(ctx, a.ChatID, kind, err) || kind != tgOK {
-		return
-	}
-	st := &approvalState{a: a, requester: requester, msgID: m.MessageID}
-	b.mu.Lock()
-	b.approvals[a.ID] = st
-	b.mu.Unlock()
-	wait := time.Until(a.Deadline)
-	time.AfterFunc(max(wait, 0), func() {
-		if ctx.Err() != nil {
-			return
-		}
-		b.serial.Do(a.ChatID, func() {
-			b.mu.Lock()
-			settled := st.settled
-			st.settled = true
-			delete(b.approvals, a.ID)
-			b.mu.Unlock()
-			if !settled {
-				b.tg.editPlain(ctx, a.ChatID, st.msgID, fmt.Sprintf("🔐 %s\n\n⌛ No answer in time — denied.", q), nil)
-			}
-		})
-	})
-}
-
-// oneLineKeepBreaks cleans untrusted multi-line text for plain display:
-// control characters other than line breaks removed, at most max
-// characters.
-func oneLineKeepBreaks(s string, max int) string {
-	lines := strings.Split(cleanText(s), "\n")
-	for i := range lines {
-		lines[i] = oneLine(lines[i], max)
-	}
-	out := strings.TrimSpace(strings.Join(lines, "\n"))
-	if r := []rune(out); len(r) > max {
-		out = string(r[:max-1]) + "…"
-	}
-	return out
-}
-
-func (b *Bot) answerCallback(ctx context.Context, id, text string, alert bool) {
-	cb := tgbotapi.NewCallback(id, text)
-	cb.ShowAlert = alert
-	if _, kind, err := b.tg.call(ctx, cb, false); kind != tgOK && kind != tgCanceled {
-		b.log.WithError(err).Debug("bot: answerCallbackQuery failed")
-	}
-}
-
-// handleCallback settles an approval button press. It runs in the chat's
-// serial queue.
-func (b *Bot) handleCallback(ctx context.Context, cq *tgbotapi.CallbackQuery) {
-	id, allow, ok := parseApprovalData(cq.Data)
-	if !ok || b.aq == nil {
-		b.answerCallback(ctx, cq.ID, "Unknown button.", false)
-		return
-	}
-	b.mu.Lock()
-	st := b.approvals[id]
-	var settled bool
-	if st != nil {
-		settled = st.settled
-	}
-	b.mu.Unlock()
-	switch {
-	case st == nil || settled:
-		b.answerCallback(ctx, cq.ID, "This question is no longer open.", false)
-		return
-	case cq.From.ID != st.requester:
-		b.log.WithFields(logrus.Fields{"user_id": cq.From.ID, "approval": id}).Warn("bot: approval answer from a user other than the requester ignored")
-		b.answerCallback(ctx, cq.ID, "Only the person who sent the request can answer.", true)
-		return
-	}
-	q := oneLineKeepBreaks(st.a.Question, 1500)
-	err := b.aq.Answer(ctx, id, allow)
-	b.mu.Lock()
-	st.settled = true
-	delete(b.approvals, id)
-	b.mu.Unlock()
-	var outcome string
-	switch {
-	case errors.Is(err, queue.ErrNotFound):
-		outcome = "⌛ Too late: the question expired and was denied."
-	case err != nil:
-		b.log.WithError(err).WithField("approval", id).Error("bot: recording the approval answer failed")
-		outcome = "⚠️ The answer could not be recorded; the request will be denied at its deadline."
-	case allow:
-		outcome = "✅ Approved once by " + displayName(cq.From) + "."
-	default:
-		outcome = "❌ Denied by " + displayName(cq.From) + "."
-	}
-	b.answerCallback(ctx, cq.ID, outcome, false)
-	kind, eerr := b.tg.editPlain(ctx, cq.Message.Chat.ID, st.msgID, "🔐 "+q+"\n\n"+outcome, nil)
-	if kind != tgOK && kind != tgMessageGone {
-		b.checkSend(ctx, cq.Message.Chat.ID, kind, eerr)
-	}
 }
 
 // ---- health and webhook ----
@@ -626,10 +535,8 @@ func (b *Bot) serveWebhook(ctx context.Context) error {
 	}
 	params := tgbotapi.Params{"url": b.cfg.WebhookURL, "secret_token": b.cfg.WebhookSecret}
 	params.AddInterface("allowed_updates", []string{"message", "edited_message", "callback_query"})
-	api := b.tg.base
-	api.Client = ctxClient{ctx: ctx, hc: b.tg.hc, token: b.tg.token}
-	if _, err := api.MakeRequest("setWebhook", params); err != nil {
-		return fmt.Errorf("bot: setWebhook: %w", scrub(err, b.tg.token))
+	if _, err := b.tg.Raw(ctx, "setWebhook", params); err != nil {
+		return fmt.Errorf("bot: setWebhook: %w", err)
 	}
 	ln, err := net.Listen("tcp", b.cfg.WebhookListen)
 	if err != nil {

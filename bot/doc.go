@@ -10,14 +10,16 @@
 // job per message (idempotency key = the update id, so a redelivered update
 // never runs twice), keeps one status message per running job edited from
 // its progress stream, shows tool approvals as inline keyboards, and
-// delivers each result once: the answer as MarkdownV2 in chunks of at most
-// 4096 characters, one line per artifact and a footer with tokens, cost and
-// duration.
+// delivers each result once: the notice, the answer as Telegram HTML in
+// chunks of at most 4096 characters, one line per artifact and a footer with
+// tokens, cost and duration in one message, then the first artifacts as
+// files. Documents and photos users send are saved in the chat's directory
+// and named in the goal; in groups it answers only when addressed.
 //
-// Formatting is pure: FormatAnswer, FormatReply, ArtifactLine and Footer
-// turn untrusted text into MarkdownV2 with every reserved character escaped
-// and a plain-text twin of every chunk, sent when Telegram still rejects the
-// entities. Decisions (authorization, rate limits, daily budgets, retry
+// Formatting lives in bot/tgformat (goldmark's Markdown AST rendered to
+// Telegram HTML, with a plain-text twin of every chunk sent when Telegram
+// still rejects the entities) and the Bot API client (rate limit, retries,
+// error classification, raw calls, file downloads) in bot/tgclient. Decisions (authorization, rate limits, daily budgets, retry
 // backoff, Telegram error classification, status text) are pure functions
 // with table tests; the I/O code calls them.
 //

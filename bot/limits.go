@@ -102,3 +102,55 @@ func humanWait(d time.Duration) string {
 		return fmt.Sprintf("%d h %d min", h, int((d-time.Duration(h)*time.Hour)/time.Minute))
 	}
 }
+
+// keepDays is how many days of usage history a chat keeps.
+const keepDays = 62
+
+// dayTotal is one day's usage of a chat.
+type dayTotal struct {
+	Day     string  `json:"day"`
+	Tokens  int64   `json:"tokens,omitempty"`
+	CostUSD float64 `json:"cost_usd,omitempty"`
+	Jobs    int     `json:"jobs,omitempty"`
+}
+
+func (u usage) total() dayTotal {
+	return dayTotal{Day: u.day, Tokens: u.tokens, CostUSD: u.costUSD, Jobs: u.jobs}
+}
+
+func (d dayTotal) add(o dayTotal) dayTotal {
+	d.Tokens += o.Tokens
+	d.CostUSD += o.CostUSD
+	d.Jobs += o.Jobs
+	return d
+}
+
+// line renders a total: "12,345 tokens, $0.0123, 4 job(s)".
+func (d dayTotal) line() string {
+	s := Thousands(d.Tokens) + " tokens"
+	if d.CostUSD > 0 {
+		s += fmt.Sprintf(", $%.4f", d.CostUSD)
+	}
+	return s + fmt.Sprintf(", %d job(s)", d.Jobs)
+}
+
+// appendHistory adds d (when it has a day) to the history, merging a day
+// already there, and drops days older than keepDays before now. Pure.
+func appendHistory(h []dayTotal, d dayTotal, now time.Time) []dayTotal {
+	if d.Day != "" {
+		if n := len(h); n > 0 && h[n-1].Day == d.Day {
+			h[n-1] = h[n-1].add(d)
+		} else {
+			h = append(h, d)
+		}
+	}
+	cut := utcDay(now.AddDate(0, 0, -keepDays))
+	i := 0
+	for i < len(h) && h[i].Day < cut {
+		i++
+	}
+	if i > 0 {
+		h = append([]dayTotal(nil), h[i:]...)
+	}
+	return h
+}

@@ -7,6 +7,7 @@ import (
 	"sync"
 
 	tgbotapi "github.com/go-telegram-bot-api/telegram-bot-api/v5"
+	"github.com/odekrun/odek/bot/tgclient"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 )
@@ -46,14 +47,14 @@ func (m *botMetrics) observe(err error) {
 // errorCode is the label of a Bot API error. Pure.
 func errorCode(err error) string {
 	var te *tgbotapi.Error
-	var he *httpStatusError
+	var he *tgclient.HTTPStatusError
 	switch {
 	case errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded):
 		return "canceled"
 	case errors.As(err, &te):
 		return strconv.Itoa(te.Code)
 	case errors.As(err, &he):
-		return strconv.Itoa(he.status)
+		return strconv.Itoa(he.Status)
 	}
 	return "network"
 }

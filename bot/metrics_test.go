@@ -9,15 +9,16 @@ import (
 	"testing"
 
 	tgbotapi "github.com/go-telegram-bot-api/telegram-bot-api/v5"
+	"github.com/odekrun/odek/bot/tgclient"
 )
 
 func TestErrorCode(t *testing.T) {
 	for err, want := range map[error]string{
 		&tgbotapi.Error{Code: 429, Message: "Too Many Requests: retry after 3"}:                  "429",
 		fmt.Errorf("send: %w", &tgbotapi.Error{Code: 403, Message: "Forbidden: bot was kicked"}): "403",
-		&httpStatusError{status: 502}:                           "502",
-		context.DeadlineExceeded:                                "canceled",
-		errors.New("dial tcp 149.154.167.220:443: i/o timeout"): "network",
+		&tgclient.HTTPStatusError{Status: 502}:                                                   "502",
+		context.DeadlineExceeded:                                                                 "canceled",
+		errors.New("dial tcp 149.154.167.220:443: i/o timeout"):                                  "network",
 	} {
 		if got := errorCode(err); got != want {
 			t.Errorf("errorCode(%v) = %q, want %q", err, got, want)
@@ -28,10 +29,9 @@ func TestErrorCode(t *testing.T) {
 // The bot's /metrics (next to /healthz) carries the Bot API series.
 func TestBotMetricsEndpoint(t *testing.T) {
 	b := &Bot{}
-	tg := &telegram{m: &b.metrics}
-	tg.m.observe(nil)
-	tg.m.observe(&tgbotapi.Error{Code: 429})
-	tg.m.observe(&tgbotapi.Error{Code: 429})
+	b.metrics.observe(nil)
+	b.metrics.observe(&tgbotapi.Error{Code: 429})
+	b.metrics.observe(&tgbotapi.Error{Code: 429})
 	(*botMetrics)(nil).observe(errors.New("not counted, no panic"))
 	rec := httptest.NewRecorder()
 	b.HealthHandler().ServeHTTP(rec, httptest.NewRequest("GET", "/metrics", nil))

@@ -45,7 +45,7 @@ func TestBadEndpointErrorDoesNotLeakToken(t *testing.T) {
 	cfg := Config{Token: "123456:SECRET-token", AllowAll: true, APIEndpoint: "http://[::1/bot%s/%s", Logger: log}.withDefaults()
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
-	_, err := connect(ctx, cfg)
+	_, err := connect(ctx, cfg, nil)
 	if err == nil {
 		t.Fatal("connect succeeded against an endpoint that is not a URL")
 	}

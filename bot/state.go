@@ -42,6 +42,9 @@ type chatSnap struct {
 	Warned  bool      `json:"warned,omitempty"`
 	Arts    []artSnap `json:"artifacts,omitempty"`
 	NextArt int       `json:"next_artifact,omitempty"`
+	// History is the usage of earlier days (added after version 1 files
+	// were written; absent = none).
+	History []dayTotal `json:"history,omitempty"`
 }
 
 type artSnap struct {
@@ -62,7 +65,7 @@ func (b *Bot) snapshotLocked() ([]byte, error) {
 	s := snapshot{Version: stateVersion, Chats: map[string]chatSnap{}, Jobs: map[string]jobSnap{}}
 	for id, c := range b.chats {
 		cs := chatSnap{Queue: c.queue, Session: c.session, Day: c.use.day, Tokens: c.use.tokens, CostUSD: c.use.costUSD,
-			Jobs: c.use.jobs, Warned: c.use.warned, NextArt: c.nextArt}
+			Jobs: c.use.jobs, Warned: c.use.warned, NextArt: c.nextArt, History: c.hist}
 		for _, a := range c.arts {
 			cs.Arts = append(cs.Arts, artSnap{ID: a.id, Meta: a.meta})
 		}
@@ -90,7 +93,7 @@ func (b *Bot) restore(data []byte) error {
 		if err != nil {
 			return fmt.Errorf("bot: state snapshot has chat id %q", clipStr(key, 32))
 		}
-		c := &chatState{queue: cs.Queue, session: cs.Session, nextArt: cs.NextArt,
+		c := &chatState{queue: cs.Queue, session: cs.Session, nextArt: cs.NextArt, hist: cs.History,
 			use: usage{day: cs.Day, tokens: cs.Tokens, costUSD: cs.CostUSD, jobs: cs.Jobs, warned: cs.Warned}}
 		for _, a := range cs.Arts {
 			c.arts = append(c.arts, chatArtifact{id: a.ID, meta: a.Meta})
@@ -197,7 +200,7 @@ func (b *Bot) dropLostJobs(ctx context.Context) {
 	b.mu.Unlock()
 	for _, j := range status {
 		if j.statusMsg != 0 {
-			_, _ = b.tg.remove(ctx, j.chatID, j.statusMsg)
+			_, _ = b.tg.Remove(ctx, j.chatID, j.statusMsg)
 		}
 	}
 	for _, id := range chats {
@@ -205,5 +208,79 @@ func (b *Bot) dropLostJobs(ctx context.Context) {
 	}
 	if len(chats) > 0 {
 		b.log.WithField("chats", len(chats)).Warn("bot: unfinished jobs of the previous process were lost with its in-memory queue; their chats were told")
+	}
+}
+
+// Notices edited into the status messages of unfinished jobs when the bot
+// stops, so no "⏳ Working" stays behind.
+const (
+	resumeNotice    = "⏸ odek-bot is restarting. Your request keeps running and its answer comes here when the bot is back."
+	interruptNotice = "⚠️ odek-bot stopped before your request finished, and it was lost with it. Please send it again."
+)
+
+// notifyShutdown tells each chat with an unfinished job, when the bot
+// stops, what becomes of it: in distributed mode the job goes on and its
+// answer comes after the restart; in embedded mode it is lost, the chat is
+// told to resend it, and the job is forgotten (so the restart does not
+// tell the chat twice). The job's status message is edited when it has
+// one; a chat without one gets a message.
+func (b *Bot) notifyShutdown(ctx context.Context) {
+	type job struct {
+		chatID int64
+		msg    int
+	}
+	b.mu.Lock()
+	var jobs []job
+	told := map[int64]bool{}
+	for chatID, c := range b.chats {
+		for _, id := range c.queue {
+			if js := b.jobs[id]; js != nil && !js.stopped {
+				jobs = append(jobs, job{chatID, js.statusMsg})
+			}
+		}
+		if b.cfg.VolatileQueue {
+			for _, id := range c.queue {
+				delete(b.jobs, id)
+			}
+			c.queue = nil
+		}
+	}
+	b.mu.Unlock()
+	text := resumeNotice
+	if b.cfg.VolatileQueue {
+		text = interruptNotice
+	}
+	for _, j := range jobs {
+		if j.msg != 0 {
+			if kind, _ := b.tg.EditPlain(ctx, j.chatID, j.msg, text, nil); kind == tgOK {
+				told[j.chatID] = true
+				continue
+			}
+		}
+		if !told[j.chatID] {
+			told[j.chatID] = true
+			b.reply(ctx, j.chatID, text)
+		}
+	}
+	if len(jobs) > 0 {
+		b.log.WithField("jobs", len(jobs)).Info("bot: told the chats of unfinished jobs that the bot stops")
+	}
+}
+
+// Settle waits until every result the queue holds for this bot has been
+// delivered: a read of the results found none and nothing is being
+// delivered. Embedded mode calls it after its workers stopped, so answers
+// finished during shutdown reach their chats before the bot stops.
+func (b *Bot) Settle(ctx context.Context) {
+	b.mu.Lock()
+	ch := b.idle
+	if ch == nil {
+		ch = make(chan struct{})
+		b.idle = ch
+	}
+	b.mu.Unlock()
+	select {
+	case <-ch:
+	case <-ctx.Done():
 	}
 }

@@ -88,6 +88,12 @@ type Message struct {
 	ChatID    int64
 	Text      string
 	ParseMode string
+	// Shown is the text as the user sees it: Text with the HTML tags and
+	// entities parsed (parse_mode HTML), else Text.
+	Shown string
+	// ReplyTo is the message this one replies to (reply_to_message_id or
+	// reply_parameters), 0 for none.
+	ReplyTo int
 	// Keyboard is the inline keyboard's callback data, row by row.
 	Keyboard [][]string
 	Deleted  bool
@@ -119,12 +125,20 @@ type Server struct {
 	msgSeq    int
 	callbacks map[string]bool
 	commands  string
+	files     map[string]storedFile // by file_id
+	admins    map[int64]map[int64]bool
+	fileSeq   int
+}
+
+type storedFile struct {
+	path string
+	data []byte
 }
 
 // New starts a fake Bot API server, closed when the test ends.
 func New(t testing.TB) *Server {
 	s := &Server{t: t, changed: make(chan struct{}), nextID: 1000, blocked: map[int64]bool{},
-		messages: map[int64]map[int]*Message{}, callbacks: map[string]bool{}}
+		messages: map[int64]map[int]*Message{}, callbacks: map[string]bool{}, files: map[string]storedFile{}}
 	s.srv = httptest.NewServer(http.HandlerFunc(s.serve))
 	t.Cleanup(s.srv.Close)
 	return s
@@ -147,6 +161,9 @@ type User struct {
 	IsBot     bool   `json:"is_bot"`
 	FirstName string `json:"first_name"`
 	Username  string `json:"username,omitempty"`
+	// LanguageCode is the user's IETF language tag ("de"), as Telegram
+	// sends it for users.
+	LanguageCode string `json:"language_code,omitempty"`
 }
 
 type chat struct {
@@ -166,6 +183,38 @@ type message struct {
 	Text              string       `json:"text,omitempty"`
 	Entities          []msgEntity  `json:"entities,omitempty"`
 	ReplyMarkup       *replyMarkup `json:"reply_markup,omitempty"`
+	ReplyToMessage    *message     `json:"reply_to_message,omitempty"`
+	MediaGroupID      string       `json:"media_group_id,omitempty"`
+	Caption           string       `json:"caption,omitempty"`
+	CaptionEntities   []msgEntity  `json:"caption_entities,omitempty"`
+	Document          *fileRef     `json:"document,omitempty"`
+	Photo             []fileRef    `json:"photo,omitempty"`
+	Voice             *fileRef     `json:"voice,omitempty"`
+	Audio             *fileRef     `json:"audio,omitempty"`
+	Sticker           *fileRef     `json:"sticker,omitempty"`
+	Location          *struct {
+		Latitude  float64 `json:"latitude"`
+		Longitude float64 `json:"longitude"`
+	} `json:"location,omitempty"`
+	Poll *struct {
+		ID       string `json:"id"`
+		Question string `json:"question"`
+	} `json:"poll,omitempty"`
+}
+
+// fileRef is the wire form of Document, PhotoSize, Voice, Audio and
+// Sticker: the fields odek reads (https://core.telegram.org/bots/api#document).
+type fileRef struct {
+	FileID       string `json:"file_id"`
+	FileUniqueID string `json:"file_unique_id"`
+	FileName     string `json:"file_name,omitempty"`
+	MimeType     string `json:"mime_type,omitempty"`
+	FileSize     int64  `json:"file_size,omitempty"`
+	Width        int    `json:"width,omitempty"`
+	Height       int    `json:"height,omitempty"`
+	Duration     int    `json:"duration,omitempty"`
+	Emoji        string `json:"emoji,omitempty"`
+	Type         string `json:"type,omitempty"`
 }
 
 type msgEntity struct {
@@ -220,6 +269,7 @@ func (s *Server) userMessage(chatID, userID int64, text string) message {
 		}
 		m.Entities = []msgEntity{{Type: "bot_command", Offset: 0, Length: len(utf16.Encode([]rune(text[:end])))}}
 	}
+	m.Entities = append(m.Entities, mentions(text)...)
 	return m
 }
 
@@ -393,7 +443,7 @@ func (s *Server) Visible(chatID int64) []string {
 	var out []string
 	for _, m := range s.Messages(chatID) {
 		if !m.Deleted {
-			out = append(out, m.Text)
+			out = append(out, m.Shown)
 		}
 	}
 	return out
@@ -428,6 +478,10 @@ func errReply(code int, description string) *apiError {
 }
 
 func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
+	if p, ok := strings.CutPrefix(r.URL.Path, "/file/bot"+Token+"/"); ok {
+		s.serveFile(w, p)
+		return
+	}
 	rest, ok := strings.CutPrefix(r.URL.Path, "/bot")
 	tok, method, ok2 := strings.Cut(rest, "/")
 	call := Call{At: time.Now(), Method: method}
@@ -491,18 +545,19 @@ func readParams(r *http.Request) (url.Values, string, []byte, error) {
 		}
 		vals := url.Values(r.MultipartForm.Value)
 		for _, fhs := range r.MultipartForm.File {
-			for _, fh := range fhs {
-				f, err := fh.Open()
-				if err != nil {
-					return nil, "", nil, err
-				}
-				b, err := io.ReadAll(f)
-				f.Close()
-				if err != nil {
-					return nil, "", nil, err
-				}
-				return vals, fh.Filename, b, nil
+			if len(fhs) == 0 {
+				continue
 			}
+			f, err := fhs[0].Open()
+			if err != nil {
+				return nil, "", nil, err
+			}
+			b, err := io.ReadAll(f)
+			f.Close()
+			if err != nil {
+				return nil, "", nil, err
+			}
+			return vals, fhs[0].Filename, b, nil
 		}
 		return vals, "", nil, nil
 	case strings.HasPrefix(ct, "application/json"):
@@ -560,6 +615,10 @@ func (s *Server) dispatch(r *http.Request, method string, p url.Values, fileName
 		return User{ID: BotID, IsBot: true, FirstName: "odek test", Username: BotUsername}, nil
 	case "getUpdates":
 		return s.getUpdates(r, p)
+	case "getFile":
+		return s.getFile(p)
+	case "getChatMember":
+		return s.getChatMember(p)
 	case "sendMessage":
 		return s.sendMessage(p)
 	case "editMessageText":
@@ -594,9 +653,32 @@ func (s *Server) dispatch(r *http.Request, method string, p url.Values, fileName
 		if len(file) > 50<<20 {
 			return nil, errReply(413, "Request Entity Too Large")
 		}
+		if textLen(p.Get("caption")) > 1024 {
+			return nil, errReply(400, "Bad Request: message caption is too long")
+		}
 		s.mu.Lock()
 		defer s.mu.Unlock()
 		m := s.storeLocked(chatID, "[document "+fileName+"] "+p.Get("caption"), "", nil)
+		return s.wireLocked(m), nil
+	case "sendPhoto":
+		// https://core.telegram.org/bots/api#sendphoto: "The photo must be
+		// at most 10 MB in size"; the caption at most 1024 characters.
+		chatID, aerr := chatIDParam(p)
+		if aerr != nil {
+			return nil, aerr
+		}
+		if file == nil {
+			return nil, errReply(400, "Bad Request: there is no photo in the request")
+		}
+		if len(file) > 10<<20 {
+			return nil, errReply(400, "Bad Request: PHOTO_INVALID_DIMENSIONS")
+		}
+		if textLen(p.Get("caption")) > 1024 {
+			return nil, errReply(400, "Bad Request: message caption is too long")
+		}
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		m := s.storeLocked(chatID, "[photo "+fileName+"] "+p.Get("caption"), "", nil)
 		return s.wireLocked(m), nil
 	case "setMyCommands":
 		var cmds []struct{ Command, Description string }
@@ -719,12 +801,27 @@ func checkText(p url.Values) *apiError {
 	if strings.TrimSpace(text) == "" {
 		return errReply(400, "Bad Request: message text is empty")
 	}
-	if textLen(text) > 4096 {
-		return errReply(400, "Bad Request: message is too long")
-	}
 	switch p.Get("parse_mode") {
 	case "":
+		if textLen(text) > 4096 {
+			return errReply(400, "Bad Request: message is too long")
+		}
+	case "HTML":
+		// The limit applies to the text after entity parsing.
+		shown, err := ParseHTML(text)
+		if err != nil {
+			return errReply(400, "Bad Request: "+err.Error())
+		}
+		if strings.TrimSpace(shown) == "" {
+			return errReply(400, "Bad Request: message text is empty")
+		}
+		if textLen(shown) > 4096 {
+			return errReply(400, "Bad Request: message is too long")
+		}
 	case "MarkdownV2":
+		if textLen(text) > 4096 {
+			return errReply(400, "Bad Request: message is too long")
+		}
 		if err := CheckMarkdownV2(text); err != nil {
 			return errReply(400, "Bad Request: "+err.Error())
 		}
@@ -759,12 +856,13 @@ func (s *Server) sendMessage(p url.Values) (any, *apiError) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	m := s.storeLocked(chatID, p.Get("text"), p.Get("parse_mode"), kb)
+	m.ReplyTo = replyToParam(p)
 	return s.wireLocked(m), nil
 }
 
 func (s *Server) storeLocked(chatID int64, text, mode string, kb [][]string) *Message {
 	s.msgSeq++
-	m := &Message{ID: s.msgSeq, ChatID: chatID, Text: text, ParseMode: mode, Keyboard: kb}
+	m := &Message{ID: s.msgSeq, ChatID: chatID, Text: text, ParseMode: mode, Shown: shownText(text, mode), Keyboard: kb}
 	if s.messages[chatID] == nil {
 		s.messages[chatID] = map[int]*Message{}
 	}
@@ -793,6 +891,7 @@ func (s *Server) editMessageText(p url.Values) (any, *apiError) {
 		return nil, errReply(400, "Bad Request: message is not modified: specified new message content and reply markup are exactly the same as a current content and reply markup of the message")
 	}
 	m.Text, m.ParseMode, m.Keyboard = p.Get("text"), p.Get("parse_mode"), kb
+	m.Shown = shownText(m.Text, m.ParseMode)
 	m.Edits++
 	return s.wireLocked(m), nil
 }
@@ -811,4 +910,29 @@ func (s *Server) deleteMessage(p url.Values) (any, *apiError) {
 	}
 	m.Deleted = true
 	return true, nil
+}
+
+// shownText is what a chat shows of an accepted text.
+func shownText(text, mode string) string {
+	if mode == "HTML" {
+		if shown, err := ParseHTML(text); err == nil {
+			return shown
+		}
+	}
+	return text
+}
+
+// replyToParam reads reply_to_message_id, or reply_parameters'
+// message_id (Bot API 7.0).
+func replyToParam(p url.Values) int {
+	if id, err := strconv.Atoi(p.Get("reply_to_message_id")); err == nil {
+		return id
+	}
+	var rp struct {
+		MessageID int `json:"message_id"`
+	}
+	if json.Unmarshal([]byte(p.Get("reply_parameters")), &rp) == nil {
+		return rp.MessageID
+	}
+	return 0
 }

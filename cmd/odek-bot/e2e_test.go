@@ -3,6 +3,7 @@ package main_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net"
 	"os"
 	"os/exec"
@@ -185,12 +186,19 @@ func TestE2EGoalApprovalArtifactReply(t *testing.T) {
 		return visible(s, 1001, "🔧 shell: python3")
 	})
 	close(edited)
-	in.tg.Wait(t, 30*time.Second, "reply", func(s *bottest.Server) bool { return visible(s, 1001, "Report *written*") })
-	msgs := in.tg.Messages(1001)
-	if !msgs[0].Deleted || msgs[0].Edits == 0 {
-		t.Errorf("status message %+v: want edited, then deleted", msgs[0])
+	in.tg.Wait(t, 30*time.Second, "reply", func(s *bottest.Server) bool { return visible(s, 1001, "Report written (see below).") })
+	// The status message comes after the approval prompt (it waits
+	// StatusDelay), shows the progress stream, then is deleted.
+	var status *bottest.Message
+	for _, m := range in.tg.Messages(1001) {
+		if strings.Contains(m.Text, "shell: python3") && len(m.Keyboard) == 0 && !strings.Contains(m.Text, "🔐") {
+			status = &m
+		}
 	}
-	if !visible(in.tg, 1001, "📎 a1 · report\\.md") || !visible(in.tg, 1001, "✅ Approved once") {
+	if status == nil || !status.Deleted {
+		t.Errorf("status message %+v: want it to show the progress stream, then be deleted; messages %+v", status, in.tg.Messages(1001))
+	}
+	if !visible(in.tg, 1001, "📎 a1 · report.md") || !visible(in.tg, 1001, "✅ Approved once") {
 		t.Errorf("artifact line or approval outcome missing: %q", in.tg.Visible(1001))
 	}
 	if v := in.tg.Visible(6666); len(v) != 1 || !strings.Contains(v[0], "6666") {
@@ -287,7 +295,7 @@ func TestE2EEmbeddedMode(t *testing.T) {
 		"ODEK_HOME=" + t.TempDir(), "ODEK_ARTIFACTS_DIR=" + t.TempDir(),
 	})
 	tg.UserMessage(1001, 1001, "hello")
-	tg.Wait(t, 30*time.Second, "reply", func(s *bottest.Server) bool { return visible(s, 1001, "embedded _answer_") })
+	tg.Wait(t, 30*time.Second, "reply", func(s *bottest.Server) bool { return visible(s, 1001, "embedded answer") })
 	if n := llm.Calls(); n != 1 {
 		t.Errorf("LLM calls = %d, want 1", n)
 	}
@@ -331,5 +339,128 @@ func TestE2EQueuedSecondMessageAndStop(t *testing.T) {
 	}
 	if visible(in.tg, 1001, "too late") {
 		t.Error("a canceled job's answer was delivered")
+	}
+}
+
+// Issue 17 point 10: embedded mode honours ODEK_APPROVAL_TIMEOUT (the
+// prompt said 5 min with 20 s configured).
+func TestE2EEmbeddedApprovalTimeout(t *testing.T) {
+	_, odekBot := binaries(t)
+	var mu sync.Mutex
+	calls := 0
+	llm := llmtest.NewHandler(t, func(r llmtest.Recorded) llmtest.Turn {
+		mu.Lock()
+		calls++
+		n := calls
+		mu.Unlock()
+		if n == 1 {
+			return llmtest.CallTools(llmtest.Call{ID: "s", Name: "shell", Arguments: `{"command":"python3 -c 'print(6*7)'"}`})
+		}
+		return llmtest.Reply("denied, fine")
+	})
+	tg := bottest.New(t)
+	start(t, "odek-bot", odekBot, []string{
+		"TELEGRAM_BOT_TOKEN=" + bottest.Token, "TELEGRAM_API_ENDPOINT=" + tg.URL(),
+		"ODEK_TELEGRAM_ALLOWED_USERS=1001", "ODEK_WORKERS=1", "ODEK_APPROVAL_TIMEOUT=20s",
+		"ODEK_BASE_URL=" + llm.URL, "ODEK_MODEL=test-model", "ODEK_API_KEY=sk-test-key-0123456789abcdef",
+		"ODEK_HOME=" + t.TempDir(), "ODEK_ARTIFACTS_DIR=" + t.TempDir(),
+	})
+	tg.UserMessage(1001, 1001, "compute")
+	var kb bottest.Message
+	tg.Wait(t, 30*time.Second, "approval keyboard", func(s *bottest.Server) bool {
+		for _, m := range s.Messages(1001) {
+			if len(m.Keyboard) > 0 {
+				kb = m
+				return true
+			}
+		}
+		return false
+	})
+	if !strings.Contains(kb.Shown, "UTC (in 20 s)") && !strings.Contains(kb.Shown, "UTC (in 19 s)") {
+		t.Errorf("prompt deadline: %q, want in 20 s", kb.Shown)
+	}
+	tg.PressButton(1001, 1001, kb.ID, kb.Keyboard[0][1])
+	tg.Wait(t, 30*time.Second, "reply", func(s *bottest.Server) bool { return visible(s, 1001, "denied, fine") })
+}
+
+// Issue 17 "files in / files out", distributed: a document sent in the chat
+// is saved in the chat's directory on the shared artifacts volume (never
+// through Redis), a real worker's agent reads it and writes a file, and
+// that file comes back into the chat as a document with the answer.
+func TestE2EDocumentInFileOut(t *testing.T) {
+	var mu sync.Mutex
+	var reqs []llmtest.Recorded
+	llm := llmtest.NewHandler(t, func(r llmtest.Recorded) llmtest.Turn {
+		mu.Lock()
+		reqs = append(reqs, r)
+		n := len(reqs)
+		mu.Unlock()
+		switch n {
+		case 1:
+			return llmtest.CallTools(llmtest.Call{ID: "r", Name: "read_file", Arguments: `{"path":"uploads/notes.txt"}`})
+		case 2:
+			return llmtest.CallTools(llmtest.Call{ID: "w", Name: "write_file", Arguments: `{"path":"upper.txt","content":"MEETING NOTES"}`})
+		}
+		return llmtest.Reply("Done: **upper.txt**.")
+	})
+	in := newInstance(t, llm.URL)
+	in.worker("w1")
+	in.tg.Send(bottest.Incoming{Chat: 1001, User: 1001, Caption: "upper-case this",
+		Document: &bottest.File{Name: "notes.txt", MIME: "text/plain", Data: []byte("meeting notes")}})
+	calls := in.tg.WaitCalls(t, 60*time.Second, func(c []bottest.Call) bool { return len(c) == 1 }, "sendDocument")
+	if calls[0].FileName != "upper.txt" || string(calls[0].File) != "MEETING NOTES" {
+		t.Errorf("file out: %q %q", calls[0].FileName, calls[0].File)
+	}
+	in.tg.Wait(t, 30*time.Second, "reply", func(s *bottest.Server) bool { return visible(s, 1001, "Done: upper.txt.") })
+	mu.Lock()
+	defer mu.Unlock()
+	if len(reqs) < 2 {
+		t.Fatalf("%d LLM requests", len(reqs))
+	}
+	goal := reqs[0].Messages[len(reqs[0].Messages)-1].Content
+	if !strings.Contains(fmt.Sprint(goal), "upper-case this") || !strings.Contains(fmt.Sprint(goal), "uploads/notes.txt") {
+		t.Errorf("goal: %v", goal)
+	}
+	if !strings.Contains(string(reqs[1].Body), "meeting notes") {
+		t.Errorf("the agent did not read the uploaded file: %s", reqs[1].Body)
+	}
+}
+
+// Issue 17 point 9, embedded mode: SIGTERM while a job runs lets the job
+// finish and delivers its answer before the process exits, instead of
+// throwing away work whose tokens were spent.
+func TestE2EEmbeddedShutdownDeliversFinishedAnswer(t *testing.T) {
+	_, odekBot := binaries(t)
+	asked := make(chan struct{}, 1)
+	release := make(chan struct{})
+	llm := llmtest.NewHandler(t, func(r llmtest.Recorded) llmtest.Turn {
+		asked <- struct{}{}
+		<-release
+		return llmtest.Reply("finished during shutdown")
+	})
+	tg := bottest.New(t)
+	p := start(t, "odek-bot", odekBot, []string{
+		"TELEGRAM_BOT_TOKEN=" + bottest.Token, "TELEGRAM_API_ENDPOINT=" + tg.URL(),
+		"ODEK_TELEGRAM_ALLOWED_USERS=1001", "ODEK_WORKERS=1",
+		"ODEK_BASE_URL=" + llm.URL, "ODEK_MODEL=test-model", "ODEK_API_KEY=sk-test-key-0123456789abcdef",
+		"ODEK_HOME=" + t.TempDir(), "ODEK_ARTIFACTS_DIR=" + t.TempDir(),
+	})
+	tg.UserMessage(1001, 1001, "work")
+	select {
+	case <-asked:
+	case <-time.After(30 * time.Second):
+		t.Fatal("the job never reached the model")
+	}
+	if err := p.cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	close(release)
+	select {
+	case <-p.exited:
+	case <-time.After(40 * time.Second):
+		t.Fatal("odek-bot did not exit after SIGTERM")
+	}
+	if !visible(tg, 1001, "finished during shutdown") {
+		t.Errorf("the answer finished during shutdown was not delivered: %q", tg.Visible(1001))
 	}
 }

@@ -2,9 +2,12 @@ package main
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"path/filepath"
 	"reflect"
+	"strconv"
+	"strings"
 	"time"
 
 	"github.com/sirupsen/logrus"
@@ -54,7 +57,13 @@ func startEmbedded(ctx context.Context, q *queue.Memory, e env, log *logrus.Logg
 	if err := r.Start(ctx, os.Getenv("ODEK_APPROVE_MCP") == "1"); err != nil {
 		return nil, err
 	}
-	w, err := worker.New(worker.Config{Queue: q, Run: r.Run, Name: "embedded", Concurrency: e.Workers, Logger: log})
+	approvalWait, err := parseWait(e.ApprovalWait)
+	if err != nil {
+		r.Close()
+		return nil, fmt.Errorf("ODEK_APPROVAL_TIMEOUT: %w", err)
+	}
+	w, err := worker.New(worker.Config{Queue: q, Run: r.Run, Name: "embedded", Concurrency: e.Workers, Logger: log,
+		ApprovalTimeout: approvalWait})
 	if err != nil {
 		r.Close()
 		return nil, err
@@ -77,6 +86,22 @@ func (e *embeddedWorkers) shutdown(log logrus.FieldLogger) {
 	if err := e.jobs.Close(); err != nil {
 		log.WithError(err).Warn("odek-bot: extension servers stopped with errors")
 	}
+}
+
+// parseWait reads a wait as odek worker reads it: seconds ("300") or a
+// Go duration ("5m"); empty means the default.
+func parseWait(v string) (time.Duration, error) {
+	v = strings.TrimSpace(v)
+	if v == "" {
+		return queue.DefaultApprovalTimeout, nil
+	}
+	if n, err := strconv.ParseFloat(v, 64); err == nil && n > 0 {
+		return time.Duration(n * float64(time.Second)), nil
+	}
+	if d, err := time.ParseDuration(v); err == nil && d > 0 {
+		return d, nil
+	}
+	return 0, fmt.Errorf("want a positive number of seconds or a duration like 5m, got %q", v)
 }
 
 // tagNames returns the env tag of every field of *v.

@@ -17,6 +17,7 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"strings"
 	"syscall"
 	"time"
 
@@ -83,6 +84,12 @@ type env struct {
 	Workers      int    `env:"ODEK_WORKERS" env-default:"2" env-description:"embedded mode: jobs run at once inside the bot"`
 	StateFile    string `env:"ODEK_TELEGRAM_STATE_FILE" env-description:"file keeping chat state (sessions, today's usage, artifact ids, unfinished jobs) across restarts (empty = memory only)"`
 	ArtifactsDir string `env:"ODEK_ARTIFACTS_DIR" env-description:"directory shared with the workers; /artifact sends files from <dir>/<chat id> (empty = /artifact off)"`
+	ApprovalWait string `env:"ODEK_APPROVAL_TIMEOUT" env-default:"300" env-description:"embedded mode: seconds (or a duration like 5m) a tool approval waits for the chat before denying; workers read the same variable"`
+	GroupSession string `env:"ODEK_TELEGRAM_GROUP_SESSION" env-default:"user" env-description:"groups: user = one conversation per member (default), group = one shared by the whole group"`
+	AdminCmds    string `env:"ODEK_TELEGRAM_ADMIN_COMMANDS" env-description:"comma-separated commands (e.g. new,stop) only a group's admins may use in that group"`
+	Keywords     string `env:"ODEK_TELEGRAM_KEYWORDS" env-description:"comma-separated words that address the bot in a group besides a mention, a reply to it or a command"`
+	SendFiles    int    `env:"ODEK_TELEGRAM_SEND_ARTIFACTS" env-default:"3" env-description:"how many of a job's files are sent into the chat with its answer (images as photos); the rest stay available with /artifact (negative = none)"`
+	MaxFileBytes int64  `env:"ODEK_TELEGRAM_MAX_FILE_BYTES" env-default:"20971520" env-description:"largest document a user may send, in bytes (Telegram lets bots download up to 20 MB)"`
 	LogLevel     string `env:"ODEK_LOG_LEVEL" env-default:"info" env-description:"debug, info, warn or error"`
 }
 
@@ -192,15 +199,45 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		defer srv.Close()
 		log.WithField("addr", ln.Addr().String()).Info("odek-bot: serving /healthz")
 	}
-	runErr := b.Run(ctx)
-	if embedded != nil {
-		embedded.shutdown(log)
+	var runErr error
+	if embedded == nil {
+		runErr = b.Run(ctx)
+	} else {
+		// Embedded mode stops in order: the workers finish their jobs
+		// (up to 30 s) while the bot still delivers, the answers finished
+		// meanwhile reach their chats, then the bot stops.
+		bctx, stopBot := context.WithCancel(context.WithoutCancel(ctx))
+		done := make(chan error, 1)
+		go func() { done <- b.Run(bctx) }()
+		select {
+		case runErr = <-done:
+			stopBot()
+			embedded.shutdown(log)
+		case <-ctx.Done():
+			embedded.shutdown(log)
+			sctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+			b.Settle(sctx)
+			cancel()
+			stopBot()
+			runErr = <-done
+		}
 	}
 	if runErr != nil {
 		return &codeErr{exitError, runErr}
 	}
 	log.Info("odek-bot: stopped")
 	return nil
+}
+
+// splitWords splits a comma-separated list, dropping empty entries.
+func splitWords(s string) []string {
+	var out []string
+	for _, w := range strings.Split(s, ",") {
+		if w = strings.TrimSpace(w); w != "" {
+			out = append(out, w)
+		}
+	}
+	return out
 }
 
 // healthcheck probes a /healthz endpoint: exit 0 on 200, 1 otherwise.
@@ -274,8 +311,10 @@ func botConfig(e env, log logrus.FieldLogger) (bot.Config, error) {
 		AllowedUsers: users, AllowedChats: chats, AllowAll: e.AllowAll,
 		DailyTokenBudget: e.DailyBudget, UserJobsPerMinute: e.UserRate,
 		AgentTimeout: time.Duration(e.AgentTimeout) * time.Second,
-		ArtifactDir:  dir,
-		WebhookURL:   e.WebhookURL, WebhookListen: e.WebhookAddr, WebhookSecret: e.WebhookKey,
+		ArtifactDir:  dir, MaxDownloadBytes: e.MaxFileBytes, GroupSession: e.GroupSession,
+		SendArtifacts: e.SendFiles, Keywords: splitWords(e.Keywords),
+		AdminCommands: splitWords(strings.ReplaceAll(strings.ToLower(e.AdminCmds), "/", "")),
+		WebhookURL:    e.WebhookURL, WebhookListen: e.WebhookAddr, WebhookSecret: e.WebhookKey,
 		Logger: log,
 	}, nil
 }
