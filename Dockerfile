@@ -13,9 +13,14 @@ ENV CGO_ENABLED=0
 COPY go.mod go.sum ./
 # The direct dependencies (with the parts of the standard library they use)
 # are compiled in a layer of their own, cached until go.mod or go.sum
-# change: a source edit then recompiles only odek's own packages.
+# change: a source edit then recompiles only odek's own packages. Only the
+# packages that load with the modules go.sum pins are built (a dependency's
+# optional subpackage may need a module odek does not use: client_golang's
+# api/prometheus/v1 needs json-iterator).
 RUN go mod download \
- && go build -trimpath $(go list -m -f '{{if not .Main}}{{if not .Indirect}}{{.Path}}/...{{end}}{{end}}' all)
+ && go list -e -f '{{if and (not .Error) (not .DepsErrors) .GoFiles}}{{.ImportPath}}{{end}}' \
+      $(go list -m -f '{{if not .Main}}{{if not .Indirect}}{{.Path}}/...{{end}}{{end}}' all) 2>/dev/null \
+    | grep . | xargs go build -trimpath
 COPY . .
 RUN go build -trimpath -ldflags="-s -w" -o /out/odek ./cmd/odek \
  && go build -trimpath -ldflags="-s -w" -o /out/odek-bot ./cmd/odek-bot \
