@@ -486,7 +486,17 @@ func TestDailyBudgetAndRateLimit(t *testing.T) {
 	var skew atomic.Int64
 	clock := func() time.Time { return time.Now().Add(time.Duration(skew.Load())) }
 	h := startBot(t, q, func(c *Config) { c.DailyTokenBudget = 1000; c.UserJobsPerMinute = 2; c.Now = clock })
+	// Job "two" holds until "three" was refused by the rate limit: were it
+	// done first, its tokens would exhaust the budget and "three" would be
+	// refused for that instead.
+	release := make(chan struct{})
 	worker(t, q, func(ctx context.Context, l queue.Lease) queue.Result {
+		if l.Job.Goal == "two" {
+			select {
+			case <-release:
+			case <-ctx.Done():
+			}
+		}
 		return queue.Result{Answer: "ok", Usage: queue.Usage{PromptTokens: 850}}
 	})
 	h.tg.UserMessage(alice, alice, "one")
@@ -494,6 +504,7 @@ func TestDailyBudgetAndRateLimit(t *testing.T) {
 	h.tg.UserMessage(alice, alice, "two")
 	h.tg.UserMessage(alice, alice, "three")
 	h.waitVisible(alice, "Slow down")
+	close(release)
 	h.tg.UserMessage(bob, bob, "bob is not limited by alice")
 	h.waitVisible(bob, "ok")
 	h.tg.Wait(t, wait, "two jobs done", func(s *bottest.Server) bool {
