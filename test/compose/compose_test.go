@@ -173,8 +173,9 @@ func (e *env) checkStranger(t *testing.T) {
 	}
 }
 
-// The footer as FormatReply sends it: italic, "N tokens · [$cost · ]T s".
-var footerRE = regexp.MustCompile(`(?m)^_[0-9,]+ tokens · .*s_$`)
+// The footer as the bot sends it (Telegram HTML): italic,
+// "N tokens · [$cost · ]T s" on the message's last line.
+var footerRE = regexp.MustCompile(`(?m)^<i>[0-9,]+ tokens · .*s</i>$`)
 
 // A message gets an answer, ended by the usage footer.
 func (e *env) checkAnswer(t *testing.T) {
@@ -216,7 +217,7 @@ func (e *env) checkApproval(t *testing.T) {
 	var kb bottest.Message
 	e.tg.Wait(t, step, "approval keyboard", func(s *bottest.Server) bool {
 		for _, m := range s.Messages(user) {
-			if len(m.Keyboard) > 0 && !m.Deleted && strings.Contains(plain(m.Text), "allow shell") {
+			if len(m.Keyboard) > 0 && !m.Deleted && strings.Contains(plain(m.Text), "wants to use shell") {
 				kb = m
 				return true
 			}
