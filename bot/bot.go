@@ -491,7 +491,7 @@ func (b *Bot) pruneLocked(now time.Time) {
 	if b.cfg.UserJobsPerMinute > 0 {
 		rate := float64(b.cfg.UserJobsPerMinute) / 60
 		for id, bk := range b.users {
-			if bk.tokens+now.Sub(bk.at).Seconds()*rate >= float64(b.cfg.UserJobsPerMinute) {
+			if bk.Full(now, rate, b.cfg.UserJobsPerMinute) {
 				delete(b.users, id)
 			}
 		}
@@ -769,7 +769,7 @@ func (b *Bot) startJob(ctx context.Context, r jobRequest) {
 	}
 	if b.cfg.UserJobsPerMinute > 0 {
 		rate := float64(b.cfg.UserJobsPerMinute) / 60
-		bk, ok, wait := b.users[userID].take(now, rate, b.cfg.UserJobsPerMinute)
+		bk, ok, wait := b.users[userID].Take(now, rate, b.cfg.UserJobsPerMinute)
 		b.users[userID] = bk
 		if !ok {
 			b.mu.Unlock()

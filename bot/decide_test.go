@@ -16,14 +16,14 @@ func TestBucket(t *testing.T) {
 	var ok bool
 	var wait time.Duration
 	for i := range 3 {
-		if b, ok, _ = b.take(t0, 1, 3); !ok {
+		if b, ok, _ = b.Take(t0, 1, 3); !ok {
 			t.Fatalf("take %d refused within burst", i)
 		}
 	}
-	if b, ok, wait = b.take(t0, 1, 3); ok || wait != time.Second {
+	if b, ok, wait = b.Take(t0, 1, 3); ok || wait != time.Second {
 		t.Fatalf("4th take: ok %v wait %v; want refused, 1s", ok, wait)
 	}
-	if _, ok, _ = b.take(t0.Add(time.Second), 1, 3); !ok {
+	if _, ok, _ = b.Take(t0.Add(time.Second), 1, 3); !ok {
 		t.Fatal("refill after 1 s refused")
 	}
 }

@@ -3,32 +3,12 @@ package bot
 import (
 	"fmt"
 	"time"
+
+	"github.com/odekrun/odek/bot/tgclient"
 )
 
-// bucket is a token bucket: rate tokens per second up to burst. The zero
-// bucket is full once it is first used. Pure value type.
-type bucket struct {
-	tokens float64
-	at     time.Time
-	used   bool
-}
-
-// take tries to take one token at now. It returns the new bucket, whether
-// a token was taken, and when not, how long until one is available.
-func (b bucket) take(now time.Time, rate float64, burst int) (bucket, bool, time.Duration) {
-	if !b.used {
-		b = bucket{tokens: float64(burst), at: now, used: true}
-	}
-	if el := now.Sub(b.at); el > 0 {
-		b.tokens = min(float64(burst), b.tokens+el.Seconds()*rate)
-		b.at = now
-	}
-	if b.tokens >= 1 {
-		b.tokens--
-		return b, true, 0
-	}
-	return b, false, time.Duration((1 - b.tokens) / rate * float64(time.Second))
-}
+// bucket is a user's job-rate token bucket (the Bot API client's).
+type bucket = tgclient.Bucket
 
 // utcDay is the budget day of t: its UTC date.
 func utcDay(t time.Time) string { return t.UTC().Format("2006-01-02") }

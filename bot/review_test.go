@@ -193,8 +193,8 @@ func TestIdleChatsAndUsersArePruned(t *testing.T) {
 		t.Fatal(err)
 	}
 	rate, burst := float64(b.cfg.UserJobsPerMinute)/60, b.cfg.UserJobsPerMinute
-	b.users[5], _, _ = bucket{}.take(t0, rate, burst) // one token short until 60/burst s later
-	b.users[6], _, _ = bucket{}.take(t0, rate, burst)
+	b.users[5], _, _ = bucket{}.Take(t0, rate, burst) // one token short until 60/burst s later
+	b.users[6], _, _ = bucket{}.Take(t0, rate, burst)
 	b.chats[7] = &chatState{use: usage{day: "2026-03-01", tokens: 10, jobs: 1}} // usage of an earlier day
 	b.chats[8] = &chatState{session: "telegram:8:1"}                            // chose /new
 	b.chats[9] = &chatState{queue: []string{"j"}}                               // a job running

@@ -147,7 +147,7 @@ func (c ctxClient) Do(req *http.Request) (*http.Response, error) {
 // limiter is the global send rate: a token bucket shared by every chat.
 type limiter struct {
 	mu    sync.Mutex
-	b     bucket
+	b     Bucket
 	rate  float64
 	burst int
 	now   func() time.Time
@@ -159,7 +159,7 @@ func (l *limiter) wait(ctx context.Context) error {
 		l.mu.Lock()
 		var ok bool
 		var d time.Duration
-		l.b, ok, d = l.b.take(l.now(), l.rate, l.burst)
+		l.b, ok, d = l.b.Take(l.now(), l.rate, l.burst)
 		l.mu.Unlock()
 		if ok {
 			return nil
@@ -425,16 +425,26 @@ func (t *Client) fileEndpoint() string {
 // must be made with a context.
 func (t *Client) HTTP() *http.Client { return t.hc }
 
-// bucket is a token bucket: rate tokens per second up to burst.
-type bucket struct {
+// Bucket is a token bucket: rate tokens per second up to burst. The zero
+// Bucket is full once it is first used. Pure value type; the bot's
+// per-user job rate uses it too.
+type Bucket struct {
 	tokens float64
 	at     time.Time
 	used   bool
 }
 
-func (b bucket) take(now time.Time, rate float64, burst int) (bucket, bool, time.Duration) {
+// Full reports whether the bucket would be full at now: a full bucket is
+// the same as a fresh one, so its owner may be forgotten.
+func (b Bucket) Full(now time.Time, rate float64, burst int) bool {
+	return !b.used || b.tokens+now.Sub(b.at).Seconds()*rate >= float64(burst)
+}
+
+// Take tries to take one token at now. It returns the new bucket, whether
+// a token was taken, and when not, how long until one is available.
+func (b Bucket) Take(now time.Time, rate float64, burst int) (Bucket, bool, time.Duration) {
 	if !b.used {
-		b = bucket{tokens: float64(burst), at: now, used: true}
+		b = Bucket{tokens: float64(burst), at: now, used: true}
 	}
 	if el := now.Sub(b.at); el > 0 {
 		b.tokens = min(float64(burst), b.tokens+el.Seconds()*rate)
