@@ -570,6 +570,7 @@ func TestRedaction(t *testing.T) {
 		t.Fatal(err)
 	}
 	outputs := map[string]string{
+		//lint:ignore S1025 the test checks what each formatting verb prints
 		"%v": fmt.Sprintf("%v", c), "%+v": fmt.Sprintf("%+v", *c), "%#v": fmt.Sprintf("%#v", *c), "%s": fmt.Sprintf("%s", c),
 		"json": string(js), "layers": fmt.Sprintf("%v %+v %#v", c.Layers, c.Layers.Operator, c.Layers.Operator),
 	}

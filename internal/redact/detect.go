@@ -580,7 +580,7 @@ func bearerAt(sc *scan, i int) {
 		sc.hold(v)
 		return
 	}
-	if end-v >= 8 && strings.IndexAny(b[v:end], "0123456789") >= 0 {
+	if end-v >= 8 && strings.ContainsAny(b[v:end], "0123456789") {
 		sc.add(v, end)
 	}
 }

@@ -135,7 +135,7 @@ func (r *RedisStore) Latest(ctx context.Context) (*Session, error) {
 		return nil, err
 	}
 	for range 3 { // a session deleted or expired meanwhile: look again
-		ids, err := c.ZRevRange(ctx, r.index(), 0, 0).Result()
+		ids, err := c.ZRangeArgs(ctx, redis.ZRangeArgs{Key: r.index(), Start: 0, Stop: 0, Rev: true}).Result()
 		if err != nil {
 			return nil, fmt.Errorf("session: latest from redis: %w", err)
 		}
@@ -160,7 +160,7 @@ func (r *RedisStore) List(ctx context.Context) ([]Summary, error) {
 	if err != nil {
 		return nil, err
 	}
-	ids, err := c.ZRevRange(ctx, r.index(), 0, -1).Result()
+	ids, err := c.ZRangeArgs(ctx, redis.ZRangeArgs{Key: r.index(), Start: 0, Stop: -1, Rev: true}).Result()
 	if err != nil {
 		return nil, fmt.Errorf("session: listing redis sessions: %w", err)
 	}

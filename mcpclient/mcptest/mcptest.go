@@ -60,14 +60,20 @@ func BuildFixture() (string, error) {
 	return buildPath, buildErr
 }
 
-// goTool is the go command of the toolchain running the tests, else the
-// one on PATH.
+// goTool is the go command of the toolchain that runs the tests (GOROOT
+// as `go test` sets it for the test binary), else the one on PATH.
 func goTool() string {
-	goBin := filepath.Join(runtime.GOROOT(), "bin", "go")
-	if _, err := os.Stat(goBin); err != nil {
-		return "go"
+	if root := os.Getenv("GOROOT"); root != "" {
+		if goBin := filepath.Join(root, "bin", "go"); fileExists(goBin) {
+			return goBin
+		}
 	}
-	return goBin
+	return "go"
+}
+
+func fileExists(p string) bool {
+	_, err := os.Stat(p)
+	return err == nil
 }
 
 func build() (string, error) {
