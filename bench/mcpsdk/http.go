@@ -21,7 +21,6 @@ import (
 	"syscall"
 
 	mark3client "github.com/mark3labs/mcp-go/client"
-	mark3 "github.com/mark3labs/mcp-go/mcp"
 	gosdk "github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/odekrun/odek/mcpclient"
 	"github.com/sirupsen/logrus"
@@ -122,27 +121,7 @@ func startMark3HTTP(ctx context.Context, url string) (*driver, error) {
 	if err := c.Start(ctx); err != nil {
 		return nil, fmt.Errorf("mcp-go start: %w", err)
 	}
-	var init mark3.InitializeRequest
 	// mcp-go's LATEST_PROTOCOL_VERSION is a draft the go-sdk server
 	// refuses; ask for the version odek sends.
-	init.Params.ProtocolVersion = mcpclient.ProtocolVersion
-	init.Params.ClientInfo = mark3.Implementation{Name: "bench", Version: "1"}
-	if _, err := c.Initialize(ctx, init); err != nil {
-		c.Close()
-		return nil, fmt.Errorf("mcp-go initialize: %w", err)
-	}
-	return &driver{
-		name: "mcp-go",
-		call: func(ctx context.Context, tool string, args json.RawMessage) error {
-			var req mark3.CallToolRequest
-			req.Params.Name = tool
-			req.Params.Arguments = args
-			r, err := c.CallTool(ctx, req)
-			if err == nil && r.IsError {
-				err = fmt.Errorf("tool error")
-			}
-			return err
-		},
-		close: func() { c.Close() },
-	}, nil
+	return mark3Driver(ctx, c, mcpclient.ProtocolVersion)
 }

@@ -291,8 +291,14 @@ func startMark3(ctx context.Context, fixture string, env []string, args ...strin
 	if err != nil {
 		return nil, fmt.Errorf("mcp-go: %w", err)
 	}
+	return mark3Driver(ctx, c, mark3.LATEST_PROTOCOL_VERSION)
+}
+
+// mark3Driver initializes an mcp-go client (either transport) with the
+// given protocol version and wraps it as a driver.
+func mark3Driver(ctx context.Context, c *mark3client.Client, version string) (*driver, error) {
 	var init mark3.InitializeRequest
-	init.Params.ProtocolVersion = mark3.LATEST_PROTOCOL_VERSION
+	init.Params.ProtocolVersion = version
 	init.Params.ClientInfo = mark3.Implementation{Name: "bench", Version: "1"}
 	if _, err := c.Initialize(ctx, init); err != nil {
 		c.Close()
