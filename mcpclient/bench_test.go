@@ -36,19 +36,7 @@ func reportLatency(b *testing.B, lat []time.Duration, elapsed time.Duration) {
 // stdio against the fixture server.
 func BenchmarkEchoSequential(b *testing.B) {
 	c := benchClient(b)
-	args := json.RawMessage(`{"text":"hello"}`)
-	ctx := context.Background()
-	lat := make([]time.Duration, 0, 1<<16)
-	b.ReportAllocs()
-	start := time.Now()
-	for b.Loop() {
-		t0 := time.Now()
-		if _, err := c.Call(ctx, "echo", args); err != nil {
-			b.Fatal(err)
-		}
-		lat = append(lat, time.Since(t0))
-	}
-	reportLatency(b, lat, time.Since(start))
+	echoSequential(b, c)
 }
 
 // BenchmarkEchoConcurrent8 measures 8 concurrent callers sharing one
@@ -98,6 +86,12 @@ func BenchmarkEchoHTTP(b *testing.B) {
 	l.SetLevel(logrus.WarnLevel)
 	cfg.Logger = l
 	c := mcptest.Start(b, cfg)
+	echoSequential(b, c)
+}
+
+// echoSequential is one caller doing echo round trips on c, reporting
+// calls/s and latency percentiles.
+func echoSequential(b *testing.B, c *mcpclient.Client) {
 	args := json.RawMessage(`{"text":"hello"}`)
 	ctx := context.Background()
 	lat := make([]time.Duration, 0, 1<<16)
