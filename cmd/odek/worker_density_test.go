@@ -6,9 +6,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"regexp"
 	"strconv"
-	"strings"
 	"testing"
 	"time"
 
@@ -103,15 +101,4 @@ func BenchmarkWorkerDensity(b *testing.B) {
 }
 
 // hwmKiB is the process's peak resident set size (VmHWM).
-func hwmKiB(pid int) float64 {
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
-	if err != nil {
-		return 0
-	}
-	m := regexp.MustCompile(`VmHWM:\s+(\d+) kB`).FindSubmatch(b)
-	if m == nil {
-		return 0
-	}
-	n, _ := strconv.ParseFloat(strings.TrimSpace(string(m[1])), 64)
-	return n
-}
+func hwmKiB(pid int) float64 { return procStatusKiB(pid, "VmHWM") }

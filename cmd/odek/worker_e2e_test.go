@@ -573,12 +573,16 @@ func TestWorkerGracefulSIGTERM(t *testing.T) {
 }
 
 // rssKiB reads a process's resident set size from /proc.
-func rssKiB(pid int) float64 {
+func rssKiB(pid int) float64 { return procStatusKiB(pid, "VmRSS") }
+
+// procStatusKiB reads one "<field>: N kB" line of /proc/<pid>/status; 0
+// when it cannot.
+func procStatusKiB(pid int, field string) float64 {
 	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
 	if err != nil {
 		return 0
 	}
-	m := regexp.MustCompile(`VmRSS:\s+(\d+) kB`).FindSubmatch(b)
+	m := regexp.MustCompile(field + `:\s+(\d+) kB`).FindSubmatch(b)
 	if m == nil {
 		return 0
 	}
