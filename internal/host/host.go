@@ -372,19 +372,11 @@ var ErrSandboxUnavailable = errors.New("host: the sandbox cannot be enforced on 
 // for the sandbox, else an error saying what is missing and how to opt
 // out.
 func CheckSandbox(abi int) error {
-	if abi >= sandbox.RequiredABI {
+	what := sandbox.Missing(abi)
+	if what == nil {
 		return nil
 	}
-	what := fmt.Sprintf("Landlock ABI %d found, %d needed", abi, sandbox.RequiredABI)
-	switch {
-	case !sandbox.Supported:
-		what = "Landlock exists only on Linux"
-	case abi == 0:
-		what += ": Landlock is not enabled in this kernel (it needs CONFIG_SECURITY_LANDLOCK=y and \"landlock\" in the lsm= boot parameter)"
-	default:
-		what += ": TCP connect rules need Linux 6.7 or newer"
-	}
-	return fmt.Errorf("%w: %s. To run jobs without confinement (every chat can then read the others' files and reach the network), set \"sandbox\": {\"mode\": \"off\"} in the operator config ($ODEK_HOME/config.json)", ErrSandboxUnavailable, what)
+	return fmt.Errorf("%w: %v. To run jobs without confinement (every chat can then read the others' files and reach the network), set \"sandbox\": {\"mode\": \"off\"} in the operator config ($ODEK_HOME/config.json)", ErrSandboxUnavailable, what)
 }
 
 // SandboxSettings reads the sandbox section of both configuration files

@@ -25,15 +25,12 @@ func ABI() int {
 	return v
 }
 
-// Supported reports whether this build can enforce a Spec at all.
-const Supported = true
-
 // enforce applies spec to the calling process: resource limits, the
 // Landlock ruleset and the seccomp filter. It fails closed: any step that
 // cannot be applied is an error, and the caller must not exec.
 func enforce(spec Spec) error {
-	if abi := ABI(); abi < RequiredABI {
-		return fmt.Errorf("the kernel's Landlock ABI is %d, %d needed (%s)", abi, RequiredABI, abiHint(abi))
+	if err := Missing(ABI()); err != nil {
+		return err
 	}
 	if spec.Root == "" || spec.TempDir == "" {
 		return fmt.Errorf("the spec names no root or temp dir")
@@ -96,9 +93,9 @@ func lowerLimit(resource int, n uint64) error {
 // abiHint says what a too-small ABI means for the operator.
 func abiHint(abi int) string {
 	if abi == 0 {
-		return "Landlock is not enabled in this kernel: it needs CONFIG_SECURITY_LANDLOCK=y and \"landlock\" in the lsm= boot parameter"
+		return "Landlock is not enabled in this kernel (it needs CONFIG_SECURITY_LANDLOCK=y and \"landlock\" in the lsm= boot parameter)"
 	}
-	return "TCP rules need Linux 6.7 or newer"
+	return "TCP connect rules need Linux 6.7 or newer"
 }
 
 // Seccomp actions and the offsets of struct seccomp_data.

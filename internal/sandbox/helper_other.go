@@ -10,9 +10,6 @@ import (
 // ABI is 0: Landlock exists only on Linux.
 func ABI() int { return 0 }
 
-// Supported reports whether this build can enforce a Spec at all.
-const Supported = false
-
 func enforce(Spec) error { return errors.New("the sandbox needs Linux (Landlock)") }
 
 func helperExec(string, []string, []string) error {

@@ -52,8 +52,8 @@ var ErrJailClosed = errors.New("sandbox: the jail is closed")
 // ABI is below RequiredABI; rules that cannot be built (a granted path
 // replaced by a file of another kind, say) fail the first Start.
 func NewJail(spec Spec) (*Jail, error) {
-	if abi := ABI(); abi < RequiredABI {
-		return nil, fmt.Errorf("sandbox: Landlock ABI %d found, %d needed (%s)", abi, RequiredABI, abiHint(abi))
+	if err := Missing(ABI()); err != nil {
+		return nil, err
 	}
 	if spec.Root == "" || spec.TempDir == "" {
 		return nil, errors.New("sandbox: the spec names no root or temp dir")

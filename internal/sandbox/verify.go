@@ -26,8 +26,8 @@ const SelfTestArg = "__odek-sandbox-selftest"
 // through the re-executed helper (the way of a spec with resource
 // limits). It returns nil only when all of that holds.
 func Verify(ctx context.Context) error {
-	if abi := ABI(); abi < RequiredABI {
-		return fmt.Errorf("the kernel's Landlock ABI is %d, %d needed (%s)", abi, RequiredABI, abiHint(abi))
+	if err := Missing(ABI()); err != nil {
+		return err
 	}
 	base, err := os.MkdirTemp("", "odek-sandbox-verify-")
 	if err != nil {
