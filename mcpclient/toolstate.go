@@ -127,9 +127,16 @@ func (c *Client) toolsChanged() {
 	c.mu.Unlock()
 	go func() {
 		defer c.bg.Done()
-		defer c.relisting.Store(false)
-		for c.relistAgain.Swap(false) {
-			c.relist()
+		for {
+			for c.relistAgain.Swap(false) {
+				c.relist()
+			}
+			c.relisting.Store(false)
+			// A list_changed that came after the last Swap but before the
+			// Store found relisting still set and returned: take it here.
+			if !c.relistAgain.Load() || !c.relisting.CompareAndSwap(false, true) {
+				return
+			}
 		}
 	}()
 }

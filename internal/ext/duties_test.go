@@ -94,13 +94,21 @@ func TestToolsListChangedToldToTheModel(t *testing.T) {
 	job := set.ToolsFor(nil)
 	run(t, toolNamed(t, job, "fx__change_tools"), `{"mode":"remove_echo"}`)
 	notice := `[odek] MCP server "fx" changed its tools — removed: echo`
-	var r tools.Result
-	for deadline := time.Now().Add(10 * time.Second); ; {
-		r = run(t, toolNamed(t, job, "fx__stats"), `{}`)
-		if strings.Contains(r.Text, notice) || time.Now().After(deadline) {
+	// The re-list runs in the background: once the operator was warned,
+	// the change is on the board (it is added first), and the job's next
+	// MCP result must carry it.
+	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(10 * time.Millisecond) {
+		wmu.Lock()
+		warned := strings.Contains(strings.Join(warns, "\n"), "removed: echo")
+		wmu.Unlock()
+		if warned {
 			break
 		}
+		if time.Now().After(deadline) {
+			t.Fatal("the tool-list change was not noticed within 30s")
+		}
 	}
+	r := run(t, toolNamed(t, job, "fx__stats"), `{}`)
 	if !strings.Contains(r.Text, notice) || strings.Index(r.Text, notice) < strings.Index(r.Text, "<<<end odek-untrusted") {
 		t.Fatalf("the model was not told (outside the boundary):\n%s", r.Text)
 	}
