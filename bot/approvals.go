@@ -33,7 +33,7 @@ func (b *Bot) approvalsLoop(ctx context.Context) error {
 		}
 		failures = 0
 		for _, a := range as {
-			b.serial.Do(a.ChatID, func() { b.ask(ctx, a) })
+			b.serial.Do(a.ChatID, func(c *chat) { c.ask(ctx, a) })
 		}
 	}
 	return nil
@@ -147,16 +147,16 @@ func splitSummary(s string) []string {
 }
 
 // ask shows an approval question with Approve once / Deny buttons that
-// only the job's requester may press, and schedules the timeout edit.
-func (b *Bot) ask(ctx context.Context, a queue.Approval) {
-	b.mu.Lock()
+// only the job's requester may press, and schedules the timeout edit. It
+// runs in the chat's actor; the job is looked up in this chat only.
+func (c *chat) ask(ctx context.Context, a queue.Approval) {
+	b := c.b
 	var requester int64
 	who := ""
-	js := b.jobs[a.JobID]
+	js := c.jobs[a.JobID]
 	if js != nil {
 		requester, who = js.userID, js.userName
 	}
-	b.mu.Unlock()
 	deadline := a.Deadline.UTC().Format("15:04:05")
 	q := approvalText(a.Question)
 	var text string
@@ -173,26 +173,24 @@ func (b *Bot) ask(ctx context.Context, a queue.Approval) {
 	if js != nil {
 		replyTo = js.replyTo
 	}
-	m, kind, err := b.tg.SendPlainReply(ctx, a.ChatID, replyTo, text, markup)
-	if !b.checkSend(ctx, a.ChatID, kind, err) || kind != tgOK {
+	m, kind, err := b.tg.SendPlainReply(ctx, c.id, replyTo, text, markup)
+	if !c.checkSend(ctx, kind, err) || kind != tgOK {
 		return
 	}
 	st := &approvalState{a: a, requester: requester, msgID: m.MessageID, shown: q}
-	b.mu.Lock()
-	b.approvals[a.ID] = st
-	if js := b.jobs[a.JobID]; js != nil {
+	c.approvals[a.ID] = st
+	if js := c.jobs[a.JobID]; js != nil {
 		js.waiting++
 		js.lastText = "" // the status says it waits for the approval
 	}
-	b.mu.Unlock()
 	wait := time.Until(a.Deadline)
 	time.AfterFunc(max(wait, 0), func() {
 		if ctx.Err() != nil {
 			return
 		}
-		b.serial.Do(a.ChatID, func() {
-			if b.settle(a.ID) != nil {
-				b.tg.EditPlain(ctx, a.ChatID, st.msgID, fmt.Sprintf("🔐 %s\n\n⌛ No answer in time — denied.", q), nil)
+		b.serial.Do(c.id, func(c *chat) {
+			if c.settle(a.ID) != nil {
+				b.tg.EditPlain(ctx, c.id, st.msgID, fmt.Sprintf("🔐 %s\n\n⌛ No answer in time — denied.", q), nil)
 			}
 		})
 	})
@@ -200,16 +198,14 @@ func (b *Bot) ask(ctx context.Context, a queue.Approval) {
 
 // settle marks an approval answered and forgets it; it returns the
 // approval when it was still open, nil when it was settled already.
-func (b *Bot) settle(id string) *approvalState {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	st := b.approvals[id]
+func (c *chat) settle(id string) *approvalState {
+	st := c.approvals[id]
 	if st == nil || st.settled {
 		return nil
 	}
 	st.settled = true
-	delete(b.approvals, id)
-	if js := b.jobs[st.a.JobID]; js != nil && js.waiting > 0 {
+	delete(c.approvals, id)
+	if js := c.jobs[st.a.JobID]; js != nil && js.waiting > 0 {
 		js.waiting--
 		js.lastText = ""
 	}
@@ -219,19 +215,18 @@ func (b *Bot) settle(id string) *approvalState {
 // closeApprovals closes the open approval prompts of one job (jobID) or of
 // every job of the chat (jobID ""): the question is denied on the queue
 // (the job is over or going away; fail closed), the buttons are removed
-// and the prompt says why. It runs in the chat's serial queue.
-func (b *Bot) closeApprovals(ctx context.Context, chatID int64, jobID, why string) {
-	b.mu.Lock()
+// and the prompt says why. It runs in the chat's actor.
+func (c *chat) closeApprovals(ctx context.Context, jobID, why string) {
+	b, chatID := c.b, c.id
 	var ids []string
-	for id, st := range b.approvals {
-		if st.a.ChatID == chatID && (jobID == "" || st.a.JobID == jobID) && !st.settled {
+	for id, st := range c.approvals {
+		if (jobID == "" || st.a.JobID == jobID) && !st.settled {
 			ids = append(ids, id)
 		}
 	}
-	b.mu.Unlock()
 	sort.Strings(ids)
 	for _, id := range ids {
-		st := b.settle(id)
+		st := c.settle(id)
 		if st == nil {
 			continue
 		}
@@ -241,7 +236,7 @@ func (b *Bot) closeApprovals(ctx context.Context, chatID int64, jobID, why strin
 			}
 		}
 		if kind, err := b.tg.EditPlain(ctx, chatID, st.msgID, "🔐 "+st.shown+"\n\n"+why, nil); kind != tgOK && kind != tgMessageGone {
-			b.checkSend(ctx, chatID, kind, err)
+			c.checkSend(ctx, kind, err)
 		}
 	}
 }
@@ -270,20 +265,19 @@ func (b *Bot) answerCallback(ctx context.Context, id, text string, alert bool) {
 }
 
 // handleCallback settles an approval button press. It runs in the chat's
-// serial queue.
-func (b *Bot) handleCallback(ctx context.Context, cq *tgbotapi.CallbackQuery) {
+// actor: only this chat's prompts can be answered from it.
+func (c *chat) handleCallback(ctx context.Context, cq *tgbotapi.CallbackQuery) {
+	b := c.b
 	id, allow, ok := parseApprovalData(cq.Data)
 	if !ok || b.aq == nil {
 		b.answerCallback(ctx, cq.ID, "Unknown button.", false)
 		return
 	}
-	b.mu.Lock()
-	st := b.approvals[id]
+	st := c.approvals[id]
 	var settled bool
 	if st != nil {
 		settled = st.settled
 	}
-	b.mu.Unlock()
 	switch {
 	case st == nil || settled:
 		b.answerCallback(ctx, cq.ID, "This question is no longer open.", false)
@@ -294,7 +288,7 @@ func (b *Bot) handleCallback(ctx context.Context, cq *tgbotapi.CallbackQuery) {
 		return
 	}
 	err := b.aq.Answer(ctx, id, allow)
-	b.settle(id)
+	c.settle(id)
 	var outcome string
 	switch {
 	case errors.Is(err, queue.ErrNotFound):
@@ -310,6 +304,6 @@ func (b *Bot) handleCallback(ctx context.Context, cq *tgbotapi.CallbackQuery) {
 	b.answerCallback(ctx, cq.ID, outcome, false)
 	kind, eerr := b.tg.EditPlain(ctx, cq.Message.Chat.ID, st.msgID, "🔐 "+st.shown+"\n\n"+outcome, nil)
 	if kind != tgOK && kind != tgMessageGone {
-		b.checkSend(ctx, cq.Message.Chat.ID, kind, eerr)
+		c.checkSend(ctx, kind, eerr)
 	}
 }

@@ -7,23 +7,25 @@ import (
 	"testing"
 	"time"
 
+	"golang.org/x/time/rate"
+
 	"github.com/odekrun/odek/queue"
 )
 
 func TestBucket(t *testing.T) {
 	t0 := time.Unix(1000, 0)
-	var b bucket
+	b := rate.NewLimiter(1, 3)
 	var ok bool
 	var wait time.Duration
 	for i := range 3 {
-		if b, ok, _ = b.Take(t0, 1, 3); !ok {
+		if ok, _ = takeAt(b, t0); !ok {
 			t.Fatalf("take %d refused within burst", i)
 		}
 	}
-	if b, ok, wait = b.Take(t0, 1, 3); ok || wait != time.Second {
+	if ok, wait = takeAt(b, t0); ok || wait != time.Second {
 		t.Fatalf("4th take: ok %v wait %v; want refused, 1s", ok, wait)
 	}
-	if _, ok, _ = b.Take(t0.Add(time.Second), 1, 3); !ok {
+	if ok, _ = takeAt(b, t0.Add(time.Second)); !ok {
 		t.Fatal("refill after 1 s refused")
 	}
 }
