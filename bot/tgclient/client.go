@@ -171,7 +171,7 @@ type Client struct {
 	// (golang.org/x/time/rate), GlobalRate sends a second with a burst of
 	// the same size.
 	lim *rate.Limiter
-	log      logrus.FieldLogger
+	log logrus.FieldLogger
 	// maxWait caps one retry_after or backoff wait.
 	maxWait time.Duration
 	observe func(error) // Options.Observe; never nil
