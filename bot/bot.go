@@ -120,6 +120,7 @@ type jobState struct {
 	replyTo   int       // the message that asked for the job (groups)
 	uploads   []string  // artifact paths of the files the user sent with it
 	srcMsg    int       // the user's message that asked for the job
+	lang      string    // the asker's language of the built-in texts ("" = English)
 	// superseded: the user edited the message; the job is canceled and its
 	// result is not shown.
 	superseded bool
@@ -130,6 +131,7 @@ type approvalState struct {
 	requester int64
 	msgID     int
 	shown     string // the question as the prompt shows it
+	lang      string // the prompt's language
 	settled   bool
 }
 
@@ -346,7 +348,7 @@ func (b *Bot) handleUpdate(ctx context.Context, u tgbotapi.Update) {
 		}
 		chatID := cq.Message.Chat.ID
 		if !b.access.Allows(cq.From.ID, chatID) {
-			b.refuse(ctx, chatID, cq.From.ID, u.UpdateID, cq.ID)
+			b.refuse(ctx, chatID, cq.From.ID, langOf(cq.From.LanguageCode), u.UpdateID, cq.ID)
 			return
 		}
 		b.serial.Do(chatID, func(c *chat) { c.handleCallback(ctx, cq) })
@@ -359,11 +361,12 @@ func (b *Bot) handleUpdate(ctx context.Context, u tgbotapi.Update) {
 			return
 		}
 		var userID int64
+		lang := "en"
 		if m.From != nil {
-			userID = m.From.ID
+			userID, lang = m.From.ID, langOf(m.From.LanguageCode)
 		}
 		if !b.access.Allows(userID, m.Chat.ID) {
-			b.refuse(ctx, m.Chat.ID, userID, u.UpdateID, "")
+			b.refuse(ctx, m.Chat.ID, userID, lang, u.UpdateID, "")
 			return
 		}
 		b.serial.Do(m.Chat.ID, func(c *chat) { c.handleMessage(ctx, u.UpdateID, m, edited) })
@@ -372,18 +375,18 @@ func (b *Bot) handleUpdate(ctx context.Context, u tgbotapi.Update) {
 
 // refuse logs an unauthorized update and tells the sender, at most once
 // per RefusalInterval, their user id.
-func (b *Bot) refuse(ctx context.Context, chatID, userID int64, updateID int, callbackID string) {
+func (b *Bot) refuse(ctx context.Context, chatID, userID int64, lang string, updateID int, callbackID string) {
 	tell := b.refused.tell(userID, b.cfg.Now(), b.cfg.RefusalInterval)
 	b.log.WithFields(logrus.Fields{"user_id": userID, "chat_id": chatID, "update_id": updateID, "replied": tell}).
 		Warn("bot: refused an update from a user and chat not on the allowlist")
 	if callbackID != "" {
-		b.serial.Do(chatID, func(*chat) { b.answerCallback(ctx, callbackID, "Not authorized.", true) })
+		b.serial.Do(chatID, func(*chat) { b.answerCallback(ctx, callbackID, tr(lang, "not.auth"), true) })
 		return
 	}
 	if !tell {
 		return
 	}
-	text := fmt.Sprintf("⛔ You are not allowed to use this bot. Your Telegram user id is %d; the operator can add it to ODEK_TELEGRAM_ALLOWED_USERS.", userID)
+	text := tr(lang, "not.allowed", userID)
 	b.serial.Do(chatID, func(c *chat) { c.reply(ctx, text) })
 }
 
@@ -474,7 +477,7 @@ func (c *chat) handleMessage(ctx context.Context, updateID int, m *tgbotapi.Mess
 	var up *upload
 	if _, _, _, _, _, ok := attachment(m); ok {
 		var msg string
-		if up, msg = b.saveUpload(ctx, chatID, m); up == nil {
+		if up, msg = b.saveUpload(ctx, chatID, lang, m); up == nil {
 			c.replyTo(ctx, replyTo, msg)
 			return
 		}
@@ -536,7 +539,7 @@ func (c *chat) supersede(ctx context.Context, msgID int) {
 		if err := b.q.Cancel(ctx, id); err != nil && !errors.Is(err, queue.ErrNotFound) {
 			b.log.WithError(err).WithField("job_id", id).Warn("bot: canceling the job of an edited message failed")
 		}
-		c.closeApprovals(ctx, id, "✏️ Closed: the message was edited.")
+		c.closeApprovals(ctx, id, "ap.c.edited")
 	}
 	for _, m := range old {
 		b.tg.Remove(ctx, c.id, m)
@@ -664,13 +667,13 @@ func (c *chat) startJob(ctx context.Context, r jobRequest) {
 	updateID, chatID, userID, userName, edited := r.updateID, r.chatID, r.userID, r.userName, r.edited
 	now := b.cfg.Now()
 	c.roll()
+	lang := b.lang(userID)
 	if checkBudget(c.use.tokens, b.cfg.DailyTokenBudget) == budgetSpent {
-		c.reply(ctx, fmt.Sprintf("🚫 This chat has used its daily budget of %s tokens. It resets at 00:00 UTC (in %s).",
-			Thousands(b.cfg.DailyTokenBudget), humanWait(untilMidnightUTC(now))))
+		c.reply(ctx, tr(lang, "budget.spent", Thousands(b.cfg.DailyTokenBudget), humanWait(untilMidnightUTC(now))))
 		return
 	}
 	if ok, wait := b.users.take(userID, now); !ok {
-		c.reply(ctx, fmt.Sprintf("🐢 Slow down: at most %d new requests per minute. Try again in %s.", b.cfg.UserJobsPerMinute, humanWait(wait)))
+		c.reply(ctx, tr(lang, "slow.down", b.cfg.UserJobsPerMinute, humanWait(wait)))
 		return
 	}
 	session := c.sessionFor(userID)
@@ -687,9 +690,9 @@ func (c *chat) startJob(ctx context.Context, r jobRequest) {
 	cancel()
 	if err != nil {
 		log.WithError(err).Error("bot: enqueue failed")
-		msg := "❌ Could not queue your request; please try again in a moment."
+		msg := tr(lang, "enqueue.fail")
 		if errors.Is(err, queue.ErrPayloadTooLarge) {
-			msg = "❌ That message is too long to run as a job."
+			msg = tr(lang, "enqueue.large")
 		}
 		c.reply(ctx, msg)
 		return
@@ -704,7 +707,7 @@ func (c *chat) startJob(ctx context.Context, r jobRequest) {
 		c.last = map[int64]jobRequest{}
 	}
 	c.last[userID] = r
-	js := &jobState{id: stored.ID, chatID: chatID, userID: userID, userName: userName, replyTo: r.replyTo, uploads: r.uploads, srcMsg: r.srcMsg}
+	js := &jobState{id: stored.ID, chatID: chatID, userID: userID, userName: userName, replyTo: r.replyTo, uploads: r.uploads, srcMsg: r.srcMsg, lang: lang}
 	c.roll()
 	position := len(c.queue)
 	c.queue = append(c.queue, stored.ID)
@@ -715,7 +718,7 @@ func (c *chat) startJob(ctx context.Context, r jobRequest) {
 		js.statusDue = now.Add(b.cfg.StatusDelay)
 		return
 	}
-	js.lastText = js.st.text(position, 0)
+	js.lastText = js.st.textIn(lang, position, 0)
 	c.lastEdit = now
 	m, kind, err := b.tg.SendPlainReply(ctx, chatID, r.replyTo, js.lastText, nil)
 	if !c.checkSend(ctx, kind, err) {
@@ -748,18 +751,18 @@ func (c *chat) command(ctx context.Context, userID int64, cmd, arg string) {
 		for _, msg := range statusMsgs {
 			b.tg.Remove(ctx, chatID, msg)
 		}
-		c.closeApprovals(ctx, "", "⏹ Closed: the job was stopped, so this did not run.")
+		c.closeApprovals(ctx, "", "ap.c.stopped")
 		if n == 0 {
 			c.reply(ctx, tr(b.lang(userID), "nothing.stop"))
 			return
 		}
 		c.reply(ctx, tr(b.lang(userID), "stopping", n))
 	case "status":
-		c.reply(ctx, c.statusText())
+		c.reply(ctx, c.statusText(b.lang(userID)))
 	case "usage":
-		c.reply(ctx, c.usageText())
+		c.reply(ctx, c.usageText(b.lang(userID)))
 	case "artifact":
-		c.sendArtifact(ctx, arg)
+		c.sendArtifact(ctx, b.lang(userID), arg)
 	default:
 		c.reply(ctx, tr(b.lang(userID), "unknown"))
 	}
@@ -778,22 +781,22 @@ func (b *Bot) helpText(userID int64) string {
 	return tr(lang, "help", strings.Join(lim, ", "), userID)
 }
 
-func (c *chat) usageLine() string {
+func (c *chat) usageLine(lang string) string {
 	b := c.b
-	s := fmt.Sprintf("Today (UTC): %s tokens", Thousands(c.use.tokens))
+	s := tr(lang, "use.today", Thousands(c.use.tokens))
 	if b.cfg.DailyTokenBudget > 0 {
-		s += fmt.Sprintf(" of %s (%d %%)", Thousands(b.cfg.DailyTokenBudget), c.use.tokens*100/b.cfg.DailyTokenBudget)
+		s += tr(lang, "use.of", Thousands(b.cfg.DailyTokenBudget), c.use.tokens*100/b.cfg.DailyTokenBudget)
 	}
 	if c.use.costUSD > 0 {
 		s += fmt.Sprintf(", $%.4f", c.use.costUSD)
 	}
-	return s + fmt.Sprintf(", %d job(s).", c.use.jobs)
+	return s + tr(lang, "use.jobs", c.use.jobs)
 }
 
-func (c *chat) usageText() string {
+func (c *chat) usageText(lang string) string {
 	c.roll()
 	now := c.b.cfg.Now()
-	text := c.usageLine() + " Resets in " + humanWait(untilMidnightUTC(now)) + "."
+	text := c.usageLine(lang) + tr(lang, "use.resets", humanWait(untilMidnightUTC(now)))
 	week, month := c.use.total(), c.use.total()
 	weekStart, monthPrefix := utcDay(now.AddDate(0, 0, -6)), now.UTC().Format("2006-01")
 	for _, d := range c.hist {
@@ -804,31 +807,31 @@ func (c *chat) usageText() string {
 			month = month.add(d)
 		}
 	}
-	text += "\nLast 7 days: " + week.line() + "\n" + now.UTC().Format("January 2006") + ": " + month.line()
+	text += "\n" + tr(lang, "use.week", week.lineIn(lang)) + "\n" + months[lang][now.UTC().Month()-1] + now.UTC().Format(" 2006") + ": " + month.lineIn(lang)
 	if n := len(c.hist); n > 0 {
-		text += "\nEarlier days:"
+		text += "\n" + tr(lang, "use.earlier")
 		for i := n - 1; i >= max(0, n-7); i-- {
-			text += "\n" + c.hist[i].Day + ": " + c.hist[i].line()
+			text += "\n" + c.hist[i].Day + ": " + c.hist[i].lineIn(lang)
 		}
 	}
 	return text
 }
 
-func (c *chat) statusText() string {
+func (c *chat) statusText(lang string) string {
 	c.roll()
 	now := c.b.cfg.Now()
 	var lines []string
 	if len(c.queue) == 0 {
-		lines = append(lines, "Idle: no job running.")
+		lines = append(lines, tr(lang, "st.idle"))
 	} else {
 		if js := c.jobs[c.queue[0]]; js != nil {
 			lines = append(lines, js.statusText(0, now))
 		}
 		if n := len(c.queue) - 1; n > 0 {
-			lines = append(lines, fmt.Sprintf("%d more queued.", n))
+			lines = append(lines, tr(lang, "st.more", n))
 		}
 	}
-	lines = append(lines, c.usageLine())
+	lines = append(lines, c.usageLine(lang))
 	return strings.Join(lines, "\n")
 }
 
@@ -839,12 +842,12 @@ func (js *jobState) statusText(pos int, now time.Time) string {
 	if !js.askedAt.IsZero() && !js.startedAt.IsZero() && js.startedAt.Sub(js.askedAt) < 5*time.Second {
 		from = js.askedAt // started at once: count from the question, not from when the bot noticed
 	}
-	text := js.st.text(pos, elapsedSince(from, now))
+	text := js.st.textIn(js.lang, pos, elapsedSince(from, now))
 	if js.waiting > 0 && pos == 0 {
 		if !js.st.started {
-			return "🔐 Waiting for your approval"
+			return tr(js.lang, "st.approval")
 		}
-		text = strings.Replace(text, "⏳ Working", "🔐 Waiting for your approval", 1)
+		text = strings.Replace(text, tr(js.lang, "st.working"), tr(js.lang, "st.approval"), 1)
 	}
 	return text
 }
@@ -860,14 +863,14 @@ func elapsedSince(t, now time.Time) time.Duration {
 
 // sendArtifact sends one of the chat's artifacts as a document after
 // validating it again against the chat's directory.
-func (c *chat) sendArtifact(ctx context.Context, id string) {
+func (c *chat) sendArtifact(ctx context.Context, lang, id string) {
 	b := c.b
 	if id == "" {
-		c.reply(ctx, "Usage: /artifact <id> (the id from the 📎 line of a reply).")
+		c.reply(ctx, tr(lang, "art.usage"))
 		return
 	}
 	if b.cfg.ArtifactDir == "" {
-		c.reply(ctx, "Artifacts are not available on this bot (ODEK_ARTIFACTS_DIR is not set).")
+		c.reply(ctx, tr(lang, "art.off"))
 		return
 	}
 	var meta *queue.ArtifactMeta
@@ -878,10 +881,10 @@ func (c *chat) sendArtifact(ctx context.Context, id string) {
 		}
 	}
 	if meta == nil {
-		c.reply(ctx, fmt.Sprintf("No artifact %q in this chat (ids are kept for the %d most recent artifacts since the bot started).", oneLine(id, 40), maxChatArtifacts))
+		c.reply(ctx, tr(lang, "art.none", oneLine(id, 40), maxChatArtifacts))
 		return
 	}
-	if msg := c.sendArtifactFile(ctx, id, *meta, b.cfg.MaxUploadBytes, false); msg != "" {
+	if msg := c.sendArtifactFile(ctx, lang, id, *meta, b.cfg.MaxUploadBytes, false); msg != "" {
 		c.reply(ctx, msg)
 	}
 }
@@ -897,21 +900,21 @@ var photoTypes = map[string]bool{"image/jpeg": true, "image/png": true, "image/w
 // or WebP within 10 MB, else as a document, within limit. It returns a
 // message for the user when it cannot be sent ("" when sent or when the
 // chat is gone).
-func (c *chat) sendArtifactFile(ctx context.Context, id string, meta queue.ArtifactMeta, limit int64, asPhoto bool) string {
+func (c *chat) sendArtifactFile(ctx context.Context, lang, id string, meta queue.ArtifactMeta, limit int64, asPhoto bool) string {
 	b, chatID := c.b, c.id
 	ref, err := validateArtifact(b.cfg.ArtifactDir, chatID, id, meta, limit)
 	if err != nil {
 		b.log.WithError(err).WithFields(logrus.Fields{"chat_id": chatID, "artifact": id}).Warn("bot: artifact failed validation")
-		msg := "❌ That artifact can no longer be sent: it was moved, changed or is outside this chat's directory."
+		msg := tr(lang, "art.invalid")
 		if errors.Is(err, artifacts.ErrTooLarge) {
-			msg = fmt.Sprintf("❌ That artifact is too large to send here: Telegram bots may send files up to %s.", HumanBytes(limit))
+			msg = tr(lang, "art.large", HumanBytes(limit))
 		}
 		return msg
 	}
 	data, err := readAtMost(ref.Path, limit)
 	if err != nil {
 		b.log.WithError(err).WithField("artifact", id).Warn("bot: reading artifact failed")
-		return "❌ That artifact could not be read."
+		return tr(lang, "art.unread")
 	}
 	name := meta.Name
 	if name == "" {

@@ -204,3 +204,53 @@ func FuzzStatusApply(f *testing.F) {
 		}
 	})
 }
+
+// Every built-in text exists in every language, once, with the same fmt
+// verbs in the same order, so no German user meets an English line and no
+// translation drops an argument.
+func TestEveryTextInEveryLanguage(t *testing.T) {
+	verbs := func(f string) string {
+		var v []string
+		for i := 0; i < len(f); i++ {
+			if f[i] == '%' && i+1 < len(f) {
+				v = append(v, string(f[i+1]))
+				i++
+			}
+		}
+		return strings.Join(v, "")
+	}
+	all := map[string]map[string]string{}
+	for _, set := range []map[string]map[string]string{texts, moreTexts} {
+		for lang, m := range set {
+			if all[lang] == nil {
+				all[lang] = map[string]string{}
+			}
+			for k, f := range m {
+				if _, dup := all[lang][k]; dup {
+					t.Errorf("%s: key %q defined twice", lang, k)
+				}
+				all[lang][k] = f
+			}
+		}
+	}
+	for lang, m := range all {
+		for k, f := range all["en"] {
+			g, ok := m[k]
+			if !ok {
+				t.Errorf("%s: no text for %q", lang, k)
+				continue
+			}
+			if verbs(f) != verbs(g) {
+				t.Errorf("%s: %q has verbs %q, English %q", lang, k, verbs(g), verbs(f))
+			}
+		}
+		for k := range m {
+			if _, ok := all["en"][k]; !ok {
+				t.Errorf("%s: %q has no English text", lang, k)
+			}
+		}
+	}
+	if len(months["de"]) != 12 || months["de"][2] != "März" {
+		t.Error("German month names")
+	}
+}

@@ -126,7 +126,7 @@ func resultTextIn(lang string, res queue.Result, timedOut bool, timeout time.Dur
 		}
 		return tr(lang, "stopped")
 	case queue.StatusDeadLettered:
-		return fmt.Sprintf("❌ The job was abandoned by its worker %d times and was dropped. An operator can retry it with: odek queue retry %s", res.Attempt, res.JobID)
+		return tr(lang, "dead", res.Attempt, res.JobID)
 	case queue.StatusFailed:
 		msg := tr(lang, "failed")
 		if e := oneLine(res.Error, 300); e != "" {
@@ -175,8 +175,10 @@ func (c *chat) deliver(ctx context.Context, d queue.Delivery) {
 	}
 	var statusMsg, replyTo, srcMsg int
 	timedOut, superseded := false, false
+	lang := "en"
 	if js != nil {
 		statusMsg, timedOut, replyTo, srcMsg, superseded = js.statusMsg, js.timedOut, js.replyTo, js.srcMsg, js.superseded
+		lang = b.lang(js.userID)
 	}
 	used := use.tokens
 
@@ -185,20 +187,16 @@ func (c *chat) deliver(ctx context.Context, d queue.Delivery) {
 			log.WithError(err).Debug("bot: could not delete the status message")
 		}
 	}
-	c.closeApprovals(ctx, res.JobID, "Closed: the job ended without this.")
+	c.closeApprovals(ctx, res.JobID, "ap.c.ended")
 	// One message per job: the notice, the answer, its artifact lines and
 	// the usage footer go out together.
 	footer := Footer(res.Usage.PromptTokens, res.Usage.CompletionTokens, res.Usage.CostUSD, time.Duration(res.DurationMS)*time.Millisecond)
 	reply := Reply{Answer: res.Answer, Artifacts: arts, Footer: footer}
 	if res.Status == queue.StatusSucceeded {
 		if strings.TrimSpace(res.Answer) == "" {
-			reply.Answer = "(The agent finished without an answer.)"
+			reply.Answer = tr(lang, "no.answer")
 		}
 	} else {
-		lang := "en"
-		if js != nil {
-			lang = b.lang(js.userID)
-		}
 		reply.Head = resultTextIn(lang, res, timedOut, b.cfg.AgentTimeout)
 	}
 	chunks := FormatReply(reply, MaxMessageLen)
@@ -255,7 +253,7 @@ func (c *chat) deliver(ctx context.Context, d queue.Delivery) {
 			if a.meta.Bytes > b.cfg.SendArtifactBytes {
 				continue // too large to send unasked: /artifact gives the reason
 			}
-			if msg := c.sendArtifactFile(ctx, a.id, a.meta, b.cfg.SendArtifactBytes, true); msg != "" {
+			if msg := c.sendArtifactFile(ctx, lang, a.id, a.meta, b.cfg.SendArtifactBytes, true); msg != "" {
 				log.WithField("artifact", a.id).Debug("bot: an artifact was not sent with the answer: " + msg)
 				continue
 			}
@@ -263,8 +261,7 @@ func (c *chat) deliver(ctx context.Context, d queue.Delivery) {
 		}
 	}
 	if warn && ack {
-		c.reply(ctx, fmt.Sprintf("⚠️ This chat has used %d %% of its daily budget of %s tokens (resets at 00:00 UTC, in %s).",
-			used*100/b.cfg.DailyTokenBudget, Thousands(b.cfg.DailyTokenBudget), humanWait(untilMidnightUTC(now))))
+		c.reply(ctx, tr(lang, "budget.warn", used*100/b.cfg.DailyTokenBudget, Thousands(b.cfg.DailyTokenBudget), humanWait(untilMidnightUTC(now))))
 	}
 	if ack {
 		actx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
@@ -399,7 +396,7 @@ func (c *chat) refreshStatus(ctx context.Context) {
 		if err := b.q.Cancel(ctx, id); err != nil && !errors.Is(err, queue.ErrNotFound) && ctx.Err() == nil {
 			b.log.WithError(err).WithField("job_id", id).Warn("bot: cancel after timeout failed")
 		}
-		c.closeApprovals(ctx, id, "⏱ Closed: the job ran out of time, so this did not run.")
+		c.closeApprovals(ctx, id, "ap.c.timeout")
 	}
 }
 

@@ -163,12 +163,15 @@ func (d dayTotal) add(o dayTotal) dayTotal {
 }
 
 // line renders a total: "12,345 tokens, $0.0123, 4 job(s)".
-func (d dayTotal) line() string {
-	s := Thousands(d.Tokens) + " tokens"
+func (d dayTotal) line() string { return d.lineIn("en") }
+
+// lineIn is line in lang.
+func (d dayTotal) lineIn(lang string) string {
+	s := tr(lang, "day.tokens", Thousands(d.Tokens))
 	if d.CostUSD > 0 {
 		s += fmt.Sprintf(", $%.4f", d.CostUSD)
 	}
-	return s + fmt.Sprintf(", %d job(s)", d.Jobs)
+	return s + tr(lang, "day.jobs", d.Jobs)
 }
 
 // appendHistory adds d (when it has a day) to the history, merging a day

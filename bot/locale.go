@@ -69,10 +69,7 @@ func langOf(code string) string {
 
 // tr renders the text key in lang with args.
 func tr(lang, key string, args ...any) string {
-	f, ok := texts[lang][key]
-	if !ok {
-		f = texts["en"][key]
-	}
+	f, _ := lookup(lang, key)
 	if len(args) == 0 {
 		return f
 	}

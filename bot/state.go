@@ -165,9 +165,8 @@ func (b *Bot) stateLoop(ctx context.Context) error {
 	}
 }
 
-// lostJobNotice tells a chat that its request died with the previous
+// The notice "lost" tells a chat that its request died with the previous
 // process (VolatileQueue).
-const lostJobNotice = "odek restarted and your unfinished request was lost with it. Please send it again."
 
 // dropLostJobs forgets the restored unfinished jobs when the queue did not
 // survive the restart (Config.VolatileQueue), removes their status
@@ -181,14 +180,18 @@ func (b *Bot) dropLostJobs(ctx context.Context) {
 	b.serial.all(func(c *chat) {
 		had := len(c.queue) > 0
 		c.queue = nil
+		lang := "en"
 		for _, j := range c.jobs {
+			if j.userID != 0 {
+				lang = b.lang(j.userID)
+			}
 			if j.statusMsg != 0 {
 				_, _ = b.tg.Remove(ctx, c.id, j.statusMsg)
 			}
 		}
 		clear(c.jobs)
 		if had {
-			c.reply(ctx, lostJobNotice)
+			c.reply(ctx, tr(lang, "lost"))
 			mu.Lock()
 			told++
 			mu.Unlock()
@@ -200,10 +203,11 @@ func (b *Bot) dropLostJobs(ctx context.Context) {
 }
 
 // Notices edited into the status messages of unfinished jobs when the bot
-// stops, so no "⏳ Working" stays behind.
-const (
-	resumeNotice    = "⏸ odek-bot is restarting. Your request keeps running and its answer comes here when the bot is back."
-	interruptNotice = "⚠️ odek-bot stopped before your request finished, and it was lost with it. Please send it again."
+// stops, so no "⏳ Working" stays behind (texts "resume" and "interrupt",
+// in each job's asker's language).
+var (
+	resumeNotice    = tr("en", "resume")
+	interruptNotice = tr("en", "interrupt")
 )
 
 // notifyShutdown tells each chat with an unfinished job, when the bot
@@ -213,19 +217,24 @@ const (
 // tell the chat twice). The job's status message is edited when it has
 // one; a chat without one gets a message.
 func (b *Bot) notifyShutdown(ctx context.Context) {
-	text := resumeNotice
+	key := "resume"
 	if b.cfg.VolatileQueue {
-		text = interruptNotice
+		key = "interrupt"
 	}
 	var mu sync.Mutex
 	n := 0
 	b.serial.all(func(c *chat) {
 		var msgs []int
+		lang := "en"
 		for _, id := range c.queue {
 			if js := c.jobs[id]; js != nil && !js.stopped {
 				msgs = append(msgs, js.statusMsg)
+				if js.userID != 0 {
+					lang = b.lang(js.userID)
+				}
 			}
 		}
+		text := tr(lang, key)
 		if b.cfg.VolatileQueue {
 			for _, id := range c.queue {
 				delete(c.jobs, id)

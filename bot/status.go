@@ -2,7 +2,6 @@ package bot
 
 import (
 	"encoding/json"
-	"fmt"
 	"strings"
 	"time"
 
@@ -114,15 +113,20 @@ func num(v any) int64 {
 // the bot's own measure since the job started, used when no summary said
 // more. Plain text, no parse mode.
 func (s status) text(position int, elapsed time.Duration) string {
+	return s.textIn("en", position, elapsed)
+}
+
+// textIn is text in lang.
+func (s status) textIn(lang string, position int, elapsed time.Duration) string {
 	if !s.started {
 		if position > 0 {
-			return fmt.Sprintf("📥 Queued — position %d. /stop cancels.", position)
+			return tr(lang, "st.queued", position)
 		}
-		return "⏳ Starting…"
+		return tr(lang, "st.starting")
 	}
-	parts := []string{"⏳ Working"}
+	parts := []string{tr(lang, "st.working")}
 	if s.iteration > 0 {
-		parts = append(parts, fmt.Sprintf("step %d", s.iteration))
+		parts = append(parts, tr(lang, "st.step", s.iteration))
 	}
 	if s.tool != "" {
 		t := "🔧 " + s.tool
@@ -132,14 +136,14 @@ func (s status) text(position int, elapsed time.Duration) string {
 		parts = append(parts, t)
 	}
 	if s.planTotal > 0 {
-		parts = append(parts, fmt.Sprintf("plan %d/%d", s.planDone, s.planTotal))
+		parts = append(parts, tr(lang, "st.plan", s.planDone, s.planTotal))
 	}
 	if s.tokens > 0 {
-		parts = append(parts, Thousands(s.tokens)+" tokens")
+		parts = append(parts, tr(lang, "st.tokens", Thousands(s.tokens)))
 	}
 	parts = append(parts, Seconds(max(elapsed, s.elapsed).Truncate(time.Second)))
 	if s.attempt > 1 {
-		parts = append(parts, fmt.Sprintf("attempt %d", s.attempt))
+		parts = append(parts, tr(lang, "st.attempt", s.attempt))
 	}
 	return strings.Join(parts, " · ")
 }

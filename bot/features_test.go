@@ -1,0 +1,59 @@
+package bot
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/odekrun/odek/bot/bottest"
+	"github.com/odekrun/odek/queue"
+)
+
+// Status lines and approval prompts follow the asker's language_code too:
+// a German user sees "Arbeitet", "Freigabe nötig", German class words and
+// German buttons and outcome.
+func TestStatusAndApprovalInTheUsersLanguage(t *testing.T) {
+	q := queue.NewMemory(queue.Options{})
+	h := startBot(t, q, nil)
+	worker(t, q, func(ctx context.Context, l queue.Lease) queue.Result {
+		summary(t, q, l.Job.ID, queue.ProgressSummary{State: "started", Iteration: 2})
+		a, _ := q.Ask(ctx, queue.Approval{JobID: l.Job.ID, ChatID: l.Job.ChatID, Question: shellQuestion, Deadline: time.Now().Add(2 * time.Minute)})
+		q.AwaitAnswer(ctx, a.ID, time.Minute)
+		return queue.Result{Answer: "fertig"}
+	})
+	h.tg.Send(bottest.Incoming{Chat: alice, User: alice, Text: "bau es", Lang: "de"})
+	kb := h.keyboardMessage(alice)
+	for _, want := range []string{"🔐 Freigabe nötig", "Der Agent möchte shell verwenden.", "Klasse: code_execution (führt ein Programm aus)", "Nur user1001 kann antworten."} {
+		if !strings.Contains(kb.Shown, want) {
+			t.Errorf("prompt lacks %q: %q", want, kb.Shown)
+		}
+	}
+	var markup string
+	for _, c := range h.tg.Calls("sendMessage") {
+		if strings.Contains(c.Params.Get("reply_markup"), "callback_data") {
+			markup = c.Params.Get("reply_markup")
+		}
+	}
+	if !strings.Contains(markup, "✅ Einmal erlauben") || !strings.Contains(markup, "❌ Ablehnen") {
+		t.Errorf("buttons %s", markup)
+	}
+	h.waitVisible(alice, "🔐 Wartet auf deine Freigabe · Schritt 2")
+	h.tg.PressButton(alice, alice, kb.ID, kb.Keyboard[0][0])
+	h.waitVisible(alice, "✅ Einmal erlaubt von user1001.")
+	h.waitVisible(alice, "fertig")
+	h.tg.Send(bottest.Incoming{Chat: alice, User: alice, Text: "/status", Lang: "de"})
+	h.waitVisible(alice, "Untätig: kein Auftrag läuft.")
+}
+
+// The status line in German, pure.
+func TestStatusTextInGerman(t *testing.T) {
+	s := status{started: true, iteration: 3, tool: "shell", detail: "go", planDone: 2, planTotal: 5, tokens: 1234, attempt: 2}
+	want := "⏳ Arbeitet · Schritt 3 · 🔧 shell: go · Plan 2/5 · 1,234 Tokens · 12 s · Versuch 2"
+	if got := s.textIn("de", 0, 12*time.Second); got != want {
+		t.Errorf("got  %q\nwant %q", got, want)
+	}
+	if got := (status{}).textIn("de", 2, 0); got != "📥 In der Warteschlange — Position 2. /stop bricht ab." {
+		t.Errorf("queued: %q", got)
+	}
+}
