@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/odekrun/odek/bot/bottest"
+	"github.com/odekrun/odek/internal/ext"
 	"github.com/odekrun/odek/queue"
 )
 
@@ -56,4 +57,47 @@ func TestStatusTextInGerman(t *testing.T) {
 	if got := (status{}).textIn("de", 2, 0); got != "📥 In der Warteschlange — Position 2. /stop bricht ab." {
 		t.Errorf("queued: %q", got)
 	}
+}
+
+// MCP progress (tool_call_progress events on the progress stream, as the
+// worker streams every event) shows in the status line: the share done of
+// a known total and the server's message, cleaned and clipped; the next
+// tool call clears it.
+func TestMCPProgressInTheStatus(t *testing.T) {
+	if toolCallProgress != ext.EventToolCallProgress {
+		t.Fatalf("event type %q, internal/ext emits %q", toolCallProgress, ext.EventToolCallProgress)
+	}
+	var s status
+	s = s.apply([]byte(`{"schema":"odek.event/v1","type":"tool_call_started","seq":1,"run_id":"r","iteration":1,"tool":"docs__search","timestamp":"2026-01-01T00:00:00Z"}`))
+	s = s.apply([]byte(`{"schema":"odek.event/v1","type":"tool_call_progress","seq":2,"run_id":"r","iteration":1,"timestamp":"2026-01-01T00:00:00Z","data":{"tool":"docs__search","server":"docs","mcp_tool":"search","progress":3,"total":10,"message":"indexing\nfiles"}}`))
+	if got, want := s.text(0, 2*time.Second), "⏳ Working · step 1 · 🔧 docs__search · 30 % · indexing files · 2.0 s"; got != want {
+		t.Errorf("got  %q\nwant %q", got, want)
+	}
+	s = s.apply([]byte(`{"schema":"odek.event/v1","type":"tool_call_progress","seq":3,"run_id":"r","iteration":1,"timestamp":"2026-01-01T00:00:00Z","data":{"tool":"docs__search","progress":7}}`))
+	if !strings.Contains(s.text(0, 0), "🔧 docs__search · 7 ·") {
+		t.Errorf("progress without total: %q", s.text(0, 0))
+	}
+	s = s.apply([]byte(`{"schema":"odek.event/v1","type":"tool_call_completed","seq":4,"run_id":"r","iteration":1,"tool":"docs__search","timestamp":"2026-01-01T00:00:00Z"}`))
+	if strings.Contains(s.text(0, 0), "7") {
+		t.Errorf("progress kept after the call ended: %q", s.text(0, 0))
+	}
+	if got := mcpProgress(map[string]any{"progress": 5.0, "total": 4.0, "message": strings.Repeat("x", 300)}); !strings.HasPrefix(got, "100 % · ") || len([]rune(got)) > 8+maxMCPMessage {
+		t.Errorf("overshoot/long message: %q", got)
+	}
+
+	// End to end: the worker's events reach the status message.
+	q := queue.NewMemory(queue.Options{})
+	h := startBot(t, q, nil)
+	release := make(chan struct{})
+	worker(t, q, func(ctx context.Context, l queue.Lease) queue.Result {
+		summary(t, q, l.Job.ID, queue.ProgressSummary{State: "started", Iteration: 1})
+		event(t, q, l.Job.ID, `{"schema":"odek.event/v1","type":"tool_call_started","seq":1,"run_id":"r","iteration":1,"tool":"docs__search","timestamp":"2026-01-01T00:00:00Z"}`)
+		event(t, q, l.Job.ID, `{"schema":"odek.event/v1","type":"tool_call_progress","seq":2,"run_id":"r","iteration":1,"timestamp":"2026-01-01T00:00:00Z","data":{"tool":"docs__search","progress":1,"total":4,"message":"page 1 of 4"}}`)
+		<-release
+		return queue.Result{Answer: "found it"}
+	})
+	h.tg.UserMessage(alice, alice, "search the docs")
+	h.waitVisible(alice, "🔧 docs__search · 25 % · page 1 of 4")
+	close(release)
+	h.waitVisible(alice, "found it")
 }
