@@ -196,6 +196,7 @@ func (b *Bot) Run(ctx context.Context) error {
 	b.tg = tg
 	b.log.WithField("username", tg.Self().UserName).Info("bot: connected to Telegram")
 	b.setCommands(ctx)
+	b.cleanOrphans(ctx)
 	b.dropLostJobs(ctx)
 
 	ctx, cancel := context.WithCancel(ctx)
@@ -725,6 +726,7 @@ func (c *chat) startJob(ctx context.Context, r jobRequest) {
 		return
 	}
 	js.statusMsg = m.MessageID
+	c.ledgerPut(ctx, js)
 }
 
 // ---- commands ----
@@ -750,6 +752,7 @@ func (c *chat) command(ctx context.Context, userID int64, cmd, arg string) {
 		n, statusMsgs := c.cancelAll(ctx)
 		for _, msg := range statusMsgs {
 			b.tg.Remove(ctx, chatID, msg)
+			c.ledgerDel(ctx, msg)
 		}
 		c.closeApprovals(ctx, "", "ap.c.stopped")
 		if n == 0 {

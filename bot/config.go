@@ -121,6 +121,10 @@ type Config struct {
 	// artifact ids, unfinished jobs and their senders) across restarts.
 	// nil means memory only: a restart forgets it.
 	State StateStore
+	// Ledger records the status messages on screen outside the process,
+	// so one left behind by a crash is edited to say the job was
+	// interrupted at the next start (see StatusLedger). nil means none.
+	Ledger StatusLedger
 	// StateInterval is how often at most State is saved. 0 means 2 s.
 	StateInterval time.Duration
 	// VolatileQueue says the queue does not outlive this process (embedded

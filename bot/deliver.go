@@ -186,6 +186,7 @@ func (c *chat) deliver(ctx context.Context, d queue.Delivery) {
 		if kind, err := b.tg.Remove(ctx, chatID, statusMsg); kind != tgOK && kind != tgCanceled {
 			log.WithError(err).Debug("bot: could not delete the status message")
 		}
+		c.ledgerDel(ctx, statusMsg)
 	}
 	c.closeApprovals(ctx, res.JobID, "ap.c.ended")
 	// One message per job: the notice, the answer, its artifact lines and
@@ -363,6 +364,7 @@ func (c *chat) refreshStatus(ctx context.Context) {
 			m, kind, err := b.tg.SendPlainReply(ctx, chatID, js.replyTo, js.lastText, nil)
 			if c.checkSend(ctx, kind, err) && kind == tgOK {
 				js.statusMsg = m.MessageID
+				c.ledgerPut(ctx, js)
 			}
 			break
 		}

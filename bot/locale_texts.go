@@ -77,9 +77,11 @@ var moreTexts = map[string]map[string]string{
 		"file.save":   "❌ The file could not be saved; please try again later.",
 		"file.fetch":  "❌ The file could not be downloaded from Telegram; please send it again.",
 		// restarts
-		"lost":      "odek restarted and your unfinished request was lost with it. Please send it again.",
-		"resume":    "⏸ odek-bot is restarting. Your request keeps running and its answer comes here when the bot is back.",
-		"interrupt": "⚠️ odek-bot stopped before your request finished, and it was lost with it. Please send it again.",
+		"lost":        "odek restarted and your unfinished request was lost with it. Please send it again.",
+		"resume":      "⏸ odek-bot is restarting. Your request keeps running and its answer comes here when the bot is back.",
+		"interrupt":   "⚠️ odek-bot stopped before your request finished, and it was lost with it. Please send it again.",
+		"orphan":      "⚠️ Interrupted: odek-bot stopped unexpectedly while this request was running. If a worker was still on it, its answer comes here; if nothing arrives, please send it again.",
+		"orphan.lost": "⚠️ Interrupted: odek-bot stopped unexpectedly while this request was running, and it was lost with it. Please send it again.",
 	},
 	"de": {
 		"st.queued":   "📥 In der Warteschlange — Position %d. /stop bricht ab.",
@@ -152,9 +154,11 @@ var moreTexts = map[string]map[string]string{
 		"file.save":   "❌ Die Datei konnte nicht gespeichert werden; bitte versuche es später noch einmal.",
 		"file.fetch":  "❌ Die Datei konnte nicht von Telegram geladen werden; bitte sende sie noch einmal.",
 
-		"lost":      "odek wurde neu gestartet, und deine unfertige Anfrage ging dabei verloren. Bitte sende sie noch einmal.",
-		"resume":    "⏸ odek-bot startet neu. Deine Anfrage läuft weiter, und ihre Antwort kommt hierher, sobald der Bot zurück ist.",
-		"interrupt": "⚠️ odek-bot wurde beendet, bevor deine Anfrage fertig war, und sie ging dabei verloren. Bitte sende sie noch einmal.",
+		"lost":        "odek wurde neu gestartet, und deine unfertige Anfrage ging dabei verloren. Bitte sende sie noch einmal.",
+		"resume":      "⏸ odek-bot startet neu. Deine Anfrage läuft weiter, und ihre Antwort kommt hierher, sobald der Bot zurück ist.",
+		"interrupt":   "⚠️ odek-bot wurde beendet, bevor deine Anfrage fertig war, und sie ging dabei verloren. Bitte sende sie noch einmal.",
+		"orphan":      "⚠️ Unterbrochen: odek-bot wurde unerwartet beendet, während diese Anfrage lief. Falls ein Worker noch daran war, kommt seine Antwort hierher; falls nichts kommt, sende sie bitte noch einmal.",
+		"orphan.lost": "⚠️ Unterbrochen: odek-bot wurde unerwartet beendet, während diese Anfrage lief, und sie ging dabei verloren. Bitte sende sie noch einmal.",
 	},
 }
 

@@ -187,6 +187,7 @@ func (b *Bot) dropLostJobs(ctx context.Context) {
 			}
 			if j.statusMsg != 0 {
 				_, _ = b.tg.Remove(ctx, c.id, j.statusMsg)
+				c.ledgerDel(ctx, j.statusMsg)
 			}
 		}
 		clear(c.jobs)
@@ -245,6 +246,7 @@ func (b *Bot) notifyShutdown(ctx context.Context) {
 		for _, msg := range msgs {
 			if msg != 0 {
 				if kind, _ := b.tg.EditPlain(ctx, c.id, msg, text, nil); kind == tgOK {
+					c.ledgerDel(ctx, msg) // the notice replaced "Working": nothing to clean after a restart
 					told = true
 					continue
 				}
