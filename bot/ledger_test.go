@@ -123,4 +123,3 @@ func TestOrphanedStatusIsCleanedAtStart(t *testing.T) {
 		h.stop()
 	}
 }
-
