@@ -270,6 +270,10 @@ func (b *Bot) answerCallback(ctx context.Context, id, text string, alert bool) {
 func (c *chat) handleCallback(ctx context.Context, cq *tgbotapi.CallbackQuery) {
 	b := c.b
 	lang := langOf(cq.From.LanguageCode)
+	if i, ok := parseModelData(cq.Data); ok {
+		c.pressModel(ctx, cq, lang, i)
+		return
+	}
 	id, allow, ok := parseApprovalData(cq.Data)
 	if !ok || b.aq == nil {
 		b.answerCallback(ctx, cq.ID, tr(lang, "ap.unknown"), false)

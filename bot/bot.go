@@ -89,6 +89,7 @@ type chatState struct {
 	hist []dayTotal
 	// last is each user's last request in this chat, for /retry.
 	last        map[int64]jobRequest
+	model       string // chosen with /model; "" = the workers' default
 	answerOrder []int
 	use         usage
 	arts        []chatArtifact
@@ -259,6 +260,7 @@ var commands = []tgbotapi.BotCommand{
 	{Command: "usage", Description: "Today's token usage and budget"},
 	{Command: "artifact", Description: "Send an artifact: /artifact <id>"},
 	{Command: "retry", Description: "Run your last request again"},
+	{Command: "model", Description: "Choose the model for this chat"},
 }
 
 func (b *Bot) setCommands(ctx context.Context) {
@@ -681,7 +683,7 @@ func (c *chat) startJob(ctx context.Context, r jobRequest) {
 
 	goal := r.goal()
 	job := queue.Job{ChatID: chatID, UserID: userID, Goal: goal, SessionID: session, Budget: b.jobBudget(),
-		IdempotencyKey: fmt.Sprintf("telegram:%d:%d", b.tg.Self().ID, updateID)}
+		IdempotencyKey: fmt.Sprintf("telegram:%d:%d", b.tg.Self().ID, updateID), Model: c.jobModel()}
 	log := b.log.WithFields(logrus.Fields{"chat_id": chatID, "user_id": userID, "update_id": updateID, "edited": edited})
 	// Telegram already counts the update as delivered: a message still
 	// waiting here when the bot shuts down is enqueued all the same (its
@@ -766,6 +768,8 @@ func (c *chat) command(ctx context.Context, userID int64, cmd, arg string) {
 		c.reply(ctx, c.usageText(b.lang(userID)))
 	case "artifact":
 		c.sendArtifact(ctx, b.lang(userID), arg)
+	case "model":
+		c.chooseModel(ctx, b.lang(userID), arg)
 	default:
 		c.reply(ctx, tr(b.lang(userID), "unknown"))
 	}
@@ -833,6 +837,9 @@ func (c *chat) statusText(lang string) string {
 		if n := len(c.queue) - 1; n > 0 {
 			lines = append(lines, tr(lang, "st.more", n))
 		}
+	}
+	if m := c.jobModel(); m != "" {
+		lines = append(lines, tr(lang, "model.status", m))
 	}
 	lines = append(lines, c.usageLine(lang))
 	return strings.Join(lines, "\n")

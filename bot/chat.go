@@ -51,7 +51,7 @@ func (b *Bot) publish(c *chat) published {
 // snap is the chat's part of the state file, sharing no memory with it.
 func (c *chat) snap() chatSnap {
 	cs := chatSnap{Queue: slices.Clone(c.queue), Session: c.session, Day: c.use.day, Tokens: c.use.tokens, CostUSD: c.use.costUSD,
-		Jobs: c.use.jobs, Warned: c.use.warned, NextArt: c.nextArt, History: slices.Clone(c.hist)}
+		Jobs: c.use.jobs, Warned: c.use.warned, NextArt: c.nextArt, History: slices.Clone(c.hist), Model: c.model}
 	for _, a := range c.arts {
 		cs.Arts = append(cs.Arts, artSnap{ID: a.id, Meta: a.meta})
 	}
@@ -80,7 +80,7 @@ func (c *chat) prune(now time.Time) {
 func (c *chat) empty(now time.Time) bool {
 	today := utcDay(now)
 	return len(c.hist) == 0 && len(c.queue) == 0 && c.session == "" && len(c.userSessions) == 0 && len(c.arts) == 0 && c.nextArt == 0 &&
-		len(c.jobs) == 0 && len(c.approvals) == 0 && len(c.batches) == 0 &&
+		len(c.jobs) == 0 && len(c.approvals) == 0 && len(c.batches) == 0 && c.model == "" &&
 		(c.use.day != today || c.use == usage{day: today})
 }
 

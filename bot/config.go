@@ -90,6 +90,12 @@ type Config struct {
 	// words).
 	Keywords []string
 
+	// Models are the models users may choose per chat with /model (the
+	// operator's list, ODEK_TELEGRAM_MODELS); the choice travels on each
+	// job (queue.Job.Model) and workers honour it only when they allow the
+	// model too. nil means no choice: /model says so.
+	Models []string
+
 	// PollTimeout is the long-poll wait of one getUpdates call. 0 means 30 s.
 	PollTimeout time.Duration
 	// StatusDelay is how long a job's first status message waits, so a

@@ -101,3 +101,54 @@ func TestMCPProgressInTheStatus(t *testing.T) {
 	close(release)
 	h.waitVisible(alice, "found it")
 }
+
+// /model: the operator's models as buttons; the choice goes on every later
+// job of the chat (queue.Job.Model), /model default clears it, a name not
+// offered is refused with the list.
+func TestModelChoiceTravelsOnTheJob(t *testing.T) {
+	q := queue.NewMemory(queue.Options{})
+	h := startBot(t, q, func(c *Config) { c.Models = []string{"small-model", "big-model"} })
+	models := make(chan string, 4)
+	worker(t, q, func(ctx context.Context, l queue.Lease) queue.Result {
+		models <- l.Job.Model
+		return queue.Result{Answer: "ran " + l.Job.Goal}
+	})
+	h.tg.UserMessage(alice, alice, "/model")
+	kb := h.keyboardMessage(alice)
+	if !strings.Contains(kb.Shown, "Model for this chat: the default.") || len(kb.Keyboard) != 2 || kb.Keyboard[1][0] != "md:1" {
+		t.Fatalf("/model shows %q %v", kb.Shown, kb.Keyboard)
+	}
+	h.tg.PressButton(alice, alice, kb.ID, kb.Keyboard[1][0])
+	h.waitVisible(alice, "This chat now uses big-model from its next request.")
+	h.tg.UserMessage(alice, alice, "one")
+	h.waitVisible(alice, "ran one")
+	if m := <-models; m != "big-model" {
+		t.Errorf("job model %q, want big-model", m)
+	}
+	h.tg.UserMessage(alice, alice, "/status")
+	h.waitVisible(alice, "Model: big-model")
+	h.tg.UserMessage(alice, alice, "/model gpt-9000")
+	h.waitVisible(alice, `There is no model "gpt-9000" here. Choose one of: small-model, big-model.`)
+	h.tg.UserMessage(alice, alice, "/model default")
+	h.waitVisible(alice, "default model from its next request")
+	h.tg.UserMessage(alice, alice, "two")
+	h.waitVisible(alice, "ran two")
+	if m := <-models; m != "" {
+		t.Errorf("job model after /model default: %q", m)
+	}
+	if _, ok := parseModelData("md:01"); ok {
+		t.Error("md:01 accepted")
+	}
+	h.tg.PressButton(alice, alice, kb.ID, "md:7") // a forged index
+	calls := h.tg.WaitCalls(t, wait, func(c []bottest.Call) bool { return len(c) == 2 }, "answerCallbackQuery")
+	if got := calls[1].Params.Get("text"); got != "Unknown button." {
+		t.Errorf("forged index answered %q", got)
+	}
+}
+
+// Without an operator list /model says there is no choice.
+func TestModelWithoutChoice(t *testing.T) {
+	h := startBot(t, nil, nil)
+	h.tg.UserMessage(alice, alice, "/model big")
+	h.waitVisible(alice, "This bot offers no choice of model (its operator has not set ODEK_TELEGRAM_MODELS).")
+}

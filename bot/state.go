@@ -46,6 +46,8 @@ type chatSnap struct {
 	// History is the usage of earlier days (added after version 1 files
 	// were written; absent = none).
 	History []dayTotal `json:"history,omitempty"`
+	// Model is the model chosen with /model (absent = the default).
+	Model string `json:"model,omitempty"`
 }
 
 type artSnap struct {
@@ -88,7 +90,7 @@ func (b *Bot) restore(data []byte) error {
 			return fmt.Errorf("bot: state snapshot has chat id %q", clipStr(key, 32))
 		}
 		c := b.newChat(id)
-		c.chatState = chatState{queue: cs.Queue, session: cs.Session, nextArt: cs.NextArt, hist: cs.History,
+		c.chatState = chatState{queue: cs.Queue, session: cs.Session, nextArt: cs.NextArt, hist: cs.History, model: cs.Model,
 			use: usage{day: cs.Day, tokens: cs.Tokens, costUSD: cs.CostUSD, jobs: cs.Jobs, warned: cs.Warned}}
 		for _, a := range cs.Arts {
 			c.arts = append(c.arts, chatArtifact{id: a.ID, meta: a.Meta})

@@ -80,6 +80,9 @@ type JobRunner struct {
 	MaxArtifacts int
 	// SandboxABI reports the kernel's Landlock ABI; nil ⇒ sandbox.ABI.
 	SandboxABI func() int
+	// AllowedModels are the models a job may choose (queue.Job.Model);
+	// nil ⇒ those listed in ODEK_TELEGRAM_MODELS of Environ (jobmodel.go).
+	AllowedModels []string
 
 	ownExt  bool // Start loaded Extensions; Close stops them
 	started bool // Start succeeded: Run refuses to run unprepared (unconfined) jobs
@@ -242,17 +245,18 @@ func (j *JobRunner) Run(ctx context.Context, job queue.Job, sink events.Sink, ap
 			return failed(ExitSetup, fmt.Errorf("chat work directory: %v", err))
 		}
 	}
+	cfg := j.jobConfig(job, log)
 	sid := JobSessionID(job)
 	sess, err := j.Sessions.Load(ctx, sid)
 	switch {
 	case errors.Is(err, session.ErrNotFound):
-		sess = &session.Session{ID: sid, Model: j.Config.Model}
+		sess = &session.Session{ID: sid, Model: cfg.Model}
 	case err != nil:
 		return failed(ExitError, fmt.Errorf("loading the chat's session: %w", err))
 	}
 	start := time.Now()
 	rt, err := Build(ctx, Options{
-		Config: j.Config, WorkDir: dir, Logger: log, Prompter: approver, EventSink: sink, Environ: j.Environ,
+		Config: cfg, WorkDir: dir, Logger: log, Prompter: approver, EventSink: sink, Environ: j.Environ,
 		Warn:         func(w string) { log.Warn(w) },
 		AdjustLimits: func(l *budget.Limits) { *l, _ = budget.MergeLimits(*l, jobLimits) },
 		SessionID:    sid, Start: start,
