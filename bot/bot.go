@@ -477,6 +477,16 @@ func (c *chat) handleMessage(ctx context.Context, updateID int, m *tgbotapi.Mess
 		c.replyTo(ctx, replyTo, tr(lang, "unsupported", k))
 		return
 	}
+	if _, _, _, _, _, ok := voiceFile(m); ok {
+		heard := c.transcribe(ctx, lang, m, replyTo)
+		if heard == "" {
+			return
+		}
+		if strings.TrimSpace(text) != "" {
+			heard = text + "\n\n" + heard
+		}
+		text = heard
+	}
 	var up *upload
 	if _, _, _, _, _, ok := attachment(m); ok {
 		var msg string

@@ -90,6 +90,11 @@ type Config struct {
 	// words).
 	Keywords []string
 
+	// Transcriber turns voice and audio messages into text (shown back to
+	// the user, then run as the request). nil means voice messages get a
+	// reply saying they cannot be transcribed here.
+	Transcriber *Transcriber
+
 	// Models are the models users may choose per chat with /model (the
 	// operator's list, ODEK_TELEGRAM_MODELS); the choice travels on each
 	// job (queue.Job.Model) and workers honour it only when they allow the

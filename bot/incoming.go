@@ -138,8 +138,6 @@ func unsupportedKind(m *tgbotapi.Message) string {
 		return "locations"
 	case m.Poll != nil:
 		return "polls"
-	case m.Voice != nil || m.Audio != nil:
-		return "voice"
 	case m.Video != nil || m.VideoNote != nil || m.Animation != nil:
 		return "videos"
 	case m.Contact != nil:

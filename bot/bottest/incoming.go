@@ -70,6 +70,9 @@ func (s *Server) Send(in Incoming) (updateID, messageID int) {
 		if in.Voice != nil {
 			m.Voice = s.fileLocked(in.Voice, "voice")
 			m.Voice.Duration, m.Voice.FileName = 3, ""
+			if m.Voice.MimeType == "" {
+				m.Voice.MimeType = "audio/ogg" // Telegram's voice notes: OGG with Opus
+			}
 		}
 		if in.Audio != nil {
 			m.Audio = s.fileLocked(in.Audio, "music")
@@ -136,6 +139,9 @@ func (s *Server) fileLocked(f *File, dir string) *fileRef {
 	ext := ""
 	if i := strings.LastIndexByte(name, '.'); i >= 0 {
 		ext = name[i:]
+	}
+	if dir == "voice" && ext == "" {
+		ext = ".oga" // Telegram stores voice notes as voice/file_<n>.oga
 	}
 	s.files[id] = storedFile{path: fmt.Sprintf("%s/file_%d%s", dir, s.fileSeq, ext), data: f.Data}
 	if f.Size != 0 {

@@ -14,6 +14,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"net/url"
 	"os"
 	"os/signal"
 	"path/filepath"
@@ -93,6 +94,9 @@ type env struct {
 	SendFiles    int    `env:"ODEK_TELEGRAM_SEND_ARTIFACTS" env-default:"3" env-description:"how many of a job's files are sent into the chat with its answer (images as photos); the rest stay available with /artifact (negative = none)"`
 	MaxFileBytes int64  `env:"ODEK_TELEGRAM_MAX_FILE_BYTES" env-default:"20971520" env-description:"largest document a user may send, in bytes (Telegram lets bots download up to 20 MB)"`
 	Models       string `env:"ODEK_TELEGRAM_MODELS" env-description:"comma-separated models users may choose per chat with /model; workers read the same variable and run only a listed model (empty = no choice)"`
+	STTModel     string `env:"ODEK_TELEGRAM_TRANSCRIBE_MODEL" env-default:"whisper-1" env-description:"model that transcribes voice and audio messages at the endpoint's /audio/transcriptions (off = voice messages are declined)"`
+	STTURL       string `env:"ODEK_TELEGRAM_TRANSCRIBE_URL" env-description:"OpenAI-compatible API root for transcription, e.g. https://api.openai.com/v1 (empty = the configured model endpoint, with its API key)"`
+	STTKey       string `env:"ODEK_TELEGRAM_TRANSCRIBE_API_KEY" env-description:"API key for ODEK_TELEGRAM_TRANSCRIBE_URL (the model endpoint's key is sent only to the model endpoint's own host; never logged)"`
 	StatusLedger string `env:"ODEK_TELEGRAM_STATUS_LEDGER" env-description:"where the bot notes its status messages so one left by a crash is marked interrupted at the next start: empty = in Redis (distributed) or $ODEK_HOME/telegram-status (embedded), a directory, or off"`
 	LogLevel     string `env:"ODEK_LOG_LEVEL" env-default:"info" env-description:"debug, info, warn or error"`
 }
@@ -199,6 +203,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		log.WithField("workers", e.Workers).Info("odek-bot: embedded mode: no REDIS_URL, jobs run inside this process")
 	}
 
+	cfg.Transcriber = transcriber(ctx, e, log)
 	b, err := bot.New(cfg, q)
 	if err != nil {
 		return &codeErr{exitSetup, err}
@@ -241,6 +246,39 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	}
 	log.Info("odek-bot: stopped")
 	return nil
+}
+
+// transcriber is the speech-to-text client for voice messages: the model
+// endpoint odek's configuration names (or ODEK_TELEGRAM_TRANSCRIBE_URL),
+// with its API key. nil when turned off or when no endpoint is known
+// (logged): voice messages are then declined with a reply saying so.
+func transcriber(ctx context.Context, e env, log logrus.FieldLogger) *bot.Transcriber {
+	if strings.EqualFold(e.STTModel, "off") || e.STTModel == "" {
+		return nil
+	}
+	cfg, _, err := config.Load(config.Options{})
+	if err == nil && e.STTURL == "" {
+		err = cfg.ResolveEndpoint(ctx, nil)
+	}
+	if err != nil {
+		log.WithError(err).Warn("odek-bot: no endpoint for transcribing voice messages; they are declined (set ODEK_TELEGRAM_TRANSCRIBE_URL, or ODEK_TELEGRAM_TRANSCRIBE_MODEL=off)")
+		return nil
+	}
+	base, key := e.STTURL, e.STTKey
+	if base == "" {
+		base = cfg.BaseURL
+	}
+	if key == "" && sameHost(base, cfg.BaseURL) {
+		key = cfg.APIKey // the model endpoint's key goes to its own host only
+	}
+	return &bot.Transcriber{BaseURL: base, APIKey: key, Model: e.STTModel}
+}
+
+// sameHost reports whether two URLs name the same scheme, host and port.
+func sameHost(a, b string) bool {
+	ua, err1 := url.Parse(a)
+	ub, err2 := url.Parse(b)
+	return err1 == nil && err2 == nil && ua.Host != "" && ua.Scheme == ub.Scheme && strings.EqualFold(ua.Host, ub.Host)
 }
 
 // splitWords splits a comma-separated list, dropping empty entries.
