@@ -52,6 +52,7 @@ import (
 	"time"
 
 	"github.com/odekrun/odek/events"
+	"github.com/odekrun/odek/internal/llm"
 	"github.com/odekrun/odek/internal/tools"
 	"github.com/odekrun/odek/queue"
 	"github.com/prometheus/client_golang/prometheus"
@@ -511,7 +512,9 @@ func (w *Worker) runJob(l queue.Lease) {
 	if a, ok := w.cfg.Queue.(queue.Approvals); ok {
 		prompter = &approver{a: a, job: l.Job, timeout: w.cfg.ApprovalTimeout, now: time.Now}
 	}
-	res, panicked, err := w.call(runCtx, l.Job, sink, prompter)
+	deltas := newDeltaSink(sink) // delta.go: the answer as it streams
+	res, panicked, err := w.call(llm.WithDeltaHook(runCtx, deltas.hook()), l.Job, sink, prompter)
+	deltas.stop()
 	dur := time.Since(start)
 	cause := context.Cause(runCtx)
 	w.metrics.ObserveRun(dur)

@@ -114,6 +114,7 @@ func TestRealAgentJobPublishesEventsSummaryAndResult(t *testing.T) {
 			}
 			var types []string
 			var last queue.ProgressSummary
+			var streamed strings.Builder
 			for _, p := range ps {
 				var probe struct {
 					Schema string `json:"schema"`
@@ -127,9 +128,18 @@ func TestRealAgentJobPublishesEventsSummaryAndResult(t *testing.T) {
 					types = append(types, probe.Type)
 				case queue.SummarySchema:
 					_ = json.Unmarshal(p.Data, &last)
+				case queue.DeltaSchema: // the answer as it streamed (worker/delta.go)
+					var d queue.AnswerDelta
+					if err := json.Unmarshal(p.Data, &d); err != nil || d.Call != 1 || d.Offset != streamed.Len() || d.JobID != j.ID {
+						t.Fatalf("delta entry %q", p.Data)
+					}
+					streamed.WriteString(d.Text)
 				default:
 					t.Fatalf("unknown progress entry %q", p.Data)
 				}
+			}
+			if streamed.String() != "forty-two" {
+				t.Fatalf("streamed answer %q, want the answer", streamed.String())
 			}
 			if strings.Join(types, ",") != "run_started,iteration_completed,run_completed" {
 				t.Fatalf("event types %v", types)

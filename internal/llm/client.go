@@ -308,6 +308,7 @@ func (c *Client) Complete(ctx context.Context, req Request) (*Response, error) {
 func (c *Client) attempt(ctx context.Context, body *requestBody) (res *Response, retryable, partial bool, err error) {
 	actx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
+	onDelta := c.onDelta(ctx) // delta.go: Config.OnDelta and the run's DeltaHook
 	hreq, err := http.NewRequestWithContext(actx, http.MethodPost, c.endpoint, body)
 	if err != nil {
 		return nil, false, false, fmt.Errorf("%w: %v", ErrInvalidRequest, err)
@@ -366,7 +367,7 @@ func (c *Client) attempt(ctx context.Context, body *requestBody) (res *Response,
 		wd := newWatchdog(c.cfg.IdleTimeout, func() { cancel(&IdleTimeoutError{Idle: c.cfg.IdleTimeout}) })
 		defer wd.stop()
 		br.wd = wd
-		st := getStreamState(rbody, MaxSSELineBytes, c.cfg.OnDelta, c.cfg.KeepThinkTags)
+		st := getStreamState(rbody, MaxSSELineBytes, onDelta, c.cfg.KeepThinkTags)
 		serr := st.readStream()
 		if serr == nil {
 			serr = st.asm.truncated()
@@ -413,8 +414,8 @@ func (c *Client) attempt(ctx context.Context, body *requestBody) (res *Response,
 		return nil, retryable, false, err
 	}
 	res.Timing.Duration = time.Since(start)
-	if c.cfg.OnDelta != nil && res.Message.Content != "" {
-		c.cfg.OnDelta(res.Message.Content)
+	if onDelta != nil && res.Message.Content != "" {
+		onDelta(res.Message.Content)
 	}
 	return res, false, false, nil
 }
