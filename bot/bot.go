@@ -10,6 +10,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	tgbotapi "github.com/go-telegram-bot-api/telegram-bot-api/v5"
@@ -63,6 +64,10 @@ type Bot struct {
 	serial   *serializer
 
 	tg *tgclient.Client // set by Run before any goroutine starts
+
+	// noDrafts: the Bot API answered sendMessageDraft with "method not
+	// found"; answers stream by edits from then on.
+	noDrafts atomic.Bool
 
 	users    *userRates
 	refused  refusals
@@ -122,6 +127,11 @@ type jobState struct {
 	uploads   []string  // artifact paths of the files the user sent with it
 	srcMsg    int       // the user's message that asked for the job
 	lang      string    // the asker's language of the built-in texts ("" = English)
+	// Streaming (stream.go): the draft length last shown, when, and
+	// whether drafts failed for this job.
+	draftShown int
+	lastDraft  time.Time
+	noDraft    bool
 	// superseded: the user edited the message; the job is canceled and its
 	// result is not shown.
 	superseded bool

@@ -95,6 +95,13 @@ type Config struct {
 	// reply saying they cannot be transcribed here.
 	Transcriber *Transcriber
 
+	// Stream is how the answer shows while the model writes it: "auto"
+	// (the default) streams it with sendMessageDraft in private chats
+	// where the Bot API offers it and in the status message otherwise,
+	// "edit" always in the status message (throttled edits), "off" not at
+	// all. The formatted answer replaces it at the end.
+	Stream string
+
 	// Models are the models users may choose per chat with /model (the
 	// operator's list, ODEK_TELEGRAM_MODELS); the choice travels on each
 	// job (queue.Job.Model) and workers honour it only when they allow the
@@ -230,6 +237,11 @@ func (c Config) Validate() error { return c.validate() }
 func (c Config) validate() error {
 	if c.Token == "" {
 		return ErrNoToken
+	}
+	switch c.Stream {
+	case "", "auto", "edit", "off":
+	default:
+		return fmt.Errorf("%w: stream must be auto, edit or off, got %q", ErrConfig, clipStr(c.Stream, 20))
 	}
 	if c.GroupSession != "" && c.GroupSession != "user" && c.GroupSession != "group" {
 		return fmt.Errorf("%w: ODEK_TELEGRAM_GROUP_SESSION must be user or group, got %q", ErrConfig, c.GroupSession)

@@ -382,6 +382,9 @@ func (c *chat) refreshStatus(ctx context.Context) {
 			}
 		}
 		text := js.statusText(pos, now)
+		if pos == 0 {
+			text = c.stream(ctx, js, text, now) // stream.go
+		}
 		if text != js.lastText {
 			js.lastText = text
 			c.lastEdit = now

@@ -6,6 +6,7 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/odekrun/odek/events"
 	"github.com/odekrun/odek/queue"
@@ -21,6 +22,12 @@ type status struct {
 	tool      string // tool name of the latest call
 	detail    string // from args_summary only: argv0, path or host
 	mcp       string // the running MCP call's latest progress, rendered
+	// The answer as the model writes it (odek.delta/v1 entries): the
+	// current model call, the bytes of its text received, and the text's
+	// last maxDraftKept bytes.
+	draftCall int
+	draftLen  int
+	draft     string
 	planDone  int
 	planTotal int
 	tokens    int64
@@ -55,6 +62,13 @@ func (s status) apply(data []byte) status {
 		}
 		s.tokens = max(s.tokens, p.InputTokens+p.OutputTokens)
 		s.elapsed = max(s.elapsed, time.Duration(p.ElapsedMS)*time.Millisecond)
+	case queue.DeltaSchema:
+		var d queue.AnswerDelta
+		if json.Unmarshal(data, &d) != nil {
+			return s
+		}
+		s.started = true
+		s = s.addDelta(d)
 	case events.Schema:
 		var ev events.Event
 		if json.Unmarshal(data, &ev) != nil {
@@ -85,6 +99,38 @@ func (s status) apply(data []byte) status {
 		if ev.Type == events.RunCompleted || ev.Type == events.RunFailed {
 			s.finished = true
 		}
+	}
+	return s
+}
+
+// maxDraftKept bounds the streamed answer text a status keeps (its tail).
+const maxDraftKept = 8 << 10
+
+// addDelta folds a piece of the streamed answer into s: a later call
+// starts a new text, a piece that does not continue the text (an entry
+// was missed) starts it again after "…". Pure.
+func (s status) addDelta(d queue.AnswerDelta) status {
+	switch {
+	case d.Call < s.draftCall || d.Offset < 0:
+		return s // an older call's late piece
+	case d.Call > s.draftCall:
+		s.draftCall, s.draftLen, s.draft = d.Call, 0, ""
+	}
+	switch {
+	case d.Offset == s.draftLen:
+		s.draft += d.Text
+	case d.Offset > s.draftLen:
+		s.draft = "…" + d.Text
+	default:
+		return s // a repeat
+	}
+	s.draftLen = d.Offset + len(d.Text)
+	if over := len(s.draft) - maxDraftKept; over > 0 {
+		i := over
+		for i < len(s.draft) && !utf8.RuneStart(s.draft[i]) {
+			i++
+		}
+		s.draft = "…" + s.draft[i:]
 	}
 	return s
 }

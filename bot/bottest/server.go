@@ -128,6 +128,7 @@ type Server struct {
 	files     map[string]storedFile // by file_id
 	admins    map[int64]map[int64]bool
 	fileSeq   int
+	draft     *drafts // sendMessageDraft (draft.go)
 }
 
 type storedFile struct {
@@ -138,7 +139,8 @@ type storedFile struct {
 // New starts a fake Bot API server, closed when the test ends.
 func New(t testing.TB) *Server {
 	s := &Server{t: t, changed: make(chan struct{}), nextID: 1000, blocked: map[int64]bool{},
-		messages: map[int64]map[int]*Message{}, callbacks: map[string]bool{}, files: map[string]storedFile{}}
+		messages: map[int64]map[int]*Message{}, callbacks: map[string]bool{}, files: map[string]storedFile{},
+		draft: &drafts{byChat: map[int64][]Draft{}}}
 	s.srv = httptest.NewServer(http.HandlerFunc(s.serve))
 	t.Cleanup(s.srv.Close)
 	return s
@@ -621,6 +623,8 @@ func (s *Server) dispatch(r *http.Request, method string, p url.Values, fileName
 		return s.getChatMember(p)
 	case "sendMessage":
 		return s.sendMessage(p)
+	case "sendMessageDraft":
+		return s.sendMessageDraft(p)
 	case "editMessageText":
 		return s.editMessageText(p)
 	case "deleteMessage":
