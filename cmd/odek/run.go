@@ -185,10 +185,7 @@ func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer, cont b
 	if err != nil {
 		return withCode(exitSetup, err)
 	}
-	sandboxSettings, err := host.SandboxSettings(cfg, func(w string) { fmt.Fprintln(stderr, "odek: warning:", w) })
-	if err != nil {
-		return withCode(exitSetup, err)
-	}
+	sandboxSettings := host.SandboxSettings(cfg)
 	hopts := host.Options{
 		Config:            cfg,
 		Confine:           f.confine || sandboxSettings.Active(false),

@@ -119,6 +119,18 @@ type Config struct {
 	LLM LLM `json:"llm"`
 	// Tools tunes the built-in tools.
 	Tools Tools `json:"tools"`
+	// Limits are the execution limits and prices (section limits).
+	Limits Limits `json:"limits"`
+	// Subagent tunes delegate_tasks (section subagent).
+	Subagent Subagent `json:"subagent"`
+	// Sandbox confines jobs (section sandbox).
+	Sandbox Sandbox `json:"sandbox"`
+	// Context steers proactive trimming (keys context_window and
+	// context_share).
+	Context Context `json:"context"`
+	// MCPServers are the mcp_servers sections of both files, for package
+	// ext. Never marshalled: entries may hold header templates.
+	MCPServers MCPServers `json:"-"`
 
 	// Home is the resolved, absolute ODEK_HOME.
 	Home string `json:"home"`

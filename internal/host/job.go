@@ -166,10 +166,7 @@ var errNotStarted = errors.New("host: JobRunner.Run called before a successful S
 // open. sandbox.mode "off" is logged as a warning at every start.
 func (j *JobRunner) startSandbox() error {
 	log := j.Logger
-	settings, err := SandboxSettings(j.Config, func(w string) { log.Warn(w) })
-	if err != nil {
-		return err
-	}
+	settings := SandboxSettings(j.Config)
 	probe := j.SandboxABI
 	if probe == nil {
 		probe = sandbox.ABI
@@ -227,10 +224,10 @@ func (j *JobRunner) Run(ctx context.Context, job queue.Job, sink events.Sink, ap
 	if !j.started {
 		return failed(ExitSetup, errNotStarted)
 	}
-	jobLimits, _, _, err := budget.FromSections(nil, job.Budget)
-	if err != nil {
+	if err := job.Budget.Validate(); err != nil {
 		return failed(ExitSetup, fmt.Errorf("job budget: %w", err))
 	}
+	jobLimits := JobLimits(job.Budget)
 	dir := j.WorkDir
 	chats := j.ArtifactsDir
 	if j.sandbox.Active {

@@ -104,7 +104,7 @@ const ToolName = "delegate_tasks"
 
 // NewDelegateTool returns the delegate_tasks tool.
 func NewDelegateTool(o Options) *Delegate {
-	o.Settings = o.Settings.withDefaults()
+	o.Settings = o.Settings.WithDefaults()
 	if o.Emit == nil {
 		o.Emit = agent.Emit
 	}
