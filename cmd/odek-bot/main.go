@@ -26,6 +26,7 @@ import (
 	"github.com/sirupsen/logrus"
 
 	"github.com/odekrun/odek/bot"
+	"github.com/odekrun/odek/internal/config"
 	"github.com/odekrun/odek/internal/sandbox"
 	"github.com/odekrun/odek/queue"
 	"github.com/odekrun/odek/worker"
@@ -122,6 +123,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 				return err
 			}
 			fmt.Fprintln(stdout, text)
+			// Embedded mode runs odek's own loop: its variables apply too.
+			fmt.Fprint(stdout, "\n"+config.EnvText(config.EnvGroups()[:2]))
 			return nil
 		default:
 			return &codeErr{exitSetup, fmt.Errorf("unknown argument %q; odek-bot is configured through the environment (see --help)", a)}

@@ -153,7 +153,7 @@ func cmdDoctor(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	// A required server that fails makes LoadExtensions fail: that is a
 	// failed check; any other server that did not load is a warning.
 	set, err := host.LoadExtensions(ctx, host.Options{Config: cfg, WorkDir: wd, Logger: log, Environ: os.Environ(),
-		ClientVersion: version, ApproveMCP: os.Getenv("ODEK_APPROVE_MCP") == "1"})
+		ClientVersion: version, ApproveMCP: config.ApproveMCP()})
 	if err != nil {
 		add("mcp", checkFail, "%v", err)
 	} else {

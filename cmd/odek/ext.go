@@ -629,7 +629,7 @@ func checkSpawnApproval(ctx context.Context, home string, spec *ext.ServerSpec) 
 		}
 	}
 	prompter, canPrompt := tools.NewTTYPrompter()
-	d := ext.DecideSpawn(spec.Source, persisted, os.Getenv("ODEK_APPROVE_MCP") == "1", canPrompt)
+	d := ext.DecideSpawn(spec.Source, persisted, config.ApproveMCP(), canPrompt)
 	if d.Ask {
 		ok, err := prompter.Confirm(ctx, ext.SpawnQuestion(spec))
 		if err != nil {

@@ -8,12 +8,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/odekrun/odek/internal/sandbox"
 	"io"
 	"os"
 	"os/signal"
 	"runtime"
 	"syscall"
+
+	"github.com/odekrun/odek/internal/sandbox"
 )
 
 // version is set at link time (-ldflags "-X main.version=...").
@@ -111,6 +112,9 @@ Usage:
   odek doctor [--json] [--redis URL] [--no-model]
                                  check Landlock and the sandbox, Redis, the model
                                  endpoint and the MCP servers; exit 0 when all work
+  odek config show [--json]      print the effective configuration, each value
+                                 with the layer it came from (secrets masked)
+  odek config env                list every environment variable odek reads
   odek version                   print the version
 
 Exit codes: 0 success, 1 task/model/tool error, 3 setup error (flags, config,
@@ -142,6 +146,8 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 		return cmdInit(args[1:], stdout, stderr)
 	case "doctor":
 		return cmdDoctor(ctx, args[1:], stdout, stderr)
+	case "config":
+		return cmdConfig(ctx, args[1:], stdout, stderr)
 	case "version", "--version", "-v":
 		fmt.Fprintln(stdout, "odek", version)
 		return nil

@@ -61,9 +61,13 @@ func cmdQueue(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 	}
 	sub, args := args[0], args[1:]
 	var qf queueFlags
+	env, err := workerEnv()
+	if err != nil {
+		return err
+	}
 	fs := flag.NewFlagSet("odek queue "+sub, flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	qf.registerConn(fs)
+	qf.registerConn(fs, env)
 	var a queueArgs
 	fs.BoolVar(&a.jsonOut, "json", false, "print JSON (one value per line) instead of text")
 	switch sub {

@@ -195,7 +195,7 @@ func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer, cont b
 		EventsIncludeArgs: f.includeArgs,
 		Environ:           os.Environ(),
 		Extensions:        true,
-		ApproveMCP:        os.Getenv("ODEK_APPROVE_MCP") == "1",
+		ApproveMCP:        config.ApproveMCP(),
 		ClientVersion:     version,
 		Plan:              true,
 		Delegate:          true,

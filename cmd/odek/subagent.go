@@ -143,7 +143,7 @@ func cmdSubagent(ctx context.Context, args []string, stdout, stderr io.Writer) (
 		Config: cfg, WorkDir: workDir, Logger: log, EventSink: sink, Environ: os.Environ(),
 		Warn: func(w string) { fmt.Fprintln(stderr, "odek subagent: warning:", w) },
 		Plan: true, Delegate: true, Depth: depth, MaxRisk: task.MaxRisk, Start: start,
-		Extensions: true, ApproveMCP: os.Getenv("ODEK_APPROVE_MCP") == "1", ClientVersion: version,
+		Extensions: true, ApproveMCP: config.ApproveMCP(), ClientVersion: version,
 		Confine: task.Confine != nil, SandboxDeny: deny,
 		AdjustLimits: func(l *budget.Limits) {
 			*l, inheritErr = task.Budget.Inherit(*l)
