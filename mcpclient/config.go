@@ -154,7 +154,7 @@ type ServerConfig struct {
 	// not block for long nor call the Client.
 	OnRestart func(RestartReport)
 	// Start, when set, starts the server's process (and every restart of
-	// it) instead of exec.Cmd.Start: a sandbox.Jail's Start, for a server
+	// it) instead of exec.Cmd.Start: the sandbox's confined Start, for a server
 	// that must run confined. The command comes fully set up (pipes,
 	// process group); Start must start it or return an error.
 	Start func(*exec.Cmd) error
@@ -340,7 +340,7 @@ var secretWords = []string{"APIKEY", "TOKEN", "SECRET", "PASSWORD", "CREDENTIAL"
 // LooksSecret is the default secret-name test of FilterEnv: the name,
 // upper-cased and stripped of '_', '-', '.' and ' ', contains API_KEY,
 // TOKEN, SECRET, PASSWORD, CREDENTIAL, PRIVATE_KEY, ACCESS_KEY, PASSPHRASE,
-// COOKIE or AUTHORIZATION. odek passes redact.IsSecretName instead.
+// COOKIE or AUTHORIZATION. odek passes its redactor's secret-name test instead.
 func LooksSecret(name string) bool {
 	var b strings.Builder
 	b.Grow(len(name))
