@@ -116,7 +116,7 @@ type jsonResult struct {
 	RunID      string    `json:"run_id"`
 	SessionID  string    `json:"session_id,omitempty"`
 	Iterations int       `json:"iterations"`
-	Usage      llm.Usage `json:"usage"`
+	Usage      agent.Usage `json:"usage"`
 	CostUSD    float64   `json:"cost_usd"`
 	DurationMS int64     `json:"duration_ms"`
 }
@@ -237,16 +237,8 @@ func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer, cont b
 	}
 	res, runErr := agent.Run(ctx, acfg, goal)
 
-	status, code := "success", exitOK
-	switch {
-	case runErr == nil:
-	case errors.Is(runErr, budget.ErrExceeded):
-		status, code = "budget_exhausted", exitBudget
-	case errors.Is(runErr, context.Canceled):
-		status, code = "canceled", exitCancelled
-	default:
-		status, code = "error", exitError
-	}
+	outcome := agent.OutcomeOf(runErr)
+	status, code := string(outcome.Status), outcome.ExitCode
 	answer := red.String(res.Answer)
 	if f.jsonOut {
 		out := jsonResult{
