@@ -110,15 +110,15 @@ func parseRunFlags(args []string, stderr io.Writer, cont bool) (*runFlags, strin
 
 // jsonResult is the --json output object.
 type jsonResult struct {
-	Status     string    `json:"status"` // success, error, budget_exhausted, canceled
-	Answer     string    `json:"answer"`
-	Error      string    `json:"error,omitempty"`
-	RunID      string    `json:"run_id"`
-	SessionID  string    `json:"session_id,omitempty"`
-	Iterations int       `json:"iterations"`
+	Status     string      `json:"status"` // success, error, budget_exhausted, canceled
+	Answer     string      `json:"answer"`
+	Error      string      `json:"error,omitempty"`
+	RunID      string      `json:"run_id"`
+	SessionID  string      `json:"session_id,omitempty"`
+	Iterations int         `json:"iterations"`
 	Usage      agent.Usage `json:"usage"`
-	CostUSD    float64   `json:"cost_usd"`
-	DurationMS int64     `json:"duration_ms"`
+	CostUSD    float64     `json:"cost_usd"`
+	DurationMS int64       `json:"duration_ms"`
 }
 
 func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer, cont bool) error {
