@@ -620,7 +620,7 @@ func (w *Worker) ack(l queue.Lease, res queue.Result, log logrus.FieldLogger) qu
 			return ""
 		case errors.Is(err, queue.ErrPayloadTooLarge):
 			log.WithError(err).Warn("worker: result too large; acknowledging a short failure instead")
-			res = queue.Result{Status: queue.StatusFailed, Error: err.Error(), DurationMS: res.DurationMS, Usage: res.Usage, ExitCode: 1}
+			res = queue.Result{Status: queue.StatusFailed, Error: err.Error(), DurationMS: res.DurationMS, Usage: res.Usage, ExitCode: agent.ExitError}
 			continue
 		}
 		w.metrics.QueueErrors.Add(1)

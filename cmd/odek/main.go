@@ -14,21 +14,22 @@ import (
 	"runtime"
 	"syscall"
 
+	"github.com/odekrun/odek/agent"
 	"github.com/odekrun/odek/internal/sandbox"
 )
 
 // version is set at link time (-ldflags "-X main.version=...").
 var version = "dev"
 
-// Exit codes of odek (odek-extension/v1 plus the shell convention for
-// signals).
+// Exit codes of odek: agent's, the one declaration (odek-extension/v1
+// plus the shell convention for signals).
 const (
-	exitOK        = 0
-	exitError     = 1 // task, model or tool error
-	exitTimeout   = 2 // overall timeout
-	exitSetup     = 3 // bad flags, bad config, missing credentials
-	exitBudget    = 4 // execution budget exhausted
-	exitCancelled = 130
+	exitOK        = agent.ExitOK
+	exitError     = agent.ExitError     // task, model or tool error
+	exitTimeout   = agent.ExitTimeout   // overall timeout
+	exitSetup     = agent.ExitSetup     // bad flags, bad config, missing credentials
+	exitBudget    = agent.ExitBudget    // execution budget exhausted
+	exitCancelled = agent.ExitCancelled // SIGINT/SIGTERM
 )
 
 func main() {

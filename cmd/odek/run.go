@@ -20,7 +20,6 @@ import (
 	"github.com/odekrun/odek/internal/config"
 	"github.com/odekrun/odek/internal/ext"
 	"github.com/odekrun/odek/internal/host"
-	"github.com/odekrun/odek/internal/llm"
 	"github.com/odekrun/odek/internal/session"
 	"github.com/odekrun/odek/internal/subagent"
 	"github.com/odekrun/odek/internal/tools"
@@ -110,15 +109,15 @@ func parseRunFlags(args []string, stderr io.Writer, cont bool) (*runFlags, strin
 
 // jsonResult is the --json output object.
 type jsonResult struct {
-	Status     string    `json:"status"` // success, error, budget_exhausted, canceled
-	Answer     string    `json:"answer"`
-	Error      string    `json:"error,omitempty"`
-	RunID      string    `json:"run_id"`
-	SessionID  string    `json:"session_id,omitempty"`
-	Iterations int       `json:"iterations"`
-	Usage      llm.Usage `json:"usage"`
-	CostUSD    float64   `json:"cost_usd"`
-	DurationMS int64     `json:"duration_ms"`
+	Status     string      `json:"status"` // success, error, budget_exhausted, canceled
+	Answer     string      `json:"answer"`
+	Error      string      `json:"error,omitempty"`
+	RunID      string      `json:"run_id"`
+	SessionID  string      `json:"session_id,omitempty"`
+	Iterations int         `json:"iterations"`
+	Usage      agent.Usage `json:"usage"`
+	CostUSD    float64     `json:"cost_usd"`
+	DurationMS int64       `json:"duration_ms"`
 }
 
 func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer, cont bool) error {

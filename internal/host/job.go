@@ -30,11 +30,11 @@ import (
 // Exit codes a job's result carries: the code `odek run` would have exited
 // with (odek-extension/v1 plus 130 for a cancelled run).
 const (
-	ExitOK        = 0
-	ExitError     = 1
-	ExitSetup     = 3
-	ExitBudget    = 4
-	ExitCancelled = 130
+	ExitOK        = agent.ExitOK
+	ExitError     = agent.ExitError
+	ExitSetup     = agent.ExitSetup
+	ExitBudget    = agent.ExitBudget
+	ExitCancelled = agent.ExitCancelled
 )
 
 // DefaultMaxArtifacts bounds the artifact metadata of one job result when
@@ -291,8 +291,7 @@ func denyOf(chats string) []string {
 // ResultExitCode is the exit code `odek run` gives a run that ended with
 // runErr.
 func ResultExitCode(runErr error) int {
-	_, code := OutcomeOf(runErr)
-	return code
+	return agent.OutcomeOf(runErr).ExitCode
 }
 
 // ResumeNote replaces the goal of a job taken over from a worker that died

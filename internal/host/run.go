@@ -204,26 +204,18 @@ type Outcome struct {
 	Extensions []ext.ServerReport
 }
 
-// Outcome statuses (`odek run --json` status).
+// Outcome statuses (`odek run --json` status): agent's.
 const (
-	StatusSuccess         = "success"
-	StatusError           = "error"
-	StatusBudgetExhausted = "budget_exhausted"
-	StatusCanceled        = "canceled"
+	StatusSuccess         = string(agent.StatusSuccess)
+	StatusError           = string(agent.StatusError)
+	StatusBudgetExhausted = string(agent.StatusBudgetExhausted)
+	StatusCanceled        = string(agent.StatusCanceled)
 )
 
-// OutcomeOf maps a run's error to its status and exit code. Pure.
+// OutcomeOf is agent.OutcomeOf's status and exit code.
 func OutcomeOf(err error) (status string, code int) {
-	switch {
-	case err == nil:
-		return StatusSuccess, ExitOK
-	case errors.Is(err, budget.ErrExceeded):
-		return StatusBudgetExhausted, ExitBudget
-	case errors.Is(err, context.Canceled):
-		return StatusCanceled, ExitCancelled
-	default:
-		return StatusError, ExitError
-	}
+	o := agent.OutcomeOf(err)
+	return string(o.Status), o.ExitCode
 }
 
 // ErrSetup is matched (errors.Is) by the errors Run returns before the
