@@ -33,7 +33,7 @@ func (b *Bot) approvalsLoop(ctx context.Context) error {
 		}
 		failures = 0
 		for _, a := range as {
-			b.serial.Do(a.ChatID, func() { b.ask(ctx, a) })
+			b.serial.Do(a.ChatID, func(c *chat) { c.ask(ctx, a) })
 		}
 	}
 	return nil
@@ -71,17 +71,13 @@ func parseApprovalData(s string) (id string, allow, ok bool) {
 	return "", false, false
 }
 
-// classWords says in chat words what each danger class of a tool call
-// means (internal/tools' classes).
-var classWords = map[string]string{
-	"safe":           "reads only",
-	"local_write":    "changes files in the work directory",
-	"system_write":   "changes files outside the work directory",
-	"destructive":    "deletes or overwrites data",
-	"code_execution": "runs a program",
-	"network_egress": "connects to the network",
-	"install":        "installs software",
-	"unknown":        "does something odek cannot classify",
+// classWords says in chat words what a danger class of a tool call means
+// (internal/tools' classes: texts "class.<name>"); "" for another class.
+func classWords(lang, class string) string {
+	if _, ok := lookup("en", "class."+class); !ok {
+		return ""
+	}
+	return tr(lang, "class."+class)
 }
 
 // approvalText renders a worker's approval question in chat words. The
@@ -92,7 +88,10 @@ var classWords = map[string]string{
 // whose summary values are already redacted by the tool policy; it is
 // shown as "what, class (meaning), then one line per summary field".
 // Questions of another shape are shown cleaned, without "[y/N]". Pure.
-func approvalText(question string) string {
+func approvalText(question string) string { return approvalTextIn("en", question) }
+
+// approvalTextIn is approvalText in lang.
+func approvalTextIn(lang, question string) string {
 	q := oneLineKeepBreaks(question, 1500)
 	q = strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(q), "[y/N]"))
 	body, ok := strings.CutPrefix(q, "odek: allow ")
@@ -107,8 +106,8 @@ func approvalText(question string) string {
 	}
 	class := fields[0]
 	var b strings.Builder
-	fmt.Fprintf(&b, "The agent wants to use %s.\nClass: %s", tool, class)
-	if w := classWords[class]; w != "" {
+	b.WriteString(tr(lang, "ap.wants", tool) + "\n" + tr(lang, "ap.class", class))
+	if w := classWords(lang, class); w != "" {
 		fmt.Fprintf(&b, " (%s)", w)
 	}
 	kv := fields[1:]
@@ -147,52 +146,51 @@ func splitSummary(s string) []string {
 }
 
 // ask shows an approval question with Approve once / Deny buttons that
-// only the job's requester may press, and schedules the timeout edit.
-func (b *Bot) ask(ctx context.Context, a queue.Approval) {
-	b.mu.Lock()
+// only the job's requester may press, and schedules the timeout edit. It
+// runs in the chat's actor; the job is looked up in this chat only.
+func (c *chat) ask(ctx context.Context, a queue.Approval) {
+	b := c.b
 	var requester int64
 	who := ""
-	js := b.jobs[a.JobID]
+	lang := "en"
+	js := c.jobs[a.JobID]
 	if js != nil {
-		requester, who = js.userID, js.userName
+		requester, who, lang = js.userID, js.userName, b.lang(js.userID)
 	}
-	b.mu.Unlock()
 	deadline := a.Deadline.UTC().Format("15:04:05")
-	q := approvalText(a.Question)
+	q := approvalTextIn(lang, a.Question)
 	var text string
 	var markup any
 	if requester != 0 {
-		text = fmt.Sprintf("🔐 Approval needed\n\n%s\n\nOnly %s can answer. No answer by %s UTC (in %s) means no.", q, who, deadline, humanWait(max(time.Until(a.Deadline), time.Second)))
+		text = tr(lang, "ap.needed") + "\n\n" + q + "\n\n" + tr(lang, "ap.only", who, deadline, humanWait(max(time.Until(a.Deadline), time.Second)))
 		markup = tgbotapi.NewInlineKeyboardMarkup(tgbotapi.NewInlineKeyboardRow(
-			tgbotapi.NewInlineKeyboardButtonData("✅ Approve once", approvalData(a.ID, true)),
-			tgbotapi.NewInlineKeyboardButtonData("❌ Deny", approvalData(a.ID, false))))
+			tgbotapi.NewInlineKeyboardButtonData(tr(lang, "ap.approve"), approvalData(a.ID, true)),
+			tgbotapi.NewInlineKeyboardButtonData(tr(lang, "ap.deny"), approvalData(a.ID, false))))
 	} else {
-		text = fmt.Sprintf("🔐 Approval needed\n\n%s\n\nThis bot does not know who asked for this job (it restarted since), so nobody can approve it: it will be denied at %s UTC.", q, deadline)
+		text = tr(lang, "ap.needed") + "\n\n" + q + "\n\n" + tr(lang, "ap.nobody", deadline)
 	}
 	var replyTo int
 	if js != nil {
 		replyTo = js.replyTo
 	}
-	m, kind, err := b.tg.SendPlainReply(ctx, a.ChatID, replyTo, text, markup)
-	if !b.checkSend(ctx, a.ChatID, kind, err) || kind != tgOK {
+	m, kind, err := b.tg.SendPlainReply(ctx, c.id, replyTo, text, markup)
+	if !c.checkSend(ctx, kind, err) || kind != tgOK {
 		return
 	}
-	st := &approvalState{a: a, requester: requester, msgID: m.MessageID, shown: q}
-	b.mu.Lock()
-	b.approvals[a.ID] = st
-	if js := b.jobs[a.JobID]; js != nil {
+	st := &approvalState{a: a, requester: requester, msgID: m.MessageID, shown: q, lang: lang}
+	c.approvals[a.ID] = st
+	if js := c.jobs[a.JobID]; js != nil {
 		js.waiting++
 		js.lastText = "" // the status says it waits for the approval
 	}
-	b.mu.Unlock()
 	wait := time.Until(a.Deadline)
 	time.AfterFunc(max(wait, 0), func() {
 		if ctx.Err() != nil {
 			return
 		}
-		b.serial.Do(a.ChatID, func() {
-			if b.settle(a.ID) != nil {
-				b.tg.EditPlain(ctx, a.ChatID, st.msgID, fmt.Sprintf("🔐 %s\n\n⌛ No answer in time — denied.", q), nil)
+		b.serial.Do(c.id, func(c *chat) {
+			if c.settle(a.ID) != nil {
+				b.tg.EditPlain(ctx, c.id, st.msgID, "🔐 "+q+"\n\n"+tr(lang, "ap.expired"), nil)
 			}
 		})
 	})
@@ -200,16 +198,14 @@ func (b *Bot) ask(ctx context.Context, a queue.Approval) {
 
 // settle marks an approval answered and forgets it; it returns the
 // approval when it was still open, nil when it was settled already.
-func (b *Bot) settle(id string) *approvalState {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	st := b.approvals[id]
+func (c *chat) settle(id string) *approvalState {
+	st := c.approvals[id]
 	if st == nil || st.settled {
 		return nil
 	}
 	st.settled = true
-	delete(b.approvals, id)
-	if js := b.jobs[st.a.JobID]; js != nil && js.waiting > 0 {
+	delete(c.approvals, id)
+	if js := c.jobs[st.a.JobID]; js != nil && js.waiting > 0 {
 		js.waiting--
 		js.lastText = ""
 	}
@@ -219,19 +215,19 @@ func (b *Bot) settle(id string) *approvalState {
 // closeApprovals closes the open approval prompts of one job (jobID) or of
 // every job of the chat (jobID ""): the question is denied on the queue
 // (the job is over or going away; fail closed), the buttons are removed
-// and the prompt says why. It runs in the chat's serial queue.
-func (b *Bot) closeApprovals(ctx context.Context, chatID int64, jobID, why string) {
-	b.mu.Lock()
+// and the prompt says why (why is a texts key, shown in the prompt's
+// language). It runs in the chat's actor.
+func (c *chat) closeApprovals(ctx context.Context, jobID, why string) {
+	b, chatID := c.b, c.id
 	var ids []string
-	for id, st := range b.approvals {
-		if st.a.ChatID == chatID && (jobID == "" || st.a.JobID == jobID) && !st.settled {
+	for id, st := range c.approvals {
+		if (jobID == "" || st.a.JobID == jobID) && !st.settled {
 			ids = append(ids, id)
 		}
 	}
-	b.mu.Unlock()
 	sort.Strings(ids)
 	for _, id := range ids {
-		st := b.settle(id)
+		st := c.settle(id)
 		if st == nil {
 			continue
 		}
@@ -240,8 +236,8 @@ func (b *Bot) closeApprovals(ctx context.Context, chatID int64, jobID, why strin
 				b.log.WithError(err).WithField("approval", id).Warn("bot: denying a closed approval failed; it is denied at its deadline")
 			}
 		}
-		if kind, err := b.tg.EditPlain(ctx, chatID, st.msgID, "🔐 "+st.shown+"\n\n"+why, nil); kind != tgOK && kind != tgMessageGone {
-			b.checkSend(ctx, chatID, kind, err)
+		if kind, err := b.tg.EditPlain(ctx, chatID, st.msgID, "🔐 "+st.shown+"\n\n"+tr(st.lang, why), nil); kind != tgOK && kind != tgMessageGone {
+			c.checkSend(ctx, kind, err)
 		}
 	}
 }
@@ -270,46 +266,50 @@ func (b *Bot) answerCallback(ctx context.Context, id, text string, alert bool) {
 }
 
 // handleCallback settles an approval button press. It runs in the chat's
-// serial queue.
-func (b *Bot) handleCallback(ctx context.Context, cq *tgbotapi.CallbackQuery) {
-	id, allow, ok := parseApprovalData(cq.Data)
-	if !ok || b.aq == nil {
-		b.answerCallback(ctx, cq.ID, "Unknown button.", false)
+// actor: only this chat's prompts can be answered from it.
+func (c *chat) handleCallback(ctx context.Context, cq *tgbotapi.CallbackQuery) {
+	b := c.b
+	lang := langOf(cq.From.LanguageCode)
+	if i, ok := parseModelData(cq.Data); ok {
+		c.pressModel(ctx, cq, lang, i)
 		return
 	}
-	b.mu.Lock()
-	st := b.approvals[id]
+	id, allow, ok := parseApprovalData(cq.Data)
+	if !ok || b.aq == nil {
+		b.answerCallback(ctx, cq.ID, tr(lang, "ap.unknown"), false)
+		return
+	}
+	st := c.approvals[id]
 	var settled bool
 	if st != nil {
 		settled = st.settled
 	}
-	b.mu.Unlock()
 	switch {
 	case st == nil || settled:
-		b.answerCallback(ctx, cq.ID, "This question is no longer open.", false)
+		b.answerCallback(ctx, cq.ID, tr(lang, "ap.closedq"), false)
 		return
 	case cq.From.ID != st.requester:
 		b.log.WithFields(logrus.Fields{"user_id": cq.From.ID, "approval": id}).Warn("bot: approval answer from a user other than the requester ignored")
-		b.answerCallback(ctx, cq.ID, "Only the person who sent the request can answer.", true)
+		b.answerCallback(ctx, cq.ID, tr(lang, "ap.notyours"), true)
 		return
 	}
 	err := b.aq.Answer(ctx, id, allow)
-	b.settle(id)
+	c.settle(id)
 	var outcome string
 	switch {
 	case errors.Is(err, queue.ErrNotFound):
-		outcome = "⌛ Too late: the question expired and was denied."
+		outcome = tr(st.lang, "ap.toolate")
 	case err != nil:
 		b.log.WithError(err).WithField("approval", id).Error("bot: recording the approval answer failed")
-		outcome = "⚠️ The answer could not be recorded; the request will be denied at its deadline."
+		outcome = tr(st.lang, "ap.norecord")
 	case allow:
-		outcome = "✅ Approved once by " + displayName(cq.From) + "."
+		outcome = tr(st.lang, "ap.approved", displayName(cq.From))
 	default:
-		outcome = "❌ Denied by " + displayName(cq.From) + "."
+		outcome = tr(st.lang, "ap.denied", displayName(cq.From))
 	}
 	b.answerCallback(ctx, cq.ID, outcome, false)
 	kind, eerr := b.tg.EditPlain(ctx, cq.Message.Chat.ID, st.msgID, "🔐 "+st.shown+"\n\n"+outcome, nil)
 	if kind != tgOK && kind != tgMessageGone {
-		b.checkSend(ctx, cq.Message.Chat.ID, kind, eerr)
+		c.checkSend(ctx, kind, eerr)
 	}
 }

@@ -15,8 +15,6 @@ const splitPasteLen = 3500
 // part; every part restarts the wait.
 const batchWindow = time.Second
 
-type batchKey struct{ chatID, userID int64 }
-
 // batch is one job being assembled from several messages: the parts of a
 // split paste or the items of an album.
 type batch struct {
@@ -29,11 +27,9 @@ type batch struct {
 // album item (mediaGroup set) or a long text that may continue. A message
 // of the same user and chat that arrives while a batch waits joins it
 // (a later album or a command flushes it first). It runs in the chat's
-// serial queue.
-func (b *Bot) submit(ctx context.Context, r jobRequest, mediaGroup string, long bool) {
-	key := batchKey{r.chatID, r.userID}
-	b.mu.Lock()
-	bt := b.batches[key]
+// actor.
+func (c *chat) submit(ctx context.Context, r jobRequest, mediaGroup string, long bool) {
+	bt := c.batches[r.userID]
 	if bt != nil && (mediaGroup == bt.group || bt.group == "" && mediaGroup == "") {
 		if t := strings.TrimSpace(r.text); t != "" {
 			if strings.TrimSpace(bt.req.text) != "" {
@@ -44,50 +40,45 @@ func (b *Bot) submit(ctx context.Context, r jobRequest, mediaGroup string, long 
 		bt.req.files = append(bt.req.files, r.files...)
 		bt.req.uploads = append(bt.req.uploads, r.uploads...)
 		bt.timer.Reset(batchWindow)
-		b.mu.Unlock()
 		return
 	}
-	b.mu.Unlock()
 	if bt != nil {
-		b.flushBatch(ctx, key) // a different album or kind: the old batch goes first
+		c.flushBatch(ctx, r.userID) // a different album or kind: the old batch goes first
 	}
 	if mediaGroup == "" && !long {
-		b.startJob(ctx, r)
+		c.startJob(ctx, r)
 		return
 	}
 	bt = &batch{req: r, group: mediaGroup}
-	b.mu.Lock()
-	b.batches[key] = bt
+	c.batches[r.userID] = bt
+	b, user := c.b, r.userID
 	bt.timer = time.AfterFunc(batchWindow, func() {
-		b.serial.Do(r.chatID, func() { b.flushBatch(ctx, key) })
+		b.serial.Do(r.chatID, func(c *chat) {
+			if c.batches[user] == bt {
+				c.flushBatch(ctx, user)
+			}
+		})
 	})
-	b.mu.Unlock()
 }
 
-// flushBatch starts the job of a waiting batch. It runs in the chat's
-// serial queue.
-func (b *Bot) flushBatch(ctx context.Context, key batchKey) {
-	b.mu.Lock()
-	bt := b.batches[key]
-	delete(b.batches, key)
-	b.mu.Unlock()
+// flushBatch starts the job of the user's waiting batch. It runs in the
+// chat's actor.
+func (c *chat) flushBatch(ctx context.Context, userID int64) {
+	bt := c.batches[userID]
+	delete(c.batches, userID)
 	if bt == nil {
 		return
 	}
 	bt.timer.Stop()
-	b.startJob(ctx, bt.req)
+	c.startJob(ctx, bt.req)
 }
 
 // flushBatches starts every waiting batch at shutdown: Telegram counts
 // their updates as delivered, so they are enqueued, not dropped.
 func (b *Bot) flushBatches(ctx context.Context) {
-	b.mu.Lock()
-	var keys []batchKey
-	for k := range b.batches {
-		keys = append(keys, k)
-	}
-	b.mu.Unlock()
-	for _, k := range keys {
-		b.serial.Do(k.chatID, func() { b.flushBatch(ctx, k) })
-	}
+	b.serial.all(func(c *chat) {
+		for user := range c.batches {
+			c.flushBatch(ctx, user)
+		}
+	})
 }

@@ -46,6 +46,12 @@ const maxChatArtifacts = 64
 const typingEvery = 4500 * time.Millisecond
 
 // Bot is the Telegram front end. Create it with New and call Run once.
+//
+// Bot is a router: each chat's state is a chat actor owned by the chat's
+// serializer goroutine (see chat and serializer). What is not one chat's
+// lives in small single-purpose tables with a lock each: the per-user job
+// rate, the refusal log, the users' languages, the health record and the
+// results being delivered.
 type Bot struct {
 	metrics  botMetrics
 	cfg      Config
@@ -58,19 +64,15 @@ type Bot struct {
 
 	tg *tgclient.Client // set by Run before any goroutine starts
 
-	mu        sync.Mutex
-	chats     map[int64]*chatState
-	jobs      map[string]*jobState
-	approvals map[string]*approvalState
-	users     map[int64]bucket
-	refused   map[int64]time.Time
-	inflight  map[string]bool // results being delivered, by job id
-	batches   map[batchKey]*batch
-	langs     map[int64]string // user id → language of the built-in texts
-	idle      chan struct{}    // closed by resultsLoop on an empty read with nothing inflight (Settle)
-	health    healthState
-	lastSaved []byte    // the last state snapshot saved
-	lastPrune time.Time // when pruneLocked last ran
+	users    *userRates
+	refused  refusals
+	langs    langTable
+	health   health
+	delivery deliveries
+
+	// Used only by Run's own goroutines, one at a time.
+	lastSaved []byte    // the last state snapshot saved (loadState, then stateLoop, then Run)
+	lastPrune time.Time // when the progress loop last pruned
 }
 
 type chatState struct {
@@ -87,13 +89,13 @@ type chatState struct {
 	hist []dayTotal
 	// last is each user's last request in this chat, for /retry.
 	last        map[int64]jobRequest
+	model       string // chosen with /model; "" = the workers' default
 	answerOrder []int
 	use         usage
 	arts        []chatArtifact
 	nextArt     int
 	lastEdit    time.Time
 	lastTyping  time.Time
-	editPending bool // a status edit is queued and not yet sent
 }
 
 type chatArtifact struct {
@@ -119,6 +121,7 @@ type jobState struct {
 	replyTo   int       // the message that asked for the job (groups)
 	uploads   []string  // artifact paths of the files the user sent with it
 	srcMsg    int       // the user's message that asked for the job
+	lang      string    // the asker's language of the built-in texts ("" = English)
 	// superseded: the user edited the message; the job is canceled and its
 	// result is not shown.
 	superseded bool
@@ -129,7 +132,15 @@ type approvalState struct {
 	requester int64
 	msgID     int
 	shown     string // the question as the prompt shows it
+	lang      string // the prompt's language
 	settled   bool
+}
+
+// health is the bot's health record, written by the loops and read by
+// Healthy.
+type health struct {
+	mu sync.Mutex
+	h  healthState
 }
 
 type healthState struct {
@@ -153,10 +164,10 @@ func New(cfg Config, q Queue) (*Bot, error) {
 	cfg = cfg.withDefaults()
 	b := &Bot{
 		cfg: cfg, q: q, access: NewAccess(cfg.AllowedUsers, cfg.AllowedChats, cfg.AllowAll), log: cfg.Logger,
-		consumer: cfg.Consumer, serial: newSerializer(),
-		chats: map[int64]*chatState{}, jobs: map[string]*jobState{}, approvals: map[string]*approvalState{},
-		users: map[int64]bucket{}, refused: map[int64]time.Time{}, inflight: map[string]bool{}, batches: map[batchKey]*batch{}, langs: map[int64]string{},
+		consumer: cfg.Consumer, users: newUserRates(cfg.UserJobsPerMinute),
 	}
+	b.serial = newSerializer(b.newChat)
+	b.serial.publish = b.publish
 	if aq, ok := q.(ApprovalQueue); ok {
 		b.aq = aq
 	}
@@ -186,6 +197,7 @@ func (b *Bot) Run(ctx context.Context) error {
 	b.tg = tg
 	b.log.WithField("username", tg.Self().UserName).Info("bot: connected to Telegram")
 	b.setCommands(ctx)
+	b.cleanOrphans(ctx)
 	b.dropLostJobs(ctx)
 
 	ctx, cancel := context.WithCancel(ctx)
@@ -248,6 +260,7 @@ var commands = []tgbotapi.BotCommand{
 	{Command: "usage", Description: "Today's token usage and budget"},
 	{Command: "artifact", Description: "Send an artifact: /artifact <id>"},
 	{Command: "retry", Description: "Run your last request again"},
+	{Command: "model", Description: "Choose the model for this chat"},
 }
 
 func (b *Bot) setCommands(ctx context.Context) {
@@ -322,9 +335,9 @@ func (b *Bot) poll(ctx context.Context) error {
 }
 
 func (b *Bot) setHealth(f func(*healthState)) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	f(&b.health)
+	b.health.mu.Lock()
+	defer b.health.mu.Unlock()
+	f(&b.health.h)
 }
 
 // handleUpdate authorizes an update and hands it to its chat's serial
@@ -338,10 +351,10 @@ func (b *Bot) handleUpdate(ctx context.Context, u tgbotapi.Update) {
 		}
 		chatID := cq.Message.Chat.ID
 		if !b.access.Allows(cq.From.ID, chatID) {
-			b.refuse(ctx, chatID, cq.From.ID, u.UpdateID, cq.ID)
+			b.refuse(ctx, chatID, cq.From.ID, langOf(cq.From.LanguageCode), u.UpdateID, cq.ID)
 			return
 		}
-		b.serial.Do(chatID, func() { b.handleCallback(ctx, cq) })
+		b.serial.Do(chatID, func(c *chat) { c.handleCallback(ctx, cq) })
 	case u.Message != nil || u.EditedMessage != nil:
 		m, edited := u.Message, false
 		if m == nil {
@@ -351,172 +364,78 @@ func (b *Bot) handleUpdate(ctx context.Context, u tgbotapi.Update) {
 			return
 		}
 		var userID int64
+		lang := "en"
 		if m.From != nil {
-			userID = m.From.ID
+			userID, lang = m.From.ID, langOf(m.From.LanguageCode)
 		}
 		if !b.access.Allows(userID, m.Chat.ID) {
-			b.refuse(ctx, m.Chat.ID, userID, u.UpdateID, "")
+			b.refuse(ctx, m.Chat.ID, userID, lang, u.UpdateID, "")
 			return
 		}
-		b.serial.Do(m.Chat.ID, func() { b.handleMessage(ctx, u.UpdateID, m, edited) })
+		b.serial.Do(m.Chat.ID, func(c *chat) { c.handleMessage(ctx, u.UpdateID, m, edited) })
 	}
 }
 
 // refuse logs an unauthorized update and tells the sender, at most once
 // per RefusalInterval, their user id.
-func (b *Bot) refuse(ctx context.Context, chatID, userID int64, updateID int, callbackID string) {
-	now := b.cfg.Now()
-	b.mu.Lock()
-	last, seen := b.refused[userID]
-	tell := !seen || now.Sub(last) >= b.cfg.RefusalInterval
-	if tell {
-		if len(b.refused) > 10000 {
-			b.refused = map[int64]time.Time{}
-		}
-		b.refused[userID] = now
-	}
-	b.mu.Unlock()
+func (b *Bot) refuse(ctx context.Context, chatID, userID int64, lang string, updateID int, callbackID string) {
+	tell := b.refused.tell(userID, b.cfg.Now(), b.cfg.RefusalInterval)
 	b.log.WithFields(logrus.Fields{"user_id": userID, "chat_id": chatID, "update_id": updateID, "replied": tell}).
 		Warn("bot: refused an update from a user and chat not on the allowlist")
 	if callbackID != "" {
-		b.serial.Do(chatID, func() { b.answerCallback(ctx, callbackID, "Not authorized.", true) })
+		b.serial.Do(chatID, func(*chat) { b.answerCallback(ctx, callbackID, tr(lang, "not.auth"), true) })
 		return
 	}
 	if !tell {
 		return
 	}
-	text := fmt.Sprintf("⛔ You are not allowed to use this bot. Your Telegram user id is %d; the operator can add it to ODEK_TELEGRAM_ALLOWED_USERS.", userID)
-	b.serial.Do(chatID, func() { b.reply(ctx, chatID, text) })
+	text := tr(lang, "not.allowed", userID)
+	b.serial.Do(chatID, func(c *chat) { c.reply(ctx, text) })
 }
 
-// reply sends plain text, logging failures. It reports whether the chat is
-// still reachable.
-func (b *Bot) reply(ctx context.Context, chatID int64, text string) bool {
-	_, kind, err := b.tg.SendPlain(ctx, chatID, text, nil)
-	return b.checkSend(ctx, chatID, kind, err)
+// refusals remembers when each refused user was last told, so a user is
+// told at most once per RefusalInterval.
+type refusals struct {
+	mu   sync.Mutex
+	last map[int64]time.Time
 }
 
-// checkSend logs a failed send and reacts to an unreachable chat by
-// canceling its jobs. It reports whether the chat is still reachable.
-func (b *Bot) checkSend(ctx context.Context, chatID int64, kind tgKind, err error) bool {
-	switch kind {
-	case tgOK, tgCanceled:
-		return true
-	case tgChatGone:
-		b.log.WithError(err).WithField("chat_id", chatID).Warn("bot: chat unreachable (bot blocked, kicked or chat gone); canceling its pending jobs")
-		b.cancelChat(ctx, chatID)
+// tell reports whether userID should be told now, and records it.
+func (r *refusals) tell(userID int64, now time.Time, every time.Duration) bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	last, seen := r.last[userID]
+	if seen && now.Sub(last) < every {
 		return false
-	default:
-		b.log.WithError(err).WithFields(logrus.Fields{"chat_id": chatID, "kind": kind.String()}).Warn("bot: Telegram call failed")
-		return true
 	}
+	if r.last == nil || len(r.last) > 10000 {
+		r.last = map[int64]time.Time{}
+	}
+	r.last[userID] = now
+	return true
 }
 
-// cancelChat cancels every unfinished job of the chat, newest first so the
-// queued ones never start. A job the queue does not know (any more: the
-// embedded queue after a restart, a finished job) is forgotten at once, as
-// no result for it may ever come; the status messages of forgotten jobs
-// are returned. It reports how many jobs were canceled or forgotten.
-func (b *Bot) cancelChat(ctx context.Context, chatID int64) (int, []int) {
-	b.mu.Lock()
-	var ids []string
-	if c := b.chats[chatID]; c != nil {
-		ids = append(ids, c.queue...)
-		for _, id := range c.queue {
-			if js := b.jobs[id]; js != nil {
-				js.stopped = true
-			}
-		}
-	}
-	b.mu.Unlock()
-	n := 0
-	var statusMsgs []int
-	for i := len(ids) - 1; i >= 0; i-- {
-		err := b.q.Cancel(ctx, ids[i])
-		switch {
-		case err == nil:
-			n++
-		case errors.Is(err, queue.ErrNotFound):
-			n++
-			if msg := b.forgetJob(chatID, ids[i]); msg != 0 {
-				statusMsgs = append(statusMsgs, msg)
-			}
-		default:
-			b.log.WithError(err).WithField("job_id", ids[i]).Warn("bot: cancel failed")
-		}
-	}
-	return n, statusMsgs
-}
-
-// forgetJob drops a job from its chat's queue and from the job table and
-// returns its status message (0 = none).
-func (b *Bot) forgetJob(chatID int64, id string) int {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	if c := b.chats[chatID]; c != nil {
-		c.queue = slices.DeleteFunc(c.queue, func(q string) bool { return q == id })
-	}
-	var msg int
-	if js := b.jobs[id]; js != nil {
-		msg = js.statusMsg
-	}
-	delete(b.jobs, id)
-	return msg
-}
-
-func (b *Bot) chatLocked(chatID int64) *chatState {
-	c := b.chats[chatID]
-	if c == nil {
-		c = &chatState{}
-		b.chats[chatID] = c
-	}
-	now := b.cfg.Now()
-	if c.use.day != "" && c.use.day != utcDay(now) && (c.use.tokens > 0 || c.use.jobs > 0) {
-		c.hist = appendHistory(c.hist, dayTotal{Day: c.use.day, Tokens: c.use.tokens, CostUSD: c.use.costUSD, Jobs: c.use.jobs}, now)
-	}
-	c.use = c.use.rollover(now)
-	return c
+// prune forgets users whose job-rate bucket has refilled and marks every
+// chat that holds nothing worth keeping (see chat.prune); it waits until
+// each chat has looked.
+func (b *Bot) prune(now time.Time) {
+	b.users.prune(now)
+	b.serial.all(func(c *chat) { c.prune(now) })
 }
 
 // pruneEvery is how often idle chats and refilled user buckets are
 // dropped from memory.
 const pruneEvery = time.Minute
 
-// pruneLocked forgets what a later message would not miss: users whose
-// rate bucket has refilled (a fresh bucket is full too) and chats with no
-// unfinished job, no session chosen with /new, no artifact ids and no
-// usage today. Without it both maps grew with every user and chat ever
-// seen. b.mu must be held.
-func (b *Bot) pruneLocked(now time.Time) {
-	if b.cfg.UserJobsPerMinute > 0 {
-		rate := float64(b.cfg.UserJobsPerMinute) / 60
-		for id, bk := range b.users {
-			if bk.Full(now, rate, b.cfg.UserJobsPerMinute) {
-				delete(b.users, id)
-			}
-		}
-	}
-	today := utcDay(now)
-	for id, c := range b.chats {
-		c.hist = appendHistory(c.hist, dayTotal{}, now) // drops days past keepDays
-		if len(c.hist) > 0 {
-			continue
-		}
-		if len(c.queue) == 0 && c.session == "" && len(c.userSessions) == 0 && len(c.arts) == 0 && c.nextArt == 0 && !c.editPending &&
-			(c.use.day != today || c.use == usage{day: today}) {
-			delete(b.chats, id)
-		}
-	}
-}
-
-// handleMessage runs in the chat's serial queue.
-func (b *Bot) handleMessage(ctx context.Context, updateID int, m *tgbotapi.Message, edited bool) {
-	chatID := m.Chat.ID
+// handleMessage runs in the chat's actor.
+func (c *chat) handleMessage(ctx context.Context, updateID int, m *tgbotapi.Message, edited bool) {
+	b := c.b
+	chatID := c.id
 	var userID int64
 	var userName string
 	if m.From != nil {
 		userID, userName = m.From.ID, displayName(m.From)
-		b.setLang(userID, m.From.LanguageCode)
+		b.langs.set(userID, m.From.LanguageCode)
 	}
 	lang := b.lang(userID)
 	text := m.Text
@@ -525,19 +444,19 @@ func (b *Bot) handleMessage(ctx context.Context, updateID int, m *tgbotapi.Messa
 	}
 	group := isGroup(m)
 	if m.IsCommand() {
-		b.flushBatch(ctx, batchKey{chatID, userID}) // what was sent before the command runs first
+		c.flushBatch(ctx, userID) // what was sent before the command runs first
 		if at := m.CommandWithAt(); strings.Contains(at, "@") && !strings.EqualFold(at[strings.Index(at, "@")+1:], b.tg.Self().UserName) {
 			return // addressed to another bot in a group
 		}
 		if group && slices.Contains(b.cfg.AdminCommands, strings.ToLower(m.Command())) && !b.isAdmin(ctx, chatID, userID) {
-			b.replyTo(ctx, chatID, m.MessageID, tr(lang, "admins.only", m.Command()))
+			c.replyTo(ctx, m.MessageID, tr(lang, "admins.only", m.Command()))
 			return
 		}
 		if m.Command() == "retry" {
-			b.retry(ctx, updateID, chatID, userID, userName, m.MessageID, group)
+			c.retry(ctx, updateID, userID, userName, m.MessageID, group)
 			return
 		}
-		b.command(ctx, chatID, userID, m.Command(), strings.TrimSpace(m.CommandArguments()))
+		c.command(ctx, userID, m.Command(), strings.TrimSpace(m.CommandArguments()))
 		return
 	}
 	if group {
@@ -555,19 +474,19 @@ func (b *Bot) handleMessage(ctx context.Context, updateID int, m *tgbotapi.Messa
 		if lang == "de" {
 			k = strings.ToUpper(k[:1]) + k[1:]
 		}
-		b.replyTo(ctx, chatID, replyTo, tr(lang, "unsupported", k))
+		c.replyTo(ctx, replyTo, tr(lang, "unsupported", k))
 		return
 	}
 	var up *upload
 	if _, _, _, _, _, ok := attachment(m); ok {
 		var msg string
-		if up, msg = b.saveUpload(ctx, chatID, m); up == nil {
-			b.replyTo(ctx, chatID, replyTo, msg)
+		if up, msg = b.saveUpload(ctx, chatID, lang, m); up == nil {
+			c.replyTo(ctx, replyTo, msg)
 			return
 		}
 	}
 	if strings.TrimSpace(text) == "" && up == nil {
-		b.replyTo(ctx, chatID, replyTo, tr(lang, "text.only"))
+		c.replyTo(ctx, replyTo, tr(lang, "text.only"))
 		return
 	}
 	forwarded := m.ForwardFrom != nil || m.ForwardFromChat != nil || m.ForwardSenderName != "" || m.ForwardDate != 0
@@ -576,7 +495,7 @@ func (b *Bot) handleMessage(ctx context.Context, updateID int, m *tgbotapi.Messa
 		goal = forwardedGoal(text)
 	}
 	if edited {
-		b.supersede(ctx, chatID, m.MessageID)
+		c.supersede(ctx, m.MessageID)
 	}
 	r := jobRequest{updateID: updateID, chatID: chatID, userID: userID, userName: userName,
 		text: goal, edited: edited, group: group, replyTo: replyTo, srcMsg: m.MessageID}
@@ -584,7 +503,7 @@ func (b *Bot) handleMessage(ctx context.Context, updateID int, m *tgbotapi.Messa
 		r.files = append(r.files, up.goalLine())
 		r.uploads = append(r.uploads, strconv.FormatInt(chatID, 10)+"/"+up.rel)
 	}
-	b.submit(ctx, r, m.MediaGroupID, TextLen(text) >= splitPasteLen)
+	c.submit(ctx, r, m.MediaGroupID, TextLen(text) >= splitPasteLen)
 }
 
 // goal is the job's goal: the text, then a line per file that arrived.
@@ -606,33 +525,32 @@ const maxAnswersKept = 32
 // that has not finished is canceled and its result will not be shown; the
 // answer it already got is deleted. The edited text then runs as a new job,
 // so one answer stays, the one to the edited text. It runs in the chat's
-// serial queue.
-func (b *Bot) supersede(ctx context.Context, chatID int64, msgID int) {
-	b.mu.Lock()
+// actor.
+func (c *chat) supersede(ctx context.Context, msgID int) {
+	b := c.b
 	var cancel []string
-	c := b.chatLocked(chatID)
+	c.roll()
 	for _, id := range c.queue {
-		if js := b.jobs[id]; js != nil && js.srcMsg == msgID && !js.superseded {
+		if js := c.jobs[id]; js != nil && js.srcMsg == msgID && !js.superseded {
 			js.superseded, js.stopped = true, true
 			cancel = append(cancel, id)
 		}
 	}
 	old := c.answers[msgID]
 	delete(c.answers, msgID)
-	b.mu.Unlock()
 	for _, id := range cancel {
 		if err := b.q.Cancel(ctx, id); err != nil && !errors.Is(err, queue.ErrNotFound) {
 			b.log.WithError(err).WithField("job_id", id).Warn("bot: canceling the job of an edited message failed")
 		}
-		b.closeApprovals(ctx, chatID, id, "✏️ Closed: the message was edited.")
+		c.closeApprovals(ctx, id, "ap.c.edited")
 	}
 	for _, m := range old {
-		b.tg.Remove(ctx, chatID, m)
+		b.tg.Remove(ctx, c.id, m)
 	}
 }
 
 // rememberAnswer records the bot's answer messages to the user's message
-// srcMsg. b.mu must be held.
+// srcMsg.
 func (c *chatState) rememberAnswer(srcMsg int, msgs []int) {
 	if srcMsg == 0 || len(msgs) == 0 {
 		return
@@ -653,20 +571,18 @@ func (c *chatState) rememberAnswer(srcMsg int, msgs []int) {
 // retry runs the user's last request in this chat again, as a new job
 // (its idempotency key is the /retry update's). Files it named are still
 // in the chat's directory.
-func (b *Bot) retry(ctx context.Context, updateID int, chatID, userID int64, userName string, msgID int, group bool) {
-	b.mu.Lock()
-	r, ok := b.chatLocked(chatID).last[userID]
-	b.mu.Unlock()
+func (c *chat) retry(ctx context.Context, updateID int, userID int64, userName string, msgID int, group bool) {
+	r, ok := c.roll().last[userID]
 	replyTo := 0
 	if group {
 		replyTo = msgID
 	}
 	if !ok {
-		b.replyTo(ctx, chatID, replyTo, tr(b.lang(userID), "no.retry"))
+		c.replyTo(ctx, replyTo, tr(c.b.lang(userID), "no.retry"))
 		return
 	}
 	r.updateID, r.userName, r.replyTo, r.srcMsg, r.edited, r.uploads = updateID, userName, replyTo, msgID, false, nil
-	b.startJob(ctx, r)
+	c.startJob(ctx, r)
 }
 
 // isAdmin asks Telegram whether userID administers the group. Any failure
@@ -682,12 +598,6 @@ func (b *Bot) isAdmin(ctx context.Context, chatID, userID int64) bool {
 		return false
 	}
 	return cm.IsAdministrator() || cm.IsCreator()
-}
-
-// replyTo sends plain text as a reply to message msgID (0 = none).
-func (b *Bot) replyTo(ctx context.Context, chatID int64, msgID int, text string) bool {
-	_, kind, err := b.tg.SendPlainReply(ctx, chatID, msgID, text, nil)
-	return b.checkSend(ctx, chatID, kind, err)
 }
 
 // jobRequest is a message that becomes a job.
@@ -738,47 +648,38 @@ func sessionID(chatID int64, override string) string {
 // groups with GroupSession "user" (the default).
 func (b *Bot) perUser(chatID int64) bool { return chatID < 0 && b.cfg.GroupSession != "group" }
 
-// sessionLocked is the session a message of userID in the chat joins. b.mu
-// must be held.
-func (b *Bot) sessionLocked(c *chatState, chatID, userID int64) string {
-	if !b.perUser(chatID) {
-		return sessionID(chatID, c.session)
+// sessionFor is the session a message of userID in the chat joins.
+func (c *chat) sessionFor(userID int64) string {
+	if !c.b.perUser(c.id) {
+		return sessionID(c.id, c.chatState.session)
 	}
 	if s := c.userSessions[userID]; s != "" {
 		return s
 	}
-	return fmt.Sprintf("telegram:%d:u%d", chatID, userID)
+	return fmt.Sprintf("telegram:%d:u%d", c.id, userID)
 }
 
 // startJob applies the limits, enqueues the message as a job and posts its
-// status message.
-func (b *Bot) startJob(ctx context.Context, r jobRequest) {
+// status message. It runs in the chat's actor.
+func (c *chat) startJob(ctx context.Context, r jobRequest) {
+	b := c.b
 	updateID, chatID, userID, userName, edited := r.updateID, r.chatID, r.userID, r.userName, r.edited
 	now := b.cfg.Now()
-	b.mu.Lock()
-	c := b.chatLocked(chatID)
+	c.roll()
+	lang := b.lang(userID)
 	if checkBudget(c.use.tokens, b.cfg.DailyTokenBudget) == budgetSpent {
-		b.mu.Unlock()
-		b.reply(ctx, chatID, fmt.Sprintf("🚫 This chat has used its daily budget of %s tokens. It resets at 00:00 UTC (in %s).",
-			Thousands(b.cfg.DailyTokenBudget), humanWait(untilMidnightUTC(now))))
+		c.reply(ctx, tr(lang, "budget.spent", Thousands(b.cfg.DailyTokenBudget), humanWait(untilMidnightUTC(now))))
 		return
 	}
-	if b.cfg.UserJobsPerMinute > 0 {
-		rate := float64(b.cfg.UserJobsPerMinute) / 60
-		bk, ok, wait := b.users[userID].Take(now, rate, b.cfg.UserJobsPerMinute)
-		b.users[userID] = bk
-		if !ok {
-			b.mu.Unlock()
-			b.reply(ctx, chatID, fmt.Sprintf("🐢 Slow down: at most %d new requests per minute. Try again in %s.", b.cfg.UserJobsPerMinute, humanWait(wait)))
-			return
-		}
+	if ok, wait := b.users.take(userID, now); !ok {
+		c.reply(ctx, tr(lang, "slow.down", b.cfg.UserJobsPerMinute, humanWait(wait)))
+		return
 	}
-	session := b.sessionLocked(c, chatID, userID)
-	b.mu.Unlock()
+	session := c.sessionFor(userID)
 
 	goal := r.goal()
 	job := queue.Job{ChatID: chatID, UserID: userID, Goal: goal, SessionID: session, Budget: b.jobBudget(),
-		IdempotencyKey: fmt.Sprintf("telegram:%d:%d", b.tg.Self().ID, updateID)}
+		IdempotencyKey: fmt.Sprintf("telegram:%d:%d", b.tg.Self().ID, updateID), Model: c.jobModel()}
 	log := b.log.WithFields(logrus.Fields{"chat_id": chatID, "user_id": userID, "update_id": updateID, "edited": edited})
 	// Telegram already counts the update as delivered: a message still
 	// waiting here when the bot shuts down is enqueued all the same (its
@@ -788,11 +689,11 @@ func (b *Bot) startJob(ctx context.Context, r jobRequest) {
 	cancel()
 	if err != nil {
 		log.WithError(err).Error("bot: enqueue failed")
-		msg := "❌ Could not queue your request; please try again in a moment."
+		msg := tr(lang, "enqueue.fail")
 		if errors.Is(err, queue.ErrPayloadTooLarge) {
-			msg = "❌ That message is too long to run as a job."
+			msg = tr(lang, "enqueue.large")
 		}
-		b.reply(ctx, chatID, msg)
+		c.reply(ctx, msg)
 		return
 	}
 	if dup {
@@ -801,78 +702,72 @@ func (b *Bot) startJob(ctx context.Context, r jobRequest) {
 	}
 	log = log.WithField("job_id", stored.ID)
 	log.Info("bot: job enqueued")
-	b.mu.Lock()
-	if c := b.chatLocked(chatID); c != nil {
-		if c.last == nil {
-			c.last = map[int64]jobRequest{}
-		}
-		c.last[userID] = r
+	if c.last == nil {
+		c.last = map[int64]jobRequest{}
 	}
-	b.mu.Unlock()
-	js := &jobState{id: stored.ID, chatID: chatID, userID: userID, userName: userName, replyTo: r.replyTo, uploads: r.uploads, srcMsg: r.srcMsg}
-	b.mu.Lock()
-	c = b.chatLocked(chatID)
+	c.last[userID] = r
+	js := &jobState{id: stored.ID, chatID: chatID, userID: userID, userName: userName, replyTo: r.replyTo, uploads: r.uploads, srcMsg: r.srcMsg, lang: lang}
+	c.roll()
 	position := len(c.queue)
 	c.queue = append(c.queue, stored.ID)
-	b.jobs[stored.ID] = js
+	c.jobs[stored.ID] = js
 	js.askedAt = now
 	if position == 0 && b.cfg.StatusDelay > 0 {
-		// Sent by refreshStatus once due, unless the answer came first.
+		// Sent by the progress tick once due, unless the answer came first.
 		js.statusDue = now.Add(b.cfg.StatusDelay)
-		b.mu.Unlock()
 		return
 	}
-	js.lastText = js.st.text(position, 0)
-	text0 := js.lastText
+	js.lastText = js.st.textIn(lang, position, 0)
 	c.lastEdit = now
-	b.mu.Unlock()
-	m, kind, err := b.tg.SendPlainReply(ctx, chatID, r.replyTo, text0, nil)
-	if !b.checkSend(ctx, chatID, kind, err) {
+	m, kind, err := b.tg.SendPlainReply(ctx, chatID, r.replyTo, js.lastText, nil)
+	if !c.checkSend(ctx, kind, err) {
 		return
 	}
-	b.mu.Lock()
 	js.statusMsg = m.MessageID
-	b.mu.Unlock()
+	c.ledgerPut(ctx, js)
 }
 
 // ---- commands ----
 
-func (b *Bot) command(ctx context.Context, chatID, userID int64, cmd, arg string) {
+func (c *chat) command(ctx context.Context, userID int64, cmd, arg string) {
+	b := c.b
+	chatID := c.id
 	switch cmd {
 	case "start", "help":
-		b.reply(ctx, chatID, b.helpText(userID))
+		c.reply(ctx, b.helpText(userID))
 	case "new":
-		b.mu.Lock()
-		c := b.chatLocked(chatID)
+		c.roll()
 		if b.perUser(chatID) {
 			if c.userSessions == nil {
 				c.userSessions = map[int64]string{}
 			}
 			c.userSessions[userID] = fmt.Sprintf("telegram:%d:u%d:%d", chatID, userID, b.cfg.Now().UnixNano())
 		} else {
-			c.session = fmt.Sprintf("telegram:%d:%d", chatID, b.cfg.Now().UnixNano())
+			c.chatState.session = fmt.Sprintf("telegram:%d:%d", chatID, b.cfg.Now().UnixNano())
 		}
-		b.mu.Unlock()
-		b.reply(ctx, chatID, tr(b.lang(userID), "new"))
+		c.reply(ctx, tr(b.lang(userID), "new"))
 	case "stop":
-		n, statusMsgs := b.cancelChat(ctx, chatID)
+		n, statusMsgs := c.cancelAll(ctx)
 		for _, msg := range statusMsgs {
 			b.tg.Remove(ctx, chatID, msg)
+			c.ledgerDel(ctx, msg)
 		}
-		b.closeApprovals(ctx, chatID, "", "⏹ Closed: the job was stopped, so this did not run.")
+		c.closeApprovals(ctx, "", "ap.c.stopped")
 		if n == 0 {
-			b.reply(ctx, chatID, tr(b.lang(userID), "nothing.stop"))
+			c.reply(ctx, tr(b.lang(userID), "nothing.stop"))
 			return
 		}
-		b.reply(ctx, chatID, tr(b.lang(userID), "stopping", n))
+		c.reply(ctx, tr(b.lang(userID), "stopping", n))
 	case "status":
-		b.reply(ctx, chatID, b.statusText(chatID))
+		c.reply(ctx, c.statusText(b.lang(userID)))
 	case "usage":
-		b.reply(ctx, chatID, b.usageText(chatID))
+		c.reply(ctx, c.usageText(b.lang(userID)))
 	case "artifact":
-		b.sendArtifact(ctx, chatID, arg)
+		c.sendArtifact(ctx, b.lang(userID), arg)
+	case "model":
+		c.chooseModel(ctx, b.lang(userID), arg)
 	default:
-		b.reply(ctx, chatID, tr(b.lang(userID), "unknown"))
+		c.reply(ctx, tr(b.lang(userID), "unknown"))
 	}
 }
 
@@ -889,23 +784,22 @@ func (b *Bot) helpText(userID int64) string {
 	return tr(lang, "help", strings.Join(lim, ", "), userID)
 }
 
-func (b *Bot) usageLine(c *chatState) string {
-	s := fmt.Sprintf("Today (UTC): %s tokens", Thousands(c.use.tokens))
+func (c *chat) usageLine(lang string) string {
+	b := c.b
+	s := tr(lang, "use.today", Thousands(c.use.tokens))
 	if b.cfg.DailyTokenBudget > 0 {
-		s += fmt.Sprintf(" of %s (%d %%)", Thousands(b.cfg.DailyTokenBudget), c.use.tokens*100/b.cfg.DailyTokenBudget)
+		s += tr(lang, "use.of", Thousands(b.cfg.DailyTokenBudget), c.use.tokens*100/b.cfg.DailyTokenBudget)
 	}
 	if c.use.costUSD > 0 {
 		s += fmt.Sprintf(", $%.4f", c.use.costUSD)
 	}
-	return s + fmt.Sprintf(", %d job(s).", c.use.jobs)
+	return s + tr(lang, "use.jobs", c.use.jobs)
 }
 
-func (b *Bot) usageText(chatID int64) string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	c := b.chatLocked(chatID)
-	now := b.cfg.Now()
-	text := b.usageLine(c) + " Resets in " + humanWait(untilMidnightUTC(now)) + "."
+func (c *chat) usageText(lang string) string {
+	c.roll()
+	now := c.b.cfg.Now()
+	text := c.usageLine(lang) + tr(lang, "use.resets", humanWait(untilMidnightUTC(now)))
 	week, month := c.use.total(), c.use.total()
 	weekStart, monthPrefix := utcDay(now.AddDate(0, 0, -6)), now.UTC().Format("2006-01")
 	for _, d := range c.hist {
@@ -916,33 +810,34 @@ func (b *Bot) usageText(chatID int64) string {
 			month = month.add(d)
 		}
 	}
-	text += "\nLast 7 days: " + week.line() + "\n" + now.UTC().Format("January 2006") + ": " + month.line()
+	text += "\n" + tr(lang, "use.week", week.lineIn(lang)) + "\n" + months[lang][now.UTC().Month()-1] + now.UTC().Format(" 2006") + ": " + month.lineIn(lang)
 	if n := len(c.hist); n > 0 {
-		text += "\nEarlier days:"
+		text += "\n" + tr(lang, "use.earlier")
 		for i := n - 1; i >= max(0, n-7); i-- {
-			text += "\n" + c.hist[i].Day + ": " + c.hist[i].line()
+			text += "\n" + c.hist[i].Day + ": " + c.hist[i].lineIn(lang)
 		}
 	}
 	return text
 }
 
-func (b *Bot) statusText(chatID int64) string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	c := b.chatLocked(chatID)
-	now := b.cfg.Now()
+func (c *chat) statusText(lang string) string {
+	c.roll()
+	now := c.b.cfg.Now()
 	var lines []string
 	if len(c.queue) == 0 {
-		lines = append(lines, "Idle: no job running.")
+		lines = append(lines, tr(lang, "st.idle"))
 	} else {
-		if js := b.jobs[c.queue[0]]; js != nil {
+		if js := c.jobs[c.queue[0]]; js != nil {
 			lines = append(lines, js.statusText(0, now))
 		}
 		if n := len(c.queue) - 1; n > 0 {
-			lines = append(lines, fmt.Sprintf("%d more queued.", n))
+			lines = append(lines, tr(lang, "st.more", n))
 		}
 	}
-	lines = append(lines, b.usageLine(c))
+	if m := c.jobModel(); m != "" {
+		lines = append(lines, tr(lang, "model.status", m))
+	}
+	lines = append(lines, c.usageLine(lang))
 	return strings.Join(lines, "\n")
 }
 
@@ -953,12 +848,12 @@ func (js *jobState) statusText(pos int, now time.Time) string {
 	if !js.askedAt.IsZero() && !js.startedAt.IsZero() && js.startedAt.Sub(js.askedAt) < 5*time.Second {
 		from = js.askedAt // started at once: count from the question, not from when the bot noticed
 	}
-	text := js.st.text(pos, elapsedSince(from, now))
+	text := js.st.textIn(js.lang, pos, elapsedSince(from, now))
 	if js.waiting > 0 && pos == 0 {
 		if !js.st.started {
-			return "🔐 Waiting for your approval"
+			return tr(js.lang, "st.approval")
 		}
-		text = strings.Replace(text, "⏳ Working", "🔐 Waiting for your approval", 1)
+		text = strings.Replace(text, tr(js.lang, "st.working"), tr(js.lang, "st.approval"), 1)
 	}
 	return text
 }
@@ -974,30 +869,29 @@ func elapsedSince(t, now time.Time) time.Duration {
 
 // sendArtifact sends one of the chat's artifacts as a document after
 // validating it again against the chat's directory.
-func (b *Bot) sendArtifact(ctx context.Context, chatID int64, id string) {
+func (c *chat) sendArtifact(ctx context.Context, lang, id string) {
+	b := c.b
 	if id == "" {
-		b.reply(ctx, chatID, "Usage: /artifact <id> (the id from the 📎 line of a reply).")
+		c.reply(ctx, tr(lang, "art.usage"))
 		return
 	}
 	if b.cfg.ArtifactDir == "" {
-		b.reply(ctx, chatID, "Artifacts are not available on this bot (ODEK_ARTIFACTS_DIR is not set).")
+		c.reply(ctx, tr(lang, "art.off"))
 		return
 	}
-	b.mu.Lock()
 	var meta *queue.ArtifactMeta
-	for _, a := range b.chatLocked(chatID).arts {
+	for _, a := range c.roll().arts {
 		if a.id == id {
 			m := a.meta
 			meta = &m
 		}
 	}
-	b.mu.Unlock()
 	if meta == nil {
-		b.reply(ctx, chatID, fmt.Sprintf("No artifact %q in this chat (ids are kept for the %d most recent artifacts since the bot started).", oneLine(id, 40), maxChatArtifacts))
+		c.reply(ctx, tr(lang, "art.none", oneLine(id, 40), maxChatArtifacts))
 		return
 	}
-	if msg := b.sendArtifactFile(ctx, chatID, id, *meta, b.cfg.MaxUploadBytes, false); msg != "" {
-		b.reply(ctx, chatID, msg)
+	if msg := c.sendArtifactFile(ctx, lang, id, *meta, b.cfg.MaxUploadBytes, false); msg != "" {
+		c.reply(ctx, msg)
 	}
 }
 
@@ -1012,20 +906,21 @@ var photoTypes = map[string]bool{"image/jpeg": true, "image/png": true, "image/w
 // or WebP within 10 MB, else as a document, within limit. It returns a
 // message for the user when it cannot be sent ("" when sent or when the
 // chat is gone).
-func (b *Bot) sendArtifactFile(ctx context.Context, chatID int64, id string, meta queue.ArtifactMeta, limit int64, asPhoto bool) string {
+func (c *chat) sendArtifactFile(ctx context.Context, lang, id string, meta queue.ArtifactMeta, limit int64, asPhoto bool) string {
+	b, chatID := c.b, c.id
 	ref, err := validateArtifact(b.cfg.ArtifactDir, chatID, id, meta, limit)
 	if err != nil {
 		b.log.WithError(err).WithFields(logrus.Fields{"chat_id": chatID, "artifact": id}).Warn("bot: artifact failed validation")
-		msg := "❌ That artifact can no longer be sent: it was moved, changed or is outside this chat's directory."
+		msg := tr(lang, "art.invalid")
 		if errors.Is(err, artifacts.ErrTooLarge) {
-			msg = fmt.Sprintf("❌ That artifact is too large to send here: Telegram bots may send files up to %s.", HumanBytes(limit))
+			msg = tr(lang, "art.large", HumanBytes(limit))
 		}
 		return msg
 	}
 	data, err := readAtMost(ref.Path, limit)
 	if err != nil {
 		b.log.WithError(err).WithField("artifact", id).Warn("bot: reading artifact failed")
-		return "❌ That artifact could not be read."
+		return tr(lang, "art.unread")
 	}
 	name := meta.Name
 	if name == "" {
@@ -1033,18 +928,18 @@ func (b *Bot) sendArtifactFile(ctx context.Context, chatID int64, id string, met
 	}
 	file := tgbotapi.FileBytes{Name: oneLine(name, 100), Bytes: data}
 	caption := "📎 " + oneLine(id, 80)
-	var c tgbotapi.Chattable
+	var msg tgbotapi.Chattable
 	if asPhoto && photoTypes[strings.ToLower(meta.MIME)] && len(data) <= maxPhotoBytes {
 		ph := tgbotapi.NewPhoto(chatID, file)
 		ph.Caption = caption
-		c = ph
+		msg = ph
 	} else {
 		doc := tgbotapi.NewDocument(chatID, file)
 		doc.Caption = caption
-		c = doc
+		msg = doc
 	}
-	_, kind, err := b.tg.Send(ctx, c)
-	b.checkSend(ctx, chatID, kind, err)
+	_, kind, err := b.tg.Send(ctx, msg)
+	c.checkSend(ctx, kind, err)
 	return ""
 }
 

@@ -718,14 +718,15 @@ func TestStateSurvivesRestart(t *testing.T) {
 	// after the first result was fully delivered (the first job leaves the
 	// chat's queue when its delivery starts).
 	h.tg.Wait(t, wait, "status message recorded", func(*bottest.Server) bool {
-		h.bot.mu.Lock()
-		defer h.bot.mu.Unlock()
-		c := h.bot.chats[alice]
-		if c == nil || len(c.queue) != 1 {
-			return false
-		}
-		js := h.bot.jobs[c.queue[0]]
-		return js != nil && js.statusMsg != 0
+		ok := false
+		h.bot.inspect(alice, func(c *chat) {
+			if len(c.queue) != 1 {
+				return
+			}
+			js := c.jobs[c.queue[0]]
+			ok = js != nil && js.statusMsg != 0
+		})
+		return ok
 	})
 	h.stop()
 	if st.n == 0 {
@@ -775,9 +776,11 @@ func TestRestoreRejectsBadSnapshots(t *testing.T) {
 	if err := b.restore([]byte(`{"version":1,"chats":{"-100":{"tokens":5,"day":"2026-01-01"}},"jobs":{"j1":{"chat":-100,"user":7}}}`)); err != nil {
 		t.Fatal(err)
 	}
-	if b.chats[-100].use.tokens != 5 || b.jobs["j1"].userID != 7 {
-		t.Errorf("restored %+v %+v", b.chats[-100], b.jobs["j1"])
-	}
+	b.inspect(-100, func(c *chat) {
+		if c.use.tokens != 5 || c.jobs["j1"] == nil || c.jobs["j1"].userID != 7 {
+			t.Errorf("restored %+v %+v", c.chatState, c.jobs["j1"])
+		}
+	})
 }
 
 // A 429 on a status edit is not retried ahead of the reply: the edit is

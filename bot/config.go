@@ -91,6 +91,12 @@ type Config struct {
 	// words).
 	Keywords []string
 
+	// Models are the models users may choose per chat with /model (the
+	// operator's list, ODEK_TELEGRAM_MODELS); the choice travels on each
+	// job (queue.Job.Model) and workers honour it only when they allow the
+	// model too. nil means no choice: /model says so.
+	Models []string
+
 	// PollTimeout is the long-poll wait of one getUpdates call. 0 means 30 s.
 	PollTimeout time.Duration
 	// StatusDelay is how long a job's first status message waits, so a
@@ -122,6 +128,10 @@ type Config struct {
 	// artifact ids, unfinished jobs and their senders) across restarts.
 	// nil means memory only: a restart forgets it.
 	State StateStore
+	// Ledger records the status messages on screen outside the process,
+	// so one left behind by a crash is edited to say the job was
+	// interrupted at the next start (see StatusLedger). nil means none.
+	Ledger StatusLedger
 	// StateInterval is how often at most State is saved. 0 means 2 s.
 	StateInterval time.Duration
 	// VolatileQueue says the queue does not outlive this process (embedded

@@ -7,23 +7,25 @@ import (
 	"testing"
 	"time"
 
+	"golang.org/x/time/rate"
+
 	"github.com/odekrun/odek/queue"
 )
 
 func TestBucket(t *testing.T) {
 	t0 := time.Unix(1000, 0)
-	var b bucket
+	b := rate.NewLimiter(1, 3)
 	var ok bool
 	var wait time.Duration
 	for i := range 3 {
-		if b, ok, _ = b.Take(t0, 1, 3); !ok {
+		if ok, _ = takeAt(b, t0); !ok {
 			t.Fatalf("take %d refused within burst", i)
 		}
 	}
-	if b, ok, wait = b.Take(t0, 1, 3); ok || wait != time.Second {
+	if ok, wait = takeAt(b, t0); ok || wait != time.Second {
 		t.Fatalf("4th take: ok %v wait %v; want refused, 1s", ok, wait)
 	}
-	if _, ok, _ = b.Take(t0.Add(time.Second), 1, 3); !ok {
+	if ok, _ = takeAt(b, t0.Add(time.Second)); !ok {
 		t.Fatal("refill after 1 s refused")
 	}
 }
@@ -201,4 +203,54 @@ func FuzzStatusApply(f *testing.F) {
 			t.Fatalf("status text %q", text)
 		}
 	})
+}
+
+// Every built-in text exists in every language, once, with the same fmt
+// verbs in the same order, so no German user meets an English line and no
+// translation drops an argument.
+func TestEveryTextInEveryLanguage(t *testing.T) {
+	verbs := func(f string) string {
+		var v []string
+		for i := 0; i < len(f); i++ {
+			if f[i] == '%' && i+1 < len(f) {
+				v = append(v, string(f[i+1]))
+				i++
+			}
+		}
+		return strings.Join(v, "")
+	}
+	all := map[string]map[string]string{}
+	for _, set := range []map[string]map[string]string{texts, moreTexts} {
+		for lang, m := range set {
+			if all[lang] == nil {
+				all[lang] = map[string]string{}
+			}
+			for k, f := range m {
+				if _, dup := all[lang][k]; dup {
+					t.Errorf("%s: key %q defined twice", lang, k)
+				}
+				all[lang][k] = f
+			}
+		}
+	}
+	for lang, m := range all {
+		for k, f := range all["en"] {
+			g, ok := m[k]
+			if !ok {
+				t.Errorf("%s: no text for %q", lang, k)
+				continue
+			}
+			if verbs(f) != verbs(g) {
+				t.Errorf("%s: %q has verbs %q, English %q", lang, k, verbs(g), verbs(f))
+			}
+		}
+		for k := range m {
+			if _, ok := all["en"][k]; !ok {
+				t.Errorf("%s: %q has no English text", lang, k)
+			}
+		}
+	}
+	if len(months["de"]) != 12 || months["de"][2] != "März" {
+		t.Error("German month names")
+	}
 }

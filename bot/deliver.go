@@ -12,6 +12,7 @@ import (
 	"net/url"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	tgbotapi "github.com/go-telegram-bot-api/telegram-bot-api/v5"
@@ -20,6 +21,54 @@ import (
 
 	"github.com/odekrun/odek/queue"
 )
+
+// deliveries are the results being delivered, by job id, and the waiters
+// of Settle.
+type deliveries struct {
+	mu       sync.Mutex
+	inflight map[string]bool
+	idle     chan struct{} // closed by resultsLoop on an empty read with nothing inflight
+}
+
+// start marks a result as being delivered; false when it already is.
+func (d *deliveries) start(jobID string) bool {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.inflight[jobID] {
+		return false
+	}
+	if d.inflight == nil {
+		d.inflight = map[string]bool{}
+	}
+	d.inflight[jobID] = true
+	return true
+}
+
+func (d *deliveries) done(jobID string) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	delete(d.inflight, jobID)
+}
+
+// idleNow wakes Settle's waiters when nothing is being delivered.
+func (d *deliveries) idleNow() {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.idle != nil && len(d.inflight) == 0 {
+		close(d.idle)
+		d.idle = nil
+	}
+}
+
+// wait returns a channel closed at the next idle read.
+func (d *deliveries) wait() <-chan struct{} {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.idle == nil {
+		d.idle = make(chan struct{})
+	}
+	return d.idle
+}
 
 // resultsLoop reads results for this front end and delivers each in its
 // chat's serial queue.
@@ -47,28 +96,15 @@ func (b *Bot) resultsLoop(ctx context.Context) error {
 		failures = 0
 		b.setHealth(func(h *healthState) { h.queueDownSince, h.queueErr = time.Time{}, "" })
 		if len(ds) == 0 {
-			b.mu.Lock()
-			if b.idle != nil && len(b.inflight) == 0 {
-				close(b.idle)
-				b.idle = nil
-			}
-			b.mu.Unlock()
+			b.delivery.idleNow()
 		}
 		for _, d := range ds {
-			b.mu.Lock()
-			busy := b.inflight[d.Result.JobID]
-			b.inflight[d.Result.JobID] = true
-			b.mu.Unlock()
-			if busy {
+			if !b.delivery.start(d.Result.JobID) {
 				continue // handed back to us after the result lease while still being delivered
 			}
-			b.serial.Do(d.Result.ChatID, func() {
-				defer func() {
-					b.mu.Lock()
-					delete(b.inflight, d.Result.JobID)
-					b.mu.Unlock()
-				}()
-				b.deliver(ctx, d)
+			b.serial.Do(d.Result.ChatID, func(c *chat) {
+				defer b.delivery.done(d.Result.JobID)
+				c.deliver(ctx, d)
 			})
 		}
 	}
@@ -90,7 +126,7 @@ func resultTextIn(lang string, res queue.Result, timedOut bool, timeout time.Dur
 		}
 		return tr(lang, "stopped")
 	case queue.StatusDeadLettered:
-		return fmt.Sprintf("❌ The job was abandoned by its worker %d times and was dropped. An operator can retry it with: odek queue retry %s", res.Attempt, res.JobID)
+		return tr(lang, "dead", res.Attempt, res.JobID)
 	case queue.StatusFailed:
 		msg := tr(lang, "failed")
 		if e := oneLine(res.Error, 300); e != "" {
@@ -102,16 +138,16 @@ func resultTextIn(lang string, res queue.Result, timedOut bool, timeout time.Dur
 }
 
 // deliver sends one result to its chat and acknowledges it. It runs in the
-// chat's serial queue.
-func (b *Bot) deliver(ctx context.Context, d queue.Delivery) {
+// chat's actor.
+func (c *chat) deliver(ctx context.Context, d queue.Delivery) {
+	b := c.b
 	res := d.Result
-	chatID := res.ChatID
+	chatID := c.id
 	log := b.log.WithFields(logrus.Fields{"chat_id": chatID, "job_id": res.JobID, "status": string(res.Status)})
 	now := b.cfg.Now()
 
-	b.mu.Lock()
-	js := b.jobs[res.JobID]
-	c := b.chatLocked(chatID)
+	js := c.jobs[res.JobID]
+	c.roll()
 	for i, id := range c.queue {
 		if id == res.JobID {
 			c.queue = append(c.queue[:i:i], c.queue[i+1:]...)
@@ -139,31 +175,29 @@ func (b *Bot) deliver(ctx context.Context, d queue.Delivery) {
 	}
 	var statusMsg, replyTo, srcMsg int
 	timedOut, superseded := false, false
+	lang := "en"
 	if js != nil {
 		statusMsg, timedOut, replyTo, srcMsg, superseded = js.statusMsg, js.timedOut, js.replyTo, js.srcMsg, js.superseded
+		lang = b.lang(js.userID)
 	}
 	used := use.tokens
-	b.mu.Unlock()
 
 	if statusMsg != 0 {
 		if kind, err := b.tg.Remove(ctx, chatID, statusMsg); kind != tgOK && kind != tgCanceled {
 			log.WithError(err).Debug("bot: could not delete the status message")
 		}
+		c.ledgerDel(ctx, statusMsg)
 	}
-	b.closeApprovals(ctx, chatID, res.JobID, "Closed: the job ended without this.")
+	c.closeApprovals(ctx, res.JobID, "ap.c.ended")
 	// One message per job: the notice, the answer, its artifact lines and
 	// the usage footer go out together.
 	footer := Footer(res.Usage.PromptTokens, res.Usage.CompletionTokens, res.Usage.CostUSD, time.Duration(res.DurationMS)*time.Millisecond)
 	reply := Reply{Answer: res.Answer, Artifacts: arts, Footer: footer}
 	if res.Status == queue.StatusSucceeded {
 		if strings.TrimSpace(res.Answer) == "" {
-			reply.Answer = "(The agent finished without an answer.)"
+			reply.Answer = tr(lang, "no.answer")
 		}
 	} else {
-		lang := "en"
-		if js != nil {
-			lang = b.lang(js.userID)
-		}
 		reply.Head = resultTextIn(lang, res, timedOut, b.cfg.AgentTimeout)
 	}
 	chunks := FormatReply(reply, MaxMessageLen)
@@ -185,7 +219,7 @@ func (b *Bot) deliver(ctx context.Context, d queue.Delivery) {
 		if kind == tgCanceled {
 			return // shutting down: leave the result for redelivery
 		}
-		if !b.checkSend(ctx, chatID, kind, err) {
+		if !c.checkSend(ctx, kind, err) {
 			break // chat gone: nothing to deliver to; acknowledge
 		}
 		if kind == tgTransient || kind == tgRetryAfter {
@@ -198,8 +232,7 @@ func (b *Bot) deliver(ctx context.Context, d queue.Delivery) {
 		log.WithError(err).WithField("chunk", i).Error("bot: Telegram refused a reply chunk; skipping it")
 	}
 	if ack {
-		b.mu.Lock()
-		c := b.chatLocked(chatID)
+		c.roll()
 		c.use.tokens += tokens
 		c.use.costUSD += res.Usage.CostUSD
 		c.use.jobs++
@@ -210,7 +243,6 @@ func (b *Bot) deliver(ctx context.Context, d queue.Delivery) {
 		if over := len(c.arts) - maxChatArtifacts; over > 0 {
 			c.arts = append([]chatArtifact(nil), c.arts[over:]...)
 		}
-		b.mu.Unlock()
 	}
 	if ack && !superseded && b.cfg.ArtifactDir != "" && b.cfg.SendArtifacts > 0 {
 		// Files out: the first artifacts go into the chat with the answer.
@@ -222,7 +254,7 @@ func (b *Bot) deliver(ctx context.Context, d queue.Delivery) {
 			if a.meta.Bytes > b.cfg.SendArtifactBytes {
 				continue // too large to send unasked: /artifact gives the reason
 			}
-			if msg := b.sendArtifactFile(ctx, chatID, a.id, a.meta, b.cfg.SendArtifactBytes, true); msg != "" {
+			if msg := c.sendArtifactFile(ctx, lang, a.id, a.meta, b.cfg.SendArtifactBytes, true); msg != "" {
 				log.WithField("artifact", a.id).Debug("bot: an artifact was not sent with the answer: " + msg)
 				continue
 			}
@@ -230,8 +262,7 @@ func (b *Bot) deliver(ctx context.Context, d queue.Delivery) {
 		}
 	}
 	if warn && ack {
-		b.reply(ctx, chatID, fmt.Sprintf("⚠️ This chat has used %d %% of its daily budget of %s tokens (resets at 00:00 UTC, in %s).",
-			used*100/b.cfg.DailyTokenBudget, Thousands(b.cfg.DailyTokenBudget), humanWait(untilMidnightUTC(now))))
+		c.reply(ctx, tr(lang, "budget.warn", used*100/b.cfg.DailyTokenBudget, Thousands(b.cfg.DailyTokenBudget), humanWait(untilMidnightUTC(now))))
 	}
 	if ack {
 		actx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
@@ -240,17 +271,17 @@ func (b *Bot) deliver(ctx context.Context, d queue.Delivery) {
 			log.WithError(err).Error("bot: acknowledging the result failed; another front end may deliver it again")
 		}
 	}
-	b.mu.Lock()
-	delete(b.jobs, res.JobID)
-	b.mu.Unlock()
+	delete(c.jobs, res.JobID)
 	log.Info("bot: result delivered")
 }
 
 // ---- progress ----
 
-// progressLoop reads the progress of every chat's head job each
-// ProgressInterval, edits status messages (at most one edit per chat per
-// interval), renews the typing action and cancels jobs over AgentTimeout.
+// progressLoop asks every chat with unfinished jobs, each
+// ProgressInterval, to read its head job's progress, edit its status
+// message (at most one edit per chat per interval), renew the typing
+// action and cancel a job over AgentTimeout. A chat still busy with the
+// previous tick is not asked again.
 func (b *Bot) progressLoop(ctx context.Context) error {
 	t := time.NewTicker(b.cfg.ProgressInterval)
 	defer t.Stop()
@@ -264,47 +295,42 @@ func (b *Bot) progressLoop(ctx context.Context) error {
 	}
 }
 
-type headJob struct {
-	id, after string
-	chatID    int64
-}
-
 func (b *Bot) progressTick(ctx context.Context) {
-	b.mu.Lock()
 	if now := b.cfg.Now(); now.Sub(b.lastPrune) >= pruneEvery {
-		b.pruneLocked(now)
+		b.users.prune(now)
+		for _, id := range b.serial.keys(false) {
+			b.serial.Do(id, func(c *chat) { c.prune(now) })
+		}
 		b.lastPrune = now
 	}
-	var heads []headJob
-	for chatID, c := range b.chats {
-		if len(c.queue) > 0 {
-			if js := b.jobs[c.queue[0]]; js != nil {
-				heads = append(heads, headJob{id: js.id, after: js.after, chatID: chatID})
+	for _, id := range b.serial.keys(true) {
+		b.serial.tick(id, func(c *chat) { c.progress(ctx) })
+	}
+}
+
+// progress reads the head job's new progress entries and refreshes the
+// status. It runs in the chat's actor.
+func (c *chat) progress(ctx context.Context) {
+	b := c.b
+	if len(c.queue) > 0 {
+		if js := c.jobs[c.queue[0]]; js != nil {
+			entries, err := b.q.ReadProgress(ctx, js.id, js.after, 200, 0)
+			if err != nil {
+				if ctx.Err() == nil {
+					b.log.WithError(err).WithField("job_id", js.id).Debug("bot: reading progress failed")
+				}
+			} else {
+				for _, e := range entries {
+					js.st = js.st.apply(e.Data)
+					js.after = e.ID
+				}
+				if js.st.started && js.startedAt.IsZero() {
+					js.startedAt = b.cfg.Now()
+				}
 			}
 		}
 	}
-	b.mu.Unlock()
-	for _, h := range heads {
-		entries, err := b.q.ReadProgress(ctx, h.id, h.after, 200, 0)
-		if err != nil {
-			if ctx.Err() == nil {
-				b.log.WithError(err).WithField("job_id", h.id).Debug("bot: reading progress failed")
-			}
-			continue
-		}
-		b.mu.Lock()
-		if js := b.jobs[h.id]; js != nil {
-			for _, e := range entries {
-				js.st = js.st.apply(e.Data)
-				js.after = e.ID
-			}
-			if js.st.started && js.startedAt.IsZero() {
-				js.startedAt = b.cfg.Now()
-			}
-		}
-		b.mu.Unlock()
-	}
-	b.refreshStatus(ctx)
+	c.refreshStatus(ctx)
 }
 
 // editInterval is the least time between two status edits in a chat:
@@ -317,138 +343,82 @@ func editInterval(chatID int64, interval time.Duration) time.Duration {
 	return interval
 }
 
-// refreshStatus edits status messages whose text changed, renews typing
-// and enforces the run timeout. A chat has at most one edit waiting at a
-// time, so when the global rate holds edits back they are skipped, not
-// queued up behind each other.
-func (b *Bot) refreshStatus(ctx context.Context) {
+// refreshStatus sends a due first status message or edits one whose text
+// changed (at most one per chat per edit interval), renews typing and
+// enforces the run timeout. It runs in the chat's actor.
+func (c *chat) refreshStatus(ctx context.Context) {
+	b := c.b
+	chatID := c.id
 	now := b.cfg.Now()
-	type edit struct {
-		chatID  int64
-		msg     int
-		text    string
-		job     string // sends: the job whose first status message this is
-		replyTo int
+	if len(c.queue) == 0 || now.Sub(c.lastEdit) < editInterval(chatID, b.cfg.ProgressInterval) {
+		return
 	}
-	var edits, sends []edit
-	var typing []int64
-	var expired []headJob
-	b.mu.Lock()
-	for chatID, c := range b.chats {
-		if len(c.queue) == 0 || c.editPending || now.Sub(c.lastEdit) < editInterval(chatID, b.cfg.ProgressInterval) {
+	var typing bool
+	var expired []string
+	for pos, id := range c.queue {
+		js := c.jobs[id]
+		if js != nil && js.statusMsg == 0 && !js.stopped && !js.statusDue.IsZero() && !now.Before(js.statusDue) {
+			js.statusDue = time.Time{}
+			js.lastText = js.statusText(pos, now)
+			c.lastEdit = now
+			m, kind, err := b.tg.SendPlainReply(ctx, chatID, js.replyTo, js.lastText, nil)
+			if c.checkSend(ctx, kind, err) && kind == tgOK {
+				js.statusMsg = m.MessageID
+				c.ledgerPut(ctx, js)
+			}
+			break
+		}
+		if js == nil || js.statusMsg == 0 || js.stopped {
 			continue
 		}
-		for pos, id := range c.queue {
-			js := b.jobs[id]
-			if js != nil && js.statusMsg == 0 && !js.stopped && !js.statusDue.IsZero() && !now.Before(js.statusDue) {
-				js.statusDue = time.Time{}
-				js.lastText = js.statusText(pos, now)
-				c.lastEdit, c.editPending = now, true
-				sends = append(sends, edit{chatID: chatID, text: js.lastText, job: id, replyTo: js.replyTo})
-				break
+		if pos == 0 && js.st.started && !js.st.finished {
+			if now.Sub(c.lastTyping) >= typingEvery {
+				c.lastTyping = now
+				typing = true
 			}
-			if js == nil || js.statusMsg == 0 || js.stopped {
-				continue
-			}
-			if pos == 0 && js.st.started && !js.st.finished {
-				if now.Sub(c.lastTyping) >= typingEvery {
-					c.lastTyping = now
-					typing = append(typing, chatID)
-				}
-				if !js.timedOut && !js.startedAt.IsZero() && now.Sub(js.startedAt) > b.cfg.AgentTimeout {
-					js.timedOut = true
-					expired = append(expired, headJob{id: id, chatID: chatID})
-				}
-			}
-			text := js.statusText(pos, now)
-			if text != js.lastText {
-				js.lastText = text
-				c.lastEdit, c.editPending = now, true
-				edits = append(edits, edit{chatID: chatID, msg: js.statusMsg, text: text})
-				break // one edit per chat per interval
+			if !js.timedOut && !js.startedAt.IsZero() && now.Sub(js.startedAt) > b.cfg.AgentTimeout {
+				js.timedOut = true
+				expired = append(expired, id)
 			}
 		}
-	}
-	b.mu.Unlock()
-	for _, e := range edits {
-		b.serial.Do(e.chatID, func() {
-			defer func() {
-				b.mu.Lock()
-				if c := b.chats[e.chatID]; c != nil {
-					c.editPending = false
-				}
-				b.mu.Unlock()
-			}()
-			kind, err := b.tg.EditStatus(ctx, e.chatID, e.msg, e.text)
-			switch kind {
-			case tgMessageGone:
-			case tgRetryAfter, tgTransient:
-				// Dropped: the next edit after the wait carries newer text.
-				_, wait := classify(err)
-				b.mu.Lock()
-				if js := b.jobByStatus(e.chatID, e.msg); js != nil {
-					js.lastText = ""
-				}
-				if c := b.chats[e.chatID]; c != nil && wait > 0 {
-					c.lastEdit = b.cfg.Now().Add(wait) // honour retry_after for this chat's edits
-				}
-				b.mu.Unlock()
-			default:
-				b.checkSend(ctx, e.chatID, kind, err)
-			}
-		})
-	}
-	for _, e := range sends {
-		b.serial.Do(e.chatID, func() {
-			defer func() {
-				b.mu.Lock()
-				if c := b.chats[e.chatID]; c != nil {
-					c.editPending = false
-				}
-				b.mu.Unlock()
-			}()
-			b.mu.Lock()
-			js := b.jobs[e.job]
-			b.mu.Unlock()
-			if js == nil {
-				return // answered before its status was due
-			}
-			m, kind, err := b.tg.SendPlainReply(ctx, e.chatID, e.replyTo, e.text, nil)
-			if !b.checkSend(ctx, e.chatID, kind, err) || kind != tgOK {
-				return
-			}
-			b.mu.Lock()
-			js.statusMsg = m.MessageID
-			b.mu.Unlock()
-		})
-	}
-	for _, chatID := range typing {
-		b.serial.Do(chatID, func() {
-			_, kind, err := b.tg.Call(ctx, tgbotapi.NewChatAction(chatID, tgbotapi.ChatTyping), false)
-			b.checkSend(ctx, chatID, kind, err)
-		})
-	}
-	for _, e := range expired {
-		b.log.WithFields(logrus.Fields{"job_id": e.id, "timeout": b.cfg.AgentTimeout.String()}).Warn("bot: job over ODEK_TELEGRAM_AGENT_TIMEOUT; canceling")
-		if err := b.q.Cancel(ctx, e.id); err != nil && !errors.Is(err, queue.ErrNotFound) && ctx.Err() == nil {
-			b.log.WithError(err).WithField("job_id", e.id).Warn("bot: cancel after timeout failed")
+		text := js.statusText(pos, now)
+		if text != js.lastText {
+			js.lastText = text
+			c.lastEdit = now
+			c.editStatus(ctx, js.statusMsg, text)
+			break // one edit per chat per interval
 		}
-		b.serial.Do(e.chatID, func() {
-			b.closeApprovals(ctx, e.chatID, e.id, "⏱ Closed: the job ran out of time, so this did not run.")
-		})
+	}
+	if typing {
+		_, kind, err := b.tg.Call(ctx, tgbotapi.NewChatAction(chatID, tgbotapi.ChatTyping), false)
+		c.checkSend(ctx, kind, err)
+	}
+	for _, id := range expired {
+		b.log.WithFields(logrus.Fields{"job_id": id, "timeout": b.cfg.AgentTimeout.String()}).Warn("bot: job over ODEK_TELEGRAM_AGENT_TIMEOUT; canceling")
+		if err := b.q.Cancel(ctx, id); err != nil && !errors.Is(err, queue.ErrNotFound) && ctx.Err() == nil {
+			b.log.WithError(err).WithField("job_id", id).Warn("bot: cancel after timeout failed")
+		}
+		c.closeApprovals(ctx, id, "ap.c.timeout")
 	}
 }
 
-// jobByStatus finds the job whose status message is msg. b.mu must be held.
-func (b *Bot) jobByStatus(chatID int64, msg int) *jobState {
-	if c := b.chats[chatID]; c != nil {
-		for _, id := range c.queue {
-			if js := b.jobs[id]; js != nil && js.statusMsg == msg {
-				return js
-			}
+// editStatus edits a status message. A rate-limited or failed edit is
+// dropped: the next edit after the wait carries newer text.
+func (c *chat) editStatus(ctx context.Context, msg int, text string) {
+	kind, err := c.b.tg.EditStatus(ctx, c.id, msg, text)
+	switch kind {
+	case tgMessageGone:
+	case tgRetryAfter, tgTransient:
+		_, wait := classify(err)
+		if js := c.jobByStatus(msg); js != nil {
+			js.lastText = ""
 		}
+		if wait > 0 {
+			c.lastEdit = c.b.cfg.Now().Add(wait) // honour retry_after for this chat's edits
+		}
+	default:
+		c.checkSend(ctx, kind, err)
 	}
-	return nil
 }
 
 // ---- health and webhook ----
@@ -458,9 +428,9 @@ func (b *Bot) jobByStatus(chatID int64, msg int) *jobState {
 // succeeded within two poll timeouts and no other instance holds the
 // token) or the webhook server runs. The reason says why not.
 func (b *Bot) Healthy() (bool, string) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	h := b.health
+	b.health.mu.Lock()
+	h := b.health.h
+	b.health.mu.Unlock()
 	switch {
 	case !h.queueDownSince.IsZero() && b.cfg.Now().Sub(h.queueDownSince) > queueGrace:
 		return false, "queue unreachable since " + h.queueDownSince.UTC().Format(time.RFC3339) + ": " + h.queueErr

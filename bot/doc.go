@@ -26,11 +26,15 @@
 // # Concurrency and ownership
 //
 // A Bot is created by New and run once by Run, which returns when its
-// context ends; all its goroutines have stopped by then. Chat state lives in
-// memory behind one mutex, saved through Config.State (a StateStore) when
-// one is given; Telegram calls are made without holding the mutex. Work for
-// one chat runs in order on that chat's own goroutine (a serializer), chats
-// in parallel. The
-// Bot owns the HTTP client it creates; the queue is the caller's and is not
-// closed. Pure functions are safe for concurrent use.
+// context ends; all its goroutines have stopped by then. The Bot is a
+// router: each chat is an actor (chat) whose state — sessions, usage,
+// artifact ids, unfinished jobs, approval prompts, waiting batches — is
+// owned by the chat's serializer goroutine and touched by nothing else, so
+// chats run in parallel and one chat's work runs in order. The loops
+// (updates, results, progress ticks, approvals) only route to the actors;
+// what is not one chat's (the per-user job rate, refusals, languages,
+// health, results in flight) sits in small tables with a lock each. Actors
+// publish their snapshot after each step for Config.State. The Bot owns
+// the HTTP client it creates; the queue is the caller's and is not closed.
+// Pure functions are safe for concurrent use.
 package bot

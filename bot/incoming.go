@@ -212,12 +212,12 @@ func safeFileName(name string) string {
 // through an os.Root on the chat's directory, so no name or symlink leads
 // out of it. It returns a message for the user when the file cannot be
 // taken.
-func (b *Bot) saveUpload(ctx context.Context, chatID int64, m *tgbotapi.Message) (*upload, string) {
+func (b *Bot) saveUpload(ctx context.Context, chatID int64, lang string, m *tgbotapi.Message) (*upload, string) {
 	fileID, kind, name, mime, size, _ := attachment(m)
 	limit := b.cfg.MaxDownloadBytes
-	tooBig := fmt.Sprintf("❌ That file is too large: this bot takes files up to %s (ODEK_TELEGRAM_MAX_FILE_BYTES).", HumanBytes(limit))
+	tooBig := tr(lang, "file.large", HumanBytes(limit))
 	if b.cfg.ArtifactDir == "" {
-		return nil, "❌ This bot cannot receive files (its operator has not set ODEK_ARTIFACTS_DIR). Paste the text instead."
+		return nil, tr(lang, "file.off")
 	}
 	if size > limit {
 		return nil, tooBig
@@ -225,12 +225,12 @@ func (b *Bot) saveUpload(ctx context.Context, chatID int64, m *tgbotapi.Message)
 	dir := filepath.Join(b.cfg.ArtifactDir, strconv.FormatInt(chatID, 10))
 	if err := os.MkdirAll(filepath.Join(dir, "uploads"), 0o700); err != nil {
 		b.log.WithError(err).Error("bot: cannot create the chat's upload directory")
-		return nil, "❌ The file could not be saved; please try again later."
+		return nil, tr(lang, "file.save")
 	}
 	root, err := os.OpenRoot(dir)
 	if err != nil {
 		b.log.WithError(err).Error("bot: cannot open the chat's directory")
-		return nil, "❌ The file could not be saved; please try again later."
+		return nil, tr(lang, "file.save")
 	}
 	defer root.Close()
 	base := safeFileName(name)
@@ -250,7 +250,7 @@ func (b *Bot) saveUpload(ctx context.Context, chatID int64, m *tgbotapi.Message)
 	}
 	if err != nil {
 		b.log.WithError(err).Error("bot: cannot create the uploaded file")
-		return nil, "❌ The file could not be saved; please try again later."
+		return nil, tr(lang, "file.save")
 	}
 	n, err := b.tg.Download(ctx, fileID, limit, f)
 	f.Close()
@@ -260,7 +260,7 @@ func (b *Bot) saveUpload(ctx context.Context, chatID int64, m *tgbotapi.Message)
 			return nil, tooBig
 		}
 		b.log.WithError(err).WithField("chat_id", chatID).Warn("bot: downloading a user's file failed")
-		return nil, "❌ The file could not be downloaded from Telegram; please send it again."
+		return nil, tr(lang, "file.fetch")
 	}
 	return &upload{kind: kind, name: oneLine(name, 100), mime: oneLine(mime, 80), bytes: n, rel: rel}, ""
 }

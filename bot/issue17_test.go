@@ -215,14 +215,13 @@ func TestEditedMessageReplacesItsAnswer(t *testing.T) {
 	h.waitVisible(alice, "Starting")
 	h.tg.EditMessage(alice, alice, slow, "fast one")
 	h.tg.Wait(t, wait, "the slow job canceled", func(*bottest.Server) bool {
-		h.bot.mu.Lock()
-		defer h.bot.mu.Unlock()
-		for _, js := range h.bot.jobs {
-			if js.superseded {
-				return true
+		found := false
+		h.bot.inspect(alice, func(c *chat) {
+			for _, js := range c.jobs {
+				found = found || js.superseded
 			}
-		}
-		return false
+		})
+		return found
 	})
 	close(hold) // the test worker runs one job at a time
 	h.waitVisible(alice, "answer to fast one")

@@ -2,13 +2,70 @@ package bot
 
 import (
 	"fmt"
+	"sync"
 	"time"
 
-	"github.com/odekrun/odek/bot/tgclient"
+	"golang.org/x/time/rate"
 )
 
-// bucket is a user's job-rate token bucket (the Bot API client's).
-type bucket = tgclient.Bucket
+// userRates is the per-user job rate: a token bucket per user
+// (golang.org/x/time/rate) of perMinute jobs a minute with a burst of the
+// same size, shared by all chats. perMinute <= 0 means no limit.
+type userRates struct {
+	mu        sync.Mutex
+	perMinute int
+	m         map[int64]*rate.Limiter
+}
+
+func newUserRates(perMinute int) *userRates {
+	return &userRates{perMinute: perMinute, m: map[int64]*rate.Limiter{}}
+}
+
+// take takes one job from the user's bucket at now. It reports whether the
+// job may start and, when not, how long until it may.
+func (u *userRates) take(userID int64, now time.Time) (bool, time.Duration) {
+	if u.perMinute <= 0 {
+		return true, 0
+	}
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	l := u.m[userID]
+	if l == nil {
+		l = rate.NewLimiter(rate.Limit(float64(u.perMinute)/60), u.perMinute)
+		u.m[userID] = l
+	}
+	return takeAt(l, now)
+}
+
+// takeAt takes a token from l at now without waiting: whether it was
+// taken, and if not how long until one is there.
+func takeAt(l *rate.Limiter, now time.Time) (bool, time.Duration) {
+	r := l.ReserveN(now, 1)
+	if d := r.DelayFrom(now); d > 0 {
+		r.CancelAt(now)
+		return false, d
+	}
+	return true, 0
+}
+
+// prune forgets the users whose bucket is full again: a fresh bucket is
+// the same.
+func (u *userRates) prune(now time.Time) {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	for id, l := range u.m {
+		if l.TokensAt(now) >= float64(l.Burst()) {
+			delete(u.m, id)
+		}
+	}
+}
+
+// len is how many users have a bucket (tests).
+func (u *userRates) len() int {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	return len(u.m)
+}
 
 // utcDay is the budget day of t: its UTC date.
 func utcDay(t time.Time) string { return t.UTC().Format("2006-01-02") }
@@ -106,12 +163,15 @@ func (d dayTotal) add(o dayTotal) dayTotal {
 }
 
 // line renders a total: "12,345 tokens, $0.0123, 4 job(s)".
-func (d dayTotal) line() string {
-	s := Thousands(d.Tokens) + " tokens"
+func (d dayTotal) line() string { return d.lineIn("en") }
+
+// lineIn is line in lang.
+func (d dayTotal) lineIn(lang string) string {
+	s := tr(lang, "day.tokens", Thousands(d.Tokens))
 	if d.CostUSD > 0 {
 		s += fmt.Sprintf(", $%.4f", d.CostUSD)
 	}
-	return s + fmt.Sprintf(", %d job(s)", d.Jobs)
+	return s + tr(lang, "day.jobs", d.Jobs)
 }
 
 // appendHistory adds d (when it has a day) to the history, merging a day

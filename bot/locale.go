@@ -3,6 +3,7 @@ package bot
 import (
 	"fmt"
 	"strings"
+	"sync"
 )
 
 // Built-in texts in English and German, chosen by the Telegram user's
@@ -68,10 +69,7 @@ func langOf(code string) string {
 
 // tr renders the text key in lang with args.
 func tr(lang, key string, args ...any) string {
-	f, ok := texts[lang][key]
-	if !ok {
-		f = texts["en"][key]
-	}
+	f, _ := lookup(lang, key)
 	if len(args) == 0 {
 		return f
 	}
@@ -81,22 +79,31 @@ func tr(lang, key string, args ...any) string {
 // maxLangs bounds the remembered languages.
 const maxLangs = 10000
 
-// setLang remembers a user's language from their latest message.
-func (b *Bot) setLang(userID int64, code string) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	if len(b.langs) > maxLangs {
-		b.langs = map[int64]string{}
-	}
-	b.langs[userID] = langOf(code)
+// langTable is each user's language, from their latest message.
+type langTable struct {
+	mu sync.Mutex
+	m  map[int64]string
 }
 
-// lang is the user's language ("en" when unknown).
-func (b *Bot) lang(userID int64) string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	if l := b.langs[userID]; l != "" {
+// set remembers a user's language from their latest message.
+func (t *langTable) set(userID int64, code string) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.m == nil || len(t.m) > maxLangs {
+		t.m = map[int64]string{}
+	}
+	t.m[userID] = langOf(code)
+}
+
+// get is the user's language ("en" when unknown).
+func (t *langTable) get(userID int64) string {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if l := t.m[userID]; l != "" {
 		return l
 	}
 	return "en"
 }
+
+// lang is the user's language ("en" when unknown).
+func (b *Bot) lang(userID int64) string { return b.langs.get(userID) }

@@ -110,13 +110,11 @@ func TestMessageWaitingAtShutdownIsStillEnqueued(t *testing.T) {
 	go func() { done <- b.Run(ctx) }()
 	tg.WaitCalls(t, wait, func(c []bottest.Call) bool { return len(c) > 0 }, "setMyCommands")
 	release, busy := make(chan struct{}), make(chan struct{})
-	b.serial.Do(alice, func() { close(busy); <-release }) // the chat is busy (a long reply, say)
+	b.serial.Do(alice, func(*chat) { close(busy); <-release }) // the chat is busy (a long reply, say)
 	<-busy
 	tg.UserMessage(alice, alice, "hello")
 	tg.Wait(t, wait, "the message waiting in the chat's queue", func(*bottest.Server) bool {
-		b.serial.mu.Lock()
-		defer b.serial.mu.Unlock()
-		return len(b.serial.queues[alice]) == 1
+		return b.serial.pending(alice) == 1
 	})
 	cancel()
 	close(release)
@@ -153,14 +151,13 @@ func TestRedeliveredResultCountsUsageOnce(t *testing.T) {
 	})
 	h.tg.UserMessage(alice, alice, "go")
 	h.tg.Wait(t, wait, "status message recorded", func(*bottest.Server) bool {
-		h.bot.mu.Lock()
-		defer h.bot.mu.Unlock()
-		for _, js := range h.bot.jobs {
-			if js.statusMsg != 0 {
-				return true
+		found := false
+		h.bot.inspect(alice, func(c *chat) {
+			for _, js := range c.jobs {
+				found = found || js.statusMsg != 0
 			}
-		}
-		return false
+		})
+		return found
 	})
 	h.tg.FailNext("sendMessage", 1, bottest.Failure{Code: 429, Description: "Too Many Requests: retry after 30", RetryAfter: 30})
 	close(release)
@@ -192,34 +189,34 @@ func TestIdleChatsAndUsersArePruned(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	rate, burst := float64(b.cfg.UserJobsPerMinute)/60, b.cfg.UserJobsPerMinute
-	b.users[5], _, _ = bucket{}.Take(t0, rate, burst) // one token short until 60/burst s later
-	b.users[6], _, _ = bucket{}.Take(t0, rate, burst)
-	b.chats[7] = &chatState{use: usage{day: "2026-03-01", tokens: 10, jobs: 1}} // usage of an earlier day
-	b.chats[8] = &chatState{session: "telegram:8:1"}                            // chose /new
-	b.chats[9] = &chatState{queue: []string{"j"}}                               // a job running
-	b.chats[10] = &chatState{arts: []chatArtifact{{id: "a1"}}, nextArt: 1}      // artifact ids
+	b.users.take(5, t0) // one token short until 60/burst s later
+	b.users.take(6, t0)
+	put := func(id int64, st chatState) {
+		c := b.newChat(id)
+		c.chatState = st
+		b.serial.put(c, b.publish(c))
+	}
+	put(7, chatState{use: usage{day: "2026-03-01", tokens: 10, jobs: 1}}) // usage of an earlier day
+	put(8, chatState{session: "telegram:8:1"})                            // chose /new
+	put(9, chatState{queue: []string{"j"}})                               // a job running
+	put(10, chatState{arts: []chatArtifact{{id: "a1"}}, nextArt: 1})      // artifact ids
 
 	now = t0.Add(5 * time.Second)
-	b.mu.Lock()
-	b.pruneLocked(now)
-	b.mu.Unlock()
-	if len(b.users) != 2 {
-		t.Errorf("users pruned before their bucket refilled: %v", b.users)
+	b.prune(now)
+	if b.users.len() != 2 {
+		t.Errorf("users pruned before their bucket refilled: %d", b.users.len())
 	}
-	if _, ok := b.chats[7]; !ok {
+	if !b.serial.kept(7) {
 		t.Errorf("a chat with usage today was pruned")
 	}
 	now = t0.Add(24 * time.Hour)
-	b.chats[11] = &chatState{use: usage{day: "2026-03-02", tokens: 10}} // today's usage
-	b.mu.Lock()
-	b.pruneLocked(now)
-	b.mu.Unlock()
-	if len(b.users) != 0 {
-		t.Errorf("users with full buckets kept: %v", b.users)
+	put(11, chatState{use: usage{day: "2026-03-02", tokens: 10}}) // today's usage
+	b.prune(now)
+	if b.users.len() != 0 {
+		t.Errorf("users with full buckets kept: %d", b.users.len())
 	}
 	for id, keep := range map[int64]bool{7: false, 8: true, 9: true, 10: true, 11: true} {
-		if _, ok := b.chats[id]; ok != keep {
+		if ok := b.serial.kept(id); ok != keep {
 			t.Errorf("chat %d kept=%v, want %v", id, ok, keep)
 		}
 	}
@@ -248,10 +245,11 @@ func TestVolatileQueueDropsLostJobsOnRestart(t *testing.T) {
 	h := startBot(t, queue.NewMemory(queue.Options{}), func(c *Config) { c.State = st; c.VolatileQueue = true })
 	h.tg.UserMessage(alice, alice, "never claimed") // no worker: stays unfinished
 	h.tg.Wait(t, wait, "job with status message", func(*bottest.Server) bool {
-		h.bot.mu.Lock()
-		defer h.bot.mu.Unlock()
-		c := h.bot.chats[alice]
-		return c != nil && len(c.queue) == 1 && h.bot.jobs[c.queue[0]] != nil && h.bot.jobs[c.queue[0]].statusMsg != 0
+		ok := false
+		h.bot.inspect(alice, func(c *chat) {
+			ok = len(c.queue) == 1 && c.jobs[c.queue[0]] != nil && c.jobs[c.queue[0]].statusMsg != 0
+		})
+		return ok
 	})
 	h.stop()
 	// The new process has a new, empty in-memory queue.

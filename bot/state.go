@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"strconv"
+	"sync"
 	"time"
 
 	"github.com/odekrun/odek/queue"
@@ -45,6 +46,8 @@ type chatSnap struct {
 	// History is the usage of earlier days (added after version 1 files
 	// were written; absent = none).
 	History []dayTotal `json:"history,omitempty"`
+	// Model is the model chosen with /model (absent = the default).
+	Model string `json:"model,omitempty"`
 }
 
 type artSnap struct {
@@ -60,25 +63,18 @@ type jobSnap struct {
 	StartedAt time.Time `json:"started_at,omitzero"`
 }
 
-// snapshotLocked encodes the chat state. b.mu must be held.
-func (b *Bot) snapshotLocked() ([]byte, error) {
-	s := snapshot{Version: stateVersion, Chats: map[string]chatSnap{}, Jobs: map[string]jobSnap{}}
-	for id, c := range b.chats {
-		cs := chatSnap{Queue: c.queue, Session: c.session, Day: c.use.day, Tokens: c.use.tokens, CostUSD: c.use.costUSD,
-			Jobs: c.use.jobs, Warned: c.use.warned, NextArt: c.nextArt, History: c.hist}
-		for _, a := range c.arts {
-			cs.Arts = append(cs.Arts, artSnap{ID: a.id, Meta: a.meta})
-		}
+// snapshot encodes what the chat actors last published.
+func (b *Bot) snapshot() ([]byte, error) {
+	chats, jobs := b.serial.snapshots()
+	s := snapshot{Version: stateVersion, Chats: map[string]chatSnap{}, Jobs: jobs}
+	for id, cs := range chats {
 		s.Chats[strconv.FormatInt(id, 10)] = cs
-	}
-	for id, j := range b.jobs {
-		s.Jobs[id] = jobSnap{Chat: j.chatID, User: j.userID, UserName: j.userName, StatusMsg: j.statusMsg, StartedAt: j.startedAt}
 	}
 	return json.Marshal(s)
 }
 
-// restore replaces the chat state with a snapshot. Pure apart from the
-// receiver: an unreadable snapshot is an error and changes nothing.
+// restore replaces the chat state with a snapshot. It runs before any chat
+// actor does: an unreadable snapshot is an error and changes nothing.
 func (b *Bot) restore(data []byte) error {
 	var s snapshot
 	if err := json.Unmarshal(data, &s); err != nil {
@@ -87,28 +83,33 @@ func (b *Bot) restore(data []byte) error {
 	if s.Version != stateVersion {
 		return fmt.Errorf("bot: state snapshot version %d, this bot reads %d", s.Version, stateVersion)
 	}
-	chats := map[int64]*chatState{}
+	chats := map[int64]*chat{}
 	for key, cs := range s.Chats {
 		id, err := strconv.ParseInt(key, 10, 64)
 		if err != nil {
 			return fmt.Errorf("bot: state snapshot has chat id %q", clipStr(key, 32))
 		}
-		c := &chatState{queue: cs.Queue, session: cs.Session, nextArt: cs.NextArt, hist: cs.History,
+		c := b.newChat(id)
+		c.chatState = chatState{queue: cs.Queue, session: cs.Session, nextArt: cs.NextArt, hist: cs.History, model: cs.Model,
 			use: usage{day: cs.Day, tokens: cs.Tokens, costUSD: cs.CostUSD, jobs: cs.Jobs, warned: cs.Warned}}
 		for _, a := range cs.Arts {
 			c.arts = append(c.arts, chatArtifact{id: a.ID, meta: a.Meta})
 		}
 		chats[id] = c
 	}
-	jobs := map[string]*jobState{}
 	for id, j := range s.Jobs {
 		js := &jobState{id: id, chatID: j.Chat, userID: j.User, userName: j.UserName, statusMsg: j.StatusMsg, startedAt: j.StartedAt}
 		js.st.started = !j.StartedAt.IsZero()
-		jobs[id] = js
+		c := chats[j.Chat]
+		if c == nil {
+			c = b.newChat(j.Chat)
+			chats[j.Chat] = c
+		}
+		c.jobs[id] = js
 	}
-	b.mu.Lock()
-	b.chats, b.jobs = chats, jobs
-	b.mu.Unlock()
+	for _, c := range chats {
+		b.serial.put(c, b.publish(c))
+	}
 	return nil
 }
 
@@ -127,21 +128,16 @@ func (b *Bot) loadState(ctx context.Context) {
 		b.log.WithError(err).Error("bot: could not restore the saved chat state; starting empty")
 		return
 	}
-	b.mu.Lock()
 	b.lastSaved = data
-	n := len(b.chats)
-	b.mu.Unlock()
-	if n > 0 {
+	if n := len(b.serial.keys(false)); n > 0 {
 		b.log.WithField("chats", n).Info("bot: chat state restored")
 	}
 }
 
 // saveState writes a snapshot if it changed since the last save.
 func (b *Bot) saveState(ctx context.Context) {
-	b.mu.Lock()
-	data, err := b.snapshotLocked()
+	data, err := b.snapshot()
 	same := err == nil && bytes.Equal(data, b.lastSaved)
-	b.mu.Unlock()
 	if err != nil {
 		b.log.WithError(err).Error("bot: encoding the chat state failed")
 		return
@@ -153,9 +149,7 @@ func (b *Bot) saveState(ctx context.Context) {
 		b.log.WithError(err).Warn("bot: saving the chat state failed; retrying later")
 		return
 	}
-	b.mu.Lock()
 	b.lastSaved = data
-	b.mu.Unlock()
 }
 
 // stateLoop saves the state every StateInterval and once more when ctx
@@ -173,9 +167,8 @@ func (b *Bot) stateLoop(ctx context.Context) error {
 	}
 }
 
-// lostJobNotice tells a chat that its request died with the previous
+// The notice "lost" tells a chat that its request died with the previous
 // process (VolatileQueue).
-const lostJobNotice = "odek restarted and your unfinished request was lost with it. Please send it again."
 
 // dropLostJobs forgets the restored unfinished jobs when the queue did not
 // survive the restart (Config.VolatileQueue), removes their status
@@ -184,38 +177,40 @@ func (b *Bot) dropLostJobs(ctx context.Context) {
 	if !b.cfg.VolatileQueue {
 		return
 	}
-	b.mu.Lock()
-	var chats []int64
-	var status []jobState
-	for id, c := range b.chats {
-		if len(c.queue) > 0 {
-			chats = append(chats, id)
-			c.queue = nil
+	var mu sync.Mutex
+	told := 0
+	b.serial.all(func(c *chat) {
+		had := len(c.queue) > 0
+		c.queue = nil
+		lang := "en"
+		for _, j := range c.jobs {
+			if j.userID != 0 {
+				lang = b.lang(j.userID)
+			}
+			if j.statusMsg != 0 {
+				_, _ = b.tg.Remove(ctx, c.id, j.statusMsg)
+				c.ledgerDel(ctx, j.statusMsg)
+			}
 		}
-	}
-	for _, j := range b.jobs {
-		status = append(status, *j)
-	}
-	b.jobs = map[string]*jobState{}
-	b.mu.Unlock()
-	for _, j := range status {
-		if j.statusMsg != 0 {
-			_, _ = b.tg.Remove(ctx, j.chatID, j.statusMsg)
+		clear(c.jobs)
+		if had {
+			c.reply(ctx, tr(lang, "lost"))
+			mu.Lock()
+			told++
+			mu.Unlock()
 		}
-	}
-	for _, id := range chats {
-		b.reply(ctx, id, lostJobNotice)
-	}
-	if len(chats) > 0 {
-		b.log.WithField("chats", len(chats)).Warn("bot: unfinished jobs of the previous process were lost with its in-memory queue; their chats were told")
+	})
+	if told > 0 {
+		b.log.WithField("chats", told).Warn("bot: unfinished jobs of the previous process were lost with its in-memory queue; their chats were told")
 	}
 }
 
 // Notices edited into the status messages of unfinished jobs when the bot
-// stops, so no "⏳ Working" stays behind.
-const (
-	resumeNotice    = "⏸ odek-bot is restarting. Your request keeps running and its answer comes here when the bot is back."
-	interruptNotice = "⚠️ odek-bot stopped before your request finished, and it was lost with it. Please send it again."
+// stops, so no "⏳ Working" stays behind (texts "resume" and "interrupt",
+// in each job's asker's language).
+var (
+	resumeNotice    = tr("en", "resume")
+	interruptNotice = tr("en", "interrupt")
 )
 
 // notifyShutdown tells each chat with an unfinished job, when the bot
@@ -225,45 +220,50 @@ const (
 // tell the chat twice). The job's status message is edited when it has
 // one; a chat without one gets a message.
 func (b *Bot) notifyShutdown(ctx context.Context) {
-	type job struct {
-		chatID int64
-		msg    int
+	key := "resume"
+	if b.cfg.VolatileQueue {
+		key = "interrupt"
 	}
-	b.mu.Lock()
-	var jobs []job
-	told := map[int64]bool{}
-	for chatID, c := range b.chats {
+	var mu sync.Mutex
+	n := 0
+	b.serial.all(func(c *chat) {
+		var msgs []int
+		lang := "en"
 		for _, id := range c.queue {
-			if js := b.jobs[id]; js != nil && !js.stopped {
-				jobs = append(jobs, job{chatID, js.statusMsg})
+			if js := c.jobs[id]; js != nil && !js.stopped {
+				msgs = append(msgs, js.statusMsg)
+				if js.userID != 0 {
+					lang = b.lang(js.userID)
+				}
 			}
 		}
+		text := tr(lang, key)
 		if b.cfg.VolatileQueue {
 			for _, id := range c.queue {
-				delete(b.jobs, id)
+				delete(c.jobs, id)
 			}
 			c.queue = nil
 		}
-	}
-	b.mu.Unlock()
-	text := resumeNotice
-	if b.cfg.VolatileQueue {
-		text = interruptNotice
-	}
-	for _, j := range jobs {
-		if j.msg != 0 {
-			if kind, _ := b.tg.EditPlain(ctx, j.chatID, j.msg, text, nil); kind == tgOK {
-				told[j.chatID] = true
-				continue
+		told := false
+		for _, msg := range msgs {
+			if msg != 0 {
+				if kind, _ := b.tg.EditPlain(ctx, c.id, msg, text, nil); kind == tgOK {
+					c.ledgerDel(ctx, msg) // the notice replaced "Working": nothing to clean after a restart
+					told = true
+					continue
+				}
+			}
+			if !told {
+				told = true
+				c.reply(ctx, text)
 			}
 		}
-		if !told[j.chatID] {
-			told[j.chatID] = true
-			b.reply(ctx, j.chatID, text)
-		}
-	}
-	if len(jobs) > 0 {
-		b.log.WithField("jobs", len(jobs)).Info("bot: told the chats of unfinished jobs that the bot stops")
+		mu.Lock()
+		n += len(msgs)
+		mu.Unlock()
+	})
+	if n > 0 {
+		b.log.WithField("jobs", n).Info("bot: told the chats of unfinished jobs that the bot stops")
 	}
 }
 
@@ -272,13 +272,7 @@ func (b *Bot) notifyShutdown(ctx context.Context) {
 // delivered. Embedded mode calls it after its workers stopped, so answers
 // finished during shutdown reach their chats before the bot stops.
 func (b *Bot) Settle(ctx context.Context) {
-	b.mu.Lock()
-	ch := b.idle
-	if ch == nil {
-		ch = make(chan struct{})
-		b.idle = ch
-	}
-	b.mu.Unlock()
+	ch := b.delivery.wait()
 	select {
 	case <-ch:
 	case <-ctx.Done():

@@ -3,6 +3,7 @@ package bot
 import (
 	"encoding/json"
 	"fmt"
+	"strconv"
 	"strings"
 	"time"
 
@@ -19,6 +20,7 @@ type status struct {
 	iteration int
 	tool      string // tool name of the latest call
 	detail    string // from args_summary only: argv0, path or host
+	mcp       string // the running MCP call's latest progress, rendered
 	planDone  int
 	planTotal int
 	tokens    int64
@@ -64,6 +66,14 @@ func (s status) apply(data []byte) status {
 		case events.ToolCallStarted:
 			s.tool = oneLine(ev.Tool, 40)
 			s.detail = argsDetail(ev.Data["args_summary"])
+			s.mcp = ""
+		case events.ToolCallCompleted, events.ToolCallFailed:
+			s.mcp = ""
+		case toolCallProgress:
+			if t, _ := ev.Data["tool"].(string); t != "" && s.tool == "" {
+				s.tool = oneLine(t, 40)
+			}
+			s.mcp = mcpProgress(ev.Data)
 		case events.IterationCompleted, events.RunCompleted:
 			s.tokens = max(s.tokens, num(ev.Data["input_tokens"])+num(ev.Data["output_tokens"]))
 		case events.PlanCreated, events.PlanUpdated, events.PlanBlocked:
@@ -77,6 +87,38 @@ func (s status) apply(data []byte) status {
 		}
 	}
 	return s
+}
+
+// toolCallProgress is the event an MCP server's notifications/progress
+// becomes (internal/ext.EventToolCallProgress, an additive odek.event/v1
+// type): data tool, server, mcp_tool, progress, total (absent when
+// unknown) and message (the server's untrusted text, ≤ 200 characters).
+const toolCallProgress events.Type = "tool_call_progress"
+
+// maxMCPMessage caps the server's progress message shown, in characters.
+const maxMCPMessage = 60
+
+// mcpProgress renders a tool_call_progress: "30 %" of a known total, else
+// the bare progress value, then the server's message (cleaned, clipped;
+// plain text, so it cannot format the status). Pure.
+func mcpProgress(d map[string]any) string {
+	p, _ := d["progress"].(float64)
+	total, _ := d["total"].(float64)
+	var out string
+	switch {
+	case total > 0 && p >= 0:
+		out = fmt.Sprintf("%d %%", int(min(p/total, 1)*100))
+	case p > 0:
+		out = strconv.FormatFloat(p, 'f', -1, 64)
+	}
+	if m, _ := d["message"].(string); strings.TrimSpace(m) != "" {
+		m = oneLine(m, maxMCPMessage)
+		if out != "" {
+			out += " · "
+		}
+		out += m
+	}
+	return out
 }
 
 // argsDetail picks the one field of an args_summary that is safe and
@@ -114,15 +156,20 @@ func num(v any) int64 {
 // the bot's own measure since the job started, used when no summary said
 // more. Plain text, no parse mode.
 func (s status) text(position int, elapsed time.Duration) string {
+	return s.textIn("en", position, elapsed)
+}
+
+// textIn is text in lang.
+func (s status) textIn(lang string, position int, elapsed time.Duration) string {
 	if !s.started {
 		if position > 0 {
-			return fmt.Sprintf("📥 Queued — position %d. /stop cancels.", position)
+			return tr(lang, "st.queued", position)
 		}
-		return "⏳ Starting…"
+		return tr(lang, "st.starting")
 	}
-	parts := []string{"⏳ Working"}
+	parts := []string{tr(lang, "st.working")}
 	if s.iteration > 0 {
-		parts = append(parts, fmt.Sprintf("step %d", s.iteration))
+		parts = append(parts, tr(lang, "st.step", s.iteration))
 	}
 	if s.tool != "" {
 		t := "🔧 " + s.tool
@@ -130,16 +177,19 @@ func (s status) text(position int, elapsed time.Duration) string {
 			t += ": " + s.detail
 		}
 		parts = append(parts, t)
+		if s.mcp != "" {
+			parts = append(parts, s.mcp)
+		}
 	}
 	if s.planTotal > 0 {
-		parts = append(parts, fmt.Sprintf("plan %d/%d", s.planDone, s.planTotal))
+		parts = append(parts, tr(lang, "st.plan", s.planDone, s.planTotal))
 	}
 	if s.tokens > 0 {
-		parts = append(parts, Thousands(s.tokens)+" tokens")
+		parts = append(parts, tr(lang, "st.tokens", Thousands(s.tokens)))
 	}
 	parts = append(parts, Seconds(max(elapsed, s.elapsed).Truncate(time.Second)))
 	if s.attempt > 1 {
-		parts = append(parts, fmt.Sprintf("attempt %d", s.attempt))
+		parts = append(parts, tr(lang, "st.attempt", s.attempt))
 	}
 	return strings.Join(parts, " · ")
 }

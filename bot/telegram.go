@@ -36,7 +36,7 @@ func sleep(ctx context.Context, d time.Duration) error { return tgclient.Sleep(c
 // m, when set, counts every request for /metrics.
 func connect(ctx context.Context, cfg Config, m *botMetrics) (*tgclient.Client, error) {
 	return tgclient.Connect(ctx, tgclient.Options{Token: cfg.Token, APIEndpoint: cfg.APIEndpoint,
-		PollTimeout: cfg.PollTimeout, GlobalRate: cfg.GlobalRate, Now: cfg.Now, Logger: cfg.Logger, Observe: m.observe})
+		PollTimeout: cfg.PollTimeout, GlobalRate: cfg.GlobalRate, Logger: cfg.Logger, Observe: m.observe})
 }
 
 // sendChunk sends one formatted chunk with the plain-text fallback.

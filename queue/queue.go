@@ -111,6 +111,11 @@ type Job struct {
 	// Options.DedupeWindow; empty means no dedupe.
 	IdempotencyKey string    `json:"idempotency_key,omitempty"`
 	CreatedAt      time.Time `json:"created_at"`
+	// Model is the model the front end chose for this job (Telegram's
+	// /model); a worker runs it only when its operator allows that model
+	// (host.JobRunner.AllowedModels), else its own default. Empty means
+	// the worker's default.
+	Model string `json:"model,omitempty"`
 }
 
 // Status is a Result's outcome.

@@ -13,11 +13,11 @@ import (
 	"net/http"
 	"net/url"
 	"strings"
-	"sync"
 	"time"
 
 	tgbotapi "github.com/go-telegram-bot-api/telegram-bot-api/v5"
 	"github.com/sirupsen/logrus"
+	"golang.org/x/time/rate"
 )
 
 // Kind classifies the outcome of a Bot API call.
@@ -144,32 +144,7 @@ func (c ctxClient) Do(req *http.Request) (*http.Response, error) {
 	return resp, nil
 }
 
-// limiter is the global send rate: a token bucket shared by every chat.
-type limiter struct {
-	mu    sync.Mutex
-	b     Bucket
-	rate  float64
-	burst int
-	now   func() time.Time
-}
-
-// wait blocks until a token is available or ctx ends.
-func (l *limiter) wait(ctx context.Context) error {
-	for {
-		l.mu.Lock()
-		var ok bool
-		var d time.Duration
-		l.b, ok, d = l.b.Take(l.now(), l.rate, l.burst)
-		l.mu.Unlock()
-		if ok {
-			return nil
-		}
-		if err := Sleep(ctx, d); err != nil {
-			return err
-		}
-	}
-}
-
+// Sleep waits d or until ctx ends.
 func Sleep(ctx context.Context, d time.Duration) error {
 	t := time.NewTimer(d)
 	defer t.Stop()
@@ -192,8 +167,11 @@ type Client struct {
 	token string
 	// endpoint is the API endpoint format ("…/bot%s/%s").
 	endpoint string
-	lim      *limiter
-	log      logrus.FieldLogger
+	// lim is the global send rate: a token bucket shared by every chat
+	// (golang.org/x/time/rate), GlobalRate sends a second with a burst of
+	// the same size.
+	lim *rate.Limiter
+	log logrus.FieldLogger
 	// maxWait caps one retry_after or backoff wait.
 	maxWait time.Duration
 	observe func(error) // Options.Observe; never nil
@@ -205,7 +183,6 @@ type Options struct {
 	APIEndpoint string // tgbotapi.APIEndpoint when empty
 	PollTimeout time.Duration
 	GlobalRate  float64 // sends per second over all chats
-	Now         func() time.Time
 	Logger      logrus.FieldLogger
 	// Observe, when set, is told the outcome of every Bot API request
 	// (nil error for a success; each retry counts): the bot's metrics.
@@ -218,9 +195,6 @@ func Connect(ctx context.Context, cfg Options) (*Client, error) {
 	if cfg.APIEndpoint == "" {
 		cfg.APIEndpoint = tgbotapi.APIEndpoint
 	}
-	if cfg.Now == nil {
-		cfg.Now = time.Now
-	}
 	if cfg.Logger == nil {
 		cfg.Logger = logrus.StandardLogger()
 	}
@@ -232,7 +206,7 @@ func Connect(ctx context.Context, cfg Options) (*Client, error) {
 	}
 	hc := &http.Client{Timeout: cfg.PollTimeout + 30*time.Second}
 	t := &Client{hc: hc, token: cfg.Token, endpoint: cfg.APIEndpoint, log: cfg.Logger, maxWait: 60 * time.Second, observe: cfg.Observe,
-		lim: &limiter{rate: cfg.GlobalRate, burst: max(1, int(cfg.GlobalRate)), now: cfg.Now}}
+		lim: rate.NewLimiter(rate.Limit(cfg.GlobalRate), max(1, int(cfg.GlobalRate)))}
 	for attempt := 1; ; attempt++ {
 		api, err := tgbotapi.NewBotAPIWithClient(cfg.Token, cfg.APIEndpoint, ctxClient{ctx: ctx, hc: hc, token: cfg.Token})
 		err = Scrub(err, cfg.Token)
@@ -283,7 +257,7 @@ func (t *Client) Call(ctx context.Context, c tgbotapi.Chattable, limited bool) (
 func (t *Client) CallTries(ctx context.Context, c tgbotapi.Chattable, limited bool, tries int) (*tgbotapi.APIResponse, Kind, error) {
 	for attempt := 1; ; attempt++ {
 		if limited {
-			if err := t.lim.wait(ctx); err != nil {
+			if err := t.lim.Wait(ctx); err != nil {
 				return nil, Canceled, err
 			}
 		}
@@ -424,38 +398,6 @@ func (t *Client) fileEndpoint() string {
 // HTTP is the client's HTTP client, for file downloads; requests through it
 // must be made with a context.
 func (t *Client) HTTP() *http.Client { return t.hc }
-
-// Bucket is a token bucket: rate tokens per second up to burst. The zero
-// Bucket is full once it is first used. Pure value type; the bot's
-// per-user job rate uses it too.
-type Bucket struct {
-	tokens float64
-	at     time.Time
-	used   bool
-}
-
-// Full reports whether the bucket would be full at now: a full bucket is
-// the same as a fresh one, so its owner may be forgotten.
-func (b Bucket) Full(now time.Time, rate float64, burst int) bool {
-	return !b.used || b.tokens+now.Sub(b.at).Seconds()*rate >= float64(burst)
-}
-
-// Take tries to take one token at now. It returns the new bucket, whether
-// a token was taken, and when not, how long until one is available.
-func (b Bucket) Take(now time.Time, rate float64, burst int) (Bucket, bool, time.Duration) {
-	if !b.used {
-		b = Bucket{tokens: float64(burst), at: now, used: true}
-	}
-	if el := now.Sub(b.at); el > 0 {
-		b.tokens = min(float64(burst), b.tokens+el.Seconds()*rate)
-		b.at = now
-	}
-	if b.tokens >= 1 {
-		b.tokens--
-		return b, true, 0
-	}
-	return b, false, time.Duration((1 - b.tokens) / rate * float64(time.Second))
-}
 
 // Backoff is the wait before retry number attempt (1-based): 0.5 s
 // doubling to at most max. Pure.

@@ -66,3 +66,29 @@ func TestObserveCountsRequests(t *testing.T) {
 		t.Fatalf("observed %v, want a success then an error", seen)
 	}
 }
+
+// Limited calls take from the global send bucket (GlobalRate a second,
+// burst of the same size, at least 1); unlimited ones do not. With a rate
+// of one send per 1000 s the second limited call must wait far past its
+// context's deadline, which x/time/rate reports at once.
+func TestGlobalRateLimitsSends(t *testing.T) {
+	srv := bottest.New(t)
+	c, err := Connect(context.Background(), Options{Token: bottest.Token, APIEndpoint: srv.URL() + "/bot%s/%s", GlobalRate: 0.001})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, kind, err := c.Call(context.Background(), tgbotapi.NewMessage(1001, "one"), true); kind != OK {
+		t.Fatalf("first limited send: %v %v", kind, err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	if _, kind, _ := c.Call(ctx, tgbotapi.NewMessage(1001, "two"), true); kind != Canceled {
+		t.Fatalf("second limited send within a minute: %v, want it held back (Canceled)", kind)
+	}
+	if _, kind, err := c.Call(context.Background(), tgbotapi.NewMessage(1001, "three"), false); kind != OK {
+		t.Fatalf("unlimited send: %v %v", kind, err)
+	}
+	if n := len(srv.Calls("sendMessage")); n != 2 {
+		t.Errorf("sendMessage calls = %d, want 2 (the held-back one never sent)", n)
+	}
+}

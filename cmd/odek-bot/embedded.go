@@ -53,7 +53,8 @@ func startEmbedded(ctx context.Context, q *queue.Memory, e env, log *logrus.Logg
 	}
 	// One LLM client and one set of extension servers serve every job.
 	r := &host.JobRunner{Config: cfg, Sessions: &session.FileStore{Dir: filepath.Join(home, "sessions")},
-		Logger: log, WorkDir: wd, ArtifactsDir: e.ArtifactsDir, Environ: os.Environ(), ClientVersion: version}
+		Logger: log, WorkDir: wd, ArtifactsDir: e.ArtifactsDir, Environ: os.Environ(), ClientVersion: version,
+		AllowedModels: host.ParseModels(e.Models)}
 	if err := r.Start(ctx, config.ApproveMCP()); err != nil {
 		return nil, err
 	}

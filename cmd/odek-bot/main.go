@@ -27,6 +27,7 @@ import (
 
 	"github.com/odekrun/odek/bot"
 	"github.com/odekrun/odek/internal/config"
+	"github.com/odekrun/odek/internal/host"
 	"github.com/odekrun/odek/internal/sandbox"
 	"github.com/odekrun/odek/queue"
 	"github.com/odekrun/odek/worker"
@@ -91,6 +92,8 @@ type env struct {
 	Keywords     string `env:"ODEK_TELEGRAM_KEYWORDS" env-description:"comma-separated words that address the bot in a group besides a mention, a reply to it or a command"`
 	SendFiles    int    `env:"ODEK_TELEGRAM_SEND_ARTIFACTS" env-default:"3" env-description:"how many of a job's files are sent into the chat with its answer (images as photos); the rest stay available with /artifact (negative = none)"`
 	MaxFileBytes int64  `env:"ODEK_TELEGRAM_MAX_FILE_BYTES" env-default:"20971520" env-description:"largest document a user may send, in bytes (Telegram lets bots download up to 20 MB)"`
+	Models       string `env:"ODEK_TELEGRAM_MODELS" env-description:"comma-separated models users may choose per chat with /model; workers read the same variable and run only a listed model (empty = no choice)"`
+	StatusLedger string `env:"ODEK_TELEGRAM_STATUS_LEDGER" env-description:"where the bot notes its status messages so one left by a crash is marked interrupted at the next start: empty = in Redis (distributed) or $ODEK_HOME/telegram-status (embedded), a directory, or off"`
 	LogLevel     string `env:"ODEK_LOG_LEVEL" env-default:"info" env-description:"debug, info, warn or error"`
 }
 
@@ -174,10 +177,20 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 			return &codeErr{exitSetup, fmt.Errorf("connecting to Redis at %s: %w", opt.Addr, err)}
 		}
 		q = rq
+		if e.StatusLedger == "" {
+			cfg.Ledger = bot.RedisLedger{Client: rc, Key: e.QueuePrefix + "telegram:status-ledger"}
+		}
 		log.WithField("redis", opt.Addr).Info("odek-bot: distributed mode: jobs go to Redis for `odek worker` processes")
 	} else {
 		mq := queue.NewMemory(queue.Options{Prefix: e.QueuePrefix})
 		q = mq
+		if e.StatusLedger == "" {
+			home, err := config.HomeDir(nil)
+			if err != nil {
+				return &codeErr{exitSetup, fmt.Errorf("ODEK_TELEGRAM_STATUS_LEDGER: %w", err)}
+			}
+			cfg.Ledger = bot.FileLedger{Dir: filepath.Join(home, "telegram-status")}
+		}
 		if e.Workers < 1 {
 			return &codeErr{exitSetup, fmt.Errorf("ODEK_WORKERS must be ≥ 1 in embedded mode, got %d", e.Workers)}
 		}
@@ -300,6 +313,16 @@ func botConfig(e env, log logrus.FieldLogger) (bot.Config, error) {
 			return bot.Config{}, fmt.Errorf("ODEK_ARTIFACTS_DIR: %w", err)
 		}
 	}
+	var ledger bot.StatusLedger
+	switch e.StatusLedger {
+	case "", "off": // "": chosen by the mode in run
+	default:
+		p, err := filepath.Abs(e.StatusLedger)
+		if err != nil {
+			return bot.Config{}, fmt.Errorf("ODEK_TELEGRAM_STATUS_LEDGER: %w", err)
+		}
+		ledger = bot.FileLedger{Dir: p}
+	}
 	var state bot.StateStore
 	if e.StateFile != "" {
 		p, err := filepath.Abs(e.StateFile)
@@ -309,7 +332,7 @@ func botConfig(e env, log logrus.FieldLogger) (bot.Config, error) {
 		state = fileState{path: p}
 	}
 	return bot.Config{
-		State: state, VolatileQueue: e.RedisURL == "",
+		State: state, VolatileQueue: e.RedisURL == "", Ledger: ledger, Models: host.ParseModels(e.Models),
 		Token: e.Token, APIEndpoint: e.APIEndpoint,
 		AllowedUsers: users, AllowedChats: chats, AllowAll: e.AllowAll,
 		DailyTokenBudget: e.DailyBudget, UserJobsPerMinute: e.UserRate,

@@ -79,6 +79,9 @@ type JobRunner struct {
 	MaxArtifacts int
 	// SandboxABI reports the kernel's Landlock ABI; nil ⇒ sandbox.ABI.
 	SandboxABI func() int
+	// AllowedModels are the models a job may choose (queue.Job.Model);
+	// nil ⇒ those listed in ODEK_TELEGRAM_MODELS of Environ (jobmodel.go).
+	AllowedModels []string
 
 	host    *Host // Start builds it from the fields above; every job is one host.Run
 	ownExt  bool  // Start loaded Extensions; Close stops them
@@ -242,17 +245,18 @@ func (j *JobRunner) Run(ctx context.Context, job queue.Job, sink events.Sink, ap
 			return failed(ExitSetup, fmt.Errorf("chat work directory: %v", err))
 		}
 	}
+	cfg := j.jobConfig(job, log)
 	sid := JobSessionID(job)
 	sess, err := j.Sessions.Load(ctx, sid)
 	switch {
 	case errors.Is(err, session.ErrNotFound):
-		sess = &session.Session{ID: sid, Model: j.Config.Model}
+		sess = &session.Session{ID: sid, Model: cfg.Model}
 	case err != nil:
 		return failed(ExitError, fmt.Errorf("loading the chat's session: %w", err))
 	}
 	start := time.Now()
 	oc, runErr := j.host.Run(ctx, RunSpec{
-		Goal: JobGoal(job, sess.Messages), WorkDir: dir, Confine: j.sandbox.Active,
+		Goal: JobGoal(job, sess.Messages), Model: cfg.Model, WorkDir: dir, Confine: j.sandbox.Active,
 		Session: sess, Store: j.Sessions, Lower: JobLimits(job.Budget),
 		Sink: sink, Prompter: approver, Start: start,
 		Logger: log, Warn: func(w string) { log.Warn(w) },

@@ -139,6 +139,9 @@ func (h *Host) Close() error {
 type RunSpec struct {
 	// Goal is the user's request. Required.
 	Goal string
+	// Model replaces the configured model for this run ("" ⇒ the
+	// config's); the caller decides which models are allowed.
+	Model string
 	// WorkDir is the run's root: the file tools' base, the shell's working
 	// directory and, when Confine is set, all it may write. "" ⇒ the
 	// process working directory.
@@ -248,6 +251,11 @@ func (h *Host) Run(ctx context.Context, spec RunSpec) (Outcome, error) {
 		o.Warn = spec.Warn
 	}
 	o.Plan, o.Delegate = true, true
+	if spec.Model != "" && spec.Model != h.cfg.Model {
+		c := *h.cfg // shallow: only the model differs
+		c.Model = spec.Model
+		o.Config = &c
+	}
 	if spec.Session != nil {
 		o.SessionID, o.SavedPlan = spec.Session.ID, spec.Session.Plan
 	}
