@@ -62,7 +62,8 @@ var Rules = []Rule{
 	{From: "internal/redact", Only: []string{Std}, Why: "internal/redact is a leaf: stdlib only"},
 	{From: "internal/toolschema", Only: []string{Std}, Why: "internal/toolschema is a leaf: stdlib only"},
 	{From: "internal/clip", Only: []string{Std}, Why: "internal/clip is a leaf: stdlib only"},
-	{From: "internal/llm", Only: []string{Std, "internal/toolschema", "agent"}, Why: "the llm client depends on nothing but the standard library, the schema leaf and agent's message types"},
+	{From: "internal/backoff", Only: []string{Std}, Why: "internal/backoff is a leaf: stdlib only"},
+	{From: "internal/llm", Only: []string{Std, "internal/toolschema", "internal/backoff", "agent"}, Why: "the llm client depends on nothing but the standard library, the schema and backoff leaves and agent's message types"},
 	{From: "internal/budget", Only: []string{Std, "agent"}, Why: "internal/budget is stdlib only, plus agent's Budget error type"},
 	{
 		From: "agent",
@@ -76,7 +77,7 @@ var Rules = []Rule{
 	},
 	{
 		From: "mcpclient",
-		Only: []string{Std, "artifacts", "events", "github.com/sirupsen/logrus", "golang.org/x/sys"},
+		Only: []string{Std, "artifacts", "events", "internal/backoff", "github.com/sirupsen/logrus", "golang.org/x/sys"},
 		Why:  "mcpclient may use only the leaves, logrus and x/sys",
 	},
 	{From: "...", Never: []string{"cmd/..."}, Why: "mains are never imported"},
