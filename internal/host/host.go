@@ -7,10 +7,10 @@
 // client, the shared extension servers, the sandbox template — and makes
 // each run one Host.Run with a RunSpec, which returns the run's Outcome:
 // `odek run` and `odek continue` once, `odek worker` and the bot's
-// embedded workers once per job (JobRunner). Build assembles a single
-// run's agent.Config for Run (and `odek subagent`, which still calls it
-// directly), so a setting means the same thing whichever way odek is
-// used. Build does
+// embedded workers once per job (JobRunner); `odek subagent` prepares its
+// run with Host.Prepare and drives it with its own result shape. Build
+// assembles a single run's agent.Config for them, so a setting means the
+// same thing whichever way odek is used. Build does
 // not read files or the environment itself: the caller passes a loaded
 // *config.Config (cmd/* and internal/config own all reading) and, when it
 // wants known secret values masked, the environment to learn them from.

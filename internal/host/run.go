@@ -172,6 +172,12 @@ type RunSpec struct {
 	Prompter agent.Prompter
 	// Depth is the run's sub-agent depth (0 for a top-level run).
 	Depth int
+	// MaxRisk is a sub-agent's own max_risk (a danger class); the tasks
+	// it delegates are clamped to it. "" ⇒ none.
+	MaxRisk string
+	// Adjust, when set, sees the merged limits last and may change them
+	// (a sub-agent inheriting what its parent has left).
+	Adjust func(*budget.Limits)
 	// Start is the budget clock's start; zero ⇒ now.
 	Start time.Time
 	// Logger, when set, replaces the Host's for this run (a job's fields).
@@ -231,18 +237,27 @@ type setupError struct{ err error }
 func (e setupError) Error() string   { return e.err.Error() }
 func (e setupError) Unwrap() []error { return []error{ErrSetup, e.err} }
 
-// Run runs one spec to its Outcome. The error is the run's (nil on
-// success), already reflected in the Outcome; an error wrapping ErrSetup
-// means the run could not be assembled (Outcome.ExitCode is ExitSetup).
-func (h *Host) Run(ctx context.Context, spec RunSpec) (Outcome, error) {
+// Prepare assembles one run of spec without starting it: the Runtime's
+// Agent is ready for agent.Run, with the session's history and
+// persistence wired. For front ends that drive agent.Run themselves
+// (`odek subagent`, which runs the task with its own result shape); the
+// caller closes the Runtime. Errors match ErrSetup.
+func (h *Host) Prepare(ctx context.Context, spec RunSpec) (*Runtime, error) {
 	o := h.options()
 	o.WorkDir, o.EventSink, o.EventsIncludeArgs, o.Prompter = spec.WorkDir, spec.Sink, spec.EventsIncludeArgs, spec.Prompter
 	o.ExtensionSet = h.ext
 	o.Confine, o.SandboxTemplate = spec.Confine, h.template
-	o.LimitOverrides, o.Depth, o.Start = spec.Budget, spec.Depth, spec.Start
-	if spec.Lower != (budget.Limits{}) {
-		lower := spec.Lower
-		o.AdjustLimits = func(l *budget.Limits) { *l, _ = budget.MergeLimits(*l, lower) }
+	o.LimitOverrides, o.Depth, o.Start, o.MaxRisk = spec.Budget, spec.Depth, spec.Start, spec.MaxRisk
+	lower, adjust := spec.Lower, spec.Adjust
+	if lower != (budget.Limits{}) || adjust != nil {
+		o.AdjustLimits = func(l *budget.Limits) {
+			if lower != (budget.Limits{}) {
+				*l, _ = budget.MergeLimits(*l, lower)
+			}
+			if adjust != nil {
+				adjust(l)
+			}
+		}
 	}
 	if spec.Logger != nil {
 		o.Logger = spec.Logger
@@ -258,27 +273,38 @@ func (h *Host) Run(ctx context.Context, spec RunSpec) (Outcome, error) {
 	}
 	if spec.Session != nil {
 		o.SessionID, o.SavedPlan = spec.Session.ID, spec.Session.Plan
+		if spec.Store == nil {
+			return nil, setupError{errors.New("host: RunSpec.Session without a Store")}
+		}
 	}
 	if spec.Confine && h.template == nil {
-		return Outcome{Status: StatusError, ExitCode: ExitSetup}, setupError{errors.New("host: a confined run needs a Host built with HostOptions.Confine")}
+		return nil, setupError{errors.New("host: a confined run needs a Host built with HostOptions.Confine")}
 	}
 	rt, err := Build(ctx, o)
 	if err != nil {
-		return Outcome{Status: StatusError, ExitCode: ExitSetup, Error: err.Error()}, setupError{err}
+		return nil, setupError{err}
 	}
-	defer rt.Close()
-	acfg := rt.Agent
 	if s := spec.Session; s != nil {
-		if spec.Store == nil {
-			return Outcome{Status: StatusError, ExitCode: ExitSetup}, setupError{errors.New("host: RunSpec.Session without a Store")}
-		}
-		acfg.History = s.Messages
-		acfg.Persist = func(msgs []agent.Message) error {
+		rt.Agent.History = s.Messages
+		rt.Agent.Persist = func(msgs []agent.Message) error {
 			s.Messages = msgs
 			s.Plan = rt.SavedPlan()
 			return spec.Store.Save(context.WithoutCancel(ctx), s)
 		}
 	}
+	return rt, nil
+}
+
+// Run runs one spec to its Outcome. The error is the run's (nil on
+// success), already reflected in the Outcome; an error matching ErrSetup
+// means the run could not be assembled (Outcome.ExitCode is ExitSetup).
+func (h *Host) Run(ctx context.Context, spec RunSpec) (Outcome, error) {
+	rt, err := h.Prepare(ctx, spec)
+	if err != nil {
+		return Outcome{Status: StatusError, ExitCode: ExitSetup, Error: err.Error()}, err
+	}
+	defer rt.Close()
+	acfg := rt.Agent
 	res, runErr := agent.Run(ctx, acfg, spec.Goal)
 	out := Outcome{
 		Answer: rt.Redactor.String(res.Answer), RunID: res.RunID, SessionID: acfg.SessionID, Iterations: res.Iterations,
