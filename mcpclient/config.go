@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/odekrun/odek/internal/redact"
 	"github.com/sirupsen/logrus"
 )
 
@@ -333,32 +334,9 @@ func FilterEnv(base []string, configured map[string]string, isSecret func(string
 	return env, stripped
 }
 
-// secretWords are the name fragments that mark a secret, compared after
-// upper-casing and removing '_', '-', '.' and ' '.
-var secretWords = []string{"APIKEY", "TOKEN", "SECRET", "PASSWORD", "CREDENTIAL", "PRIVATEKEY", "ACCESSKEY", "PASSPHRASE", "COOKIE", "AUTHORIZATION"}
-
 // LooksSecret is the default secret-name test of FilterEnv: the name,
 // upper-cased and stripped of '_', '-', '.' and ' ', contains API_KEY,
-// TOKEN, SECRET, PASSWORD, CREDENTIAL, PRIVATE_KEY, ACCESS_KEY, PASSPHRASE,
-// COOKIE or AUTHORIZATION. odek passes its redactor's secret-name test instead.
-func LooksSecret(name string) bool {
-	var b strings.Builder
-	b.Grow(len(name))
-	for i := 0; i < len(name); i++ {
-		c := name[i]
-		switch {
-		case c == '_' || c == '-' || c == '.' || c == ' ':
-			continue
-		case 'a' <= c && c <= 'z':
-			c -= 'a' - 'A'
-		}
-		b.WriteByte(c)
-	}
-	n := b.String()
-	for _, w := range secretWords {
-		if strings.Contains(n, w) {
-			return true
-		}
-	}
-	return false
-}
+// TOKEN, SECRET, PASSWORD, PASSWD, CREDENTIAL, PRIVATE_KEY, ACCESS_KEY,
+// PASSPHRASE, COOKIE or AUTHORIZATION. It is the same test odek's
+// redactor uses for names handed to other processes.
+func LooksSecret(name string) bool { return redact.IsSecretEnvName(name) }

@@ -77,7 +77,7 @@ var Rules = []Rule{
 	},
 	{
 		From: "mcpclient",
-		Only: []string{Std, "artifacts", "events", "internal/backoff", "github.com/sirupsen/logrus", "golang.org/x/sys"},
+		Only: []string{Std, "artifacts", "events", "internal/backoff", "internal/redact", "github.com/sirupsen/logrus", "golang.org/x/sys"},
 		Why:  "mcpclient may use only the leaves, logrus and x/sys",
 	},
 	{From: "...", Never: []string{"cmd/..."}, Why: "mains are never imported"},

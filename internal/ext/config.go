@@ -510,10 +510,9 @@ func classList() string {
 }
 
 // IsSecretEnvName is the secret test applied to every environment name a
-// server would get: redact.IsSecretName or mcpclient.LooksSecret.
-func IsSecretEnvName(name string) bool {
-	return redact.IsSecretName(name) || mcpclient.LooksSecret(name)
-}
+// server would get (redact.IsSecretEnvName, which mcpclient.LooksSecret
+// is too).
+func IsSecretEnvName(name string) bool { return redact.IsSecretEnvName(name) }
 
 // ClientConfig builds the mcpclient config of s: for a command server the
 // minimal environment from base (odek's environment) plus s.Env with every
