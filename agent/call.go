@@ -4,13 +4,12 @@ import (
 	"context"
 
 	"github.com/odekrun/odek/events"
-	"github.com/odekrun/odek/internal/budget"
 )
 
 // PlanView is what the loop needs of a plan: a compact rendering of the
 // current state, shown to the model before every model call. Block must be
 // safe to call concurrently with the tool calls that change the plan; ""
-// means no plan yet (nothing is shown). *plan.Tool implements it.
+// means no plan yet (nothing is shown). odek's built-in plan tool implements it.
 type PlanView interface {
 	Block() string
 }
@@ -23,7 +22,7 @@ type CallInfo struct {
 	RunID, SessionID string
 	// Budget is the run's tracker, nil when the run is unlimited. A tool
 	// that spends on the run's behalf (children's tokens) adds to it.
-	Budget *budget.Tracker
+	Budget Budget
 	// Tool is the name of the calling tool.
 	Tool string
 

@@ -16,16 +16,15 @@ import (
 	"time"
 
 	"github.com/odekrun/odek/events"
-	"github.com/odekrun/odek/internal/budget"
-	"github.com/odekrun/odek/internal/llm"
-	"github.com/odekrun/odek/internal/tools"
+	"github.com/odekrun/odek/internal/clip"
+	"github.com/odekrun/odek/internal/redact"
 	"github.com/sirupsen/logrus"
 )
 
 type run struct {
 	cfg      Config
-	byName   map[string]tools.Tool
-	specs    []llm.ToolSpec
+	byName   map[string]Tool
+	specs    []ToolSpec
 	names    string // comma-separated tool names for "unknown tool" errors
 	em       *events.Emitter
 	log      logrus.FieldLogger
@@ -33,7 +32,12 @@ type run struct {
 	parallel int
 	maxOut   int
 	runID    string
+	warned   map[string]bool // limits SignalBudgetWarning was sent for
 }
+
+// patternRedactor is the Redactor of a Config without one: credential
+// patterns only.
+var patternRedactor Redactor = redact.New()
 
 func newRun(cfg Config) (*run, error) {
 	if cfg.LLM == nil {
@@ -42,7 +46,7 @@ func newRun(cfg Config) (*run, error) {
 	if cfg.Model == "" {
 		return nil, ErrNoModel
 	}
-	r := &run{cfg: cfg, byName: make(map[string]tools.Tool, len(cfg.Tools))}
+	r := &run{cfg: cfg, byName: make(map[string]Tool, len(cfg.Tools))}
 	names := make([]string, 0, len(cfg.Tools))
 	for _, t := range cfg.Tools {
 		d := t.Definition()
@@ -54,7 +58,7 @@ func newRun(cfg Config) (*run, error) {
 		if len(params) == 0 {
 			params = json.RawMessage(`{"type":"object","properties":{}}`)
 		}
-		r.specs = append(r.specs, llm.ToolSpec{Type: "function", Function: llm.FunctionSpec{
+		r.specs = append(r.specs, ToolSpec{Type: "function", Function: FunctionSpec{
 			Name: d.Name, Description: d.Description, Parameters: params}})
 		names = append(names, d.Name)
 	}
@@ -69,8 +73,11 @@ func newRun(cfg Config) (*run, error) {
 		l.SetOutput(io.Discard)
 		r.log = l
 	}
+	if r.cfg.Redactor == nil {
+		r.cfg.Redactor = patternRedactor
+	}
 	if r.cfg.Policy.Classes == nil && r.cfg.Policy.NonInteractive == "" {
-		r.cfg.Policy = tools.DefaultPolicy()
+		r.cfg.Policy = DefaultPolicy()
 	}
 	return r, nil
 }
@@ -118,10 +125,10 @@ func (r *run) run(ctx context.Context, goal string) (*Result, error) {
 	// Room for a few steps; most runs end in a handful of iterations, and
 	// sizing for maxIter (180 messages by default) would zero and scan
 	// ~16 KB per run for nothing. append grows it for long runs.
-	msgs := make([]llm.Message, 0, len(r.cfg.History)+2+2*min(r.maxIter, 8))
-	msgs = append(msgs, llm.Message{Role: llm.RoleSystem, Content: system})
+	msgs := make([]Message, 0, len(r.cfg.History)+2+2*min(r.maxIter, 8))
+	msgs = append(msgs, Message{Role: RoleSystem, Content: system})
 	msgs = append(msgs, r.cfg.History...)
-	msgs = append(msgs, llm.Message{Role: llm.RoleUser, Content: goal})
+	msgs = append(msgs, Message{Role: RoleUser, Content: goal})
 
 	err := r.loopWithBudget(ctx, &msgs, res)
 
@@ -139,7 +146,7 @@ func (r *run) run(ctx context.Context, goal string) (*Result, error) {
 		}
 	}
 	typ := events.RunCompleted
-	var exceeded *budget.ExceededError
+	var exceeded *BudgetExceededError
 	if errors.As(err, &exceeded) {
 		r.em.Emit(events.BudgetExceeded, 0, "", map[string]any{
 			"limit_name": exceeded.Limit, "observed": exceeded.Observed, "limit": exceeded.Max,
@@ -177,7 +184,7 @@ func round2(f float64) float64 {
 
 // loopWithBudget runs the loop under the budget's runtime deadline and
 // turns the deadline's expiry into the typed runtime budget error.
-func (r *run) loopWithBudget(ctx context.Context, msgs *[]llm.Message, res *Result) error {
+func (r *run) loopWithBudget(ctx context.Context, msgs *[]Message, res *Result) error {
 	b := r.cfg.Budget
 	if b == nil {
 		return r.loop(ctx, msgs, res)
@@ -199,19 +206,19 @@ func (r *run) loopWithBudget(ctx context.Context, msgs *[]llm.Message, res *Resu
 
 var errRuntimeBudget = errors.New("agent: runtime budget exhausted")
 
-func (r *run) loop(ctx context.Context, msgs *[]llm.Message, res *Result) error {
+func (r *run) loop(ctx context.Context, msgs *[]Message, res *Result) error {
 	for iter := 1; iter <= r.maxIter; iter++ {
 		if err := ctx.Err(); err != nil {
 			return err
 		}
 		if r.cfg.Notices != nil {
 			if n := r.cfg.Notices(); n != "" {
-				*msgs = append(*msgs, llm.Message{Role: llm.RoleSystem, Content: n})
+				*msgs = append(*msgs, Message{Role: RoleSystem, Content: n})
 			}
 		}
 		r.trimProactive(iter, msgs)
 		resp, err := r.cfg.LLM.Complete(ctx, r.request(*msgs))
-		if err != nil && errors.Is(err, llm.ErrContextLength) && ctx.Err() == nil {
+		if err != nil && errors.Is(err, ErrContextLength) && ctx.Err() == nil {
 			// Survival: cut to the bone and retry this iteration once.
 			trimmed, dropped, truncated := trimSurvival(*msgs)
 			*msgs = trimmed
@@ -232,10 +239,11 @@ func (r *run) loop(ctx context.Context, msgs *[]llm.Message, res *Result) error 
 		var budgetErr error
 		if r.cfg.Budget != nil {
 			budgetErr = r.cfg.Budget.AddUsage(resp.Usage.PromptTokens, resp.Usage.CompletionTokens)
+			r.signalBudget(iter)
 		}
 
 		msg := resp.Message
-		msg.Role = llm.RoleAssistant
+		msg.Role = RoleAssistant
 		for j := range msg.ToolCalls {
 			if msg.ToolCalls[j].ID == "" {
 				msg.ToolCalls[j].ID = "it" + strconv.Itoa(iter) + "-call" + strconv.Itoa(j)
@@ -259,6 +267,7 @@ func (r *run) loop(ctx context.Context, msgs *[]llm.Message, res *Result) error 
 		allowed := len(msg.ToolCalls)
 		if r.cfg.Budget != nil {
 			allowed, budgetErr = r.cfg.Budget.ReserveToolCalls(allowed)
+			r.signalBudget(iter)
 		}
 		results := r.runCalls(ctx, iter, msg.ToolCalls[:allowed])
 		for _, c := range msg.ToolCalls[allowed:] {
@@ -279,7 +288,7 @@ func (r *run) loop(ctx context.Context, msgs *[]llm.Message, res *Result) error 
 	return fmt.Errorf("%w: the model was still calling tools after %d iterations (raise --max-iter or max_iterations)", ErrMaxIterations, r.maxIter)
 }
 
-func (r *run) emitIteration(iter int, res *Result, resp *llm.Response, called int) {
+func (r *run) emitIteration(iter int, res *Result, resp *Response, called int) {
 	d := map[string]any{
 		"input_tokens":  res.Usage.PromptTokens,
 		"output_tokens": res.Usage.CompletionTokens,
@@ -312,8 +321,8 @@ func (r *run) emitIteration(iter int, res *Result, resp *llm.Response, called in
 
 // runCalls executes the calls of one reply concurrently, bounded by
 // r.parallel, and returns the tool messages in the original call order.
-func (r *run) runCalls(ctx context.Context, iter int, calls []llm.ToolCall) []llm.Message {
-	out := make([]llm.Message, len(calls))
+func (r *run) runCalls(ctx context.Context, iter int, calls []ToolCall) []Message {
+	out := make([]Message, len(calls))
 	if len(calls) == 1 {
 		out[0] = r.runCall(ctx, iter, calls[0])
 		return out
@@ -338,13 +347,13 @@ func (r *run) runCalls(ctx context.Context, iter int, calls []llm.ToolCall) []ll
 	return out
 }
 
-func toolMessage(id, text string) llm.Message {
-	return llm.Message{Role: llm.RoleTool, ToolCallID: id, Content: text}
+func toolMessage(id, text string) Message {
+	return Message{Role: RoleTool, ToolCallID: id, Content: text}
 }
 
 // runCall runs one tool call through assessment, policy and execution and
 // emits its started/completed|failed pair. It never panics.
-func (r *run) runCall(ctx context.Context, iter int, c llm.ToolCall) (msg llm.Message) {
+func (r *run) runCall(ctx context.Context, iter int, c ToolCall) (msg Message) {
 	start := time.Now()
 	name := c.Function.Name
 	args := c.Function.Arguments
@@ -360,7 +369,7 @@ func (r *run) runCall(ctx context.Context, iter int, c llm.ToolCall) (msg llm.Me
 	if r.cfg.EventsIncludeArgs {
 		started["args"] = args
 	}
-	fail := func(class, text string) llm.Message {
+	fail := func(class, text string) Message {
 		r.em.Emit(events.ToolCallFailed, iter, name, map[string]any{
 			"call_id": c.ID, "duration_ms": time.Since(start).Milliseconds(), "error_class": class,
 		})
@@ -407,14 +416,14 @@ func (r *run) runCall(ctx context.Context, iter int, c llm.ToolCall) (msg llm.Me
 	started["args_summary"] = summary
 	emitStarted()
 
-	if allowed, reason := tools.Authorize(ctx, r.cfg.Policy, r.cfg.Prompter, name, a); !allowed {
+	if allowed, reason := Authorize(ctx, r.cfg.Policy, r.cfg.Prompter, name, a); !allowed {
 		return fail("denied", reason)
 	}
 	res, err := t.Run(r.withCall(ctx, r.runID, name), raw)
 	if err != nil {
 		return fail(ErrorClass(err), fmt.Sprintf("%s failed: %v", name, err))
 	}
-	text := tools.Clip(r.cfg.Redactor.String(res.Text), r.maxOut)
+	text := clip.Text(r.cfg.Redactor.String(res.Text), r.maxOut)
 	if res.IsError {
 		r.em.Emit(events.ToolCallFailed, iter, name, map[string]any{
 			"call_id": c.ID, "duration_ms": time.Since(start).Milliseconds(), "error_class": "tool_error",
@@ -429,7 +438,7 @@ func (r *run) runCall(ctx context.Context, iter int, c llm.ToolCall) (msg llm.Me
 }
 
 // persist hands a completed step to Config.Persist and reports it.
-func (r *run) persist(iter int, msgs []llm.Message) {
+func (r *run) persist(iter int, msgs []Message) {
 	if r.cfg.Persist == nil {
 		return
 	}
@@ -442,7 +451,7 @@ func (r *run) persist(iter int, msgs []llm.Message) {
 
 // trimProactive keeps the next request under the configured share of the
 // context window by dropping the oldest message groups.
-func (r *run) trimProactive(iter int, msgs *[]llm.Message) {
+func (r *run) trimProactive(iter int, msgs *[]Message) {
 	if r.cfg.ContextWindow <= 0 {
 		return
 	}
@@ -468,23 +477,23 @@ func (r *run) trimProactive(iter int, msgs *[]llm.Message) {
 // plan, when Config.Plan has one, is appended as a final system message:
 // it is rebuilt for every request and never stored in the transcript, so
 // trimming can never drop it and sessions do not accumulate stale copies.
-func (r *run) request(msgs []llm.Message) llm.Request {
+func (r *run) request(msgs []Message) Request {
 	if pm, ok := r.planMessage(); ok {
-		withPlan := make([]llm.Message, len(msgs), len(msgs)+1)
+		withPlan := make([]Message, len(msgs), len(msgs)+1)
 		copy(withPlan, msgs)
 		msgs = append(withPlan, pm)
 	}
-	return llm.Request{Model: r.cfg.Model, Messages: msgs, Tools: r.specs}
+	return Request{Model: r.cfg.Model, Messages: msgs, Tools: r.specs}
 }
 
 // planMessage renders Config.Plan; ok is false when there is no plan.
-func (r *run) planMessage() (llm.Message, bool) {
+func (r *run) planMessage() (Message, bool) {
 	if r.cfg.Plan == nil {
-		return llm.Message{}, false
+		return Message{}, false
 	}
 	b := r.cfg.Plan.Block()
 	if b == "" {
-		return llm.Message{}, false
+		return Message{}, false
 	}
-	return llm.Message{Role: llm.RoleSystem, Content: b}, true
+	return Message{Role: RoleSystem, Content: b}, true
 }

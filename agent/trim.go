@@ -3,8 +3,7 @@ package agent
 import (
 	"strconv"
 
-	"github.com/odekrun/odek/internal/llm"
-	"github.com/odekrun/odek/internal/tools"
+	"github.com/odekrun/odek/internal/clip"
 )
 
 // Context trimming keeps requests inside the model's context window.
@@ -26,7 +25,7 @@ const survivalResultBytes = 8 << 10
 // the share below 1 leaves room for the error.
 // Provider metadata (Message.Extra, ToolCall.Extra: reasoning the
 // provider requires back) is sent with every request and counted too.
-func estimateTokens(m *llm.Message) int {
+func estimateTokens(m *Message) int {
 	n := len(m.Content) + len(m.ToolCallID) + len(m.Extra)
 	for _, c := range m.ToolCalls {
 		n += len(c.ID) + len(c.Function.Name) + len(c.Function.Arguments) + len(c.Extra) + 8
@@ -34,7 +33,7 @@ func estimateTokens(m *llm.Message) int {
 	return n/4 + 4
 }
 
-func estimateAll(msgs []llm.Message) int {
+func estimateAll(msgs []Message) int {
 	t := 0
 	for i := range msgs {
 		t += estimateTokens(&msgs[i])
@@ -43,13 +42,13 @@ func estimateAll(msgs []llm.Message) int {
 }
 
 // groupStarts returns the start index of each group in msgs[from:].
-func groupStarts(msgs []llm.Message, from int) []int {
+func groupStarts(msgs []Message, from int) []int {
 	var starts []int
 	for i := from; i < len(msgs); {
 		starts = append(starts, i)
 		j := i + 1
 		if len(msgs[i].ToolCalls) > 0 {
-			for j < len(msgs) && msgs[j].Role == llm.RoleTool {
+			for j < len(msgs) && msgs[j].Role == RoleTool {
 				j++
 			}
 		}
@@ -60,9 +59,9 @@ func groupStarts(msgs []llm.Message, from int) []int {
 
 // anchorEnd is the index after the protected head: the system prompt and
 // the first user message (the original goal).
-func anchorEnd(msgs []llm.Message) int {
+func anchorEnd(msgs []Message) int {
 	for i, m := range msgs {
-		if i > 0 && m.Role == llm.RoleUser {
+		if i > 0 && m.Role == RoleUser {
 			return i + 1
 		}
 	}
@@ -70,15 +69,15 @@ func anchorEnd(msgs []llm.Message) int {
 }
 
 // trimNote tells the model that history was dropped.
-func trimNote(dropped int) llm.Message {
-	return llm.Message{Role: llm.RoleSystem, Content: "[odek: " + strconv.Itoa(dropped) +
+func trimNote(dropped int) Message {
+	return Message{Role: RoleSystem, Content: "[odek: " + strconv.Itoa(dropped) +
 		" earlier message groups were dropped to fit the context window; re-read files if you need their content]"}
 }
 
 // trimProactive drops the oldest groups after the anchor until the
 // estimate fits maxTokens, always keeping the newest keep groups. It
 // returns the new transcript and the number of groups dropped.
-func trimProactive(msgs []llm.Message, maxTokens, keep int) ([]llm.Message, int) {
+func trimProactive(msgs []Message, maxTokens, keep int) ([]Message, int) {
 	if maxTokens <= 0 || estimateAll(msgs) <= maxTokens {
 		return msgs, 0
 	}
@@ -100,7 +99,7 @@ func trimProactive(msgs []llm.Message, maxTokens, keep int) ([]llm.Message, int)
 	if dropped == 0 {
 		return msgs, 0
 	}
-	out := make([]llm.Message, 0, head+1+len(msgs)-cut)
+	out := make([]Message, 0, head+1+len(msgs)-cut)
 	out = append(out, msgs[:head]...)
 	out = append(out, trimNote(dropped))
 	out = append(out, msgs[cut:]...)
@@ -110,7 +109,7 @@ func trimProactive(msgs []llm.Message, maxTokens, keep int) ([]llm.Message, int)
 // trimSurvival is the last resort after the provider rejected the request
 // as too long: keep the head, the last two groups and the last user
 // message, and cut every tool result to survivalResultBytes.
-func trimSurvival(msgs []llm.Message) ([]llm.Message, int, int) {
+func trimSurvival(msgs []Message) ([]Message, int, int) {
 	head := anchorEnd(msgs)
 	starts := groupStarts(msgs, head)
 	keepFrom := len(msgs)
@@ -123,7 +122,7 @@ func trimSurvival(msgs []llm.Message) ([]llm.Message, int, int) {
 			dropped++
 		}
 	}
-	out := make([]llm.Message, 0, head+2+len(msgs)-keepFrom)
+	out := make([]Message, 0, head+2+len(msgs)-keepFrom)
 	out = append(out, msgs[:head]...)
 	if dropped > 0 {
 		out = append(out, trimNote(dropped))
@@ -131,7 +130,7 @@ func trimSurvival(msgs []llm.Message) ([]llm.Message, int, int) {
 	// The last user message, when it lies in a dropped group, is kept too.
 	lastUser := -1
 	for i := len(msgs) - 1; i >= head; i-- {
-		if msgs[i].Role == llm.RoleUser {
+		if msgs[i].Role == RoleUser {
 			lastUser = i
 			break
 		}
@@ -142,8 +141,8 @@ func trimSurvival(msgs []llm.Message) ([]llm.Message, int, int) {
 	out = append(out, msgs[keepFrom:]...)
 	truncated := 0
 	for i := head; i < len(out); i++ {
-		if out[i].Role == llm.RoleTool && len(out[i].Content) > survivalResultBytes {
-			out[i].Content = tools.Clip(out[i].Content, survivalResultBytes)
+		if out[i].Role == RoleTool && len(out[i].Content) > survivalResultBytes {
+			out[i].Content = clip.Text(out[i].Content, survivalResultBytes)
 			truncated++
 		}
 	}
@@ -155,8 +154,8 @@ func trimSurvival(msgs []llm.Message) ([]llm.Message, int, int) {
 // groups message groups, inserting a note about what was dropped. Tool
 // results are never orphaned. It returns the messages and the number of
 // groups dropped.
-func KeepRecent(msgs []llm.Message, groups int) ([]llm.Message, int) {
-	withSys := append([]llm.Message{{Role: llm.RoleSystem}}, msgs...)
+func KeepRecent(msgs []Message, groups int) ([]Message, int) {
+	withSys := append([]Message{{Role: RoleSystem}}, msgs...)
 	head := anchorEnd(withSys)
 	starts := groupStarts(withSys, head)
 	if groups < 0 {
@@ -170,7 +169,7 @@ func KeepRecent(msgs []llm.Message, groups int) ([]llm.Message, int) {
 	if groups > 0 {
 		cut = starts[dropped]
 	}
-	out := make([]llm.Message, 0, head+len(withSys)-cut)
+	out := make([]Message, 0, head+len(withSys)-cut)
 	out = append(out, withSys[1:head]...)
 	out = append(out, trimNote(dropped))
 	out = append(out, withSys[cut:]...)

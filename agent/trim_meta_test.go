@@ -6,19 +6,17 @@ import (
 	"reflect"
 	"strings"
 	"testing"
-
-	"github.com/odekrun/odek/internal/llm"
 )
 
 // withMetadata gives every assistant tool-call message of msgs provider
 // metadata (DeepSeek reasoning_content on the message, a Gemini thought
 // signature on its first call), as a real thinking run has.
-func withMetadata(msgs []llm.Message) []llm.Message {
-	out := make([]llm.Message, len(msgs))
+func withMetadata(msgs []Message) []Message {
+	out := make([]Message, len(msgs))
 	for i, m := range msgs {
 		if len(m.ToolCalls) > 0 {
 			m.Extra = json.RawMessage(`{"reasoning_content":"` + strings.Repeat("why ", 200) + `"}`)
-			m.ToolCalls = append([]llm.ToolCall(nil), m.ToolCalls...)
+			m.ToolCalls = append([]ToolCall(nil), m.ToolCalls...)
 			m.ToolCalls[0].Extra = json.RawMessage(`{"extra_content":{"google":{"thought_signature":"sig-` + m.ToolCalls[0].ID + `"}}}`)
 		}
 		out[i] = m
@@ -28,9 +26,9 @@ func withMetadata(msgs []llm.Message) []llm.Message {
 
 // checkMetadataKept fails unless every assistant message with tool calls
 // in out is one of in's, metadata included, followed by its results.
-func checkMetadataKept(t *testing.T, in, out []llm.Message) {
+func checkMetadataKept(t *testing.T, in, out []Message) {
 	t.Helper()
-	byID := map[string]llm.Message{}
+	byID := map[string]Message{}
 	for _, m := range in {
 		if len(m.ToolCalls) > 0 {
 			byID[m.ToolCalls[0].ID] = m
@@ -72,7 +70,7 @@ func TestTrimKeepsProviderMetadata(t *testing.T) {
 // The metadata is sent with every request, so it counts toward the
 // estimate that decides when to trim.
 func TestEstimateCountsMetadata(t *testing.T) {
-	m := llm.Message{Role: llm.RoleAssistant, ToolCalls: []llm.ToolCall{{ID: "c", Function: llm.FunctionCall{Name: "f", Arguments: "{}"}}}}
+	m := Message{Role: RoleAssistant, ToolCalls: []ToolCall{{ID: "c", Function: FunctionCall{Name: "f", Arguments: "{}"}}}}
 	bare := estimateTokens(&m)
 	m.Extra = json.RawMessage(`{"reasoning_content":"` + strings.Repeat("x", 4000) + `"}`)
 	m.ToolCalls[0].Extra = json.RawMessage(`{"extra_content":{"google":{"thought_signature":"` + strings.Repeat("s", 400) + `"}}}`)

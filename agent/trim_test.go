@@ -5,42 +5,40 @@ import (
 	"strconv"
 	"strings"
 	"testing"
-
-	"github.com/odekrun/odek/internal/llm"
 )
 
 // randomTranscript builds [system, goal, groups...] with tool-call groups
 // of 1–3 results, plain assistant and user messages, of random sizes.
-func randomTranscript(r *rand.Rand) []llm.Message {
-	msgs := []llm.Message{{Role: llm.RoleSystem, Content: "sys"}, {Role: llm.RoleUser, Content: "goal"}}
+func randomTranscript(r *rand.Rand) []Message {
+	msgs := []Message{{Role: RoleSystem, Content: "sys"}, {Role: RoleUser, Content: "goal"}}
 	for g := 0; g < r.IntN(40); g++ {
 		switch r.IntN(3) {
 		case 0:
 			n := 1 + r.IntN(3)
-			a := llm.Message{Role: llm.RoleAssistant}
-			var results []llm.Message
+			a := Message{Role: RoleAssistant}
+			var results []Message
 			for k := 0; k < n; k++ {
 				id := "g" + strconv.Itoa(g) + "c" + strconv.Itoa(k)
-				a.ToolCalls = append(a.ToolCalls, llm.ToolCall{ID: id, Type: "function", Function: llm.FunctionCall{Name: "t", Arguments: "{}"}})
-				results = append(results, llm.Message{Role: llm.RoleTool, ToolCallID: id, Content: strings.Repeat("r", r.IntN(20000))})
+				a.ToolCalls = append(a.ToolCalls, ToolCall{ID: id, Type: "function", Function: FunctionCall{Name: "t", Arguments: "{}"}})
+				results = append(results, Message{Role: RoleTool, ToolCallID: id, Content: strings.Repeat("r", r.IntN(20000))})
 			}
 			msgs = append(msgs, a)
 			msgs = append(msgs, results...)
 		case 1:
-			msgs = append(msgs, llm.Message{Role: llm.RoleAssistant, Content: strings.Repeat("a", r.IntN(2000))})
+			msgs = append(msgs, Message{Role: RoleAssistant, Content: strings.Repeat("a", r.IntN(2000))})
 		default:
-			msgs = append(msgs, llm.Message{Role: llm.RoleUser, Content: strings.Repeat("u", r.IntN(2000))})
+			msgs = append(msgs, Message{Role: RoleUser, Content: strings.Repeat("u", r.IntN(2000))})
 		}
 	}
 	return msgs
 }
 
 // checkPaired fails if a tool result lacks its call or a call its result.
-func checkPaired(t *testing.T, msgs []llm.Message) {
+func checkPaired(t *testing.T, msgs []Message) {
 	t.Helper()
 	open := map[string]bool{}
 	for i, m := range msgs {
-		if m.Role == llm.RoleTool {
+		if m.Role == RoleTool {
 			if !open[m.ToolCallID] {
 				t.Fatalf("message %d: orphan tool result %q", i, m.ToolCallID)
 			}
@@ -57,7 +55,7 @@ func checkPaired(t *testing.T, msgs []llm.Message) {
 	if len(open) > 0 {
 		t.Fatalf("unanswered at end: %v", open)
 	}
-	if msgs[0].Role != llm.RoleSystem || msgs[1].Content != "goal" {
+	if msgs[0].Role != RoleSystem || msgs[1].Content != "goal" {
 		t.Fatalf("head not kept: %+v", msgs[:2])
 	}
 }
@@ -81,9 +79,9 @@ func TestTrimNeverOrphans(t *testing.T) {
 }
 
 func TestTrimProactiveDropsOldestAndNotes(t *testing.T) {
-	msgs := []llm.Message{{Role: llm.RoleSystem, Content: "s"}, {Role: llm.RoleUser, Content: "goal"}}
+	msgs := []Message{{Role: RoleSystem, Content: "s"}, {Role: RoleUser, Content: "goal"}}
 	for i := 0; i < 10; i++ {
-		msgs = append(msgs, llm.Message{Role: llm.RoleAssistant, Content: strings.Repeat("x", 400) + strconv.Itoa(i)})
+		msgs = append(msgs, Message{Role: RoleAssistant, Content: strings.Repeat("x", 400) + strconv.Itoa(i)})
 	}
 	out, dropped := trimProactive(msgs, 400, 2)
 	if dropped != 7 || len(out) != 6 || !strings.Contains(out[2].Content, "7 earlier message groups") || !strings.HasSuffix(out[3].Content, "7") || estimateAll(out) > 400 {
@@ -100,7 +98,7 @@ func TestKeepRecent(t *testing.T) {
 		full := randomTranscript(r)
 		keep := r.IntN(5)
 		out, dropped := KeepRecent(full[1:], keep)
-		checkPaired(t, append([]llm.Message{full[0]}, out...))
+		checkPaired(t, append([]Message{full[0]}, out...))
 		if got := len(groupStarts(out, 2)); dropped > 0 && got != keep {
 			t.Fatalf("kept %d groups, want %d", got, keep)
 		}
@@ -110,12 +108,12 @@ func TestKeepRecent(t *testing.T) {
 // BenchmarkTrim2000 measures proactive and survival trimming of a
 // 2,000-message transcript.
 func BenchmarkTrim2000(b *testing.B) {
-	msgs := []llm.Message{{Role: llm.RoleSystem, Content: "sys"}, {Role: llm.RoleUser, Content: "goal"}}
+	msgs := []Message{{Role: RoleSystem, Content: "sys"}, {Role: RoleUser, Content: "goal"}}
 	for len(msgs) < 2000 {
 		id := "c" + strconv.Itoa(len(msgs))
 		msgs = append(msgs,
-			llm.Message{Role: llm.RoleAssistant, ToolCalls: []llm.ToolCall{{ID: id, Function: llm.FunctionCall{Name: "read_file", Arguments: `{"path":"x.go"}`}}}},
-			llm.Message{Role: llm.RoleTool, ToolCallID: id, Content: strings.Repeat("line of code\n", 80)})
+			Message{Role: RoleAssistant, ToolCalls: []ToolCall{{ID: id, Function: FunctionCall{Name: "read_file", Arguments: `{"path":"x.go"}`}}}},
+			Message{Role: RoleTool, ToolCallID: id, Content: strings.Repeat("line of code\n", 80)})
 	}
 	budget := estimateAll(msgs) / 2
 	b.Run("proactive", func(b *testing.B) {

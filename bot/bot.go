@@ -649,15 +649,11 @@ func forwardedGoal(text string) string {
 		artifacts.WrapUntrusted("forwarded Telegram message", text)
 }
 
-// jobBudget is the budget JSON sent with every job.
-func (b *Bot) jobBudget() json.RawMessage {
-	m := map[string]any{}
-	for k, v := range b.cfg.JobBudget {
-		m[k] = v
-	}
-	m["max_runtime_seconds"] = b.cfg.AgentTimeout.Seconds()
-	raw, _ := json.Marshal(m)
-	return raw
+// jobBudget is the budget sent with every job.
+func (b *Bot) jobBudget() *queue.Budget {
+	jb := b.cfg.JobBudget
+	jb.MaxRuntimeSeconds = b.cfg.AgentTimeout.Seconds()
+	return &jb
 }
 
 // sessionID is the chat's session: one per chat until /new.

@@ -212,8 +212,8 @@ func TestGoalProgressReply(t *testing.T) {
 	if got.IdempotencyKey != fmt.Sprintf("telegram:%d:%d", bottest.BotID, upd) || got.SessionID != fmt.Sprintf("telegram:%d", alice) || got.UserID != alice {
 		t.Errorf("job fields: %+v", got)
 	}
-	if string(got.Budget) != `{"max_runtime_seconds":900}` {
-		t.Errorf("budget = %s", got.Budget)
+	if got.Budget == nil || *got.Budget != (queue.Budget{MaxRuntimeSeconds: 900}) {
+		t.Errorf("budget = %+v", got.Budget)
 	}
 	if !strings.Contains(h.tg.Commands(), `"command":"artifact"`) {
 		t.Errorf("setMyCommands: %s", h.tg.Commands())

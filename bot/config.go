@@ -7,6 +7,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/odekrun/odek/queue"
 	"github.com/sirupsen/logrus"
 )
 
@@ -54,10 +55,10 @@ type Config struct {
 	// worker; the bot then cancels it. It is also sent to the worker as
 	// the job budget's max_runtime_seconds. 0 means 900 s.
 	AgentTimeout time.Duration
-	// JobBudget is an extra JSON object of limits merged into every job's
-	// budget (the worker's `limits` keys, e.g. {"max_tool_calls":50}); nil
-	// means none beyond max_runtime_seconds.
-	JobBudget map[string]any
+	// JobBudget holds extra limits sent with every job (they may only
+	// lower the worker's); its MaxRuntimeSeconds is AgentTimeout's. The
+	// zero value means none beyond max_runtime_seconds.
+	JobBudget queue.Budget
 
 	// ArtifactDir is the directory, shared with the workers, that
 	// queue.ArtifactMeta paths are relative to; /artifact sends files only

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/odekrun/odek/artifacts"
+	"github.com/odekrun/odek/internal/backoff"
 	"github.com/sirupsen/logrus"
 )
 
@@ -339,8 +340,7 @@ func restartBackoff(n int) time.Duration {
 	if n <= 1 {
 		return 0
 	}
-	d := time.Second << min(n-2, 5)
-	return min(d, 30*time.Second)
+	return backoff.Delay(n-1, time.Second, 30*time.Second, 0, 0)
 }
 
 // restartDecision decides what a call finds when the connection is closed:

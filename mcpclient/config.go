@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/odekrun/odek/internal/redact"
 	"github.com/sirupsen/logrus"
 )
 
@@ -154,7 +155,7 @@ type ServerConfig struct {
 	// not block for long nor call the Client.
 	OnRestart func(RestartReport)
 	// Start, when set, starts the server's process (and every restart of
-	// it) instead of exec.Cmd.Start: a sandbox.Jail's Start, for a server
+	// it) instead of exec.Cmd.Start: the sandbox's confined Start, for a server
 	// that must run confined. The command comes fully set up (pipes,
 	// process group); Start must start it or return an error.
 	Start func(*exec.Cmd) error
@@ -333,32 +334,9 @@ func FilterEnv(base []string, configured map[string]string, isSecret func(string
 	return env, stripped
 }
 
-// secretWords are the name fragments that mark a secret, compared after
-// upper-casing and removing '_', '-', '.' and ' '.
-var secretWords = []string{"APIKEY", "TOKEN", "SECRET", "PASSWORD", "CREDENTIAL", "PRIVATEKEY", "ACCESSKEY", "PASSPHRASE", "COOKIE", "AUTHORIZATION"}
-
 // LooksSecret is the default secret-name test of FilterEnv: the name,
 // upper-cased and stripped of '_', '-', '.' and ' ', contains API_KEY,
-// TOKEN, SECRET, PASSWORD, CREDENTIAL, PRIVATE_KEY, ACCESS_KEY, PASSPHRASE,
-// COOKIE or AUTHORIZATION. odek passes redact.IsSecretName instead.
-func LooksSecret(name string) bool {
-	var b strings.Builder
-	b.Grow(len(name))
-	for i := 0; i < len(name); i++ {
-		c := name[i]
-		switch {
-		case c == '_' || c == '-' || c == '.' || c == ' ':
-			continue
-		case 'a' <= c && c <= 'z':
-			c -= 'a' - 'A'
-		}
-		b.WriteByte(c)
-	}
-	n := b.String()
-	for _, w := range secretWords {
-		if strings.Contains(n, w) {
-			return true
-		}
-	}
-	return false
-}
+// TOKEN, SECRET, PASSWORD, PASSWD, CREDENTIAL, PRIVATE_KEY, ACCESS_KEY,
+// PASSPHRASE, COOKIE or AUTHORIZATION. It is the same test odek's
+// redactor uses for names handed to other processes.
+func LooksSecret(name string) bool { return redact.IsSecretEnvName(name) }

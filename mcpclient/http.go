@@ -18,6 +18,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/odekrun/odek/internal/backoff"
 	"github.com/sirupsen/logrus"
 )
 
@@ -717,26 +718,26 @@ func (h *httpConn) startStream() {
 			h.streamOn = false
 			h.mu.Unlock()
 		}()
-		backoff := time.Second
+		failures := 0 // reconnects since the stream last delivered an event
 		for h.alive() {
 			got, err := h.getStream()
 			if errors.Is(err, errNoStream) || !h.alive() {
 				return
 			}
 			if got {
-				backoff = time.Second
+				failures = 0
 			}
 			if err != nil {
 				h.log.WithError(err).Debug("MCP event stream dropped; reconnecting")
 			}
-			t := time.NewTimer(backoff)
+			failures++
+			t := time.NewTimer(backoff.Delay(failures, time.Second, 30*time.Second, 0, 0))
 			select {
 			case <-t.C:
 			case <-h.bgCtx.Done():
 				t.Stop()
 				return
 			}
-			backoff = min(backoff*2, 30*time.Second)
 		}
 	})
 }

@@ -12,6 +12,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/odekrun/odek/internal/backoff"
 	"github.com/redis/go-redis/v9"
 )
 
@@ -82,11 +83,7 @@ func WaitRedis(ctx context.Context, c *redis.Client, onRetry func(attempt int, d
 // retryDelay is base·2^(attempt-1) capped at max, scaled by 0.5..1 with
 // jitter in [0, 1). Pure.
 func retryDelay(attempt int, base, max time.Duration, jitter float64) time.Duration {
-	d := max
-	if attempt < 32 {
-		d = min(base<<(attempt-1), max)
-	}
-	return time.Duration(float64(d) * (0.5 + jitter/2))
+	return backoff.Delay(attempt, base, max, 0.5, jitter)
 }
 
 // SharedConfig holds the settings every worker on one queue must agree on.

@@ -69,3 +69,24 @@ func TestBlockSlice(t *testing.T) {
 		}
 	}
 }
+
+// TestRetryDelay pins WaitRedis's documented waits: 250 ms doubling to
+// 15 s, scaled by 0.5..1 with the jitter.
+func TestRetryDelay(t *testing.T) {
+	const base, max = 250 * time.Millisecond, 15 * time.Second
+	for _, tc := range []struct {
+		attempt int
+		jitter  float64
+		want    time.Duration
+	}{
+		{1, 0, 125 * time.Millisecond},
+		{1, 0.5, 187500 * time.Microsecond},
+		{2, 0, 250 * time.Millisecond},
+		{7, 0, 7500 * time.Millisecond}, // 16 s capped at 15 s
+		{100, 0.999, 14992500 * time.Microsecond},
+	} {
+		if got := retryDelay(tc.attempt, base, max, tc.jitter); got != tc.want {
+			t.Errorf("retryDelay(%d, %v) = %v, want %v", tc.attempt, tc.jitter, got, tc.want)
+		}
+	}
+}

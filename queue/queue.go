@@ -101,9 +101,9 @@ type Job struct {
 	// Goal is the task for the agent; it must not be empty.
 	Goal      string `json:"goal"`
 	SessionID string `json:"session_id,omitempty"`
-	// Budget is passed through to the worker untouched (a JSON object of
-	// limits); empty means the worker's defaults.
-	Budget json.RawMessage `json:"budget,omitempty"`
+	// Budget holds the job's own limits, which may only lower the
+	// worker's; nil means the worker's limits.
+	Budget *Budget `json:"budget,omitempty"`
 	// Attempt is 1 on the first claim and rises by one per reclaim. Set by
 	// the queue; ignored by Enqueue.
 	Attempt int `json:"attempt"`
@@ -345,8 +345,8 @@ func prepareJob(job Job, o Options, newID func() string) (Job, []byte, error) {
 	if !utf8.ValidString(job.IdempotencyKey) || len(job.IdempotencyKey) > MaxIDLen {
 		return job, nil, fmt.Errorf("%w: idempotency_key must be valid UTF-8 of at most %d bytes (got %d bytes)", ErrInvalidJob, MaxIDLen, len(job.IdempotencyKey))
 	}
-	if len(job.Budget) > 0 && !json.Valid(job.Budget) {
-		return job, nil, fmt.Errorf("%w: budget is not valid JSON", ErrInvalidJob)
+	if err := job.Budget.Validate(); err != nil {
+		return job, nil, err
 	}
 	job.Attempt = 0
 	if job.CreatedAt.IsZero() {

@@ -7,7 +7,7 @@ import (
 	"github.com/odekrun/odek/queue"
 )
 
-// approver is the tools.Prompter of one job: it asks the job's chat over
+// approver is the agent.Prompter of one job: it asks the job's chat over
 // the queue and blocks until the answer, the deadline (deny) or ctx.
 type approver struct {
 	a       queue.Approvals
@@ -16,8 +16,8 @@ type approver struct {
 	now     func() time.Time
 }
 
-// Confirm implements tools.Prompter. A timeout is a deny without error;
-// a queue failure is an error, which tools.Authorize also treats as deny.
+// Confirm implements agent.Prompter. A timeout is a deny without error;
+// a queue failure is an error, which agent.Authorize also treats as deny.
 func (p *approver) Confirm(ctx context.Context, question string) (bool, error) {
 	ap, err := p.a.Ask(ctx, queue.Approval{JobID: p.job.ID, ChatID: p.job.ChatID, Question: question, Deadline: p.now().Add(p.timeout)})
 	if err != nil {

@@ -6,7 +6,7 @@
 //
 // The worker does not know how a run is assembled: it hands the RunFunc the
 // job, an events.Sink bound to the job's progress stream and a
-// tools.Prompter that asks the job's chat over the queue (when the queue
+// agent.Prompter that asks the job's chat over the queue (when the queue
 // implements queue.Approvals). That keeps this package free of
 // configuration and of the LLM client.
 //
@@ -51,9 +51,9 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/odekrun/odek/agent"
 	"github.com/odekrun/odek/events"
 	"github.com/odekrun/odek/internal/llm"
-	"github.com/odekrun/odek/internal/tools"
 	"github.com/odekrun/odek/queue"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/sirupsen/logrus"
@@ -78,7 +78,7 @@ type Queue interface {
 // with one) and a zero DurationMS. A non-nil error with an empty
 // Result.Error puts err's text in the result: it reaches the chat, so the
 // RunFunc must return redacted errors.
-type RunFunc func(ctx context.Context, job queue.Job, sink events.Sink, approver tools.Prompter) (queue.Result, error)
+type RunFunc func(ctx context.Context, job queue.Job, sink events.Sink, approver agent.Prompter) (queue.Result, error)
 
 // Config configures a Worker. Queue and Run are required; every other
 // field works at its zero value.
@@ -508,7 +508,7 @@ func (w *Worker) runJob(l queue.Lease) {
 	start := time.Now()
 	sink := newJobSink(w.pub, l.Job, start)
 	sink.m = w.metrics
-	var prompter tools.Prompter
+	var prompter agent.Prompter
 	if a, ok := w.cfg.Queue.(queue.Approvals); ok {
 		prompter = &approver{a: a, job: l.Job, timeout: w.cfg.ApprovalTimeout, now: time.Now}
 	}
@@ -588,7 +588,7 @@ func decideResult(res queue.Result, err error, canceled bool, dur time.Duration)
 }
 
 // call runs the RunFunc, turning a panic into panicked.
-func (w *Worker) call(ctx context.Context, job queue.Job, sink events.Sink, p tools.Prompter) (res queue.Result, panicked any, err error) {
+func (w *Worker) call(ctx context.Context, job queue.Job, sink events.Sink, p agent.Prompter) (res queue.Result, panicked any, err error) {
 	defer func() {
 		if v := recover(); v != nil {
 			panicked = v
@@ -623,7 +623,7 @@ func (w *Worker) ack(l queue.Lease, res queue.Result, log logrus.FieldLogger) qu
 			return ""
 		case errors.Is(err, queue.ErrPayloadTooLarge):
 			log.WithError(err).Warn("worker: result too large; acknowledging a short failure instead")
-			res = queue.Result{Status: queue.StatusFailed, Error: err.Error(), DurationMS: res.DurationMS, Usage: res.Usage, ExitCode: 1}
+			res = queue.Result{Status: queue.StatusFailed, Error: err.Error(), DurationMS: res.DurationMS, Usage: res.Usage, ExitCode: agent.ExitError}
 			continue
 		}
 		w.metrics.QueueErrors.Add(1)

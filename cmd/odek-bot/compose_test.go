@@ -8,7 +8,6 @@ import (
 	"go/token"
 	"os"
 	"path/filepath"
-	"regexp"
 	"sort"
 	"strings"
 	"testing"
@@ -145,8 +144,8 @@ func unquote(t *testing.T, no int, v string) string {
 func odekEnvNames(t *testing.T) map[string]bool {
 	t.Helper()
 	names := map[string]bool{}
-	for _, m := range regexp.MustCompile(`\b[A-Z][A-Z0-9_]{3,}\b`).FindAllString(config.EnvUsage(), -1) {
-		names[m] = true
+	for _, n := range config.EnvNames(config.EnvGroups()) {
+		names[n] = true
 	}
 	fset := token.NewFileSet()
 	files, _ := filepath.Glob("../odek/*.go")

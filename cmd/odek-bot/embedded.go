@@ -55,7 +55,7 @@ func startEmbedded(ctx context.Context, q *queue.Memory, e env, log *logrus.Logg
 	r := &host.JobRunner{Config: cfg, Sessions: &session.FileStore{Dir: filepath.Join(home, "sessions")},
 		Logger: log, WorkDir: wd, ArtifactsDir: e.ArtifactsDir, Environ: os.Environ(), ClientVersion: version,
 		AllowedModels: host.ParseModels(e.Models)}
-	if err := r.Start(ctx, os.Getenv("ODEK_APPROVE_MCP") == "1"); err != nil {
+	if err := r.Start(ctx, config.ApproveMCP()); err != nil {
 		return nil, err
 	}
 	approvalWait, err := parseWait(e.ApprovalWait)

@@ -131,6 +131,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 				return err
 			}
 			fmt.Fprintln(stdout, text)
+			// Embedded mode runs odek's own loop: its variables apply too.
+			fmt.Fprint(stdout, "\n"+config.EnvText(config.EnvGroups()[:2]))
 			return nil
 		default:
 			return &codeErr{exitSetup, fmt.Errorf("unknown argument %q; odek-bot is configured through the environment (see --help)", a)}

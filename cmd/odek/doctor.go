@@ -73,10 +73,8 @@ func cmdDoctor(ctx context.Context, args []string, stdout, stderr io.Writer) err
 
 	// The kernel and a real confined process.
 	abi := sandbox.ABI()
-	settings, serr := host.SandboxSettings(cfg, func(string) {})
+	settings := host.SandboxSettings(cfg)
 	switch {
-	case serr != nil:
-		add("sandbox config", checkFail, "%v", serr)
 	case abi < sandbox.RequiredABI && settings.Active(true):
 		add("landlock", checkFail, "%v", host.CheckSandbox(abi))
 	case abi < sandbox.RequiredABI:
@@ -97,20 +95,18 @@ func cmdDoctor(ctx context.Context, args []string, stdout, stderr io.Writer) err
 			add("sandbox", checkWarn, "%v", err)
 		}
 	}
-	if serr == nil {
-		onOff := func(b bool) string {
-			if b {
-				return "confined"
-			}
-			return "NOT confined"
+	onOff := func(b bool) string {
+		if b {
+			return "confined"
 		}
-		status := checkOK
-		if !settings.Active(true) {
-			status = checkWarn
-		}
-		add("surfaces", status, "odek worker and odek-bot: %s; odek run: %s (--confine or sandbox.confine to confine it)",
-			onOff(settings.Active(true)), onOff(settings.Active(false)))
+		return "NOT confined"
 	}
+	status := checkOK
+	if !settings.Active(true) {
+		status = checkWarn
+	}
+	add("surfaces", status, "odek worker and odek-bot: %s; odek run: %s (--confine or sandbox.confine to confine it)",
+		onOff(settings.Active(true)), onOff(settings.Active(false)))
 
 	// Redis, when configured.
 	if *redisURL == "" {
@@ -157,7 +153,7 @@ func cmdDoctor(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	// A required server that fails makes LoadExtensions fail: that is a
 	// failed check; any other server that did not load is a warning.
 	set, err := host.LoadExtensions(ctx, host.Options{Config: cfg, WorkDir: wd, Logger: log, Environ: os.Environ(),
-		ClientVersion: version, ApproveMCP: os.Getenv("ODEK_APPROVE_MCP") == "1"})
+		ClientVersion: version, ApproveMCP: config.ApproveMCP()})
 	if err != nil {
 		add("mcp", checkFail, "%v", err)
 	} else {

@@ -269,11 +269,7 @@ func cmdExtCheck(ctx context.Context, args []string, stdout, stderr io.Writer) e
 		for _, w := range warnings {
 			fmt.Fprintln(stderr, "odek: warning:", w.String())
 		}
-		op, pr, err := ext.Sections(c.Layers)
-		if err != nil {
-			return withCode(exitSetup, err)
-		}
-		specs, warns, err := ext.ParseConfig(op, pr)
+		specs, warns, err := ext.ParseConfig(c.MCPServers.Operator, c.MCPServers.Project)
 		if err != nil {
 			return withCode(exitSetup, err)
 		}
@@ -633,7 +629,7 @@ func checkSpawnApproval(ctx context.Context, home string, spec *ext.ServerSpec) 
 		}
 	}
 	prompter, canPrompt := tools.NewTTYPrompter()
-	d := ext.DecideSpawn(spec.Source, persisted, os.Getenv("ODEK_APPROVE_MCP") == "1", canPrompt)
+	d := ext.DecideSpawn(spec.Source, persisted, config.ApproveMCP(), canPrompt)
 	if d.Ask {
 		ok, err := prompter.Confirm(ctx, ext.SpawnQuestion(spec))
 		if err != nil {
@@ -698,7 +694,7 @@ func cmdExtApprove(ctx context.Context, args []string, stdout, stderr io.Writer)
 		log.SetLevel(logrus.DebugLevel)
 	}
 	set, err := ext.Load(ctx, ext.Options{
-		Layers:        cfg.Layers,
+		Servers:       cfg.MCPServers,
 		Home:          cfg.Home,
 		WorkDir:       wd,
 		Prompter:      prompter,

@@ -8,26 +8,28 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/odekrun/odek/internal/sandbox"
 	"io"
 	"os"
 	"os/signal"
 	"runtime"
 	"syscall"
+
+	"github.com/odekrun/odek/agent"
+	"github.com/odekrun/odek/internal/sandbox"
 )
 
 // version is set at link time (-ldflags "-X main.version=...").
 var version = "dev"
 
-// Exit codes of odek (odek-extension/v1 plus the shell convention for
-// signals).
+// Exit codes of odek: agent's, the one declaration (odek-extension/v1
+// plus the shell convention for signals).
 const (
-	exitOK        = 0
-	exitError     = 1 // task, model or tool error
-	exitTimeout   = 2 // overall timeout
-	exitSetup     = 3 // bad flags, bad config, missing credentials
-	exitBudget    = 4 // execution budget exhausted
-	exitCancelled = 130
+	exitOK        = agent.ExitOK
+	exitError     = agent.ExitError     // task, model or tool error
+	exitTimeout   = agent.ExitTimeout   // overall timeout
+	exitSetup     = agent.ExitSetup     // bad flags, bad config, missing credentials
+	exitBudget    = agent.ExitBudget    // execution budget exhausted
+	exitCancelled = agent.ExitCancelled // SIGINT/SIGTERM
 )
 
 func main() {
@@ -111,6 +113,9 @@ Usage:
   odek doctor [--json] [--redis URL] [--no-model]
                                  check Landlock and the sandbox, Redis, the model
                                  endpoint and the MCP servers; exit 0 when all work
+  odek config show [--json]      print the effective configuration, each value
+                                 with the layer it came from (secrets masked)
+  odek config env                list every environment variable odek reads
   odek version                   print the version
 
 Exit codes: 0 success, 1 task/model/tool error, 3 setup error (flags, config,
@@ -142,6 +147,8 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 		return cmdInit(args[1:], stdout, stderr)
 	case "doctor":
 		return cmdDoctor(ctx, args[1:], stdout, stderr)
+	case "config":
+		return cmdConfig(ctx, args[1:], stdout, stderr)
 	case "version", "--version", "-v":
 		fmt.Fprintln(stdout, "odek", version)
 		return nil

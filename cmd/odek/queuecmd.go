@@ -61,9 +61,13 @@ func cmdQueue(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 	}
 	sub, args := args[0], args[1:]
 	var qf queueFlags
+	env, err := workerEnv()
+	if err != nil {
+		return err
+	}
 	fs := flag.NewFlagSet("odek queue "+sub, flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	qf.registerConn(fs)
+	qf.registerConn(fs, env)
 	var a queueArgs
 	fs.BoolVar(&a.jsonOut, "json", false, "print JSON (one value per line) instead of text")
 	switch sub {
@@ -110,8 +114,10 @@ func cmdQueue(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 		if goal == "" {
 			return usageErr(`odek queue submit needs a goal: odek queue submit --chat ID "<goal>"`)
 		}
-		if a.budgetJSON != "" && !json.Valid([]byte(a.budgetJSON)) {
-			return usageErr("--budget is not valid JSON")
+		if a.budgetJSON != "" {
+			if _, err := parseBudget(a.budgetJSON); err != nil {
+				return usageErr("%v", err)
+			}
 		}
 	case "show", "cancel":
 		if fs.NArg() != 1 {
@@ -221,7 +227,11 @@ func (c *queueCLI) submit(ctx context.Context, goal string) error {
 	a := c.a
 	job := queue.Job{ChatID: a.chat, UserID: a.user, Goal: goal, SessionID: a.sessionID, IdempotencyKey: a.idemKey}
 	if a.budgetJSON != "" {
-		job.Budget = json.RawMessage(a.budgetJSON)
+		b, err := parseBudget(a.budgetJSON)
+		if err != nil {
+			return withCode(exitSetup, err)
+		}
+		job.Budget = b
 	}
 	stored, dup, err := c.q.Enqueue(ctx, job)
 	if err != nil {
@@ -670,4 +680,19 @@ func rootCause(err error) string {
 		err = u
 	}
 	return err.Error()
+}
+
+// parseBudget decodes --budget strictly: an unknown key (a misspelt
+// limit) or a negative value is an error naming it.
+func parseBudget(s string) (*queue.Budget, error) {
+	dec := json.NewDecoder(strings.NewReader(s))
+	dec.DisallowUnknownFields()
+	var b queue.Budget
+	if err := dec.Decode(&b); err != nil {
+		return nil, fmt.Errorf("--budget: %v (keys: max_runtime_seconds, max_tool_calls, max_input_tokens, max_output_tokens, max_cost_usd)", err)
+	}
+	if err := b.Validate(); err != nil {
+		return nil, fmt.Errorf("--budget: %w", err)
+	}
+	return &b, nil
 }

@@ -20,7 +20,6 @@ import (
 	"github.com/odekrun/odek/internal/config"
 	"github.com/odekrun/odek/internal/ext"
 	"github.com/odekrun/odek/internal/host"
-	"github.com/odekrun/odek/internal/llm"
 	"github.com/odekrun/odek/internal/session"
 	"github.com/odekrun/odek/internal/subagent"
 	"github.com/odekrun/odek/internal/tools"
@@ -110,15 +109,15 @@ func parseRunFlags(args []string, stderr io.Writer, cont bool) (*runFlags, strin
 
 // jsonResult is the --json output object.
 type jsonResult struct {
-	Status     string    `json:"status"` // success, error, budget_exhausted, canceled
-	Answer     string    `json:"answer"`
-	Error      string    `json:"error,omitempty"`
-	RunID      string    `json:"run_id"`
-	SessionID  string    `json:"session_id,omitempty"`
-	Iterations int       `json:"iterations"`
-	Usage      llm.Usage `json:"usage"`
-	CostUSD    float64   `json:"cost_usd"`
-	DurationMS int64     `json:"duration_ms"`
+	Status     string      `json:"status"` // success, error, budget_exhausted, canceled
+	Answer     string      `json:"answer"`
+	Error      string      `json:"error,omitempty"`
+	RunID      string      `json:"run_id"`
+	SessionID  string      `json:"session_id,omitempty"`
+	Iterations int         `json:"iterations"`
+	Usage      agent.Usage `json:"usage"`
+	CostUSD    float64     `json:"cost_usd"`
+	DurationMS int64       `json:"duration_ms"`
 }
 
 func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer, cont bool) error {
@@ -185,76 +184,57 @@ func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer, cont b
 	if err != nil {
 		return withCode(exitSetup, err)
 	}
-	sandboxSettings, err := host.SandboxSettings(cfg, func(w string) { fmt.Fprintln(stderr, "odek: warning:", w) })
+	confine := f.confine || host.SandboxSettings(cfg).Active(false)
+	hopts := host.HostOptions{
+		Warn:          func(w string) { fmt.Fprintln(stderr, "odek: warning:", w) },
+		Logger:        log,
+		Environ:       os.Environ(),
+		Extensions:    true,
+		ApproveMCP:    config.ApproveMCP(),
+		ClientVersion: version,
+		Confine:       confine,
+	}
+	var prompter agent.Prompter
+	if p, ok := tools.NewTTYPrompter(); ok {
+		prompter = p
+		hopts.Prompter = p
+	}
+	h, err := host.New(ctx, cfg, hopts)
 	if err != nil {
 		return withCode(exitSetup, err)
 	}
-	hopts := host.Options{
-		Config:            cfg,
-		Confine:           f.confine || sandboxSettings.Active(false),
-		Warn:              func(w string) { fmt.Fprintln(stderr, "odek: warning:", w) },
-		Logger:            log,
-		EventSink:         sink,
-		EventsIncludeArgs: f.includeArgs,
-		Environ:           os.Environ(),
-		Extensions:        true,
-		ApproveMCP:        os.Getenv("ODEK_APPROVE_MCP") == "1",
-		ClientVersion:     version,
-		Plan:              true,
-		Delegate:          true,
-		Depth:             depth,
-		LimitOverrides: budget.Limits{
+	defer h.Close()
+	for _, r := range h.Extensions() {
+		if !f.quiet || r.Status != ext.StatusLoaded {
+			fmt.Fprintln(stderr, "odek: extension", r.String())
+		}
+	}
+	spec := host.RunSpec{
+		Goal: goal, Confine: confine, Sink: sink, EventsIncludeArgs: f.includeArgs, Prompter: prompter, Depth: depth,
+		Budget: budget.Limits{
 			MaxRuntime: f.maxRuntime, MaxToolCalls: f.maxToolCalls,
 			MaxInputTokens: f.maxInputTok, MaxOutputTokens: f.maxOutputTok, MaxCostUSD: f.maxCostUSD,
 		},
 	}
 	if sess != nil {
-		hopts.SavedPlan = sess.Plan
+		fmt.Fprintln(stderr, "odek: session", sess.ID)
+		spec.Session, spec.Store = sess, store
 	}
-	if p, ok := tools.NewTTYPrompter(); ok {
-		hopts.Prompter = p
+	oc, runErr := h.Run(ctx, spec)
+	if errors.Is(runErr, host.ErrSetup) {
+		return withCode(exitSetup, runErr)
 	}
-	rt, err := host.Build(ctx, hopts)
-	if err != nil {
-		return withCode(exitSetup, err)
-	}
-	defer rt.Close()
-	for _, r := range rt.Extensions {
+	for _, r := range oc.Extensions[min(len(h.Extensions()), len(oc.Extensions)):] { // this run's own (scope "job") servers
 		if !f.quiet || r.Status != ext.StatusLoaded {
 			fmt.Fprintln(stderr, "odek: extension", r.String())
 		}
 	}
-	acfg, tracker, red := rt.Agent, rt.Budget, rt.Redactor
-	if sess != nil {
-		fmt.Fprintln(stderr, "odek: session", sess.ID)
-		acfg.SessionID = sess.ID
-		acfg.History = sess.Messages
-		acfg.Persist = func(msgs []llm.Message) error {
-			sess.Messages = msgs
-			sess.Plan = rt.SavedPlan()
-			return store.Save(context.WithoutCancel(ctx), sess)
-		}
-	}
-	res, runErr := agent.Run(ctx, acfg, goal)
-
-	status, code := "success", exitOK
-	switch {
-	case runErr == nil:
-	case errors.Is(runErr, budget.ErrExceeded):
-		status, code = "budget_exhausted", exitBudget
-	case errors.Is(runErr, context.Canceled):
-		status, code = "canceled", exitCancelled
-	default:
-		status, code = "error", exitError
-	}
-	answer := red.String(res.Answer)
+	code := oc.ExitCode
+	answer := oc.Answer
 	if f.jsonOut {
 		out := jsonResult{
-			Status: status, Answer: answer, RunID: res.RunID, SessionID: acfg.SessionID, Iterations: res.Iterations,
-			Usage: res.Usage, DurationMS: res.Duration.Milliseconds(), CostUSD: tracker.Snapshot().CostUSD,
-		}
-		if runErr != nil {
-			out.Error = red.String(runErr.Error())
+			Status: oc.Status, Answer: answer, RunID: oc.RunID, SessionID: oc.SessionID, Iterations: oc.Iterations,
+			Usage: oc.Usage, DurationMS: oc.Duration.Milliseconds(), CostUSD: oc.CostUSD, Error: oc.Error,
 		}
 		enc := json.NewEncoder(stdout)
 		enc.SetEscapeHTML(false)
@@ -273,7 +253,7 @@ func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer, cont b
 		if code == exitCancelled {
 			return withCode(code, errors.New("cancelled"))
 		}
-		return withCode(code, errors.New(red.String(runErr.Error())))
+		return withCode(code, errors.New(oc.Error))
 	}
 	fmt.Fprintln(stdout, answer)
 	return nil

@@ -139,15 +139,19 @@ func cmdSubagent(ctx context.Context, args []string, stdout, stderr io.Writer) (
 		workDir, deny = c.Root, c.Deny
 	}
 	var inheritErr error
-	rt, err := host.Build(ctx, host.Options{
-		Config: cfg, WorkDir: workDir, Logger: log, EventSink: sink, Environ: os.Environ(),
-		Warn: func(w string) { fmt.Fprintln(stderr, "odek subagent: warning:", w) },
-		Plan: true, Delegate: true, Depth: depth, MaxRisk: task.MaxRisk, Start: start,
-		Extensions: true, ApproveMCP: os.Getenv("ODEK_APPROVE_MCP") == "1", ClientVersion: version,
+	h, err := host.New(ctx, cfg, host.HostOptions{
+		Logger: log, Environ: os.Environ(), WorkDir: workDir,
+		Warn:       func(w string) { fmt.Fprintln(stderr, "odek subagent: warning:", w) },
+		Extensions: true, ApproveMCP: config.ApproveMCP(), ClientVersion: version,
 		Confine: task.Confine != nil, SandboxDeny: deny,
-		AdjustLimits: func(l *budget.Limits) {
-			*l, inheritErr = task.Budget.Inherit(*l)
-		},
+	})
+	if err != nil {
+		return setup(err)
+	}
+	defer h.Close()
+	rt, err := h.Prepare(ctx, host.RunSpec{
+		WorkDir: workDir, Sink: sink, Depth: depth, MaxRisk: task.MaxRisk, Start: start, Confine: task.Confine != nil,
+		Adjust: func(l *budget.Limits) { *l, inheritErr = task.Budget.Inherit(*l) },
 	})
 	if err != nil {
 		return setup(err)

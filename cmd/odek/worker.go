@@ -9,7 +9,6 @@ import (
 	"net"
 	"net/http"
 	"os"
-	"strconv"
 	"strings"
 	"time"
 
@@ -34,18 +33,29 @@ type queueFlags struct {
 	explicit map[string]bool
 }
 
-// registerConn adds --redis and --prefix (every command).
-func (q *queueFlags) registerConn(fs *flag.FlagSet) {
-	fs.StringVar(&q.redisURL, "redis", os.Getenv("REDIS_URL"), "Redis URL, e.g. redis://localhost:6379/0 (env REDIS_URL)")
-	fs.StringVar(&q.prefix, "prefix", envOr("ODEK_QUEUE_PREFIX", "odek:"), "key prefix of the queue and sessions (env ODEK_QUEUE_PREFIX)")
+// registerConn adds --redis and --prefix (every command), their defaults
+// from env.
+func (q *queueFlags) registerConn(fs *flag.FlagSet, env config.WorkerEnv) {
+	fs.StringVar(&q.redisURL, "redis", env.RedisURL, "Redis URL, e.g. redis://localhost:6379/0 (env REDIS_URL)")
+	fs.StringVar(&q.prefix, "prefix", env.QueuePrefix, "key prefix of the queue and sessions (env ODEK_QUEUE_PREFIX)")
+}
+
+// workerEnv reads the worker's and queue's variables; a value that does
+// not parse is a setup error naming the variable.
+func workerEnv() (config.WorkerEnv, error) {
+	var env config.WorkerEnv
+	if err := config.ReadEnv(nil, &env); err != nil {
+		return env, withCode(exitSetup, err)
+	}
+	return env, nil
 }
 
 // registerShared adds --lease and --max-attempts (odek worker only: the
 // first worker stores them in <prefix>config, later ones must agree).
-func (q *queueFlags) registerShared(fs *flag.FlagSet) {
-	q.explicit = map[string]bool{"lease": os.Getenv("ODEK_QUEUE_LEASE") != "", "max-attempts": os.Getenv("ODEK_QUEUE_MAX_ATTEMPTS") != ""}
-	fs.DurationVar(&q.lease, "lease", envDuration("ODEK_QUEUE_LEASE", 30*time.Second), "lease of a claimed job without heartbeat before another worker takes it over (env ODEK_QUEUE_LEASE; stored in the queue by the first worker)")
-	fs.IntVar(&q.maxAttempts, "max-attempts", envInt("ODEK_QUEUE_MAX_ATTEMPTS", 3), "deaths of a job's worker, while the job ran alone, before it is dead-lettered (env ODEK_QUEUE_MAX_ATTEMPTS; stored in the queue by the first worker)")
+func (q *queueFlags) registerShared(fs *flag.FlagSet, env config.WorkerEnv) {
+	q.explicit = map[string]bool{"lease": config.EnvSet("ODEK_QUEUE_LEASE"), "max-attempts": config.EnvSet("ODEK_QUEUE_MAX_ATTEMPTS")}
+	fs.DurationVar(&q.lease, "lease", env.Lease.D(), "lease of a claimed job without heartbeat before another worker takes it over (env ODEK_QUEUE_LEASE; stored in the queue by the first worker)")
+	fs.IntVar(&q.maxAttempts, "max-attempts", env.MaxAttempts, "deaths of a job's worker, while the job ran alone, before it is dead-lettered (env ODEK_QUEUE_MAX_ATTEMPTS; stored in the queue by the first worker)")
 }
 
 // markExplicit records which shared flags fs got on the command line.
@@ -162,27 +172,6 @@ func (q *queueFlags) agree(sc queue.SharedConfig, log logrus.FieldLogger) error 
 	return nil
 }
 
-func envOr(k, def string) string {
-	if v := os.Getenv(k); v != "" {
-		return v
-	}
-	return def
-}
-
-func envInt(k string, def int) int {
-	if n, err := strconv.Atoi(os.Getenv(k)); err == nil {
-		return n
-	}
-	return def
-}
-
-func envDuration(k string, def time.Duration) time.Duration {
-	if d, err := parseSeconds(os.Getenv(k)); err == nil && d > 0 {
-		return d
-	}
-	return def
-}
-
 type workerFlags struct {
 	q               queueFlags
 	concurrency     int
@@ -197,18 +186,26 @@ type workerFlags struct {
 
 func cmdWorker(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	var f workerFlags
+	env, err := workerEnv()
+	if err != nil {
+		return err
+	}
+	var penv config.ProcessEnv
+	if err := config.ReadEnv(nil, &penv); err != nil {
+		return withCode(exitSetup, err)
+	}
 	fs := flag.NewFlagSet("odek worker", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	f.q.registerConn(fs)
-	f.q.registerShared(fs)
-	fs.IntVar(&f.concurrency, "concurrency", envInt("ODEK_WORKER_CONCURRENCY", 4), "jobs run at once (env ODEK_WORKER_CONCURRENCY)")
-	fs.StringVar(&f.name, "name", os.Getenv("ODEK_WORKER_NAME"), "consumer name, unique per worker (default host-pid-random; env ODEK_WORKER_NAME)")
-	fs.StringVar(&f.metricsAddr, "metrics-addr", os.Getenv("ODEK_WORKER_METRICS_ADDR"), "serve /healthz and /metrics on this address, e.g. :9464 (default off; env ODEK_WORKER_METRICS_ADDR)")
-	fs.DurationVar(&f.shutdownTimeout, "shutdown-timeout", envDuration("ODEK_WORKER_SHUTDOWN_TIMEOUT", 30*time.Second), "on SIGTERM, how long running jobs may finish before they are canceled and left for redelivery")
-	fs.StringVar(&f.artifacts, "artifacts", os.Getenv("ODEK_ARTIFACTS_DIR"), "directory shared with the front end; each chat works in <dir>/<chat id> and files a job writes there are reported as artifacts (default: the working directory, no artifacts; env ODEK_ARTIFACTS_DIR)")
-	fs.DurationVar(&f.approvalTimeout, "approval-timeout", envDuration("ODEK_APPROVAL_TIMEOUT", queue.DefaultApprovalTimeout), "how long a tool approval waits for the chat before denying")
-	fs.DurationVar(&f.sessionTTL, "session-ttl", envDuration("ODEK_SESSION_TTL", 0), "forget a chat's session this long after its last job (default never)")
-	fs.StringVar(&f.logLevel, "log-level", envOr("ODEK_LOG_LEVEL", "info"), "debug, info, warn or error")
+	f.q.registerConn(fs, env)
+	f.q.registerShared(fs, env)
+	fs.IntVar(&f.concurrency, "concurrency", env.Concurrency, "jobs run at once (env ODEK_WORKER_CONCURRENCY)")
+	fs.StringVar(&f.name, "name", env.Name, "consumer name, unique per worker (default host-pid-random; env ODEK_WORKER_NAME)")
+	fs.StringVar(&f.metricsAddr, "metrics-addr", env.MetricsAddr, "serve /healthz and /metrics on this address, e.g. :9464 (default off; env ODEK_WORKER_METRICS_ADDR)")
+	fs.DurationVar(&f.shutdownTimeout, "shutdown-timeout", env.ShutdownTimeout.D(), "on SIGTERM, how long running jobs may finish before they are canceled and left for redelivery (env ODEK_WORKER_SHUTDOWN_TIMEOUT)")
+	fs.StringVar(&f.artifacts, "artifacts", env.ArtifactsDir, "directory shared with the front end; each chat works in <dir>/<chat id> and files a job writes there are reported as artifacts (default: the working directory, no artifacts; env ODEK_ARTIFACTS_DIR)")
+	fs.DurationVar(&f.approvalTimeout, "approval-timeout", env.ApprovalTimeout.D(), "how long a tool approval waits for the chat before denying (env ODEK_APPROVAL_TIMEOUT)")
+	fs.DurationVar(&f.sessionTTL, "session-ttl", env.SessionTTL.D(), "forget a chat's session this long after its last job (default never; env ODEK_SESSION_TTL)")
+	fs.StringVar(&f.logLevel, "log-level", env.LogLevel, "debug, info, warn or error (env ODEK_LOG_LEVEL)")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return withCode(exitOK, errors.Join(errReported, err))
@@ -256,7 +253,7 @@ func cmdWorker(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	// One LLM client and one set of extension servers serve every job.
 	jr := &host.JobRunner{Config: cfg, Sessions: store, Logger: log,
 		WorkDir: wd, ArtifactsDir: f.artifacts, Environ: os.Environ(), ClientVersion: version}
-	if err := jr.Start(ctx, os.Getenv("ODEK_APPROVE_MCP") == "1"); err != nil {
+	if err := jr.Start(ctx, penv.ApproveMCP); err != nil {
 		return withCode(exitSetup, err)
 	}
 	defer jr.Close()

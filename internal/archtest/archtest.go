@@ -1,7 +1,9 @@
 // Package archtest keeps odek's import graph pointing the way
 // /work/shared/DESIGN.md says: from cmd/* through bot and worker to agent,
 // then mcpclient and internal/*, down to the leaves artifacts, events and
-// internal/redact, which import only the standard library.
+// internal/redact, which import only the standard library. agent owns the
+// types of its Go API, so the internal packages that implement its
+// interfaces (internal/llm, internal/tools, internal/budget) import it.
 //
 // The rules are data (Rules) and the check is a pure function (Check) over
 // a list of packages and their direct imports, so the checker itself is
@@ -59,8 +61,15 @@ var Rules = []Rule{
 	{From: "artifacts", Only: []string{Std}, Why: "artifacts is a leaf: stdlib only"},
 	{From: "internal/redact", Only: []string{Std}, Why: "internal/redact is a leaf: stdlib only"},
 	{From: "internal/toolschema", Only: []string{Std}, Why: "internal/toolschema is a leaf: stdlib only"},
-	{From: "internal/llm", Only: []string{Std, "internal/toolschema"}, Why: "the llm client depends on nothing but the standard library and the schema leaf"},
-	{From: "internal/budget", Only: []string{Std}, Why: "internal/budget is stdlib only"},
+	{From: "internal/clip", Only: []string{Std}, Why: "internal/clip is a leaf: stdlib only"},
+	{From: "internal/backoff", Only: []string{Std}, Why: "internal/backoff is a leaf: stdlib only"},
+	{From: "internal/llm", Only: []string{Std, "internal/toolschema", "internal/backoff", "agent"}, Why: "the llm client depends on nothing but the standard library, the schema and backoff leaves and agent's message types"},
+	{From: "internal/budget", Only: []string{Std, "agent"}, Why: "internal/budget is stdlib only, plus agent's Budget error type"},
+	{
+		From: "agent",
+		Only: []string{Std, "events", "internal/redact", "internal/clip", "github.com/sirupsen/logrus"},
+		Why:  "agent owns the types of its Go API and imports only leaves: the packages that implement its interfaces (internal/llm, internal/tools, internal/budget) import it",
+	},
 	{
 		From: "internal/sandbox",
 		Only: []string{Std, "github.com/landlock-lsm/go-landlock", "golang.org/x/sys"},
@@ -68,7 +77,7 @@ var Rules = []Rule{
 	},
 	{
 		From: "mcpclient",
-		Only: []string{Std, "artifacts", "events", "github.com/sirupsen/logrus", "golang.org/x/sys"},
+		Only: []string{Std, "artifacts", "events", "internal/backoff", "internal/redact", "github.com/sirupsen/logrus", "golang.org/x/sys"},
 		Why:  "mcpclient may use only the leaves, logrus and x/sys",
 	},
 	{From: "...", Never: []string{"cmd/..."}, Why: "mains are never imported"},
@@ -77,9 +86,9 @@ var Rules = []Rule{
 	{From: "internal/...", Never: []string{"worker/...", "bot/...", "cmd/..."}, Why: "internal packages sit below the front ends"},
 	{
 		From:   "internal/...",
-		Except: []string{"internal/subagent/...", "internal/host/..."},
+		Except: []string{"internal/subagent/...", "internal/host/...", "internal/llm", "internal/tools", "internal/budget"},
 		Never:  []string{"agent/..."},
-		Why:    "internal packages sit below agent (only internal/subagent, which runs child agents, and internal/host, which assembles agent.Config, may import it)",
+		Why:    "internal packages sit below agent (only internal/subagent, which runs child agents, internal/host, which assembles agent.Config, and the implementations of agent's interfaces internal/llm, internal/tools and internal/budget may import it)",
 	},
 	{From: "worker/...", Never: []string{"bot/..."}, Why: "worker and bot meet only through queue"},
 	{From: "bot/...", Never: []string{"worker/...", "agent/..."}, Why: "bot talks to workers through queue, never runs the agent itself"},

@@ -131,8 +131,10 @@ func TestCheckCatchesViolations(t *testing.T) {
 		{"cmd importing everything else", Package{m("cmd/odek"), []string{m("agent"), m("worker"), m("bot"), m("queue"), m("internal/config")}}, nil},
 		{"queue importing worker and bot", Package{m("queue"), []string{m("worker"), m("bot/format"), m("events")}}, []string{m("worker"), m("bot/format")}},
 		{"queue helper importing worker", Package{m("queue/queuetest"), []string{m("worker")}}, []string{m("worker")}},
-		{"agent importing front ends", Package{m("agent"), []string{m("queue"), m("worker"), m("bot"), m("mcpclient"), m("internal/tools")}}, []string{m("queue"), m("worker"), m("bot")}},
-		{"internal importing agent", Package{m("internal/tools"), []string{m("agent"), m("artifacts")}}, []string{m("agent")}},
+		{"agent importing front ends", Package{m("agent"), []string{m("queue"), m("worker"), m("bot")}}, []string{m("queue"), m("queue"), m("worker"), m("worker"), m("bot"), m("bot")}}, // the Only and the Never rule
+		{"agent importing an implementation of its interfaces", Package{m("agent"), []string{m("internal/llm"), m("internal/tools"), m("events")}}, []string{m("internal/llm"), m("internal/tools")}},
+		{"internal importing agent", Package{m("internal/session"), []string{m("agent"), "os"}}, []string{m("agent")}},
+		{"an implementation of agent's interfaces may import it", Package{m("internal/tools"), []string{m("agent"), m("artifacts")}}, nil},
 		{"internal helper importing agent", Package{m("internal/llm/llmtest"), []string{m("agent")}}, []string{m("agent")}},
 		{"internal/subagent may import agent", Package{m("internal/subagent"), []string{m("agent"), m("artifacts")}}, nil},
 		{"internal/subagent still not worker", Package{m("internal/subagent"), []string{m("worker")}}, []string{m("worker")}},

@@ -18,15 +18,17 @@
 //
 // Concurrency and ownership: a *Tracker is safe for concurrent use. Every
 // other type is a plain value; functions do not retain their arguments.
-// The package imports only the standard library.
+// The package imports only the standard library and agent (whose Budget
+// interface *Tracker implements, and which owns the error type).
 package budget
 
 import (
-	"errors"
 	"fmt"
 	"math"
 	"sync"
 	"time"
+
+	"github.com/odekrun/odek/agent"
 )
 
 // Limit names, as carried by ExceededError.Limit and the budget_exceeded
@@ -39,39 +41,14 @@ const (
 	LimitCostUSD      = "cost_usd"
 )
 
-// ErrExceeded matches every *ExceededError through errors.Is.
-var ErrExceeded = errors.New("budget: execution budget exhausted")
+// ErrExceeded matches every *ExceededError through errors.Is (it is
+// agent.ErrBudgetExceeded).
+var ErrExceeded = agent.ErrBudgetExceeded
 
-// ExceededError reports an exhausted limit. Units: seconds for runtime,
-// counts for tool calls and tokens, USD for cost.
-type ExceededError struct {
-	// Limit is one of the Limit* names.
-	Limit string
-	// Observed is the value that went past Max (for tool calls, the number
-	// of calls the run asked for in total).
-	Observed float64
-	// Max is the configured maximum.
-	Max float64
-}
-
-func (e *ExceededError) Error() string {
-	return fmt.Sprintf("budget: %s limit exhausted: observed %s, max %s",
-		e.Limit, formatValue(e.Limit, e.Observed), formatValue(e.Limit, e.Max))
-}
-
-// Is makes errors.Is(err, ErrExceeded) true for any *ExceededError.
-func (e *ExceededError) Is(target error) bool { return target == ErrExceeded }
-
-func formatValue(limit string, v float64) string {
-	switch limit {
-	case LimitRuntime:
-		return fmt.Sprintf("%gs", v)
-	case LimitCostUSD:
-		return fmt.Sprintf("$%.6f", v)
-	default:
-		return fmt.Sprintf("%.0f", v)
-	}
-}
+// ExceededError reports an exhausted limit (it is
+// agent.BudgetExceededError). Units: seconds for runtime, counts for tool
+// calls and tokens, USD for cost; Limit is one of the Limit* names.
+type ExceededError = agent.BudgetExceededError
 
 // Limits are the execution budgets of one run. The zero value means no
 // limits; each zero field means that limit is unlimited.
@@ -258,6 +235,30 @@ func (t *Tracker) Deadline() (deadline time.Time, ok bool) {
 		return time.Time{}, false
 	}
 	return t.start.Add(t.limits.MaxRuntime), true
+}
+
+// Levels reports each configured limit with its use so far, in the units
+// of ExceededError (agent.BudgetMeter: the loop warns at 80%). Runtime is
+// measured against the wall clock now; cost only when a price is known.
+func (t *Tracker) Levels(yield func(limit string, observed, max float64)) {
+	t.mu.Lock()
+	l, u := t.limits, t.usage
+	t.mu.Unlock()
+	if l.MaxRuntime > 0 {
+		yield(LimitRuntime, time.Since(t.start).Seconds(), l.MaxRuntime.Seconds())
+	}
+	if l.MaxToolCalls > 0 {
+		yield(LimitToolCalls, float64(u.ToolCalls), float64(l.MaxToolCalls))
+	}
+	if l.MaxInputTokens > 0 {
+		yield(LimitInputTokens, float64(u.InputTokens), float64(l.MaxInputTokens))
+	}
+	if l.MaxOutputTokens > 0 {
+		yield(LimitOutputTokens, float64(u.OutputTokens), float64(l.MaxOutputTokens))
+	}
+	if t.pricesKnown && l.MaxCostUSD > 0 {
+		yield(LimitCostUSD, u.CostUSD, l.MaxCostUSD)
+	}
 }
 
 // Snapshot returns the usage so far.

@@ -1,7 +1,6 @@
 package budget
 
 import (
-	"encoding/json"
 	"errors"
 	"math"
 	"strings"
@@ -248,97 +247,4 @@ func TestMergeLimits(t *testing.T) {
 			}
 		})
 	}
-}
-
-func TestFromSections(t *testing.T) {
-	tests := []struct {
-		name, op, proj string
-		wantErr        string // substring; "" means success
-		want           Limits
-		wantWarns      int
-		model          string
-		wantCost       float64 // 1M in + 1M out for model
-		wantKnown      bool
-	}{
-		{name: "both absent", want: Limits{}},
-		{name: "operator only", op: `{"max_runtime_seconds": 90, "max_tool_calls": 5, "max_input_tokens": 7, "max_output_tokens": 8, "max_cost_usd": 2.5, "input_cost_per_million_usd": 1, "output_cost_per_million_usd": 3}`,
-			want: Limits{MaxRuntime: 90 * time.Second, MaxToolCalls: 5, MaxInputTokens: 7, MaxOutputTokens: 8, MaxCostUSD: 2.5}, model: "m", wantCost: 4, wantKnown: true},
-		{name: "per-model price", op: `{"input_cost_per_million_usd": 1, "output_cost_per_million_usd": 3, "model_prices": {"m": {"output_cost_per_million_usd": 10}}}`,
-			model: "m", wantCost: 11, wantKnown: true},
-		{name: "project lowers", op: `{"max_tool_calls": 5}`, proj: `{"max_tool_calls": 2}`, want: Limits{MaxToolCalls: 2}},
-		{name: "project clamped", op: `{"max_tool_calls": 5}`, proj: `{"max_tool_calls": 9}`, want: Limits{MaxToolCalls: 5}, wantWarns: 1},
-		{name: "project adds", op: `{"max_tool_calls": 5}`, proj: `{"max_cost_usd": 0.1}`, want: Limits{MaxToolCalls: 5, MaxCostUSD: 0.1}},
-		{name: "project flat input price", proj: `{"input_cost_per_million_usd": 0}`, wantErr: "project limits.input_cost_per_million_usd"},
-		{name: "project flat output price", proj: `{"output_cost_per_million_usd": 1}`, wantErr: "project limits.output_cost_per_million_usd"},
-		{name: "project model prices", proj: `{"model_prices": {}}`, wantErr: "project limits.model_prices"},
-		{name: "negative limit", op: `{"max_tool_calls": -1}`, wantErr: "operator limits.max_tool_calls: got -1"},
-		{name: "negative project runtime", proj: `{"max_runtime_seconds": -0.5}`, wantErr: "project limits.max_runtime_seconds"},
-		{name: "negative model price", op: `{"model_prices": {"m": {"input_cost_per_million_usd": -1}}}`, wantErr: `model_prices["m"].input_cost_per_million_usd`},
-		{name: "runtime too large", op: `{"max_runtime_seconds": 1e30}`, wantErr: "max_runtime_seconds"},
-		{name: "unknown key", op: `{"max_tool_call": 5}`, wantErr: "max_tool_call"},
-		{name: "not an object", op: `[1]`, wantErr: "operator limits"},
-		{name: "fractional tokens", op: `{"max_input_tokens": 1.5}`, wantErr: "operator limits"},
-		{name: "null section", op: `null`, want: Limits{}},
-	}
-	for _, tc := range tests {
-		t.Run(tc.name, func(t *testing.T) {
-			l, table, warns, err := FromSections(raw(tc.op), raw(tc.proj))
-			if tc.wantErr != "" {
-				if err == nil || !strings.Contains(err.Error(), tc.wantErr) || !errors.Is(err, ErrInvalidSection) {
-					t.Fatalf("err %v, want one containing %q", err, tc.wantErr)
-				}
-				return
-			}
-			if err != nil {
-				t.Fatal(err)
-			}
-			if l != tc.want || len(warns) != tc.wantWarns {
-				t.Fatalf("got %+v %q, want %+v and %d warnings", l, warns, tc.want, tc.wantWarns)
-			}
-			p, known := table.For(tc.model)
-			if known != tc.wantKnown || math.Abs(Cost(p, 1e6, 1e6)-tc.wantCost) > 1e-9 {
-				t.Fatalf("prices for %q: known %v cost %g, want %v %g", tc.model, known, Cost(p, 1e6, 1e6), tc.wantKnown, tc.wantCost)
-			}
-		})
-	}
-}
-
-func raw(s string) json.RawMessage {
-	if s == "" {
-		return nil
-	}
-	return json.RawMessage(s)
-}
-
-// FuzzFromSections: a project file is untrusted; parsing never panics, and a
-// successful parse never yields negative limits or project prices.
-func FuzzFromSections(f *testing.F) {
-	f.Add([]byte(`{"max_tool_calls": 5, "max_cost_usd": 1}`), []byte(`{"max_tool_calls": 9}`))
-	f.Add([]byte(`{"model_prices": {"m": {"input_cost_per_million_usd": 2}}}`), []byte(`{"model_prices": {}}`))
-	f.Add([]byte(`{"max_runtime_seconds": 1e308}`), []byte(`null`))
-	f.Add([]byte(``), []byte(`{"max_input_tokens": -1}`))
-	f.Fuzz(func(t *testing.T, op, proj []byte) {
-		l, _, _, err := FromSections(op, proj)
-		if err != nil {
-			return
-		}
-		if l.MaxRuntime < 0 || l.MaxToolCalls < 0 || l.MaxInputTokens < 0 || l.MaxOutputTokens < 0 || l.MaxCostUSD < 0 {
-			t.Fatalf("negative limit accepted: %+v", l)
-		}
-		opOnly, _, _, err := FromSections(op, nil)
-		if err != nil {
-			t.Fatalf("operator section accepted with a project but not alone: %v", err)
-		}
-		for _, pair := range [][2]float64{
-			{float64(l.MaxRuntime), float64(opOnly.MaxRuntime)},
-			{float64(l.MaxToolCalls), float64(opOnly.MaxToolCalls)},
-			{float64(l.MaxInputTokens), float64(opOnly.MaxInputTokens)},
-			{float64(l.MaxOutputTokens), float64(opOnly.MaxOutputTokens)},
-			{l.MaxCostUSD, opOnly.MaxCostUSD},
-		} {
-			if pair[1] > 0 && (pair[0] == 0 || pair[0] > pair[1]) {
-				t.Fatalf("project raised an operator limit: merged %+v, operator %+v", l, opOnly)
-			}
-		}
-	})
 }

@@ -9,7 +9,8 @@
 //  3. the project file ./odek.json in the project directory (untrusted: it
 //     arrives with whatever repository odek is pointed at);
 //  4. the environment (ODEK_API_KEY, OPENAI_API_KEY, ODEK_BASE_URL,
-//     ODEK_MODEL; see EnvUsage);
+//     ODEK_MODEL; every variable odek reads is declared in environ.go and
+//     listed by `odek config env`);
 //  5. command-line flag overrides (Flags).
 //
 // Trust rules: the project file may not set api_key, base_url or any part of
@@ -35,6 +36,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"reflect"
 	"sort"
 	"strconv"
 	"strings"
@@ -119,6 +121,18 @@ type Config struct {
 	LLM LLM `json:"llm"`
 	// Tools tunes the built-in tools.
 	Tools Tools `json:"tools"`
+	// Limits are the execution limits and prices (section limits).
+	Limits Limits `json:"limits"`
+	// Subagent tunes delegate_tasks (section subagent).
+	Subagent Subagent `json:"subagent"`
+	// Sandbox confines jobs (section sandbox).
+	Sandbox Sandbox `json:"sandbox"`
+	// Context steers proactive trimming (keys context_window and
+	// context_share).
+	Context Context `json:"context"`
+	// MCPServers are the mcp_servers sections of both files, for package
+	// ext. Never marshalled: entries may hold header templates.
+	MCPServers MCPServers `json:"-"`
 
 	// Home is the resolved, absolute ODEK_HOME.
 	Home string `json:"home"`
@@ -320,9 +334,42 @@ func (c *Config) Settings() []Setting {
 		Setting{"llm.keep_think_tags", strconv.FormatBool(c.LLM.KeepThinkTags), src("llm.keep_think_tags")},
 		Setting{"tools.shell_timeout_seconds", strconv.Itoa(c.Tools.ShellTimeoutSeconds), src("tools.shell_timeout_seconds")},
 		Setting{"tools.max_output_bytes", strconv.Itoa(c.Tools.MaxOutputBytes), src("tools.max_output_bytes")},
-		Setting{"home", c.Home, ""},
-		Setting{"project_dir", c.ProjectDir, ""},
 	)
+	for _, sec := range c.sections() {
+		v := reflect.ValueOf(sec.dst).Elem()
+		for i := range v.NumField() {
+			key := jsonName(v.Type().Field(i))
+			if sec.key != "" {
+				key = sec.key + "." + key
+			}
+			val := ""
+			if f := v.Field(i); !f.IsZero() {
+				b, _ := json.Marshal(f.Interface())
+				val = string(b)
+			}
+			s = append(s, Setting{key, val, src(key)})
+		}
+	}
+	for _, m := range []struct {
+		sec MCPSection
+		src string
+	}{{c.MCPServers.Operator, SourceOperator}, {c.MCPServers.Project, SourceProject}} {
+		var servers map[string]json.RawMessage
+		if json.Unmarshal(m.sec.Raw, &servers) != nil {
+			continue
+		}
+		names := make([]string, 0, len(servers))
+		for n := range servers {
+			names = append(names, n)
+		}
+		sort.Strings(names)
+		for _, n := range names {
+			// Entries may carry header templates and env values: only the
+			// declaring file is shown (odek ext check shows the rest).
+			s = append(s, Setting{"mcp_servers." + n, "declared in " + m.sec.Path, m.src})
+		}
+	}
+	s = append(s, Setting{"home", c.Home, ""}, Setting{"project_dir", c.ProjectDir, ""})
 	return s
 }
 

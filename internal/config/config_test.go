@@ -66,7 +66,7 @@ func TestLoadDefaults(t *testing.T) {
 		Tools:           Tools{MaxOutputBytes: 64 << 10},
 	}
 	got := *c
-	got.Home, got.ProjectDir, got.Sources, got.Layers = "", "", nil, Layers{}
+	got.Home, got.ProjectDir, got.Sources, got.Layers, got.MCPServers = "", "", nil, Layers{}, MCPServers{}
 	if !reflect.DeepEqual(got, want) {
 		t.Errorf("defaults:\n got %#v\nwant %#v", got, want)
 	}
@@ -276,7 +276,7 @@ func TestProjectTrustRules(t *testing.T) {
 func TestUnknownFieldsIgnored(t *testing.T) {
 	const extra = `{
 		"mcp_servers": {"x": {"command": "/bin/x", "timeout_seconds": "weird"}},
-		"limits": [1, 2], "subagent": null, "context_window": 128000,
+		"telegram": [1, 2], "subagent": null, "future_section": 128000,
 		"// model": "a note", "model": "m",
 		"llm": {"stream": false, "future_knob": {"a": [1]}},
 		"dangerous": {"classes": {}, "future": true}
@@ -507,7 +507,7 @@ func TestSection(t *testing.T) {
 		Args           []string `json:"args"`
 		TimeoutSeconds int      `json:"timeout_seconds"`
 	}
-	raw := "{\n \"mcp_servers\": {\"a\": {\"command\": \"/bin/a\", \"extra\": 1}},\n \"limits\": {\"max_tool_calls\": \"x\"},\n \"Subagent\": {\"depth\": 2}, \"nothing\": null\n}"
+	raw := "{\n \"mcp_servers\": {\"a\": {\"command\": \"/bin/a\", \"extra\": 1}},\n \"other\": {\"max_tool_calls\": \"x\"},\n \"Plugin\": {\"depth\": 2}, \"nothing\": null\n}"
 	o := dirs(t, raw, "")
 	c, _ := mustLoad(t, o)
 	l := c.Layers.Operator
@@ -526,9 +526,9 @@ func TestSection(t *testing.T) {
 	var limits struct {
 		MaxToolCalls int `json:"max_tool_calls"`
 	}
-	ok, err := l.Section("limits", &limits)
+	ok, err := l.Section("other", &limits)
 	var e *Error
-	if !ok || !errors.As(err, &e) || e.Field != "limits.max_tool_calls" || e.Line != 3 || e.Source != l.Path {
+	if !ok || !errors.As(err, &e) || e.Field != "other.max_tool_calls" || e.Line != 3 || e.Source != l.Path {
 		t.Errorf("limits: ok=%v err=%v", ok, err)
 	}
 
@@ -536,8 +536,8 @@ func TestSection(t *testing.T) {
 		Depth   int `json:"depth"`
 		Timeout int `json:"timeout"`
 	}{Timeout: 60}
-	if ok, err := l.Section("subagent", &sub); !ok || err != nil || sub.Depth != 2 || sub.Timeout != 60 {
-		t.Errorf("subagent (case-insensitive, defaults kept): ok=%v err=%v %+v", ok, err, sub)
+	if ok, err := l.Section("plugin", &sub); !ok || err != nil || sub.Depth != 2 || sub.Timeout != 60 {
+		t.Errorf("plugin (case-insensitive, defaults kept): ok=%v err=%v %+v", ok, err, sub)
 	}
 
 	keep := 7

@@ -56,16 +56,6 @@ func lookup(environ []string, key string) (string, bool) {
 	return "", false
 }
 
-// EnvUsage describes the environment variables odek reads, for --help.
-func EnvUsage() string {
-	header := "Environment variables (empty values count as unset):"
-	s, err := cleanenv.GetDescription(&envVars{}, &header)
-	if err != nil { // only for a malformed struct, which tests rule out
-		return header
-	}
-	return s
-}
-
 // HomeDir resolves ODEK_HOME from environ (nil means the process
 // environment): $ODEK_HOME when set, with a leading "~" expanded, else
 // ~/.odek. The result is absolute and clean. ErrNoHome when neither

@@ -8,6 +8,7 @@ import (
 	"runtime"
 	"strings"
 	"testing"
+	"time"
 )
 
 func TestHomeDir(t *testing.T) {
@@ -102,11 +103,34 @@ func TestEnvVarsAreStrings(t *testing.T) {
 	}
 }
 
-func TestEnvUsage(t *testing.T) {
-	u := EnvUsage()
-	for _, v := range []string{"ODEK_HOME", "ODEK_API_KEY", "OPENAI_API_KEY", "ODEK_BASE_URL", "ODEK_MODEL", "empty values count as unset"} {
+func TestEnvText(t *testing.T) {
+	u := EnvText(EnvGroups())
+	for _, v := range []string{"ODEK_HOME", "ODEK_API_KEY", "OPENAI_API_KEY", "ODEK_BASE_URL", "ODEK_MODEL", "ODEK_APPROVE_MCP",
+		"REDIS_URL", "ODEK_WORKER_CONCURRENCY", "ODEK_QUEUE_LEASE", "odek worker and odek queue:"} {
 		if !strings.Contains(u, v) {
-			t.Errorf("EnvUsage lacks %s:\n%s", v, u)
+			t.Errorf("EnvText lacks %s:\n%s", v, u)
 		}
+	}
+}
+
+func TestReadEnvNamesTheVariable(t *testing.T) {
+	var w WorkerEnv
+	if err := ReadEnv([]string{}, &w); err != nil || w.Concurrency != 4 || w.Lease.D() != 30*time.Second || w.QueuePrefix != "odek:" {
+		t.Fatalf("defaults: %+v %v", w, err)
+	}
+	if err := ReadEnv([]string{"ODEK_WORKER_CONCURRENCY=8", "ODEK_QUEUE_LEASE=90", "ODEK_SESSION_TTL=2h"}, &w); err != nil ||
+		w.Concurrency != 8 || w.Lease.D() != 90*time.Second || w.SessionTTL.D() != 2*time.Hour {
+		t.Fatalf("set: %+v %v", w, err)
+	}
+	for _, bad := range []string{"ODEK_WORKER_CONCURRENCY=four", "ODEK_QUEUE_LEASE=-1", "ODEK_APPROVAL_TIMEOUT=soon"} {
+		err := ReadEnv([]string{bad}, &WorkerEnv{})
+		name, _, _ := strings.Cut(bad, "=")
+		if err == nil || !strings.Contains(err.Error(), name) || !errors.Is(err, ErrInvalid) {
+			t.Errorf("%s: err = %v, want one naming %s", bad, err, name)
+		}
+	}
+	var p ProcessEnv
+	if err := ReadEnv([]string{"ODEK_APPROVE_MCP=1"}, &p); err != nil || !p.ApproveMCP {
+		t.Fatalf("approve: %+v %v", p, err)
 	}
 }

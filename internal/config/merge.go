@@ -14,8 +14,9 @@ import (
 // differ. To add a setting: add it to Config (and its section type), to
 // settingsFile when both files may set it or to operatorOnly (plus
 // projectRestricted, for the warning) when only the operator may, then to
-// validate*, apply* and defaults. Sections owned by other packages do not
-// go here: they read Layers.
+// validate*, apply* and defaults. The sections that other packages
+// consume (limits, subagent, sandbox, context_*, mcp_servers) are typed
+// in sections.go and merged by one rule (tighten.go).
 
 // settingsFile holds the keys both files may set.
 type settingsFile struct {
@@ -141,6 +142,12 @@ func build(op, proj fileInput, env envVars, flags Flags, keys map[string]string)
 	} else {
 		cfg.Layers.Project = Layer{Path: proj.path}
 	}
+
+	sw, err := buildSections(cfg)
+	if err != nil {
+		return nil, nil, err
+	}
+	warns = append(warns, sw...)
 
 	if err := applyEnv(cfg, env, keys); err != nil {
 		return nil, nil, err

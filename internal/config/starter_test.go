@@ -46,7 +46,7 @@ func TestStarterRoundTrip(t *testing.T) {
 	plain, _ := mustLoad(t, dirs(t, "", ""))
 	a, b := *withStarter, *plain
 	for _, c := range []*Config{&a, &b} {
-		c.Home, c.ProjectDir, c.Sources, c.Layers = "", "", nil, Layers{}
+		c.Home, c.ProjectDir, c.Sources, c.Layers, c.MCPServers = "", "", nil, Layers{}, MCPServers{}
 	}
 	if !reflect.DeepEqual(a, b) {
 		t.Errorf("starter changes settings:\nstarter  %v\ndefaults %v", a, b)

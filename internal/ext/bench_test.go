@@ -16,8 +16,8 @@ import (
 // BenchmarkEchoSequential for the adapter's own cost.
 func BenchmarkToolRunEcho(b *testing.B) {
 	entry := `{"command":"` + mcptest.FixturePath(b) + `","auto_approve":true}`
-	l := config.Layers{Operator: config.Layer{Path: "/nonexistent/config.json", Raw: json.RawMessage(`{"mcp_servers":{"fx":` + entry + `}}`)}}
-	set, err := ext.Load(context.Background(), ext.Options{Layers: l, BaseEnv: os.Environ()})
+	l := config.MCPServers{Operator: config.MCPSection{Path: "/nonexistent/config.json", Raw: json.RawMessage(`{"fx":` + entry + `}`)}}
+	set, err := ext.Load(context.Background(), ext.Options{Servers: l, BaseEnv: os.Environ()})
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -64,28 +64,12 @@ const (
 	SourceProject Source = "project"
 )
 
-// Section is one mcp_servers section as found in a file.
-type Section struct {
-	// Path is the declaring file; relative commands and artifact roots are
-	// resolved against its directory. "" ⇒ relative paths are errors.
-	Path string
-	// Raw is the JSON value of the mcp_servers key; nil or "null" ⇒ none.
-	Raw json.RawMessage
-}
-
-// Sections extracts the raw mcp_servers sections of both layers. A
-// section that is present but not a JSON object is reported later by
-// ParseConfig; a file that does not parse is a config.Layer error.
-func Sections(l config.Layers) (operator, project Section, err error) {
-	operator.Path, project.Path = l.Operator.Path, l.Project.Path
-	if _, err = l.Operator.Section(SectionKey, &operator.Raw); err != nil {
-		return operator, project, err
-	}
-	if _, err = l.Project.Section(SectionKey, &project.Raw); err != nil {
-		return operator, project, err
-	}
-	return operator, project, nil
-}
+// Section is one file's mcp_servers section as config.Load found it:
+// Path is the declaring file (relative commands and artifact roots are
+// resolved against its directory; "" ⇒ relative paths are errors), Raw
+// the JSON value of the key (nil or "null" ⇒ none). A section that is
+// not a JSON object is reported by ParseConfig.
+type Section = config.MCPSection
 
 // ServerSpec is one server entry after defaults and clamps. Durations,
 // byte and character counts are the effective values (never zero for a
@@ -526,10 +510,9 @@ func classList() string {
 }
 
 // IsSecretEnvName is the secret test applied to every environment name a
-// server would get: redact.IsSecretName or mcpclient.LooksSecret.
-func IsSecretEnvName(name string) bool {
-	return redact.IsSecretName(name) || mcpclient.LooksSecret(name)
-}
+// server would get (redact.IsSecretEnvName, which mcpclient.LooksSecret
+// is too).
+func IsSecretEnvName(name string) bool { return redact.IsSecretEnvName(name) }
 
 // ClientConfig builds the mcpclient config of s: for a command server the
 // minimal environment from base (odek's environment) plus s.Env with every

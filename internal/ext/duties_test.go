@@ -37,7 +37,7 @@ func run(t *testing.T, tl tools.Tool, args string) tools.Result {
 // isError results reach the model framed as errors, inside the untrusted
 // boundary, naming server and tool.
 func TestIsErrorReachesTheModelAsAnError(t *testing.T) {
-	set, err := load(t, ext.Options{Layers: layers(t, `{"fx":`+entry(t, `"auto_approve":true`)+`}`, "")})
+	set, err := load(t, ext.Options{Servers: layers(t, `{"fx":`+entry(t, `"auto_approve":true`)+`}`, "")})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -55,7 +55,7 @@ func TestProgressSignalsAndRoots(t *testing.T) {
 	var got []ext.ToolProgress
 	dir := t.TempDir()
 	set, err := load(t, ext.Options{
-		Layers:     layers(t, `{"fx":`+entry(t, `"auto_approve":true`, "-chaos")+`}`, ""),
+		Servers:    layers(t, `{"fx":`+entry(t, `"auto_approve":true`, "-chaos")+`}`, ""),
 		Roots:      func() []string { return []string{dir} },
 		OnProgress: func(p ext.ToolProgress) { mu.Lock(); got = append(got, p); mu.Unlock() },
 	})
@@ -85,8 +85,8 @@ func TestToolsListChangedToldToTheModel(t *testing.T) {
 	var wmu sync.Mutex
 	var warns []string
 	set, err := load(t, ext.Options{
-		Layers: layers(t, `{"fx":`+entry(t, `"auto_approve":true`, "-chaos")+`}`, ""),
-		Warn:   func(s string) { wmu.Lock(); warns = append(warns, s); wmu.Unlock() },
+		Servers: layers(t, `{"fx":`+entry(t, `"auto_approve":true`, "-chaos")+`}`, ""),
+		Warn:    func(s string) { wmu.Lock(); warns = append(warns, s); wmu.Unlock() },
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -152,7 +152,7 @@ func TestResourceLinkRegisteredForArtifactRead(t *testing.T) {
 	root := t.TempDir()
 	store := &artifactstore.Store{}
 	set, err := load(t, ext.Options{
-		Layers:    layers(t, `{"fx":`+entry(t, `"auto_approve":true,"artifact_roots":[`+strconv.Quote(root)+`]`, "-chaos", "-root="+root)+`}`, ""),
+		Servers:   layers(t, `{"fx":`+entry(t, `"auto_approve":true,"artifact_roots":[`+strconv.Quote(root)+`]`, "-chaos", "-root="+root)+`}`, ""),
 		Artifacts: store,
 	})
 	if err != nil {

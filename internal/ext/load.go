@@ -22,9 +22,9 @@ import (
 // Options configure Load. Every field works at its zero value: no
 // servers, approvals neither read nor saved, nobody to ask.
 type Options struct {
-	// Layers are both configuration files as config.Load read them; their
-	// mcp_servers sections declare the servers.
-	Layers config.Layers
+	// Servers are both configuration files' mcp_servers sections
+	// (config.Config.MCPServers).
+	Servers config.MCPServers
 	// Home is ODEK_HOME, where approvals.json lives. "" ⇒ approvals are
 	// neither read nor saved (only ApproveAll, auto_approve and the
 	// prompt grant, for this invocation).
@@ -353,11 +353,7 @@ func Load(ctx context.Context, opts Options) (*Set, error) {
 	if l.warn == nil {
 		l.warn = func(string) {}
 	}
-	op, pr, err := Sections(opts.Layers)
-	if err != nil {
-		return nil, fmt.Errorf("%w: %w", ErrConfig, err)
-	}
-	specs, warnings, err := ParseConfig(op, pr)
+	specs, warnings, err := ParseConfig(opts.Servers.Operator, opts.Servers.Project)
 	if err != nil {
 		return nil, err
 	}

@@ -22,18 +22,18 @@ import (
 
 // layers builds config layers whose mcp_servers sections are op and pr
 // (JSON objects of name → entry; "" ⇒ the file is absent).
-func layers(t *testing.T, op, pr string) config.Layers {
+func layers(t *testing.T, op, pr string) config.MCPServers {
 	t.Helper()
 	dir := t.TempDir()
-	l := config.Layers{
-		Operator: config.Layer{Path: filepath.Join(dir, "home", "config.json")},
-		Project:  config.Layer{Path: filepath.Join(dir, "proj", "odek.json")},
+	l := config.MCPServers{
+		Operator: config.MCPSection{Path: filepath.Join(dir, "home", "config.json")},
+		Project:  config.MCPSection{Path: filepath.Join(dir, "proj", "odek.json")},
 	}
 	if op != "" {
-		l.Operator.Raw = json.RawMessage(`{"model":"m","mcp_servers":` + op + `}`)
+		l.Operator.Raw = json.RawMessage(op)
 	}
 	if pr != "" {
-		l.Project.Raw = json.RawMessage(`{"mcp_servers":` + pr + `}`)
+		l.Project.Raw = json.RawMessage(pr)
 	}
 	return l
 }
@@ -131,7 +131,7 @@ func TestLoadOperatorServerAndCallTools(t *testing.T) {
 	root := t.TempDir()
 	w := &warnings{}
 	l := layers(t, `{"fx":`+entry(t, fmt.Sprintf(`"auto_approve":true,"artifact_roots":[%q],"timeout_seconds":99999`, root), "-root="+root)+`}`, "")
-	set, err := load(t, ext.Options{Layers: l, Warn: w.add, BuiltinNames: []string{"read_file", "shell"}})
+	set, err := load(t, ext.Options{Servers: l, Warn: w.add, BuiltinNames: []string{"read_file", "shell"}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -220,7 +220,7 @@ func TestLoadOperatorServerAndCallTools(t *testing.T) {
 
 func TestLoadTimeoutIsDeadlineError(t *testing.T) {
 	l := layers(t, `{"fx":`+entry(t, `"auto_approve":true,"timeout_seconds":1`)+`}`, "")
-	set, err := load(t, ext.Options{Layers: l})
+	set, err := load(t, ext.Options{Servers: l})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -243,7 +243,7 @@ func TestProjectServerApprovals(t *testing.T) {
 
 	// No TTY, no grant: not loaded, with a hint.
 	w := &warnings{}
-	set, err := load(t, ext.Options{Layers: l, Home: home, Warn: w.add})
+	set, err := load(t, ext.Options{Servers: l, Home: home, Warn: w.add})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -260,7 +260,7 @@ func TestProjectServerApprovals(t *testing.T) {
 
 	// Declined at the prompt: skipped.
 	no := &prompter{answer: false}
-	set, err = load(t, ext.Options{Layers: l, Home: home, Prompter: no})
+	set, err = load(t, ext.Options{Servers: l, Home: home, Prompter: no})
 	if err != nil || set.Report()[0].Status != ext.StatusSkipped || len(no.questions()) != 1 {
 		t.Fatalf("declined: %+v %v %q", set.Report(), err, no.questions())
 	}
@@ -270,14 +270,14 @@ func TestProjectServerApprovals(t *testing.T) {
 
 	// Prompt error: skipped, reason says so.
 	perr := &prompter{err: errors.New("tty gone")}
-	set, _ = load(t, ext.Options{Layers: l, Home: home, Prompter: perr})
+	set, _ = load(t, ext.Options{Servers: l, Home: home, Prompter: perr})
 	if r := set.Report()[0]; r.Status != ext.StatusSkipped || !strings.Contains(r.Reason, "tty gone") {
 		t.Fatalf("prompt error: %+v", r)
 	}
 
 	// Yes: spawn and tools approved (auto_approve was stripped), persisted.
 	yes := &prompter{answer: true}
-	set, err = load(t, ext.Options{Layers: l, Home: home, Prompter: yes})
+	set, err = load(t, ext.Options{Servers: l, Home: home, Prompter: yes})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -294,7 +294,7 @@ func TestProjectServerApprovals(t *testing.T) {
 	}
 
 	// Remembered: no TTY needed now.
-	set, err = load(t, ext.Options{Layers: l, Home: home})
+	set, err = load(t, ext.Options{Servers: l, Home: home})
 	if err != nil || set.Report()[0].Grant != ext.GrantPersisted || len(set.Tools()) != 6 {
 		t.Fatalf("persisted approval not used: %+v %v", set.Report(), err)
 	}
@@ -303,14 +303,14 @@ func TestProjectServerApprovals(t *testing.T) {
 	changed := layers(t, "", `{"proj":`+entry(t, `"env":{"LEVEL":"y"}`)+`}`)
 	changed.Project.Path = l.Project.Path
 	ask := &prompter{answer: false}
-	set, _ = load(t, ext.Options{Layers: changed, Home: home, Prompter: ask})
+	set, _ = load(t, ext.Options{Servers: changed, Home: home, Prompter: ask})
 	if len(ask.questions()) != 1 || set.Report()[0].Status != ext.StatusSkipped {
 		t.Fatalf("changed env value did not ask again: %q", ask.questions())
 	}
 
 	// ODEK_APPROVE_MCP=1: loaded for this invocation, nothing saved.
 	home2 := t.TempDir()
-	set, err = load(t, ext.Options{Layers: l, Home: home2, ApproveAll: true})
+	set, err = load(t, ext.Options{Servers: l, Home: home2, ApproveAll: true})
 	if err != nil || set.Report()[0].Grant != ext.GrantEnv || len(set.Tools()) != 6 {
 		t.Fatalf("approve all: %+v %v", set.Report(), err)
 	}
@@ -322,7 +322,7 @@ func TestProjectServerApprovals(t *testing.T) {
 func TestOperatorToolsNeedApproval(t *testing.T) {
 	home := t.TempDir()
 	l := layers(t, `{"fx":`+entry(t, "")+`}`, "")
-	set, err := load(t, ext.Options{Layers: l, Home: home})
+	set, err := load(t, ext.Options{Servers: l, Home: home})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -331,13 +331,13 @@ func TestOperatorToolsNeedApproval(t *testing.T) {
 		t.Fatalf("unapproved tools: %+v\n%s", r, r.String())
 	}
 	yes := &prompter{answer: true}
-	if _, err := load(t, ext.Options{Layers: l, Home: home, Prompter: yes}); err != nil || len(yes.questions()) != 1 {
+	if _, err := load(t, ext.Options{Servers: l, Home: home, Prompter: yes}); err != nil || len(yes.questions()) != 1 {
 		t.Fatalf("%v %q", err, yes.questions())
 	}
 	if q := yes.questions()[0]; !strings.Contains(q, "echo: Echo the text argument.") {
 		t.Fatalf("tools question %q", q)
 	}
-	set, err = load(t, ext.Options{Layers: l, Home: home})
+	set, err = load(t, ext.Options{Servers: l, Home: home})
 	if err != nil || set.Report()[0].Tools != 6 {
 		t.Fatalf("tool approvals not remembered: %+v %v", set.Report(), err)
 	}
@@ -345,11 +345,11 @@ func TestOperatorToolsNeedApproval(t *testing.T) {
 	// A changed description asks again (the variant file flips echo's).
 	variant := filepath.Join(t.TempDir(), "variant")
 	l2 := layers(t, `{"fx":`+entry(t, "", "-variant-file="+variant)+`}`, "")
-	if _, err := load(t, ext.Options{Layers: l2, Home: home, Prompter: &prompter{answer: true}}); err != nil {
+	if _, err := load(t, ext.Options{Servers: l2, Home: home, Prompter: &prompter{answer: true}}); err != nil {
 		t.Fatal(err)
 	}
 	os.WriteFile(variant, nil, 0o644)
-	set, _ = load(t, ext.Options{Layers: l2, Home: home})
+	set, _ = load(t, ext.Options{Servers: l2, Home: home})
 	if r := set.Report()[0]; r.Tools != 5 || len(r.Unapproved) != 1 || r.Unapproved[0] != "echo" {
 		t.Fatalf("changed description kept its approval: %+v", r)
 	}
@@ -368,7 +368,7 @@ func TestRequiredAndOptionalFailures(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			// Optional: reported, the other server still loads.
-			set, err := load(t, ext.Options{Layers: layers(t, `{"bad":`+tc.bad+`,"good":`+ok+`}`, "")})
+			set, err := load(t, ext.Options{Servers: layers(t, `{"bad":`+tc.bad+`,"good":`+ok+`}`, "")})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -381,7 +381,7 @@ func TestRequiredAndOptionalFailures(t *testing.T) {
 			}
 			// Required: Load fails and names the server.
 			req := strings.Replace(tc.bad, `"auto_approve":true`, `"auto_approve":true,"required":true`, 1)
-			set, err = load(t, ext.Options{Layers: layers(t, `{"bad":`+req+`,"good":`+ok+`}`, "")})
+			set, err = load(t, ext.Options{Servers: layers(t, `{"bad":`+req+`,"good":`+ok+`}`, "")})
 			var se *ext.ServerError
 			if set != nil || !errors.Is(err, ext.ErrRequiredServer) || !errors.As(err, &se) || se.Server != "bad" || se.Phase != tc.phase {
 				t.Fatalf("required failure: set=%v err=%v", set, err)
@@ -391,12 +391,12 @@ func TestRequiredAndOptionalFailures(t *testing.T) {
 }
 
 func TestRequiredServerNeedsApproval(t *testing.T) {
-	_, err := load(t, ext.Options{Layers: layers(t, "", `{"p":`+entry(t, `"required":true`)+`}`)})
+	_, err := load(t, ext.Options{Servers: layers(t, "", `{"p":`+entry(t, `"required":true`)+`}`)})
 	var se *ext.ServerError
 	if !errors.Is(err, ext.ErrRequiredServer) || !errors.As(err, &se) || se.Phase != "approval" || !strings.Contains(err.Error(), "ODEK_APPROVE_MCP=1") {
 		t.Fatalf("err %v", err)
 	}
-	_, err = load(t, ext.Options{Layers: layers(t, `{"o":`+entry(t, `"required":true`)+`}`, "")})
+	_, err = load(t, ext.Options{Servers: layers(t, `{"o":`+entry(t, `"required":true`)+`}`, "")})
 	if !errors.Is(err, ext.ErrRequiredServer) || !strings.Contains(err.Error(), "tools not approved") {
 		t.Fatalf("required operator server with unapproved tools: %v", err)
 	}
@@ -406,7 +406,7 @@ func TestDisabledServerIsNotStarted(t *testing.T) {
 	starts := filepath.Join(t.TempDir(), "starts")
 	// enabled: false wins over required: the operator switched it off.
 	for _, e := range []string{entry(t, `"enabled":false,"required":true`, "-starts="+starts), entry(t, `"enabled":false`, "-starts="+starts)} {
-		set, err := load(t, ext.Options{Layers: layers(t, `{"off":`+e+`}`, "")})
+		set, err := load(t, ext.Options{Servers: layers(t, `{"off":`+e+`}`, "")})
 		if err != nil || set.Report()[0].Status != ext.StatusSkipped || !strings.Contains(set.Report()[0].Reason, "enabled: false") {
 			t.Fatalf("%+v %v", set.Report(), err)
 		}
@@ -418,7 +418,7 @@ func TestDisabledServerIsNotStarted(t *testing.T) {
 
 func TestCollisions(t *testing.T) {
 	l := layers(t, `{"fx":`+entry(t, `"auto_approve":true`)+`}`, "")
-	_, err := load(t, ext.Options{Layers: l, BuiltinNames: []string{"fx__echo"}})
+	_, err := load(t, ext.Options{Servers: l, BuiltinNames: []string{"fx__echo"}})
 	if !errors.Is(err, ext.ErrToolCollision) || !strings.Contains(err.Error(), `"fx__echo"`) {
 		t.Fatalf("builtin collision: %v", err)
 	}
@@ -426,7 +426,7 @@ func TestCollisions(t *testing.T) {
 
 func TestLongNamesAreShortened(t *testing.T) {
 	name := strings.Repeat("s", 50)
-	set, err := load(t, ext.Options{Layers: layers(t, `{"`+name+`":`+entry(t, `"auto_approve":true`, "-root="+t.TempDir())+`}`, "")})
+	set, err := load(t, ext.Options{Servers: layers(t, `{"`+name+`":`+entry(t, `"auto_approve":true`, "-root="+t.TempDir())+`}`, "")})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -456,7 +456,7 @@ func TestLongNamesAreShortened(t *testing.T) {
 func TestSecretEnvNotPassed(t *testing.T) {
 	w := &warnings{}
 	l := layers(t, `{"fx":`+entry(t, `"auto_approve":true,"env":{"SERVICE_TOKEN":"tok-value-123","LEVEL":"debug"}`, "-chaos")+`}`, "")
-	set, err := load(t, ext.Options{Layers: l, Warn: w.add, BaseEnv: []string{"PATH=/usr/bin:/bin", "OPENAI_API_KEY=sk-live", "HOME=/h"}})
+	set, err := load(t, ext.Options{Servers: l, Warn: w.add, BaseEnv: []string{"PATH=/usr/bin:/bin", "OPENAI_API_KEY=sk-live", "HOME=/h"}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -474,7 +474,7 @@ func TestSecretEnvNotPassed(t *testing.T) {
 
 func TestCloseStopsServers(t *testing.T) {
 	l := layers(t, `{"a":`+entry(t, `"auto_approve":true`, "-chaos")+`,"b":`+entry(t, `"auto_approve":true`, "-chaos")+`}`, "")
-	set, err := ext.Load(context.Background(), ext.Options{Layers: l, BaseEnv: os.Environ(), Logger: mcptest.Logger(t)})
+	set, err := ext.Load(context.Background(), ext.Options{Servers: l, BaseEnv: os.Environ(), Logger: mcptest.Logger(t)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -518,7 +518,7 @@ func TestEmptyConfig(t *testing.T) {
 	if nilSet.Tools() != nil || nilSet.Close(context.Background()) != nil || len(nilSet.ReportData()) != 0 {
 		t.Fatal("nil set")
 	}
-	if _, err := ext.Load(context.Background(), ext.Options{Layers: layers(t, `[1]`, "")}); !errors.Is(err, ext.ErrConfig) {
+	if _, err := ext.Load(context.Background(), ext.Options{Servers: layers(t, `[1]`, "")}); !errors.Is(err, ext.ErrConfig) {
 		t.Fatalf("bad section: %v", err)
 	}
 }
@@ -536,7 +536,7 @@ while [ "$(wc -l < "$1")" -lt 3 ]; do sleep 0.02; done
 exec "$2"
 `), 0o755)
 	e := fmt.Sprintf(`{"command":%q,"args":[%q,%q],"auto_approve":true,"startup_timeout_seconds":30}`, script, count, mcptest.FixturePath(t))
-	set, err := load(t, ext.Options{Layers: layers(t, `{"s1":`+e+`,"s2":`+e+`,"s3":`+e+`}`, "")})
+	set, err := load(t, ext.Options{Servers: layers(t, `{"s1":`+e+`,"s2":`+e+`,"s3":`+e+`}`, "")})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -552,7 +552,7 @@ exec "$2"
 
 func TestRestartIsReported(t *testing.T) {
 	w := &warnings{}
-	set, err := load(t, ext.Options{Layers: layers(t, `{"fx":`+entry(t, `"auto_approve":true`, "-chaos")+`}`, ""), Warn: w.add})
+	set, err := load(t, ext.Options{Servers: layers(t, `{"fx":`+entry(t, `"auto_approve":true`, "-chaos")+`}`, ""), Warn: w.add})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -586,7 +586,7 @@ func TestDocumentedShortening(t *testing.T) {
 func TestOnlySelectedServers(t *testing.T) {
 	starts := filepath.Join(t.TempDir(), "starts")
 	l := layers(t, `{"a":`+entry(t, `"auto_approve":true`)+`,"b":`+entry(t, `"auto_approve":true,"required":true`, "-starts="+starts)+`}`, "")
-	set, err := load(t, ext.Options{Layers: l, Only: []string{"a"}})
+	set, err := load(t, ext.Options{Servers: l, Only: []string{"a"}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -597,7 +597,7 @@ func TestOnlySelectedServers(t *testing.T) {
 	if _, err := os.Stat(starts); !os.IsNotExist(err) {
 		t.Fatal("an unselected server was started")
 	}
-	if _, err := load(t, ext.Options{Layers: l, Only: []string{"zzz"}}); !errors.Is(err, ext.ErrConfig) || !strings.Contains(err.Error(), "configured: a, b") {
+	if _, err := load(t, ext.Options{Servers: l, Only: []string{"zzz"}}); !errors.Is(err, ext.ErrConfig) || !strings.Contains(err.Error(), "configured: a, b") {
 		t.Fatalf("unknown selection: %v", err)
 	}
 }

@@ -3,9 +3,14 @@
 // the execution budget, the redactor, the context-window settings and the
 // event sink, ready to hand to agent.Run.
 //
-// Every front end builds its runs here — `odek run` and `odek continue`,
-// `odek worker` for queued chat jobs, `odek subagent` for delegated tasks —
-// so a setting means the same thing whichever way odek is used. Build does
+// A process builds one Host (New) from its configuration — the LLM
+// client, the shared extension servers, the sandbox template — and makes
+// each run one Host.Run with a RunSpec, which returns the run's Outcome:
+// `odek run` and `odek continue` once, `odek worker` and the bot's
+// embedded workers once per job (JobRunner); `odek subagent` prepares its
+// run with Host.Prepare and drives it with its own result shape. Build
+// assembles a single run's agent.Config for them, so a setting means the
+// same thing whichever way odek is used. Build does
 // not read files or the environment itself: the caller passes a loaded
 // *config.Config (cmd/* and internal/config own all reading) and, when it
 // wants known secret values masked, the environment to learn them from.
@@ -41,6 +46,7 @@ import (
 	"github.com/odekrun/odek/internal/sandbox"
 	"github.com/odekrun/odek/internal/subagent"
 	"github.com/odekrun/odek/internal/tools"
+	"github.com/odekrun/odek/queue"
 	"github.com/sirupsen/logrus"
 )
 
@@ -218,10 +224,7 @@ func Build(ctx context.Context, opts Options) (*Runtime, error) {
 		workDir = wd
 	}
 
-	limits, prices, err := Limits(cfg, warn)
-	if err != nil {
-		return nil, err
-	}
+	limits, prices := Limits(cfg)
 	limits = Override(limits, opts.LimitOverrides)
 	if opts.AdjustLimits != nil {
 		opts.AdjustLimits(&limits)
@@ -251,6 +254,7 @@ func Build(ctx context.Context, opts Options) (*Runtime, error) {
 		client = c
 	}
 
+	var err error
 	rt := &Runtime{Budget: tracker, Redactor: red}
 	topts := tools.Options{WorkDir: workDir, ShellTimeout: cfg.Tools.ShellTimeout()}
 	artifactsDir := filepath.Join(cfg.Home, "artifacts")
@@ -287,11 +291,8 @@ func Build(ctx context.Context, opts Options) (*Runtime, error) {
 		toolset = append(toolset, artifactstore.NewReadTool(rt.Artifacts))
 	}
 	if opts.Delegate {
-		settings, err := SubagentSettings(cfg, warn)
-		if err != nil {
-			return nil, err
-		}
-		if opts.Depth < settings.MaxDepth { // ParseSettings filled the default
+		settings := SubagentSettings(cfg)
+		if opts.Depth < settings.MaxDepth {
 			toolset = append(toolset, subagent.NewDelegateTool(subagent.Options{
 				Environ: opts.Environ, APIKey: cfg.APIKey, Model: cfg.Model, BaseURL: cfg.BaseURL,
 				WorkDir: workDir, ArtifactsDir: artifactsDir, Store: rt.Artifacts, Confine: confinement,
@@ -350,8 +351,8 @@ func Build(ctx context.Context, opts Options) (*Runtime, error) {
 		Redactor:           red,
 		Logger:             log,
 		Budget:             tracker,
-		ContextWindow:      ContextWindow(cfg, warn),
-		ContextShare:       ContextShare(cfg, warn),
+		ContextWindow:      cfg.Context.Window[cfg.Model],
+		ContextShare:       cfg.Context.Share,
 		RunID:              opts.RunID,
 		SessionID:          opts.SessionID,
 		RunStartedData:     started,
@@ -379,21 +380,14 @@ func CheckSandbox(abi int) error {
 	return fmt.Errorf("%w: %v. To run jobs without confinement (every chat can then read the others' files and reach the network), set \"sandbox\": {\"mode\": \"off\"} in the operator config ($ODEK_HOME/config.json)", ErrSandboxUnavailable, what)
 }
 
-// SandboxSettings reads the sandbox section of both configuration files
-// (a project may only tighten it).
-func SandboxSettings(cfg *config.Config, warn func(string)) (sandbox.Settings, error) {
-	var op, pr json.RawMessage
-	if _, err := cfg.Layers.Operator.Section("sandbox", &op); err != nil {
-		return sandbox.Settings{}, err
+// SandboxSettings are the merged sandbox section (config.Load already
+// held the project file to tightening it).
+func SandboxSettings(cfg *config.Config) sandbox.Settings {
+	s := cfg.Sandbox
+	return sandbox.Settings{
+		Mode: s.Mode, Confine: s.Confine, AllowConnectPorts: s.AllowConnectPorts, ReadOnlyPaths: s.ReadOnlyPaths,
+		DenyPaths: s.DenyPaths, MaxMemoryMB: s.MaxMemoryMB, MaxProcesses: s.MaxProcesses,
 	}
-	if _, err := cfg.Layers.Project.Section("sandbox", &pr); err != nil {
-		return sandbox.Settings{}, err
-	}
-	s, warns, err := sandbox.FromSections(op, pr)
-	for _, w := range warns {
-		warn(w)
-	}
-	return s, err
 }
 
 // confine builds the sandbox of a confined run: the settings, a check of
@@ -402,10 +396,7 @@ func SandboxSettings(cfg *config.Config, warn func(string)) (sandbox.Settings, e
 func confine(cfg *config.Config, opts Options, workDir string, warn func(string)) (*sandbox.Jail, func() error, error) {
 	tpl := opts.SandboxTemplate
 	if tpl == nil {
-		settings, err := SandboxSettings(cfg, warn)
-		if err != nil {
-			return nil, nil, err
-		}
+		settings := SandboxSettings(cfg)
 		probe := opts.SandboxABI
 		if probe == nil {
 			probe = sandbox.ABI
@@ -479,7 +470,7 @@ func LoadExtensions(ctx context.Context, opts Options) (*ext.Set, error) {
 // ext.ScopeJob), in jail when it is set.
 func loadExtensions(ctx context.Context, opts Options, workDir string, log logrus.FieldLogger, warn func(string), reserved []string, scope string, jail *sandbox.Jail) (*ext.Set, error) {
 	return ext.Load(ctx, ext.Options{
-		Layers: opts.Config.Layers, Home: opts.Config.Home, WorkDir: workDir, Prompter: opts.Prompter,
+		Servers: opts.Config.MCPServers, Home: opts.Config.Home, WorkDir: workDir, Prompter: opts.Prompter,
 		ApproveAll: opts.ApproveMCP, BuiltinNames: reserved, BaseEnv: opts.Environ,
 		Logger: log, Warn: warn, ClientVersion: opts.ClientVersion,
 		Roots: mcpRoots(opts.MCPRoots, workDir), OnProgress: opts.MCPProgress, Emit: agent.Emit,
@@ -537,21 +528,14 @@ func toolNames(ts []tools.Tool) []string {
 // closeTimeout bounds the shutdown of the extension servers in Close.
 const closeTimeout = 15 * time.Second
 
-// SubagentSettings reads the subagent section of both configuration files
-// (a project may only tighten it).
-func SubagentSettings(cfg *config.Config, warn func(string)) (subagent.Settings, error) {
-	var op, pr json.RawMessage
-	if _, err := cfg.Layers.Operator.Section("subagent", &op); err != nil {
-		return subagent.Settings{}, err
-	}
-	if _, err := cfg.Layers.Project.Section("subagent", &pr); err != nil {
-		return subagent.Settings{}, err
-	}
-	s, warns, err := subagent.ParseSettings(op, pr)
-	for _, w := range warns {
-		warn(w)
-	}
-	return s, err
+// SubagentSettings are the merged subagent section with subagent's
+// defaults filled in.
+func SubagentSettings(cfg *config.Config) subagent.Settings {
+	s := cfg.Subagent
+	return subagent.Settings{
+		MaxConcurrency: s.MaxConcurrency, MaxDepth: s.MaxDepth, BudgetInherit: s.BudgetInherit,
+		TaskTimeout: time.Duration(s.TaskTimeoutSeconds * float64(time.Second)),
+	}.WithDefaults()
 }
 
 // appendTools adds extra after base, refusing a name already taken.
@@ -585,24 +569,34 @@ func Policy(d config.Dangerous) tools.Policy {
 	return p
 }
 
-// Limits merges the limits sections of the operator and project files (a
-// project may only lower limits and may not set prices).
-func Limits(cfg *config.Config, warn func(string)) (budget.Limits, budget.PriceTable, error) {
-	var op, pr json.RawMessage
-	if _, err := cfg.Layers.Operator.Section("limits", &op); err != nil {
-		return budget.Limits{}, budget.PriceTable{}, err
+// Limits are the merged limits section as budget limits and prices.
+func Limits(cfg *config.Config) (budget.Limits, budget.PriceTable) {
+	s := cfg.Limits
+	limits := budget.Limits{
+		MaxRuntime:   time.Duration(s.MaxRuntimeSeconds * float64(time.Second)),
+		MaxToolCalls: s.MaxToolCalls, MaxInputTokens: s.MaxInputTokens, MaxOutputTokens: s.MaxOutputTokens,
+		MaxCostUSD: s.MaxCostUSD,
 	}
-	if _, err := cfg.Layers.Project.Section("limits", &pr); err != nil {
-		return budget.Limits{}, budget.PriceTable{}, err
+	prices := budget.PriceTable{Flat: budget.Prices{InputPerMillionUSD: s.InputCostPerMillionUSD, OutputPerMillionUSD: s.OutputCostPerMillionUSD}}
+	if len(s.ModelPrices) > 0 {
+		prices.Models = make(map[string]budget.Prices, len(s.ModelPrices))
+		for m, p := range s.ModelPrices {
+			prices.Models[m] = budget.Prices{InputPerMillionUSD: p.InputCostPerMillionUSD, OutputPerMillionUSD: p.OutputCostPerMillionUSD}
+		}
 	}
-	limits, prices, warnings, err := budget.FromSections(op, pr)
-	if err != nil {
-		return budget.Limits{}, budget.PriceTable{}, err
+	return limits, prices
+}
+
+// JobLimits are a job's own budget as budget limits (nil ⇒ none).
+func JobLimits(b *queue.Budget) budget.Limits {
+	if b == nil {
+		return budget.Limits{}
 	}
-	for _, w := range warnings {
-		warn(w)
+	return budget.Limits{
+		MaxRuntime:   time.Duration(b.MaxRuntimeSeconds * float64(time.Second)),
+		MaxToolCalls: b.MaxToolCalls, MaxInputTokens: b.MaxInputTokens, MaxOutputTokens: b.MaxOutputTokens,
+		MaxCostUSD: b.MaxCostUSD,
 	}
-	return limits, prices, nil
 }
 
 // Override returns base with every non-zero field of over in its place.
@@ -623,40 +617,4 @@ func Override(base, over budget.Limits) budget.Limits {
 		base.MaxCostUSD = over.MaxCostUSD
 	}
 	return base
-}
-
-// ContextWindow reads the run model's window from the context_window
-// section ({"model-id": tokens}); a project file may only lower it.
-// Unknown ⇒ 0, no proactive trimming.
-func ContextWindow(cfg *config.Config, warn func(string)) int {
-	var op, pr map[string]int
-	if _, err := cfg.Layers.Operator.Section("context_window", &op); err != nil {
-		warn("context_window ignored: " + err.Error())
-	}
-	if _, err := cfg.Layers.Project.Section("context_window", &pr); err != nil {
-		warn("context_window ignored: " + err.Error())
-	}
-	w := max(op[cfg.Model], 0)
-	if p := pr[cfg.Model]; p > 0 && (w == 0 || p < w) {
-		w = p
-	}
-	return w
-}
-
-// ContextShare reads context_share (0 < share ≤ 1; default 0.8) from the
-// operator file, or a lower one from the project file.
-func ContextShare(cfg *config.Config, warn func(string)) float64 {
-	var op, pr float64
-	if _, err := cfg.Layers.Operator.Section("context_share", &op); err != nil || op < 0 || op > 1 {
-		warn("context_share ignored: want a number in (0, 1]")
-		op = 0
-	}
-	if _, err := cfg.Layers.Project.Section("context_share", &pr); err != nil || pr < 0 || pr > 1 {
-		warn("project context_share ignored: want a number in (0, 1]")
-		pr = 0
-	}
-	if pr > 0 && (op == 0 || pr < op) {
-		return pr
-	}
-	return op
 }

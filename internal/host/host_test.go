@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"reflect"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -16,6 +18,7 @@ import (
 	"github.com/odekrun/odek/internal/budget"
 	"github.com/odekrun/odek/internal/config"
 	"github.com/odekrun/odek/internal/llm/llmtest"
+	"github.com/odekrun/odek/internal/subagent"
 	"github.com/odekrun/odek/internal/tools"
 	"github.com/odekrun/odek/mcpclient/mcptest"
 )
@@ -92,11 +95,14 @@ func TestBuildLimits(t *testing.T) {
 }
 
 func TestBuildRejectsBadLimitsAndCollidingTools(t *testing.T) {
-	cfg := load(t, `{"model":"m1","base_url":"http://127.0.0.1:1","limits":{"max_tool_calls":-1}}`, "")
-	if _, err := Build(context.Background(), Options{Config: cfg, WorkDir: t.TempDir()}); err == nil {
-		t.Fatal("negative limit accepted")
+	home := t.TempDir()
+	if err := os.WriteFile(filepath.Join(home, config.OperatorFileName), []byte(`{"model":"m1","limits":{"max_tool_calls":-1}}`), 0o600); err != nil {
+		t.Fatal(err)
 	}
-	cfg = load(t, `{"model":"m1","base_url":"http://127.0.0.1:1"}`, "")
+	if _, _, err := config.Load(config.Options{Home: home, ProjectDir: t.TempDir(), Environ: []string{}}); err == nil || !strings.Contains(err.Error(), "limits.max_tool_calls") {
+		t.Fatalf("negative limit: err = %v, want one naming limits.max_tool_calls", err)
+	}
+	cfg := load(t, `{"model":"m1","base_url":"http://127.0.0.1:1"}`, "")
 	dup := tools.Builtins(tools.Options{})[0]
 	_, err := Build(context.Background(), Options{Config: cfg, WorkDir: t.TempDir(), ExtraTools: []tools.Tool{dup}})
 	if err == nil || !strings.Contains(err.Error(), dup.Definition().Name) {
@@ -108,24 +114,35 @@ func TestBuildRejectsBadLimitsAndCollidingTools(t *testing.T) {
 }
 
 func TestContextSettings(t *testing.T) {
-	cfg := load(t, `{"model":"m1","context_window":{"m1":100000},"context_share":0.9}`,
+	cfg := load(t, `{"model":"m1","base_url":"http://127.0.0.1:1/v1","context_window":{"m1":100000},"context_share":0.9}`,
 		`{"context_window":{"m1":50000},"context_share":0.5}`)
-	if got := ContextWindow(cfg, func(string) {}); got != 50000 {
-		t.Fatalf("window = %d, want the project's lower 50000", got)
+	rt, err := Build(context.Background(), Options{Config: cfg, WorkDir: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
 	}
-	if got := ContextShare(cfg, func(string) {}); got != 0.5 {
-		t.Fatalf("share = %v, want 0.5", got)
+	defer rt.Close()
+	if rt.Agent.ContextWindow != 50000 || rt.Agent.ContextShare != 0.5 {
+		t.Fatalf("window %d share %v, want the project's lower 50000 and 0.5", rt.Agent.ContextWindow, rt.Agent.ContextShare)
 	}
-	cfg = load(t, `{"model":"m1","context_window":{"m1":100000}}`, `{"context_window":{"m1":500000},"context_share":7}`)
-	var warns []string
-	if got := ContextWindow(cfg, func(w string) { warns = append(warns, w) }); got != 100000 {
-		t.Fatalf("window = %d, a project may not raise it", got)
+}
+
+// TestSectionDefaultsMatch: config's tighten rule compares a project's
+// subagent values against the defaults its tags repeat; they must be
+// subagent's own.
+func TestSectionDefaultsMatch(t *testing.T) {
+	typ := reflect.TypeOf(config.Subagent{})
+	for name, want := range map[string]float64{
+		"MaxConcurrency":     subagent.DefaultMaxConcurrency,
+		"MaxDepth":           subagent.DefaultMaxDepth,
+		"TaskTimeoutSeconds": subagent.DefaultTaskTimeout.Seconds(),
+	} {
+		f, _ := typ.FieldByName(name)
+		if got, err := strconv.ParseFloat(f.Tag.Get("default"), 64); err != nil || got != want {
+			t.Errorf("config.Subagent.%s default tag %q, subagent's default %v", name, f.Tag.Get("default"), want)
+		}
 	}
-	if got := ContextShare(cfg, func(w string) { warns = append(warns, w) }); got != 0 {
-		t.Fatalf("share = %v, want 0 (default) for an out-of-range project value", got)
-	}
-	if len(warns) != 1 || !strings.Contains(warns[0], "context_share") {
-		t.Fatalf("warnings = %q", warns)
+	if got := SubagentSettings(load(t, "", "")); got != (subagent.Settings{}).WithDefaults() {
+		t.Errorf("SubagentSettings of no config = %+v", got)
 	}
 }
 

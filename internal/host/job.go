@@ -17,7 +17,6 @@ import (
 
 	"github.com/odekrun/odek/agent"
 	"github.com/odekrun/odek/events"
-	"github.com/odekrun/odek/internal/budget"
 	"github.com/odekrun/odek/internal/config"
 	"github.com/odekrun/odek/internal/ext"
 	"github.com/odekrun/odek/internal/llm"
@@ -31,11 +30,11 @@ import (
 // Exit codes a job's result carries: the code `odek run` would have exited
 // with (odek-extension/v1 plus 130 for a cancelled run).
 const (
-	ExitOK        = 0
-	ExitError     = 1
-	ExitSetup     = 3
-	ExitBudget    = 4
-	ExitCancelled = 130
+	ExitOK        = agent.ExitOK
+	ExitError     = agent.ExitError
+	ExitSetup     = agent.ExitSetup
+	ExitBudget    = agent.ExitBudget
+	ExitCancelled = agent.ExitCancelled
 )
 
 // DefaultMaxArtifacts bounds the artifact metadata of one job result when
@@ -84,8 +83,9 @@ type JobRunner struct {
 	// nil ⇒ those listed in ODEK_TELEGRAM_MODELS of Environ (jobmodel.go).
 	AllowedModels []string
 
-	ownExt  bool // Start loaded Extensions; Close stops them
-	started bool // Start succeeded: Run refuses to run unprepared (unconfined) jobs
+	host    *Host // Start builds it from the fields above; every job is one host.Run
+	ownExt  bool  // Start loaded Extensions; Close stops them
+	started bool  // Start succeeded: Run refuses to run unprepared (unconfined) jobs
 	sandbox SandboxStatus
 	// template is the ruleset every job's is made from (Start).
 	template *sandbox.Template
@@ -155,6 +155,10 @@ func (j *JobRunner) Start(ctx context.Context, approveMCP bool) error {
 			log.WithField("server", r.Name).Info("extension " + r.String())
 		}
 	}
+	j.host = &Host{cfg: j.Config, llm: j.LLM, ext: j.Extensions, template: j.template, opts: HostOptions{
+		Logger: log, Warn: func(w string) { log.Warn(w) }, Environ: j.Environ, ClientVersion: j.ClientVersion,
+		ApproveMCP: approveMCP, WorkDir: j.WorkDir, SandboxABI: j.SandboxABI,
+	}}
 	j.started = true
 	return nil
 }
@@ -169,10 +173,7 @@ var errNotStarted = errors.New("host: JobRunner.Run called before a successful S
 // open. sandbox.mode "off" is logged as a warning at every start.
 func (j *JobRunner) startSandbox() error {
 	log := j.Logger
-	settings, err := SandboxSettings(j.Config, func(w string) { log.Warn(w) })
-	if err != nil {
-		return err
-	}
+	settings := SandboxSettings(j.Config)
 	probe := j.SandboxABI
 	if probe == nil {
 		probe = sandbox.ABI
@@ -230,8 +231,7 @@ func (j *JobRunner) Run(ctx context.Context, job queue.Job, sink events.Sink, ap
 	if !j.started {
 		return failed(ExitSetup, errNotStarted)
 	}
-	jobLimits, _, _, err := budget.FromSections(nil, job.Budget)
-	if err != nil {
+	if err := job.Budget.Validate(); err != nil {
 		return failed(ExitSetup, fmt.Errorf("job budget: %w", err))
 	}
 	dir := j.WorkDir
@@ -255,32 +255,20 @@ func (j *JobRunner) Run(ctx context.Context, job queue.Job, sink events.Sink, ap
 		return failed(ExitError, fmt.Errorf("loading the chat's session: %w", err))
 	}
 	start := time.Now()
-	rt, err := Build(ctx, Options{
-		Config: cfg, WorkDir: dir, Logger: log, Prompter: approver, EventSink: sink, Environ: j.Environ,
-		Warn:         func(w string) { log.Warn(w) },
-		AdjustLimits: func(l *budget.Limits) { *l, _ = budget.MergeLimits(*l, jobLimits) },
-		SessionID:    sid, Start: start,
-		Confine: j.sandbox.Active, SandboxDeny: denyOf(chats), SandboxABI: j.SandboxABI, SandboxTemplate: j.template,
-		LLM: j.LLM, ExtensionSet: j.Extensions, Plan: true, SavedPlan: sess.Plan, Delegate: true, ClientVersion: j.ClientVersion,
+	oc, runErr := j.host.Run(ctx, RunSpec{
+		Goal: JobGoal(job, sess.Messages), Model: cfg.Model, WorkDir: dir, Confine: j.sandbox.Active,
+		Session: sess, Store: j.Sessions, Lower: JobLimits(job.Budget),
+		Sink: sink, Prompter: approver, Start: start,
+		Logger: log, Warn: func(w string) { log.Warn(w) },
 	})
-	if err != nil {
-		return failed(ExitSetup, err)
+	if errors.Is(runErr, ErrSetup) {
+		return failed(ExitSetup, runErr)
 	}
-	defer rt.Close()
-	acfg := rt.Agent
-	acfg.History = sess.Messages
-	acfg.Persist = func(msgs []llm.Message) error {
-		sess.Messages = msgs
-		sess.Plan = rt.SavedPlan()
-		return j.Sessions.Save(context.WithoutCancel(ctx), sess)
-	}
-	res, runErr := agent.Run(ctx, acfg, JobGoal(job, sess.Messages))
 	out := queue.Result{
-		Answer:     rt.Redactor.String(res.Answer),
-		ExitCode:   ResultExitCode(runErr),
-		DurationMS: res.Duration.Milliseconds(),
-		Usage: queue.Usage{PromptTokens: int64(res.Usage.PromptTokens), CompletionTokens: int64(res.Usage.CompletionTokens),
-			CostUSD: rt.Budget.Snapshot().CostUSD},
+		Answer:     oc.Answer,
+		ExitCode:   oc.ExitCode,
+		DurationMS: oc.Duration.Milliseconds(),
+		Usage:      queue.Usage{PromptTokens: int64(oc.Usage.PromptTokens), CompletionTokens: int64(oc.Usage.CompletionTokens), CostUSD: oc.CostUSD},
 	}
 	if j.ArtifactsDir != "" {
 		n := j.MaxArtifacts
@@ -290,7 +278,7 @@ func (j *JobRunner) Run(ctx context.Context, job queue.Job, sink events.Sink, ap
 		out.Artifacts = CollectArtifacts(j.ArtifactsDir, dir, start, n)
 	}
 	if runErr != nil {
-		return out, errors.New(rt.Redactor.String(runErr.Error()))
+		return out, errors.New(oc.Error)
 	}
 	return out, nil
 }
@@ -307,16 +295,7 @@ func denyOf(chats string) []string {
 // ResultExitCode is the exit code `odek run` gives a run that ended with
 // runErr.
 func ResultExitCode(runErr error) int {
-	switch {
-	case runErr == nil:
-		return ExitOK
-	case errors.Is(runErr, budget.ErrExceeded):
-		return ExitBudget
-	case errors.Is(runErr, context.Canceled):
-		return ExitCancelled
-	default:
-		return ExitError
-	}
+	return agent.OutcomeOf(runErr).ExitCode
 }
 
 // ResumeNote replaces the goal of a job taken over from a worker that died

@@ -351,3 +351,45 @@ func TestRequestBodySegments(t *testing.T) {
 		t.Fatal("again() differs")
 	}
 }
+
+// TestMessageJSONMatchesClient: the JSON form session stores write
+// (agent.Message.MarshalJSON) is byte-identical to the request encoder's,
+// escapes, provider metadata and all, and decodes back to the message.
+func TestMessageJSONMatchesClient(t *testing.T) {
+	msgs := []Message{
+		{Role: RoleUser, Content: "plain"},
+		{Role: RoleUser, Content: "<html> & \"quotes\" \\ \n\t\r\b\f \x01 \u2028\u2029 é 日本 \xff bad"},
+		{Role: RoleAssistant, Content: "", Extra: json.RawMessage(`{"reasoning_content":"thinking…","z":[1, 2, {"a" : null}],"Content":"shadowed"}`),
+			ToolCalls: []ToolCall{
+				{ID: "c1", Function: FunctionCall{Name: "read_file", Arguments: `{"path":"a.txt"}`}},
+				{ID: "c2", Type: "function", Function: FunctionCall{Name: "x", Arguments: "not json"},
+					Extra: json.RawMessage(` {"extra_content":{"google":{"thought_signature":"c2ln"}}, "id":"dup"} `)},
+			}},
+		{Role: RoleTool, ToolCallID: "c1", Content: "result", Name: "read_file"},
+	}
+	for i := range msgs {
+		m := &msgs[i]
+		want, err := appendMessage(nil, m)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, err := m.MarshalJSON()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !bytes.Equal(got, want) {
+			t.Errorf("message %d:\n MarshalJSON %s\n encoder     %s", i, got, want)
+		}
+		var back Message
+		if err := json.Unmarshal(got, &back); err != nil {
+			t.Fatal(err)
+		}
+		again, _ := appendMessage(nil, &back)
+		if !bytes.Equal(again, want) && m.Extra == nil && !strings.Contains(m.Content, "\xff") {
+			t.Errorf("message %d does not survive a round trip:\n%s\n%s", i, again, want)
+		}
+	}
+	if _, err := (Message{Extra: json.RawMessage(`[1]`)}).MarshalJSON(); err == nil {
+		t.Error("an Extra that is not an object was encoded")
+	}
+}

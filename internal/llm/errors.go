@@ -7,32 +7,37 @@ import (
 	"strings"
 	"time"
 	"unicode/utf8"
+
+	"github.com/odekrun/odek/agent"
 )
 
 // Sentinel errors. Match them with errors.Is; the typed errors below wrap
-// them where they apply.
+// them where they apply. The ones that end a run name their event
+// error_class through an ErrorClass method (see agent.ErrorClass), and
+// ErrContextLength also matches agent.ErrContextLength, on which the loop
+// trims the conversation and calls again.
 var (
 	// ErrUnauthorized: the endpoint answered 401 or 403. Never retried.
-	ErrUnauthorized = errors.New("llm: unauthorized")
+	ErrUnauthorized error = &classed{"llm: unauthorized", "llm_unauthorized", nil}
 	// ErrQuotaExhausted: the account has no quota or credit left (429 with
 	// insufficient_quota, 402, or a quota/billing message). Never retried.
-	ErrQuotaExhausted = errors.New("llm: quota exhausted")
+	ErrQuotaExhausted error = &classed{"llm: quota exhausted", "llm_quota_exhausted", nil}
 	// ErrContextLength: the request does not fit the model's context window
 	// (400/413 with context_length_exceeded or an equivalent message). Never
 	// retried; the caller may trim the conversation and call again.
-	ErrContextLength = errors.New("llm: context length exceeded")
+	ErrContextLength error = &classed{"llm: context length exceeded", "llm_context_length", agent.ErrContextLength}
 	// ErrMalformedResponse: the endpoint sent something that is not the
 	// chat-completions protocol (invalid JSON in a chunk or body). Retried:
 	// it is usually a truncated or mangled reply from a proxy or an
 	// overloaded server, and MaxAttempts bounds the cost if it is not.
-	ErrMalformedResponse = errors.New("llm: malformed response")
+	ErrMalformedResponse error = &classed{"llm: malformed response", "llm_error", nil}
 	// ErrStreamInterrupted: the stream ended (EOF or a read error) before a
 	// finish_reason or [DONE] arrived. Retried.
-	ErrStreamInterrupted = errors.New("llm: stream ended before finish_reason")
+	ErrStreamInterrupted error = &classed{"llm: stream ended before finish_reason", "llm_error", nil}
 	// ErrRetriesExhausted: every attempt allowed by Config.MaxAttempts
 	// failed with a retryable error. The error also wraps the last
 	// attempt's error, so errors.Is/As see both.
-	ErrRetriesExhausted = errors.New("llm: retries exhausted")
+	ErrRetriesExhausted error = &classed{"llm: retries exhausted", "llm_error", nil}
 	// ErrInvalidRequest: the Request or Config is unusable (empty model, no
 	// messages, tool parameters that are not JSON, bad base URL). Never
 	// retried; nothing was sent.
@@ -43,6 +48,17 @@ var (
 	// Never retried (the same limit would cut it again).
 	ErrOutputTruncated = errors.New("llm: output cut off by the length limit")
 )
+
+// classed is a sentinel that names its error_class and may match an
+// agent sentinel too.
+type classed struct {
+	msg, class string
+	also       error
+}
+
+func (e *classed) Error() string        { return e.msg }
+func (e *classed) ErrorClass() string   { return e.class }
+func (e *classed) Is(target error) bool { return e.also != nil && target == e.also }
 
 // TruncatedToolCallError reports a tool call whose arguments were cut off
 // by finish_reason "length". The call is not returned, so it is never run
@@ -144,11 +160,22 @@ func (e *APIError) Error() string {
 // provider error).
 func (e *APIError) Unwrap() error { return e.kind }
 
+// ErrorClass is the event error_class of a run that ended on e.
+func (e *APIError) ErrorClass() string {
+	if c, ok := e.kind.(*classed); ok {
+		return c.class
+	}
+	return "llm_error"
+}
+
 // IdleTimeoutError reports a stream that sent nothing for longer than
 // Config.IdleTimeout. It is retried.
 type IdleTimeoutError struct {
 	Idle time.Duration // the configured limit that was exceeded
 }
+
+// ErrorClass is the event error_class of a run that ended on e.
+func (e *IdleTimeoutError) ErrorClass() string { return "llm_error" }
 
 func (e *IdleTimeoutError) Error() string {
 	return fmt.Sprintf("llm: stream idle for more than %v (idle timeout)", e.Idle)
@@ -172,6 +199,9 @@ type LineTooLongError struct {
 	Limit    int // bytes allowed per line
 	Observed int // bytes of the line read before giving up (> Limit)
 }
+
+// ErrorClass is the event error_class of a run that ended on e.
+func (e *LineTooLongError) ErrorClass() string { return "llm_error" }
 
 func (e *LineTooLongError) Error() string {
 	return fmt.Sprintf("llm: SSE line of at least %d bytes exceeds the limit of %d bytes", e.Observed, e.Limit)

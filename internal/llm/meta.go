@@ -10,10 +10,13 @@ import (
 	"unicode/utf8"
 )
 
-// This file holds the JSON form of Message and ToolCall: a hand-written
-// encoder (the request body is built from it, and encoding/json's
-// reflection and Marshaler re-validation cost more than the rest of a
-// call) and the decoders that keep unknown provider fields in Extra.
+// This file holds the request encoder's form of Message and ToolCall: a
+// hand-written encoder (the request body is built from it, and
+// encoding/json's reflection and Marshaler re-validation cost more than the
+// rest of a call) and the helpers the response decoders use to keep
+// unknown provider fields in Extra. The types' own MarshalJSON and
+// UnmarshalJSON (session files) live with them in package agent;
+// TestMessageJSONMatchesClient keeps both encodings byte-identical.
 
 // Keys a Message or ToolCall encodes itself; an Extra member with one of
 // these names is not sent (the known field wins).
@@ -36,59 +39,6 @@ func isOneOf(k []byte, keys []string) bool {
 		}
 	}
 	return false
-}
-
-// MarshalJSON renders m in OpenAI wire shape with Extra's members added.
-func (m Message) MarshalJSON() ([]byte, error) {
-	return appendMessage(nil, &m)
-}
-
-// UnmarshalJSON decodes the wire shape; content may be a string, null or
-// an array of parts (their text is joined). Unknown non-null members go
-// to Extra, sorted by key.
-func (m *Message) UnmarshalJSON(b []byte) error {
-	var w struct {
-		Role       string          `json:"role"`
-		Content    json.RawMessage `json:"content"`
-		ToolCalls  []ToolCall      `json:"tool_calls"`
-		ToolCallID string          `json:"tool_call_id"`
-		Name       string          `json:"name"`
-	}
-	if err := json.Unmarshal(b, &w); err != nil {
-		return err
-	}
-	extra, err := collectExtra(b, messageKeys, nil)
-	if err != nil {
-		return err
-	}
-	*m = Message{Role: w.Role, Content: contentText(w.Content), ToolCalls: w.ToolCalls, ToolCallID: w.ToolCallID, Name: w.Name, Extra: extra}
-	return nil
-}
-
-// MarshalJSON renders c in OpenAI wire shape with Extra's members added.
-func (c ToolCall) MarshalJSON() ([]byte, error) {
-	return appendToolCall(nil, &c)
-}
-
-// UnmarshalJSON decodes a tool call; unknown non-null members go to Extra.
-func (c *ToolCall) UnmarshalJSON(b []byte) error {
-	var w struct {
-		ID       string `json:"id"`
-		Type     string `json:"type"`
-		Function struct {
-			Name      string          `json:"name"`
-			Arguments json.RawMessage `json:"arguments"`
-		} `json:"function"`
-	}
-	if err := json.Unmarshal(b, &w); err != nil {
-		return err
-	}
-	extra, err := collectExtra(b, toolCallKeys, []string{"index"})
-	if err != nil {
-		return err
-	}
-	*c = ToolCall{ID: w.ID, Type: w.Type, Function: FunctionCall{Name: w.Function.Name, Arguments: argumentsText(w.Function.Arguments)}, Extra: extra}
-	return nil
 }
 
 // collectExtra returns the members of the JSON object b whose keys are

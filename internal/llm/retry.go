@@ -12,6 +12,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	expbackoff "github.com/odekrun/odek/internal/backoff"
 )
 
 // This file holds the pure decisions of the retry loop: what an error
@@ -272,22 +274,7 @@ func backoff(attempt int, base, max time.Duration, rand01 float64) time.Duration
 	if base <= 0 || max <= 0 {
 		return 0
 	}
-	if max < base {
-		base = max
-	}
-	d := max
-	if attempt < 1 {
-		attempt = 1
-	}
-	if attempt-1 < 62 {
-		if f := float64(base) * math.Exp2(float64(attempt-1)); f < float64(max) {
-			d = time.Duration(f)
-		}
-	}
-	if rand01 < 0 || rand01 >= 1 || math.IsNaN(rand01) {
-		rand01 = 0
-	}
-	return d/2 + time.Duration(float64(d/2)*rand01)
+	return expbackoff.Delay(attempt, min(base, max), max, 0.5, rand01)
 }
 
 // maxRetryAfterSeconds keeps Retry-After arithmetic far from overflow.

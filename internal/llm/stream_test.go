@@ -475,6 +475,10 @@ func checkEncodable(t *testing.T, m *Message) {
 	if err != nil || !json.Valid(b) {
 		t.Fatalf("message does not encode: %v: %q", err, b)
 	}
+	// The session form (agent.Message.MarshalJSON) is the request form.
+	if mj, err := m.MarshalJSON(); err != nil || !bytes.Equal(mj, b) {
+		t.Fatalf("MarshalJSON differs from the request encoder (%v):\n%s\n%s", err, mj, b)
+	}
 	var back Message
 	if err := json.Unmarshal(b, &back); err != nil {
 		t.Fatalf("encoded message does not decode: %v: %s", err, b)

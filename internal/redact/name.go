@@ -24,7 +24,20 @@ func IsSecretName(name string) bool {
 		name = name[len(name)-maxNameBytes:]
 	}
 	var buf [maxNameBytes]byte
-	c := buf[:0]
+	return secretWords(fold(buf[:0], name), false)
+}
+
+// IsSecretEnvName is the stricter test for the names of environment
+// variables odek would hand to another process (an MCP server): the whole
+// name counts, and TOKEN always marks a secret, counting names such as
+// MAX_TOKENS included — a name stripped wrongly costs a server a setting,
+// one passed wrongly leaks a credential.
+func IsSecretEnvName(name string) bool {
+	return secretWords(fold(make([]byte, 0, len(name)), name), true)
+}
+
+// fold appends name to c upper-cased, without '_', '-', '.' and ' '.
+func fold(c []byte, name string) []byte {
 	for i := 0; i < len(name); i++ {
 		b := name[i]
 		switch {
@@ -35,6 +48,12 @@ func IsSecretName(name string) bool {
 		}
 		c = append(c, b)
 	}
+	return c
+}
+
+// secretWords reports whether the folded name c contains a secret's
+// keyword; strict counts TOKEN even when it counts tokens.
+func secretWords(c []byte, strict bool) bool {
 	for i := 0; i < len(c); i++ {
 		switch c[i] {
 		case 'A':
@@ -42,7 +61,7 @@ func IsSecretName(name string) bool {
 				return true
 			}
 		case 'T':
-			if hasWordAt(c, i, "TOKEN") && !countingToken(c[i+len("TOKEN"):]) {
+			if hasWordAt(c, i, "TOKEN") && (strict || !countingToken(c[i+len("TOKEN"):])) {
 				return true
 			}
 		case 'S':

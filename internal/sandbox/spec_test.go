@@ -1,90 +1,13 @@
 package sandbox
 
 import (
-	"encoding/json"
 	"errors"
 	"os"
 	"path/filepath"
 	"reflect"
 	"slices"
-	"strings"
 	"testing"
 )
-
-func TestFromSections(t *testing.T) {
-	tests := []struct {
-		name      string
-		op, pr    string
-		want      Settings
-		warnings  int
-		errSubstr string
-	}{
-		{name: "absent", want: Settings{}},
-		{name: "operator sets all", op: `{"mode":"on","allow_connect_ports":[443,80],"read_only_paths":["/opt/tools"],"deny_paths":["/etc/app"],"max_memory_mb":512,"max_processes":64}`,
-			want: Settings{Mode: ModeOn, AllowConnectPorts: []int{443, 80}, ReadOnlyPaths: []string{"/opt/tools"}, DenyPaths: []string{"/etc/app"}, MaxMemoryMB: 512, MaxProcesses: 64}},
-		{name: "project turns it on", pr: `{"mode":"on","confine":true}`, want: Settings{Mode: ModeOn, Confine: true}},
-		{name: "project may not turn it off", op: `{"mode":"on"}`, pr: `{"mode":"off"}`, want: Settings{Mode: ModeOn}, warnings: 1},
-		{name: "project may not turn auto off", pr: `{"mode":"off"}`, want: Settings{}, warnings: 1},
-		{name: "project removes a port", op: `{"allow_connect_ports":[443,80]}`, pr: `{"allow_connect_ports":[443]}`, want: Settings{AllowConnectPorts: []int{443}}},
-		{name: "project empties the ports", op: `{"allow_connect_ports":[443]}`, pr: `{"allow_connect_ports":[]}`, want: Settings{}},
-		{name: "project may not add a port", op: `{"allow_connect_ports":[443]}`, pr: `{"allow_connect_ports":[443,6379]}`, want: Settings{AllowConnectPorts: []int{443}}, warnings: 1},
-		{name: "project read-only paths ignored", pr: `{"read_only_paths":["/home"]}`, want: Settings{}, warnings: 1},
-		{name: "deny paths add up", op: `{"deny_paths":["/a"]}`, pr: `{"deny_paths":["/b"]}`, want: Settings{DenyPaths: []string{"/a", "/b"}}},
-		{name: "project lowers caps", op: `{"max_memory_mb":1024,"max_processes":100}`, pr: `{"max_memory_mb":256,"max_processes":10}`, want: Settings{MaxMemoryMB: 256, MaxProcesses: 10}},
-		{name: "project sets a cap the operator left open", pr: `{"max_memory_mb":256}`, want: Settings{MaxMemoryMB: 256}},
-		{name: "project may not raise caps", op: `{"max_memory_mb":256}`, pr: `{"max_memory_mb":1024}`, want: Settings{MaxMemoryMB: 256}, warnings: 1},
-		{name: "bad mode", op: `{"mode":"maybe"}`, errSubstr: `sandbox.mode "maybe"`},
-		{name: "bad port", op: `{"allow_connect_ports":[0]}`, errSubstr: "port 0 is not in 1-65535"},
-		{name: "big port", pr: `{"allow_connect_ports":[70000]}`, errSubstr: "project sandbox.allow_connect_ports: port 70000"},
-		{name: "relative path", op: `{"read_only_paths":["opt"]}`, errSubstr: `sandbox.read_only_paths: "opt" is not an absolute path`},
-		{name: "negative memory", op: `{"max_memory_mb":-1}`, errSubstr: "sandbox.max_memory_mb -1"},
-		{name: "negative processes", pr: `{"max_processes":-3}`, errSubstr: "project sandbox.max_processes -3"},
-		{name: "wrong type", op: `{"mode":1}`, errSubstr: "operator sandbox section"},
-		{name: "too many ports", op: `{"allow_connect_ports":[` + strings.Repeat("1,", MaxPorts) + `1]}`, errSubstr: "at most 64"},
-		{name: "unknown keys ignored", op: `{"future":true}`, want: Settings{}},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			got, warns, err := FromSections(raw(tt.op), raw(tt.pr))
-			if tt.errSubstr != "" {
-				if err == nil || !strings.Contains(err.Error(), tt.errSubstr) {
-					t.Fatalf("err = %v, want it to contain %q", err, tt.errSubstr)
-				}
-				return
-			}
-			if err != nil {
-				t.Fatal(err)
-			}
-			if !reflect.DeepEqual(norm(got), norm(tt.want)) {
-				t.Errorf("got %+v, want %+v", got, tt.want)
-			}
-			if len(warns) != tt.warnings {
-				t.Errorf("warnings %q, want %d", warns, tt.warnings)
-			}
-		})
-	}
-}
-
-func raw(s string) json.RawMessage {
-	if s == "" {
-		return nil
-	}
-	return json.RawMessage(s)
-}
-
-// norm makes empty and nil slices equal.
-func norm(s Settings) Settings {
-	if len(s.AllowConnectPorts) == 0 {
-		s.AllowConnectPorts = nil
-	}
-	if len(s.ReadOnlyPaths) == 0 {
-		s.ReadOnlyPaths = nil
-	}
-	if len(s.DenyPaths) == 0 {
-		s.DenyPaths = nil
-	}
-	return s
-}
 
 func TestActive(t *testing.T) {
 	tests := []struct {
@@ -249,35 +172,4 @@ func TestEnv(t *testing.T) {
 	if got := Env(spec, nil); got[0] != "PATH="+defaultPath {
 		t.Errorf("Env without PATH = %q", got)
 	}
-}
-
-func FuzzFromSections(f *testing.F) {
-	f.Add([]byte(`{"mode":"on","allow_connect_ports":[443]}`), []byte(`{"allow_connect_ports":[443,80],"mode":"off"}`))
-	f.Add([]byte(`null`), []byte(`{"max_memory_mb":1e3}`))
-	f.Add([]byte(`{"deny_paths":["/a"]}`), []byte(`{"deny_paths":["b"]}`))
-	f.Fuzz(func(t *testing.T, op, pr []byte) {
-		s, _, err := FromSections(op, pr)
-		if err != nil {
-			return
-		}
-		o, _, err := FromSections(op, nil)
-		if err != nil {
-			t.Fatalf("operator alone fails but both pass: %v", err)
-		}
-		// A project can never loosen the operator's settings.
-		if o.Mode == ModeOn && s.Mode != ModeOn || o.Mode == ModeAuto && s.Mode == ModeOff {
-			t.Fatalf("mode loosened: %q -> %q", o.Mode, s.Mode)
-		}
-		for _, p := range s.AllowConnectPorts {
-			if !slices.Contains(o.AllowConnectPorts, p) {
-				t.Fatalf("port %d added", p)
-			}
-		}
-		if !slices.Equal(s.ReadOnlyPaths, o.ReadOnlyPaths) {
-			t.Fatalf("read-only paths changed: %v -> %v", o.ReadOnlyPaths, s.ReadOnlyPaths)
-		}
-		if o.MaxMemoryMB > 0 && (s.MaxMemoryMB == 0 || s.MaxMemoryMB > o.MaxMemoryMB) {
-			t.Fatalf("memory cap loosened: %d -> %d", o.MaxMemoryMB, s.MaxMemoryMB)
-		}
-	})
 }

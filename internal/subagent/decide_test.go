@@ -1,7 +1,6 @@
 package subagent
 
 import (
-	"encoding/json"
 	"errors"
 	"strings"
 	"testing"
@@ -108,41 +107,6 @@ func TestRemaining(t *testing.T) {
 	}
 	if got := *Remaining(budget.Limits{}, budget.Usage{ToolCalls: 99}, time.Hour, true); got != (Budget{}) {
 		t.Fatalf("unlimited parent: %+v", got)
-	}
-}
-
-func TestParseSettings(t *testing.T) {
-	tests := []struct {
-		name      string
-		op, pr    string
-		want      Settings
-		warns     int
-		wantError string
-	}{
-		{"defaults", ``, ``, Settings{MaxConcurrency: 3, MaxDepth: 2, BudgetInherit: "operator", TaskTimeout: DefaultTaskTimeout}, 0, ""},
-		{"operator sets", `{"max_concurrency":8,"max_depth":1,"budget_inherit":"share","task_timeout_seconds":30,"x":1}`, ``,
-			Settings{MaxConcurrency: 8, MaxDepth: 1, BudgetInherit: "share", TaskTimeout: 30 * time.Second}, 0, ""},
-		{"project lowers", `{"max_concurrency":5}`, `{"max_concurrency":2,"max_depth":1,"budget_inherit":"share","task_timeout_seconds":60}`,
-			Settings{MaxConcurrency: 2, MaxDepth: 1, BudgetInherit: "share", TaskTimeout: time.Minute}, 0, ""},
-		{"project cannot raise", `{"max_concurrency":2,"budget_inherit":"share"}`, `{"max_concurrency":8,"max_depth":5,"budget_inherit":"operator","task_timeout_seconds":9999}`,
-			Settings{MaxConcurrency: 2, MaxDepth: 2, BudgetInherit: "share", TaskTimeout: DefaultTaskTimeout}, 4, ""},
-		{"concurrency above cap", `{"max_concurrency":9}`, ``, Settings{}, 0, "max_concurrency 9"},
-		{"bad mode", `{"budget_inherit":"half"}`, ``, Settings{}, 0, "budget_inherit"},
-		{"bad type", `{"max_depth":"two"}`, ``, Settings{}, 0, "operator subagent section"},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			got, warns, err := ParseSettings(json.RawMessage(tt.op), json.RawMessage(tt.pr))
-			if tt.wantError != "" {
-				if err == nil || !strings.Contains(err.Error(), tt.wantError) {
-					t.Fatalf("err %v, want %q", err, tt.wantError)
-				}
-				return
-			}
-			if err != nil || got != tt.want || len(warns) != tt.warns {
-				t.Fatalf("got %+v %v %v; want %+v with %d warnings", got, warns, err, tt.want, tt.warns)
-			}
-		})
 	}
 }
 

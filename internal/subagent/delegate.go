@@ -22,6 +22,7 @@ import (
 	"github.com/odekrun/odek/artifacts"
 	"github.com/odekrun/odek/events"
 	"github.com/odekrun/odek/internal/artifactstore"
+	"github.com/odekrun/odek/internal/budget"
 	"github.com/odekrun/odek/internal/tools"
 	"github.com/sirupsen/logrus"
 )
@@ -104,7 +105,7 @@ const ToolName = "delegate_tasks"
 
 // NewDelegateTool returns the delegate_tasks tool.
 func NewDelegateTool(o Options) *Delegate {
-	o.Settings = o.Settings.withDefaults()
+	o.Settings = o.Settings.WithDefaults()
 	if o.Emit == nil {
 		o.Emit = agent.Emit
 	}
@@ -302,13 +303,15 @@ func (d *Delegate) runOne(ctx context.Context, ci agent.CallInfo, runDir string,
 		}
 		os.Chmod(task.ArtifactRoot, 0o700)
 	}
-	if d.o.Settings.BudgetInherit == InheritShare && ci.Budget != nil {
-		l := ci.Budget.Limits()
+	// Sharing needs odek's tracker (its limits and usage so far); another
+	// agent.Budget is only charged with what the child spent, below.
+	if tr, ok := ci.Budget.(*budget.Tracker); d.o.Settings.BudgetInherit == InheritShare && ok && tr != nil {
+		l := tr.Limits()
 		var elapsed time.Duration
-		if dl, ok := ci.Budget.Deadline(); ok {
+		if dl, ok := tr.Deadline(); ok {
 			elapsed = l.MaxRuntime - time.Until(dl)
 		}
-		task.Budget = Remaining(l, ci.Budget.Snapshot(), elapsed, !ci.Budget.CostCapInactive())
+		task.Budget = Remaining(l, tr.Snapshot(), elapsed, !tr.CostCapInactive())
 	}
 	res, err := d.spawn(ctx, ci, i, task)
 	if err != nil {

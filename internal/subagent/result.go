@@ -1,24 +1,26 @@
 package subagent
 
 import (
+	"github.com/odekrun/odek/agent"
 	"github.com/odekrun/odek/artifacts"
 )
 
 // Result statuses.
 const (
-	StatusSuccess         = "success"
+	StatusSuccess         = string(agent.StatusSuccess)
 	StatusPartial         = "partial"
-	StatusBudgetExhausted = "budget_exhausted"
-	StatusError           = "error"
+	StatusBudgetExhausted = string(agent.StatusBudgetExhausted)
+	StatusError           = string(agent.StatusError)
 )
 
-// Exit codes of `odek subagent` (EXTENSIONS.md "Budget exit behavior").
+// Exit codes of `odek subagent` (EXTENSIONS.md "Budget exit behavior"):
+// agent's.
 const (
-	ExitOK      = 0
-	ExitError   = 1
-	ExitTimeout = 2
-	ExitSetup   = 3
-	ExitBudget  = 4
+	ExitOK      = agent.ExitOK
+	ExitError   = agent.ExitError
+	ExitTimeout = agent.ExitTimeout
+	ExitSetup   = agent.ExitSetup
+	ExitBudget  = agent.ExitBudget
 )
 
 // MaxResultBytes bounds the child's JSON result the parent reads.
@@ -65,13 +67,8 @@ type Denial struct {
 
 // ExitCode maps a result to the process exit code. Pure.
 func (r *Result) ExitCode() int {
-	switch {
-	case r.TimedOut:
+	if r.TimedOut {
 		return ExitTimeout
-	case r.Status == StatusSuccess:
-		return ExitOK
-	case r.Status == StatusBudgetExhausted:
-		return ExitBudget
 	}
-	return ExitError
+	return agent.Status(r.Status).ExitCode()
 }

@@ -15,6 +15,7 @@ import (
 	"github.com/odekrun/odek/artifacts"
 	"github.com/odekrun/odek/events"
 	"github.com/odekrun/odek/internal/budget"
+	"github.com/odekrun/odek/internal/redact"
 	"github.com/odekrun/odek/internal/tools"
 )
 
@@ -74,6 +75,9 @@ func RunTask(ctx context.Context, o RunOptions) *Result {
 		return finish()
 	}
 	cfg := o.Agent
+	if cfg.Redactor == nil {
+		cfg.Redactor = redact.New() // what the loop uses without one: patterns only
+	}
 	cfg.Prompter = nil
 	cfg.Policy = ChildPolicy(cfg.Policy, tools.Class(o.Task.MaxRisk))
 	dc := &denialCollector{policy: cfg.Policy, calls: make(map[string]pendingCall)}

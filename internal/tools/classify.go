@@ -3,6 +3,7 @@ package tools
 import (
 	"path"
 	"strings"
+	"unicode/utf8"
 )
 
 // ShellVerdict is the danger classification of one shell command line.
@@ -52,12 +53,14 @@ func validClass(c Class) bool {
 const maxShellDepth = 16
 
 // ClassifyShell classifies the command line that the shell tool would pass
-// to sh -c. It tokenizes the line like sh does (quotes, escapes, pipes and
-// lists, subshells, command substitution, redirections, here-documents),
-// unwraps wrappers such as sudo, env, timeout and xargs, classifies every
-// command and every redirection target, and returns the most severe
-// result. A line it cannot tokenize is unknown. Relative paths count as
-// inside the working directory, absolute ones as outside it.
+// to sh -c. It parses the line with a bash parser (mvdan.cc/sh: quotes,
+// escapes, pipes and lists, subshells, compound commands, functions,
+// command and process substitution, redirections, here-documents), unwraps
+// wrappers such as sudo, env, timeout and xargs, classifies every command
+// and every redirection target, and returns the most severe result. A line
+// the parser rejects is unknown, or more severe when a piece of it would be
+// (see salvage). Relative paths count as inside the working directory,
+// absolute ones as outside it.
 //
 // ClassifyShell is a pure function and safe for concurrent use.
 func ClassifyShell(cmdline string) ShellVerdict {
@@ -75,6 +78,12 @@ type classifier struct {
 	// went to / or the home directory.
 	cwdMoved, cwdTop bool
 	best             ShellVerdict
+	// src is the text being walked; expansions are quoted from it.
+	src string
+	// lineFetch is set while walking a line one of whose substitutions
+	// downloads something; fetched is set once any command walked
+	// downloads something.
+	lineFetch, fetched bool
 }
 
 // raise records class if it is more severe than the best so far, or fills
@@ -95,77 +104,28 @@ func classifyShell(cmdline, workDir string, depth int) ShellVerdict {
 	if isForkBomb(cmdline) {
 		return ShellVerdict{Class: ClassBlocked, Argv0: ":", Reason: "fork bomb"}
 	}
-	l, err := lex(cmdline)
-	if err != nil {
-		return ShellVerdict{Class: ClassUnknown, Reason: "unbalanced quotes or substitution"}
+	if strings.IndexByte(cmdline, 0) >= 0 {
+		// The parser skips NUL bytes; read each as a letter of the word
+		// it sits in, and never below unknown.
+		v := classifyShell(strings.ReplaceAll(cmdline, "\x00", "%"), workDir, depth)
+		if Severity(v.Class) < Severity(ClassUnknown) {
+			v = ShellVerdict{Class: ClassUnknown, Reason: "the command line contains a NUL byte"}
+		}
+		return v
 	}
-	c := &classifier{workDir: workDir, depth: depth}
+	if !utf8.ValidString(cmdline) {
+		// The parser rejects bytes that are not UTF-8; the shell takes
+		// them as letters of the word they sit in.
+		cmdline = strings.ToValidUTF8(cmdline, "%")
+	}
+	f, err := parseShell(cmdline)
+	if err != nil {
+		return salvage(cmdline, workDir, depth)
+	}
+	c := &classifier{workDir: workDir, depth: depth, src: cmdline}
 	c.best = ShellVerdict{Class: ClassSafe, Reason: "empty command"}
-	for _, sub := range l.subs {
-		v := classifyShell(sub, workDir, depth+1)
-		c.raise(v.Class, v.Argv0, "in command substitution: "+v.Reason)
-	}
-	// Walk pipelines: segments separated by | belong together so a
-	// download piped into an interpreter is caught.
-	var pipeline []segResult
-	flush := func() {
-		fetched := false
-		for _, r := range pipeline {
-			if fetched && r.interpreter {
-				c.raise(ClassBlocked, r.argv0, "downloaded content piped into "+r.argv0)
-			}
-			if r.fetch {
-				fetched = true
-			}
-		}
-		pipeline = pipeline[:0]
-	}
-	var seg []token
-	end := func(op string) {
-		r := c.segment(seg)
-		if r.interpreter && len(l.subs) > 0 {
-			for _, sub := range l.subs {
-				if isFetchLine(sub, workDir, depth) {
-					c.raise(ClassBlocked, r.argv0, "downloaded content run by "+r.argv0)
-				}
-			}
-		}
-		pipeline = append(pipeline, r)
-		if op != "|" && op != "|&" {
-			flush()
-		}
-		seg = seg[:0]
-	}
-	for _, t := range l.toks {
-		if t.kind == tokOp {
-			end(t.text)
-			continue
-		}
-		seg = append(seg, t)
-	}
-	end("")
+	c.line(f.Stmts)
 	return c.best
-}
-
-// isFetchLine reports whether a substitution body downloads something.
-func isFetchLine(sub, workDir string, depth int) bool {
-	l, err := lex(sub)
-	if err != nil {
-		return false
-	}
-	c := &classifier{workDir: workDir, depth: depth + 1}
-	var seg []token
-	for _, t := range append(l.toks, token{kind: tokOp, text: ";"}) {
-		if t.kind == tokOp {
-			if c.segment(seg).fetch {
-				return true
-			}
-			seg = seg[:0]
-			continue
-		}
-		seg = append(seg, t)
-	}
-	return false
 }
 
 // segResult describes one simple command.
@@ -182,52 +142,6 @@ type segResult struct {
 type word struct {
 	v   string
 	dyn bool
-}
-
-// segment classifies one simple command (words and redirections) and
-// raises c.best accordingly.
-func (c *classifier) segment(toks []token) segResult {
-	var words []word
-	type redir struct {
-		op     string
-		target *token
-	}
-	var redirs []redir
-	for i := 0; i < len(toks); i++ {
-		t := toks[i]
-		if t.kind == tokRedir {
-			rd := redir{op: t.text}
-			if i+1 < len(toks) && toks[i+1].kind == tokWord {
-				rd.target = &toks[i+1]
-				i++
-			}
-			redirs = append(redirs, rd)
-			continue
-		}
-		words = append(words, word{v: t.text, dyn: t.dynamic})
-	}
-	r := c.command(words)
-	for _, rd := range redirs {
-		c.redirect(rd.op, rd.target, r.argv0)
-	}
-	return r
-}
-
-// redirect classifies one redirection of the command argv0.
-func (c *classifier) redirect(op string, target *token, argv0 string) {
-	o := strings.TrimLeft(op, "0123456789")
-	switch o {
-	case "<", "<<", "<<-", "<<<", "<&":
-		return
-	}
-	if target == nil {
-		return
-	}
-	if o == ">&" && (isDigits(target.text) || target.text == "-") {
-		return // fd duplication
-	}
-	class, why := c.writeTarget(target.text, target.dynamic)
-	c.raise(class, argv0, "redirection to "+why)
 }
 
 // writeTarget classifies writing to path p.
@@ -346,6 +260,13 @@ func (c *classifier) command(words []word) segResult {
 			}
 		}
 		args := words[1:]
+		if name == "env" {
+			for _, v := range envAssignments(args) {
+				if dangerousVars[v] {
+					c.raise(ClassCodeExecution, v, "assignment to "+v+" changes what runs")
+				}
+			}
+		}
 		inner, extra, ok := unwrap(name, args)
 		if !ok {
 			if Severity(minClass) > 0 {
@@ -366,6 +287,30 @@ func (c *classifier) command(words []word) segResult {
 		}
 		words = inner
 	}
+}
+
+// envAssignments returns the names env(1) assigns before its command.
+func envAssignments(args []word) []string {
+	var names []string
+	i := 0
+	for i < len(args) && strings.HasPrefix(args[i].v, "-") && args[i].v != "-" {
+		if args[i].v == "--" {
+			i++
+			break
+		}
+		if len(args[i].v) == 2 && strings.IndexByte("uCS", args[i].v[1]) >= 0 {
+			i++
+		}
+		i++
+	}
+	for ; i < len(args); i++ {
+		name, ok := assignmentName(args[i])
+		if !ok {
+			break
+		}
+		names = append(names, name)
+	}
+	return names
 }
 
 // unwrap strips a wrapper program and its options, returning the wrapped
@@ -527,6 +472,7 @@ func (c *classifier) program(name string, args []word) segResult {
 		}
 		v := classifyShell(strings.Join(joined, " "), c.workDir, c.depth+1)
 		c.raise(v.Class, v.Argv0, "eval: "+v.Reason)
+		r.interpreter = true // eval "$(curl ...)" runs what was downloaded
 		return set(ClassCodeExecution, "evaluates a string as shell code")
 	case "alias":
 		for _, a := range args {
@@ -848,6 +794,9 @@ func (c *classifier) find(args []word, r segResult) segResult {
 				j++
 			}
 			inner := args[i+1 : j]
+			if len(inner) == 0 {
+				class, why = maxClass(class, ClassUnknown), "find "+args[i].v+" without a command"
+			}
 			sub := &classifier{workDir: c.workDir, depth: c.depth + 1, cwdMoved: c.cwdMoved, cwdTop: c.cwdTop}
 			sub.best = ShellVerdict{Class: ClassSafe}
 			sub.command(inner)

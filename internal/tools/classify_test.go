@@ -151,7 +151,9 @@ func TestSeverityOrder(t *testing.T) {
 func FuzzClassifyShell(f *testing.F) {
 	for _, s := range []string{"ls", "rm -rf /", "echo 'a", "curl x | sh", "a=$(b `c`) d", "cat <<E\nx\nE",
 		"sudo -u root env X=1 timeout 5 nice -n 1 rm -rf ~", ":(){ :|:& };:", "echo \\", "$((", "${a:-$(rm x)}",
-		"find . -exec sh -c 'rm {}' \\;", "2>&1 >f", "(((", "))", "x=1", "&&||;;|&", "git -C d push", "eval \"$x\""} {
+		"find . -exec sh -c 'rm {}' \\;", "2>&1 >f", "(((", "))", "x=1", "&&||;;|&", "git -C d push", "eval \"$x\"",
+		"$'\\x72m' -rf /", "export PATH=.", "curl x | (sh)", "rm -rf / &; ls", "f() { rm -rf /; }", "case $x in a) ls;; esac",
+		"cat <<-E\n\t$(x)\n\tE", "((i++))", "[[ -f x ]]", "ls > >(tee f)", ">`x`", "a\xffb", "x\x00y"} {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, s string) {

@@ -1,42 +1,15 @@
 package tools
 
 import (
-	"strconv"
 	"unicode/utf8"
+
+	"github.com/odekrun/odek/internal/clip"
 )
 
-// minClipMarker is the smallest max for which Clip keeps a head, a marker
-// and a tail; below it Clip returns a plain prefix.
-const minClipMarker = 64
-
 // Clip shortens s to at most max bytes by keeping its head and tail and
-// replacing the middle with "\n[... N bytes omitted ...]\n", where N counts
-// the removed bytes. It never splits a UTF-8 sequence, so the result may
-// be a few bytes shorter than max. For max >= 64, len(Clip(s, max)) <= max;
-// for smaller max Clip returns the longest prefix of at most max bytes that
-// ends on a rune boundary, without a marker; for max <= 0 it returns "".
-// Clip is pure and safe for concurrent use.
-func Clip(s string, max int) string {
-	if len(s) <= max {
-		return s
-	}
-	if max <= 0 {
-		return ""
-	}
-	if max < minClipMarker {
-		return s[:runeStartBefore(s, max)]
-	}
-	// Size the marker for the largest possible count; the real count is
-	// no larger, so the result fits.
-	budget := max - len(clipMarker(len(s)))
-	head := runeStartBefore(s, budget/2)
-	tail := runeStartAfter(s, len(s)-(budget-budget/2))
-	return s[:head] + clipMarker(tail-head) + s[tail:]
-}
-
-func clipMarker(omitted int) string {
-	return "\n[... " + strconv.Itoa(omitted) + " bytes omitted ...]\n"
-}
+// replacing the middle with "\n[... N bytes omitted ...]\n" (see
+// clip.Text, which the agent loop uses for every tool result). Pure.
+func Clip(s string, max int) string { return clip.Text(s, max) }
 
 // runeStartBefore returns the largest i <= n at which no valid UTF-8
 // sequence of s is split.

@@ -16,62 +16,32 @@
 // them before they reach the model.
 package tools
 
-import (
-	"context"
-	"encoding/json"
-)
+import "github.com/odekrun/odek/agent"
 
-// Class is the danger class of one tool call.
-type Class string
+// The tool types are the agent package's: a tool written for odek's Go API
+// and a built-in one are the same thing.
+type (
+	// Class is the danger class of one tool call.
+	Class = agent.Class
+	// Definition is what the model is told about a tool.
+	Definition = agent.Definition
+	// Assessment is the pre-execution view of one call.
+	Assessment = agent.Assessment
+	// Result is what a tool call returns to the model.
+	Result = agent.ToolResult
+	// Tool is one callable tool.
+	Tool = agent.Tool
+)
 
 // Danger classes, from harmless to forbidden.
 const (
-	ClassSafe          Class = "safe"
-	ClassLocalWrite    Class = "local_write"
-	ClassSystemWrite   Class = "system_write"
-	ClassDestructive   Class = "destructive"
-	ClassCodeExecution Class = "code_execution"
-	ClassNetworkEgress Class = "network_egress"
-	ClassInstall       Class = "install"
-	ClassUnknown       Class = "unknown"
-	ClassBlocked       Class = "blocked"
+	ClassSafe          = agent.ClassSafe
+	ClassLocalWrite    = agent.ClassLocalWrite
+	ClassSystemWrite   = agent.ClassSystemWrite
+	ClassDestructive   = agent.ClassDestructive
+	ClassCodeExecution = agent.ClassCodeExecution
+	ClassNetworkEgress = agent.ClassNetworkEgress
+	ClassInstall       = agent.ClassInstall
+	ClassUnknown       = agent.ClassUnknown
+	ClassBlocked       = agent.ClassBlocked
 )
-
-// Definition is what the model is told about a tool.
-type Definition struct {
-	Name        string
-	Description string
-	// Parameters is a JSON Schema object describing the arguments.
-	Parameters json.RawMessage
-}
-
-// Assessment is the pre-execution view of one call: its danger class and
-// a low-cardinality audit summary (for events: shell → argv0 and class;
-// path tools → path and class; network tools → host and class). Summary
-// values are plain strings or string slices; they never hold raw content.
-type Assessment struct {
-	Class   Class
-	Summary map[string]any
-}
-
-// Result is what a tool call returns to the model.
-type Result struct {
-	// Text is shown to the model (after clipping and redaction by the
-	// caller).
-	Text string
-	// IsError marks a failed call; Text then explains the failure.
-	IsError bool
-	// ArtifactCount is the number of artifact refs the result carried.
-	ArtifactCount int
-}
-
-// Tool is one callable tool. Implementations must be safe for concurrent
-// calls. Assess must not have side effects. Run receives arguments that are
-// valid JSON; it reports failures the model should see as a Result with
-// IsError, and returns a Go error only for failures of the call itself
-// (cancellation, I/O), which the agent also turns into an error result.
-type Tool interface {
-	Definition() Definition
-	Assess(args json.RawMessage) (Assessment, error)
-	Run(ctx context.Context, args json.RawMessage) (Result, error)
-}

@@ -102,13 +102,13 @@ func readResults(t *testing.T, q queue.Queue, consumer string, want int) []queue
 
 func testEnqueueClaimAck(t *testing.T, nq NewQueue) {
 	q := nq(t, queue.Options{})
-	in := queue.Job{ChatID: -1001234567890123, UserID: 42, Goal: "say hi", SessionID: "s1", Budget: []byte(`{"max_iterations":3}`)}
+	in := queue.Job{ChatID: -1001234567890123, UserID: 42, Goal: "say hi", SessionID: "s1", Budget: &queue.Budget{MaxToolCalls: 3, MaxRuntimeSeconds: 1.5}}
 	j := enqueue(t, q, in)
 	if j.ID == "" || j.CreatedAt.IsZero() {
 		t.Fatalf("Enqueue did not fill ID/CreatedAt: %+v", j)
 	}
 	l := claimOne(t, q, "w1")
-	if l.Job.ID != j.ID || l.Job.Goal != "say hi" || l.Job.ChatID != in.ChatID || l.Job.Attempt != 1 || string(l.Job.Budget) != `{"max_iterations":3}` {
+	if l.Job.ID != j.ID || l.Job.Goal != "say hi" || l.Job.ChatID != in.ChatID || l.Job.Attempt != 1 || l.Job.Budget == nil || *l.Job.Budget != *in.Budget {
 		t.Fatalf("claimed %+v, want job %s attempt 1 with the enqueued fields", l.Job, j.ID)
 	}
 	if err := q.Heartbeat(ctxT(t), l); err != nil {
@@ -210,7 +210,7 @@ func testInvalid(t *testing.T, nq NewQueue) {
 		{ChatID: 1},
 		{ChatID: 1, Goal: "g", ID: "bad id with spaces"},
 		{ChatID: 1, Goal: "g", ID: strings.Repeat("a", queue.MaxIDLen+1)},
-		{ChatID: 1, Goal: "g", Budget: []byte("{")},
+		{ChatID: 1, Goal: "g", Budget: &queue.Budget{MaxToolCalls: -1}},
 	} {
 		if _, _, err := q.Enqueue(ctxT(t), j); !errors.Is(err, queue.ErrInvalidJob) {
 			t.Errorf("Enqueue(%+v) = %v, want ErrInvalidJob", j, err)

@@ -1,0 +1,427 @@
+package agent
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"sort"
+	"strings"
+	"unicode/utf8"
+)
+
+// This file holds the JSON form of Message and ToolCall as session stores
+// keep them: the OpenAI wire shape with Extra's members beside the known
+// fields. odek's model client encodes requests with its own memoizing
+// encoder; TestMessageJSONMatchesClient (internal/llm) keeps both forms
+// byte-identical.
+
+// Keys a Message or ToolCall encodes itself; an Extra member with one of
+// these names is not sent (the known field wins).
+var (
+	messageKeys  = []string{"role", "content", "tool_calls", "tool_call_id", "name"}
+	toolCallKeys = []string{"id", "type", "function"}
+)
+
+// isOneOf reports whether k is one of keys, ignoring case: encoding/json
+// matches struct fields case-insensitively, so an Extra member "Content"
+// would come back from a session file as the content.
+func isOneOf(k string, keys []string) bool {
+	for _, s := range keys {
+		if strings.EqualFold(k, s) {
+			return true
+		}
+	}
+	return false
+}
+
+// MarshalJSON renders m in OpenAI wire shape with Extra's members added.
+// An empty ToolCall.Type is written as "function".
+func (m Message) MarshalJSON() ([]byte, error) {
+	dst := append(make([]byte, 0, 64+len(m.Content)), `{"role":`...)
+	dst = appendJSONString(dst, m.Role)
+	dst = append(dst, `,"content":`...)
+	dst = appendJSONString(dst, m.Content)
+	if len(m.ToolCalls) > 0 {
+		dst = append(dst, `,"tool_calls":[`...)
+		for i := range m.ToolCalls {
+			if i > 0 {
+				dst = append(dst, ',')
+			}
+			var err error
+			if dst, err = appendToolCall(dst, &m.ToolCalls[i]); err != nil {
+				return nil, err
+			}
+		}
+		dst = append(dst, ']')
+	}
+	if m.ToolCallID != "" {
+		dst = append(dst, `,"tool_call_id":`...)
+		dst = appendJSONString(dst, m.ToolCallID)
+	}
+	if m.Name != "" {
+		dst = append(dst, `,"name":`...)
+		dst = appendJSONString(dst, m.Name)
+	}
+	dst, err := appendExtra(dst, m.Extra, messageKeys, "message")
+	if err != nil {
+		return nil, err
+	}
+	return append(dst, '}'), nil
+}
+
+// MarshalJSON renders c in OpenAI wire shape with Extra's members added.
+func (c ToolCall) MarshalJSON() ([]byte, error) {
+	return appendToolCall(nil, &c)
+}
+
+func appendToolCall(dst []byte, c *ToolCall) ([]byte, error) {
+	typ := c.Type
+	if typ == "" {
+		typ = "function"
+	}
+	dst = append(dst, `{"id":`...)
+	dst = appendJSONString(dst, c.ID)
+	dst = append(dst, `,"type":`...)
+	dst = appendJSONString(dst, typ)
+	dst = append(dst, `,"function":{"name":`...)
+	dst = appendJSONString(dst, c.Function.Name)
+	dst = append(dst, `,"arguments":`...)
+	dst = appendJSONString(dst, c.Function.Arguments)
+	dst = append(dst, '}')
+	dst, err := appendExtra(dst, c.Extra, toolCallKeys, "tool call "+c.ID)
+	if err != nil {
+		return nil, err
+	}
+	return append(dst, '}'), nil
+}
+
+// appendExtra appends ,"key":value for each member of the object extra
+// whose key is not in known, in extra's order, values compacted.
+func appendExtra(dst []byte, extra json.RawMessage, known []string, what string) ([]byte, error) {
+	if len(bytes.TrimSpace(extra)) == 0 {
+		return dst, nil
+	}
+	dec := json.NewDecoder(bytes.NewReader(extra))
+	if tok, err := dec.Token(); err != nil || tok != json.Delim('{') {
+		return nil, fmt.Errorf("agent: Extra of %s is not a JSON object", what)
+	}
+	for dec.More() {
+		tok, err := dec.Token()
+		if err != nil {
+			return nil, fmt.Errorf("agent: Extra of %s: %v", what, err)
+		}
+		key, _ := tok.(string)
+		var val json.RawMessage
+		if err := dec.Decode(&val); err != nil {
+			return nil, fmt.Errorf("agent: Extra of %s: %v", what, err)
+		}
+		if isOneOf(key, known) {
+			continue
+		}
+		dst = append(dst, ',')
+		dst = appendJSONString(dst, key)
+		dst = append(dst, ':')
+		var b bytes.Buffer
+		if err := json.Compact(&b, val); err != nil {
+			return nil, fmt.Errorf("agent: Extra of %s: %v", what, err)
+		}
+		dst = append(dst, b.Bytes()...)
+	}
+	if _, err := dec.Token(); err != nil {
+		return nil, fmt.Errorf("agent: Extra of %s: %v", what, err)
+	}
+	if dec.More() || dec.InputOffset() != int64(len(bytes.TrimRight(extra, " \t\r\n"))) {
+		return nil, fmt.Errorf("agent: Extra of %s: data after the object", what)
+	}
+	return dst, nil
+}
+
+const hexDigits = "0123456789abcdef"
+
+// appendJSONString appends s as a JSON string exactly as encoding/json
+// does with SetEscapeHTML(false): '"', '\\' and control characters
+// escaped, U+2028 and U+2029 escaped, invalid UTF-8 replaced by U+FFFD.
+func appendJSONString(dst []byte, s string) []byte {
+	dst = append(dst, '"')
+	start := 0
+	for i := 0; i < len(s); {
+		if b := s[i]; b < utf8.RuneSelf {
+			if b >= 0x20 && b != '"' && b != '\\' {
+				i++
+				continue
+			}
+			dst = append(dst, s[start:i]...)
+			switch b {
+			case '\\', '"':
+				dst = append(dst, '\\', b)
+			case '\b':
+				dst = append(dst, '\\', 'b')
+			case '\f':
+				dst = append(dst, '\\', 'f')
+			case '\n':
+				dst = append(dst, '\\', 'n')
+			case '\r':
+				dst = append(dst, '\\', 'r')
+			case '\t':
+				dst = append(dst, '\\', 't')
+			default:
+				dst = append(dst, '\\', 'u', '0', '0', hexDigits[b>>4], hexDigits[b&0xF])
+			}
+			i++
+			start = i
+			continue
+		}
+		r, size := utf8.DecodeRuneInString(s[i:])
+		if r == utf8.RuneError && size == 1 || r == '\u2028' || r == '\u2029' {
+			dst = append(dst, s[start:i]...)
+			if r == utf8.RuneError {
+				dst = append(dst, `\ufffd`...)
+			} else {
+				dst = append(dst, '\\', 'u', '2', '0', '2', hexDigits[r&0xF])
+			}
+			i += size
+			start = i
+			continue
+		}
+		i += size
+	}
+	dst = append(dst, s[start:]...)
+	return append(dst, '"')
+}
+
+// UnmarshalJSON decodes the wire shape; content may be a string, null or
+// an array of parts (their text is joined). Unknown non-null members go
+// to Extra, sorted by key.
+func (m *Message) UnmarshalJSON(b []byte) error {
+	var w struct {
+		Role       string          `json:"role"`
+		Content    json.RawMessage `json:"content"`
+		ToolCalls  []ToolCall      `json:"tool_calls"`
+		ToolCallID string          `json:"tool_call_id"`
+		Name       string          `json:"name"`
+	}
+	if err := json.Unmarshal(b, &w); err != nil {
+		return err
+	}
+	extra, err := collectExtra(b, messageKeys, nil)
+	if err != nil {
+		return err
+	}
+	*m = Message{Role: w.Role, Content: contentText(w.Content), ToolCalls: w.ToolCalls, ToolCallID: w.ToolCallID, Name: w.Name, Extra: extra}
+	return nil
+}
+
+// UnmarshalJSON decodes a tool call; unknown non-null members go to Extra.
+func (c *ToolCall) UnmarshalJSON(b []byte) error {
+	var w struct {
+		ID       string `json:"id"`
+		Type     string `json:"type"`
+		Function struct {
+			Name      string          `json:"name"`
+			Arguments json.RawMessage `json:"arguments"`
+		} `json:"function"`
+	}
+	if err := json.Unmarshal(b, &w); err != nil {
+		return err
+	}
+	extra, err := collectExtra(b, toolCallKeys, []string{"index"})
+	if err != nil {
+		return err
+	}
+	*c = ToolCall{ID: w.ID, Type: w.Type, Function: FunctionCall{Name: w.Function.Name, Arguments: argumentsText(w.Function.Arguments)}, Extra: extra}
+	return nil
+}
+
+// collectExtra returns the members of the JSON object b whose keys are
+// neither known nor skipped and whose values are not null, empty arrays
+// or empty objects, as one compact object sorted by key; nil when none.
+func collectExtra(b []byte, known, skipped []string) (json.RawMessage, error) {
+	if !mayHaveExtra(b, known, skipped) {
+		return nil, nil
+	}
+	var all map[string]json.RawMessage
+	if err := json.Unmarshal(b, &all); err != nil {
+		return nil, err
+	}
+	var keys []string
+	for k, v := range all {
+		if isOneOf(k, known) || isOneOf(k, skipped) || emptyJSON(v) {
+			continue
+		}
+		keys = append(keys, k)
+	}
+	if len(keys) == 0 {
+		return nil, nil
+	}
+	sort.Strings(keys)
+	var buf bytes.Buffer
+	buf.WriteByte('{')
+	for i, k := range keys {
+		if i > 0 {
+			buf.WriteByte(',')
+		}
+		buf.Write(appendJSONString(nil, k))
+		buf.WriteByte(':')
+		if err := json.Compact(&buf, all[k]); err != nil {
+			return nil, err
+		}
+	}
+	buf.WriteByte('}')
+	return buf.Bytes(), nil
+}
+
+// emptyJSON reports null, [] and {} (with any spacing).
+func emptyJSON(v []byte) bool {
+	v = bytes.TrimSpace(v)
+	if string(v) == "null" || len(v) == 0 {
+		return true
+	}
+	if len(v) >= 2 && (v[0] == '[' && v[len(v)-1] == ']' || v[0] == '{' && v[len(v)-1] == '}') {
+		return len(bytes.TrimSpace(v[1:len(v)-1])) == 0
+	}
+	return false
+}
+
+// contentText renders message content: a string as is, null as "", an
+// array of parts as the concatenation of their "text" fields.
+func contentText(raw json.RawMessage) string {
+	raw = bytes.TrimSpace(raw)
+	if s, ok := jsonStringValue(raw); ok {
+		return s
+	}
+	if len(raw) > 0 && raw[0] == '[' {
+		var parts []struct {
+			Text string `json:"text"`
+		}
+		if json.Unmarshal(raw, &parts) == nil {
+			var b []byte
+			for _, p := range parts {
+				b = append(b, p.Text...)
+			}
+			return string(b)
+		}
+	}
+	return ""
+}
+
+// jsonStringValue decodes raw (already trimmed) when it is a JSON string.
+func jsonStringValue(raw json.RawMessage) (string, bool) {
+	if len(raw) == 0 || raw[0] != '"' {
+		return "", false
+	}
+	var s string
+	if json.Unmarshal(raw, &s) != nil {
+		return "", false
+	}
+	return s, true
+}
+
+// argumentsText renders tool-call arguments: a JSON string as its value,
+// an object or array as its JSON text, null as "".
+func argumentsText(raw json.RawMessage) string {
+	raw = bytes.TrimSpace(raw)
+	if s, ok := jsonStringValue(raw); ok {
+		return s
+	}
+	if len(raw) > 0 && (raw[0] == '{' || raw[0] == '[') {
+		var b bytes.Buffer
+		if json.Compact(&b, raw) == nil {
+			return b.String()
+		}
+		return string(raw)
+	}
+	return ""
+}
+
+// mayHaveExtra reports whether the JSON object b may have a member
+// collectExtra would keep: a quick scan of its top-level keys that spares
+// decoding the object into a map for the common message without provider
+// fields. Anything unusual (escaped keys, bad JSON) reports true and
+// leaves the decision to the full decode.
+func mayHaveExtra(b []byte, known, skipped []string) bool {
+	i := skipWS(b, 0)
+	if i >= len(b) || b[i] != '{' {
+		return true
+	}
+	i++
+	for {
+		i = skipWS(b, i)
+		if i < len(b) && b[i] == '}' {
+			return false
+		}
+		if i >= len(b) || b[i] != '"' {
+			return true
+		}
+		end := bytes.IndexByte(b[i+1:], '"')
+		if end < 0 {
+			return true
+		}
+		key := b[i+1 : i+1+end]
+		if bytes.IndexByte(key, '\\') >= 0 {
+			return true
+		}
+		i = skipWS(b, i+2+end)
+		if i >= len(b) || b[i] != ':' {
+			return true
+		}
+		start := skipWS(b, i+1)
+		i = skipValue(b, start)
+		if i < 0 {
+			return true
+		}
+		if !isOneOf(string(key), known) && !isOneOf(string(key), skipped) && !emptyJSON(b[start:i]) {
+			return true
+		}
+		i = skipWS(b, i)
+		if i < len(b) && b[i] == ',' {
+			i++
+		}
+	}
+}
+
+func skipWS(b []byte, i int) int {
+	for i < len(b) && (b[i] == ' ' || b[i] == '\t' || b[i] == '\n' || b[i] == '\r') {
+		i++
+	}
+	return i
+}
+
+// skipValue returns the index just past the JSON value starting at i, or
+// -1 when it does not end.
+func skipValue(b []byte, i int) int {
+	depth := 0
+	for i < len(b) {
+		switch b[i] {
+		case '"':
+			i++
+			for i < len(b) && b[i] != '"' {
+				if b[i] == '\\' {
+					i++
+				}
+				i++
+			}
+			if i >= len(b) {
+				return -1
+			}
+		case '{', '[':
+			depth++
+		case '}', ']':
+			if depth == 0 {
+				return i
+			}
+			depth--
+		case ',':
+			if depth == 0 {
+				return i
+			}
+		}
+		i++
+		if depth == 0 && i < len(b) && (b[i-1] == '"' || b[i-1] == '}' || b[i-1] == ']') {
+			return i
+		}
+	}
+	if depth == 0 {
+		return i
+	}
+	return -1
+}

@@ -1,0 +1,78 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"io"
+	"text/tabwriter"
+
+	"github.com/odekrun/odek/internal/config"
+)
+
+// cmdConfig prints the effective configuration (show) or the environment
+// variables odek reads (env).
+func cmdConfig(_ context.Context, args []string, stdout, stderr io.Writer) error {
+	if len(args) == 0 {
+		return usageErr("odek config needs a subcommand: show or env")
+	}
+	switch args[0] {
+	case "env":
+		if len(args) > 1 {
+			return usageErr("odek config env takes no arguments, got %q", args[1:])
+		}
+		fmt.Fprint(stdout, config.EnvText(config.EnvGroups()))
+		return nil
+	case "show":
+		fs := flag.NewFlagSet("odek config show", flag.ContinueOnError)
+		fs.SetOutput(stderr)
+		jsonOut := fs.Bool("json", false, "print one JSON object per setting and line: key, value, source")
+		if err := fs.Parse(args[1:]); err != nil {
+			return withCode(exitSetup, err)
+		}
+		if fs.NArg() > 0 {
+			return usageErr("odek config show takes no arguments, got %q", fs.Args())
+		}
+		cfg, warnings, err := config.Load(config.Options{})
+		if err != nil {
+			return withCode(exitSetup, err)
+		}
+		for _, w := range warnings {
+			fmt.Fprintln(stderr, "odek: warning:", w.String())
+		}
+		if *jsonOut {
+			enc := json.NewEncoder(stdout)
+			for _, s := range cfg.Settings() {
+				if err := enc.Encode(map[string]string{"key": s.Key, "value": s.Value, "source": s.Source}); err != nil {
+					return err
+				}
+			}
+			return nil
+		}
+		tw := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
+		fmt.Fprintln(tw, "KEY\tVALUE\tSOURCE")
+		for _, s := range cfg.Settings() {
+			v, src := s.Value, s.Source
+			if v == "" {
+				v = "-"
+			}
+			if src == "" {
+				src = "-"
+			}
+			fmt.Fprintf(tw, "%s\t%s\t%s\n", s.Key, clipValue(v), src)
+		}
+		return tw.Flush()
+	}
+	return usageErr("unknown subcommand odek config %q (want show or env)", args[0])
+}
+
+// clipValue keeps a table row readable (a system prompt can be long).
+func clipValue(v string) string {
+	const max = 80
+	r := []rune(v)
+	if len(r) <= max {
+		return v
+	}
+	return string(r[:max-1]) + "…"
+}
