@@ -6,7 +6,8 @@
 //
 // Bot.Run long-polls the Bot API (or serves a webhook), authorizes every
 // update against the allowlists before anything else, answers the commands
-// (/start, /help, /new, /stop, /status, /usage, /artifact <id>), enqueues a
+// (/start, /help, /new, /stop, /status, /usage, /artifact <id>, /retry,
+// /model), enqueues a
 // job per message (idempotency key = the update id, so a redelivered update
 // never runs twice), keeps one status message per running job edited from
 // its progress stream, shows tool approvals as inline keyboards, and
@@ -14,7 +15,11 @@
 // chunks of at most 4096 characters, one line per artifact and a footer with
 // tokens, cost and duration in one message, then the first artifacts as
 // files. Documents and photos users send are saved in the chat's directory
-// and named in the goal; in groups it answers only when addressed.
+// and named in the goal; voice and audio messages are transcribed
+// (Transcriber) and shown back first; the answer streams while it is
+// written (sendMessageDraft or status edits, stream.go); a status ledger
+// (StatusLedger) lets the next start clean status messages a crash left;
+// in groups it answers only when addressed.
 //
 // Formatting lives in bot/tgformat (goldmark's Markdown AST rendered to
 // Telegram HTML, with a plain-text twin of every chunk sent when Telegram
