@@ -1,0 +1,109 @@
+package main_test
+
+import (
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/odekrun/odek/bot/bottest"
+	"github.com/odekrun/odek/internal/llm/llmtest"
+)
+
+// chunk is one chat.completion.chunk SSE event in OpenAI's streaming wire
+// format ("data: {…}\n\n"; the stream ends with "data: [DONE]").
+func chunk(delta, finish string, usage bool) string {
+	fin := "null"
+	if finish != "" {
+		fin = `"` + finish + `"`
+	}
+	u := ""
+	if usage {
+		u = `,"usage":{"prompt_tokens":12,"completion_tokens":6,"total_tokens":18}`
+	}
+	return fmt.Sprintf("data: {\"id\":\"chatcmpl-e2e\",\"object\":\"chat.completion.chunk\",\"created\":1700000000,\"model\":\"test-model\",\"choices\":[{\"index\":0,\"delta\":%s,\"finish_reason\":%s}]%s}\n\n", delta, fin, u)
+}
+
+// Issue 17, streaming answers in distributed mode: a real `odek worker`
+// streams the model's text deltas onto the job's progress stream in
+// Redis, the bot shows them with sendMessageDraft while the model is
+// still writing, and the formatted answer replaces the draft.
+func TestE2EAnswerStreamsFromAWorker(t *testing.T) {
+	release := make(chan struct{})
+	var once sync.Once
+	t.Cleanup(func() { once.Do(func() { close(release) }) })
+	model := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path != "/chat/completions" {
+			http.NotFound(w, r)
+			return
+		}
+		w.Header().Set("Content-Type", "text/event-stream")
+		fl := w.(http.Flusher)
+		fmt.Fprint(w, chunk(`{"role":"assistant","content":"The answer is"}`, "", false))
+		fl.Flush()
+		select {
+		case <-release:
+		case <-r.Context().Done():
+			return
+		}
+		fmt.Fprint(w, chunk(`{"content":" **forty-two**."}`, "", false))
+		fmt.Fprint(w, chunk(`{}`, "stop", true))
+		fmt.Fprint(w, "data: [DONE]\n\n")
+		fl.Flush()
+	}))
+	t.Cleanup(model.Close)
+	in := newInstance(t, model.URL)
+	in.worker("w1")
+	in.tg.UserMessage(1001, 1001, "what is the answer?")
+	in.tg.Wait(t, 30*time.Second, "the draft while the model writes", func(s *bottest.Server) bool {
+		for _, d := range s.Drafts(1001) {
+			if d.Text == "The answer is" {
+				return true
+			}
+		}
+		return false
+	})
+	once.Do(func() { close(release) })
+	in.tg.Wait(t, 30*time.Second, "the formatted answer", func(s *bottest.Server) bool { return visible(s, 1001, "The answer is forty-two.") })
+	for _, m := range in.tg.Messages(1001) {
+		if strings.Contains(m.Shown, "forty-two") && !strings.Contains(m.Text, "<b>forty-two</b>") {
+			t.Errorf("final answer not formatted: %+v", m)
+		}
+	}
+}
+
+// Voice and /model in distributed mode: the bot transcribes a voice
+// message at the configured endpoint, shows the transcript, and the real
+// worker runs it with the model chosen by /model, which the worker allows
+// through the same ODEK_TELEGRAM_MODELS.
+func TestE2EVoiceWithChosenModel(t *testing.T) {
+	stt := bottest.NewTranscriber(t)
+	stt.Say("count the go files")
+	var mu sync.Mutex
+	var reqs []llmtest.Recorded
+	llm := llmtest.NewHandler(t, func(r llmtest.Recorded) llmtest.Turn {
+		mu.Lock()
+		reqs = append(reqs, r)
+		mu.Unlock()
+		return llmtest.Reply("there are **7**")
+	})
+	in := newInstance(t, llm.URL, "ODEK_TELEGRAM_MODELS=test-model,big-model",
+		"ODEK_TELEGRAM_TRANSCRIBE_URL="+stt.URL(), "ODEK_TELEGRAM_TRANSCRIBE_API_KEY="+stt.Key)
+	in.worker("w1")
+	in.tg.UserMessage(1001, 1001, "/model big-model")
+	in.tg.Wait(t, 30*time.Second, "model chosen", func(s *bottest.Server) bool { return visible(s, 1001, "now uses big-model") })
+	in.tg.Send(bottest.Incoming{Chat: 1001, User: 1001, Voice: &bottest.File{Data: []byte("OggS\x00\x02voice")}})
+	in.tg.Wait(t, 30*time.Second, "transcript shown", func(s *bottest.Server) bool { return visible(s, 1001, "“count the go files”") })
+	in.tg.Wait(t, 30*time.Second, "answer", func(s *bottest.Server) bool { return visible(s, 1001, "there are 7") })
+	mu.Lock()
+	defer mu.Unlock()
+	if len(reqs) == 0 || reqs[0].Model != "big-model" || reqs[0].LastMessage().Content != "count the go files" {
+		t.Fatalf("model requests %+v", reqs)
+	}
+	if r := stt.Requests(); len(r) != 1 || r[0].Model != "whisper-1" || r[0].FileName != "voice.ogg" {
+		t.Errorf("transcription requests %+v", r)
+	}
+}
