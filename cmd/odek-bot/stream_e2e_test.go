@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"net/http"
 	"net/http/httptest"
+	"os"
+	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -105,5 +107,51 @@ func TestE2EVoiceWithChosenModel(t *testing.T) {
 	}
 	if r := stt.Requests(); len(r) != 1 || r[0].Model != "whisper-1" || r[0].FileName != "voice.ogg" {
 		t.Errorf("transcription requests %+v", r)
+	}
+}
+
+// Issue 17, restarts: odek-bot is SIGKILLed while a job runs, with no
+// state file; the next start finds the status message in the default
+// status ledger under ODEK_HOME and edits it to say the job was
+// interrupted (embedded mode: lost, send it again).
+func TestE2EStatusLeftBySIGKILLIsCleanedAtStart(t *testing.T) {
+	_, odekBot := binaries(t)
+	arrived := make(chan struct{}, 4)
+	release := make(chan struct{})
+	llm := llmtest.NewHandler(t, func(r llmtest.Recorded) llmtest.Turn {
+		arrived <- struct{}{}
+		<-release
+		return llmtest.Reply("too late")
+	})
+	// Registered after the model server, so it runs before the server's
+	// Close, which waits for the held call.
+	t.Cleanup(func() { close(release) })
+	tg := bottest.New(t)
+	home := t.TempDir()
+	env := []string{
+		"TELEGRAM_BOT_TOKEN=" + bottest.Token, "TELEGRAM_API_ENDPOINT=" + tg.URL(),
+		"ODEK_TELEGRAM_ALLOWED_USERS=1001", "ODEK_WORKERS=1",
+		"ODEK_BASE_URL=" + llm.URL, "ODEK_MODEL=test-model", "ODEK_API_KEY=sk-test-key-0123456789abcdef",
+		"ODEK_HOME=" + home, "ODEK_ARTIFACTS_DIR=" + t.TempDir(),
+	}
+	first := start(t, "odek-bot", odekBot, env)
+	tg.UserMessage(1001, 1001, "a long job")
+	<-arrived // the job is inside the model call
+	tg.Wait(t, 30*time.Second, "status message", func(s *bottest.Server) bool { return visible(s, 1001, "⏳ Working") })
+	// The ledger entry is written once Telegram answered the send.
+	tg.Wait(t, 30*time.Second, "the status message in the ledger", func(*bottest.Server) bool {
+		des, _ := os.ReadDir(filepath.Join(home, "telegram-status"))
+		return len(des) == 1
+	})
+	first.kill()
+	if !visible(tg, 1001, "⏳ Working") {
+		t.Fatal("the status message is gone before the restart")
+	}
+	start(t, "odek-bot (restarted)", odekBot, env)
+	tg.Wait(t, 30*time.Second, "the orphaned status cleaned", func(s *bottest.Server) bool {
+		return visible(s, 1001, "⚠️ Interrupted: odek-bot stopped unexpectedly while this request was running, and it was lost with it.")
+	})
+	if visible(tg, 1001, "⏳ Working") {
+		t.Errorf("a Working status stays: %q", tg.Visible(1001))
 	}
 }
