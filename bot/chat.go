@@ -3,7 +3,6 @@ package bot
 import (
 	"context"
 	"errors"
-	"maps"
 	"slices"
 	"time"
 
@@ -167,6 +166,3 @@ func (c *chat) jobByStatus(msg int) *jobState {
 	}
 	return nil
 }
-
-// copyJobs returns the chat's jobs (tests).
-func (c *chat) copyJobs() map[string]*jobState { return maps.Clone(c.jobs) }

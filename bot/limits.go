@@ -162,10 +162,7 @@ func (d dayTotal) add(o dayTotal) dayTotal {
 	return d
 }
 
-// line renders a total: "12,345 tokens, $0.0123, 4 job(s)".
-func (d dayTotal) line() string { return d.lineIn("en") }
-
-// lineIn is line in lang.
+// lineIn renders a total in lang: "12,345 tokens, $0.0123, 4 job(s)".
 func (d dayTotal) lineIn(lang string) string {
 	s := tr(lang, "day.tokens", Thousands(d.Tokens))
 	if d.CostUSD > 0 {
