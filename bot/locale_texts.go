@@ -77,7 +77,7 @@ var moreTexts = map[string]map[string]string{
 		"file.save":   "❌ The file could not be saved; please try again later.",
 		"file.fetch":  "❌ The file could not be downloaded from Telegram; please send it again.",
 		// restarts
-		"voice.off":     "🎙 Voice messages cannot be transcribed on this bot (its operator turned transcription off). Please send your request as text.",
+		"voice.off":     "🎙 Voice messages cannot be transcribed on this bot (it has no speech-to-text endpoint). Please send your request as text.",
 		"voice.none":    "🎙 Voice messages cannot be transcribed here: the model endpoint has no speech-to-text (/audio/transcriptions answered 404). Please send your request as text.",
 		"voice.large":   "❌ That recording is too large to transcribe: up to %s.",
 		"voice.failed":  "❌ The voice message could not be transcribed (%s). Please try again or send text.",
@@ -167,7 +167,7 @@ var moreTexts = map[string]map[string]string{
 		"file.save":   "❌ Die Datei konnte nicht gespeichert werden; bitte versuche es später noch einmal.",
 		"file.fetch":  "❌ Die Datei konnte nicht von Telegram geladen werden; bitte sende sie noch einmal.",
 
-		"voice.off":     "🎙 Sprachnachrichten können bei diesem Bot nicht umgeschrieben werden (sein Betreiber hat die Transkription abgeschaltet). Bitte sende deine Anfrage als Text.",
+		"voice.off":     "🎙 Sprachnachrichten können bei diesem Bot nicht umgeschrieben werden (er hat keinen Spracherkennungs-Endpunkt). Bitte sende deine Anfrage als Text.",
 		"voice.none":    "🎙 Sprachnachrichten können hier nicht umgeschrieben werden: der Modell-Endpunkt hat keine Spracherkennung (/audio/transcriptions antwortete 404). Bitte sende deine Anfrage als Text.",
 		"voice.large":   "❌ Diese Aufnahme ist zu groß zum Umschreiben: bis %s.",
 		"voice.failed":  "❌ Die Sprachnachricht konnte nicht umgeschrieben werden (%s). Bitte versuche es noch einmal oder sende Text.",

@@ -259,17 +259,27 @@ func transcriber(ctx context.Context, e env, log logrus.FieldLogger) *bot.Transc
 	if strings.EqualFold(e.STTModel, "off") || e.STTModel == "" {
 		return nil
 	}
-	cfg, _, err := config.Load(config.Options{})
-	if err == nil && e.STTURL == "" {
-		err = cfg.ResolveEndpoint(ctx, nil)
-	}
-	if err != nil {
-		log.WithError(err).Warn("odek-bot: no endpoint for transcribing voice messages; they are declined (set ODEK_TELEGRAM_TRANSCRIBE_URL, or ODEK_TELEGRAM_TRANSCRIBE_MODEL=off)")
+	declined := func(err error) *bot.Transcriber {
+		log.WithError(err).Warn("odek-bot: no endpoint for transcribing voice messages; they are declined (set ODEK_TELEGRAM_TRANSCRIBE_URL and _API_KEY, or ODEK_TELEGRAM_TRANSCRIBE_MODEL=off)")
 		return nil
+	}
+	cfg, _, err := config.Load(config.Options{})
+	if err != nil {
+		return declined(err)
 	}
 	base, key := e.STTURL, e.STTKey
 	if base == "" {
+		// The model endpoint; without a key of its own (the compose bot
+		// has none) it must resolve like a worker's.
+		if key == "" {
+			if err := cfg.ResolveEndpoint(ctx, nil); err != nil {
+				return declined(err)
+			}
+		}
 		base = cfg.BaseURL
+	}
+	if base == "" {
+		return declined(errors.New("no model endpoint is configured"))
 	}
 	if key == "" && sameHost(base, cfg.BaseURL) {
 		key = cfg.APIKey // the model endpoint's key goes to its own host only
