@@ -39,6 +39,7 @@ func (c *chat) submit(ctx context.Context, r jobRequest, mediaGroup string, long
 		}
 		bt.req.files = append(bt.req.files, r.files...)
 		bt.req.uploads = append(bt.req.uploads, r.uploads...)
+		bt.req.images = append(bt.req.images, r.images...)
 		bt.timer.Reset(batchWindow)
 		return
 	}

@@ -522,6 +522,9 @@ func (c *chat) handleMessage(ctx context.Context, updateID int, m *tgbotapi.Mess
 	if up != nil {
 		r.files = append(r.files, up.goalLine())
 		r.uploads = append(r.uploads, strconv.FormatInt(chatID, 10)+"/"+up.rel)
+		if up.kind == "photo" && b.cfg.Vision != "false" {
+			r.images = append(r.images, up.rel)
+		}
 	}
 	c.submit(ctx, r, m.MediaGroupID, TextLen(text) >= splitPasteLen)
 }
@@ -628,6 +631,7 @@ type jobRequest struct {
 	text           string   // the message text (forwarded text wrapped as untrusted)
 	files          []string // one goal line per file that arrived
 	uploads        []string // their paths relative to ArtifactDir
+	images         []string // photos among them, relative to the chat's directory (vision)
 	edited, group  bool
 	srcMsg         int // the user's message (edits find its job and answer by it)
 	replyTo        int // the asking message, answered as a reply (groups)
@@ -700,6 +704,12 @@ func (c *chat) startJob(ctx context.Context, r jobRequest) {
 	goal := r.goal()
 	job := queue.Job{ChatID: chatID, UserID: userID, Goal: goal, SessionID: session, Budget: b.jobBudget(),
 		IdempotencyKey: fmt.Sprintf("telegram:%d:%d", b.tg.Self().ID, updateID), Model: c.jobModel()}
+	if len(r.images) > 0 {
+		job.Images, job.Vision = r.images, b.cfg.Vision
+		if job.Vision == "" {
+			job.Vision = "auto"
+		}
+	}
 	log := b.log.WithFields(logrus.Fields{"chat_id": chatID, "user_id": userID, "update_id": updateID, "edited": edited})
 	// Telegram already counts the update as delivered: a message still
 	// waiting here when the bot shuts down is enqueued all the same (its

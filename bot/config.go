@@ -96,6 +96,13 @@ type Config struct {
 	// reply saying they cannot be transcribed here.
 	Transcriber *Transcriber
 
+	// Vision says whether photos go to the model as image input besides
+	// being saved: "auto" (the default) sends them and, when the model
+	// refuses images, runs the job without them; "true" sends them (a
+	// refusal fails the job); "false" never. The worker reads the files
+	// from the chat's directory (queue.Job.Images).
+	Vision string
+
 	// Stream is how the answer shows while the model writes it: "auto"
 	// (the default) streams it with sendMessageDraft in private chats
 	// where the Bot API offers it and in the status message otherwise,
@@ -238,6 +245,11 @@ func (c Config) Validate() error { return c.validate() }
 func (c Config) validate() error {
 	if c.Token == "" {
 		return ErrNoToken
+	}
+	switch c.Vision {
+	case "", "auto", "true", "false":
+	default:
+		return fmt.Errorf("%w: vision must be true, false or auto, got %q", ErrConfig, clipStr(c.Vision, 20))
 	}
 	switch c.Stream {
 	case "", "auto", "edit", "off":

@@ -2,6 +2,7 @@ package bot
 
 import (
 	"context"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -151,4 +152,28 @@ func TestModelWithoutChoice(t *testing.T) {
 	h := startBot(t, nil, nil)
 	h.tg.UserMessage(alice, alice, "/model big")
 	h.waitVisible(alice, "This bot offers no choice of model (its operator has not set ODEK_TELEGRAM_MODELS).")
+}
+
+// Vision: a photo goes on the job as an image of the chat's directory
+// (queue.Job.Images, vision "auto" by default) besides the goal's line; an
+// album's photos all go; Vision "false" sends none.
+func TestPhotosTravelAsImages(t *testing.T) {
+	for _, mode := range []string{"", "false"} {
+		q := queue.NewMemory(queue.Options{})
+		h := startBot(t, q, func(c *Config) { c.ArtifactDir = t.TempDir(); c.Vision = mode })
+		rec := recordJobs(t, q)
+		h.tg.Send(bottest.Incoming{Chat: alice, User: alice, Caption: "compare", MediaGroup: "a1", Photo: &bottest.File{Data: []byte("\xff\xd8\xffone")}})
+		h.tg.Send(bottest.Incoming{Chat: alice, User: alice, MediaGroup: "a1", Photo: &bottest.File{Data: []byte("\xff\xd8\xfftwo")}})
+		h.tg.Wait(t, wait, "the album's job", func(*bottest.Server) bool { return len(rec.all()) == 1 })
+		j := rec.all()[0]
+		if mode == "false" {
+			if len(j.Images) != 0 || j.Vision != "" {
+				t.Errorf("vision false: images %q vision %q", j.Images, j.Vision)
+			}
+			continue
+		}
+		if len(j.Images) != 2 || j.Vision != "auto" || !strings.HasPrefix(j.Images[0], "uploads/photo-") || strings.Contains(j.Images[0], "/"+strconv.FormatInt(alice, 10)) {
+			t.Errorf("images %q vision %q", j.Images, j.Vision)
+		}
+	}
 }

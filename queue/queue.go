@@ -116,6 +116,13 @@ type Job struct {
 	// (host.JobRunner.AllowedModels), else its own default. Empty means
 	// the worker's default.
 	Model string `json:"model,omitempty"`
+	// Images are pictures the user sent with the goal, as paths relative
+	// to the job's chat directory (uploads/photo-12.jpg): a worker sends
+	// them to the model as image parts of the goal's message. Vision is
+	// "true" (send them) or "auto" (send them, and again without them if
+	// the model refuses images); empty sends none.
+	Images []string `json:"images,omitempty"`
+	Vision string   `json:"vision,omitempty"`
 }
 
 // Status is a Result's outcome.

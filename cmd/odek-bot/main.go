@@ -93,6 +93,7 @@ type env struct {
 	Keywords     string `env:"ODEK_TELEGRAM_KEYWORDS" env-description:"comma-separated words that address the bot in a group besides a mention, a reply to it or a command"`
 	SendFiles    int    `env:"ODEK_TELEGRAM_SEND_ARTIFACTS" env-default:"3" env-description:"how many of a job's files are sent into the chat with its answer (images as photos); the rest stay available with /artifact (negative = none)"`
 	MaxFileBytes int64  `env:"ODEK_TELEGRAM_MAX_FILE_BYTES" env-default:"20971520" env-description:"largest document a user may send, in bytes (Telegram lets bots download up to 20 MB)"`
+	Vision       string `env:"ODEK_TELEGRAM_VISION" env-default:"auto" env-description:"photos as image input to the model: auto = send them, and run without them if the model refuses images; true = send them; false = never (they are saved as files either way)"`
 	Stream       string `env:"ODEK_TELEGRAM_STREAM" env-default:"auto" env-description:"how answers show while they are written: auto = sendMessageDraft in private chats where the Bot API offers it, else edits of the status message; edit = always edits; off = only the final answer"`
 	Models       string `env:"ODEK_TELEGRAM_MODELS" env-description:"comma-separated models users may choose per chat with /model; workers read the same variable and run only a listed model (empty = no choice)"`
 	STTModel     string `env:"ODEK_TELEGRAM_TRANSCRIBE_MODEL" env-default:"whisper-1" env-description:"model that transcribes voice and audio messages at the endpoint's /audio/transcriptions (off = voice messages are declined)"`
@@ -381,7 +382,7 @@ func botConfig(e env, log logrus.FieldLogger) (bot.Config, error) {
 		state = fileState{path: p}
 	}
 	return bot.Config{
-		State: state, VolatileQueue: e.RedisURL == "", Ledger: ledger, Models: host.ParseModels(e.Models), Stream: e.Stream,
+		State: state, VolatileQueue: e.RedisURL == "", Ledger: ledger, Models: host.ParseModels(e.Models), Stream: e.Stream, Vision: e.Vision,
 		Token: e.Token, APIEndpoint: e.APIEndpoint,
 		AllowedUsers: users, AllowedChats: chats, AllowAll: e.AllowAll,
 		DailyTokenBudget: e.DailyBudget, UserJobsPerMinute: e.UserRate,

@@ -1,6 +1,7 @@
 package main_test
 
 import (
+	"encoding/base64"
 	"fmt"
 	"net/http"
 	"net/http/httptest"
@@ -153,5 +154,34 @@ func TestE2EStatusLeftBySIGKILLIsCleanedAtStart(t *testing.T) {
 	})
 	if visible(tg, 1001, "⏳ Working") {
 		t.Errorf("a Working status stays: %q", tg.Visible(1001))
+	}
+}
+
+// Vision in distributed mode: a photo is saved in the shared artifacts
+// volume, the job names it, and the real worker sends it to the model as
+// an image_url part of the goal's message (read from the chat's
+// directory, never through Redis).
+func TestE2EPhotoReachesTheModelAsAnImage(t *testing.T) {
+	var mu sync.Mutex
+	var reqs []llmtest.Recorded
+	llm := llmtest.NewHandler(t, func(r llmtest.Recorded) llmtest.Turn {
+		mu.Lock()
+		reqs = append(reqs, r)
+		mu.Unlock()
+		return llmtest.Reply("a **cat**")
+	})
+	in := newInstance(t, llm.URL)
+	in.worker("w1")
+	jpeg := append([]byte("\xff\xd8\xff\xe0\x00\x10JFIF\x00"), make([]byte, 200)...)
+	in.tg.Send(bottest.Incoming{Chat: 1001, User: 1001, Caption: "what is this?", Photo: &bottest.File{Data: jpeg}})
+	in.tg.Wait(t, 60*time.Second, "answer", func(s *bottest.Server) bool { return visible(s, 1001, "a cat") })
+	mu.Lock()
+	defer mu.Unlock()
+	want := "data:image/jpeg;base64," + base64.StdEncoding.EncodeToString(jpeg)
+	if len(reqs) == 0 || !strings.Contains(string(reqs[0].Body), `"type":"image_url","image_url":{"url":"`+want+`"}`) {
+		t.Fatalf("the model request carries no image part of the photo")
+	}
+	if !strings.HasPrefix(reqs[0].LastMessage().Content, "what is this?") {
+		t.Errorf("goal %q", reqs[0].LastMessage().Content)
 	}
 }

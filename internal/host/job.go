@@ -255,8 +255,9 @@ func (j *JobRunner) Run(ctx context.Context, job queue.Job, sink events.Sink, ap
 		return failed(ExitError, fmt.Errorf("loading the chat's session: %w", err))
 	}
 	start := time.Now()
-	oc, runErr := j.host.Run(ctx, RunSpec{
-		Goal: JobGoal(job, sess.Messages), Model: cfg.Model, WorkDir: dir, Confine: j.sandbox.Active,
+	goal := JobGoal(job, sess.Messages)
+	oc, runErr := j.host.Run(j.withImages(ctx, job, dir, goal, log), RunSpec{ // jobimages.go
+		Goal: goal, Model: cfg.Model, WorkDir: dir, Confine: j.sandbox.Active,
 		Session: sess, Store: j.Sessions, Lower: JobLimits(job.Budget),
 		Sink: sink, Prompter: approver, Start: start,
 		Logger: log, Warn: func(w string) { log.Warn(w) },

@@ -237,10 +237,12 @@ func sleepCtx(ctx context.Context, d time.Duration) error {
 // Retry-After beyond the cap, or a wait that would outlast ctx's deadline,
 // ends the call early with the last error. ErrInvalidRequest: the request
 // cannot be sent (nothing was sent).
-func (c *Client) Complete(ctx context.Context, req Request) (*Response, error) {
+func (c *Client) completeOnce(ctx context.Context, req Request) (*Response, error) { // Complete: images.go
 	stream := !c.cfg.DisableStreaming
 	bp := bodyPool.Get().(*[]byte)
-	segs, body, err := encodeBody(&req, stream, &c.cache, *bp, c.schema)
+	so := c.schema
+	so.images = imagesFrom(ctx) // images.go: a run's pictures
+	segs, body, err := encodeBody(&req, stream, &c.cache, *bp, so)
 	if err != nil {
 		bodyPool.Put(bp)
 		return nil, err

@@ -90,7 +90,15 @@ func encodeBody(req *Request, stream bool, cache *msgCache, dst []byte, so schem
 		open = len(buf)
 	}
 	var misses []int
+	imgAt := so.images.at(req.Messages) // images.go: -1 when none
 	for i := range req.Messages {
+		if i == imgAt { // sent with its images, never cached
+			if i > 0 {
+				buf = append(buf, ',')
+			}
+			buf = so.images.appendMessage(buf, &req.Messages[i])
+			continue
+		}
 		if cached != nil && cached[i] != nil {
 			flush()
 			enc := cached[i]
@@ -139,8 +147,9 @@ func encodeBody(req *Request, stream bool, cache *msgCache, dst []byte, so schem
 type schemaOpts struct {
 	quirks       toolschema.Quirks
 	strictModels []string
-	dropEcho     []string // Message.Extra members not sent (the endpoint rejects them)
-	noStreamOpts bool     // do not send stream_options
+	dropEcho     []string   // Message.Extra members not sent (the endpoint rejects them)
+	noStreamOpts bool       // do not send stream_options
+	images       *ImageHook // a run's pictures for one user message (images.go); nil: none
 }
 
 // encodeRest validates the tools and renders everything of the body but
