@@ -111,7 +111,7 @@ func (r *run) run(ctx context.Context, goal string) (*Result, error) {
 	}
 	r.runID = runID
 	res := &Result{RunID: runID}
-	r.em.EmitPayload(0, "", events.RunStartedData{Model: r.cfg.Model, Sandbox: r.cfg.Sandboxed, MaxIterations: r.maxIter, Extra: r.cfg.RunStartedData})
+	emit(r.em, 0, "", events.RunStartedData{Model: r.cfg.Model, Sandbox: r.cfg.Sandboxed, MaxIterations: r.maxIter, Extra: r.cfg.RunStartedData})
 
 	system := r.cfg.SystemPrompt
 	if system == "" {
@@ -131,7 +131,7 @@ func (r *run) run(ctx context.Context, goal string) (*Result, error) {
 	res.Messages = msgs[1:]
 	var exceeded *BudgetExceededError
 	if errors.As(err, &exceeded) {
-		r.em.EmitPayload(0, "", events.BudgetExceededData{LimitName: exceeded.Limit, Observed: exceeded.Observed, Limit: exceeded.Max})
+		emit(r.em, 0, "", events.BudgetExceededData{LimitName: exceeded.Limit, Observed: exceeded.Observed, Limit: exceeded.Max})
 	}
 	var final events.Payload = events.RunCompletedData{Duration: res.Duration, InputTokens: res.Usage.PromptTokens,
 		OutputTokens: res.Usage.CompletionTokens, LLMDuration: res.LLMDuration}
@@ -190,7 +190,7 @@ func (r *run) loop(ctx context.Context, msgs *[]Message, res *Result) error {
 			// Survival: cut to the bone and retry this iteration once.
 			trimmed, dropped, truncated := trimSurvival(*msgs)
 			*msgs = trimmed
-			r.em.EmitPayload(iter, "", events.ContextTrimmedData{Mode: "survival", DroppedGroups: dropped, TruncatedResults: truncated})
+			emit(r.em, iter, "", events.ContextTrimmedData{Mode: "survival", DroppedGroups: dropped, TruncatedResults: truncated})
 			resp, err = r.cfg.LLM.Complete(ctx, r.request(*msgs))
 		}
 		if err != nil {
@@ -255,7 +255,7 @@ func (r *run) loop(ctx context.Context, msgs *[]Message, res *Result) error {
 }
 
 func (r *run) emitIteration(iter int, res *Result, resp *Response, called int) {
-	r.em.EmitPayload(iter, "", events.IterationCompletedData{
+	emit(r.em, iter, "", events.IterationCompletedData{
 		InputTokens: res.Usage.PromptTokens, OutputTokens: res.Usage.CompletionTokens, ToolsCalled: called,
 		CallDuration: resp.Timing.Duration, TTFT: resp.Timing.TTFT, Generation: resp.Timing.Generation,
 		CallInputTokens: resp.Usage.PromptTokens, CallOutputTokens: resp.Usage.CompletionTokens,
@@ -309,12 +309,12 @@ func (r *run) runCall(ctx context.Context, iter int, c ToolCall) (msg Message) {
 		started.Args = args
 	}
 	fail := func(class, text string) Message {
-		r.em.EmitPayload(iter, name, events.ToolCallFailedData{CallID: c.ID, Duration: time.Since(start), ErrorClass: class})
+		emit(r.em, iter, name, events.ToolCallFailedData{CallID: c.ID, Duration: time.Since(start), ErrorClass: class})
 		return toolMessage(c.ID, "error: "+r.cfg.Redactor.String(text))
 	}
 	startedSent := false
 	emitStarted := func() {
-		r.em.EmitPayload(iter, name, started)
+		emit(r.em, iter, name, started)
 		startedSent = true
 	}
 	defer func() {
@@ -359,10 +359,10 @@ func (r *run) runCall(ctx context.Context, iter int, c ToolCall) (msg Message) {
 	}
 	text := clip.Text(r.cfg.Redactor.String(res.Text), r.maxOut)
 	if res.IsError {
-		r.em.EmitPayload(iter, name, events.ToolCallFailedData{CallID: c.ID, Duration: time.Since(start), ErrorClass: "tool_error"})
+		emit(r.em, iter, name, events.ToolCallFailedData{CallID: c.ID, Duration: time.Since(start), ErrorClass: "tool_error"})
 		return toolMessage(c.ID, text)
 	}
-	r.em.EmitPayload(iter, name, events.ToolCallCompletedData{CallID: c.ID, Duration: time.Since(start),
+	emit(r.em, iter, name, events.ToolCallCompletedData{CallID: c.ID, Duration: time.Since(start),
 		ResultBytes: len(text), ArtifactCount: res.ArtifactCount})
 	return toolMessage(c.ID, text)
 }
@@ -376,7 +376,7 @@ func (r *run) persist(iter int, msgs []Message) {
 		r.log.WithError(err).Warn("session not saved")
 		return
 	}
-	r.em.EmitPayload(iter, "", events.SessionSavedData{MessageCount: len(msgs) - 1})
+	emit(r.em, iter, "", events.SessionSavedData{MessageCount: len(msgs) - 1})
 }
 
 // trimProactive keeps the next request under the configured share of the
@@ -398,7 +398,7 @@ func (r *run) trimProactive(iter int, msgs *[]Message) {
 		return
 	}
 	*msgs = trimmed
-	r.em.EmitPayload(iter, "", events.ContextTrimmedData{Mode: "proactive", DroppedGroups: dropped})
+	emit(r.em, iter, "", events.ContextTrimmedData{Mode: "proactive", DroppedGroups: dropped})
 }
 
 // request builds the model request for the transcript msgs. The current
@@ -424,4 +424,13 @@ func (r *run) planMessage() (Message, bool) {
 		return Message{}, false
 	}
 	return Message{Role: RoleSystem, Content: b}, true
+}
+
+// emit sends a typed payload. Generic, so the payload is not boxed into an
+// interface (an allocation per event); a run without a sink skips it.
+func emit[P events.Payload](em *events.Emitter, iter int, tool string, p P) {
+	if em == nil {
+		return
+	}
+	em.Emit(p.EventType(), iter, tool, p.Data())
 }

@@ -82,11 +82,8 @@ type IterationCompletedData struct {
 func (IterationCompletedData) EventType() Type { return IterationCompleted }
 
 func (d IterationCompletedData) Data() map[string]any {
-	m := map[string]any{
-		"input_tokens":  d.InputTokens,
-		"output_tokens": d.OutputTokens,
-		"tools_called":  d.ToolsCalled,
-	}
+	m := make(map[string]any, 10) // room for every field: no growth
+	m["input_tokens"], m["output_tokens"], m["tools_called"] = d.InputTokens, d.OutputTokens, d.ToolsCalled
 	if d.CallDuration > 0 {
 		m["call_duration_ms"] = Millis(d.CallDuration)
 	}
@@ -151,7 +148,8 @@ func (d ToolCallStartedData) Data() map[string]any {
 	if sum == nil {
 		sum = map[string]any{}
 	}
-	m := map[string]any{"call_id": d.CallID, "args_sha256": d.ArgsSHA256, "args_bytes": d.ArgsBytes, "args_summary": sum}
+	m := make(map[string]any, 5)
+	m["call_id"], m["args_sha256"], m["args_bytes"], m["args_summary"] = d.CallID, d.ArgsSHA256, d.ArgsBytes, sum
 	if d.Args != "" {
 		m["args"] = d.Args
 	}
