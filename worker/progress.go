@@ -170,18 +170,3 @@ func (s *jobSink) Write(ev *events.Event) error {
 	return nil
 }
 
-// num reads an integer event field, whatever numeric type it was stored as.
-func num(v any) int64 {
-	switch x := v.(type) {
-	case int:
-		return int64(x)
-	case int64:
-		return x
-	case float64:
-		return int64(x)
-	case json.Number:
-		n, _ := x.Int64()
-		return n
-	}
-	return 0
-}

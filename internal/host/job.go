@@ -55,7 +55,7 @@ type JobRunner struct {
 	Config *config.Config
 	// LLM is shared by all jobs (one connection pool). nil ⇒ a client
 	// per job.
-	LLM agent.Completer
+	LLM agent.Model
 	// Extensions are the MCP servers shared by all jobs (LoadExtensions).
 	// nil ⇒ jobs get no MCP tools.
 	Extensions *ext.Set
