@@ -169,4 +169,3 @@ func (s *jobSink) Write(ev *events.Event) error {
 	}
 	return nil
 }
-
