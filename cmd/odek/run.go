@@ -311,12 +311,14 @@ func (p *progressSink) Write(ev *events.Event) error {
 
 // progressLine renders an MCP server's progress about a running call.
 func progressLine(d map[string]any) string {
-	line := fmt.Sprintf("… %v: %v", d["tool"], d["progress"])
-	if total, ok := d["total"]; ok {
-		line += fmt.Sprintf("/%v", total)
+	var p ext.ToolProgress
+	p.Decode(d)
+	line := fmt.Sprintf("… %s: %v", p.Tool, p.Progress)
+	if p.Total > 0 {
+		line += fmt.Sprintf("/%v", p.Total)
 	}
-	if msg, ok := d["message"].(string); ok && msg != "" {
-		line += " " + msg
+	if p.Message != "" {
+		line += " " + p.Message
 	}
 	return line
 }
