@@ -342,3 +342,22 @@ func FuzzFromSections(f *testing.F) {
 		}
 	})
 }
+
+// TestNilTrackerIsUnlimited: an agent.Budget holding a nil *Tracker (a
+// typed nil is a non-nil interface) behaves as no budget at all.
+func TestNilTrackerIsUnlimited(t *testing.T) {
+	var tr *Tracker
+	if err := tr.AddUsage(1<<30, 1<<30); err != nil {
+		t.Error(err)
+	}
+	if n, err := tr.ReserveToolCalls(5); n != 5 || err != nil {
+		t.Errorf("ReserveToolCalls = %d, %v", n, err)
+	}
+	if _, ok := tr.Deadline(); ok || tr.CheckRuntime(time.Now()) != nil || tr.CostCapInactive() {
+		t.Error("nil tracker has a runtime limit")
+	}
+	tr.Levels(func(string, float64, float64) { t.Error("nil tracker has levels") })
+	if tr.Snapshot() != (Usage{}) || tr.Limits() != (Limits{}) {
+		t.Error("nil tracker has usage or limits")
+	}
+}
