@@ -160,7 +160,9 @@ func (t *Tracker) Limits() Limits {
 // CostCapInactive reports whether a cost cap is configured but cannot be
 // enforced because no price is known; callers must say so (on stderr), never
 // silently ignore the cap.
-func (t *Tracker) CostCapInactive() bool { return t != nil && t.limits.MaxCostUSD > 0 && !t.pricesKnown }
+func (t *Tracker) CostCapInactive() bool {
+	return t != nil && t.limits.MaxCostUSD > 0 && !t.pricesKnown
+}
 
 // AddUsage records the usage of one LLM response (negative counts count as
 // zero) and then checks, in order, input tokens, output tokens and cost. The
