@@ -2,7 +2,6 @@ package ext
 
 import (
 	"bytes"
-	"crypto/rand"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
@@ -17,6 +16,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/odekrun/odek/internal/atomicfile"
 	"github.com/odekrun/odek/mcpclient"
 )
 
@@ -167,30 +167,8 @@ func WriteApprovals(dir string, a *Approvals) error {
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return fmt.Errorf("ext: approvals: %w", err)
 	}
-	var rnd [8]byte
-	rand.Read(rnd[:])
-	tmp := filepath.Join(dir, "."+ApprovalsFileName+"."+hex.EncodeToString(rnd[:]))
-	f, err := os.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_EXCL|syscall.O_NOFOLLOW, 0o600)
-	if err != nil {
+	if err := atomicfile.WriteFile(filepath.Join(dir, ApprovalsFileName), a.Marshal(), 0o600); err != nil {
 		return fmt.Errorf("ext: approvals: %w", err)
-	}
-	_, werr := f.Write(a.Marshal())
-	if werr == nil {
-		werr = f.Sync()
-	}
-	if cerr := f.Close(); werr == nil {
-		werr = cerr
-	}
-	if werr == nil {
-		werr = os.Rename(tmp, filepath.Join(dir, ApprovalsFileName))
-	}
-	if werr != nil {
-		os.Remove(tmp)
-		return fmt.Errorf("ext: approvals: %w", werr)
-	}
-	if d, err := os.Open(dir); err == nil {
-		d.Sync()
-		d.Close()
 	}
 	return nil
 }
