@@ -59,7 +59,9 @@ var Rules = []Rule{
 	{From: "artifacts", Only: []string{Std}, Why: "artifacts is a leaf: stdlib only"},
 	{From: "internal/redact", Only: []string{Std}, Why: "internal/redact is a leaf: stdlib only"},
 	{From: "internal/toolschema", Only: []string{Std}, Why: "internal/toolschema is a leaf: stdlib only"},
-	{From: "internal/llm", Only: []string{Std, "internal/toolschema"}, Why: "the llm client depends on nothing but the standard library and the schema leaf"},
+	{From: "internal/backoff", Only: []string{Std}, Why: "internal/backoff is a leaf: stdlib only"},
+	{From: "internal/atomicfile", Only: []string{Std}, Why: "internal/atomicfile is a leaf: stdlib only"},
+	{From: "internal/llm", Only: []string{Std, "internal/toolschema", "internal/backoff"}, Why: "the llm client depends on nothing but the standard library and the schema and backoff leaves"},
 	{From: "internal/budget", Only: []string{Std}, Why: "internal/budget is stdlib only"},
 	{
 		From: "internal/sandbox",
@@ -68,7 +70,7 @@ var Rules = []Rule{
 	},
 	{
 		From: "mcpclient",
-		Only: []string{Std, "artifacts", "events", "github.com/sirupsen/logrus", "golang.org/x/sys"},
+		Only: []string{Std, "artifacts", "events", "internal/backoff", "github.com/sirupsen/logrus", "golang.org/x/sys"},
 		Why:  "mcpclient may use only the leaves, logrus and x/sys",
 	},
 	{From: "...", Never: []string{"cmd/..."}, Why: "mains are never imported"},

@@ -13,7 +13,6 @@ import (
 	"path/filepath"
 	"sort"
 	"strings"
-	"syscall"
 	"time"
 
 	"github.com/odekrun/odek/internal/atomicfile"
@@ -123,7 +122,7 @@ func (a *Approvals) Marshal() []byte {
 // error wraps ErrApprovals and the caller ignores the file.
 func ReadApprovals(dir string) (*Approvals, error) {
 	p := filepath.Join(dir, ApprovalsFileName)
-	f, err := os.OpenFile(p, os.O_RDONLY|syscall.O_NOFOLLOW|syscall.O_NONBLOCK, 0)
+	f, err := openNoFollow(p)
 	if errors.Is(err, fs.ErrNotExist) {
 		return &Approvals{Version: approvalsVersion, Servers: map[string]Approval{}, Tools: map[string]Approval{}}, nil
 	}
