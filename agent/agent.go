@@ -11,6 +11,16 @@
 // Run is safe to call concurrently with distinct Configs. It owns the
 // events.Emitter it creates for the run and closes it before returning,
 // after writing the closing run_completed/run_failed event.
+//
+// The package owns the types of its API, so another module can bring every
+// part: a Model (one chat-completions call over Request and Response), its
+// Tools (with Policy and Prompter deciding which danger classes run), a
+// Budget, a Redactor and an events.Sink. odek's own LLM client, built-in
+// tools, budget tracker and redactor implement those interfaces from
+// internal packages that use these very types (aliases, no conversion).
+// OutcomeOf maps the error Run returns to the status and exit code every
+// odek command reports. docs/GOAPI.md and examples/embed show a complete
+// program.
 package agent
 
 import (

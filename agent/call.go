@@ -20,7 +20,7 @@ type PlanView interface {
 type CallInfo struct {
 	// RunID is the run's id; SessionID the session's, "" when none.
 	RunID, SessionID string
-	// Budget is the run's tracker, nil when the run is unlimited. A tool
+	// Budget is the run's Budget, nil when the run is unlimited. A tool
 	// that spends on the run's behalf (children's tokens) adds to it.
 	Budget Budget
 	// Tool is the name of the calling tool.
@@ -34,6 +34,11 @@ type CallInfo struct {
 // without a sink drops it. data passes through the run's redaction.
 func (c CallInfo) Emit(typ events.Type, data map[string]any) {
 	c.em.Emit(typ, 0, "", data)
+}
+
+// EmitPayload sends a typed payload as one event of the run (see Emit).
+func (c CallInfo) EmitPayload(p events.Payload) {
+	c.em.EmitPayload(0, "", p)
 }
 
 type callKey struct{}

@@ -111,12 +111,7 @@ func (r *run) run(ctx context.Context, goal string) (*Result, error) {
 	}
 	r.runID = runID
 	res := &Result{RunID: runID}
-	started := make(map[string]any, len(r.cfg.RunStartedData)+3)
-	for k, v := range r.cfg.RunStartedData {
-		started[k] = v
-	}
-	started["model"], started["sandbox"], started["max_iterations"] = r.cfg.Model, r.cfg.Sandboxed, r.maxIter
-	r.em.Emit(events.RunStarted, 0, "", started)
+	emit(r.em, 0, "", events.RunStartedData{Model: r.cfg.Model, Sandbox: r.cfg.Sandboxed, MaxIterations: r.maxIter, Extra: r.cfg.RunStartedData})
 
 	system := r.cfg.SystemPrompt
 	if system == "" {
@@ -134,52 +129,25 @@ func (r *run) run(ctx context.Context, goal string) (*Result, error) {
 
 	res.Duration = time.Since(start)
 	res.Messages = msgs[1:]
-	data := map[string]any{
-		"duration_ms":   res.Duration.Milliseconds(),
-		"input_tokens":  res.Usage.PromptTokens,
-		"output_tokens": res.Usage.CompletionTokens,
-	}
-	if res.LLMDuration > 0 {
-		data["llm_duration_ms"] = res.LLMDuration.Milliseconds()
-		if res.Usage.CompletionTokens > 0 {
-			data["tokens_per_second"] = round2(float64(res.Usage.CompletionTokens) / res.LLMDuration.Seconds())
-		}
-	}
-	typ := events.RunCompleted
 	var exceeded *BudgetExceededError
 	if errors.As(err, &exceeded) {
-		r.em.Emit(events.BudgetExceeded, 0, "", map[string]any{
-			"limit_name": exceeded.Limit, "observed": exceeded.Observed, "limit": exceeded.Max,
-		})
+		emit(r.em, 0, "", events.BudgetExceededData{LimitName: exceeded.Limit, Observed: exceeded.Observed, Limit: exceeded.Max})
 	}
+	var final events.Payload = events.RunCompletedData{Duration: res.Duration, InputTokens: res.Usage.PromptTokens,
+		OutputTokens: res.Usage.CompletionTokens, LLMDuration: res.LLMDuration}
 	if err != nil {
-		typ = events.RunFailed
-		delete(data, "input_tokens")
-		delete(data, "output_tokens")
-		data["error_class"] = ErrorClass(err)
-		if res.LLMDuration == 0 {
-			delete(data, "llm_duration_ms")
-		}
+		final = events.RunFailedData{Duration: res.Duration, ErrorClass: ErrorClass(err), LLMDuration: res.LLMDuration,
+			OutputTokens: res.Usage.CompletionTokens}
 	}
 	// The closing event must reach the sink even when ctx is cancelled
 	// (SIGTERM): it gets its own bounded context.
 	fctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), finalEventTimeout)
-	if ferr := r.em.Final(fctx, typ, data); ferr != nil {
+	if ferr := r.em.Final(fctx, final.EventType(), final.Data()); ferr != nil {
 		r.log.WithError(ferr).Warn("closing event not written")
 	}
 	cancel()
 	res.DroppedEvents = r.em.Dropped()
 	return res, err
-}
-
-// ms renders a duration in milliseconds with microsecond resolution, so
-// sub-millisecond calls against a local server are not reported as 0.
-func ms(d time.Duration) float64 {
-	return float64(d.Microseconds()) / 1000
-}
-
-func round2(f float64) float64 {
-	return float64(int64(f*100+0.5)) / 100
 }
 
 // loopWithBudget runs the loop under the budget's runtime deadline and
@@ -222,9 +190,7 @@ func (r *run) loop(ctx context.Context, msgs *[]Message, res *Result) error {
 			// Survival: cut to the bone and retry this iteration once.
 			trimmed, dropped, truncated := trimSurvival(*msgs)
 			*msgs = trimmed
-			r.em.Emit(events.ContextTrimmed, iter, "", map[string]any{
-				"mode": "survival", "dropped_groups": dropped, "truncated_results": truncated,
-			})
+			emit(r.em, iter, "", events.ContextTrimmedData{Mode: "survival", DroppedGroups: dropped, TruncatedResults: truncated})
 			resp, err = r.cfg.LLM.Complete(ctx, r.request(*msgs))
 		}
 		if err != nil {
@@ -289,34 +255,11 @@ func (r *run) loop(ctx context.Context, msgs *[]Message, res *Result) error {
 }
 
 func (r *run) emitIteration(iter int, res *Result, resp *Response, called int) {
-	d := map[string]any{
-		"input_tokens":  res.Usage.PromptTokens,
-		"output_tokens": res.Usage.CompletionTokens,
-		"tools_called":  called,
-	}
-	t := resp.Timing
-	if t.Duration > 0 {
-		d["call_duration_ms"] = ms(t.Duration)
-	}
-	if t.TTFT > 0 {
-		d["ttft_ms"] = ms(t.TTFT)
-	}
-	if t.Generation > 0 {
-		d["generation_ms"] = ms(t.Generation)
-	}
-	if resp.Usage.PromptTokens > 0 {
-		d["call_input_tokens"] = resp.Usage.PromptTokens
-	}
-	if out := resp.Usage.CompletionTokens; out > 0 {
-		d["call_output_tokens"] = out
-		if t.Duration > 0 {
-			d["tokens_per_second"] = round2(float64(out) / t.Duration.Seconds())
-		}
-		if t.Generation > 0 {
-			d["generation_tokens_per_second"] = round2(float64(out) / t.Generation.Seconds())
-		}
-	}
-	r.em.Emit(events.IterationCompleted, iter, "", d)
+	emit(r.em, iter, "", events.IterationCompletedData{
+		InputTokens: res.Usage.PromptTokens, OutputTokens: res.Usage.CompletionTokens, ToolsCalled: called,
+		CallDuration: resp.Timing.Duration, TTFT: resp.Timing.TTFT, Generation: resp.Timing.Generation,
+		CallInputTokens: resp.Usage.PromptTokens, CallOutputTokens: resp.Usage.CompletionTokens,
+	})
 }
 
 // runCalls executes the calls of one reply concurrently, bounded by
@@ -361,26 +304,17 @@ func (r *run) runCall(ctx context.Context, iter int, c ToolCall) (msg Message) {
 		args = "{}"
 	}
 	sum := sha256.Sum256([]byte(args))
-	started := map[string]any{
-		"call_id":     c.ID,
-		"args_sha256": hex.EncodeToString(sum[:]),
-		"args_bytes":  len(args),
-	}
+	started := events.ToolCallStartedData{CallID: c.ID, ArgsSHA256: hex.EncodeToString(sum[:]), ArgsBytes: len(args)}
 	if r.cfg.EventsIncludeArgs {
-		started["args"] = args
+		started.Args = args
 	}
 	fail := func(class, text string) Message {
-		r.em.Emit(events.ToolCallFailed, iter, name, map[string]any{
-			"call_id": c.ID, "duration_ms": time.Since(start).Milliseconds(), "error_class": class,
-		})
+		emit(r.em, iter, name, events.ToolCallFailedData{CallID: c.ID, Duration: time.Since(start), ErrorClass: class})
 		return toolMessage(c.ID, "error: "+r.cfg.Redactor.String(text))
 	}
 	startedSent := false
 	emitStarted := func() {
-		if _, ok := started["args_summary"]; !ok {
-			started["args_summary"] = map[string]any{}
-		}
-		r.em.Emit(events.ToolCallStarted, iter, name, started)
+		emit(r.em, iter, name, started)
 		startedSent = true
 	}
 	defer func() {
@@ -413,7 +347,7 @@ func (r *run) runCall(ctx context.Context, iter int, c ToolCall) (msg Message) {
 		summary[k] = v
 	}
 	summary["class"] = string(a.Class)
-	started["args_summary"] = summary
+	started.ArgsSummary = summary
 	emitStarted()
 
 	if allowed, reason := Authorize(ctx, r.cfg.Policy, r.cfg.Prompter, name, a); !allowed {
@@ -425,15 +359,11 @@ func (r *run) runCall(ctx context.Context, iter int, c ToolCall) (msg Message) {
 	}
 	text := clip.Text(r.cfg.Redactor.String(res.Text), r.maxOut)
 	if res.IsError {
-		r.em.Emit(events.ToolCallFailed, iter, name, map[string]any{
-			"call_id": c.ID, "duration_ms": time.Since(start).Milliseconds(), "error_class": "tool_error",
-		})
+		emit(r.em, iter, name, events.ToolCallFailedData{CallID: c.ID, Duration: time.Since(start), ErrorClass: "tool_error"})
 		return toolMessage(c.ID, text)
 	}
-	r.em.Emit(events.ToolCallCompleted, iter, name, map[string]any{
-		"call_id": c.ID, "duration_ms": time.Since(start).Milliseconds(),
-		"result_bytes": len(text), "artifact_count": res.ArtifactCount,
-	})
+	emit(r.em, iter, name, events.ToolCallCompletedData{CallID: c.ID, Duration: time.Since(start),
+		ResultBytes: len(text), ArtifactCount: res.ArtifactCount})
 	return toolMessage(c.ID, text)
 }
 
@@ -446,7 +376,7 @@ func (r *run) persist(iter int, msgs []Message) {
 		r.log.WithError(err).Warn("session not saved")
 		return
 	}
-	r.em.Emit(events.SessionSaved, iter, "", map[string]any{"message_count": len(msgs) - 1})
+	emit(r.em, iter, "", events.SessionSavedData{MessageCount: len(msgs) - 1})
 }
 
 // trimProactive keeps the next request under the configured share of the
@@ -468,9 +398,7 @@ func (r *run) trimProactive(iter int, msgs *[]Message) {
 		return
 	}
 	*msgs = trimmed
-	r.em.Emit(events.ContextTrimmed, iter, "", map[string]any{
-		"mode": "proactive", "dropped_groups": dropped, "truncated_results": 0,
-	})
+	emit(r.em, iter, "", events.ContextTrimmedData{Mode: "proactive", DroppedGroups: dropped})
 }
 
 // request builds the model request for the transcript msgs. The current
@@ -496,4 +424,13 @@ func (r *run) planMessage() (Message, bool) {
 		return Message{}, false
 	}
 	return Message{Role: RoleSystem, Content: b}, true
+}
+
+// emit sends a typed payload. Generic, so the payload is not boxed into an
+// interface (an allocation per event); a run without a sink skips it.
+func emit[P events.Payload](em *events.Emitter, iter int, tool string, p P) {
+	if em == nil {
+		return
+	}
+	em.Emit(p.EventType(), iter, tool, p.Data())
 }

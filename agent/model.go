@@ -20,11 +20,6 @@ type Model interface {
 	Complete(ctx context.Context, req Request) (*Response, error)
 }
 
-// Completer is the former name of Model.
-//
-// Deprecated: use Model.
-type Completer = Model
-
 // Message roles.
 const (
 	RoleSystem    = "system"

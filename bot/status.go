@@ -79,7 +79,9 @@ func (s status) apply(data []byte) status {
 		switch ev.Type {
 		case events.ToolCallStarted:
 			s.tool = oneLine(ev.Tool, 40)
-			s.detail = argsDetail(ev.Data["args_summary"])
+			var d events.ToolCallStartedData
+			d.Decode(ev.Data)
+			s.detail = argsDetail(d.ArgsSummary)
 			s.mcp = ""
 		case events.ToolCallCompleted, events.ToolCallFailed:
 			s.mcp = ""
@@ -89,11 +91,17 @@ func (s status) apply(data []byte) status {
 			}
 			s.mcp = mcpProgress(ev.Data)
 		case events.IterationCompleted, events.RunCompleted:
-			s.tokens = max(s.tokens, num(ev.Data["input_tokens"])+num(ev.Data["output_tokens"]))
+			// Both carry the run's cumulative input_tokens and output_tokens.
+			var d events.IterationCompletedData
+			d.Decode(ev.Data)
+			s.tokens = max(s.tokens, int64(d.InputTokens)+int64(d.OutputTokens))
 		case events.PlanCreated, events.PlanUpdated, events.PlanBlocked:
-			// docs/PLANNING.md: "steps" is the step count, "done" the done ones.
-			if total := num(ev.Data["steps"]); total > 0 && total <= 1000 {
-				s.planDone, s.planTotal = int(min(max(num(ev.Data["done"]), 0), total)), int(total)
+			// docs/PLANNING.md: "steps" is the step count, "done" the done
+			// ones (plan_updated's fields cover the other two; missing is 0).
+			var d events.PlanUpdatedData
+			d.Decode(ev.Data)
+			if total := d.Steps; total > 0 && total <= 1000 {
+				s.planDone, s.planTotal = min(max(d.Done, 0), total), total
 			}
 		}
 		if ev.Type == events.RunCompleted || ev.Type == events.RunFailed {
@@ -181,17 +189,6 @@ func argsDetail(v any) string {
 		}
 	}
 	return ""
-}
-
-func num(v any) int64 {
-	switch n := v.(type) {
-	case float64:
-		return int64(n)
-	case json.Number:
-		i, _ := n.Int64()
-		return i
-	}
-	return 0
 }
 
 // text renders the status line(s) shown while a job runs, e.g.

@@ -21,6 +21,18 @@
 // is valid and does nothing, so code that may run without events needs no
 // checks.
 //
+// # Payloads
+//
+// Every event type's data has a Go type (RunStartedData,
+// IterationCompletedData, ToolCallStartedData, …) implementing Payload:
+// Data renders it as the map an Event carries — the contract's field
+// names, units and presence rules are written once, there — and
+// EmitPayload emits it. Consumers read an event's data back with the
+// type's Decode, which accepts the Go numbers of an in-process event and
+// the float64 or json.Number of a decoded one, ignores unknown fields and
+// leaves missing ones zero. Float and Int read a single numeric field the
+// same way.
+//
 // # FileSink
 //
 // OpenFile enforces the contract's rules for --events-jsonl: parent

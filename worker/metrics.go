@@ -91,7 +91,9 @@ func (m *Metrics) observeEvent(ev *events.Event) {
 	m.init()
 	switch ev.Type {
 	case events.IterationCompleted:
-		if ms := num(ev.Data["call_duration_ms"]); ms > 0 {
+		var d events.IterationCompletedData
+		d.Decode(ev.Data)
+		if ms := d.CallDuration.Milliseconds(); ms > 0 {
 			m.modelDur.Observe(float64(ms) / 1000)
 		}
 	case events.ToolCallCompleted, events.ToolCallFailed:

@@ -148,33 +148,24 @@ func (s *jobSink) Write(ev *events.Event) error {
 		s.sum.LastTool = ev.Tool
 	case events.IterationCompleted:
 		s.sum.State, s.sum.Iteration = "running", ev.Iteration
-		s.sum.InputTokens, s.sum.OutputTokens = num(ev.Data["input_tokens"]), num(ev.Data["output_tokens"])
+		var d events.IterationCompletedData
+		d.Decode(ev.Data)
+		s.sum.InputTokens, s.sum.OutputTokens = int64(d.InputTokens), int64(d.OutputTokens)
 		s.publishSummary()
 	case events.RunCompleted, events.RunFailed:
 		s.sum.State, s.sum.Outcome = "finished", string(ev.Type)
-		if v, ok := ev.Data["error_class"].(string); ok {
-			s.sum.ErrorClass = v
+		var failed events.RunFailedData
+		failed.Decode(ev.Data)
+		if failed.ErrorClass != "" {
+			s.sum.ErrorClass = failed.ErrorClass
 		}
-		if in := num(ev.Data["input_tokens"]); in > 0 {
-			s.sum.InputTokens, s.sum.OutputTokens = in, num(ev.Data["output_tokens"])
+		// run_completed carries the run's totals (run_failed does not).
+		var done events.RunCompletedData
+		done.Decode(ev.Data)
+		if done.InputTokens > 0 {
+			s.sum.InputTokens, s.sum.OutputTokens = int64(done.InputTokens), int64(done.OutputTokens)
 		}
 		s.publishSummary()
 	}
 	return nil
-}
-
-// num reads an integer event field, whatever numeric type it was stored as.
-func num(v any) int64 {
-	switch x := v.(type) {
-	case int:
-		return int64(x)
-	case int64:
-		return x
-	case float64:
-		return int64(x)
-	case json.Number:
-		n, _ := x.Int64()
-		return n
-	}
-	return 0
 }

@@ -445,7 +445,7 @@ func TestNewRequiresQueueAndRun(t *testing.T) {
 	}
 }
 
-func mustClient(url string) agent.Completer {
+func mustClient(url string) agent.Model {
 	c, err := llm.New(llm.Config{BaseURL: url, APIKey: "sk-test"})
 	if err != nil {
 		panic(err)

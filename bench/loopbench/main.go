@@ -16,9 +16,9 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"strconv"
 	"strings"
-	"syscall"
 	"time"
 
 	"github.com/odekrun/odek/internal/llm"
@@ -88,17 +88,21 @@ func main() {
 			os.Exit(1)
 		}
 		calls = h.Calls() - before
-		ru := cmd.ProcessState.SysUsage().(*syscall.Rusage)
-		cpu := time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
-		cpus = append(cpus, float64(cpu)/float64(time.Millisecond)/float64(calls))
-		users = append(users, float64(ru.Utime.Nano())/float64(time.Millisecond)/float64(calls))
-		syss = append(syss, float64(ru.Stime.Nano())/float64(time.Millisecond)/float64(calls))
-		rss = append(rss, float64(ru.Maxrss)/1024) // Linux reports KiB
+		ps := cmd.ProcessState
+		user, sys := ps.UserTime(), ps.SystemTime()
+		cpus = append(cpus, float64(user+sys)/float64(time.Millisecond)/float64(calls))
+		users = append(users, float64(user)/float64(time.Millisecond)/float64(calls))
+		syss = append(syss, float64(sys)/float64(time.Millisecond)/float64(calls))
+		rss = append(rss, peakRSSMiB(ps))
 	}
 	fmt.Printf("iterations=%d result_bytes=%d stream=%v model_calls=%d runs=%d\n", *iters, *resultBytes, *stream, calls, *runs)
 	fmt.Printf("cpu_ms_per_call median=%.3f min=%.3f\n", median(cpus), minOf(cpus))
 	fmt.Printf("user_ms_per_call median=%.3f sys_ms_per_call median=%.3f\n", median(users), median(syss))
-	fmt.Printf("peak_rss_mib median=%.1f max=%.1f\n", median(rss), maxOf(rss))
+	if rss[0] < 0 {
+		fmt.Println("peak_rss_mib unknown (no rusage on " + runtime.GOOS + ")")
+	} else {
+		fmt.Printf("peak_rss_mib median=%.1f max=%.1f\n", median(rss), maxOf(rss))
+	}
 }
 
 func measureStartup(bin string, runs int) {

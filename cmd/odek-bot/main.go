@@ -26,6 +26,7 @@ import (
 	"github.com/redis/go-redis/v9"
 	"github.com/sirupsen/logrus"
 
+	"github.com/odekrun/odek/agent"
 	"github.com/odekrun/odek/bot"
 	"github.com/odekrun/odek/internal/config"
 	"github.com/odekrun/odek/internal/host"
@@ -34,11 +35,11 @@ import (
 	"github.com/odekrun/odek/worker"
 )
 
-// Exit codes.
+// Exit codes: agent's, declared once for every odek command.
 const (
-	exitOK    = 0
-	exitError = 1
-	exitSetup = 3
+	exitOK    = agent.ExitOK
+	exitError = agent.ExitError
+	exitSetup = agent.ExitSetup
 )
 
 func main() {

@@ -271,15 +271,23 @@ func (p *progressSink) Write(ev *events.Event) error {
 	d := ev.Data
 	switch ev.Type {
 	case events.ToolCallStarted:
-		line = fmt.Sprintf("· [%d] %s%s", ev.Iteration, ev.Tool, summaryText(d["args_summary"]))
+		var s events.ToolCallStartedData
+		s.Decode(d)
+		line = fmt.Sprintf("· [%d] %s%s", ev.Iteration, ev.Tool, summaryText(s.ArgsSummary))
 	case ext.EventToolCallProgress:
 		line = progressLine(d)
 	case events.ToolCallFailed:
-		line = fmt.Sprintf("✗ [%d] %s failed (%v)", ev.Iteration, ev.Tool, d["error_class"])
+		var f events.ToolCallFailedData
+		f.Decode(d)
+		line = fmt.Sprintf("✗ [%d] %s failed (%s)", ev.Iteration, ev.Tool, f.ErrorClass)
 	case events.IterationCompleted:
-		line = fmt.Sprintf("· iteration %d done: %v tool calls, tokens in %v / out %v", ev.Iteration, d["tools_called"], d["input_tokens"], d["output_tokens"])
+		var it events.IterationCompletedData
+		it.Decode(d)
+		line = fmt.Sprintf("· iteration %d done: %d tool calls, tokens in %d / out %d", ev.Iteration, it.ToolsCalled, it.InputTokens, it.OutputTokens)
 	case events.RunFailed:
-		line = fmt.Sprintf("✗ run failed (%v) after %vms", d["error_class"], d["duration_ms"])
+		var f events.RunFailedData
+		f.Decode(d)
+		line = fmt.Sprintf("✗ run failed (%s) after %dms", f.ErrorClass, f.Duration.Milliseconds())
 	default:
 		return nil
 	}
@@ -291,19 +299,20 @@ func (p *progressSink) Write(ev *events.Event) error {
 
 // progressLine renders an MCP server's progress about a running call.
 func progressLine(d map[string]any) string {
-	line := fmt.Sprintf("… %v: %v", d["tool"], d["progress"])
-	if total, ok := d["total"]; ok {
-		line += fmt.Sprintf("/%v", total)
+	var p ext.ToolProgress
+	p.Decode(d)
+	line := fmt.Sprintf("… %s: %v", p.Tool, p.Progress)
+	if p.Total > 0 {
+		line += fmt.Sprintf("/%v", p.Total)
 	}
-	if msg, ok := d["message"].(string); ok && msg != "" {
-		line += " " + msg
+	if p.Message != "" {
+		line += " " + p.Message
 	}
 	return line
 }
 
-func summaryText(v any) string {
-	m, ok := v.(map[string]any)
-	if !ok || len(m) == 0 {
+func summaryText(m map[string]any) string {
+	if len(m) == 0 {
 		return ""
 	}
 	var b strings.Builder

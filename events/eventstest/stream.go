@@ -66,7 +66,10 @@ func (st *streamState) add(line int, ev events.Event) (errs []error) {
 	if st.terminal > 0 {
 		bad("type", "%s after the final event on line %d", ev.Type, st.terminal)
 	}
-	switch callID, _ := ev.Data["call_id"].(string); {
+	// Every tool_call_* payload carries call_id.
+	var ids events.ToolCallFailedData
+	ids.Decode(ev.Data)
+	switch callID := ids.CallID; {
 	case isTerminal(ev.Type):
 		if st.terminal == 0 {
 			st.terminal = line

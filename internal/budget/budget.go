@@ -4,7 +4,7 @@
 //
 // The decisions are pure functions with table tests: MergeLimits (a project
 // file may only lower the operator's limits), PriceTable.For (per-model
-// price resolution), Cost, and FromSections (the `limits` config section).
+// price resolution) and Cost; the `limits` section itself is typed and merged by internal/config.
 // A Tracker applies Limits to one run; the agent loop calls AddUsage after
 // each LLM response, ReserveToolCalls before each tool batch, and wraps the
 // whole run in the deadline from Deadline. Exhaustion is reported as an
@@ -16,7 +16,9 @@
 // exactly is allowed, one more is not. Runtime is a deadline: it is
 // exhausted at the instant start+MaxRuntime, as a context deadline would be.
 //
-// Concurrency and ownership: a *Tracker is safe for concurrent use. Every
+// Concurrency and ownership: a *Tracker is safe for concurrent use, and a
+// nil *Tracker is an unlimited one (an agent.Budget holding a nil *Tracker
+// must not panic the loop). Every
 // other type is a plain value; functions do not retain their arguments.
 // The package imports only the standard library and agent (whose Budget
 // interface *Tracker implements, and which owns the error type).
@@ -148,18 +150,28 @@ func NewTracker(l Limits, prices Prices, pricesKnown bool, start time.Time) *Tra
 }
 
 // Limits returns the limits the tracker enforces.
-func (t *Tracker) Limits() Limits { return t.limits }
+func (t *Tracker) Limits() Limits {
+	if t == nil {
+		return Limits{}
+	}
+	return t.limits
+}
 
 // CostCapInactive reports whether a cost cap is configured but cannot be
 // enforced because no price is known; callers must say so (on stderr), never
 // silently ignore the cap.
-func (t *Tracker) CostCapInactive() bool { return t.limits.MaxCostUSD > 0 && !t.pricesKnown }
+func (t *Tracker) CostCapInactive() bool {
+	return t != nil && t.limits.MaxCostUSD > 0 && !t.pricesKnown
+}
 
 // AddUsage records the usage of one LLM response (negative counts count as
 // zero) and then checks, in order, input tokens, output tokens and cost. The
 // usage is recorded even when a limit is exhausted, so Snapshot shows what was
 // spent. It returns the first exhausted limit as an *ExceededError.
 func (t *Tracker) AddUsage(in, out int) error {
+	if t == nil {
+		return nil
+	}
 	in, out = max(in, 0), max(out, 0)
 	t.mu.Lock()
 	defer t.mu.Unlock()
@@ -195,6 +207,9 @@ func (t *Tracker) ReserveToolCalls(n int) (allowed int, err error) {
 	if n <= 0 {
 		return 0, nil
 	}
+	if t == nil {
+		return n, nil
+	}
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	allowed, err = reserve(t.limits.MaxToolCalls, t.usage.ToolCalls, n)
@@ -217,7 +232,7 @@ func reserve(maxCalls, used, n int) (int, error) {
 
 // CheckRuntime reports an *ExceededError when now is at or past the deadline.
 func (t *Tracker) CheckRuntime(now time.Time) error {
-	if t.limits.MaxRuntime <= 0 {
+	if t == nil || t.limits.MaxRuntime <= 0 {
 		return nil
 	}
 	elapsed := now.Sub(t.start)
@@ -231,7 +246,7 @@ func (t *Tracker) CheckRuntime(now time.Time) error {
 // with context.WithDeadline around the whole run, and CheckRuntime to turn an
 // expired context into the typed error.
 func (t *Tracker) Deadline() (deadline time.Time, ok bool) {
-	if t.limits.MaxRuntime <= 0 {
+	if t == nil || t.limits.MaxRuntime <= 0 {
 		return time.Time{}, false
 	}
 	return t.start.Add(t.limits.MaxRuntime), true
@@ -241,6 +256,9 @@ func (t *Tracker) Deadline() (deadline time.Time, ok bool) {
 // of ExceededError (agent.BudgetMeter: the loop warns at 80%). Runtime is
 // measured against the wall clock now; cost only when a price is known.
 func (t *Tracker) Levels(yield func(limit string, observed, max float64)) {
+	if t == nil {
+		return
+	}
 	t.mu.Lock()
 	l, u := t.limits, t.usage
 	t.mu.Unlock()
@@ -263,6 +281,9 @@ func (t *Tracker) Levels(yield func(limit string, observed, max float64)) {
 
 // Snapshot returns the usage so far.
 func (t *Tracker) Snapshot() Usage {
+	if t == nil {
+		return Usage{}
+	}
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	return t.usage

@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"strings"
 
+	"github.com/odekrun/odek/internal/atomicfile"
 	"github.com/odekrun/odek/internal/llm"
 )
 
@@ -97,17 +98,7 @@ func WriteStarter(path string, force bool) error {
 		}
 		return nil
 	}
-	f, err := os.CreateTemp(dir, "."+filepath.Base(path)+".tmp*")
-	if err != nil {
-		return fmt.Errorf("config: write starter: %w", err)
-	}
-	tmp := f.Name()
-	if err := writeClose(f, tmp); err != nil {
-		os.Remove(tmp)
-		return err
-	}
-	if err := os.Rename(tmp, path); err != nil {
-		os.Remove(tmp)
+	if err := atomicfile.WriteFile(path, StarterJSON(), 0o600); err != nil {
 		return fmt.Errorf("config: write starter: %w", err)
 	}
 	return nil

@@ -2,7 +2,6 @@ package ext
 
 import (
 	"bytes"
-	"crypto/rand"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
@@ -14,9 +13,9 @@ import (
 	"path/filepath"
 	"sort"
 	"strings"
-	"syscall"
 	"time"
 
+	"github.com/odekrun/odek/internal/atomicfile"
 	"github.com/odekrun/odek/mcpclient"
 )
 
@@ -123,7 +122,7 @@ func (a *Approvals) Marshal() []byte {
 // error wraps ErrApprovals and the caller ignores the file.
 func ReadApprovals(dir string) (*Approvals, error) {
 	p := filepath.Join(dir, ApprovalsFileName)
-	f, err := os.OpenFile(p, os.O_RDONLY|syscall.O_NOFOLLOW|syscall.O_NONBLOCK, 0)
+	f, err := openNoFollow(p)
 	if errors.Is(err, fs.ErrNotExist) {
 		return &Approvals{Version: approvalsVersion, Servers: map[string]Approval{}, Tools: map[string]Approval{}}, nil
 	}
@@ -167,30 +166,8 @@ func WriteApprovals(dir string, a *Approvals) error {
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return fmt.Errorf("ext: approvals: %w", err)
 	}
-	var rnd [8]byte
-	rand.Read(rnd[:])
-	tmp := filepath.Join(dir, "."+ApprovalsFileName+"."+hex.EncodeToString(rnd[:]))
-	f, err := os.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_EXCL|syscall.O_NOFOLLOW, 0o600)
-	if err != nil {
+	if err := atomicfile.WriteFile(filepath.Join(dir, ApprovalsFileName), a.Marshal(), 0o600); err != nil {
 		return fmt.Errorf("ext: approvals: %w", err)
-	}
-	_, werr := f.Write(a.Marshal())
-	if werr == nil {
-		werr = f.Sync()
-	}
-	if cerr := f.Close(); werr == nil {
-		werr = cerr
-	}
-	if werr == nil {
-		werr = os.Rename(tmp, filepath.Join(dir, ApprovalsFileName))
-	}
-	if werr != nil {
-		os.Remove(tmp)
-		return fmt.Errorf("ext: approvals: %w", werr)
-	}
-	if d, err := os.Open(dir); err == nil {
-		d.Sync()
-		d.Close()
 	}
 	return nil
 }

@@ -190,6 +190,19 @@ type ToolProgress struct {
 	Message string
 }
 
+// EventType is EventToolCallProgress (ToolProgress is an events.Payload).
+func (ToolProgress) EventType() events.Type { return EventToolCallProgress }
+
+// Decode reads event data back (see events.Payload); unknown fields are
+// ignored.
+func (p *ToolProgress) Decode(m map[string]any) {
+	*p = ToolProgress{Progress: events.Float(m["progress"]), Total: events.Float(m["total"])}
+	p.Tool, _ = m["tool"].(string)
+	p.Server, _ = m["server"].(string)
+	p.MCPTool, _ = m["mcp_tool"].(string)
+	p.Message, _ = m["message"].(string)
+}
+
 // Data is the progress as event data.
 func (p ToolProgress) Data() map[string]any {
 	d := map[string]any{"tool": p.Tool, "server": p.Server, "mcp_tool": p.MCPTool, "progress": p.Progress}

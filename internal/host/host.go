@@ -102,7 +102,7 @@ type Options struct {
 	// LLM, when set, answers the model calls instead of a client built
 	// from the config (a worker shares one client, and its connections,
 	// between jobs).
-	LLM agent.Completer
+	LLM agent.Model
 	// MCPRoots, when set, returns the directories MCP servers are told
 	// they may work in (roots/list). nil ⇒ the run's working directory.
 	MCPRoots func() []string

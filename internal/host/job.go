@@ -54,7 +54,7 @@ type JobRunner struct {
 	Config *config.Config
 	// LLM is shared by all jobs (one connection pool). nil ⇒ a client
 	// per job.
-	LLM agent.Completer
+	LLM agent.Model
 	// Extensions are the MCP servers shared by all jobs (LoadExtensions).
 	// nil ⇒ jobs get no MCP tools.
 	Extensions *ext.Set
@@ -284,14 +284,6 @@ func (j *JobRunner) Run(ctx context.Context, job queue.Job, sink events.Sink, ap
 	return out, nil
 }
 
-// denyOf is the sandbox's extra deny list of a job whose chat directory
-// lies in chats.
-func denyOf(chats string) []string {
-	if chats == "" {
-		return nil
-	}
-	return []string{chats}
-}
 
 // ResultExitCode is the exit code `odek run` gives a run that ended with
 // runErr.

@@ -141,15 +141,15 @@ func Events(s State, ch Change) []Event {
 	c := s.Counts()
 	var out []Event
 	if ch.Created {
-		out = append(out, Event{events.PlanCreated, map[string]any{"steps": c.Steps, "version": s.Version}})
+		out = append(out, event(events.PlanCreatedData{Steps: c.Steps, Version: s.Version}))
 	} else {
-		out = append(out, Event{events.PlanUpdated, map[string]any{
-			"steps": c.Steps, "done": c.Done, "in_progress": c.InProgress, "blocked": c.Blocked,
-			"pending": c.Pending, "version": s.Version,
-		}})
+		out = append(out, event(events.PlanUpdatedData{Steps: c.Steps, Done: c.Done, InProgress: c.InProgress,
+			Blocked: c.Blocked, Pending: c.Pending, Version: s.Version}))
 	}
 	if ch.BlockedStreak {
-		out = append(out, Event{events.PlanBlocked, map[string]any{"steps": c.Steps, "blocked": c.Blocked, "version": s.Version}})
+		out = append(out, event(events.PlanBlockedData{Steps: c.Steps, Blocked: c.Blocked, Version: s.Version}))
 	}
 	return out
 }
+
+func event(p events.Payload) Event { return Event{p.EventType(), p.Data()} }

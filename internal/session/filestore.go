@@ -15,6 +15,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/odekrun/odek/internal/atomicfile"
 )
 
 // MaxFileBytes bounds a session file FileStore will read.
@@ -102,38 +104,11 @@ func (f *FileStore) Save(ctx context.Context, s *Session) error {
 	return writeAtomic(f.Dir, s.ID+fileExt, buf.Bytes())
 }
 
-// writeAtomic writes data to dir/name through a 0600 temp file in the same
-// directory, fsync, rename and a directory fsync.
-func writeAtomic(dir, name string, data []byte) (err error) {
-	tmp, err := os.CreateTemp(dir, ".tmp-"+name+"-*")
-	if err != nil {
-		return fmt.Errorf("session: creating temp file: %w", err)
-	}
-	defer func() {
-		if err != nil {
-			_ = tmp.Close()
-			_ = os.Remove(tmp.Name())
-		}
-	}()
-	if err = tmp.Chmod(0o600); err != nil {
-		return fmt.Errorf("session: chmod temp file: %w", err)
-	}
-	if _, err = tmp.Write(data); err != nil {
-		return fmt.Errorf("session: writing temp file: %w", err)
-	}
-	if err = tmp.Sync(); err != nil {
-		return fmt.Errorf("session: syncing temp file: %w", err)
-	}
-	if err = tmp.Close(); err != nil {
-		return fmt.Errorf("session: closing temp file: %w", err)
-	}
-	if err = os.Rename(tmp.Name(), filepath.Join(dir, name)); err != nil {
-		return fmt.Errorf("session: renaming temp file: %w", err)
-	}
-	if d, derr := os.Open(dir); derr == nil {
-		// Best effort: some file systems cannot sync directories.
-		_ = d.Sync()
-		_ = d.Close()
+// writeAtomic replaces dir/name with data through atomicfile (a 0600 temp
+// file in dir, fsync, rename, directory fsync).
+func writeAtomic(dir, name string, data []byte) error {
+	if err := atomicfile.WriteFile(filepath.Join(dir, name), data, 0o600); err != nil {
+		return fmt.Errorf("session: %w", err)
 	}
 	return nil
 }

@@ -49,6 +49,9 @@ const pipeGrace = time.Second
 // EmitFunc sends an event of the run ctx belongs to; agent.Emit fits.
 type EmitFunc func(ctx context.Context, typ events.Type, data map[string]any)
 
+// emit sends a typed payload through f.
+func emit(ctx context.Context, f EmitFunc, p events.Payload) { f(ctx, p.EventType(), p.Data()) }
+
 // Options configure NewDelegateTool. Zero fields take the defaults noted.
 type Options struct {
 	// Executable is the odek binary started for each child; "" ⇒
@@ -240,7 +243,7 @@ func (d *Delegate) runAll(ctx context.Context, ci agent.CallInfo, ts []TaskArg) 
 					outs[i] = outcome{index: i, res: &Result{Status: StatusError, Error: "subagent: cancelled before the task started"}}
 					return
 				}
-				d.o.Emit(ctx, events.SubagentConcurrencyWait, map[string]any{"task_index": i, "waited_ms": time.Since(began).Milliseconds()})
+				emit(ctx, d.o.Emit, events.SubagentConcurrencyWaitData{TaskIndex: i, Waited: time.Since(began)})
 			}
 			defer func() { <-sem }()
 			outs[i] = d.runOne(ctx, ci, runDir, i, t)
@@ -327,19 +330,15 @@ func (d *Delegate) runOne(ctx context.Context, ci agent.CallInfo, runDir string,
 		}
 	}
 	for _, dn := range res.Denials {
-		d.o.Emit(ctx, events.SubagentDenied, map[string]any{"task_index": i, "class": nonEmpty(dn.Class, "unknown"), "reason": nonEmpty(dn.Reason, "denied")})
+		emit(ctx, d.o.Emit, events.SubagentDeniedData{TaskIndex: i, Class: nonEmpty(dn.Class, "unknown"), Reason: nonEmpty(dn.Reason, "denied")})
 	}
 	if len(res.Artifacts) > 0 {
 		out.refs, out.inline, out.artErr = d.acceptArtifacts(out.taskID, task.ArtifactRoot, res.Artifacts)
 	}
-	done := map[string]any{"task_id": out.taskID, "status": res.Status}
-	if res.fromChild {
-		// Counts only when the child's own result carried them (a child
-		// the parent had to kill reported nothing).
-		done["iterations"], done["duration_seconds"], done["tokens_used"] = res.Iterations, res.DurationSeconds, res.TokensUsed
-		done["artifact_count"] = len(out.refs)
-	}
-	d.o.Emit(ctx, events.SubagentCompleted, done)
+	// Counts only when the child's own result carried them (a child the
+	// parent had to kill reported nothing).
+	emit(ctx, d.o.Emit, events.SubagentCompletedData{TaskID: out.taskID, Status: res.Status, Counted: res.fromChild,
+		Iterations: res.Iterations, DurationSeconds: res.DurationSeconds, TokensUsed: res.TokensUsed, ArtifactCount: len(out.refs)})
 	return out
 }
 
@@ -422,10 +421,8 @@ func (d *Delegate) spawn(ctx context.Context, ci agent.CallInfo, i int, task Tas
 		return nil, fmt.Errorf("subagent: start child: %v", err)
 	}
 	keyR.Close()
-	d.o.Emit(ctx, events.SubagentSpawned, map[string]any{
-		"task_id": task.TaskID, "pid": cmd.Process.Pid, "depth": d.o.Depth + 1,
-		"timeout_seconds": int(task.TimeoutSeconds), "goal_sha256": GoalHash(task.Goal),
-	})
+	emit(ctx, d.o.Emit, events.SubagentSpawnedData{TaskID: task.TaskID, PID: cmd.Process.Pid, Depth: d.o.Depth + 1,
+		TimeoutSeconds: int(task.TimeoutSeconds), GoalSHA256: GoalHash(task.Goal)})
 	waitErr := make(chan error, 1)
 	go func() { waitErr <- cmd.Wait() }()
 	var werr2 error

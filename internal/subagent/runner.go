@@ -198,21 +198,21 @@ type pendingCall struct{ tool, class string }
 func (d *denialCollector) Write(ev *events.Event) error {
 	switch ev.Type {
 	case events.ToolCallStarted:
-		class := ""
-		if s, ok := ev.Data["args_summary"].(map[string]any); ok {
-			class, _ = s["class"].(string)
-		}
-		id, _ := ev.Data["call_id"].(string)
+		var s events.ToolCallStartedData
+		s.Decode(ev.Data)
+		class, _ := s.ArgsSummary["class"].(string)
 		d.mu.Lock()
-		d.calls[id] = pendingCall{tool: ev.Tool, class: class}
+		d.calls[s.CallID] = pendingCall{tool: ev.Tool, class: class}
 		d.mu.Unlock()
 	case events.ToolCallFailed, events.ToolCallCompleted:
-		id, _ := ev.Data["call_id"].(string)
+		// Both carry call_id; error_class is tool_call_failed's.
+		var f events.ToolCallFailedData
+		f.Decode(ev.Data)
 		d.mu.Lock()
 		defer d.mu.Unlock()
-		pc, ok := d.calls[id]
-		delete(d.calls, id)
-		if ok && ev.Type == events.ToolCallFailed && ev.Data["error_class"] == "denied" {
+		pc, ok := d.calls[f.CallID]
+		delete(d.calls, f.CallID)
+		if ok && ev.Type == events.ToolCallFailed && f.ErrorClass == "denied" {
 			_, reason := tools.Authorize(context.Background(), d.policy, nil, pc.tool, tools.Assessment{Class: tools.Class(pc.class)})
 			d.denials = append(d.denials, Denial{Tool: pc.tool, Class: pc.class, Reason: reason})
 		}

@@ -1,8 +1,6 @@
 package tools
 
 import (
-	"crypto/rand"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
@@ -10,6 +8,8 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+
+	"github.com/odekrun/odek/internal/atomicfile"
 )
 
 // fsys is what the file tools do to files: *os.Root for a confined run
@@ -188,9 +188,10 @@ func (c *config) linkTarget(f fsys, name string) (string, error) {
 	return "", fmt.Errorf("%s: too many levels of symbolic links", name)
 }
 
-// atomicWrite replaces the file name of f with data through a temporary
-// file in the same directory and a rename. An existing file keeps its
-// mode; a symlink's target is written, not the link.
+// atomicWrite replaces the file name of f with data through atomicfile (a
+// temporary file in the same directory, fsync, rename, directory fsync).
+// An existing file keeps its mode; a symlink's target is written, not the
+// link.
 func (c *config) atomicWrite(f fsys, name string, data []byte) error {
 	name, err := c.linkTarget(f, name)
 	if err != nil {
@@ -203,39 +204,5 @@ func (c *config) atomicWrite(f fsys, name string, data []byte) error {
 		}
 		mode = fi.Mode().Perm()
 	}
-	var tmp *os.File
-	var tmpName string
-	for range 10 {
-		var b [6]byte
-		_, _ = rand.Read(b[:])
-		tmpName = filepath.Join(filepath.Dir(name), "."+filepath.Base(name)+".odek-"+hex.EncodeToString(b[:]))
-		tmp, err = f.OpenFile(tmpName, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
-		if !errors.Is(err, fs.ErrExist) {
-			break
-		}
-	}
-	if err != nil {
-		return err
-	}
-	ok := false
-	defer func() {
-		if !ok {
-			tmp.Close()
-			f.Remove(tmpName)
-		}
-	}()
-	if _, err := tmp.Write(data); err != nil {
-		return err
-	}
-	if err := tmp.Chmod(mode); err != nil {
-		return err
-	}
-	if err := tmp.Close(); err != nil {
-		return err
-	}
-	if err := f.Rename(tmpName, name); err != nil {
-		return err
-	}
-	ok = true
-	return nil
+	return atomicfile.Write(f, name, data, mode)
 }

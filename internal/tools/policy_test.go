@@ -2,7 +2,6 @@ package tools
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"os"
 	"strconv"
@@ -153,58 +152,6 @@ func (p *pipeTTY) Read(b []byte) (int, error)        { return p.in.Read(b) }
 func (p *pipeTTY) Write(b []byte) (int, error)       { return p.out.Write(b) }
 func (p *pipeTTY) SetReadDeadline(t time.Time) error { return p.in.SetReadDeadline(t) }
 
-func TestRegistry(t *testing.T) {
-	b := Builtins(Options{WorkDir: t.TempDir()})
-	r, err := NewRegistry(b...)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if r.Len() != len(b) {
-		t.Errorf("Len = %d", r.Len())
-	}
-	if got, ok := r.Get("shell"); !ok || got != b[5] {
-		t.Errorf("Get(shell) = %v, %v", got, ok)
-	}
-	if _, ok := r.Get("nope"); ok {
-		t.Error("Get(nope) found a tool")
-	}
-	if err := r.Add(b[0]); !errors.Is(err, ErrDuplicateTool) || !strings.Contains(err.Error(), "read_file") {
-		t.Errorf("duplicate Add err = %v", err)
-	}
-	if _, err := NewRegistry(b[0], b[0]); !errors.Is(err, ErrDuplicateTool) {
-		t.Errorf("NewRegistry(dup) err = %v", err)
-	}
-	if err := r.Add(nil); !errors.Is(err, ErrNilTool) {
-		t.Errorf("Add(nil) err = %v", err)
-	}
-	for _, name := range []string{"", "has space", strings.Repeat("x", 65), "dot.name", "ünï"} {
-		if err := r.Add(namedTool(name)); !errors.Is(err, ErrInvalidToolName) {
-			t.Errorf("Add(%q) err = %v, want ErrInvalidToolName", name, err)
-		}
-	}
-	for _, name := range []string{"a", "srv__tool", "x-y_Z9", strings.Repeat("x", 64)} {
-		if err := r.Add(namedTool(name)); err != nil {
-			t.Errorf("Add(%q) = %v", name, err)
-		}
-	}
-	defs := r.Definitions()
-	if len(defs) != r.Len() || defs[0].Name != "read_file" || defs[len(defs)-1].Name != strings.Repeat("x", 64) {
-		t.Errorf("Definitions order wrong: first %s last %s", defs[0].Name, defs[len(defs)-1].Name)
-	}
-	var zero Registry
-	if err := zero.Add(namedTool("z")); err != nil || zero.Len() != 1 {
-		t.Errorf("zero Registry Add = %v, Len %d", err, zero.Len())
-	}
-}
-
-type namedTool string
-
-func (n namedTool) Definition() Definition { return Definition{Name: string(n)} }
-func (n namedTool) Assess(json.RawMessage) (Assessment, error) {
-	return Assessment{Class: ClassSafe}, nil
-}
-func (n namedTool) Run(context.Context, json.RawMessage) (Result, error) { return Result{}, nil }
-
 func TestClip(t *testing.T) {
 	s := strings.Repeat("a", 50) + strings.Repeat("é", 100) + strings.Repeat("z", 50)
 	for _, max := range []int{-1, 0, 1, 10, 63, 64, 65, 100, 199, len(s) - 1, len(s), len(s) + 10} {
@@ -261,4 +208,17 @@ func FuzzClip(f *testing.F) {
 			t.Fatalf("Clip(%d bytes, %d) has no marker", len(s), max)
 		}
 	})
+}
+
+func TestValidateToolName(t *testing.T) {
+	for _, name := range []string{"", "has space", strings.Repeat("x", 65), "dot.name", "ünï"} {
+		if err := ValidateToolName(name); !errors.Is(err, ErrInvalidToolName) {
+			t.Errorf("ValidateToolName(%q) = %v, want ErrInvalidToolName", name, err)
+		}
+	}
+	for _, name := range []string{"a", "srv__tool", "x-y_Z9", strings.Repeat("x", 64)} {
+		if err := ValidateToolName(name); err != nil {
+			t.Errorf("ValidateToolName(%q) = %v", name, err)
+		}
+	}
 }

@@ -86,18 +86,15 @@ func sandboxNote(j *sandbox.Jail) string {
 }
 
 // runShell runs command in its own process group and kills the whole
-// group on timeout or cancellation.
+// group on timeout or cancellation (on Windows, which has no process
+// groups, only the shell itself; see shell_other.go).
 func (c *config) runShell(ctx context.Context, command string, timeout time.Duration) (Result, error) {
 	tctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	cmd := exec.CommandContext(tctx, "sh", "-c", command)
 	cmd.Dir = c.workDir
 	cmd.Env = c.env
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	cmd.Cancel = func() error {
-		// Negative pid: the whole process group, grandchildren included.
-		return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
-	}
+	killGroupOnCancel(cmd)
 	cmd.WaitDelay = shellWaitDelay
 	stdout := newStreamCap(c.maxStreamBytes)
 	stderr := newStreamCap(c.maxStreamBytes)

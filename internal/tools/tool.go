@@ -1,5 +1,5 @@
-// Package tools holds odek's built-in tools, the tool registry, danger
-// classes with the shell command classifier, and the approval policy.
+// Package tools holds odek's built-in tools, danger classes with the shell
+// command classifier, and the approval policy.
 //
 // Builtins returns read_file, write_file, list_dir, search_files, patch and
 // shell, configured by Options (usable at its zero value). Every tool's
@@ -7,7 +7,7 @@
 // Policy.Decide and Clip are pure and table-tested. Authorize joins a
 // Policy with a Prompter; NewTTYPrompter asks on /dev/tty.
 //
-// Concurrency: tools, Registry, ClassifyShell and Authorize are safe for
+// Concurrency: tools, ClassifyShell and Authorize are safe for
 // concurrent use; the TTY prompter serialises its prompts.
 //
 // Ownership: the shell tool owns the process group it starts and kills it

@@ -46,12 +46,11 @@ func mustContain(t *testing.T, res Result, isErr bool, subs ...string) {
 }
 
 func TestBuiltinsDefinitions(t *testing.T) {
-	r, err := NewRegistry(Builtins(Options{WorkDir: t.TempDir()})...)
-	if err != nil {
-		t.Fatal(err)
-	}
 	want := []string{"read_file", "write_file", "list_dir", "search_files", "patch", "shell"}
-	defs := r.Definitions()
+	var defs []Definition
+	for _, tool := range Builtins(Options{WorkDir: t.TempDir()}) {
+		defs = append(defs, tool.Definition())
+	}
 	if len(defs) != len(want) {
 		t.Fatalf("got %d definitions, want %d", len(defs), len(want))
 	}
