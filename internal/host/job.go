@@ -284,7 +284,6 @@ func (j *JobRunner) Run(ctx context.Context, job queue.Job, sink events.Sink, ap
 	return out, nil
 }
 
-
 // ResultExitCode is the exit code `odek run` gives a run that ended with
 // runErr.
 func ResultExitCode(runErr error) int {
