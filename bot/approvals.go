@@ -11,6 +11,7 @@ import (
 	tgbotapi "github.com/go-telegram-bot-api/telegram-bot-api/v5"
 	"github.com/sirupsen/logrus"
 
+	"github.com/odekrun/odek/bot/tgclient"
 	"github.com/odekrun/odek/queue"
 )
 
@@ -26,7 +27,7 @@ func (b *Bot) approvalsLoop(ctx context.Context) error {
 			}
 			failures++
 			b.log.WithError(err).Warn("bot: reading approvals failed; backing off")
-			if sleep(ctx, backoff(failures, 10*time.Second)) != nil {
+			if sleep(ctx, tgclient.Backoff(failures, 10*time.Second)) != nil {
 				return nil
 			}
 			continue

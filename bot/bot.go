@@ -322,7 +322,7 @@ func (b *Bot) poll(ctx context.Context) error {
 			}
 			failures++
 			if wait == 0 {
-				wait = backoff(failures, 30*time.Second)
+				wait = tgclient.Backoff(failures, 30*time.Second)
 			}
 			if sleep(ctx, wait) != nil {
 				return nil

@@ -9,6 +9,7 @@ import (
 
 	"golang.org/x/time/rate"
 
+	"github.com/odekrun/odek/bot/tgclient"
 	"github.com/odekrun/odek/queue"
 )
 
@@ -54,7 +55,7 @@ func TestBudgetAndClock(t *testing.T) {
 		t.Errorf("untilMidnightUTC(EST) = %v", d)
 	}
 	for attempt, want := range map[int]time.Duration{1: 500 * time.Millisecond, 2: time.Second, 3: 2 * time.Second, 10: 30 * time.Second} {
-		if got := backoff(attempt, 30*time.Second); got != want {
+		if got := tgclient.Backoff(attempt, 30*time.Second); got != want {
 			t.Errorf("backoff(%d) = %v, want %v", attempt, got, want)
 		}
 	}

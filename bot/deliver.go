@@ -19,6 +19,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"github.com/sirupsen/logrus"
 
+	"github.com/odekrun/odek/bot/tgclient"
 	"github.com/odekrun/odek/queue"
 )
 
@@ -88,7 +89,7 @@ func (b *Bot) resultsLoop(ctx context.Context) error {
 			})
 			failures++
 			b.log.WithError(err).Warn("bot: reading results failed; backing off")
-			if sleep(ctx, backoff(failures, 10*time.Second)) != nil {
+			if sleep(ctx, tgclient.Backoff(failures, 10*time.Second)) != nil {
 				return nil
 			}
 			continue

@@ -117,16 +117,6 @@ func shouldWarn(u usage, budget int64) bool {
 	return budget > 0 && !u.warned && u.tokens*5 >= budget*4
 }
 
-// backoff is the wait before retry number attempt (1-based) of a failed
-// Telegram call or long poll: 0.5 s doubling to at most max. Pure.
-func backoff(attempt int, max time.Duration) time.Duration {
-	d := 500 * time.Millisecond
-	for i := 1; i < attempt && d < max; i++ {
-		d *= 2
-	}
-	return min(d, max)
-}
-
 // humanWait renders a wait for chat text: "12 s", "3 min", "5 h 3 min".
 func humanWait(d time.Duration) string {
 	switch {

@@ -15,6 +15,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/odekrun/odek/internal/backoff"
+
 	tgbotapi "github.com/go-telegram-bot-api/telegram-bot-api/v5"
 	"github.com/sirupsen/logrus"
 	"golang.org/x/time/rate"
@@ -402,11 +404,7 @@ func (t *Client) HTTP() *http.Client { return t.hc }
 // Backoff is the wait before retry number attempt (1-based): 0.5 s
 // doubling to at most max. Pure.
 func Backoff(attempt int, max time.Duration) time.Duration {
-	d := 500 * time.Millisecond
-	for i := 1; i < attempt && d < max; i++ {
-		d *= 2
-	}
-	return min(d, max)
+	return backoff.Delay(attempt, 500*time.Millisecond, max, 0, 0)
 }
 
 // ErrFileTooBig is a download over the caller's limit, or one Telegram

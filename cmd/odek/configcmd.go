@@ -22,7 +22,8 @@ func cmdConfig(_ context.Context, args []string, stdout, stderr io.Writer) error
 		if len(args) > 1 {
 			return usageErr("odek config env takes no arguments, got %q", args[1:])
 		}
-		fmt.Fprint(stdout, config.EnvText(config.EnvGroups()))
+		groups := append(config.EnvGroups(), config.EnvGroup{Title: "odek-bot, the Telegram front end (odek-bot --help)", Vars: &config.BotEnv{}})
+		fmt.Fprint(stdout, config.EnvText(groups))
 		return nil
 	case "show":
 		fs := flag.NewFlagSet("odek config show", flag.ContinueOnError)

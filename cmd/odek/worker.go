@@ -252,7 +252,8 @@ func cmdWorker(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	store := &session.RedisStore{Client: rc, Prefix: f.q.prefix, TTL: f.sessionTTL}
 	// One LLM client and one set of extension servers serve every job.
 	jr := &host.JobRunner{Config: cfg, Sessions: store, Logger: log,
-		WorkDir: wd, ArtifactsDir: f.artifacts, Environ: os.Environ(), ClientVersion: version}
+		WorkDir: wd, ArtifactsDir: f.artifacts, Environ: os.Environ(), ClientVersion: version,
+		AllowedModels: host.ParseModels(env.Models)}
 	if err := jr.Start(ctx, penv.ApproveMCP); err != nil {
 		return withCode(exitSetup, err)
 	}

@@ -72,6 +72,7 @@ type WorkerEnv struct {
 	ApprovalTimeout Seconds `env:"ODEK_APPROVAL_TIMEOUT" env-default:"300" env-description:"how long a tool approval waits for the chat before denying"`
 	SessionTTL      Seconds `env:"ODEK_SESSION_TTL" env-default:"0" env-description:"forget a chat's session this long after its last job (0 = never)"`
 	LogLevel        string  `env:"ODEK_LOG_LEVEL" env-default:"info" env-description:"debug, info, warn or error"`
+	Models          string  `env:"ODEK_TELEGRAM_MODELS" env-description:"comma-separated models a job may ask for (the bot's /model choices); a job asking for another runs the configured model"`
 }
 
 // ReadEnv fills dst, a pointer to one of the structs above (or any

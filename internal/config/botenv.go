@@ -1,0 +1,39 @@
+package config
+
+// BotEnv is everything odek-bot reads from the environment (its Telegram
+// surface; embedded mode also reads the groups of EnvGroups). odek-bot
+// --help renders it; the compose test checks docker-compose.yml against
+// its tags.
+type BotEnv struct {
+	Token        string `env:"TELEGRAM_BOT_TOKEN" env-description:"bot token from @BotFather (required; never logged)"`
+	APIEndpoint  string `env:"TELEGRAM_API_ENDPOINT" env-description:"Bot API root, e.g. http://telegram-bot-api:8081 for a self-hosted server (default https://api.telegram.org)"`
+	AllowedUsers string `env:"ODEK_TELEGRAM_ALLOWED_USERS" env-description:"comma-separated Telegram user ids allowed to use the bot"`
+	AllowedChats string `env:"ODEK_TELEGRAM_ALLOWED_CHATS" env-description:"comma-separated chat ids (groups are negative) whose members may use the bot"`
+	AllowAll     bool   `env:"ODEK_TELEGRAM_ALLOW_ALL" env-description:"true opens the bot to everyone (logged as a warning); without it and without an allowlist the bot refuses to start"`
+	DailyBudget  int64  `env:"ODEK_TELEGRAM_DAILY_TOKEN_BUDGET" env-description:"tokens each chat may use per UTC day; warns at 80 %, refuses when spent (0 = no budget)"`
+	UserRate     int    `env:"ODEK_TELEGRAM_USER_JOBS_PER_MINUTE" env-default:"6" env-description:"new jobs one user may start per minute (negative = no limit)"`
+	AgentTimeout int    `env:"ODEK_TELEGRAM_AGENT_TIMEOUT" env-default:"900" env-description:"seconds a job may run before the bot cancels it"`
+	WebhookURL   string `env:"ODEK_TELEGRAM_WEBHOOK_URL" env-description:"public HTTPS URL for updates; empty = long polling"`
+	WebhookAddr  string `env:"ODEK_TELEGRAM_WEBHOOK_LISTEN" env-default:":8443" env-description:"address the webhook server listens on"`
+	WebhookKey   string `env:"ODEK_TELEGRAM_WEBHOOK_SECRET" env-description:"secret checked in the X-Telegram-Bot-Api-Secret-Token header (required with a webhook)"`
+	HealthAddr   string `env:"ODEK_HEALTH_ADDR" env-description:"serve GET /healthz on this address, e.g. :8080 (empty = off)"`
+	RedisURL     string `env:"REDIS_URL" env-description:"redis:// URL of the job queue; empty = embedded mode (in-process queue and workers)"`
+	QueuePrefix  string `env:"ODEK_QUEUE_PREFIX" env-default:"odek:" env-description:"key prefix shared with the workers"`
+	Workers      int    `env:"ODEK_WORKERS" env-default:"2" env-description:"embedded mode: jobs run at once inside the bot"`
+	StateFile    string `env:"ODEK_TELEGRAM_STATE_FILE" env-description:"file keeping chat state (sessions, today's usage, artifact ids, unfinished jobs) across restarts (empty = memory only)"`
+	ArtifactsDir string `env:"ODEK_ARTIFACTS_DIR" env-description:"directory shared with the workers; /artifact sends files from <dir>/<chat id> (empty = /artifact off)"`
+	ApprovalWait string `env:"ODEK_APPROVAL_TIMEOUT" env-default:"300" env-description:"embedded mode: seconds (or a duration like 5m) a tool approval waits for the chat before denying; workers read the same variable"`
+	GroupSession string `env:"ODEK_TELEGRAM_GROUP_SESSION" env-default:"user" env-description:"groups: user = one conversation per member (default), group = one shared by the whole group"`
+	AdminCmds    string `env:"ODEK_TELEGRAM_ADMIN_COMMANDS" env-description:"comma-separated commands (e.g. new,stop) only a group's admins may use in that group"`
+	Keywords     string `env:"ODEK_TELEGRAM_KEYWORDS" env-description:"comma-separated words that address the bot in a group besides a mention, a reply to it or a command"`
+	SendFiles    int    `env:"ODEK_TELEGRAM_SEND_ARTIFACTS" env-default:"3" env-description:"how many of a job's files are sent into the chat with its answer (images as photos); the rest stay available with /artifact (negative = none)"`
+	MaxFileBytes int64  `env:"ODEK_TELEGRAM_MAX_FILE_BYTES" env-default:"20971520" env-description:"largest document a user may send, in bytes (Telegram lets bots download up to 20 MB)"`
+	Vision       string `env:"ODEK_TELEGRAM_VISION" env-default:"auto" env-description:"photos as image input to the model: auto = send them, and run without them if the model refuses images; true = send them; false = never (they are saved as files either way)"`
+	Stream       string `env:"ODEK_TELEGRAM_STREAM" env-default:"auto" env-description:"how answers show while they are written: auto = sendMessageDraft in private chats where the Bot API offers it, else edits of the status message; edit = always edits; off = only the final answer"`
+	Models       string `env:"ODEK_TELEGRAM_MODELS" env-description:"comma-separated models users may choose per chat with /model; workers read the same variable and run only a listed model (empty = no choice)"`
+	STTModel     string `env:"ODEK_TELEGRAM_TRANSCRIBE_MODEL" env-default:"whisper-1" env-description:"model that transcribes voice and audio messages at the endpoint's /audio/transcriptions (off = voice messages are declined)"`
+	STTURL       string `env:"ODEK_TELEGRAM_TRANSCRIBE_URL" env-description:"OpenAI-compatible API root for transcription, e.g. https://api.openai.com/v1 (empty = the configured model endpoint, with its API key)"`
+	STTKey       string `env:"ODEK_TELEGRAM_TRANSCRIBE_API_KEY" env-description:"API key for ODEK_TELEGRAM_TRANSCRIBE_URL (the model endpoint's key is sent only to the model endpoint's own host; never logged)"`
+	StatusLedger string `env:"ODEK_TELEGRAM_STATUS_LEDGER" env-description:"where the bot notes its status messages so one left by a crash is marked interrupted at the next start: empty = in Redis (distributed) or $ODEK_HOME/telegram-status (embedded), a directory, or off"`
+	LogLevel     string `env:"ODEK_LOG_LEVEL" env-default:"info" env-description:"debug, info, warn or error"`
+}
