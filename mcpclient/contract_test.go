@@ -682,6 +682,23 @@ func TestCloseFailsPendingCalls(t *testing.T) {
 		done <- err
 	}()
 	call(t, c, "echo", `{"text":"x"}`)
+	// Close only once the slow call is pending at the server: closed
+	// before it was sent, it would fail with ErrClosed instead.
+	for deadline := time.Now().Add(10 * time.Second); ; {
+		var st struct {
+			SlowRunning int `json:"slow_running"`
+		}
+		if err := json.Unmarshal([]byte(call(t, c, "stats", `{}`).Text), &st); err != nil {
+			t.Fatal(err)
+		}
+		if st.SlowRunning > 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the slow call never reached the server")
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
 	if err := c.Close(bg); err != nil {
 		t.Fatal(err)
 	}

@@ -72,6 +72,7 @@ type server struct {
 	cancels     map[string]chan struct{} // request id → cancelled
 	waiting     map[string]chan []byte   // our request id → client answer
 	cancelled   atomic.Int64
+	slowRunning atomic.Int64 // "slow" calls being served now (stats)
 	lastCancel  atomic.Value // string: requestId of the last notifications/cancelled
 	initialized atomic.Bool
 	// toolsMode changes the tool list (change_tools): "", "remove_echo",
@@ -421,6 +422,8 @@ func (s *server) call(req request, cancelled chan struct{}) {
 	case "bad_artifact":
 		s.badArtifact(req.ID, a.Kind)
 	case "slow":
+		s.slowRunning.Add(1)
+		defer s.slowRunning.Add(-1)
 		select {
 		case <-time.After(time.Duration(a.MS) * time.Millisecond):
 			s.result(req.ID, text(fmt.Sprintf("slept %dms", a.MS)))
@@ -700,7 +703,7 @@ func (s *server) chaosCall(req request, name string, a args) bool {
 		b, _ := json.Marshal(os.Environ())
 		s.result(req.ID, text(string(b)))
 	case "stats":
-		b, _ := json.Marshal(map[string]any{"cancelled": s.cancelled.Load(), "last_cancel": s.lastCancel.Load(), "initialized": s.initialized.Load(), "pid": os.Getpid()})
+		b, _ := json.Marshal(map[string]any{"cancelled": s.cancelled.Load(), "last_cancel": s.lastCancel.Load(), "initialized": s.initialized.Load(), "pid": os.Getpid(), "slow_running": s.slowRunning.Load()})
 		s.result(req.ID, text(string(b)))
 	default:
 		return false
