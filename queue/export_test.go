@@ -1,9 +1,25 @@
 package queue
 
+import "context"
+
 // WaitingScripts is the number of script calls queued for the next shared
 // round trip (tests only).
 func (r *Redis) WaitingScripts() int {
 	r.co.mu.Lock()
 	defer r.co.mu.Unlock()
 	return len(r.co.pending)
+}
+
+// StartWith runs the start script once for the (entry, job id) pairs with
+// token, as Claim does after reading them (tests: the same call resent).
+func (r *Redis) StartWith(ctx context.Context, consumer, token string, pairs ...string) ([]Lease, error) {
+	args := append(r.base(), token)
+	for _, p := range pairs {
+		args = append(args, p)
+	}
+	v, err := asSlice(startScript.Run(ctx, r.c, nil, args...).Result())
+	if err != nil {
+		return nil, err
+	}
+	return parseLeases(consumer, v)
 }

@@ -70,7 +70,11 @@ func reclaimInterval(lease time.Duration) time.Duration {
 var _ Queue = (*Redis)(nil)
 
 // NewRedis returns a queue on c and creates the consumer groups if missing.
-// c stays owned by the caller.
+// c stays owned by the caller. go-redis resends a command whose connection
+// broke (MaxRetries), so a script may run twice when Redis restarts after
+// running it: enqueue and start recognise their own resent call and answer
+// as the first time; a resent reclaim or ack is settled by the next
+// reclaim scan.
 func NewRedis(ctx context.Context, c *redis.Client, opts Options) (*Redis, error) {
 	r := &Redis{c: c, o: opts.withDefaults(), co: &coalescer{c: c}}
 	if err := r.ensureGroups(ctx); err != nil {
@@ -155,6 +159,9 @@ end
 // ARGV[4] id, [5] data, [6] chat, [7] idempotency key or "", [8] dedupe ms.
 var enqueueScript = redis.NewScript(luaPrelude + `
 local h = P .. 'job:' .. ARGV[4]
+-- The same call again (a client resending it after a lost reply) finds
+-- its own job, with the same payload: it succeeded.
+if redis.call('HGET', h, 'data') == ARGV[5] then return {1} end
 if ARGV[7] ~= '' then
   local k = P .. 'idem:' .. ARGV[7]
   if not redis.call('SET', k, ARGV[4], 'NX', 'PX', ARGV[8]) then
@@ -268,18 +275,25 @@ return out
 `)
 
 // ARGV[4] token, then pairs entry, id. Returns leases as reclaimScript does.
+// The same call again (same token: a client that resent it after losing
+// the reply) returns the same leases instead of settling the entries as
+// stale, which would leave each job running with no pending entry for the
+// reclaim scan to find — stuck, and its chat behind it.
 var startScript = redis.NewScript(luaPrelude + `
 local out = {}
 for i = 5, #ARGV, 2 do
   local eid, id = ARGV[i], ARGV[i + 1]
   local h = P .. 'job:' .. id
-  if redis.call('HGET', h, 'state') ~= 'ready' or redis.call('HGET', h, 'entry') ~= eid then
+  local tok = ARGV[4] .. '.' .. i
+  if redis.call('HGET', h, 'state') == 'running' and redis.call('HGET', h, 'entry') == eid and redis.call('HGET', h, 'owner') == tok then
+    table.insert(out, id); table.insert(out, redis.call('HGET', h, 'data'))
+    table.insert(out, tonumber(redis.call('HGET', h, 'attempt'))); table.insert(out, tok); table.insert(out, eid)
+  elseif redis.call('HGET', h, 'state') ~= 'ready' or redis.call('HGET', h, 'entry') ~= eid then
     redis.call('XACK', JOBS, G, eid)
   elseif redis.call('HGET', h, 'cancel') == '1' then
     finish(id, sysresult(id, 'canceled', redis.call('HGET', h, 'attempt'), 'queue: canceled before it ran'))
   else
     local attempt = redis.call('HINCRBY', h, 'attempt', 1)
-    local tok = ARGV[4] .. '.' .. i
     redis.call('HSET', h, 'state', 'running', 'owner', tok)
     table.insert(out, id); table.insert(out, redis.call('HGET', h, 'data'))
     table.insert(out, attempt); table.insert(out, tok); table.insert(out, eid)

@@ -207,3 +207,65 @@ func TestRedisSharedRoundTripReturnsLeaderEarly(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// A start call resent after its reply was lost (go-redis retries a command
+// whose connection broke; a Redis restart does that) must hand out the same
+// lease, not settle the entry: settled, the job stayed "running" with no
+// pending entry, never reclaimed, and its chat's later jobs waited forever.
+func TestRedisStartResentAfterLostReply(t *testing.T) {
+	c := queuetest.StartRedis(t)
+	ctx := context.Background()
+	q, err := queue.NewRedis(ctx, c, queue.Options{Prefix: "resent:"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	j, _, err := q.Enqueue(ctx, queue.Job{ChatID: 2, Goal: "first of the chat"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	streams, err := c.XReadGroup(ctx, &redis.XReadGroupArgs{Group: q.Options().Group, Consumer: "w1",
+		Streams: []string{"resent:jobs", ">"}, Count: 1}).Result()
+	if err != nil || len(streams) != 1 || len(streams[0].Messages) != 1 {
+		t.Fatalf("read: %v %v", streams, err)
+	}
+	eid := streams[0].Messages[0].ID
+	first, err := q.StartWith(ctx, "w1", "tok-1", eid, j.ID)
+	if err != nil || len(first) != 1 {
+		t.Fatalf("first start: %v %v", first, err)
+	}
+	again, err := q.StartWith(ctx, "w1", "tok-1", eid, j.ID)
+	if err != nil || len(again) != 1 || again[0].Job.ID != j.ID || again[0].Job.Attempt != first[0].Job.Attempt {
+		t.Fatalf("resent start: %+v %v, want the same lease as %+v", again, err, first)
+	}
+	pend, err := c.XPendingExt(ctx, &redis.XPendingExtArgs{Stream: "resent:jobs", Group: q.Options().Group, Start: "-", End: "+", Count: 10}).Result()
+	if err != nil || len(pend) != 1 || pend[0].ID != eid {
+		t.Fatalf("the entry must stay pending for the reclaim scan: %+v %v", pend, err)
+	}
+	if err := q.Ack(ctx, again[0], queue.Result{Status: queue.StatusSucceeded}); err != nil {
+		t.Fatalf("ack with the resent lease: %v", err)
+	}
+	// A stale entry (another token) is still settled as before.
+	if l, err := q.StartWith(ctx, "w1", "tok-2", eid, j.ID); err != nil || len(l) != 0 {
+		t.Fatalf("stale start: %v %v", l, err)
+	}
+}
+
+// An enqueue resent after a lost reply reports success, not "exists".
+func TestRedisEnqueueResentAfterLostReply(t *testing.T) {
+	c := queuetest.StartRedis(t)
+	ctx := context.Background()
+	q, err := queue.NewRedis(ctx, c, queue.Options{Prefix: "resent:"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	job := queue.Job{ID: "job-1", ChatID: 2, Goal: "g", CreatedAt: time.Unix(1700000000, 0).UTC()}
+	for i := range 2 {
+		if _, dup, err := q.Enqueue(ctx, job); err != nil || dup {
+			t.Fatalf("enqueue %d: dup=%v err=%v", i, dup, err)
+		}
+	}
+	job.Goal = "another goal under the same id"
+	if _, _, err := q.Enqueue(ctx, job); err == nil {
+		t.Fatal("a different job under a taken id was accepted")
+	}
+}
