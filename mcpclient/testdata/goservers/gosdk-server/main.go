@@ -69,7 +69,14 @@ func main() {
 	flag.Parse()
 	log.SetOutput(os.Stderr)
 
-	srv := mcp.NewServer(&mcp.Implementation{Name: "odek-interop-gosdk", Version: "1.0.0"}, &mcp.ServerOptions{KeepAlive: *keepalive})
+	srv := mcp.NewServer(&mcp.Implementation{Name: "odek-interop-gosdk", Version: "1.0.0"}, &mcp.ServerOptions{
+		KeepAlive: *keepalive,
+		// Each ping waits interval/2 (50 ms) for its answer: on a loaded
+		// CI machine one can miss. Five misses in a row still close the
+		// session, within 500 ms, so a client that never answers pings
+		// fails the test's 800 ms call as before.
+		KeepAliveFailureThreshold: 5,
+	})
 	mcp.AddTool(srv, &mcp.Tool{Name: "echo", Description: "Echo the text."}, func(_ context.Context, _ *mcp.CallToolRequest, in echoIn) (*mcp.CallToolResult, any, error) {
 		return text(in.Text), nil, nil
 	})
