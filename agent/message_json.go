@@ -6,7 +6,8 @@ import (
 	"fmt"
 	"sort"
 	"strings"
-	"unicode/utf8"
+
+	"github.com/odekrun/odek/internal/jsonwire"
 )
 
 // This file holds the JSON form of Message and ToolCall as session stores
@@ -38,9 +39,9 @@ func isOneOf(k string, keys []string) bool {
 // An empty ToolCall.Type is written as "function".
 func (m Message) MarshalJSON() ([]byte, error) {
 	dst := append(make([]byte, 0, 64+len(m.Content)), `{"role":`...)
-	dst = appendJSONString(dst, m.Role)
+	dst = jsonwire.AppendString(dst, m.Role)
 	dst = append(dst, `,"content":`...)
-	dst = appendJSONString(dst, m.Content)
+	dst = jsonwire.AppendString(dst, m.Content)
 	if len(m.ToolCalls) > 0 {
 		dst = append(dst, `,"tool_calls":[`...)
 		for i := range m.ToolCalls {
@@ -56,11 +57,11 @@ func (m Message) MarshalJSON() ([]byte, error) {
 	}
 	if m.ToolCallID != "" {
 		dst = append(dst, `,"tool_call_id":`...)
-		dst = appendJSONString(dst, m.ToolCallID)
+		dst = jsonwire.AppendString(dst, m.ToolCallID)
 	}
 	if m.Name != "" {
 		dst = append(dst, `,"name":`...)
-		dst = appendJSONString(dst, m.Name)
+		dst = jsonwire.AppendString(dst, m.Name)
 	}
 	dst, err := appendExtra(dst, m.Extra, messageKeys, "message")
 	if err != nil {
@@ -80,13 +81,13 @@ func appendToolCall(dst []byte, c *ToolCall) ([]byte, error) {
 		typ = "function"
 	}
 	dst = append(dst, `{"id":`...)
-	dst = appendJSONString(dst, c.ID)
+	dst = jsonwire.AppendString(dst, c.ID)
 	dst = append(dst, `,"type":`...)
-	dst = appendJSONString(dst, typ)
+	dst = jsonwire.AppendString(dst, typ)
 	dst = append(dst, `,"function":{"name":`...)
-	dst = appendJSONString(dst, c.Function.Name)
+	dst = jsonwire.AppendString(dst, c.Function.Name)
 	dst = append(dst, `,"arguments":`...)
-	dst = appendJSONString(dst, c.Function.Arguments)
+	dst = jsonwire.AppendString(dst, c.Function.Arguments)
 	dst = append(dst, '}')
 	dst, err := appendExtra(dst, c.Extra, toolCallKeys, "tool call "+c.ID)
 	if err != nil {
@@ -119,7 +120,7 @@ func appendExtra(dst []byte, extra json.RawMessage, known []string, what string)
 			continue
 		}
 		dst = append(dst, ',')
-		dst = appendJSONString(dst, key)
+		dst = jsonwire.AppendString(dst, key)
 		dst = append(dst, ':')
 		var b bytes.Buffer
 		if err := json.Compact(&b, val); err != nil {
@@ -134,59 +135,6 @@ func appendExtra(dst []byte, extra json.RawMessage, known []string, what string)
 		return nil, fmt.Errorf("agent: Extra of %s: data after the object", what)
 	}
 	return dst, nil
-}
-
-const hexDigits = "0123456789abcdef"
-
-// appendJSONString appends s as a JSON string exactly as encoding/json
-// does with SetEscapeHTML(false): '"', '\\' and control characters
-// escaped, U+2028 and U+2029 escaped, invalid UTF-8 replaced by U+FFFD.
-func appendJSONString(dst []byte, s string) []byte {
-	dst = append(dst, '"')
-	start := 0
-	for i := 0; i < len(s); {
-		if b := s[i]; b < utf8.RuneSelf {
-			if b >= 0x20 && b != '"' && b != '\\' {
-				i++
-				continue
-			}
-			dst = append(dst, s[start:i]...)
-			switch b {
-			case '\\', '"':
-				dst = append(dst, '\\', b)
-			case '\b':
-				dst = append(dst, '\\', 'b')
-			case '\f':
-				dst = append(dst, '\\', 'f')
-			case '\n':
-				dst = append(dst, '\\', 'n')
-			case '\r':
-				dst = append(dst, '\\', 'r')
-			case '\t':
-				dst = append(dst, '\\', 't')
-			default:
-				dst = append(dst, '\\', 'u', '0', '0', hexDigits[b>>4], hexDigits[b&0xF])
-			}
-			i++
-			start = i
-			continue
-		}
-		r, size := utf8.DecodeRuneInString(s[i:])
-		if r == utf8.RuneError && size == 1 || r == '\u2028' || r == '\u2029' {
-			dst = append(dst, s[start:i]...)
-			if r == utf8.RuneError {
-				dst = append(dst, `\ufffd`...)
-			} else {
-				dst = append(dst, '\\', 'u', '2', '0', '2', hexDigits[r&0xF])
-			}
-			i += size
-			start = i
-			continue
-		}
-		i += size
-	}
-	dst = append(dst, s[start:]...)
-	return append(dst, '"')
 }
 
 // UnmarshalJSON decodes the wire shape; content may be a string, null or
@@ -207,7 +155,7 @@ func (m *Message) UnmarshalJSON(b []byte) error {
 	if err != nil {
 		return err
 	}
-	*m = Message{Role: w.Role, Content: contentText(w.Content), ToolCalls: w.ToolCalls, ToolCallID: w.ToolCallID, Name: w.Name, Extra: extra}
+	*m = Message{Role: w.Role, Content: jsonwire.ContentText(w.Content), ToolCalls: w.ToolCalls, ToolCallID: w.ToolCallID, Name: w.Name, Extra: extra}
 	return nil
 }
 
@@ -228,7 +176,7 @@ func (c *ToolCall) UnmarshalJSON(b []byte) error {
 	if err != nil {
 		return err
 	}
-	*c = ToolCall{ID: w.ID, Type: w.Type, Function: FunctionCall{Name: w.Function.Name, Arguments: argumentsText(w.Function.Arguments)}, Extra: extra}
+	*c = ToolCall{ID: w.ID, Type: w.Type, Function: FunctionCall{Name: w.Function.Name, Arguments: jsonwire.ArgumentsText(w.Function.Arguments)}, Extra: extra}
 	return nil
 }
 
@@ -260,7 +208,7 @@ func collectExtra(b []byte, known, skipped []string) (json.RawMessage, error) {
 		if i > 0 {
 			buf.WriteByte(',')
 		}
-		buf.Write(appendJSONString(nil, k))
+		buf.Write(jsonwire.AppendString(nil, k))
 		buf.WriteByte(':')
 		if err := json.Compact(&buf, all[k]); err != nil {
 			return nil, err
@@ -280,57 +228,6 @@ func emptyJSON(v []byte) bool {
 		return len(bytes.TrimSpace(v[1:len(v)-1])) == 0
 	}
 	return false
-}
-
-// contentText renders message content: a string as is, null as "", an
-// array of parts as the concatenation of their "text" fields.
-func contentText(raw json.RawMessage) string {
-	raw = bytes.TrimSpace(raw)
-	if s, ok := jsonStringValue(raw); ok {
-		return s
-	}
-	if len(raw) > 0 && raw[0] == '[' {
-		var parts []struct {
-			Text string `json:"text"`
-		}
-		if json.Unmarshal(raw, &parts) == nil {
-			var b []byte
-			for _, p := range parts {
-				b = append(b, p.Text...)
-			}
-			return string(b)
-		}
-	}
-	return ""
-}
-
-// jsonStringValue decodes raw (already trimmed) when it is a JSON string.
-func jsonStringValue(raw json.RawMessage) (string, bool) {
-	if len(raw) == 0 || raw[0] != '"' {
-		return "", false
-	}
-	var s string
-	if json.Unmarshal(raw, &s) != nil {
-		return "", false
-	}
-	return s, true
-}
-
-// argumentsText renders tool-call arguments: a JSON string as its value,
-// an object or array as its JSON text, null as "".
-func argumentsText(raw json.RawMessage) string {
-	raw = bytes.TrimSpace(raw)
-	if s, ok := jsonStringValue(raw); ok {
-		return s
-	}
-	if len(raw) > 0 && (raw[0] == '{' || raw[0] == '[') {
-		var b bytes.Buffer
-		if json.Compact(&b, raw) == nil {
-			return b.String()
-		}
-		return string(raw)
-	}
-	return ""
 }
 
 // mayHaveExtra reports whether the JSON object b may have a member

@@ -63,12 +63,13 @@ var Rules = []Rule{
 	{From: "internal/toolschema", Only: []string{Std}, Why: "internal/toolschema is a leaf: stdlib only"},
 	{From: "internal/clip", Only: []string{Std}, Why: "internal/clip is a leaf: stdlib only"},
 	{From: "internal/backoff", Only: []string{Std}, Why: "internal/backoff is a leaf: stdlib only"},
+	{From: "internal/jsonwire", Only: []string{Std}, Why: "internal/jsonwire is a leaf: stdlib only"},
 	{From: "internal/atomicfile", Only: []string{Std}, Why: "internal/atomicfile is a leaf: stdlib only"},
-	{From: "internal/llm", Only: []string{Std, "internal/toolschema", "internal/backoff", "agent"}, Why: "the llm client depends on nothing but the standard library, the schema and backoff leaves and agent's message types"},
+	{From: "internal/llm", Only: []string{Std, "internal/toolschema", "internal/backoff", "internal/jsonwire", "agent"}, Why: "the llm client depends on nothing but the standard library, the schema and backoff leaves and agent's message types"},
 	{From: "internal/budget", Only: []string{Std, "agent"}, Why: "internal/budget is stdlib only, plus agent's Budget error type"},
 	{
 		From: "agent",
-		Only: []string{Std, "events", "internal/redact", "internal/clip", "github.com/sirupsen/logrus"},
+		Only: []string{Std, "events", "internal/redact", "internal/clip", "internal/jsonwire", "github.com/sirupsen/logrus"},
 		Why:  "agent owns the types of its Go API and imports only leaves: the packages that implement its interfaces (internal/llm, internal/tools, internal/budget) import it",
 	},
 	{

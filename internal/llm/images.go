@@ -6,6 +6,8 @@ import (
 	"errors"
 	"strings"
 	"sync/atomic"
+
+	"github.com/odekrun/odek/internal/jsonwire"
 )
 
 // Image is a picture sent with a user message, as an OpenAI-compatible
@@ -69,9 +71,9 @@ func (h *ImageHook) at(msgs []Message) int {
 // image_url part per image.
 func (h *ImageHook) appendMessage(dst []byte, m *Message) []byte {
 	dst = append(dst, `{"role":`...)
-	dst = appendJSONString(dst, m.Role)
+	dst = jsonwire.AppendString(dst, m.Role)
 	dst = append(dst, `,"content":[{"type":"text","text":`...)
-	dst = appendJSONString(dst, m.Content)
+	dst = jsonwire.AppendString(dst, m.Content)
 	dst = append(dst, '}')
 	for _, img := range h.Images {
 		dst = append(dst, `,{"type":"image_url","image_url":{"url":"data:`...)
@@ -83,7 +85,7 @@ func (h *ImageHook) appendMessage(dst []byte, m *Message) []byte {
 	dst = append(dst, ']')
 	if m.Name != "" {
 		dst = append(dst, `,"name":`...)
-		dst = appendJSONString(dst, m.Name)
+		dst = jsonwire.AppendString(dst, m.Name)
 	}
 	return append(dst, '}')
 }

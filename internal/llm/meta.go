@@ -7,7 +7,8 @@ import (
 	"slices"
 	"sort"
 	"strings"
-	"unicode/utf8"
+
+	"github.com/odekrun/odek/internal/jsonwire"
 )
 
 // This file holds the request encoder's form of Message and ToolCall: a
@@ -69,7 +70,7 @@ func collectExtra(b []byte, known, skipped []string) (json.RawMessage, error) {
 		if i > 0 {
 			buf.WriteByte(',')
 		}
-		buf.Write(appendJSONString(nil, k))
+		buf.Write(jsonwire.AppendString(nil, k))
 		buf.WriteByte(':')
 		if err := json.Compact(&buf, all[k]); err != nil {
 			return nil, err
@@ -101,9 +102,9 @@ func appendMessage(dst []byte, m *Message) ([]byte, error) {
 // in drop.
 func appendMessageDrop(dst []byte, m *Message, drop []string) ([]byte, error) {
 	dst = append(dst, `{"role":`...)
-	dst = appendJSONString(dst, m.Role)
+	dst = jsonwire.AppendString(dst, m.Role)
 	dst = append(dst, `,"content":`...)
-	dst = appendJSONString(dst, m.Content)
+	dst = jsonwire.AppendString(dst, m.Content)
 	if len(m.ToolCalls) > 0 {
 		dst = append(dst, `,"tool_calls":[`...)
 		noExtra := slices.Contains(drop, "*")
@@ -126,11 +127,11 @@ func appendMessageDrop(dst []byte, m *Message, drop []string) ([]byte, error) {
 	}
 	if m.ToolCallID != "" {
 		dst = append(dst, `,"tool_call_id":`...)
-		dst = appendJSONString(dst, m.ToolCallID)
+		dst = jsonwire.AppendString(dst, m.ToolCallID)
 	}
 	if m.Name != "" {
 		dst = append(dst, `,"name":`...)
-		dst = appendJSONString(dst, m.Name)
+		dst = jsonwire.AppendString(dst, m.Name)
 	}
 	if slices.Contains(drop, "*") {
 		return append(dst, '}'), nil
@@ -152,13 +153,13 @@ func appendToolCall(dst []byte, c *ToolCall) ([]byte, error) {
 		typ = "function"
 	}
 	dst = append(dst, `{"id":`...)
-	dst = appendJSONString(dst, c.ID)
+	dst = jsonwire.AppendString(dst, c.ID)
 	dst = append(dst, `,"type":`...)
-	dst = appendJSONString(dst, typ)
+	dst = jsonwire.AppendString(dst, typ)
 	dst = append(dst, `,"function":{"name":`...)
-	dst = appendJSONString(dst, c.Function.Name)
+	dst = jsonwire.AppendString(dst, c.Function.Name)
 	dst = append(dst, `,"arguments":`...)
-	dst = appendJSONString(dst, c.Function.Arguments)
+	dst = jsonwire.AppendString(dst, c.Function.Arguments)
 	dst = append(dst, '}')
 	dst, err := appendExtra(dst, c.Extra, toolCallKeys, "tool call "+c.ID)
 	if err != nil {
@@ -193,7 +194,7 @@ func appendExtra(dst []byte, extra json.RawMessage, known []string, what string)
 		}
 		if keep {
 			dst = append(dst, ',')
-			dst = appendJSONString(dst, string(key))
+			dst = jsonwire.AppendString(dst, string(key))
 			dst = append(dst, ':')
 			dst = appendCompact(dst, extra[valStart:s.i])
 		}
@@ -234,62 +235,6 @@ func appendCompact(dst, v []byte) []byte {
 	return dst
 }
 
-const hexDigits = "0123456789abcdef"
-
-// appendJSONString appends s as a JSON string exactly as encoding/json
-// does with SetEscapeHTML(false): '"', '\\' and control characters
-// escaped, U+2028 and U+2029 escaped, invalid UTF-8 replaced by U+FFFD.
-func appendJSONString(dst []byte, s string) []byte {
-	dst = append(dst, '"')
-	start := 0
-	for i := 0; i < len(s); {
-		if b := s[i]; b < utf8.RuneSelf {
-			if b >= 0x20 && b != '"' && b != '\\' {
-				i++
-				continue
-			}
-			dst = append(dst, s[start:i]...)
-			switch b {
-			case '\\', '"':
-				dst = append(dst, '\\', b)
-			case '\b':
-				dst = append(dst, '\\', 'b')
-			case '\f':
-				dst = append(dst, '\\', 'f')
-			case '\n':
-				dst = append(dst, '\\', 'n')
-			case '\r':
-				dst = append(dst, '\\', 'r')
-			case '\t':
-				dst = append(dst, '\\', 't')
-			default:
-				dst = append(dst, '\\', 'u', '0', '0', hexDigits[b>>4], hexDigits[b&0xF])
-			}
-			i++
-			start = i
-			continue
-		}
-		r, size := utf8.DecodeRuneInString(s[i:])
-		if r == utf8.RuneError && size == 1 {
-			dst = append(dst, s[start:i]...)
-			dst = append(dst, `\ufffd`...)
-			i += size
-			start = i
-			continue
-		}
-		if r == '\u2028' || r == '\u2029' {
-			dst = append(dst, s[start:i]...)
-			dst = append(dst, '\\', 'u', '2', '0', '2', hexDigits[r&0xF])
-			i += size
-			start = i
-			continue
-		}
-		i += size
-	}
-	dst = append(dst, s[start:]...)
-	return append(dst, '"')
-}
-
 // contentParts splits content sent as an array of parts: the text of
 // "text" parts (and of parts without a type) is the answer; "thinking"
 // parts (Mistral Magistral: {"type":"thinking","thinking":[{"type":"text",
@@ -311,7 +256,7 @@ func contentParts(raw []byte) (text, thinking string) {
 			t = append(t, p.Text...)
 		case "thinking", "reasoning":
 			r = append(r, p.Text...)
-			if s, ok := jsonStringValue(bytes.TrimSpace(p.Thinking)); ok {
+			if s, ok := jsonwire.StringValue(bytes.TrimSpace(p.Thinking)); ok {
 				r = append(r, s...)
 			} else {
 				inner, _ := contentParts(p.Thinking)
@@ -344,7 +289,7 @@ func mergeElements(elems [][]byte) [][]byte {
 			if i > 0 {
 				b = append(b, ',')
 			}
-			b = appendJSONString(b, k)
+			b = jsonwire.AppendString(b, k)
 			b = append(b, ':')
 			b = appendCompact(b, cur.m[k])
 		}
@@ -390,11 +335,11 @@ func mergeElements(elems [][]byte) [][]byte {
 		cur.keys = append(cur.keys, added...)
 		for k, v := range m {
 			old, had := cur.m[k]
-			a, aok := jsonStringValue(bytes.TrimSpace(old))
-			b, bok := jsonStringValue(bytes.TrimSpace(v))
+			a, aok := jsonwire.StringValue(bytes.TrimSpace(old))
+			b, bok := jsonwire.StringValue(bytes.TrimSpace(v))
 			switch {
 			case (k == "text" || k == "summary") && aok && bok:
-				cur.m[k] = appendJSONString(nil, a+b)
+				cur.m[k] = jsonwire.AppendString(nil, a+b)
 			case emptyJSON(v) || bok && b == "":
 				if !had {
 					cur.m[k] = v

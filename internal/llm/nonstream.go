@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"encoding/json"
 	"sort"
+
+	"github.com/odekrun/odek/internal/jsonwire"
 )
 
 // wireCall is a tool call of a non-streamed message.
@@ -90,7 +92,7 @@ func decodeBody(data []byte, keepThink bool) (res *Response, retryable bool, err
 	}
 	res = &Response{Model: w.Model, FinishReason: ch.FinishReason}
 	res.Message.Role = RoleAssistant
-	content, thinking := contentText(msg.Content), ""
+	content, thinking := jsonwire.ContentText(msg.Content), ""
 	if raw := bytes.TrimSpace(msg.Content); len(raw) > 0 && raw[0] == '[' {
 		content, thinking = contentParts(raw)
 	}
@@ -135,7 +137,7 @@ func decodeBody(data []byte, keepThink bool) (res *Response, retryable bool, err
 		if tc.Index != nil {
 			idx = *tc.Index
 		}
-		args := argumentsText(tc.Function.Arguments)
+		args := jsonwire.ArgumentsText(tc.Function.Arguments)
 		if tc.ID == "" && tc.Function.Name == "" && args == "" {
 			continue
 		}
@@ -148,7 +150,7 @@ func decodeBody(data []byte, keepThink bool) (res *Response, retryable bool, err
 			Function: FunctionCall{Name: tc.Function.Name, Arguments: args}}})
 	}
 	if fc := msg.FunctionCall; fc != nil && (fc.Name != "" || len(fc.Arguments) > 0) {
-		args := argumentsText(fc.Arguments)
+		args := jsonwire.ArgumentsText(fc.Arguments)
 		names, rawArgs = append(names, fc.Name), append(rawArgs, []byte(args))
 		calls = append(calls, indexed{len(msg.ToolCalls), ToolCall{Function: FunctionCall{Name: fc.Name, Arguments: args}}})
 	}
@@ -170,55 +172,4 @@ func decodeBody(data []byte, keepThink bool) (res *Response, retryable bool, err
 		}
 	}
 	return res, false, nil
-}
-
-// contentText renders message content: a string as is, null as "", an
-// array of parts as the concatenation of their "text" fields.
-func contentText(raw json.RawMessage) string {
-	raw = bytes.TrimSpace(raw)
-	if s, ok := jsonStringValue(raw); ok {
-		return s
-	}
-	if len(raw) > 0 && raw[0] == '[' {
-		var parts []struct {
-			Text string `json:"text"`
-		}
-		if json.Unmarshal(raw, &parts) == nil {
-			var b []byte
-			for _, p := range parts {
-				b = append(b, p.Text...)
-			}
-			return string(b)
-		}
-	}
-	return ""
-}
-
-// jsonStringValue decodes raw (already trimmed) when it is a JSON string.
-func jsonStringValue(raw json.RawMessage) (string, bool) {
-	if len(raw) == 0 || raw[0] != '"' {
-		return "", false
-	}
-	var s string
-	if json.Unmarshal(raw, &s) != nil {
-		return "", false
-	}
-	return s, true
-}
-
-// argumentsText renders tool-call arguments: a JSON string as its value,
-// an object or array as its JSON text, null as "".
-func argumentsText(raw json.RawMessage) string {
-	raw = bytes.TrimSpace(raw)
-	if s, ok := jsonStringValue(raw); ok {
-		return s
-	}
-	if len(raw) > 0 && (raw[0] == '{' || raw[0] == '[') {
-		var b bytes.Buffer
-		if json.Compact(&b, raw) == nil {
-			return b.String()
-		}
-		return string(raw)
-	}
-	return ""
 }

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	expbackoff "github.com/odekrun/odek/internal/backoff"
+	"github.com/odekrun/odek/internal/jsonwire"
 )
 
 // This file holds the pure decisions of the retry loop: what an error
@@ -218,7 +219,7 @@ func parseErrorBody(body []byte) *APIError {
 // other values (null, objects) as "".
 func jsonText(raw json.RawMessage) string {
 	raw = bytes.TrimSpace(raw)
-	if s, ok := jsonStringValue(raw); ok {
+	if s, ok := jsonwire.StringValue(raw); ok {
 		return s
 	}
 	if len(raw) > 0 && (raw[0] == '-' || raw[0] >= '0' && raw[0] <= '9') {

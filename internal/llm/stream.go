@@ -9,6 +9,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/odekrun/odek/internal/jsonwire"
 )
 
 // MaxToolCalls bounds the tool calls in one response; more is treated as
@@ -352,7 +354,7 @@ func (a *assembler) applyTool(t *toolDelta, pos int) {
 		if len(c.extra) > 0 {
 			c.extra = append(c.extra, ',')
 		}
-		c.extra = appendJSONString(c.extra, string(m.key))
+		c.extra = jsonwire.AppendString(c.extra, string(m.key))
 		c.extra = append(c.extra, ':')
 		c.extra = appendCompact(c.extra, m.val)
 	}
@@ -497,11 +499,11 @@ func (a *assembler) extra() json.RawMessage {
 		} else {
 			out = append(out, ',')
 		}
-		out = appendJSONString(out, f.key)
+		out = jsonwire.AppendString(out, f.key)
 		out = append(out, ':')
 		switch f.kind {
 		case 's':
-			out = appendJSONString(out, string(f.buf))
+			out = jsonwire.AppendString(out, string(f.buf))
 		case 'a':
 			out = append(out, '[')
 			for k, e := range mergeElements(f.elems) {

@@ -1,0 +1,48 @@
+package jsonwire
+
+import (
+	"bytes"
+	"encoding/json"
+	"testing"
+)
+
+// FuzzAppendString: the hand-written encoder writes what encoding/json
+// writes (HTML escaping off) for any string, valid UTF-8 or not, and
+// StringValue reads it back to the same text json.Unmarshal gives.
+func FuzzAppendString(f *testing.F) {
+	for _, s := range []string{"", "plain", "quote \" and \\ back", "ctl \x00\x01\x1f\t\n\r\b\f", "<html> & 'x'", "\u2028\u2029", "bad \xff\xfe utf8", "emoji 🙂"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		var want bytes.Buffer
+		enc := json.NewEncoder(&want)
+		enc.SetEscapeHTML(false)
+		if err := enc.Encode(s); err != nil {
+			t.Fatal(err)
+		}
+		got := AppendString(nil, s)
+		if !bytes.Equal(got, bytes.TrimSuffix(want.Bytes(), []byte("\n"))) {
+			t.Fatalf("AppendString(%q) = %s, encoding/json %s", s, got, want.Bytes())
+		}
+		var back string
+		if err := json.Unmarshal(got, &back); err != nil {
+			t.Fatal(err)
+		}
+		if v, ok := StringValue(got); !ok || v != back {
+			t.Fatalf("StringValue(%s) = %q %v, want %q", got, v, ok, back)
+		}
+	})
+}
+
+func TestContentAndArguments(t *testing.T) {
+	for raw, want := range map[string]string{`"hi"`: "hi", `null`: "", `[{"type":"text","text":"a"},{"type":"image_url"},{"text":"b"}]`: "ab", ` 7 `: ""} {
+		if got := ContentText(json.RawMessage(raw)); got != want {
+			t.Errorf("ContentText(%s) = %q, want %q", raw, got, want)
+		}
+	}
+	for raw, want := range map[string]string{`"{\"a\":1}"`: `{"a":1}`, `{ "a" : 1 }`: `{"a":1}`, `null`: "", `[1, 2]`: `[1,2]`} {
+		if got := ArgumentsText(json.RawMessage(raw)); got != want {
+			t.Errorf("ArgumentsText(%s) = %q, want %q", raw, got, want)
+		}
+	}
+}
