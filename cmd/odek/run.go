@@ -9,7 +9,6 @@ import (
 	"io"
 	"os"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -65,7 +64,7 @@ func parseRunFlags(args []string, stderr io.Writer, cont bool) (*runFlags, strin
 	fs.BoolVar(&f.quiet, "quiet", false, "no progress on stderr")
 	fs.BoolVar(&f.confine, "confine", false, "confine the tools to the working directory: file tools cannot leave it, the shell runs under Landlock (config sandbox.confine)")
 	fs.Func("max-runtime", "wall-clock budget for the whole run, e.g. 90s or 5m (plain numbers are seconds)", func(v string) error {
-		d, err := parseSeconds(v)
+		d, err := config.ParseSeconds(v)
 		f.maxRuntime = d
 		return err
 	})
@@ -341,20 +340,4 @@ func cmdInit(args []string, stdout, stderr io.Writer) error {
 	}
 	fmt.Fprintln(stdout, "wrote", path)
 	return nil
-}
-
-// parseSeconds accepts a Go duration ("90s", "5m") or a plain number of
-// seconds.
-func parseSeconds(v string) (time.Duration, error) {
-	if n, err := strconv.ParseFloat(v, 64); err == nil {
-		if n < 0 {
-			return 0, fmt.Errorf("must be ≥ 0, got %v", v)
-		}
-		return time.Duration(n * float64(time.Second)), nil
-	}
-	d, err := time.ParseDuration(v)
-	if err != nil || d < 0 {
-		return 0, fmt.Errorf("want a duration like 90s or 5m, got %q", v)
-	}
-	return d, nil
 }

@@ -26,13 +26,13 @@ func Text(s string, max int) string {
 		return ""
 	}
 	if max < minClipMarker {
-		return s[:runeStartBefore(s, max)]
+		return s[:RuneStartBefore(s, max)]
 	}
 	// Size the marker for the largest possible count; the real count is
 	// no larger, so the result fits.
 	budget := max - len(clipMarker(len(s)))
-	head := runeStartBefore(s, budget/2)
-	tail := runeStartAfter(s, len(s)-(budget-budget/2))
+	head := RuneStartBefore(s, budget/2)
+	tail := RuneStartAfter(s, len(s)-(budget-budget/2))
 	return s[:head] + clipMarker(tail-head) + s[tail:]
 }
 
@@ -40,9 +40,9 @@ func clipMarker(omitted int) string {
 	return "\n[... " + strconv.Itoa(omitted) + " bytes omitted ...]\n"
 }
 
-// runeStartBefore returns the largest i <= n at which no valid UTF-8
+// RuneStartBefore returns the largest i <= n at which no valid UTF-8
 // sequence of s is split.
-func runeStartBefore(s string, n int) int {
+func RuneStartBefore(s string, n int) int {
 	if n >= len(s) {
 		return len(s)
 	}
@@ -52,9 +52,9 @@ func runeStartBefore(s string, n int) int {
 	return n
 }
 
-// runeStartAfter returns the smallest i >= n at which no valid UTF-8
+// RuneStartAfter returns the smallest i >= n at which no valid UTF-8
 // sequence of s is split.
-func runeStartAfter(s string, n int) int {
+func RuneStartAfter(s string, n int) int {
 	for k := 0; k < utf8.UTFMax && n < len(s) && !utf8.RuneStart(s[n]); k++ {
 		n++
 	}

@@ -15,6 +15,8 @@ import (
 	"strings"
 	"sync"
 	"syscall"
+
+	"github.com/odekrun/odek/internal/clip"
 )
 
 // Read defaults and limits.
@@ -146,7 +148,7 @@ func (c *config) readFile(ctx context.Context, p string, offset, limit int) Resu
 				if !capped {
 					room := c.maxReadBytes - out.Len()
 					if len(chunk) > room {
-						out.WriteString(string(chunk[:runeStartBefore(string(chunk), max(room, 0))]))
+						out.WriteString(string(chunk[:clip.RuneStartBefore(string(chunk), max(room, 0))]))
 						out.WriteString("\n")
 						capped = true
 					} else {

@@ -12,6 +12,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/odekrun/odek/internal/clip"
 	"github.com/odekrun/odek/internal/sandbox"
 )
 
@@ -218,7 +219,7 @@ func (s *streamCap) String() string {
 	}
 	if d := s.dropped(); d > 0 {
 		t := string(tail)
-		skip := runeStartAfter(t, 0)
+		skip := clip.RuneStartAfter(t, 0)
 		return string(s.head) + "\n[... " + strconv.FormatInt(d+int64(skip), 10) + " bytes dropped ...]\n" + t[skip:]
 	}
 	return string(s.head) + string(tail)
