@@ -70,11 +70,7 @@ func WaitRedis(ctx context.Context, c *redis.Client, onRetry func(attempt int, d
 		if onRetry != nil {
 			onRetry(attempt, d, err)
 		}
-		t := time.NewTimer(d)
-		select {
-		case <-t.C:
-		case <-ctx.Done():
-			t.Stop()
+		if backoff.Sleep(ctx, d) != nil {
 			return fmt.Errorf("queue: gave up waiting for Redis at %s: %w (last error: %v)", c.Options().Addr, ctx.Err(), err)
 		}
 	}

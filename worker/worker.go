@@ -53,6 +53,7 @@ import (
 
 	"github.com/odekrun/odek/agent"
 	"github.com/odekrun/odek/events"
+	"github.com/odekrun/odek/internal/backoff"
 	"github.com/odekrun/odek/internal/llm"
 	"github.com/odekrun/odek/queue"
 	"github.com/prometheus/client_golang/prometheus"
@@ -362,16 +363,7 @@ func (w *Worker) unhealthy() string {
 }
 
 // sleep waits d or until ctx ends; it reports whether the wait completed.
-func sleep(ctx context.Context, d time.Duration) bool {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return true
-	case <-ctx.Done():
-		return false
-	}
-}
+func sleep(ctx context.Context, d time.Duration) bool { return backoff.Sleep(ctx, d) == nil }
 
 // claimLoop claims jobs into free slots until stopCtx ends. A suspect lease
 // (queue.Lease.Suspect) stops claiming until that job ends. Claim itself

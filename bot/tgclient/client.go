@@ -147,16 +147,7 @@ func (c ctxClient) Do(req *http.Request) (*http.Response, error) {
 }
 
 // Sleep waits d or until ctx ends.
-func Sleep(ctx context.Context, d time.Duration) error {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return nil
-	case <-ctx.Done():
-		return ctx.Err()
-	}
-}
+func Sleep(ctx context.Context, d time.Duration) error { return backoff.Sleep(ctx, d) }
 
 // MaxTries bounds retries of one call (429 and transient failures).
 const MaxTries = 6

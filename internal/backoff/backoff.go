@@ -6,6 +6,7 @@
 package backoff
 
 import (
+	"context"
 	"math"
 	"time"
 )
@@ -46,4 +47,21 @@ func Delay(attempt int, base, max time.Duration, spread, rand01 float64) time.Du
 	}
 	q := time.Duration(float64(d) * spread)
 	return d - q + time.Duration(float64(q)*rand01)
+}
+
+// Sleep waits d, or until ctx is done, whichever comes first; it returns
+// ctx.Err() when ctx ended the wait (d <= 0 returns ctx.Err() at once).
+// The one context-aware wait of every retry loop.
+func Sleep(ctx context.Context, d time.Duration) error {
+	if d <= 0 {
+		return ctx.Err()
+	}
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
 }

@@ -1,6 +1,8 @@
 package backoff
 
 import (
+	"context"
+	"errors"
 	"math"
 	"testing"
 	"time"
@@ -75,4 +77,21 @@ func FuzzDelay(f *testing.F) {
 			t.Fatalf("Delay(%d, %d, %d, %v, %v) = %v, outside [0, %v]", attempt, base, max, spread, r, d, limit)
 		}
 	})
+}
+
+func TestSleep(t *testing.T) {
+	if err := Sleep(context.Background(), time.Millisecond); err != nil {
+		t.Fatalf("completed wait: %v", err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	if err := Sleep(ctx, time.Hour); !errors.Is(err, context.Canceled) {
+		t.Fatalf("canceled wait: %v", err)
+	}
+	if err := Sleep(ctx, 0); !errors.Is(err, context.Canceled) {
+		t.Fatalf("zero wait on a done ctx: %v", err)
+	}
+	if err := Sleep(context.Background(), -time.Second); err != nil {
+		t.Fatalf("negative wait: %v", err)
+	}
 }

@@ -18,6 +18,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	expbackoff "github.com/odekrun/odek/internal/backoff"
 	"github.com/odekrun/odek/internal/toolschema"
 )
 
@@ -197,19 +198,7 @@ func defaultTransport() *http.Transport {
 	}
 }
 
-func sleepCtx(ctx context.Context, d time.Duration) error {
-	if d <= 0 {
-		return ctx.Err()
-	}
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return nil
-	case <-ctx.Done():
-		return ctx.Err()
-	}
-}
+func sleepCtx(ctx context.Context, d time.Duration) error { return expbackoff.Sleep(ctx, d) }
 
 // Complete sends req and returns the assembled reply, retrying transient
 // failures (see classify, retryableTransportError) up to
