@@ -4,8 +4,6 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
-	"sort"
-	"strings"
 
 	"github.com/odekrun/odek/internal/jsonwire"
 )
@@ -22,18 +20,6 @@ var (
 	messageKeys  = []string{"role", "content", "tool_calls", "tool_call_id", "name"}
 	toolCallKeys = []string{"id", "type", "function"}
 )
-
-// isOneOf reports whether k is one of keys, ignoring case: encoding/json
-// matches struct fields case-insensitively, so an Extra member "Content"
-// would come back from a session file as the content.
-func isOneOf(k string, keys []string) bool {
-	for _, s := range keys {
-		if strings.EqualFold(k, s) {
-			return true
-		}
-	}
-	return false
-}
 
 // MarshalJSON renders m in OpenAI wire shape with Extra's members added.
 // An empty ToolCall.Type is written as "function".
@@ -116,7 +102,7 @@ func appendExtra(dst []byte, extra json.RawMessage, known []string, what string)
 		if err := dec.Decode(&val); err != nil {
 			return nil, fmt.Errorf("agent: Extra of %s: %v", what, err)
 		}
-		if isOneOf(key, known) {
+		if jsonwire.IsOneOf(key, known) {
 			continue
 		}
 		dst = append(dst, ',')
@@ -151,7 +137,7 @@ func (m *Message) UnmarshalJSON(b []byte) error {
 	if err := json.Unmarshal(b, &w); err != nil {
 		return err
 	}
-	extra, err := collectExtra(b, messageKeys, nil)
+	extra, err := jsonwire.CollectExtra(b, messageKeys, nil)
 	if err != nil {
 		return err
 	}
@@ -172,153 +158,10 @@ func (c *ToolCall) UnmarshalJSON(b []byte) error {
 	if err := json.Unmarshal(b, &w); err != nil {
 		return err
 	}
-	extra, err := collectExtra(b, toolCallKeys, []string{"index"})
+	extra, err := jsonwire.CollectExtra(b, toolCallKeys, []string{"index"})
 	if err != nil {
 		return err
 	}
 	*c = ToolCall{ID: w.ID, Type: w.Type, Function: FunctionCall{Name: w.Function.Name, Arguments: jsonwire.ArgumentsText(w.Function.Arguments)}, Extra: extra}
 	return nil
-}
-
-// collectExtra returns the members of the JSON object b whose keys are
-// neither known nor skipped and whose values are not null, empty arrays
-// or empty objects, as one compact object sorted by key; nil when none.
-func collectExtra(b []byte, known, skipped []string) (json.RawMessage, error) {
-	if !mayHaveExtra(b, known, skipped) {
-		return nil, nil
-	}
-	var all map[string]json.RawMessage
-	if err := json.Unmarshal(b, &all); err != nil {
-		return nil, err
-	}
-	var keys []string
-	for k, v := range all {
-		if isOneOf(k, known) || isOneOf(k, skipped) || emptyJSON(v) {
-			continue
-		}
-		keys = append(keys, k)
-	}
-	if len(keys) == 0 {
-		return nil, nil
-	}
-	sort.Strings(keys)
-	var buf bytes.Buffer
-	buf.WriteByte('{')
-	for i, k := range keys {
-		if i > 0 {
-			buf.WriteByte(',')
-		}
-		buf.Write(jsonwire.AppendString(nil, k))
-		buf.WriteByte(':')
-		if err := json.Compact(&buf, all[k]); err != nil {
-			return nil, err
-		}
-	}
-	buf.WriteByte('}')
-	return buf.Bytes(), nil
-}
-
-// emptyJSON reports null, [] and {} (with any spacing).
-func emptyJSON(v []byte) bool {
-	v = bytes.TrimSpace(v)
-	if string(v) == "null" || len(v) == 0 {
-		return true
-	}
-	if len(v) >= 2 && (v[0] == '[' && v[len(v)-1] == ']' || v[0] == '{' && v[len(v)-1] == '}') {
-		return len(bytes.TrimSpace(v[1:len(v)-1])) == 0
-	}
-	return false
-}
-
-// mayHaveExtra reports whether the JSON object b may have a member
-// collectExtra would keep: a quick scan of its top-level keys that spares
-// decoding the object into a map for the common message without provider
-// fields. Anything unusual (escaped keys, bad JSON) reports true and
-// leaves the decision to the full decode.
-func mayHaveExtra(b []byte, known, skipped []string) bool {
-	i := skipWS(b, 0)
-	if i >= len(b) || b[i] != '{' {
-		return true
-	}
-	i++
-	for {
-		i = skipWS(b, i)
-		if i < len(b) && b[i] == '}' {
-			return false
-		}
-		if i >= len(b) || b[i] != '"' {
-			return true
-		}
-		end := bytes.IndexByte(b[i+1:], '"')
-		if end < 0 {
-			return true
-		}
-		key := b[i+1 : i+1+end]
-		if bytes.IndexByte(key, '\\') >= 0 {
-			return true
-		}
-		i = skipWS(b, i+2+end)
-		if i >= len(b) || b[i] != ':' {
-			return true
-		}
-		start := skipWS(b, i+1)
-		i = skipValue(b, start)
-		if i < 0 {
-			return true
-		}
-		if !isOneOf(string(key), known) && !isOneOf(string(key), skipped) && !emptyJSON(b[start:i]) {
-			return true
-		}
-		i = skipWS(b, i)
-		if i < len(b) && b[i] == ',' {
-			i++
-		}
-	}
-}
-
-func skipWS(b []byte, i int) int {
-	for i < len(b) && (b[i] == ' ' || b[i] == '\t' || b[i] == '\n' || b[i] == '\r') {
-		i++
-	}
-	return i
-}
-
-// skipValue returns the index just past the JSON value starting at i, or
-// -1 when it does not end.
-func skipValue(b []byte, i int) int {
-	depth := 0
-	for i < len(b) {
-		switch b[i] {
-		case '"':
-			i++
-			for i < len(b) && b[i] != '"' {
-				if b[i] == '\\' {
-					i++
-				}
-				i++
-			}
-			if i >= len(b) {
-				return -1
-			}
-		case '{', '[':
-			depth++
-		case '}', ']':
-			if depth == 0 {
-				return i
-			}
-			depth--
-		case ',':
-			if depth == 0 {
-				return i
-			}
-		}
-		i++
-		if depth == 0 && i < len(b) && (b[i-1] == '"' || b[i-1] == '}' || b[i-1] == ']') {
-			return i
-		}
-	}
-	if depth == 0 {
-		return i
-	}
-	return -1
 }

@@ -9,6 +9,8 @@ package jsonwire
 import (
 	"bytes"
 	"encoding/json"
+	"sort"
+	"strings"
 	"unicode/utf8"
 )
 
@@ -117,4 +119,159 @@ func ArgumentsText(raw json.RawMessage) string {
 		return string(raw)
 	}
 	return ""
+}
+
+// IsOneOf reports whether k is one of keys, ignoring case: encoding/json
+// matches struct fields case-insensitively, so an Extra member "Content"
+// would come back from a session file as the content.
+func IsOneOf(k string, keys []string) bool {
+	for _, s := range keys {
+		if strings.EqualFold(k, s) {
+			return true
+		}
+	}
+	return false
+}
+
+// CollectExtra returns the members of the JSON object b whose keys are
+// neither known nor skipped and whose values are not null, empty arrays
+// or empty objects, as one compact object sorted by key; nil when none.
+func CollectExtra(b []byte, known, skipped []string) (json.RawMessage, error) {
+	if !mayHaveExtra(b, known, skipped) {
+		return nil, nil
+	}
+	var all map[string]json.RawMessage
+	if err := json.Unmarshal(b, &all); err != nil {
+		return nil, err
+	}
+	var keys []string
+	for k, v := range all {
+		if IsOneOf(k, known) || IsOneOf(k, skipped) || Empty(v) {
+			continue
+		}
+		keys = append(keys, k)
+	}
+	if len(keys) == 0 {
+		return nil, nil
+	}
+	sort.Strings(keys)
+	var buf bytes.Buffer
+	buf.WriteByte('{')
+	for i, k := range keys {
+		if i > 0 {
+			buf.WriteByte(',')
+		}
+		buf.Write(AppendString(nil, k))
+		buf.WriteByte(':')
+		if err := json.Compact(&buf, all[k]); err != nil {
+			return nil, err
+		}
+	}
+	buf.WriteByte('}')
+	return buf.Bytes(), nil
+}
+
+// Empty reports null, [] and {} (with any spacing).
+func Empty(v []byte) bool {
+	v = bytes.TrimSpace(v)
+	if string(v) == "null" || len(v) == 0 {
+		return true
+	}
+	if len(v) >= 2 && (v[0] == '[' && v[len(v)-1] == ']' || v[0] == '{' && v[len(v)-1] == '}') {
+		return len(bytes.TrimSpace(v[1:len(v)-1])) == 0
+	}
+	return false
+}
+
+// mayHaveExtra reports whether the JSON object b may have a member
+// CollectExtra would keep: a quick scan of its top-level keys that spares
+// decoding the object into a map for the common message without provider
+// fields. Anything unusual (escaped keys, bad JSON) reports true and
+// leaves the decision to the full decode.
+func mayHaveExtra(b []byte, known, skipped []string) bool {
+	i := skipWS(b, 0)
+	if i >= len(b) || b[i] != '{' {
+		return true
+	}
+	i++
+	for {
+		i = skipWS(b, i)
+		if i < len(b) && b[i] == '}' {
+			return false
+		}
+		if i >= len(b) || b[i] != '"' {
+			return true
+		}
+		end := bytes.IndexByte(b[i+1:], '"')
+		if end < 0 {
+			return true
+		}
+		key := b[i+1 : i+1+end]
+		if bytes.IndexByte(key, '\\') >= 0 {
+			return true
+		}
+		i = skipWS(b, i+2+end)
+		if i >= len(b) || b[i] != ':' {
+			return true
+		}
+		start := skipWS(b, i+1)
+		i = skipValue(b, start)
+		if i < 0 {
+			return true
+		}
+		if !IsOneOf(string(key), known) && !IsOneOf(string(key), skipped) && !Empty(b[start:i]) {
+			return true
+		}
+		i = skipWS(b, i)
+		if i < len(b) && b[i] == ',' {
+			i++
+		}
+	}
+}
+
+func skipWS(b []byte, i int) int {
+	for i < len(b) && (b[i] == ' ' || b[i] == '\t' || b[i] == '\n' || b[i] == '\r') {
+		i++
+	}
+	return i
+}
+
+// skipValue returns the index just past the JSON value starting at i, or
+// -1 when it does not end.
+func skipValue(b []byte, i int) int {
+	depth := 0
+	for i < len(b) {
+		switch b[i] {
+		case '"':
+			i++
+			for i < len(b) && b[i] != '"' {
+				if b[i] == '\\' {
+					i++
+				}
+				i++
+			}
+			if i >= len(b) {
+				return -1
+			}
+		case '{', '[':
+			depth++
+		case '}', ']':
+			if depth == 0 {
+				return i
+			}
+			depth--
+		case ',':
+			if depth == 0 {
+				return i
+			}
+		}
+		i++
+		if depth == 0 && i < len(b) && (b[i-1] == '"' || b[i-1] == '}' || b[i-1] == ']') {
+			return i
+		}
+	}
+	if depth == 0 {
+		return i
+	}
+	return -1
 }

@@ -46,3 +46,54 @@ func TestContentAndArguments(t *testing.T) {
 		}
 	}
 }
+
+// FuzzCollectExtra: the quick scan (mayHaveExtra) never says "no provider
+// fields" when the full decode finds some, and CollectExtra keeps exactly
+// the members that are neither known, skipped nor empty.
+func FuzzCollectExtra(f *testing.F) {
+	for _, s := range []string{
+		`{"role":"user","content":"hi"}`,
+		`{"role":"assistant","content":null,"tool_calls":[],"reasoning_content":"r"}`,
+		`{"role":"tool","tool_call_id":"c1","content":"ok","name":"f","x":[],"y":{},"z":null}`,
+		`{"role":"assistant","content":"","Content":"shadow","re\u0061soning":"esc"}`,
+		`  { "role" : "user" , "content" : "sp" , "extra" : { "a" : "}" } }  `,
+		`{"index":0,"id":"c","function":{"name":"f"}}`,
+		`[1,2]`, `{`, `{"role":`, `{"a":"\"}`, `null`,
+	} {
+		f.Add([]byte(s))
+	}
+	known, skipped := []string{"role", "content", "tool_calls", "tool_call_id", "name", "id", "function"}, []string{"index"}
+	f.Fuzz(func(t *testing.T, b []byte) {
+		var all map[string]json.RawMessage
+		if json.Unmarshal(b, &all) != nil {
+			return
+		}
+		want := map[string]bool{}
+		for k, v := range all {
+			if !IsOneOf(k, known) && !IsOneOf(k, skipped) && !Empty(v) {
+				want[k] = true
+			}
+		}
+		if len(want) > 0 && !mayHaveExtra(b, known, skipped) {
+			t.Fatalf("quick scan missed a provider field in %s", b)
+		}
+		extra, err := CollectExtra(b, known, skipped)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var got map[string]json.RawMessage
+		if len(extra) > 0 {
+			if err := json.Unmarshal(extra, &got); err != nil {
+				t.Fatalf("extra %s: %v", extra, err)
+			}
+		}
+		if len(got) != len(want) {
+			t.Fatalf("extra %s, want the members %v", extra, want)
+		}
+		for k := range got {
+			if !want[k] {
+				t.Fatalf("extra keeps %q", k)
+			}
+		}
+	})
+}

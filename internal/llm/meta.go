@@ -42,56 +42,6 @@ func isOneOf(k []byte, keys []string) bool {
 	return false
 }
 
-// collectExtra returns the members of the JSON object b whose keys are
-// neither known nor skipped and whose values are not null, empty arrays
-// or empty objects, as one compact object sorted by key; nil when none.
-func collectExtra(b []byte, known, skipped []string) (json.RawMessage, error) {
-	if !hasUnknownMember(b, known, skipped) {
-		return nil, nil
-	}
-	var all map[string]json.RawMessage
-	if err := json.Unmarshal(b, &all); err != nil {
-		return nil, err
-	}
-	var keys []string
-	for k, v := range all {
-		if isOneOf([]byte(k), known) || isOneOf([]byte(k), skipped) || emptyJSON(v) {
-			continue
-		}
-		keys = append(keys, k)
-	}
-	if len(keys) == 0 {
-		return nil, nil
-	}
-	sort.Strings(keys)
-	var buf bytes.Buffer
-	buf.WriteByte('{')
-	for i, k := range keys {
-		if i > 0 {
-			buf.WriteByte(',')
-		}
-		buf.Write(jsonwire.AppendString(nil, k))
-		buf.WriteByte(':')
-		if err := json.Compact(&buf, all[k]); err != nil {
-			return nil, err
-		}
-	}
-	buf.WriteByte('}')
-	return buf.Bytes(), nil
-}
-
-// emptyJSON reports null, [] and {} (with any spacing).
-func emptyJSON(v []byte) bool {
-	v = bytes.TrimSpace(v)
-	if string(v) == "null" || len(v) == 0 {
-		return true
-	}
-	if len(v) >= 2 && (v[0] == '[' && v[len(v)-1] == ']' || v[0] == '{' && v[len(v)-1] == '}') {
-		return len(bytes.TrimSpace(v[1:len(v)-1])) == 0
-	}
-	return false
-}
-
 // appendMessage appends the wire JSON of m to dst. An empty ToolCall.Type
 // is sent as "function". Extra must be a JSON object (or empty).
 func appendMessage(dst []byte, m *Message) ([]byte, error) {
@@ -340,7 +290,7 @@ func mergeElements(elems [][]byte) [][]byte {
 			switch {
 			case (k == "text" || k == "summary") && aok && bok:
 				cur.m[k] = jsonwire.AppendString(nil, a+b)
-			case emptyJSON(v) || bok && b == "":
+			case jsonwire.Empty(v) || bok && b == "":
 				if !had {
 					cur.m[k] = v
 				}
@@ -351,33 +301,4 @@ func mergeElements(elems [][]byte) [][]byte {
 	}
 	flush()
 	return out
-}
-
-// hasUnknownMember reports whether the JSON object b may have a member
-// collectExtra would keep; it is a quick scan that spares decoding the
-// object into a map for the common message without provider fields.
-// Anything it cannot scan is reported as true (the full decode decides).
-func hasUnknownMember(b []byte, known, skipped []string) bool {
-	var s scanner
-	s.b = b
-	if s.peek() != '{' {
-		return true
-	}
-	s.objBegin()
-	for first := true; ; first = false {
-		key, ok := s.objNext(first)
-		if !ok {
-			return s.err != nil
-		}
-		if isOneOf(key, known) || isOneOf(key, skipped) {
-			s.skip()
-			continue
-		}
-		s.ws()
-		start := s.i
-		s.skip()
-		if s.err != nil || !emptyJSON(s.b[start:s.i]) {
-			return true
-		}
-	}
 }

@@ -113,7 +113,7 @@ func decodeBody(data []byte, keepThink bool) (res *Response, retryable bool, err
 	res.Reasoning = string(asm.reasoning)
 	if len(ch.Message) > 0 && ch.Message[0] == '{' {
 		skip := append(append([]string(nil), messageKeys...), outputOnly...)
-		if res.Message.Extra, err = collectExtra(ch.Message, skip, nil); err != nil {
+		if res.Message.Extra, err = jsonwire.CollectExtra(ch.Message, skip, nil); err != nil {
 			return nil, true, malformedf("response message: %v", err)
 		}
 	}
@@ -141,7 +141,7 @@ func decodeBody(data []byte, keepThink bool) (res *Response, retryable bool, err
 		if tc.ID == "" && tc.Function.Name == "" && args == "" {
 			continue
 		}
-		extra, err := collectExtra(raw, toolCallKeys, []string{"index"})
+		extra, err := jsonwire.CollectExtra(raw, toolCallKeys, []string{"index"})
 		if err != nil {
 			continue
 		}

@@ -264,7 +264,7 @@ func (a *assembler) metaString(key string, j jstr) {
 // metaValue merges one unknown delta member (val is raw, non-null JSON);
 // empty arrays and objects carry nothing and are skipped.
 func (a *assembler) metaValue(key string, val []byte) {
-	if emptyJSON(val) {
+	if jsonwire.Empty(val) {
 		return
 	}
 	switch val[0] {
@@ -347,7 +347,7 @@ func (a *assembler) applyTool(t *toolDelta, pos int) {
 		c.args = appendStr(c.args, t.args)
 	}
 	for _, m := range t.extra.list {
-		if slices.Contains(c.extraKeys, string(m.key)) || isOneOf(m.key, toolCallKeys) || isOneOf(m.key, []string{"index"}) || emptyJSON(m.val) {
+		if slices.Contains(c.extraKeys, string(m.key)) || isOneOf(m.key, toolCallKeys) || isOneOf(m.key, []string{"index"}) || jsonwire.Empty(m.val) {
 			continue
 		}
 		c.extraKeys = append(c.extraKeys, string(m.key))
