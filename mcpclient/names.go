@@ -23,19 +23,28 @@ const shortHashLen = 10
 // ValidateName checks a server or tool name: 1–64 characters, ASCII
 // letters, digits, '_' and '-' only, and no "__". The error wraps
 // ErrInvalidName and says which rule failed.
-func ValidateName(name string) error {
+func ValidateName(name string) error { return validateName(name, MaxNameLen, false) }
+
+// validateName checks name against one of the two naming rules: at most
+// max characters of ASCII letters, digits, '_', '-' (and '.' when dot),
+// never the separator "__".
+func validateName(name string, max int, dot bool) error {
 	switch {
 	case name == "":
 		return fmt.Errorf("%w: empty", ErrInvalidName)
-	case len(name) > MaxNameLen:
-		return fmt.Errorf("%w: %d characters, limit %d", ErrInvalidName, len(name), MaxNameLen)
+	case len(name) > max:
+		return fmt.Errorf("%w: %d characters, limit %d", ErrInvalidName, len(name), max)
 	case strings.Contains(name, Separator):
 		return fmt.Errorf("%w: %q contains %q (reserved as the server/tool separator)", ErrInvalidName, name, Separator)
 	}
+	allowed := "[A-Za-z0-9_-]"
+	if dot {
+		allowed = "[A-Za-z0-9_.-]"
+	}
 	for i := 0; i < len(name); i++ {
 		c := name[i]
-		if !('a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || c == '_' || c == '-') {
-			return fmt.Errorf("%w: %q has a character outside [A-Za-z0-9_-] at byte %d", ErrInvalidName, name, i)
+		if !('a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || c == '_' || c == '-' || dot && c == '.') {
+			return fmt.Errorf("%w: %q has a character outside %s at byte %d", ErrInvalidName, name, allowed, i)
 		}
 	}
 	return nil
@@ -51,23 +60,7 @@ const MaxToolNameLen = 128
 // qualified name the model sees still follows the contract's rule
 // (ValidateName): MapToolName turns what it does not allow into '_' and
 // QualifiedName shortens what is too long.
-func ValidateToolName(name string) error {
-	switch {
-	case name == "":
-		return fmt.Errorf("%w: empty", ErrInvalidName)
-	case len(name) > MaxToolNameLen:
-		return fmt.Errorf("%w: %d characters, limit %d", ErrInvalidName, len(name), MaxToolNameLen)
-	case strings.Contains(name, Separator):
-		return fmt.Errorf("%w: %q contains %q (reserved as the server/tool separator)", ErrInvalidName, name, Separator)
-	}
-	for i := 0; i < len(name); i++ {
-		c := name[i]
-		if !('a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || c == '_' || c == '-' || c == '.') {
-			return fmt.Errorf("%w: %q has a character outside [A-Za-z0-9_.-] at byte %d", ErrInvalidName, name, i)
-		}
-	}
-	return nil
-}
+func ValidateToolName(name string) error { return validateName(name, MaxToolNameLen, true) }
 
 // MapToolName returns a tool name valid per ValidateToolName in the
 // contract's alphabet: every '.' becomes '_', and runs of '_' that would
