@@ -450,3 +450,11 @@ func TestNoticesReachTheNextCall(t *testing.T) {
 		t.Fatalf("the notice is not the newest message of the call after it arrived: %+v", last)
 	}
 }
+
+func TestRunRefusesAnInvalidToolName(t *testing.T) {
+	model := &idlessLLM{}
+	_, err := agent.Run(context.Background(), agent.Config{LLM: model, Model: "m", Tools: []agent.Tool{&fakeTool{name: "has space"}}}, "goal")
+	if !errors.Is(err, agent.ErrInvalidToolName) || !strings.Contains(err.Error(), `"has space"`) || model.n != 0 {
+		t.Fatalf("err = %v after %d model calls, want ErrInvalidToolName naming the tool before any", err, model.n)
+	}
+}

@@ -50,6 +50,9 @@ func newRun(cfg Config) (*run, error) {
 	names := make([]string, 0, len(cfg.Tools))
 	for _, t := range cfg.Tools {
 		d := t.Definition()
+		if err := ValidateToolName(d.Name); err != nil {
+			return nil, err
+		}
 		if _, dup := r.byName[d.Name]; dup {
 			return nil, fmt.Errorf("agent: tool %q is registered twice", d.Name)
 		}

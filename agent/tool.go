@@ -3,6 +3,7 @@ package agent
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"sort"
 	"strings"
@@ -210,4 +211,27 @@ func question(tool string, a Assessment) string {
 	}
 	b.WriteString(")? [y/N] ")
 	return b.String()
+}
+
+// ErrInvalidToolName is a tool name chat-completions APIs would refuse;
+// Run returns it (wrapped) before the first model call.
+var ErrInvalidToolName = errors.New("agent: invalid tool name")
+
+// MaxToolNameLen is the longest tool name chat-completions APIs accept.
+const MaxToolNameLen = 64
+
+// ValidateToolName reports whether name is 1–64 ASCII letters, digits,
+// '_' or '-', the names chat-completions APIs accept. The error wraps
+// ErrInvalidToolName and quotes the name.
+func ValidateToolName(name string) error {
+	if name == "" || len(name) > MaxToolNameLen {
+		return fmt.Errorf("%w: %q has %d bytes, want 1 to %d", ErrInvalidToolName, name, len(name), MaxToolNameLen)
+	}
+	for i := 0; i < len(name); i++ {
+		c := name[i]
+		if !(c == '_' || c == '-' || 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9') {
+			return fmt.Errorf("%w: %q has byte %q at offset %d; allowed are ASCII letters, digits, '_' and '-'", ErrInvalidToolName, name, c, i)
+		}
+	}
+	return nil
 }
