@@ -58,7 +58,8 @@ type Config struct {
 	Model string
 	// SystemPrompt replaces DefaultSystemPrompt when non-empty.
 	SystemPrompt string
-	// Tools available to the model; nil ⇒ none. Names must be unique.
+	// Tools available to the model; nil ⇒ none. Names must be unique and
+	// valid (ValidateToolName); Run refuses the config otherwise.
 	Tools []Tool
 	// Policy decides which danger classes run; zero ⇒ DefaultPolicy.
 	Policy Policy
