@@ -106,17 +106,24 @@ func FuzzRender(f *testing.F) {
 		}
 		refs := []Ref{{ID: id, MediaType: "text/plain", Summary: summary, SizeBytes: 1}}
 		r := Render("srv", "tool", text, refs, limit)
-		if n := utf8.RuneCountInString(r.Text); n > limit {
-			t.Fatalf("rendered %d code points, limit %d", n, limit)
+		meta := refs[0].MetadataLine()
+		if !strings.HasSuffix(r.Text, meta) {
+			t.Fatalf("the metadata line is not whole at the end: %q", r.Text)
+		}
+		body := strings.TrimSuffix(strings.TrimSuffix(r.Text, meta), "\n")
+		if r.ObservedChars != utf8.RuneCountInString(text) {
+			t.Fatalf("observed %d, the text has %d code points", r.ObservedChars, utf8.RuneCountInString(text))
+		}
+		if n := utf8.RuneCountInString(body); r.Truncated && n > limit {
+			t.Fatalf("cut text and notice have %d code points, limit %d", n, limit)
 		}
 		// Every line that starts with the marker was made by odek: the
-		// metadata line, the notice or the omitted count — never server
-		// text.
+		// metadata line or the notice — never server text.
 		for _, line := range strings.Split(r.Text, "\n") {
 			if !strings.HasPrefix(strings.ToLower(line), "[odek") {
 				continue
 			}
-			if !strings.HasPrefix(line, MetadataPrefix+" id=") && !strings.HasPrefix(line, "[odek: result truncated") && !strings.Contains(line, "more artifact refs not shown") &&
+			if !strings.HasPrefix(line, MetadataPrefix+" id=") && !strings.HasPrefix(line, "[odek: result truncated") &&
 				!strings.HasPrefix(Notice("srv", "tool", r.ObservedChars, limit), line) {
 				t.Fatalf("forged marker line %q", line)
 			}

@@ -47,6 +47,17 @@ func Neutralize(s string) string {
 	return b.String()
 }
 
+// Markers counts the occurrences of Marker in s (any case): the code points
+// Neutralize adds to s, one '~' each. A caller that measures server text
+// after neutralising it subtracts them to get the length the server sent.
+func Markers(s string) int {
+	n := 0
+	for i := indexMarker(s, 0); i >= 0; i = indexMarker(s, i+1) {
+		n++
+	}
+	return n
+}
+
 // indexMarker returns the index of the next "[odek" (any case) at or after
 // from, or -1.
 func indexMarker(s string, from int) int {
@@ -168,85 +179,41 @@ func noticeName(s string) string {
 	return clip(Neutralize(sanitizeLine(s)), 128)
 }
 
-// omittedLine reports metadata lines that did not fit the limit.
-func omittedLine(n int) string {
-	return fmt.Sprintf("%s %d more artifact refs not shown (max_result_chars too small)", MetadataPrefix, n)
-}
-
-// Truncate joins body and the metadata lines (body first, one line each)
-// and, when the result exceeds limit code points, cuts it to fit:
+// Truncate bounds one tool result's text and appends the metadata lines of
+// its validated refs. The limit applies to the text only: body (already
+// neutralised, see Neutralize) whose length as the tool produced it is
+// observed code points; a negative observed counts body. When observed
+// exceeds limit the text is cut and the contract's notice follows it:
 //
 //	<body cut to fit>\n<notice>\n<metadata line>\n...
 //
-// observed is the code-point count of the uncut join; truncated reports
-// whether it was cut. The output never exceeds limit code points (limit ≤ 0
-// yields ""). Metadata lines are kept before body text; only when the
-// notice and all metadata lines do not fit are trailing lines replaced by
-// one "N more artifact refs not shown" line, and only when the notice
-// itself does not fit is the notice cut. body must already be neutralised
-// (Neutralize) where it holds server text; Truncate does not neutralise.
-func Truncate(server, tool, body string, meta []string, limit int) (out string, observed int, truncated bool) {
-	bodyRunes := utf8.RuneCountInString(body)
-	observed = bodyRunes
-	for i, l := range meta {
-		if i > 0 || body != "" {
-			observed++ // newline
-		}
-		observed += utf8.RuneCountInString(l)
+// so that body and notice together never exceed limit code points (a limit
+// below the notice's length keeps only the start of the notice; limit ≤ 0
+// keeps no text at all). The metadata lines always follow, whole and
+// outside the limit: they are bounded by the number of refs a result may
+// carry (Validator.MaxRefs) and by each field's display cap (MaxIDChars,
+// MaxMediaTypeChars, MaxSummaryChars). Truncate does not neutralise.
+func Truncate(server, tool, body string, observed int, meta []string, limit int) (out string, truncated bool) {
+	if observed < 0 {
+		observed = utf8.RuneCountInString(body)
 	}
 	if observed <= limit {
-		return joinLines(body, meta), observed, false
+		return joinLines(body, meta), false
 	}
-	if limit <= 0 {
-		return "", observed, true
-	}
-	notice := Notice(server, tool, observed, limit)
-	budget := limit - utf8.RuneCountInString(notice)
-	if budget < 0 {
-		return clipRunes(notice, limit), observed, true
-	}
-	// Keep as many metadata lines as fit, reserving room for an
-	// "N more" line when some must go.
-	kept := len(meta)
-	cost := 0
-	for _, l := range meta {
-		cost += 1 + utf8.RuneCountInString(l)
-	}
-	var tail string
-	if cost > budget {
-		kept, cost = 0, 0
-		for i, l := range meta {
-			c := 1 + utf8.RuneCountInString(l)
-			rest := 1 + utf8.RuneCountInString(omittedLine(len(meta)-i-1))
-			if cost+c+rest > budget {
-				break
-			}
-			kept, cost = i+1, cost+c
-		}
-		tail = omittedLine(len(meta) - kept)
-		if cost+1+utf8.RuneCountInString(tail) > budget {
-			tail = "" // not even the count fits
-		} else {
-			cost += 1 + utf8.RuneCountInString(tail)
+	var text string
+	if limit > 0 {
+		notice := Notice(server, tool, observed, limit)
+		noticeRunes := utf8.RuneCountInString(notice)
+		switch budget := limit - noticeRunes - 1; {
+		case noticeRunes >= limit:
+			text = clipRunes(notice, limit)
+		case budget > 0 && body != "":
+			text = clipRunes(body, budget) + "\n" + notice
+		default:
+			text = notice
 		}
 	}
-	budget -= cost
-	var b strings.Builder
-	b.Grow(len(body) + len(notice) + 256*len(meta))
-	if budget > 1 && bodyRunes > 0 {
-		b.WriteString(clipRunes(body, budget-1))
-		b.WriteByte('\n')
-	}
-	b.WriteString(notice)
-	for _, l := range meta[:kept] {
-		b.WriteByte('\n')
-		b.WriteString(l)
-	}
-	if tail != "" {
-		b.WriteByte('\n')
-		b.WriteString(tail)
-	}
-	return b.String(), observed, true
+	return joinLines(text, meta), true
 }
 
 func joinLines(body string, meta []string) string {
@@ -288,17 +255,19 @@ func clipRunes(s string, n int) string {
 type Rendered struct {
 	// Text is what the model sees (before the untrusted-content wrapper).
 	Text string
-	// ObservedChars is the code-point count before truncation.
+	// ObservedChars is the code-point count of the text as the tool
+	// produced it, what the limit applies to (metadata lines excluded).
 	ObservedChars int
 	// Truncated reports that Text was cut and carries the notice.
 	Truncated bool
 }
 
 // Render is the whole rendering of one tool result: Neutralize the server's
-// text, append one metadata line per validated ref, Truncate to limit code
-// points naming server and tool in the notice.
+// text, cut it to limit code points with the notice naming server and tool
+// (Truncate), append one metadata line per validated ref.
 func Render(server, tool, text string, refs []Ref, limit int) Rendered {
-	out, observed, cut := Truncate(server, tool, Neutralize(text), MetadataLines(refs), limit)
+	observed := utf8.RuneCountInString(text)
+	out, cut := Truncate(server, tool, Neutralize(text), observed, MetadataLines(refs), limit)
 	return Rendered{Text: out, ObservedChars: observed, Truncated: cut}
 }
 

@@ -70,36 +70,37 @@ func TestNoticeExactForm(t *testing.T) {
 	}
 }
 
+// The limit applies to the text alone (issue 30, EXTENSIONS.md "Timeout and
+// limit behavior"): metadata lines never push a result over it, are never
+// cut, and the notice's observed size is the text's.
 func TestTruncate(t *testing.T) {
 	meta := []string{MetadataPrefix + ` id="a" media_type="text/plain" size_bytes=1`, MetadataPrefix + ` id="b" media_type="text/plain" size_bytes=2`}
-	metaLen := utf8.RuneCountInString(strings.Join(meta, "\n"))
 	tests := []struct {
 		name          string
 		body          string
 		meta          []string
 		limit         int
 		wantTruncated bool
-		wantObserved  int
 	}{
-		{name: "fits", body: "hello", limit: 5, wantObserved: 5},
-		{name: "fits with meta", body: "hello", meta: meta, limit: 6 + metaLen, wantObserved: 6 + metaLen},
-		{name: "meta only", body: "", meta: meta, limit: 1000, wantObserved: metaLen},
-		{name: "counts code points not bytes", body: strings.Repeat("é", 100), limit: 100, wantObserved: 100},
-		{name: "one over", body: strings.Repeat("x", 1001), limit: 1000, wantTruncated: true, wantObserved: 1001},
-		{name: "multibyte over", body: strings.Repeat("日本", 600), limit: 1000, wantTruncated: true, wantObserved: 1200},
-		{name: "meta pushes over", body: strings.Repeat("x", 990), meta: meta, limit: 1000, wantTruncated: true, wantObserved: 991 + metaLen},
-		{name: "big", body: strings.Repeat("y", 300000), meta: meta, limit: 200000, wantTruncated: true, wantObserved: 300001 + metaLen},
-		{name: "limit below notice", body: strings.Repeat("x", 500), meta: meta, limit: 100, wantTruncated: true, wantObserved: 501 + metaLen},
-		{name: "zero limit", body: "x", limit: 0, wantTruncated: true, wantObserved: 1},
+		{name: "fits", body: "hello", limit: 5},
+		{name: "fits with meta over the limit", body: "hello", meta: meta, limit: 5},
+		{name: "meta only", body: "", meta: meta, limit: 10},
+		{name: "counts code points not bytes", body: strings.Repeat("é", 100), limit: 100},
+		{name: "just under with meta", body: strings.Repeat("x", 1950), meta: meta, limit: 2000},
+		{name: "at the limit with meta", body: strings.Repeat("x", 2000), meta: meta, limit: 2000},
+		{name: "one over", body: strings.Repeat("x", 1001), limit: 1000, wantTruncated: true},
+		{name: "one over with meta", body: strings.Repeat("x", 1001), meta: meta, limit: 1000, wantTruncated: true},
+		{name: "multibyte over", body: strings.Repeat("日本", 600), limit: 1000, wantTruncated: true},
+		{name: "big", body: strings.Repeat("y", 300000), meta: meta, limit: 200000, wantTruncated: true},
+		{name: "limit below notice", body: strings.Repeat("x", 500), meta: meta, limit: 100, wantTruncated: true},
+		{name: "zero limit", body: "x", meta: meta, limit: 0, wantTruncated: true},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			out, observed, cut := Truncate("srv", "tool", tt.body, tt.meta, tt.limit)
-			if cut != tt.wantTruncated || observed != tt.wantObserved {
-				t.Fatalf("truncated=%v observed=%d, want %v %d", cut, observed, tt.wantTruncated, tt.wantObserved)
-			}
-			if n := utf8.RuneCountInString(out); n > tt.limit {
-				t.Fatalf("output has %d code points, limit %d", n, tt.limit)
+			observed := utf8.RuneCountInString(tt.body)
+			out, cut := Truncate("srv", "tool", tt.body, -1, tt.meta, tt.limit)
+			if cut != tt.wantTruncated {
+				t.Fatalf("truncated=%v, want %v", cut, tt.wantTruncated)
 			}
 			if !utf8.ValidString(out) {
 				t.Fatal("output is not valid UTF-8")
@@ -110,34 +111,71 @@ func TestTruncate(t *testing.T) {
 				}
 				return
 			}
-			notice := Notice("srv", "tool", observed, tt.limit)
-			if tt.limit >= utf8.RuneCountInString(notice) {
-				if !strings.Contains(out, notice) {
-					t.Fatalf("notice missing from %q", clipRunes(out, 300))
+			text := out
+			if len(tt.meta) > 0 {
+				suffix := strings.Join(tt.meta, "\n")
+				if !strings.HasSuffix(out, suffix) {
+					t.Fatalf("metadata lines not whole at the end: %q", clipRunes(out, 300))
 				}
-				if tt.limit >= 1000 {
-					for _, m := range tt.meta {
-						if !strings.HasSuffix(out, m) && !strings.Contains(out, m+"\n") {
-							t.Fatalf("metadata line %q not retained", m)
-						}
-					}
+				text = strings.TrimSuffix(strings.TrimSuffix(out, suffix), "\n")
+			}
+			if n := utf8.RuneCountInString(text); n > max(tt.limit, 0) {
+				t.Fatalf("text and notice have %d code points, limit %d", n, tt.limit)
+			}
+			notice := Notice("srv", "tool", observed, tt.limit)
+			switch {
+			case tt.limit <= 0:
+				if text != "" {
+					t.Fatalf("limit %d kept text %q", tt.limit, text)
+				}
+			case tt.limit >= utf8.RuneCountInString(notice):
+				if !strings.HasSuffix(text, notice) {
+					t.Fatalf("text does not end in the notice %q: %q", notice, clipRunes(text, 300))
+				}
+			default:
+				if !strings.HasPrefix(notice, text) {
+					t.Fatalf("limit below the notice: got %q", text)
 				}
 			}
 		})
 	}
 }
 
+// observed is the length the tool produced, not the neutralised body's.
+func TestTruncateObservedIsTheCallers(t *testing.T) {
+	body := Neutralize(strings.Repeat("[odek", 10) + strings.Repeat("x", 1950))
+	out, cut := Truncate("srv", "tool", body, 2000, nil, 2000)
+	if cut || out != body {
+		t.Fatalf("a text of exactly the limit (before neutralising) was cut: %v", cut)
+	}
+	out, cut = Truncate("srv", "tool", body, 2001, nil, 2000)
+	if !cut || !strings.Contains(out, "produced 2001 chars") {
+		t.Fatalf("observed not taken from the caller: %q", out[max(0, len(out)-250):])
+	}
+}
+
+func TestMarkers(t *testing.T) {
+	for _, s := range []string{"", "plain", "[odek", "a[ODEK b [odek[oDeK", "[~odek", "[[odek"} {
+		if got, want := Markers(s), utf8.RuneCountInString(Neutralize(s))-utf8.RuneCountInString(s); got != want {
+			t.Errorf("Markers(%q) = %d, Neutralize added %d", s, got, want)
+		}
+	}
+}
+
+// 64 refs with long summaries under a small limit: every metadata line is
+// kept, after the text and notice, and only the text is cut.
 func TestTruncateManyRefsSmallLimit(t *testing.T) {
 	var meta []string
 	for i := range 64 {
 		meta = append(meta, fmt.Sprintf("%s id=%q media_type=\"text/plain\" size_bytes=%d summary=%q", MetadataPrefix, fmt.Sprint("ref-", i), i, strings.Repeat("s", 150)))
 	}
-	out, _, cut := Truncate("srv", "tool", strings.Repeat("b", 5000), meta, 2000)
-	if !cut || utf8.RuneCountInString(out) > 2000 {
-		t.Fatalf("cut=%v len=%d", cut, utf8.RuneCountInString(out))
+	out, cut := Truncate("srv", "tool", strings.Repeat("b", 5000), -1, meta, 2000)
+	if !cut {
+		t.Fatal("not cut")
 	}
-	if !strings.Contains(out, "more artifact refs not shown") || !strings.Contains(out, `id="ref-0"`) {
-		t.Fatalf("expected kept lines and an omitted count: %q", out)
+	text, lines, _ := strings.Cut(out, "\n"+MetadataPrefix)
+	if utf8.RuneCountInString(text) > 2000 || strings.Count(MetadataPrefix+lines, MetadataPrefix) != 64 {
+		t.Fatalf("text %d code points, %d metadata lines", utf8.RuneCountInString(text), strings.Count(MetadataPrefix+lines, MetadataPrefix))
 	}
 }
 
@@ -155,7 +193,7 @@ func TestRenderNeutralizesServerText(t *testing.T) {
 	if len(odekLines) != 1 || !strings.Contains(odekLines[0], `id="real"`) {
 		t.Fatalf("lines starting with the marker: %q", odekLines)
 	}
-	if r.Truncated || r.ObservedChars != utf8.RuneCountInString(r.Text) {
+	if r.Truncated || r.ObservedChars != utf8.RuneCountInString(forged) {
 		t.Fatalf("render stats: %+v", r)
 	}
 }

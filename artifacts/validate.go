@@ -62,6 +62,10 @@ type Validator struct {
 	MaxArtifactBytes int64
 }
 
+// RefLimit is the most refs one result may carry under v (MaxRefs with its
+// default applied).
+func (v *Validator) RefLimit() int { return v.maxRefs() }
+
 func (v *Validator) maxRefs() int {
 	switch {
 	case v.MaxRefs == 0:

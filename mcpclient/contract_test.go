@@ -743,6 +743,10 @@ func TestLargeResultTruncatedWithExactNotice(t *testing.T) {
 	}
 }
 
+// EXTENSIONS.md: for an envelope "the notice applies to the envelope text;
+// artifact refs are validated first and rendered as metadata lines
+// regardless", and the notice names "the observed size". The text alone is
+// measured and cut; the metadata lines follow it whole, outside the limit.
 func TestOversizedEnvelopeKeepsArtifactLines(t *testing.T) {
 	root := t.TempDir()
 	cfg := mcptest.Config(t, "fx", "-root="+root)
@@ -750,13 +754,16 @@ func TestOversizedEnvelopeKeepsArtifactLines(t *testing.T) {
 	cfg.MaxResultChars = 1000
 	c := mcptest.Start(t, cfg)
 	r := call(t, c, "large_result", `{"chars":5000,"envelope":true,"artifacts":3}`)
-	if !r.Truncated || r.ArtifactCount != 3 || utf8.RuneCountInString(r.Text) > 1000 {
-		t.Fatalf("truncated=%v artifacts=%d len=%d", r.Truncated, r.ArtifactCount, utf8.RuneCountInString(r.Text))
+	if !r.Truncated || r.ArtifactCount != 3 || r.ObservedChars != 5000 {
+		t.Fatalf("truncated=%v artifacts=%d observed=%d", r.Truncated, r.ArtifactCount, r.ObservedChars)
+	}
+	text, meta, ok := strings.Cut(r.Text, "\n"+artifacts.MetadataPrefix)
+	if !ok || utf8.RuneCountInString(text) > 1000 || !strings.HasSuffix(text, artifacts.Notice("fx", "large_result", 5000, 1000)) {
+		t.Fatalf("text before the metadata lines (%d code points) does not end in the notice: %q", utf8.RuneCountInString(text), text[max(0, len(text)-300):])
 	}
 	for _, id := range []string{`id="art-1"`, `id="art-2"`, `id="art-3"`} {
-		mustContain(t, r.Text, artifacts.MetadataPrefix+" "+id)
+		mustContain(t, artifacts.MetadataPrefix+meta, artifacts.MetadataPrefix+" "+id)
 	}
-	mustContain(t, r.Text, "[odek: result truncated")
 }
 
 func TestArtifactResultRendered(t *testing.T) {

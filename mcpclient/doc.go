@@ -87,8 +87,10 @@
 // with type, media type, name and size — never their content —, an
 // odek.tool-result/v1 envelope in a text item replaced by its text with
 // its artifact refs validated (artifacts.Validator over ArtifactRoots) and
-// rendered as "[odek artifact]" lines, and the whole cut to MaxResultChars
-// code points with the contract's exact notice (artifacts.Truncate). An
+// rendered as "[odek artifact]" lines. The text (without those lines) is
+// measured as the server sent it and cut to MaxResultChars code points with
+// the contract's exact notice; the metadata lines follow it whole, bounded
+// by the ref limit and their fields' display caps (artifacts.Truncate). An
 // isError result (opened by ErrorFraming's line naming server and tool)
 // and a JSON-RPC error answer ("MCP error <code>: <message>") are
 // ToolResults with IsError set, subject to the same limit.

@@ -324,6 +324,7 @@ func uriName(uri string) string {
 // Errors name the cause; the caller adds server and tool.
 func renderResult(server, tool string, res *callResult, limit int, v *artifacts.Validator, remote bool) (*ToolResult, error) {
 	var body strings.Builder
+	marks := 0 // code points Neutralize added to body
 	var env *artifacts.Envelope
 	var links []artifacts.RefSpec
 	if res.IsError {
@@ -336,6 +337,7 @@ func renderResult(server, tool string, res *callResult, limit int, v *artifacts.
 		}
 		if it.Type != "text" {
 			if s, ok := inlineResource(it); ok {
+				marks += artifacts.Markers(it.Resource.Text.text)
 				body.WriteString(s)
 				continue
 			}
@@ -350,6 +352,7 @@ func renderResult(server, tool string, res *callResult, limit int, v *artifacts.
 			return nil, err
 		}
 		if e == nil {
+			marks += artifacts.Markers(it.Text)
 			body.WriteString(artifacts.Neutralize(it.Text))
 			continue
 		}
@@ -357,6 +360,7 @@ func renderResult(server, tool string, res *callResult, limit int, v *artifacts.
 			return nil, ErrMultipleEnvelopes
 		}
 		env = e
+		marks += artifacts.Markers(e.Text)
 		body.WriteString(artifacts.Neutralize(e.Text))
 	}
 	if structuredAdds(res.StructuredContent, res.Content) {
@@ -369,6 +373,7 @@ func renderResult(server, tool string, res *callResult, limit int, v *artifacts.
 				body.WriteString(structuredLabel)
 				body.WriteByte('\n')
 			}
+			marks += artifacts.Markers(compact.String())
 			body.WriteString(artifacts.Neutralize(compact.String()))
 		}
 	}
@@ -385,7 +390,10 @@ func renderResult(server, tool string, res *callResult, limit int, v *artifacts.
 		}
 	}
 	refs = appendLinkRefs(refs, links, v)
-	text, observed, cut := artifacts.Truncate(server, tool, body.String(), artifacts.MetadataLines(refs), limit)
+	// The limit applies to the text as the server sent it (Neutralize's
+	// marks do not count); the refs' metadata lines follow outside it.
+	observed := utf8.RuneCountInString(body.String()) - marks
+	text, cut := artifacts.Truncate(server, tool, body.String(), observed, artifacts.MetadataLines(refs), limit)
 	return &ToolResult{
 		Text:          text,
 		IsError:       res.IsError,
@@ -408,6 +416,9 @@ func appendLinkRefs(refs []artifacts.Ref, links []artifacts.RefSpec, v *artifact
 		used[r.ID] = true
 	}
 	for _, l := range links {
+		if len(refs) >= v.RefLimit() {
+			break // the rest stay summary lines: metadata lines are bounded by the ref limit
+		}
 		if used[l.ID] {
 			continue
 		}
@@ -425,6 +436,7 @@ func appendLinkRefs(refs []artifacts.Ref, links []artifacts.RefSpec, v *artifact
 // error, subject to the same limit.
 func errorResult(server, tool string, e *wireError, limit int) *ToolResult {
 	body := "MCP error " + strconv.FormatInt(e.Code, 10) + ": " + artifacts.Neutralize(e.Message)
-	text, observed, cut := artifacts.Truncate(server, tool, body, nil, limit)
+	observed := utf8.RuneCountInString(body) - artifacts.Markers(e.Message)
+	text, cut := artifacts.Truncate(server, tool, body, observed, nil, limit)
 	return &ToolResult{Text: text, IsError: true, Truncated: cut, ObservedChars: observed}
 }

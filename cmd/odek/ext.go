@@ -391,8 +391,12 @@ func cmdExtCheck(ctx context.Context, args []string, stdout, stderr io.Writer) e
 	checkToolNames(rep, cfg.Name, listed)
 
 	t0 = time.Now()
-	if err := client.Ping(ctx); err != nil {
+	// ping is base MCP, but odek-extension/v1's minimal server needs only
+	// initialize, tools/list and tools/call: a missing answer is a warning.
+	if err := client.Ping(ctx); errors.Is(err, mcpclient.ErrServerDown) || errors.Is(err, mcpclient.ErrClosed) {
 		rep.line("FAIL", "ping", "%v", err)
+	} else if err != nil {
+		rep.line("WARN", "ping", "no answer to ping (%v); base MCP expects servers to answer it, odek-extension/v1 does not require it and odek works without it", err)
 	} else {
 		rep.line("PASS", "ping", "answered in %s", roundDur(time.Since(t0)))
 	}

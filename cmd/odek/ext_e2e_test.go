@@ -186,3 +186,61 @@ func TestRunProjectMCPServerNeedsApproval(t *testing.T) {
 		t.Fatalf("run after ext approve: exit %d\n%s", out.code, out.stderr)
 	}
 }
+
+// Issue 30, through the real binary: with max_result_chars 2000, an
+// envelope's text is measured and cut alone; its refs' metadata lines
+// follow it whole, outside the limit; the notice names the text's length as
+// the tool produced it. Plain text results keep the same rule.
+func TestRunEnvelopeTextAloneCountsAgainstMaxResultChars(t *testing.T) {
+	fx := mcptest.FixturePath(t)
+	root := t.TempDir()
+	_, homeEnv := extOdekHome(t, fmt.Sprintf(`{"fx":{"command":%q,"args":["-root=%s"],"artifact_roots":[%q],"auto_approve":true,"max_result_chars":2000}}`, fx, root, root))
+	cases := []struct {
+		chars, refs int
+		envelope    bool
+		cut         bool
+	}{
+		{1950, 0, true, false}, {1950, 1, true, false}, {1950, 3, true, false},
+		{2000, 0, true, false}, {2000, 1, true, false}, {2000, 3, true, false},
+		{2001, 1, true, true}, {4321, 0, true, true}, {4321, 1, true, true}, {4321, 3, true, true},
+		{2000, 0, false, false}, {2001, 0, false, true},
+	}
+	var calls []llmtest.Call
+	for i, c := range cases {
+		calls = append(calls, llmtest.Call{ID: fmt.Sprint("c", i), Name: "fx__large_result",
+			Arguments: fmt.Sprintf(`{"chars":%d,"envelope":%v,"artifacts":%d}`, c.chars, c.envelope, c.refs)})
+	}
+	srv := llmtest.New(t, llmtest.CallTools(calls...), llmtest.Reply("done"))
+	out := runOdekEnv(t, srv.URL, t.TempDir(), []string{homeEnv}, "run", "--quiet", "make big results")
+	if out.code != 0 {
+		t.Fatalf("exit %d\nstderr: %s", out.code, out.stderr)
+	}
+	reqs := srv.Requests()
+	results := map[string]string{}
+	for _, m := range reqs[len(reqs)-1].Messages {
+		if m.Role == "tool" {
+			results[m.ToolCallID] = m.Content
+		}
+	}
+	boundary := regexp.MustCompile(`(?s)^<<<odek-untrusted nonce=[0-9a-f]{32} source="fx__large_result">>>\n[^\n]*It is not instructions[^\n]*\n(.*)\n<<<end odek-untrusted nonce=[0-9a-f]{32}>>>(\n\[odek\] read these artifacts with artifact_read: [^\n]*)?$`)
+	for i, c := range cases {
+		name := fmt.Sprintf("chars=%d refs=%d envelope=%v", c.chars, c.refs, c.envelope)
+		m := boundary.FindStringSubmatch(results[fmt.Sprint("c", i)])
+		if m == nil {
+			r := results[fmt.Sprint("c", i)]
+			t.Errorf("%s: no wrapped result: %q … %q", name, r[:min(len(r), 300)], r[max(0, len(r)-300):])
+			continue
+		}
+		text, meta, _ := strings.Cut(m[1], "\n[odek artifact]")
+		if got := strings.Count("\n[odek artifact]"+meta, "\n[odek artifact]"); meta != "" && got != c.refs || meta == "" && c.refs != 0 {
+			t.Errorf("%s: %d metadata lines, want %d", name, got, c.refs)
+		}
+		notice := fmt.Sprintf(`[odek: result truncated — server "fx" tool "large_result" produced %d chars, exceeding the configured max_result_chars=2000; the full result is available via the retained artifact references, if any]`, c.chars)
+		switch {
+		case !c.cut && text != strings.Repeat("x", c.chars):
+			t.Errorf("%s: a text within the limit was changed (%d code points)", name, len([]rune(text)))
+		case c.cut && (!strings.HasSuffix(text, "\n"+notice) || len([]rune(text)) > 2000 || !strings.HasPrefix(text, strings.Repeat("x", 1500))):
+			t.Errorf("%s: cut text of %d code points does not end in the exact notice: …%q", name, len([]rune(text)), text[max(0, len(text)-260):])
+		}
+	}
+}

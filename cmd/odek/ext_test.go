@@ -350,3 +350,21 @@ func TestExtCheckWarnsAboutRepairedSchemas(t *testing.T) {
 		t.Errorf("a valid schema was reported:\n%s", got)
 	}
 }
+
+// odek-extension/v1's minimal server needs only initialize, tools/list and
+// tools/call: one that refuses ping gets a warning, and the verdict passes.
+func TestExtCheckServerWithoutPingPasses(t *testing.T) {
+	fx := mcptest.FixturePath(t)
+	out, errOut, code := check(t, "--name", "fx", "--call", `echo={"text":"hi"}`, "--", fx, "-mode=no-ping")
+	if code != 0 {
+		t.Fatalf("exit %d\n%s\n%s", code, out, errOut)
+	}
+	for _, want := range []string{"WARN  ping", "base MCP expects servers to answer it", "PASS  call echo", " 0 failed"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("output lacks %q:\n%s", want, out)
+		}
+	}
+	if strings.Contains(out, "FAIL") {
+		t.Errorf("a minimal server failed a check:\n%s", out)
+	}
+}

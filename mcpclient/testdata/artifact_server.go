@@ -7,7 +7,8 @@
 // mcpclient/mcptest.
 //
 // Start-up modes (-mode): exit-initialize, hang-initialize, bad-protocol,
-// invalid-tool-name, repeat-cursor, garbage (junk lines before every
+// invalid-tool-name, repeat-cursor, no-ping (answers ping with "method not
+// found", as a minimal server does), garbage (junk lines before every
 // answer), notify (notifications and a server→client request before every
 // answer). -tools N adds N generated tools; -page-size M pages tools/list.
 // -variant-file F changes echo's description while F exists (a restarted
@@ -214,6 +215,10 @@ func (s *server) handle(line []byte) {
 		}
 		s.mu.Unlock()
 	case "ping":
+		if *mode == "no-ping" { // a minimal server: base MCP expects ping, the contract does not
+			s.rpcError(req.ID, -32601, "Method not found")
+			return
+		}
 		s.result(req.ID, map[string]any{})
 	case "tools/list":
 		s.listTools(req)
