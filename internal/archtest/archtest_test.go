@@ -200,28 +200,3 @@ func TestMatch(t *testing.T) {
 		}
 	}
 }
-
-// TestCrossBuild compiles every package of the module for the other
-// platforms docs/ARCHITECTURE.md promises (Windows and macOS on ARM), so a
-// Unix-only call outside a _unix.go file fails here rather than for a
-// user. Test files are not compiled: several drive Unix process groups and
-// FIFOs directly. With a cold build cache each target takes about 100 s on
-// CI's two cores; warm, a few seconds.
-func TestCrossBuild(t *testing.T) {
-	if testing.Short() {
-		t.Skip("cross-compiles the module")
-	}
-	goBin, err := exec.LookPath("go")
-	if err != nil {
-		t.Fatalf("go tool not found in PATH: %v", err)
-	}
-	root := moduleRoot(t, goBin)
-	for _, target := range []struct{ goos, goarch string }{{"windows", "amd64"}, {"darwin", "arm64"}} {
-		cmd := exec.Command(goBin, "build", "./...")
-		cmd.Dir = root
-		cmd.Env = append(os.Environ(), "GOOS="+target.goos, "GOARCH="+target.goarch, "CGO_ENABLED=0")
-		if out, err := cmd.CombinedOutput(); err != nil {
-			t.Errorf("GOOS=%s GOARCH=%s go build ./...: %v\n%s", target.goos, target.goarch, err, out)
-		}
-	}
-}
