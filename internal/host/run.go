@@ -287,7 +287,10 @@ func (h *Host) Prepare(ctx context.Context, spec RunSpec) (*Runtime, error) {
 	if s := spec.Session; s != nil {
 		rt.Agent.History = s.Messages
 		rt.Agent.Persist = func(msgs []agent.Message) error {
-			s.Messages = msgs
+			// The saved session keeps the masked text: a front end that
+			// reads it (the compose bot has no model key) must not find a
+			// secret the run saw. The next run's model sees the masks.
+			s.Messages = redactMessages(rt.Redactor, msgs)
 			s.Plan = rt.SavedPlan()
 			return spec.Store.Save(context.WithoutCancel(ctx), s)
 		}
@@ -305,7 +308,10 @@ func (h *Host) Run(ctx context.Context, spec RunSpec) (Outcome, error) {
 	}
 	defer rt.Close()
 	acfg := rt.Agent
+	var flushDeltas func()
+	ctx, flushDeltas = redactDeltas(ctx, rt.Redactor)
 	res, runErr := agent.Run(ctx, acfg, spec.Goal)
+	flushDeltas()
 	out := Outcome{
 		Answer: rt.Redactor.String(res.Answer), RunID: res.RunID, SessionID: acfg.SessionID, Iterations: res.Iterations,
 		Usage: res.Usage, CostUSD: rt.Budget.Snapshot().CostUSD, Duration: res.Duration, Extensions: rt.Extensions,

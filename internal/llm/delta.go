@@ -24,6 +24,12 @@ func WithDeltaHook(ctx context.Context, h *DeltaHook) context.Context {
 	return context.WithValue(ctx, deltaHookKey{}, h)
 }
 
+// DeltaHookFrom returns the hook WithDeltaHook put on ctx, or nil.
+func DeltaHookFrom(ctx context.Context) *DeltaHook {
+	h, _ := ctx.Value(deltaHookKey{}).(*DeltaHook)
+	return h
+}
+
 // onDelta is the delta callback of one attempt made with ctx: the client's
 // OnDelta and ctx's hook, whichever are set (nil when neither). It tells
 // the hook that an attempt begins.

@@ -1,6 +1,7 @@
 package redact
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 )
@@ -99,6 +100,24 @@ func BenchmarkString(b *testing.B) {
 			b.ReportAllocs()
 			for b.Loop() {
 				r.String(bc.text)
+			}
+		})
+	}
+}
+
+func BenchmarkStream(b *testing.B) {
+	for _, chunk := range []int{16, 512} {
+		b.Run(fmt.Sprintf("chunk-%d", chunk), func(b *testing.B) {
+			r := benchRedactor(10)
+			text := secretText
+			b.SetBytes(int64(len(text)))
+			b.ReportAllocs()
+			s := r.NewStream(func(string) {})
+			for b.Loop() {
+				for i := 0; i < len(text); i += chunk {
+					s.Write(text[i:min(i+chunk, len(text))])
+				}
+				s.Flush()
 			}
 		})
 	}

@@ -9,14 +9,13 @@ import (
 //
 // Every detector reports spans: half-open byte ranges to replace with
 // Marker. A span's existence and extent depend only on the text from a
-// bounded distance before it (at most 256 bytes) up to the byte that
+// bounded distance before it (at most lookBehind bytes) up to the byte that
 // ends it. Detectors report every qualifying candidate, overlapping or not;
 // writeRedacted merges overlapping and touching spans. That makes detection
-// restartable at any offset that no span crosses or ends at: a scan may
-// start with 256 bytes of context (from), and each detector says,
-// through hold, from which offset on its result could still change if more
-// text followed (atEOF false). Every caller now scans whole texts (atEOF);
-// the streaming redactor that used the rest was removed unused.
+// restartable at any offset that no span crosses or ends at, which is what
+// Stream relies on: it keeps lookBehind bytes of already emitted text as
+// context, and each detector says, through hold, from which offset on its
+// result could still change when more text arrives.
 //
 // Idempotence rests on three rules. Decisions that depend on how long a
 // run is (minimum lengths, "contains a digit") only get easier to meet as
@@ -52,6 +51,10 @@ import (
 //
 // A prefix pattern's span runs to the end of the [A-Za-z0-9_-] run that
 // holds it, so a masked key never leaves a tail behind.
+
+// lookBehind bounds how far before a span's start a detector looks. Stream
+// keeps this much emitted text as context.
+const lookBehind = 256
 
 // span is a half-open byte range [s, e) of the text to replace by Marker.
 type span struct{ s, e int }

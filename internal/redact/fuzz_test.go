@@ -61,6 +61,43 @@ func FuzzString(f *testing.F) {
 	})
 }
 
+func FuzzStream(f *testing.F) {
+	for i, s := range fuzzSeeds {
+		f.Add(s, "hunter2hunter2", []byte{byte(i), 1, 7, 3, 250, 2})
+	}
+	f.Fuzz(func(t *testing.T, text, value string, cuts []byte) {
+		r := New()
+		r.AddValue(value)
+		want := r.String(text)
+		if got := streamed(r, text, cuts); got != want {
+			t.Fatalf("stream differs from String:\n text   %q\n cuts   %v\n stream %q\n string %q", text, cuts, got, want)
+		}
+	})
+}
+
+// streamed writes text to a Stream in chunks whose sizes come from cuts
+// (cycled; 0 means 1) and returns everything emitted.
+func streamed(r *Redactor, text string, cuts []byte) string {
+	var out strings.Builder
+	s := r.NewStream(func(p string) {
+		if p == "" {
+			panic("emit called with an empty string")
+		}
+		out.WriteString(p)
+	})
+	for i := 0; len(text) > 0; i++ {
+		n := 1
+		if len(cuts) > 0 {
+			n = max(1, int(cuts[i%len(cuts)]))
+		}
+		n = min(n, len(text))
+		s.Write(text[:n])
+		text = text[n:]
+	}
+	s.Flush()
+	return out.String()
+}
+
 // fragments are the pieces TestRandomTexts builds texts from: parts of
 // every pattern, separators, quotes, markers and registered values, so
 // that random concatenations hit the detectors' edges and interplay far
@@ -95,6 +132,10 @@ func TestRandomTexts(t *testing.T) {
 		}
 		if strings.Contains(out, "hunter2hunter2") || strings.Contains(out, "p@ss-word-1") || strings.Contains(out, "uote-v4lue") {
 			t.Fatalf("#%d registered value survives: %q → %q", i, text, out)
+		}
+		cuts := []byte{byte(1 + rng.IntN(9)), byte(1 + rng.IntN(30)), 1}
+		if got := streamed(r, text, cuts); got != out {
+			t.Fatalf("#%d stream differs from String:\n text   %q\n cuts   %v\n stream %q\n string %q", i, text, cuts, got, out)
 		}
 	}
 }

@@ -24,7 +24,7 @@
 // Ownership and concurrency: a Redactor is safe for concurrent use;
 // AddValue may run while other goroutines redact (they see the value from
 // their next call on). The nil *Redactor is valid and masks by pattern
-// only.
+// only. A Stream belongs to one goroutine.
 //
 // Cost: text without secrets is scanned with a handful of SIMD substring
 // searches and returned without allocating; see BenchmarkString.
