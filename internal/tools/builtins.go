@@ -74,6 +74,7 @@ type config struct {
 	maxScanBytes   int64
 	maxPatchBytes  int64
 	maxSearchBytes int64
+	maxDirEntries  int
 	env            []string
 	confine        bool
 	sandbox        *sandbox.Jail
@@ -90,6 +91,7 @@ func newConfig(o Options) *config {
 		maxScanBytes:     MaxReadScanBytes,
 		maxPatchBytes:    MaxPatchBytes,
 		maxSearchBytes:   MaxSearchBytes,
+		maxDirEntries:    MaxDirEntries,
 		env:              o.Env,
 		confine:          o.Confine,
 		sandbox:          o.Sandbox,

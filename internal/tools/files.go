@@ -145,6 +145,7 @@ func (c *config) readFile(ctx context.Context, p string, offset, limit int) (Res
 		last    = 0    // last line written to out
 		capped  = false
 		limited = false // stopped at c.maxScanBytes
+		cut     = false // ... in the middle of the last line shown
 	)
 	numBuf := make([]byte, 0, 24)
 	for {
@@ -192,9 +193,7 @@ func (c *config) readFile(ctx context.Context, p string, offset, limit int) (Res
 		}
 		if err == errReadLimit {
 			limited = true
-			if last == line && !atStart {
-				capped = true // the last line shown goes on past the limit
-			}
+			cut = last == line && !atStart && !capped // the last line shown goes on past the limit
 			break
 		}
 		if src.ctxErr != nil {
@@ -226,6 +225,8 @@ func (c *config) readFile(ctx context.Context, p string, offset, limit int) (Res
 	}
 	var hdr string
 	switch {
+	case cut:
+		hdr = fmt.Sprintf("[%s: lines %d-%d of %s; line %d goes on past that limit and is cut there]\n", p, offset, last, of, last)
 	case capped:
 		hdr = fmt.Sprintf("[%s: lines %d-%d of %s; output capped at %d bytes; continue with offset=%d]\n", p, offset, last, of, c.maxReadBytes, last+1)
 	case last < total || limited:
@@ -363,7 +364,7 @@ func (t *listDirTool) Run(ctx context.Context, args json.RawMessage) (Result, er
 		if err := ctx.Err(); err != nil {
 			return err
 		}
-		ents, more, err := readDir(ctx, tg.fs, dir, nonEmpty(rel, p))
+		ents, more, err := readDir(ctx, tg.fs, dir, nonEmpty(rel, p), t.c.maxDirEntries)
 		if err != nil {
 			if ctx.Err() != nil {
 				return ctx.Err()
@@ -414,7 +415,7 @@ func (t *listDirTool) Run(ctx context.Context, args json.RawMessage) (Result, er
 		body += fmt.Sprintf("\n[truncated at %d entries; list a subdirectory or use a smaller depth]", maxListEntries)
 	}
 	if len(partial) > 0 {
-		body += fmt.Sprintf("\n[%s: more than %d entries; only the first %d read were sorted and listed]", strings.Join(partial, ", "), maxDirEntries, maxDirEntries)
+		body += fmt.Sprintf("\n[%s: more than %d entries; only the first %d read were sorted and listed]", strings.Join(partial, ", "), t.c.maxDirEntries, t.c.maxDirEntries)
 	}
 	return Result{Text: hdr + body}, nil
 }

@@ -283,26 +283,26 @@ func escapes(err error) bool {
 	return false
 }
 
-// maxDirEntries bounds the entries read from one directory: list_dir and
-// search_files sort and use the first maxDirEntries the file system
-// returns, so a directory of millions of names costs a bounded amount of
-// memory and time.
-const maxDirEntries = 1 << 16
+// MaxDirEntries bounds the entries read from one directory: list_dir and
+// search_files sort and use the first MaxDirEntries the file system
+// returns, and say so, so a directory of millions of names costs a
+// bounded amount of memory and time.
+const MaxDirEntries = 1 << 16
 
-// readDir lists the directory name of f: at most maxDirEntries entries
-// (more reports that there were others), read in batches with a look at
-// ctx between them.
-func readDir(ctx context.Context, f fsys, name, display string) (ents []fs.DirEntry, more bool, err error) {
+// readDir lists the directory name of f: at most limit entries (more
+// reports that there were others), read in batches with a look at ctx
+// between them.
+func readDir(ctx context.Context, f fsys, name, display string, limit int) (ents []fs.DirEntry, more bool, err error) {
 	d, err := openDir(f, name, display)
 	if err != nil {
 		return nil, false, err
 	}
 	defer d.Close()
-	for len(ents) < maxDirEntries {
+	for len(ents) < limit {
 		if err := ctx.Err(); err != nil {
 			return nil, false, err
 		}
-		batch, err := d.ReadDir(min(1024, maxDirEntries-len(ents)))
+		batch, err := d.ReadDir(min(1024, limit-len(ents)))
 		ents = append(ents, batch...)
 		if err == io.EOF {
 			return ents, false, nil

@@ -88,7 +88,7 @@ func (t *searchFilesTool) Run(ctx context.Context, args json.RawMessage) (Result
 	matches, files := 0, 0
 	stopped, spent := false, false
 	budget := t.c.maxSearchBytes
-	w := walker{ctx: ctx, f: tg.fs}
+	w := walker{ctx: ctx, f: tg.fs, limit: t.c.maxDirEntries}
 	walkErr := w.walk(root, func(path string, d fs.DirEntry, err error) error {
 		if err != nil {
 			if path == root {
@@ -142,7 +142,7 @@ func (t *searchFilesTool) Run(ctx context.Context, args json.RawMessage) (Result
 		notes += fmt.Sprintf("[stopped after reading %s, the most search_files reads in one call; narrow the path or glob]\n", sizeText(t.c.maxSearchBytes))
 	}
 	if len(w.partial) > 0 {
-		notes += fmt.Sprintf("[%s: more than %d entries; only the first %d read were searched]\n", strings.Join(w.partial, ", "), maxDirEntries, maxDirEntries)
+		notes += fmt.Sprintf("[%s: more than %d entries; only the first %d read were searched]\n", strings.Join(w.partial, ", "), t.c.maxDirEntries, t.c.maxDirEntries)
 	}
 	var hdr string
 	switch {
@@ -217,11 +217,12 @@ func (c *config) searchFile(ctx context.Context, fsy fsys, path string, re *rege
 
 // walker walks a tree through f (so a confined walk stays in its root),
 // reading each directory with readDir (bounded, looking at ctx between
-// batches). partial collects the directories that had more than
-// maxDirEntries entries.
+// batches, at most limit entries each). partial collects the directories
+// that had more.
 type walker struct {
 	ctx     context.Context
 	f       fsys
+	limit   int
 	partial []string
 }
 
@@ -250,7 +251,7 @@ func (w *walker) entry(path string, d fs.DirEntry, fn func(string, fs.DirEntry, 
 		}
 		return err
 	}
-	ents, more, err := readDir(w.ctx, w.f, path, path)
+	ents, more, err := readDir(w.ctx, w.f, path, path, w.limit)
 	if err != nil {
 		if cerr := w.ctx.Err(); cerr != nil {
 			return cerr
