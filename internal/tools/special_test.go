@@ -12,6 +12,7 @@ import (
 	"path/filepath"
 	"runtime"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -226,4 +227,58 @@ func TestPatchRefusesHugeFileUpFront(t *testing.T) {
 	if fi, err := os.Stat(filepath.Join(dir, "big")); err != nil || fi.Size() != size {
 		t.Errorf("big changed: %v %v", fi, err)
 	}
+}
+
+// startSignal is a context that closes started at the n-th call of Err:
+// the read under test is n chunks in.
+type startSignal struct {
+	context.Context
+	n       atomic.Int64
+	started chan struct{}
+}
+
+func (s *startSignal) Err() error {
+	if s.n.Add(-1) == 0 {
+		close(s.started)
+	}
+	return s.Context.Err()
+}
+
+// BenchmarkReadFileCancel measures how long read_file takes to return
+// once its context is cancelled in the middle of reading a 400 GiB sparse
+// file without newlines (the read limit lifted, so only the cancel stops
+// it): ns/op is the time from cancel to return.
+func BenchmarkReadFileCancel(b *testing.B) {
+	dir := b.TempDir()
+	path := filepath.Join(dir, "huge")
+	if err := os.WriteFile(path, []byte(strings.Repeat("a", 9000)), 0o644); err != nil {
+		b.Fatal(err)
+	}
+	if err := os.Truncate(path, 400<<30); err != nil {
+		b.Skip(err)
+	}
+	tool := builtin(b, Options{WorkDir: dir, Confine: true}, "read_file").(*readFileTool)
+	tool.c.maxScanBytes = 1 << 62
+	var total time.Duration
+	for b.Loop() {
+		b.StopTimer()
+		parent, cancel := context.WithCancel(context.Background())
+		ctx := &startSignal{Context: parent, started: make(chan struct{})}
+		ctx.n.Store(100) // 100 looks at ctx: about 6 MiB into the file
+		done := make(chan error, 1)
+		go func() {
+			_, err := tool.Run(ctx, json.RawMessage(`{"path":"huge"}`))
+			done <- err
+		}()
+		<-ctx.started
+		b.StartTimer()
+		t0 := time.Now()
+		cancel()
+		err := <-done
+		total += time.Since(t0)
+		if !errors.Is(err, context.Canceled) {
+			b.Fatalf("Run = %v, want context.Canceled", err)
+		}
+	}
+	b.ReportMetric(float64(total.Microseconds())/float64(b.N), "µs-to-return")
 }
