@@ -489,9 +489,6 @@ func (t *patchTool) Run(ctx context.Context, args json.RawMessage) (Result, erro
 	case n > 1 && !deref(a.ReplaceAll):
 		return Result{Text: fmt.Sprintf("patch: old_string matches %d times in %s; add surrounding context to make it unique, or set replace_all", n, *a.Path), IsError: true}, nil
 	}
-	if !deref(a.ReplaceAll) {
-		n = 1
-	}
 	if size := int64(len(data)) + int64(n)*(int64(len(repl))-int64(len(old))); size > t.c.maxPatchBytes {
 		return Result{Text: fmt.Sprintf("patch: the patched %s would be %d bytes, above patch's limit of %d bytes (%s); edit it with the shell instead",
 			*a.Path, size, t.c.maxPatchBytes, sizeText(t.c.maxPatchBytes)), IsError: true}, nil
