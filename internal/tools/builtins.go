@@ -69,9 +69,15 @@ type config struct {
 	maxStreamBytes   int
 	maxReadBytes     int
 	maxSearchMatches int
-	env              []string
-	confine          bool
-	sandbox          *sandbox.Jail
+	// The read limits, in bytes: the constants of the same names, kept
+	// here so tests can lower them.
+	maxScanBytes   int64
+	maxPatchBytes  int64
+	maxSearchBytes int64
+	maxDirEntries  int
+	env            []string
+	confine        bool
+	sandbox        *sandbox.Jail
 }
 
 func newConfig(o Options) *config {
@@ -82,6 +88,10 @@ func newConfig(o Options) *config {
 		maxStreamBytes:   o.MaxStreamBytes,
 		maxReadBytes:     o.MaxReadBytes,
 		maxSearchMatches: o.MaxSearchMatches,
+		maxScanBytes:     MaxReadScanBytes,
+		maxPatchBytes:    MaxPatchBytes,
+		maxSearchBytes:   MaxSearchBytes,
+		maxDirEntries:    MaxDirEntries,
 		env:              o.Env,
 		confine:          o.Confine,
 		sandbox:          o.Sandbox,

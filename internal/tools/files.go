@@ -33,6 +33,24 @@ const (
 	maxSearchFileBytes = 16 << 20
 )
 
+// Read limits of the file tools, in bytes: each call reads at most this
+// much, whatever the file holds (a sparse file of any size, a line without
+// an end), and looks at its context every readChunk bytes.
+const (
+	// MaxReadScanBytes is the most read_file reads of one file in one
+	// call, from its start: lines that begin after it are out of its
+	// reach (the error says so; the shell's tail or sed reach them), and a
+	// larger file's line count is shown as "at least".
+	MaxReadScanBytes = 64 << 20
+	// MaxPatchBytes is the largest file patch edits. patch holds the file
+	// and its edited copy in memory, so a larger file, or an edit that
+	// would make it larger, is refused before anything is read.
+	MaxPatchBytes = 8 << 20
+	// MaxSearchBytes is the most search_files reads in one call, over all
+	// the files it searches; it stops there and says so.
+	MaxSearchBytes = 256 << 20
+)
+
 // readerPool recycles the 64 KiB buffered readers of read_file and
 // search_files so small reads do not allocate them.
 var readerPool = sync.Pool{New: func() any { return bufio.NewReaderSize(nil, 64<<10) }}
@@ -94,23 +112,29 @@ func (t *readFileTool) Run(ctx context.Context, args json.RawMessage) (Result, e
 		}
 		limit = *a.Limit
 	}
-	return t.c.readFile(ctx, *a.Path, offset, limit), nil
+	return t.c.readFile(ctx, *a.Path, offset, limit)
 }
 
-// readFile renders lines [offset, offset+limit) of the file at p.
-func (c *config) readFile(ctx context.Context, p string, offset, limit int) Result {
+// readFile renders lines [offset, offset+limit) of the file at p. It
+// reads at most c.maxScanBytes of the file, through a boundedReader that
+// sees a cancel within readChunk bytes; a cancel returns ctx's error.
+func (c *config) readFile(ctx context.Context, p string, offset, limit int) (Result, error) {
 	tg, err := c.locate(p)
 	if err != nil {
-		return Result{Text: "read_file: " + err.Error(), IsError: true}
+		return Result{Text: "read_file: " + err.Error(), IsError: true}, nil
 	}
 	defer tg.close()
-	f, err := tg.fs.Open(tg.name)
+	f, _, err := openRegular(tg.fs, tg.name, p)
 	if err != nil {
-		return Result{Text: "read_file: " + c.pathError(p, err).Error(), IsError: true}
+		if se := (*SpecialFileError)(nil); errors.As(err, &se) && se.Type == "directory" {
+			return Result{Text: fmt.Sprintf("read_file: %s is a directory; use list_dir", p), IsError: true}, nil
+		}
+		return Result{Text: "read_file: " + c.pathError(p, err).Error(), IsError: true}, nil
 	}
 	defer f.Close()
+	src := &boundedReader{ctx: ctx, r: f, left: c.maxScanBytes}
 	br := readerPool.Get().(*bufio.Reader)
-	br.Reset(f)
+	br.Reset(src)
 	defer func() { br.Reset(nil); readerPool.Put(br) }()
 
 	var out bytes.Buffer
@@ -120,6 +144,8 @@ func (c *config) readFile(ctx context.Context, p string, offset, limit int) Resu
 		seen    = 0    // bytes seen, for the binary sniff
 		last    = 0    // last line written to out
 		capped  = false
+		limited = false // stopped at c.maxScanBytes
+		cut     = false // ... in the middle of the last line shown
 	)
 	numBuf := make([]byte, 0, 24)
 	for {
@@ -128,7 +154,7 @@ func (c *config) readFile(ctx context.Context, p string, offset, limit int) Resu
 			if seen < sniffBytes {
 				n := min(len(chunk), sniffBytes-seen)
 				if bytes.IndexByte(chunk[:n], 0) >= 0 {
-					return Result{Text: fmt.Sprintf("read_file: %s looks binary (NUL byte in the first %d bytes); not shown", p, sniffBytes), IsError: true}
+					return Result{Text: fmt.Sprintf("read_file: %s looks binary (NUL byte in the first %d bytes); not shown", p, sniffBytes), IsError: true}, nil
 				}
 				seen += n
 			}
@@ -159,42 +185,56 @@ func (c *config) readFile(ctx context.Context, p string, offset, limit int) Resu
 			}
 			atStart = chunk[len(chunk)-1] == '\n'
 		}
-		if err == bufio.ErrBufferFull {
-			continue
+		if err == nil || err == bufio.ErrBufferFull {
+			continue // a long line goes on; src looks at ctx every readChunk bytes
 		}
 		if err == io.EOF {
 			break
 		}
+		if err == errReadLimit {
+			limited = true
+			cut = last == line && !atStart && !capped // the last line shown goes on past the limit
+			break
+		}
+		if src.ctxErr != nil {
+			return Result{Text: "read_file: " + p + ": " + src.ctxErr.Error(), IsError: true}, src.ctxErr
+		}
 		if errors.Is(err, syscall.EISDIR) {
-			return Result{Text: fmt.Sprintf("read_file: %s is a directory; use list_dir", p), IsError: true}
+			return Result{Text: fmt.Sprintf("read_file: %s is a directory; use list_dir", p), IsError: true}, nil
 		}
-		if err != nil {
-			return Result{Text: "read_file: " + err.Error(), IsError: true}
-		}
-		if line%4096 == 0 && ctx.Err() != nil {
-			return Result{Text: "read_file: " + ctx.Err().Error(), IsError: true}
-		}
+		return Result{Text: "read_file: " + err.Error(), IsError: true}, nil
 	}
 	total := line
 	if total == 0 {
-		return Result{Text: fmt.Sprintf("[%s: empty file]", p)}
+		return Result{Text: fmt.Sprintf("[%s: empty file]", p)}, nil
 	}
+	scanLimit := sizeText(c.maxScanBytes)
 	if offset > total {
-		return Result{Text: fmt.Sprintf("read_file: offset %d is past the end of %s (%d lines)", offset, p, total), IsError: true}
+		if limited {
+			return Result{Text: fmt.Sprintf("read_file: offset %d is past the first %s of %s (%d lines), the most read_file reads of a file in one call; "+
+				"read later parts with the shell (e.g. tail -n, sed -n '%d,%dp')", offset, scanLimit, p, total, offset, offset+limit-1), IsError: true}, nil
+		}
+		return Result{Text: fmt.Sprintf("read_file: offset %d is past the end of %s (%d lines)", offset, p, total), IsError: true}, nil
 	}
 	if out.Len() > 0 && out.Bytes()[out.Len()-1] != '\n' {
 		out.WriteByte('\n')
 	}
+	of := strconv.Itoa(total)
+	if limited {
+		of = fmt.Sprintf("at least %d (counting stopped after %s, the most read_file reads of a file in one call)", total, scanLimit)
+	}
 	var hdr string
 	switch {
+	case cut:
+		hdr = fmt.Sprintf("[%s: lines %d-%d of %s; line %d goes on past that limit and is cut there]\n", p, offset, last, of, last)
 	case capped:
-		hdr = fmt.Sprintf("[%s: lines %d-%d of %d; output capped at %d bytes; continue with offset=%d]\n", p, offset, last, total, c.maxReadBytes, last+1)
-	case last < total:
-		hdr = fmt.Sprintf("[%s: lines %d-%d of %d; more remain, continue with offset=%d]\n", p, offset, last, total, last+1)
+		hdr = fmt.Sprintf("[%s: lines %d-%d of %s; output capped at %d bytes; continue with offset=%d]\n", p, offset, last, of, c.maxReadBytes, last+1)
+	case last < total || limited:
+		hdr = fmt.Sprintf("[%s: lines %d-%d of %s; more remain, continue with offset=%d]\n", p, offset, last, of, last+1)
 	default:
-		hdr = fmt.Sprintf("[%s: lines %d-%d of %d; end of file]\n", p, offset, last, total)
+		hdr = fmt.Sprintf("[%s: lines %d-%d of %s; end of file]\n", p, offset, last, of)
 	}
-	return Result{Text: hdr + out.String()}
+	return Result{Text: hdr + out.String()}, nil
 }
 
 type writeFileTool struct{ c *config }
@@ -311,20 +351,29 @@ func (t *listDirTool) Run(ctx context.Context, args json.RawMessage) (Result, er
 	if err != nil {
 		return Result{Text: "list_dir: " + t.c.pathError(p, err).Error(), IsError: true}, nil
 	}
-	if !fi.IsDir() {
+	switch {
+	case fi.Mode().IsRegular():
 		return Result{Text: fmt.Sprintf("list_dir: %s is not a directory (%d bytes)", p, fi.Size()), IsError: true}, nil
+	case !fi.IsDir():
+		return Result{Text: "list_dir: " + (&SpecialFileError{Path: p, Type: typeName(fi.Mode()), Want: wantDir}).Error(), IsError: true}, nil
 	}
-	var lines []string
+	var lines, partial []string
 	truncated := false
 	var walk func(dir, rel string, level int) error
 	walk = func(dir, rel string, level int) error {
 		if err := ctx.Err(); err != nil {
 			return err
 		}
-		ents, err := readDir(tg.fs, dir)
+		ents, more, err := readDir(ctx, tg.fs, dir, nonEmpty(rel, p), t.c.maxDirEntries)
 		if err != nil {
+			if ctx.Err() != nil {
+				return ctx.Err()
+			}
 			lines = append(lines, rel+"  [unreadable: "+t.c.pathError(p, err).Error()+"]")
 			return nil
+		}
+		if more {
+			partial = append(partial, nonEmpty(rel, p))
 		}
 		sort.Slice(ents, func(i, j int) bool { return ents[i].Name() < ents[j].Name() })
 		for _, e := range ents {
@@ -333,7 +382,7 @@ func (t *listDirTool) Run(ctx context.Context, args json.RawMessage) (Result, er
 				return nil
 			}
 			name := rel + e.Name()
-			switch {
+			switch typ := e.Type(); {
 			case e.IsDir():
 				lines = append(lines, name+"/")
 				if level < depth && !skipDir(e.Name()) {
@@ -341,9 +390,11 @@ func (t *listDirTool) Run(ctx context.Context, args json.RawMessage) (Result, er
 						return err
 					}
 				}
-			case e.Type()&fs.ModeSymlink != 0:
+			case typ&fs.ModeSymlink != 0:
 				target, _ := tg.fs.Readlink(filepath.Join(dir, e.Name()))
 				lines = append(lines, name+" -> "+target)
+			case typ != 0:
+				lines = append(lines, name+"  ["+typeName(typ)+"]") // a FIFO, socket or device: named, never opened
 			default:
 				info, err := e.Info()
 				if err != nil {
@@ -356,12 +407,15 @@ func (t *listDirTool) Run(ctx context.Context, args json.RawMessage) (Result, er
 		return nil
 	}
 	if err := walk(tg.name, "", 1); err != nil {
-		return Result{}, err
+		return Result{Text: "list_dir: " + err.Error(), IsError: true}, err
 	}
 	hdr := fmt.Sprintf("[%s: %d entries, depth %d]\n", p, len(lines), depth)
 	body := strings.Join(lines, "\n")
 	if truncated {
 		body += fmt.Sprintf("\n[truncated at %d entries; list a subdirectory or use a smaller depth]", maxListEntries)
+	}
+	if len(partial) > 0 {
+		body += fmt.Sprintf("\n[%s: more than %d entries; only the first %d read were sorted and listed]", strings.Join(partial, ", "), t.c.maxDirEntries, t.c.maxDirEntries)
 	}
 	return Result{Text: hdr + body}, nil
 }
@@ -420,25 +474,65 @@ func (t *patchTool) Run(ctx context.Context, args json.RawMessage) (Result, erro
 		return Result{Text: "patch: " + err.Error(), IsError: true}, nil
 	}
 	defer tg.close()
-	data, err := readAll(tg.fs, tg.name)
+	data, err := t.c.readForEdit(ctx, tg.fs, tg.name, *a.Path)
 	if err != nil {
+		if ctx.Err() != nil {
+			return Result{Text: "patch: " + err.Error(), IsError: true}, ctx.Err()
+		}
 		return Result{Text: "patch: " + t.c.pathError(*a.Path, err).Error(), IsError: true}, nil
 	}
-	content := string(data)
-	n := strings.Count(content, *a.OldString)
+	old, repl := []byte(*a.OldString), []byte(*a.NewString)
+	n := bytes.Count(data, old)
 	switch {
 	case n == 0:
 		return Result{Text: fmt.Sprintf("patch: old_string not found in %s (0 matches); read the file and copy the text exactly", *a.Path), IsError: true}, nil
 	case n > 1 && !deref(a.ReplaceAll):
 		return Result{Text: fmt.Sprintf("patch: old_string matches %d times in %s; add surrounding context to make it unique, or set replace_all", n, *a.Path), IsError: true}, nil
 	}
-	if deref(a.ReplaceAll) {
-		content = strings.ReplaceAll(content, *a.OldString, *a.NewString)
-	} else {
-		content = strings.Replace(content, *a.OldString, *a.NewString, 1)
+	if size := int64(len(data)) + int64(n)*(int64(len(repl))-int64(len(old))); size > t.c.maxPatchBytes {
+		return Result{Text: fmt.Sprintf("patch: the patched %s would be %d bytes, above patch's limit of %d bytes (%s); edit it with the shell instead",
+			*a.Path, size, t.c.maxPatchBytes, sizeText(t.c.maxPatchBytes)), IsError: true}, nil
 	}
-	if err := t.c.atomicWrite(tg.fs, tg.name, []byte(content)); err != nil {
+	content := bytes.Replace(data, old, repl, n)
+	if err := t.c.atomicWrite(tg.fs, tg.name, content); err != nil {
 		return Result{Text: "patch: " + t.c.pathError(*a.Path, err).Error(), IsError: true}, nil
 	}
 	return Result{Text: fmt.Sprintf("patched %s: replaced %d occurrence(s); file is now %d bytes", *a.Path, n, len(content))}, nil
+}
+
+// FileTooLargeError is a file above the size a tool edits, refused before
+// it is read.
+type FileTooLargeError struct {
+	Path  string // as the model gave it
+	Size  int64  // bytes, as fstat saw it (or as far as it was read)
+	Limit int64  // bytes
+}
+
+func (e *FileTooLargeError) Error() string {
+	return fmt.Sprintf("%s is %d bytes, above patch's limit of %d bytes (%s); edit it with the shell instead",
+		e.Path, e.Size, e.Limit, sizeText(e.Limit))
+}
+
+// readForEdit reads the whole regular file name of f, which must be at
+// most c.maxPatchBytes: the size is checked on the open descriptor before
+// any byte is read, and the read stops one byte past the limit should the
+// file have grown since (memory: one buffer of the file's size).
+func (c *config) readForEdit(ctx context.Context, f fsys, name, display string) ([]byte, error) {
+	fh, fi, err := openRegular(f, name, display)
+	if err != nil {
+		return nil, err
+	}
+	defer fh.Close()
+	if fi.Size() > c.maxPatchBytes {
+		return nil, &FileTooLargeError{Path: display, Size: fi.Size(), Limit: c.maxPatchBytes}
+	}
+	src := &boundedReader{ctx: ctx, r: fh, left: c.maxPatchBytes + 1}
+	buf := bytes.NewBuffer(make([]byte, 0, fi.Size()+bytes.MinRead))
+	if _, err := buf.ReadFrom(src); err != nil && err != errReadLimit {
+		return nil, err
+	}
+	if int64(buf.Len()) > c.maxPatchBytes {
+		return nil, &FileTooLargeError{Path: display, Size: int64(buf.Len()), Limit: c.maxPatchBytes}
+	}
+	return buf.Bytes(), nil
 }

@@ -1,6 +1,7 @@
 package tools
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -15,8 +16,10 @@ import (
 // fsys is what the file tools do to files: *os.Root for a confined run
 // (names relative to the root; `..`, absolute paths and symlinks that
 // leave it fail), hostFS otherwise (absolute names, the process's view).
+// It has no Open: every open goes through OpenFile of guarded, which adds
+// openGuard, and reads go through openRegular or openDir, which check the
+// type of what they opened.
 type fsys interface {
-	Open(name string) (*os.File, error)
 	OpenFile(name string, flag int, perm fs.FileMode) (*os.File, error)
 	Stat(name string) (fs.FileInfo, error)
 	Lstat(name string) (fs.FileInfo, error)
@@ -29,7 +32,6 @@ type fsys interface {
 // hostFS is the unconfined fsys: the os functions on absolute paths.
 type hostFS struct{}
 
-func (hostFS) Open(name string) (*os.File, error) { return os.Open(name) }
 func (hostFS) OpenFile(name string, flag int, perm fs.FileMode) (*os.File, error) {
 	return os.OpenFile(name, flag, perm)
 }
@@ -39,6 +41,158 @@ func (hostFS) Readlink(name string) (string, error)         { return os.Readlink
 func (hostFS) MkdirAll(name string, perm fs.FileMode) error { return os.MkdirAll(name, perm) }
 func (hostFS) Rename(oldname, newname string) error         { return os.Rename(oldname, newname) }
 func (hostFS) Remove(name string) error                     { return os.Remove(name) }
+
+// guarded is the fsys every file tool is handed (see locate): each open
+// through it carries openGuard, so no open a file tool makes can block,
+// whatever the name turns out to be at the moment of the open (the atomic
+// write's temporary file and its directory sync included).
+type guarded struct{ fsys }
+
+func (g guarded) OpenFile(name string, flag int, perm fs.FileMode) (*os.File, error) {
+	return g.fsys.OpenFile(name, flag|openGuard, perm)
+}
+
+// SpecialFileError is a path a file tool refuses because of what it is: a
+// FIFO, a socket or a device (which could block a read for ever or has no
+// content to read), or a directory where a file is wanted and the other
+// way round.
+type SpecialFileError struct {
+	Path string // as the model gave it, or the tool's name for it
+	Type string // what it is: "FIFO", "socket", "character device", …
+	Want string // what the tool wanted: "a regular file" or "a directory"
+}
+
+func (e *SpecialFileError) Error() string {
+	return fmt.Sprintf("%s is a %s, not %s; file tools open only regular files and directories", e.Path, e.Type, e.Want)
+}
+
+const (
+	wantFile = "a regular file"
+	wantDir  = "a directory"
+)
+
+// typeName names the file type in mode. Pure.
+func typeName(mode fs.FileMode) string {
+	switch t := mode.Type(); {
+	case t == 0:
+		return "regular file"
+	case t&fs.ModeDir != 0:
+		return "directory"
+	case t&fs.ModeSymlink != 0:
+		return "symbolic link"
+	case t&fs.ModeNamedPipe != 0:
+		return "FIFO"
+	case t&fs.ModeSocket != 0:
+		return "socket"
+	case t&fs.ModeCharDevice != 0:
+		return "character device"
+	case t&fs.ModeDevice != 0:
+		return "block device"
+	default:
+		return "irregular file"
+	}
+}
+
+// openRegular opens the regular file name of f for reading. It looks
+// before it opens (Stat opens nothing, so a device is never opened) and
+// checks what it opened (the descriptor's fstat), so something other than
+// a regular file is refused with a *SpecialFileError whether it was there
+// when looked at or swapped in after; and the open itself cannot block
+// (guarded). display names the path in errors.
+func openRegular(f fsys, name, display string) (*os.File, fs.FileInfo, error) {
+	fi, err := f.Stat(name)
+	if err != nil {
+		return nil, nil, err
+	}
+	if !fi.Mode().IsRegular() {
+		return nil, nil, &SpecialFileError{Path: display, Type: typeName(fi.Mode()), Want: wantFile}
+	}
+	return openChecked(f, name, display)
+}
+
+// openChecked is openRegular without the look before the open, for names
+// a directory listing has just reported as regular files.
+func openChecked(f fsys, name, display string) (*os.File, fs.FileInfo, error) {
+	fh, err := f.OpenFile(name, os.O_RDONLY|openGuard, 0)
+	if err != nil {
+		return nil, nil, err
+	}
+	fi, err := fh.Stat()
+	if err != nil {
+		fh.Close()
+		return nil, nil, err
+	}
+	if !fi.Mode().IsRegular() {
+		fh.Close()
+		return nil, nil, &SpecialFileError{Path: display, Type: typeName(fi.Mode()), Want: wantFile}
+	}
+	return fh, fi, nil
+}
+
+// openDir opens the directory name of f; O_DIRECTORY refuses anything
+// else before it is opened, and the descriptor's fstat checks again.
+func openDir(f fsys, name, display string) (*os.File, error) {
+	d, err := f.OpenFile(name, os.O_RDONLY|openDirFlag|openGuard, 0)
+	if err != nil {
+		return nil, err
+	}
+	fi, err := d.Stat()
+	if err != nil {
+		d.Close()
+		return nil, err
+	}
+	if !fi.IsDir() {
+		d.Close()
+		return nil, &SpecialFileError{Path: display, Type: typeName(fi.Mode()), Want: wantDir}
+	}
+	return d, nil
+}
+
+// readChunk is the most a file tool reads between two looks at its
+// context: a cancel is seen within one chunk, whatever the content (a
+// file without newlines included).
+const readChunk = 64 << 10
+
+// errReadLimit is boundedReader's end: the call's read limit was reached.
+var errReadLimit = errors.New("tools: read limit reached")
+
+// boundedReader reads r in pieces of at most readChunk bytes, checking ctx
+// before each, and gives at most left bytes in all, then errReadLimit.
+// ctxErr records a cancellation it returned.
+type boundedReader struct {
+	ctx    context.Context
+	r      io.Reader
+	left   int64
+	ctxErr error
+}
+
+func (b *boundedReader) Read(p []byte) (int, error) {
+	if err := b.ctx.Err(); err != nil {
+		b.ctxErr = err
+		return 0, err
+	}
+	if b.left <= 0 {
+		return 0, errReadLimit
+	}
+	if int64(len(p)) > b.left {
+		p = p[:b.left]
+	}
+	if len(p) > readChunk {
+		p = p[:readChunk]
+	}
+	n, err := b.r.Read(p)
+	b.left -= int64(n)
+	return n, err
+}
+
+// sizeText shows a byte count the way limits are documented: "64 MiB"
+// when it is a whole number of MiB, else "N bytes". Pure.
+func sizeText(n int64) string {
+	if n >= 1<<20 && n%(1<<20) == 0 {
+		return fmt.Sprintf("%d MiB", n>>20)
+	}
+	return fmt.Sprintf("%d bytes", n)
+}
 
 // OutsideRootError is a path argument that leads out of a confined run's
 // root, lexically (`..`, an absolute path elsewhere, `~`) or through a
@@ -96,7 +250,7 @@ type target struct {
 func (c *config) locate(p string) (target, error) {
 	if !c.confine {
 		abs := c.resolve(p)
-		return target{fs: hostFS{}, name: abs, display: p, close: func() {}}, nil
+		return target{fs: guarded{hostFS{}}, name: abs, display: p, close: func() {}}, nil
 	}
 	rel, err := Locate(c.workDir, p)
 	if err != nil {
@@ -106,7 +260,7 @@ func (c *config) locate(p string) (target, error) {
 	if err != nil {
 		return target{}, fmt.Errorf("open this job's root %s: %v", c.workDir, err)
 	}
-	return target{fs: root, name: rel, display: p, close: func() { root.Close() }}, nil
+	return target{fs: guarded{root}, name: rel, display: p, close: func() { root.Close() }}, nil
 }
 
 // pathError rewrites an error of a confined run's os.Root that means the
@@ -129,24 +283,36 @@ func escapes(err error) bool {
 	return false
 }
 
-// readDir lists the directory name of f.
-func readDir(f fsys, name string) ([]fs.DirEntry, error) {
-	d, err := f.Open(name)
+// MaxDirEntries bounds the entries read from one directory: list_dir and
+// search_files sort and use the first MaxDirEntries the file system
+// returns, and say so, so a directory of millions of names costs a
+// bounded amount of memory and time.
+const MaxDirEntries = 1 << 16
+
+// readDir lists the directory name of f: at most limit entries (more
+// reports that there were others), read in batches with a look at ctx
+// between them.
+func readDir(ctx context.Context, f fsys, name, display string, limit int) (ents []fs.DirEntry, more bool, err error) {
+	d, err := openDir(f, name, display)
 	if err != nil {
-		return nil, err
+		return nil, false, err
 	}
 	defer d.Close()
-	return d.ReadDir(-1)
-}
-
-// readAll reads the file name of f.
-func readAll(f fsys, name string) ([]byte, error) {
-	fh, err := f.Open(name)
-	if err != nil {
-		return nil, err
+	for len(ents) < limit {
+		if err := ctx.Err(); err != nil {
+			return nil, false, err
+		}
+		batch, err := d.ReadDir(min(1024, limit-len(ents)))
+		ents = append(ents, batch...)
+		if err == io.EOF {
+			return ents, false, nil
+		}
+		if err != nil {
+			return ents, false, err
+		}
 	}
-	defer fh.Close()
-	return io.ReadAll(fh)
+	extra, _ := d.ReadDir(1)
+	return ents, len(extra) > 0, nil
 }
 
 // maxLinkHops bounds the symlinks followed to find a write's real target.
@@ -157,7 +323,7 @@ const maxLinkHops = 40
 // On the host that is filepath.EvalSymlinks; inside a root each hop is
 // resolved against the root (os.Root refuses the ones that leave it).
 func (c *config) linkTarget(f fsys, name string) (string, error) {
-	if _, ok := f.(hostFS); ok {
+	if !c.confine {
 		if r, err := filepath.EvalSymlinks(name); err == nil {
 			return r, nil
 		}
@@ -191,7 +357,8 @@ func (c *config) linkTarget(f fsys, name string) (string, error) {
 // atomicWrite replaces the file name of f with data through atomicfile (a
 // temporary file in the same directory, fsync, rename, directory fsync).
 // An existing file keeps its mode; a symlink's target is written, not the
-// link.
+// link; an existing directory, FIFO, socket or device is refused, not
+// replaced.
 func (c *config) atomicWrite(f fsys, name string, data []byte) error {
 	name, err := c.linkTarget(f, name)
 	if err != nil {
@@ -201,6 +368,9 @@ func (c *config) atomicWrite(f fsys, name string, data []byte) error {
 	if fi, err := f.Stat(name); err == nil {
 		if fi.IsDir() {
 			return fmt.Errorf("%s is a directory", name)
+		}
+		if !fi.Mode().IsRegular() {
+			return &SpecialFileError{Path: name, Type: typeName(fi.Mode()), Want: wantFile}
 		}
 		mode = fi.Mode().Perm()
 	}

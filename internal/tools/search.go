@@ -81,18 +81,20 @@ func (t *searchFilesTool) Run(ctx context.Context, args json.RawMessage) (Result
 	}
 	defer tg.close()
 	root := tg.name
+	if fi, err := tg.fs.Stat(root); err == nil && !fi.IsDir() && !fi.Mode().IsRegular() {
+		return Result{Text: "search_files: " + (&SpecialFileError{Path: p, Type: typeName(fi.Mode()), Want: "a regular file or a directory"}).Error(), IsError: true}, nil
+	}
 	var out strings.Builder
 	matches, files := 0, 0
-	stopped := false
-	walkErr := walkTree(tg.fs, root, func(path string, d fs.DirEntry, err error) error {
+	stopped, spent := false, false
+	budget := t.c.maxSearchBytes
+	w := walker{ctx: ctx, f: tg.fs, limit: t.c.maxDirEntries}
+	walkErr := w.walk(root, func(path string, d fs.DirEntry, err error) error {
 		if err != nil {
 			if path == root {
 				return err
 			}
 			return nil // unreadable entries are skipped
-		}
-		if cerr := ctx.Err(); cerr != nil {
-			return cerr
 		}
 		if d.IsDir() {
 			if path != root && skipDir(d.Name()) {
@@ -101,7 +103,7 @@ func (t *searchFilesTool) Run(ctx context.Context, args json.RawMessage) (Result
 			return nil
 		}
 		if !d.Type().IsRegular() {
-			return nil
+			return nil // a FIFO, socket or device is never opened
 		}
 		if glob != "" {
 			name := d.Name()
@@ -113,9 +115,16 @@ func (t *searchFilesTool) Run(ctx context.Context, args json.RawMessage) (Result
 				return nil
 			}
 		}
+		if budget <= 0 {
+			spent = true
+			return filepath.SkipAll
+		}
 		files++
-		n, full := t.c.searchFile(tg.fs, path, re, limit-matches, &out)
+		n, full, err := t.c.searchFile(ctx, tg.fs, path, re, limit-matches, &out, &budget)
 		matches += n
+		if err != nil {
+			return err
+		}
 		if full {
 			stopped = true
 			return filepath.SkipAll
@@ -124,38 +133,51 @@ func (t *searchFilesTool) Run(ctx context.Context, args json.RawMessage) (Result
 	})
 	if walkErr != nil {
 		if ctx.Err() != nil {
-			return Result{}, ctx.Err()
+			return Result{Text: "search_files: " + ctx.Err().Error(), IsError: true}, ctx.Err()
 		}
 		return Result{Text: "search_files: " + t.c.pathError(p, walkErr).Error(), IsError: true}, nil
+	}
+	var notes string
+	if spent {
+		notes += fmt.Sprintf("[stopped after reading %s, the most search_files reads in one call; narrow the path or glob]\n", sizeText(t.c.maxSearchBytes))
+	}
+	if len(w.partial) > 0 {
+		notes += fmt.Sprintf("[%s: more than %d entries; only the first %d read were searched]\n", strings.Join(w.partial, ", "), t.c.maxDirEntries, t.c.maxDirEntries)
 	}
 	var hdr string
 	switch {
 	case stopped:
 		hdr = fmt.Sprintf("[%d matches in %s; stopped at the limit of %d%s, narrow the pattern, path or glob]\n", matches, p, limit, note)
 	case matches == 0:
-		return Result{Text: fmt.Sprintf("[no matches for %q in %s (%d files searched)]", *a.Pattern, p, files)}, nil
+		return Result{Text: notes + fmt.Sprintf("[no matches for %q in %s (%d files searched)]", *a.Pattern, p, files)}, nil
 	default:
 		hdr = fmt.Sprintf("[%d matches in %s (%d files searched)]\n", matches, p, files)
 	}
-	return Result{Text: hdr + out.String()}, nil
+	return Result{Text: hdr + notes + out.String()}, nil
 }
 
 // searchFile appends up to room matches of re in the file at path to out.
-// full reports that room was reached. Binary and huge files are skipped.
-func (c *config) searchFile(fsy fsys, path string, re *regexp.Regexp, room int, out *strings.Builder) (n int, full bool) {
-	f, err := fsy.Open(path)
+// full reports that room was reached. Binary files, files above
+// maxSearchFileBytes and anything but a regular file (checked on the open
+// descriptor) are skipped. It reads at most *budget bytes, and takes what
+// it read from it; err is ctx's error when the call was cancelled.
+func (c *config) searchFile(ctx context.Context, fsy fsys, path string, re *regexp.Regexp, room int, out *strings.Builder, budget *int64) (n int, full bool, err error) {
+	f, fi, err := openChecked(fsy, path, path)
 	if err != nil {
-		return 0, false
+		return 0, false, nil
 	}
 	defer f.Close()
-	if fi, err := f.Stat(); err != nil || fi.Size() > maxSearchFileBytes {
-		return 0, false
+	if fi.Size() > maxSearchFileBytes {
+		return 0, false, nil
 	}
+	allowed := min(int64(maxSearchFileBytes), *budget) // the file may have grown since fstat
+	src := &boundedReader{ctx: ctx, r: f, left: allowed}
+	defer func() { *budget -= allowed - src.left }()
 	br := readerPool.Get().(*bufio.Reader)
-	br.Reset(f)
+	br.Reset(src)
 	defer func() { br.Reset(nil); readerPool.Put(br) }()
 	if head, _ := br.Peek(sniffBytes); bytes.IndexByte(head, 0) >= 0 {
-		return 0, false
+		return 0, false, src.ctxErr
 	}
 	display := path
 	if !c.confine {
@@ -166,7 +188,7 @@ func (c *config) searchFile(fsy fsys, path string, re *regexp.Regexp, room int, 
 	for {
 		chunk, err := br.ReadSlice('\n')
 		if err == bufio.ErrBufferFull {
-			// A line longer than the buffer: collect it (bounded by the file size cap).
+			// A line longer than the buffer: collect it (bounded by src).
 			long = append(long, chunk...)
 			continue
 		}
@@ -182,42 +204,58 @@ func (c *config) searchFile(fsy fsys, path string, re *regexp.Regexp, room int, 
 				fmt.Fprintf(out, "%s:%d: %s\n", display, line, Clip(string(text), maxMatchLine))
 				n++
 				if n >= room {
-					return n, true
+					return n, true, nil
 				}
 			}
 		}
 		long = nil
 		if err != nil {
-			return n, false
+			return n, false, src.ctxErr
 		}
 	}
 }
 
-// walkTree calls fn for root and everything below it, depth first in
-// name order, like filepath.WalkDir but through f (so a confined walk
-// stays in its root). Symlinks are reported, never followed. fn may
-// return filepath.SkipDir or filepath.SkipAll.
-func walkTree(f fsys, root string, fn func(path string, d fs.DirEntry, err error) error) error {
-	fi, err := f.Stat(root) // a root that is a link is walked (in a confined walk, only inside the root)
+// walker walks a tree through f (so a confined walk stays in its root),
+// reading each directory with readDir (bounded, looking at ctx between
+// batches, at most limit entries each). partial collects the directories
+// that had more.
+type walker struct {
+	ctx     context.Context
+	f       fsys
+	limit   int
+	partial []string
+}
+
+// walk calls fn for root and everything below it, depth first in name
+// order, like filepath.WalkDir. Symlinks are reported, never followed.
+// fn may return filepath.SkipDir or filepath.SkipAll.
+func (w *walker) walk(root string, fn func(path string, d fs.DirEntry, err error) error) error {
+	fi, err := w.f.Stat(root) // a root that is a link is walked (in a confined walk, only inside the root)
 	if err != nil {
 		return fn(root, nil, err)
 	}
-	err = walkEntry(f, root, fs.FileInfoToDirEntry(fi), fn)
+	err = w.entry(root, fs.FileInfoToDirEntry(fi), fn)
 	if err == filepath.SkipDir || err == filepath.SkipAll {
 		return nil
 	}
 	return err
 }
 
-func walkEntry(f fsys, path string, d fs.DirEntry, fn func(string, fs.DirEntry, error) error) error {
+func (w *walker) entry(path string, d fs.DirEntry, fn func(string, fs.DirEntry, error) error) error {
+	if err := w.ctx.Err(); err != nil {
+		return err
+	}
 	if err := fn(path, d, nil); err != nil || !d.IsDir() {
 		if err == filepath.SkipDir && d.IsDir() {
 			err = nil
 		}
 		return err
 	}
-	ents, err := readDir(f, path)
+	ents, more, err := readDir(w.ctx, w.f, path, path, w.limit)
 	if err != nil {
+		if cerr := w.ctx.Err(); cerr != nil {
+			return cerr
+		}
 		if err := fn(path, d, err); err != nil {
 			if err == filepath.SkipDir {
 				return nil
@@ -225,9 +263,12 @@ func walkEntry(f fsys, path string, d fs.DirEntry, fn func(string, fs.DirEntry, 
 			return err
 		}
 	}
+	if more {
+		w.partial = append(w.partial, path)
+	}
 	sort.Slice(ents, func(i, j int) bool { return ents[i].Name() < ents[j].Name() })
 	for _, e := range ents {
-		if err := walkEntry(f, filepath.Join(path, e.Name()), e, fn); err != nil {
+		if err := w.entry(filepath.Join(path, e.Name()), e, fn); err != nil {
 			if err == filepath.SkipDir {
 				break
 			}

@@ -11,7 +11,10 @@
 // concurrent use; the TTY prompter serialises its prompts.
 //
 // Ownership: the shell tool owns the process group it starts and kills it
-// on timeout or cancellation; file tools hold no open files between calls.
+// on timeout or cancellation; file tools hold no open files between calls,
+// open only regular files and directories (never blocking in open: see
+// guarded), and read at most MaxReadScanBytes, MaxPatchBytes or
+// MaxSearchBytes per call, looking at the context every 64 KiB.
 // Results are plain strings owned by the caller, who clips and redacts
 // them before they reach the model.
 package tools
