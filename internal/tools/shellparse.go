@@ -217,7 +217,7 @@ func (c *classifier) assign(a *syntax.Assign) {
 	if a.Name == nil {
 		return
 	}
-	if dangerousVars[a.Name.Value] && !a.Naked {
+	if execVar(a.Name.Value) && !a.Naked {
 		c.raise(ClassCodeExecution, a.Name.Value, "assignment to "+a.Name.Value+" changes what runs")
 	}
 }
@@ -265,7 +265,36 @@ func (c *classifier) word(w *syntax.Word) word {
 	for _, p := range w.Parts {
 		c.part(&b, p, false, &dyn)
 	}
-	return word{v: b.String(), dyn: dyn}
+	return word{v: b.String(), dyn: dyn, mayOpt: mayBeOption(w)}
+}
+
+// mayBeOption reports whether w could become, at run time, one or more
+// words of which one starts with '-' although its text does not show it:
+// an unquoted expansion anywhere (field splitting can cut a word that
+// starts with '-' out of it), a quoted expansion at its start, or a
+// pathname or brace pattern at its start (a file in the directory may be
+// named "--to-command=sh"). A word whose static text starts with '-' is an
+// option anyway and is not counted here.
+func mayBeOption(w *syntax.Word) bool {
+	for i, p := range w.Parts {
+		switch p := p.(type) {
+		case *syntax.Lit:
+			if i == 0 && p.Value != "" && (strings.IndexByte("*?[", p.Value[0]) >= 0 ||
+				p.Value[0] == '{' && strings.ContainsAny(p.Value, ",.")) {
+				return true
+			}
+		case *syntax.SglQuoted:
+		case *syntax.DblQuoted:
+			if i == 0 && len(p.Parts) > 0 {
+				if _, lit := p.Parts[0].(*syntax.Lit); !lit {
+					return true
+				}
+			}
+		default: // ParamExp, CmdSubst, ArithmExp, ProcSubst, ExtGlob, BraceExp
+			return true
+		}
+	}
+	return false
 }
 
 func (c *classifier) part(b *strings.Builder, p syntax.WordPart, inDouble bool, dyn *bool) {
