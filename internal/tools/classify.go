@@ -276,6 +276,9 @@ func (c *classifier) command(words []word) segResult {
 		}
 		if ws.minClass != "" && Severity(ws.minClass) > Severity(minClass) {
 			minClass, minWhy = ws.minClass, "runs as another user via "+name
+			if ws.minClass == ClassCodeExecution {
+				minWhy = name + " runs its command again and again"
+			}
 			c.raise(minClass, name, minWhy)
 		}
 		inner, done := c.unwrap(name, ws, args)
@@ -296,7 +299,7 @@ var (
 		base64 xxd od hexdump ps free uptime nproc lsof column fold fmt nl rev comm join paste
 		expr seq sleep wait cd pushd popd exit return set unset export local readonly shift
 		break continue : read getopts umask ulimit hash history jobs fg bg trap declare typeset
-		let test tac strings zcat zgrep bzcat xzcat locale tty groups w who last env man rg`)
+		let test tac strings zcat zgrep bzcat xzcat locale tty groups w who last env`)
 	localWritePrograms = words2set(`mkdir touch cp mv ln tee rmdir mktemp install patch unzip tar gzip gunzip
 		bzip2 bunzip2 xz unxz zip`)
 	destructivePrograms = words2set(`rm unlink truncate shred wipe srm kill pkill killall
@@ -440,7 +443,7 @@ func (c *classifier) program(name string, args []word) segResult {
 		if len(opts.scriptFiles) > 0 {
 			c.raise(ClassCodeExecution, name, "man reads a configuration file that can name a pager")
 		}
-		return set(ClassSafe, "man only reads")
+		return set(ClassUnknown, "unrecognised program man")
 	case "find":
 		return c.find(args, r)
 	case "git":

@@ -600,11 +600,12 @@ func init() {
 			timeout= wait= conflict-exit-code= command$ verbose help version`, stop), skip: 1},
 		"chroot": {opts: newSpec("", "userspec= groups= skip-chdir help version", stop), skip: 1, shell: true},
 		"watch": {opts: newSpec("bcCeEgprtwxhv d? n= q=", `beep color no-color differences? errexit chgexit
-			equexit= interval= precise no-rerun no-title no-wrap exec help version shotsdir=`, stop), joined: true},
+			equexit= interval= precise no-rerun no-title no-wrap exec help version shotsdir=`, stop), joined: true,
+			minClass: ClassCodeExecution},
 		"script": {opts: newSpec("aefqh c$ E= t? T> B> I> O> m= o=", `append command$ echo= return flush force
 			log-in> log-out> log-io> log-timing> logging-format= output-limit= quiet timing? help version`, stop),
 			shell: true, notCmd: true},
-		"sg": {opts: newSpec("", "", stop), skip: 1, joined: true, shell: true},
+		"sg": {opts: newSpec("", "", stop), skip: 1, joined: true, shell: true, minClass: ClassSystemWrite},
 		"setarch": {opts: newSpec("vRFLXBIST3", `verbose addr-no-randomize fdpic-funcptrs mmap-page-zero
 			addr-compat-layout read-implies-exec 32bit short-inode whole-seconds sticky-timeouts
 			uname-2.6 list help version`, stop), skip: 1, shell: true},
@@ -616,7 +617,7 @@ func init() {
 		"nsenter": {opts: newSpec("aFeZc t= S= G= r? w? m? u? i? n? p? U? C? T?",
 			`target= all mount? uts? ipc? net? pid? user? cgroup? time? setuid= setgid= preserve-credentials
 			root? wd? wdns= env no-fork follow-context join-cgroup user-parent keep-caps help version`, stop),
-			shell: true},
+			shell: true, minClass: ClassSystemWrite},
 		"prlimit": {opts: newSpec("c? d? e? f? i? l? m? n? q? r? s? t? u? v? x? y? p= o=",
 			`pid= output= noheadings raw verbose as? core? cpu? data? fsize? locks? memlock? msgqueue? nice?
 			nofile? nproc? rss? rtprio? rttime? sigpending? stack? help version`, stop),
@@ -649,7 +650,34 @@ func (c *classifier) unwrap(name string, ws wrapperSpec, args []word) (inner []w
 		c.raise(cl, name, name+" writes to "+why)
 	}
 	rest := res.operands
-	if name == "env" {
+	if name == "xargs" {
+		// With -I or -i each occurrence of the replace string is a word
+		// read from the input.
+		repl := ""
+		for _, o := range []string{"-I", "-i", "--replace"} {
+			if res.seen[o] {
+				repl = "{}"
+				if vs := res.vals[o]; len(vs) > 0 && vs[len(vs)-1].v != "" {
+					repl = vs[len(vs)-1].v
+				}
+			}
+		}
+		if repl != "" {
+			marked := make([]word, len(rest))
+			for i, w := range rest {
+				if strings.Contains(w.v, repl) {
+					// The program's name, or a word that may be an
+					// option; as a path it stays what it was.
+					w.mayOpt = true
+					w.dyn = w.dyn || i == 0
+				}
+				marked[i] = w
+			}
+			rest = marked
+		}
+	}
+	if name == "env" || name == "sudo" {
+		// Both take NAME=value words before the command.
 		for len(rest) > 0 {
 			v, ok := assignmentName(rest[0])
 			if !ok {
@@ -660,6 +688,8 @@ func (c *classifier) unwrap(name string, ws wrapperSpec, args []word) (inner []w
 			}
 			rest = rest[1:]
 		}
+	}
+	if name == "env" {
 		if len(res.cmds) > 0 {
 			// env -S splits its string into the words of the command,
 			// before the remaining operands.
