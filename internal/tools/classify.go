@@ -268,9 +268,9 @@ func (c *classifier) command(words []word) segResult {
 			if Severity(minClass) > 0 {
 				c.raise(minClass, name, minWhy)
 			}
-			if s := specFor(name); input && s != nil && s.hasExec {
+			if s := specFor(name); input && s != nil && s.hasExec && !hasWord(args, "--") {
 				c.raise(ClassCodeExecution, name, wrapper+" appends words from its input to "+name+
-					", and one may be an option that runs a program")
+					", and one may be an option that runs a program (a -- before them makes them operands)")
 			}
 			return c.program(name, args)
 		}
@@ -943,4 +943,14 @@ func isForkBomb(s string) bool {
 		}
 		off = k + 3
 	}
+}
+
+// hasWord reports whether args holds the static word w.
+func hasWord(args []word, w string) bool {
+	for _, a := range args {
+		if a.v == w && !a.dyn {
+			return true
+		}
+	}
+	return false
 }

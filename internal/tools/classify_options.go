@@ -561,9 +561,10 @@ func init() {
 		non-interactive preserve-groups stdin shell validate version help no-update`, stop),
 		noCmd:    []string{"-l", "--list", "-v", "--validate", "-k", "-K", "-V", "--version", "-h", "--help"},
 		minClass: ClassSystemWrite, shell: true}
+	// su, runuser and script permute: their -c may follow the operands.
 	su := wrapperSpec{opts: newSpec("lmpfPT c$ C$ g= G= s= w=",
 		`login preserve-environment pty no-pty command$ session-command$ shell= group= supp-group=
-		whitelist-environment= fast help version`, stop), shell: true, notCmd: true, minClass: ClassSystemWrite}
+		whitelist-environment= fast help version`, allowlist), shell: true, notCmd: true, minClass: ClassSystemWrite}
 	wrappers = map[string]wrapperSpec{
 		"sudo": sudo,
 		"doas": {opts: newSpec("Lns u= C=", "", stop), shell: true, minClass: ClassSystemWrite},
@@ -603,7 +604,7 @@ func init() {
 			equexit= interval= precise no-rerun no-title no-wrap exec help version shotsdir=`, stop), joined: true,
 			minClass: ClassCodeExecution},
 		"script": {opts: newSpec("aefqh c$ E= t? T> B> I> O> m= o=", `append command$ echo= return flush force
-			log-in> log-out> log-io> log-timing> logging-format= output-limit= quiet timing? help version`, stop),
+			log-in> log-out> log-io> log-timing> logging-format= output-limit= quiet timing? help version`, allowlist),
 			shell: true, notCmd: true},
 		"sg": {opts: newSpec("", "", stop), skip: 1, joined: true, shell: true, minClass: ClassSystemWrite},
 		"setarch": {opts: newSpec("vRFLXBIST3", `verbose addr-no-randomize fdpic-funcptrs mmap-page-zero
