@@ -344,7 +344,7 @@ func (c *classifier) program(name string, args []word) segResult {
 	// Options are read against the program's table first: one that runs a
 	// program, or one a write-class program does not know, raises the
 	// class whatever the operands say.
-	opts := &optResult{seen: map[string]bool{}, vals: map[string][]word{}, operands: args}
+	opts := &optResult{operands: args}
 	if s := specFor(name); s != nil {
 		opts = s.scan(args)
 		if opts.class != "" {

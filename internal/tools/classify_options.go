@@ -192,6 +192,13 @@ type optResult struct {
 	why   string
 }
 
+func (r *optResult) mark(opt string) {
+	if r.seen == nil {
+		r.seen = map[string]bool{}
+	}
+	r.seen[opt] = true
+}
+
 func (r *optResult) raise(class Class, why string) {
 	if r.class == "" || Severity(class) > Severity(r.class) {
 		r.class, r.why = class, why
@@ -200,8 +207,11 @@ func (r *optResult) raise(class Class, why string) {
 
 // scan reads args against s.
 func (s *optSpec) scan(args []word) *optResult {
-	r := &optResult{seen: map[string]bool{}, vals: map[string][]word{}}
+	r := &optResult{}
 	apply := func(opt string, k optKind, v word, separate bool) {
+		if r.vals == nil {
+			r.vals = map[string][]word{}
+		}
 		r.vals[opt] = append(r.vals[opt], v)
 		if separate && s.looksRunning(v) {
 			r.raise(ClassCodeExecution, opt+" takes "+v.v+", which would run a program if it were an option")
@@ -243,7 +253,7 @@ func (s *optSpec) scan(args []word) *optResult {
 		for j := 0; j < len(b); j++ {
 			opt := "-" + b[j:j+1]
 			k := s.short[b[j]]
-			r.seen[opt] = true
+			r.mark(opt)
 			if k.takesArg() {
 				var v word
 				if i < len(args) {
@@ -284,7 +294,7 @@ func (s *optSpec) scan(args []word) *optResult {
 				continue
 			}
 			opt := "--" + full
-			r.seen[opt] = true
+			r.mark(opt)
 			switch {
 			case k == optOptArg || k == optExecOpt:
 				if hasVal {
@@ -314,7 +324,7 @@ func (s *optSpec) scan(args []word) *optResult {
 				unknown(opt)
 				continue
 			}
-			r.seen[opt] = true
+			r.mark(opt)
 			if k == optOptArg || k == optExecOpt {
 				apply(opt, k, word{v: a.v[j+1:], dyn: a.dyn}, false)
 				break
