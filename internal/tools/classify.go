@@ -56,8 +56,11 @@ const maxShellDepth = 16
 // to sh -c. It parses the line with a bash parser (mvdan.cc/sh: quotes,
 // escapes, pipes and lists, subshells, compound commands, functions,
 // command and process substitution, redirections, here-documents), unwraps
-// wrappers such as sudo, env, timeout and xargs, classifies every command
-// and every redirection target, and returns the most severe result. A line
+// wrappers such as sudo, env, timeout and xargs, reads each command's
+// options against the program's table (an option that names a program is
+// code_execution in any spelling; an option a write-class program does not
+// know is unknown; see classify_options.go), classifies every command and
+// every redirection target, and returns the most severe result. A line
 // the parser rejects is unknown, or more severe when a piece of it would be
 // (see salvage). Relative paths count as inside the working directory,
 // absolute ones as outside it.
