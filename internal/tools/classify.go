@@ -393,7 +393,9 @@ func (c *classifier) program(name string, args []word) segResult {
 				case "pip", "pip3", "ensurepip":
 					return c.packageManager("pip", args[i+2:], r)
 				case "venv", "virtualenv":
-					return set(ClassLocalWrite, "creates a virtual environment")
+					// -m looks in the working directory first: a venv.py
+					// there is what runs.
+					return set(ClassCodeExecution, name+" -m "+args[i+1].v+" runs a module the working directory can supply")
 				}
 				break
 			}
@@ -423,9 +425,29 @@ func (c *classifier) program(name string, args []word) segResult {
 		return c.writeArgs(name, append(opts.writes, opts.operands...), r, name+" writes files")
 	case "ssh", "slogin", "scp", "sftp":
 		return c.ssh(name, opts, r)
-	case "ftp", "lftp", "tftp":
+	case "trap":
+		// The action is a command line run when the signal comes.
+		if ops := operands(args); len(ops) > 1 && ops[0].v != "-" && ops[0].v != "" {
+			c.shellString("trap", ops[0])
+		}
+		return set(ClassSafe, "sets a signal handler")
+	case "hash":
+		for _, a := range args {
+			if strings.HasPrefix(a.v, "-") && strings.Contains(a.v, "p") {
+				return set(ClassCodeExecution, "hash -p makes a command name run another program")
+			}
+		}
+		return set(ClassSafe, "hash only reads")
+	case "ftp", "lftp", "tftp", "telnet":
 		r.interpreter = true
 		return set(ClassCodeExecution, name+" runs the ! commands in its input")
+	case "openssl":
+		for _, a := range args {
+			if a.v == "-engine" || a.v == "-provider" || a.v == "-provider-path" {
+				c.raise(ClassCodeExecution, name, "openssl "+a.v+" loads a module")
+			}
+		}
+		return set(ClassNetworkEgress, name+" contacts the network")
 	case "rsync", "aria2c", "socat", "nc", "ncat", "netcat":
 		c.netExec(name, args, opts)
 		return set(ClassNetworkEgress, name+" contacts the network")
@@ -874,6 +896,11 @@ func (c *classifier) goTool(args []word, r segResult) segResult {
 	case "fmt":
 		return set(ClassLocalWrite, "go fmt rewrites files")
 	case "version", "env", "list", "doc", "help":
+		for _, a := range args {
+			if strings.HasPrefix(a.v, "-toolexec") || strings.HasPrefix(a.v, "--toolexec") || strings.HasPrefix(a.v, "-exec") {
+				return set(ClassCodeExecution, "go "+sub+" "+quoteArg(a.v)+" runs a program")
+			}
+		}
 		if sub == "env" {
 			for _, a := range args {
 				if a.v == "-w" || a.v == "-u" {

@@ -469,6 +469,8 @@ var optSpecs = map[string]*optSpec{
 		wildcard names-only all update no-subpages no-hyphenation no-justification local-file where
 		path location where-cat location-cat help usage version ditroff troff`, 0),
 	"rg":      newSpec("", "pre! pre-glob=", 0),
+	"ag":      newSpec("", "pager!", 0),
+	"mosh":    newSpec("", "client! server! ssh!", 0),
 	"ssh":     newSpec("46AaCfGgKkMNnqsTtVvXxYy B= b= c= D= E> e= F@ I! i= J= L= l= m= O= o= p= Q= R= S= W= w=", "", 0),
 	"scp":     newSpec("346ABCOpqRrTv c= D! F@ i= J= l= o= P= S! X=", "", 0),
 	"sftp":    newSpec("46AaCfNpqrv B= b@ c= D! F@ i= J= l= o= P= R= S! X=", "", 0),

@@ -131,6 +131,18 @@ func TestClassifyOptions(t *testing.T) {
 		{"tar -cf a.tar {a,--to-command=sh}", ClassCodeExecution},
 		{"zip -r a.zip *", ClassCodeExecution}, // a file named -TTsh
 		{"zip -r a.zip ./*", ClassLocalWrite},
+		// Command lines and programs in other arguments.
+		{"trap 'sh -c id' EXIT", ClassCodeExecution},
+		{"trap - EXIT", ClassSafe},
+		{"trap '' INT", ClassSafe},
+		{"hash -p ./evil ls", ClassCodeExecution},
+		{"telnet host", ClassCodeExecution},
+		{"mosh --ssh='sh -c id' host", ClassCodeExecution},
+		{"openssl s_client -engine ./e.so -connect h:443", ClassCodeExecution},
+		{"go list -toolexec=./x ./...", ClassCodeExecution},
+		{"go list ./...", ClassSafe},
+		{"python3 -m venv .venv", ClassCodeExecution},
+		{"ag --pager='sh -c id' x", ClassCodeExecution},
 		// git configuration that names programs.
 		{"git config core.editor vim", ClassCodeExecution},
 		{"git config --global core.pager less", ClassSystemWrite},
