@@ -247,7 +247,7 @@ func (c *classifier) command(words []word) segResult {
 			return segResult{}
 		}
 		w0 := words[0]
-		if w0.dyn {
+		if w0.dyn || w0.mayOpt && wrapper != "" {
 			if wrapper != "" {
 				c.raise(ClassCodeExecution, wrapper, wrapper+" runs a program decided at run time")
 				return segResult{argv0: wrapper, interpreter: true}

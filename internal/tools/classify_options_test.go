@@ -1,6 +1,9 @@
 package tools
 
-import "testing"
+import (
+	"strings"
+	"testing"
+)
 
 // TestClassifyOptions: common commands of the programs that now have
 // option tables classify as they did before; options a write-class
@@ -143,6 +146,14 @@ func TestClassifyOptions(t *testing.T) {
 		{"go list ./...", ClassSafe},
 		{"python3 -m venv .venv", ClassCodeExecution},
 		{"ag --pager='sh -c id' x", ClassCodeExecution},
+		// Patterns and expansions that may become options.
+		{"tar -cf a.tar ''{-I,sh}", ClassCodeExecution},
+		{`rsync --{rsh=sh,x} a b:`, ClassCodeExecution},
+		{`tar -cf a.tar ""*`, ClassCodeExecution},
+		{"tar -cf a.tar x*", ClassLocalWrite},
+		{"tar -cf a.tar -- \"$X\"", ClassSystemWrite},
+		{"sort <(ls a) <(ls b)", ClassSafe},
+		{"nice *", ClassCodeExecution},
 		// git configuration that names programs.
 		{"git config core.editor vim", ClassCodeExecution},
 		{"git config --global core.pager less", ClassSystemWrite},
@@ -191,4 +202,35 @@ func TestSedScript(t *testing.T) {
 			}
 		}
 	}
+}
+
+// FuzzSedScript: the sed script reader never panics, what it reports as
+// written is text of the script, and an e command on a line of its own,
+// after a script it reads whose last line takes no text, is read as
+// running a command.
+func FuzzSedScript(f *testing.F) {
+	for _, s := range []string{"s/a/b/g", "1e id", "s/x/id/e", "s/x/y/w out", "$a\\\ntext e", "y/abc/xyz/",
+		":a;N;$!ba;s/\\n/ /g", "1~2d; 3,+2p", "s/[/]/x/e", "1{e id\n}", "\\%x%d", "#n\np", "/a/,/b/{s//x/;}"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		execs, writes, ok := sedScript(s)
+		for _, w := range writes {
+			if !strings.Contains(s, w) {
+				t.Fatalf("sedScript(%q) writes %q, which is not in the script", s, w)
+			}
+		}
+		if ok && !execs && !strings.ContainsAny(s, "\\") {
+			if e2, _, ok2 := sedScript(s + "\ne"); ok2 && !e2 && !endsInText(s) {
+				t.Fatalf("sedScript(%q + \"\\ne\") runs nothing", s)
+			}
+		}
+	})
+}
+
+// endsInText reports whether the last line of a sed script is a comment or
+// the argument of a command that takes the rest of the line (a, i, c, r,
+// R, w, W, labels), after which "\ne" may still be text.
+func endsInText(s string) bool {
+	return strings.ContainsAny(s, "#aicrRwW:btTv{}")
 }

@@ -270,27 +270,39 @@ func (c *classifier) word(w *syntax.Word) word {
 
 // mayBeOption reports whether w could become, at run time, one or more
 // words of which one starts with '-' although its text does not show it:
-// an unquoted expansion anywhere (field splitting can cut a word that
-// starts with '-' out of it), a quoted expansion at its start, or a
-// pathname or brace pattern at its start (a file in the directory may be
-// named "--to-command=sh"). A word whose static text starts with '-' is an
-// option anyway and is not counted here.
+// an unquoted parameter, command or arithmetic expansion anywhere (field
+// splitting can cut a word that starts with '-' out of it), a quoted one
+// with no text before it, or a pathname or brace pattern with no text or
+// only a dash before it (a file in the directory may be named
+// "--to-command=sh"; ""{-I,sh} is two words, -I and sh).
 func mayBeOption(w *syntax.Word) bool {
-	for i, p := range w.Parts {
+	prefix := "" // the static text before the current part
+	for _, p := range w.Parts {
 		switch p := p.(type) {
 		case *syntax.Lit:
-			if i == 0 && p.Value != "" && (strings.IndexByte("*?[", p.Value[0]) >= 0 ||
-				p.Value[0] == '{' && strings.ContainsAny(p.Value, ",.")) {
-				return true
-			}
-		case *syntax.SglQuoted:
-		case *syntax.DblQuoted:
-			if i == 0 && len(p.Parts) > 0 {
-				if _, lit := p.Parts[0].(*syntax.Lit); !lit {
+			v := p.Value
+			if i := strings.IndexAny(v, "*?[{"); i >= 0 && (v[i] != '{' || strings.ContainsAny(v[i:], ",.")) {
+				if t := prefix + v[:i]; t == "" || t[0] == '-' {
 					return true
 				}
 			}
-		default: // ParamExp, CmdSubst, ArithmExp, ProcSubst, ExtGlob, BraceExp
+			prefix += v
+		case *syntax.SglQuoted:
+			prefix += p.Value
+		case *syntax.DblQuoted:
+			for _, q := range p.Parts {
+				l, lit := q.(*syntax.Lit)
+				if !lit {
+					if prefix == "" || prefix[0] == '-' {
+						return true
+					}
+					continue
+				}
+				prefix += l.Value
+			}
+		case *syntax.ProcSubst:
+			prefix += "/dev/fd/"
+		default: // ParamExp, CmdSubst, ArithmExp, ExtGlob, BraceExp
 			return true
 		}
 	}
