@@ -425,6 +425,16 @@ func (c *classifier) program(name string, args []word) segResult {
 		return c.writeArgs(name, append(opts.writes, opts.operands...), r, name+" writes files")
 	case "ssh", "slogin", "scp", "sftp":
 		return c.ssh(name, opts, r)
+	case "read", "mapfile", "readarray", "getopts", "printf":
+		// Builtins that assign to variables named by their arguments.
+		for i, a := range args {
+			if name == "printf" && (i == 0 || args[i-1].v != "-v") {
+				continue
+			}
+			if execVar(a.v) {
+				c.raise(ClassCodeExecution, a.v, name+" assigns "+a.v+", which changes what runs")
+			}
+		}
 	case "trap":
 		// The action is a command line run when the signal comes.
 		if ops := operands(args); len(ops) > 1 && ops[0].v != "-" && ops[0].v != "" {

@@ -146,6 +146,13 @@ func TestClassifyOptions(t *testing.T) {
 		{"go list ./...", ClassSafe},
 		{"python3 -m venv .venv", ClassCodeExecution},
 		{"ag --pager='sh -c id' x", ClassCodeExecution},
+		// Variables set other ways.
+		{"read -r LESSOPEN < f; less x", ClassCodeExecution},
+		{"export LESSOPEN; less x", ClassCodeExecution},
+		{": ${PAGER:=x}; git -p log", ClassCodeExecution},
+		{"printf -v PAGER %s x", ClassCodeExecution},
+		{"read -r line < f", ClassSafe},
+		{"printf '%s\\n' PAGER", ClassSafe},
 		// Patterns and expansions that may become options.
 		{"tar -cf a.tar ''{-I,sh}", ClassCodeExecution},
 		{`rsync --{rsh=sh,x} a b:`, ClassCodeExecution},

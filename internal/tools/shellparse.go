@@ -37,6 +37,13 @@ func (c *classifier) line(stmts []*syntax.Stmt) {
 		syntax.Walk(s, func(n syntax.Node) bool {
 			var body []*syntax.Stmt
 			switch n := n.(type) {
+			case *syntax.ParamExp:
+				// ${NAME:=value} assigns.
+				if n.Exp != nil && (n.Exp.Op == syntax.AssignUnset || n.Exp.Op == syntax.AssignUnsetOrNull) &&
+					n.Param != nil && execVar(n.Param.Value) {
+					c.raise(ClassCodeExecution, n.Param.Value, "assignment to "+n.Param.Value+" changes what runs")
+				}
+				return true
 			case *syntax.CmdSubst:
 				body = n.Stmts
 			case *syntax.ProcSubst:
@@ -217,7 +224,9 @@ func (c *classifier) assign(a *syntax.Assign) {
 	if a.Name == nil {
 		return
 	}
-	if execVar(a.Name.Value) && !a.Naked {
+	// A declaration without a value (export PAGER) still hands the
+	// variable, set however, to every later program.
+	if execVar(a.Name.Value) {
 		c.raise(ClassCodeExecution, a.Name.Value, "assignment to "+a.Name.Value+" changes what runs")
 	}
 }
