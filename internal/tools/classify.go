@@ -593,7 +593,12 @@ func (c *classifier) program(name string, args []word) segResult {
 		}
 		return c.writeArgs(name, targets, r, name+" writes files")
 	case "mkdir", "touch", "tee", "rmdir", "mktemp":
-		return c.writeArgs(name, opts.operands, r, name+" writes files")
+		targets := opts.operands
+		if name == "mktemp" {
+			// -p DIR and --tmpdir=DIR say where the file is made.
+			targets = append(append(targets, opts.vals["-p"]...), opts.vals["--tmpdir"]...)
+		}
+		return c.writeArgs(name, targets, r, name+" writes files")
 	case "truncate":
 		return set(ClassDestructive, "truncates files")
 	case "curl", "wget":

@@ -401,7 +401,7 @@ var optSpecs = map[string]*optSpec{
 		mac-metadata safe-writes no-safe-writes lrzip lz4 grzip b64encode uuencode read-sparse
 		no-read-sparse disable-copyfile ignore-zeros`, allowlist|oldStyle),
 	// Info-ZIP zip: read by zipArgs, since -TT is one option of two letters.
-	"unzip": newSpec("abBcCDfjJKlLMnNoopqsStTuUvVWXxzZ2:^ d> P= O= I= x=", "", allowlist),
+	"unzip": newSpec("abBcCDfjJKlLMnNoopqsStTuUvVWXxzZ0123456789:^ d> P= O= I= x=", "", allowlist),
 	"sort": newSpec("bcCdfghiMmnrRsuVz k= o> S= t= T=",
 		`batch-size= buffer-size= check? compress-program! debug dictionary-order field-separator=
 		files0-from= general-numeric-sort help human-numeric-sort ignore-case ignore-leading-blanks
@@ -434,9 +434,9 @@ var optSpecs = map[string]*optSpec{
 	"rmdir": newSpec("pv", "help ignore-fail-on-non-empty parents verbose version", allowlist),
 	"mktemp": newSpec("dqtu p=",
 		"directory dry-run help quiet suffix= tmpdir? version", allowlist),
-	"patch": newSpec("bcEefNlnRsTtuvZ B= D= F= V= Y= d= g= i= o> p= r> z=",
-		`backup backup-if-mismatch binary context directory= dry-run ed force forward fuzz= get= help
-		ifdef= ignore-whitespace input= merge? no-backup-if-mismatch normal output> posix prefix=
+	"patch": newSpec("bcEefNlnRsTtuvZ B> D= F= V= Y= d> g= i= o> p= r> z=",
+		`backup backup-if-mismatch binary context directory> dry-run ed force forward fuzz= get= help
+		ifdef= ignore-whitespace input= merge? no-backup-if-mismatch normal output> posix prefix>
 		basename-prefix= quiet quoting-style= read-only= reject-file> reject-format= remove-empty-files
 		reverse set-time set-utc silent strip= suffix= unified verbose version version-control=
 		follow-symlinks batch`, allowlist),
@@ -1076,9 +1076,9 @@ func (c *classifier) zip(args []word) []word {
 // zipSpec is Info-ZIP zip's table; multi-letter options such as -tt or -lf
 // read as bundles of its letters, which only matters for the arity of
 // harmless options.
-var zipSpec = newSpec("0123456789AcdDefFgjJklLmMoqrRSTuvVwXyzUh@$! N= b= n= t= x= i= O> P= Z= s=",
+var zipSpec = newSpec("0123456789AcdDefFgjJklLMoqrRSTuvVwXyzUh@$! m- N= b= n= t= x= i= O> P= Z= s=",
 	`unzip-command! output-file> recurse-paths recurse-patterns quiet verbose junk-paths update freshen
-	delete move test exclude= include= symlinks encrypt password= compression-method= temp-path=
+	delete move- test exclude= include= symlinks encrypt password= compression-method= temp-path=
 	suffixes= split-size= split-pause split-bell split-verbose filesync no-extra grow fix fixfix
 	adjust-sfx unsfx latest-time display-bytes display-counts display-dots display-globaldots
 	display-usize display-volume dot-size= log-append log-file> log-info copy-entries to-crlf
@@ -1088,7 +1088,7 @@ var zipSpec = newSpec("0123456789AcdDefFgjJklLmMoqrRSTuvVwXyzUh@$! N= b= n= t= x
 // sshRunning are ssh configuration keywords whose value is a program or a
 // library ssh runs or loads on the client.
 var sshRunning = words2set(`proxycommand localcommand knownhostscommand pkcs11provider
-	securitykeyprovider match include`)
+	securitykeyprovider xauthlocation match include`)
 
 // ssh classifies the options of ssh, scp and sftp that run a program on
 // this machine: -o with a program-naming keyword, -F (a configuration file
