@@ -400,7 +400,7 @@ var optSpecs = map[string]*optSpec{
 		options= passphrase= insecure^ chroot fast-read norecurse nodump no-fflags fflags no-mac-metadata
 		mac-metadata safe-writes no-safe-writes lrzip lz4 grzip b64encode uuencode read-sparse
 		no-read-sparse disable-copyfile ignore-zeros`, allowlist|oldStyle),
-	// Info-ZIP zip: read by zipArgs, since -TT is one option of two letters.
+	// Info-ZIP zip has its own table, zipSpec, read by (*classifier).zip.
 	"unzip": newSpec("abBcCDfjJKlLMnNoopqsStTuUvVWXxzZ0123456789:^ d> P= O= I= x=", "", allowlist),
 	"sort": newSpec("bcCdfghiMmnrRsuVz k= o> S= t= T=",
 		`batch-size= buffer-size= check? compress-program! debug dictionary-order field-separator=
@@ -653,8 +653,10 @@ func (c *classifier) unwrap(name string, ws wrapperSpec, args []word) (inner []w
 	switch res.class {
 	case "":
 	case ClassUnknown:
+		// Which word is the program is not known; the words read as
+		// operands are still classified as the command, which can only
+		// add to the class.
 		c.raise(ClassCodeExecution, name, name+": "+res.why+", so which program it runs is not known")
-		return nil, true
 	default:
 		c.raise(res.class, name, name+": "+res.why)
 	}

@@ -126,6 +126,7 @@ func TestClassifyOptions(t *testing.T) {
 		// Wrappers whose options are not known cannot say what runs.
 		{"timeout --frobnicate 5 ls", ClassCodeExecution},
 		{"env --frobnicate ls", ClassCodeExecution},
+		{"timeout --frobnicate 5 rm -rf /", ClassBlocked},
 		// tar writes outside or deletes.
 		{"tar -xPf a.tar", ClassSystemWrite},
 		{"tar --remove-files -cf a.tar d", ClassDestructive},
