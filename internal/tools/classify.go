@@ -539,19 +539,29 @@ func (c *classifier) program(name string, args []word) segResult {
 		}
 		return set(ClassDestructive, name+" terminates processes")
 	case "chmod", "chown", "chgrp":
-		recursive := false
+		// chmod's modes may start with '-' (chmod -x f): they are the
+		// mode operand, not options.
+		var rest []word
+		mode := false
 		for _, a := range args {
-			if a.v == "-R" || a.v == "--recursive" || strings.HasPrefix(a.v, "-") && !strings.HasPrefix(a.v, "--") && strings.Contains(a.v, "R") {
-				recursive = true
+			if name == "chmod" && !mode && isDashMode(a.v) {
+				mode = true
+				continue
 			}
+			rest = append(rest, a)
 		}
-		ops := operands(args)
-		if len(ops) > 0 {
+		o := ownerSpec.scan(rest)
+		if o.class != "" {
+			c.raise(o.class, name, name+": "+o.why)
+		}
+		recursive := o.seen["-R"] || o.seen["--recursive"]
+		ops := o.operands
+		if len(ops) > 0 && !mode && !o.seen["--reference"] {
 			ops = ops[1:] // mode or owner
 		}
-		for _, o := range ops {
-			if recursive && c.catastrophic(o.v) {
-				return set(ClassBlocked, name+" -R on "+o.v)
+		for _, op := range ops {
+			if recursive && c.catastrophic(op.v) {
+				return set(ClassBlocked, name+" -R on "+op.v)
 			}
 		}
 		return c.writeArgs(name, ops, r, "changes file attributes")

@@ -482,6 +482,24 @@ var optSpecs = map[string]*optSpec{
 	"cpio":    newSpec("F= H= I= O= R= E= M= C= W=", "rsh-command! rmt-command! file= format= owner= pattern-file=", 0),
 }
 
+// ownerSpec is the table of chmod, chown and chgrp.
+var ownerSpec = newSpec("cfvRhHLP", `changes silent quiet verbose no-preserve-root preserve-root reference=
+	recursive dereference no-dereference from= help version`, allowlist)
+
+// isDashMode reports whether v is a chmod mode that starts with '-' (-x,
+// -rw, -w,+x).
+func isDashMode(v string) bool {
+	if len(v) < 2 || v[0] != '-' {
+		return false
+	}
+	for i := 1; i < len(v); i++ {
+		if strings.IndexByte("rwxXstugoa+-=,0123456789", v[i]) < 0 {
+			return false
+		}
+	}
+	return true
+}
+
 // specFor returns the table of program name, after aliases.
 func specFor(name string) *optSpec {
 	switch name {
