@@ -135,6 +135,12 @@ var catalogueLines = []string{"%s", "sh -c %q", "bash -c %q", "eval %q", "(%s)",
 	"for i in 1; do %s; done", "ls; %s", "f() { %s; }", "sudo sh -c %q", "watch -x sh -c %q", "flock /tmp/l -c %q",
 	"env -S %q", "script -q -c %q /dev/null", "find . -exec sh -c %q \\;"}
 
+// permutes holds the catalogue's programs that read options after
+// operands (GNU getopt_long's default, and zip).
+var permutes = map[string]bool{"tar": true, "gtar": true, "bsdtar": true, "sort": true, "split": true,
+	"install": true, "rsync": true, "rg": true, "ag": true, "man": true, "less": true, "wget": true,
+	"aria2c": true, "cpio": true, "ncat": true, "mosh": true, "sed": true, "zip": true}
+
 // quoteRandom quotes s in one of the ways sh reads back as s.
 func quoteRandom(r *rand.Rand, s string) string {
 	plain := s != ""
@@ -218,7 +224,12 @@ func (e catalogueEntry) generate(r *rand.Rand) string {
 				opt = splitQuote(r, name) + " " + v
 			}
 		}
-		cmd = strings.Replace(cmd, "{}", opt, 1)
+		if permutes[e.prog] && r.IntN(3) == 0 {
+			// GNU getopt takes options after operands too.
+			cmd = strings.Replace(cmd, " {}", "", 1) + " " + opt
+		} else {
+			cmd = strings.Replace(cmd, "{}", opt, 1)
+		}
 	}
 	if strings.HasPrefix(cmd, e.prog+" ") || cmd == e.prog {
 		rest := cmd[len(e.prog):]
