@@ -731,11 +731,12 @@ func (c *classifier) unwrap(name string, ws wrapperSpec, args []word) (inner []w
 				line += cmd.v + " "
 			}
 			dyn := false
-			for _, w := range append(res.cmds, rest...) {
+			for _, w := range res.cmds {
 				dyn = dyn || w.dyn
 			}
 			for _, w := range rest {
 				line += shellQuote(w.v) + " "
+				dyn = dyn || w.dyn
 			}
 			c.shellString(name, word{v: line, dyn: dyn})
 			return nil, true
@@ -804,6 +805,11 @@ func (c *classifier) shellString(name string, w word) {
 	}
 	v := classifyShell(w.v, c.workDir, c.depth+1)
 	c.raise(v.Class, v.Argv0, name+": "+v.Reason)
+	if v.Class == ClassUnknown {
+		// What a wrapper runs is at least code execution when it cannot
+		// be told.
+		c.raise(ClassCodeExecution, name, name+" runs a command that cannot be classified: "+v.Reason)
+	}
 }
 
 // shellQuote quotes s for sh.

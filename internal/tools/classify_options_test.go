@@ -134,6 +134,8 @@ func TestClassifyOptions(t *testing.T) {
 		{"timeout --frobnicate 5 ls", ClassCodeExecution},
 		{"env --frobnicate ls", ClassCodeExecution},
 		{"timeout --frobnicate 5 rm -rf /", ClassBlocked},
+		{"env -S '${CMD} x'", ClassCodeExecution},
+		{"flock /tmp/l -c 'frobnicate'", ClassCodeExecution},
 		// tar writes outside or deletes.
 		{"tar -xPf a.tar", ClassSystemWrite},
 		{"tar --remove-files -cf a.tar d", ClassDestructive},
