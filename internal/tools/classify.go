@@ -56,8 +56,11 @@ const maxShellDepth = 16
 // to sh -c. It parses the line with a bash parser (mvdan.cc/sh: quotes,
 // escapes, pipes and lists, subshells, compound commands, functions,
 // command and process substitution, redirections, here-documents), unwraps
-// wrappers such as sudo, env, timeout and xargs, classifies every command
-// and every redirection target, and returns the most severe result. A line
+// wrappers such as sudo, env, timeout and xargs, reads each command's
+// options against the program's table (an option that names a program is
+// code_execution in any spelling; an option a write-class program does not
+// know is unknown; see classify_options.go), classifies every command and
+// every redirection target, and returns the most severe result. A line
 // the parser rejects is unknown, or more severe when a piece of it would be
 // (see salvage). Relative paths count as inside the working directory,
 // absolute ones as outside it.
@@ -142,6 +145,9 @@ type segResult struct {
 type word struct {
 	v   string
 	dyn bool
+	// mayOpt marks a word that may expand to an option at run time (see
+	// mayBeOption).
+	mayOpt bool
 }
 
 // writeTarget classifies writing to path p.
@@ -185,14 +191,6 @@ var keywords = map[string]bool{
 	"while": true, "until": true, "!": true, "{": true, "}": true, "esac": true, "in": true,
 }
 
-// dangerousVars are variables whose assignment changes which program runs
-// or what it loads.
-var dangerousVars = map[string]bool{
-	"PATH": true, "LD_PRELOAD": true, "LD_LIBRARY_PATH": true, "BASH_ENV": true, "ENV": true,
-	"IFS": true, "PROMPT_COMMAND": true, "DYLD_INSERT_LIBRARIES": true, "PYTHONPATH": true,
-	"NODE_OPTIONS": true, "GIT_SSH_COMMAND": true, "GIT_EXEC_PATH": true, "SHELLOPTS": true,
-}
-
 // assignmentName returns the variable name of a NAME=value word.
 func assignmentName(w word) (string, bool) {
 	eq := strings.IndexByte(w.v, '=')
@@ -219,7 +217,7 @@ func (c *classifier) command(words []word) segResult {
 	// Leading assignments and reserved words.
 	for len(words) > 0 {
 		if name, ok := assignmentName(words[0]); ok {
-			if dangerousVars[name] {
+			if execVar(name) {
 				c.raise(ClassCodeExecution, name, "assignment to "+name+" changes what runs")
 			}
 			words = words[1:]
@@ -240,12 +238,20 @@ func (c *classifier) command(words []word) segResult {
 	}
 	minClass := ClassSafe
 	minWhy := ""
+	// wrapper is the innermost wrapper so far; input is set when one of
+	// them appends words read from its input (xargs).
+	wrapper := ""
+	input := false
 	for {
 		if len(words) == 0 {
 			return segResult{}
 		}
 		w0 := words[0]
-		if w0.dyn {
+		if w0.dyn || w0.mayOpt && wrapper != "" {
+			if wrapper != "" {
+				c.raise(ClassCodeExecution, wrapper, wrapper+" runs a program decided at run time")
+				return segResult{argv0: wrapper, interpreter: true}
+			}
 			c.raise(ClassUnknown, w0.v, "program name decided at run time")
 			return segResult{argv0: w0.v}
 		}
@@ -260,146 +266,32 @@ func (c *classifier) command(words []word) segResult {
 			}
 		}
 		args := words[1:]
-		if name == "env" {
-			for _, v := range envAssignments(args) {
-				if dangerousVars[v] {
-					c.raise(ClassCodeExecution, v, "assignment to "+v+" changes what runs")
-				}
-			}
-		}
-		inner, extra, ok := unwrap(name, args)
+		ws, ok := wrappers[name]
 		if !ok {
 			if Severity(minClass) > 0 {
 				c.raise(minClass, name, minWhy)
 			}
-			r := c.program(name, args)
-			return r
+			if s := specFor(name); input && s != nil && s.hasExec && !hasWord(args, "--") {
+				c.raise(ClassCodeExecution, name, wrapper+" appends words from its input to "+name+
+					", and one may be an option that runs a program (a -- before them makes them operands)")
+			}
+			return c.program(name, args)
 		}
-		if name == "sudo" || name == "doas" || name == "su" || name == "pkexec" || name == "run0" {
-			minClass, minWhy = ClassSystemWrite, "runs as another user via "+name
+		if ws.minClass != "" && Severity(ws.minClass) > Severity(minClass) {
+			minClass, minWhy = ws.minClass, "runs as another user via "+name
+			if ws.minClass == ClassCodeExecution {
+				minWhy = name + " runs its command again and again"
+			}
 			c.raise(minClass, name, minWhy)
 		}
-		if extra != "" {
-			c.raise(ClassUnknown, name, extra)
+		inner, done := c.unwrap(name, ws, args)
+		if done {
+			return segResult{argv0: name, reason: "wrapper"}
 		}
-		if len(inner) == 0 {
-			return segResult{argv0: name, reason: "wrapper without a command"}
-		}
+		wrapper = name
+		input = input || ws.input
 		words = inner
 	}
-}
-
-// envAssignments returns the names env(1) assigns before its command.
-func envAssignments(args []word) []string {
-	var names []string
-	i := 0
-	for i < len(args) && strings.HasPrefix(args[i].v, "-") && args[i].v != "-" {
-		if args[i].v == "--" {
-			i++
-			break
-		}
-		if len(args[i].v) == 2 && strings.IndexByte("uCS", args[i].v[1]) >= 0 {
-			i++
-		}
-		i++
-	}
-	for ; i < len(args); i++ {
-		name, ok := assignmentName(args[i])
-		if !ok {
-			break
-		}
-		names = append(names, name)
-	}
-	return names
-}
-
-// unwrap strips a wrapper program and its options, returning the wrapped
-// command. ok is false when name is not a wrapper.
-func unwrap(name string, args []word) (inner []word, problem string, ok bool) {
-	// optsWithArg lists options that consume the next word.
-	var optsWithArg string
-	switch name {
-	case "sudo":
-		optsWithArg = "ugCDhprRTU"
-	case "doas":
-		optsWithArg = "uC"
-	case "env":
-		optsWithArg = "uCS"
-	case "nice":
-		optsWithArg = "n"
-	case "ionice":
-		optsWithArg = "cnp"
-	case "stdbuf":
-		optsWithArg = "ioe"
-	case "xargs":
-		optsWithArg = "IiLlnPsdEaR"
-	case "timeout":
-		optsWithArg = "sk"
-	case "time":
-		optsWithArg = "fo"
-	case "nohup", "command", "exec", "builtin", "chrt", "taskset", "setsid", "unbuffer", "caffeinate", "busybox":
-	default:
-		return nil, "", false
-	}
-	i := 0
-	for i < len(args) {
-		a := args[i].v
-		if a == "--" {
-			i++
-			break
-		}
-		if !strings.HasPrefix(a, "-") || a == "-" {
-			break
-		}
-		if name == "command" && (a == "-v" || a == "-V") {
-			return nil, "", true // lookup only
-		}
-		if strings.HasPrefix(a, "--") {
-			if !strings.Contains(a, "=") && (name == "sudo" && (a == "--user" || a == "--group") ||
-				name == "timeout" && (a == "--signal" || a == "--kill-after")) {
-				i++
-			}
-			i++
-			continue
-		}
-		if name == "nice" && isDigits(a[1:]) {
-			i++
-			continue
-		}
-		// -x or -xVALUE or -abc with a trailing option that takes an argument.
-		last := a[len(a)-1]
-		if len(a) == 2 && strings.IndexByte(optsWithArg, last) >= 0 {
-			i += 2
-			continue
-		}
-		i++
-	}
-	if i > len(args) {
-		i = len(args)
-	}
-	rest := args[i:]
-	switch name {
-	case "env":
-		for len(rest) > 0 {
-			if _, ok := assignmentName(rest[0]); !ok {
-				break
-			}
-			rest = rest[1:]
-		}
-	case "timeout":
-		if len(rest) > 0 {
-			rest = rest[1:] // the duration
-		}
-	case "chrt", "taskset":
-		if len(rest) > 0 {
-			rest = rest[1:] // priority / mask
-		}
-	case "xargs":
-		if len(rest) == 0 {
-			return []word{{v: "echo"}}, "", true
-		}
-	}
-	return rest, "", true
 }
 
 // Program tables for commands whose class does not depend on arguments.
@@ -426,7 +318,8 @@ var (
 		osascript pwsh powershell tclsh expect awk gawk mawk nawk`)
 	codePrograms = words2set(`make cmake ninja gcc cc clang g++ clang++ rustc javac tsc pytest jest
 		mvn gradle bazel meson ctest docker podman kubectl helm terraform ansible ansible-playbook
-		vagrant nix gdb strace ltrace valgrind watch crontab at batch`)
+		vagrant nix gdb strace ltrace valgrind watch crontab at batch vi vim nvim view rview rvim vimdiff
+		gvim ex ed emacs emacsclient run-parts`)
 	systemWritePrograms = words2set(`systemctl service mount umount useradd userdel usermod groupadd
 		passwd chpasswd visudo iptables ip6tables nft ufw sysctl modprobe insmod rmmod hwclock
 		timedatectl hostnamectl update-alternatives ldconfig launchctl swapon swapoff chattr`)
@@ -450,6 +343,16 @@ func (c *classifier) program(name string, args []word) segResult {
 	}
 	if strings.HasPrefix(name, "mkfs.") {
 		return set(ClassBlocked, "formats a file system")
+	}
+	// Options are read against the program's table first: one that runs a
+	// program, or one a write-class program does not know, raises the
+	// class whatever the operands say.
+	opts := &optResult{operands: args}
+	if s := specFor(name); s != nil {
+		opts = s.scan(args)
+		if opts.class != "" {
+			c.raise(opts.class, name, name+": "+opts.why)
+		}
 	}
 	switch name {
 	case "sh", "bash", "zsh", "dash", "ksh", "fish":
@@ -490,42 +393,92 @@ func (c *classifier) program(name string, args []word) segResult {
 				case "pip", "pip3", "ensurepip":
 					return c.packageManager("pip", args[i+2:], r)
 				case "venv", "virtualenv":
-					return set(ClassLocalWrite, "creates a virtual environment")
+					// -m looks in the working directory first: a venv.py
+					// there is what runs.
+					return set(ClassCodeExecution, name+" -m "+args[i+1].v+" runs a module the working directory can supply")
 				}
 				break
 			}
 		}
 		return set(ClassCodeExecution, "runs "+name+" code")
 	case "awk", "gawk", "mawk", "nawk":
-		for _, a := range args {
-			if !strings.HasPrefix(a.v, "-") {
-				if strings.Contains(a.v, "system") || strings.ContainsAny(a.v, "|>") || strings.Contains(a.v, "getline") {
-					r.interpreter = true
-					return set(ClassCodeExecution, "awk program runs commands or writes files")
-				}
-				break
-			}
-			if a.v == "-f" {
-				return set(ClassCodeExecution, "runs an awk program file")
-			}
-		}
-		return set(ClassSafe, "awk text processing")
+		return c.awk(name, args, opts, r)
 	case "sed":
-		for _, a := range args {
-			if a.v == "-i" || strings.HasPrefix(a.v, "-i") || strings.HasPrefix(a.v, "--in-place") ||
-				strings.HasPrefix(a.v, "-") && !strings.HasPrefix(a.v, "--") && strings.Contains(a.v, "i") {
-				return c.writeArgs(name, lastOperands(args, 1), r, "edits files in place")
-			}
-		}
-		return set(ClassSafe, "sed text processing")
+		return c.sed(opts, r)
 	case "sort":
-		for i, a := range args {
-			if a.v == "-o" && i+1 < len(args) {
-				cl, why := c.writeTarget(args[i+1].v, args[i+1].dyn)
-				return set(cl, "sort writes to "+why)
-			}
+		if len(opts.writes) > 0 {
+			return c.writeArgs(name, opts.writes, r, "sort writes")
 		}
 		return set(ClassSafe, "sorts text")
+	case "split":
+		prefix := word{v: "x"}
+		if len(opts.operands) > 1 {
+			prefix = opts.operands[1]
+		}
+		return c.writeArgs(name, []word{prefix}, r, "split writes files")
+	case "zip":
+		return c.writeArgs(name, c.zip(args), r, "zip writes files")
+	case "tar", "bsdtar", "gtar":
+		if len(opts.scriptFiles) > 0 && !opts.seen["--verbatim-files-from"] {
+			c.raise(ClassCodeExecution, name, name+" -T reads a list in which a line starting with '-' is an option, which may run a program")
+		}
+		return c.writeArgs(name, append(opts.writes, opts.operands...), r, name+" writes files")
+	case "ssh", "slogin", "scp", "sftp":
+		return c.ssh(name, opts, r)
+	case "read", "mapfile", "readarray", "getopts", "printf":
+		// Builtins that assign to variables named by their arguments.
+		for i, a := range args {
+			if name == "printf" && (i == 0 || args[i-1].v != "-v") {
+				continue
+			}
+			if execVar(a.v) {
+				c.raise(ClassCodeExecution, a.v, name+" assigns "+a.v+", which changes what runs")
+			}
+		}
+	case "trap":
+		// The action is a command line run when the signal comes.
+		if ops := operands(args); len(ops) > 1 && ops[0].v != "-" && ops[0].v != "" {
+			c.shellString("trap", ops[0])
+		}
+		return set(ClassSafe, "sets a signal handler")
+	case "hash":
+		for _, a := range args {
+			if strings.HasPrefix(a.v, "-") && strings.Contains(a.v, "p") {
+				return set(ClassCodeExecution, "hash -p makes a command name run another program")
+			}
+		}
+		return set(ClassSafe, "hash only reads")
+	case "ftp", "lftp", "tftp", "telnet":
+		r.interpreter = true
+		return set(ClassCodeExecution, name+" runs the ! commands in its input")
+	case "openssl":
+		for _, a := range args {
+			if a.v == "-engine" || a.v == "-provider" || a.v == "-provider-path" {
+				c.raise(ClassCodeExecution, name, "openssl "+a.v+" loads a module")
+			}
+		}
+		return set(ClassNetworkEgress, name+" contacts the network")
+	case "rsync", "aria2c", "socat", "nc", "ncat", "netcat":
+		c.netExec(name, args, opts)
+		return set(ClassNetworkEgress, name+" contacts the network")
+	case "less", "more", "most":
+		for _, o := range opts.operands {
+			if strings.HasPrefix(o.v, "+") && !safePagerCommand(o.v) {
+				c.raise(ClassCodeExecution, name, name+" runs the command "+quoteArg(o.v))
+			}
+		}
+		if len(opts.scriptFiles) > 0 || len(opts.scripts) > 0 {
+			c.raise(ClassCodeExecution, name, name+" reads key bindings, which can run programs")
+		}
+		if len(opts.writes) > 0 {
+			return c.writeArgs(name, opts.writes, r, name+" writes a log file")
+		}
+		return set(ClassSafe, name+" only reads")
+	case "man":
+		if len(opts.scriptFiles) > 0 {
+			c.raise(ClassCodeExecution, name, "man reads a configuration file that can name a pager")
+		}
+		return set(ClassUnknown, "unrecognised program man")
 	case "find":
 		return c.find(args, r)
 	case "git":
@@ -586,19 +539,29 @@ func (c *classifier) program(name string, args []word) segResult {
 		}
 		return set(ClassDestructive, name+" terminates processes")
 	case "chmod", "chown", "chgrp":
-		recursive := false
+		// chmod's modes may start with '-' (chmod -x f): they are the
+		// mode operand, not options.
+		var rest []word
+		mode := false
 		for _, a := range args {
-			if a.v == "-R" || a.v == "--recursive" || strings.HasPrefix(a.v, "-") && !strings.HasPrefix(a.v, "--") && strings.Contains(a.v, "R") {
-				recursive = true
+			if name == "chmod" && !mode && isDashMode(a.v) {
+				mode = true
+				continue
 			}
+			rest = append(rest, a)
 		}
-		ops := operands(args)
-		if len(ops) > 0 {
+		o := ownerSpec.scan(rest)
+		if o.class != "" {
+			c.raise(o.class, name, name+": "+o.why)
+		}
+		recursive := o.seen["-R"] || o.seen["--recursive"]
+		ops := o.operands
+		if len(ops) > 0 && !mode && !o.seen["--reference"] {
 			ops = ops[1:] // mode or owner
 		}
-		for _, o := range ops {
-			if recursive && c.catastrophic(o.v) {
-				return set(ClassBlocked, name+" -R on "+o.v)
+		for _, op := range ops {
+			if recursive && c.catastrophic(op.v) {
+				return set(ClassBlocked, name+" -R on "+op.v)
 			}
 		}
 		return c.writeArgs(name, ops, r, "changes file attributes")
@@ -630,22 +593,26 @@ func (c *classifier) program(name string, args []word) segResult {
 		}
 		return set(ClassSafe, "changes directory")
 	case "cp", "mv", "ln", "install":
-		ops := operands(args)
-		for i, a := range args {
-			if (a.v == "-t" || a.v == "--target-directory") && i+1 < len(args) {
-				return c.writeArgs(name, args[i+1:i+2], r, "copies files")
-			}
+		ops := opts.operands
+		if len(opts.writes) > 0 {
+			return c.writeArgs(name, opts.writes, r, name+" writes files")
 		}
 		targets := lastOperands(ops, 1)
-		if name == "mv" {
-			targets = ops // the sources disappear too
+		if name == "mv" || name == "install" && opts.seen["-d"] || name == "install" && opts.seen["--directory"] {
+			targets = ops // mv's sources disappear too; install -d creates each
 		}
 		return c.writeArgs(name, targets, r, name+" writes files")
 	case "mkdir", "touch", "tee", "rmdir", "mktemp":
-		return c.writeArgs(name, operands(args), r, name+" writes files")
+		targets := opts.operands
+		if name == "mktemp" {
+			// -p DIR and --tmpdir=DIR say where the file is made.
+			targets = append(append(targets, opts.vals["-p"]...), opts.vals["--tmpdir"]...)
+		}
+		return c.writeArgs(name, targets, r, name+" writes files")
 	case "truncate":
 		return set(ClassDestructive, "truncates files")
 	case "curl", "wget":
+		c.netExec(name, args, opts)
 		r.fetch = true
 		for i, a := range args {
 			if (a.v == "-o" || a.v == "--output" || a.v == "-O" && name == "wget" || a.v == "--output-document") && i+1 < len(args) {
@@ -672,7 +639,7 @@ func (c *classifier) program(name string, args []word) segResult {
 	case networkPrograms[name]:
 		return set(ClassNetworkEgress, name+" contacts the network")
 	case localWritePrograms[name]:
-		return c.writeArgs(name, operands(args), r, name+" writes files")
+		return c.writeArgs(name, append(opts.writes, opts.operands...), r, name+" writes files")
 	case safePrograms[name]:
 		return set(ClassSafe, name+" only reads")
 	}
@@ -794,6 +761,9 @@ func (c *classifier) find(args []word, r segResult) segResult {
 				j++
 			}
 			inner := args[i+1 : j]
+			if len(inner) > 0 && (inner[0].dyn || strings.Contains(inner[0].v, "{}")) {
+				c.raise(ClassCodeExecution, "find", "find "+args[i].v+" runs a program decided at run time")
+			}
 			if len(inner) == 0 {
 				class, why = maxClass(class, ClassUnknown), "find "+args[i].v+" without a command"
 			}
@@ -827,11 +797,17 @@ func (c *classifier) git(args []word, r segResult) segResult {
 	}
 	i := 0
 	for i < len(args) && strings.HasPrefix(args[i].v, "-") {
-		if args[i].v == "-c" || strings.HasPrefix(args[i].v, "--config-env") {
+		if strings.HasPrefix(args[i].v, "-c") || strings.HasPrefix(args[i].v, "--config-env") {
 			// Configuration on the command line can name programs to run.
 			c.raise(ClassCodeExecution, "git", "git -c can run configured programs")
-			i += 2
+			if args[i].v == "-c" || args[i].v == "--config-env" {
+				i++
+			}
+			i++
 			continue
+		}
+		if strings.HasPrefix(args[i].v, "--exec-path=") || args[i].dyn {
+			c.raise(ClassCodeExecution, "git", "git "+quoteArg(args[i].v)+" runs git commands from another directory")
 		}
 		if gitGlobalOptsWithArg[args[i].v] {
 			i++
@@ -842,6 +818,18 @@ func (c *classifier) git(args []word, r segResult) segResult {
 		return set(ClassSafe, "git without a subcommand")
 	}
 	sub, rest := args[i].v, args[i+1:]
+	if why := gitRuns(sub, rest); why != "" {
+		c.raise(ClassCodeExecution, "git", why)
+	}
+	for j, a := range rest {
+		if strings.HasPrefix(a.v, "--output=") {
+			cl, w := c.writeTarget(a.v[len("--output="):], a.dyn)
+			c.raise(cl, "git", "git "+sub+" writes to "+w)
+		} else if a.v == "--output" && j+1 < len(rest) {
+			cl, w := c.writeTarget(rest[j+1].v, rest[j+1].dyn)
+			c.raise(cl, "git", "git "+sub+" writes to "+w)
+		}
+	}
 	has := func(flags ...string) bool {
 		for _, a := range rest {
 			for _, f := range flags {
@@ -933,6 +921,11 @@ func (c *classifier) goTool(args []word, r segResult) segResult {
 	case "fmt":
 		return set(ClassLocalWrite, "go fmt rewrites files")
 	case "version", "env", "list", "doc", "help":
+		for _, a := range args {
+			if strings.HasPrefix(a.v, "-toolexec") || strings.HasPrefix(a.v, "--toolexec") || strings.HasPrefix(a.v, "-exec") {
+				return set(ClassCodeExecution, "go "+sub+" "+quoteArg(a.v)+" runs a program")
+			}
+		}
 		if sub == "env" {
 			for _, a := range args {
 				if a.v == "-w" || a.v == "-u" {
@@ -1005,4 +998,14 @@ func isForkBomb(s string) bool {
 		}
 		off = k + 3
 	}
+}
+
+// hasWord reports whether args holds the static word w.
+func hasWord(args []word, w string) bool {
+	for _, a := range args {
+		if a.v == w && !a.dyn {
+			return true
+		}
+	}
+	return false
 }

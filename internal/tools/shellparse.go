@@ -37,6 +37,13 @@ func (c *classifier) line(stmts []*syntax.Stmt) {
 		syntax.Walk(s, func(n syntax.Node) bool {
 			var body []*syntax.Stmt
 			switch n := n.(type) {
+			case *syntax.ParamExp:
+				// ${NAME:=value} assigns.
+				if n.Exp != nil && (n.Exp.Op == syntax.AssignUnset || n.Exp.Op == syntax.AssignUnsetOrNull) &&
+					n.Param != nil && execVar(n.Param.Value) {
+					c.raise(ClassCodeExecution, n.Param.Value, "assignment to "+n.Param.Value+" changes what runs")
+				}
+				return true
 			case *syntax.CmdSubst:
 				body = n.Stmts
 			case *syntax.ProcSubst:
@@ -217,7 +224,9 @@ func (c *classifier) assign(a *syntax.Assign) {
 	if a.Name == nil {
 		return
 	}
-	if dangerousVars[a.Name.Value] && !a.Naked {
+	// A declaration without a value (export PAGER) still hands the
+	// variable, set however, to every later program.
+	if execVar(a.Name.Value) {
 		c.raise(ClassCodeExecution, a.Name.Value, "assignment to "+a.Name.Value+" changes what runs")
 	}
 }
@@ -265,7 +274,48 @@ func (c *classifier) word(w *syntax.Word) word {
 	for _, p := range w.Parts {
 		c.part(&b, p, false, &dyn)
 	}
-	return word{v: b.String(), dyn: dyn}
+	return word{v: b.String(), dyn: dyn, mayOpt: mayBeOption(w)}
+}
+
+// mayBeOption reports whether w could become, at run time, one or more
+// words of which one starts with '-' although its text does not show it:
+// an unquoted parameter, command or arithmetic expansion anywhere (field
+// splitting can cut a word that starts with '-' out of it), a quoted one
+// with no text before it, or a pathname or brace pattern with no text or
+// only a dash before it (a file in the directory may be named
+// "--to-command=sh"; ""{-I,sh} is two words, -I and sh).
+func mayBeOption(w *syntax.Word) bool {
+	prefix := "" // the static text before the current part
+	for _, p := range w.Parts {
+		switch p := p.(type) {
+		case *syntax.Lit:
+			v := p.Value
+			if i := strings.IndexAny(v, "*?[{"); i >= 0 && (v[i] != '{' || strings.ContainsAny(v[i:], ",.")) {
+				if t := prefix + v[:i]; t == "" || t[0] == '-' {
+					return true
+				}
+			}
+			prefix += v
+		case *syntax.SglQuoted:
+			prefix += p.Value
+		case *syntax.DblQuoted:
+			for _, q := range p.Parts {
+				l, lit := q.(*syntax.Lit)
+				if !lit {
+					if prefix == "" || prefix[0] == '-' {
+						return true
+					}
+					continue
+				}
+				prefix += l.Value
+			}
+		case *syntax.ProcSubst:
+			prefix += "/dev/fd/"
+		default: // ParamExp, CmdSubst, ArithmExp, ExtGlob, BraceExp
+			return true
+		}
+	}
+	return false
 }
 
 func (c *classifier) part(b *strings.Builder, p syntax.WordPart, inDouble bool, dyn *bool) {
