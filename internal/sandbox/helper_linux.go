@@ -44,6 +44,17 @@ func enforce(spec Spec) error {
 	return nil
 }
 
+// newSession makes the helper (and the command it becomes) the leader of
+// a session of its own, without a controlling terminal, unless it leads
+// one already (a Jail started it so).
+func newSession() error {
+	if sid, err := unix.Getsid(0); err == nil && sid == os.Getpid() {
+		return nil
+	}
+	_, err := unix.Setsid()
+	return err
+}
+
 // landlockRules are the Landlock rules of spec.
 func landlockRules(spec Spec) []landlock.Rule {
 	// NewSpec sorted the read-only paths into directories and files:
