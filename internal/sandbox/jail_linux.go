@@ -255,6 +255,9 @@ func (j *Jail) confineThread() error {
 // is stopped at its exec.
 func (j *Jail) startHere(cmd *exec.Cmd) error {
 	if err := cmd.Start(); err != nil {
+		if errors.Is(err, unix.EPERM) && cmd.SysProcAttr.Ptrace {
+			return fmt.Errorf("sandbox: the command could not be started traced, which setting its resource limits needs (does a seccomp profile of the container refuse ptrace?): %w", err)
+		}
 		return err
 	}
 	if len(j.limits) == 0 {
