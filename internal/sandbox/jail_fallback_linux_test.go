@@ -56,3 +56,12 @@ func TestJailFallbackEndsTheJob(t *testing.T) {
 		t.Errorf("the other job's process lives on after its Close: %v", pids)
 	}
 }
+
+// On a kernel with signal scoping the probe finds it; a Jail relies on it
+// before it ever calls kill(-1).
+func TestSignalScopingProbe(t *testing.T) {
+	requireLandlock(t)
+	if got, want := signalScoping(), ABI() >= ScopedABI; got != want {
+		t.Errorf("signalScoping() = %v on Landlock ABI %d", got, ABI())
+	}
+}

@@ -46,8 +46,10 @@ import (
 // still kill that group. A SysProcAttr.Setpgid of the caller is dropped
 // (a session leader cannot change its group).
 //
-// On a kernel without signal scoping (Landlock ABI 4 and 5) kill(-1)
-// would reach every process of odek's user, so the Jail falls back to
+// On a kernel without signal scoping (Landlock ABI 4 and 5, or where a
+// probe, once per process, finds that a confined thread can still signal
+// odek's own child) kill(-1) would reach every process of odek's user,
+// so the Jail falls back to
 // process groups: each command starts through the re-executed helper
 // (Command), in a session of its own, under a filter that refuses
 // setsid(2) and setpgid(2) (Spec.LockSession), so nothing it starts can
@@ -94,8 +96,42 @@ func NewJail(spec Spec) (*Jail, error) {
 	if err := Missing(abi); err != nil {
 		return nil, err
 	}
-	return makeJail(spec, abi >= ScopedABI)
+	return makeJail(spec, abi >= ScopedABI && signalScoping())
 }
+
+// signalScoping proves, once per process, that a domain built the way a
+// Jail builds its own cannot signal a process outside it: a Jail calls
+// kill(-1), which without that scoping would reach every process odek's
+// user may signal (all of them, for root). It confines a throwaway thread
+// and tries a signal 0 to a child of odek that it has not reaped yet.
+var signalScoping = sync.OnceValue(func() bool {
+	exe, err := executable()
+	if err != nil {
+		return false
+	}
+	child := exec.Command(exe, HelperArg) // exits at once (usage)
+	if err := child.Start(); err != nil {
+		return false
+	}
+	defer child.Wait() // not before the probe: a zombie can be signalled
+	res := make(chan bool, 1)
+	go func() {
+		// Never unlocked: the thread ends confined with this goroutine.
+		runtime.LockOSThread()
+		fd, flags, err := landlock.V7.BestEffort().NewRulesetFD()
+		if err != nil || fd < 0 {
+			res <- false
+			return
+		}
+		defer unix.Close(fd)
+		if unix.Prctl(unix.PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != nil || llsyscall.LandlockRestrictSelf(fd, flags) != nil {
+			res <- false
+			return
+		}
+		res <- unix.Kill(child.Process.Pid, 0) == unix.EPERM
+	}()
+	return <-res
+})
 
 // makeJail is NewJail with the mechanism chosen: scoped (one domain,
 // kill(-1)) or the process-group fallback. Tests run both.
