@@ -7,6 +7,8 @@ import (
 	"syscall"
 	"testing"
 
+	"github.com/landlock-lsm/go-landlock/landlock"
+	llsyscall "github.com/landlock-lsm/go-landlock/landlock/syscall"
 	"golang.org/x/sys/unix"
 )
 
@@ -218,5 +220,15 @@ func TestBPFAsmErrors(t *testing.T) {
 	c.label("far")
 	if _, err := c.assemble(); err == nil {
 		t.Errorf("a jump of %d assembled", 300)
+	}
+}
+
+// The Landlock preset the sandbox builds its rulesets from scopes signals
+// and abstract Unix sockets (ABI 6): the job's end relies on the first,
+// and the second keeps a job from a Unix socket of odek or another job.
+func TestLandlockPresetScopesIPC(t *testing.T) {
+	want := uint64(llsyscall.ScopeSignal | llsyscall.ScopeAbstractUnixSocket)
+	if got := landlock.V7.Scoped; uint64(got)&want != want {
+		t.Errorf("landlock.V7 scopes %v, want signals and abstract Unix sockets", got)
 	}
 }
