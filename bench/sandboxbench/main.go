@@ -29,6 +29,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/odekrun/odek/internal/sandbox"
@@ -36,6 +37,7 @@ import (
 
 func main() {
 	n := flag.Int("n", 200, "calls of each kind")
+	odekBin := flag.String("odek", "", "the odek binary for the helper rows (default: build this tree's)")
 	flag.Parse()
 	if abi := sandbox.ABI(); abi < sandbox.RequiredABI {
 		fmt.Fprintf(os.Stderr, "Landlock ABI %d < %d: nothing to measure\n", abi, sandbox.RequiredABI)
@@ -44,10 +46,13 @@ func main() {
 	dir, err := os.MkdirTemp("", "sandboxbench-")
 	check(err)
 	defer os.RemoveAll(dir)
-	odek := filepath.Join(dir, "odek")
-	build := exec.Command("go", "build", "-trimpath", "-ldflags=-s -w", "-o", odek, "github.com/odekrun/odek/cmd/odek")
-	build.Stderr = os.Stderr
-	check(build.Run())
+	odek := *odekBin
+	if odek == "" {
+		odek = filepath.Join(dir, "odek")
+		build := exec.Command("go", "build", "-trimpath", "-ldflags=-s -w", "-o", odek, "github.com/odekrun/odek/cmd/odek")
+		build.Stderr = os.Stderr
+		check(build.Run())
+	}
 	empty := filepath.Join(dir, "empty")
 	check(os.WriteFile(filepath.Join(dir, "empty.go"), []byte("package main\nfunc main() {}\n"), 0o600))
 	eb := exec.Command("go", "build", "-o", empty, filepath.Join(dir, "empty.go"))
@@ -88,12 +93,17 @@ func main() {
 		{"empty Go binary (baseline)", []string{empty}, nil, false},
 	}
 	times := make([][]time.Duration, len(kinds))
+	// CPU time, which a loaded machine disturbs far less than wall time:
+	// this process's (the Jail's thread included) and its children's.
+	cpuSelf := make([]time.Duration, len(kinds))
+	cpuChildren := make([]time.Duration, len(kinds))
 	for i := 0; i < *n+5; i++ {
 		for k, kd := range kinds {
 			cmd := exec.Command(kd.argv[0], kd.argv[1:]...)
 			cmd.Dir, cmd.Env = root, env
 			var out bytes.Buffer
 			cmd.Stdout, cmd.Stderr = &out, &out
+			self0, children0 := cpu(syscall.RUSAGE_SELF), cpu(syscall.RUSAGE_CHILDREN)
 			start := time.Now()
 			if kd.jail != nil {
 				j := kd.jail()
@@ -113,6 +123,8 @@ func main() {
 			}
 			if i >= 5 { // warm-up
 				times[k] = append(times[k], time.Since(start))
+				cpuSelf[k] += cpu(syscall.RUSAGE_SELF) - self0
+				cpuChildren[k] += cpu(syscall.RUSAGE_CHILDREN) - children0
 			}
 		}
 	}
@@ -120,10 +132,19 @@ func main() {
 	for k, kd := range kinds {
 		slices.Sort(times[k])
 		med[k] = times[k][len(times[k])/2]
-		fmt.Printf("%-32s median %7.3f ms  p90 %7.3f ms  (n=%d)\n", kd.name, ms(med[k]), ms(times[k][len(times[k])*9/10]), len(times[k]))
+		fmt.Printf("%-32s median %7.3f ms  p90 %7.3f ms  CPU per call: this process %6.3f ms, children %6.3f ms  (n=%d)\n",
+			kd.name, ms(med[k]), ms(times[k][len(times[k])*9/10]), ms(cpuSelf[k]/time.Duration(*n)), ms(cpuChildren[k]/time.Duration(*n)), len(times[k]))
 	}
 	fmt.Printf("added by the sandbox (medians): %.3f ms per call in a Jail (%.3f ms with its limits off), %.3f ms per job beyond its first call, %.3f ms through the helper; an empty Go binary's exec costs %.3f ms here\n",
 		ms(med[1]-med[0]), ms(med[2]-med[0]), ms(med[3]-med[1]), ms(med[4]-med[0]), ms(med[5]))
+}
+
+// cpu is the user and system time of who (RUSAGE_SELF or
+// RUSAGE_CHILDREN, the children waited for).
+func cpu(who int) time.Duration {
+	var ru syscall.Rusage
+	check(syscall.Getrusage(who, &ru))
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
 
 func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
