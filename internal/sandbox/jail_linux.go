@@ -328,6 +328,11 @@ func (j *Jail) limitTracee(pid int) error {
 	if ws.StopSignal() != unix.SIGTRAP {
 		return fmt.Errorf("sandbox: the command stopped at exec with %v, not SIGTRAP", ws.StopSignal())
 	}
+	// Should odek die before the detach, the command dies too rather than
+	// run on without its limits.
+	if err := unix.PtraceSetOptions(pid, unix.PTRACE_O_EXITKILL); err != nil {
+		return fmt.Errorf("sandbox: PTRACE_O_EXITKILL on the command: %v", err)
+	}
 	for _, l := range j.limits {
 		if err := unix.Prlimit(pid, l.resource, &l.lim, nil); err != nil {
 			return fmt.Errorf("sandbox: %s (%s) on the command: %v", limitName(l.resource), l.setting, err)
