@@ -8,8 +8,10 @@ import (
 )
 
 // BenchmarkJobSandbox is what confining one job costs a worker: the
-// job's Spec from the process's Template and its Jail, whose ruleset is
-// built by the job's first command (here /bin/true, exec included).
+// job's Spec from the process's Template and its Jail, whose thread is
+// confined (ruleset built) at the job's first command (here /bin/true,
+// exec and limits included), and the Jail's Close, which ends the job's
+// processes.
 func BenchmarkJobSandbox(b *testing.B) {
 	if ABI() < RequiredABI {
 		b.Skip("no Landlock")
