@@ -36,6 +36,7 @@ import (
 )
 
 func main() {
+	sandbox.Main() // a Jail may re-execute this binary as its helper
 	n := flag.Int("n", 200, "calls of each kind")
 	odekBin := flag.String("odek", "", "the odek binary for the helper rows (default: build this tree's)")
 	flag.Parse()

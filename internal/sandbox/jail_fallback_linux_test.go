@@ -8,6 +8,9 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/landlock-lsm/go-landlock/landlock"
+	llsyscall "github.com/landlock-lsm/go-landlock/landlock/syscall"
 )
 
 // Without Landlock's signal scoping (ABI 4 and 5) a Jail ends a job by
@@ -63,5 +66,10 @@ func TestSignalScopingProbe(t *testing.T) {
 	requireLandlock(t)
 	if got, want := signalScoping(), ABI() >= ScopedABI; got != want {
 		t.Errorf("signalScoping() = %v on Landlock ABI %d", got, ABI())
+	}
+	// A domain without the signal scope can signal odek's child: the probe
+	// must say so, or a Jail would kill(-1) unscoped.
+	if probeSignalScoping(landlock.MustConfig(landlock.AccessFSSet(llsyscall.AccessFSReadFile))) {
+		t.Error("the probe found signal scoping in a domain without it")
 	}
 }

@@ -102,36 +102,57 @@ func NewJail(spec Spec) (*Jail, error) {
 // signalScoping proves, once per process, that a domain built the way a
 // Jail builds its own cannot signal a process outside it: a Jail calls
 // kill(-1), which without that scoping would reach every process odek's
-// user may signal (all of them, for root). It confines a throwaway thread
-// and tries a signal 0 to a child of odek that it has not reaped yet.
-var signalScoping = sync.OnceValue(func() bool {
+// user may signal (all of them, for root). The probe's target is a child
+// of odek that never runs: it is started traced, so it stops at its exec
+// before the first instruction of the program (odek's own binary), is
+// probed with signal 0 from a throwaway confined thread, and then killed.
+var signalScoping = sync.OnceValue(func() bool { return probeSignalScoping(landlock.V7.BestEffort()) })
+
+// probeSignalScoping is signalScoping's probe with the domain built from
+// cfg.
+func probeSignalScoping(cfg landlock.Config) bool {
 	exe, err := executable()
 	if err != nil {
 		return false
 	}
-	child := exec.Command(exe, HelperArg) // exits at once (usage)
-	if err := child.Start(); err != nil {
-		return false
-	}
-	defer child.Wait() // not before the probe: a zombie can be signalled
 	res := make(chan bool, 1)
 	go func() {
-		// Never unlocked: the thread ends confined with this goroutine.
+		// The tracer must stay one thread; it is not confined, and is
+		// handed back to the runtime afterwards.
 		runtime.LockOSThread()
-		fd, flags, err := landlock.V7.BestEffort().NewRulesetFD()
-		if err != nil || fd < 0 {
+		defer runtime.UnlockOSThread()
+		child := exec.Command(exe)
+		child.SysProcAttr = &syscall.SysProcAttr{Ptrace: true, Setsid: true}
+		if err := child.Start(); err != nil {
 			res <- false
 			return
 		}
-		defer unix.Close(fd)
-		if unix.Prctl(unix.PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != nil || llsyscall.LandlockRestrictSelf(fd, flags) != nil {
+		defer func() { _ = child.Process.Kill(); _ = child.Wait() }()
+		var ws unix.WaitStatus
+		if _, err := unix.Wait4(child.Process.Pid, &ws, unix.WALL, nil); err != nil || !ws.Stopped() {
 			res <- false
 			return
 		}
-		res <- unix.Kill(child.Process.Pid, 0) == unix.EPERM
+		probe := make(chan bool, 1)
+		go func() {
+			// Never unlocked: the thread ends confined with this goroutine.
+			runtime.LockOSThread()
+			fd, flags, err := cfg.NewRulesetFD()
+			if err != nil || fd < 0 {
+				probe <- false
+				return
+			}
+			defer unix.Close(fd)
+			if unix.Prctl(unix.PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != nil || llsyscall.LandlockRestrictSelf(fd, flags) != nil {
+				probe <- false
+				return
+			}
+			probe <- unix.Kill(child.Process.Pid, 0) == unix.EPERM
+		}()
+		res <- <-probe
 	}()
 	return <-res
-})
+}
 
 // makeJail is NewJail with the mechanism chosen: scoped (one domain,
 // kill(-1)) or the process-group fallback. Tests run both.
