@@ -69,7 +69,7 @@ func TestSignalScopingProbe(t *testing.T) {
 	}
 	// A domain without the signal scope can signal odek's child: the probe
 	// must say so, or a Jail would kill(-1) unscoped.
-	if probeSignalScoping(landlock.MustConfig(landlock.AccessFSSet(llsyscall.AccessFSReadFile))) {
+	if probeSignalScoping(landlock.Config{HandledAccessFS: llsyscall.AccessFSReadFile}) {
 		t.Error("the probe found signal scoping in a domain without it")
 	}
 }
