@@ -22,9 +22,10 @@ const SelfTestArg = "__odek-sandbox-selftest"
 // Verify proves the sandbox works on this machine, end to end: it
 // confines this binary in a fresh root with the default rules and checks
 // from inside that the root is readable while a file next to it and a TCP
-// listener on loopback are not; once started by a Jail's own thread, once
-// through the re-executed helper (the way of a spec with resource
-// limits). It returns nil only when all of that holds.
+// listener on loopback are not; once started by a job's Jail (with the
+// default resource limits, so stopped at its exec while they are set),
+// once through the re-executed helper (the way of kernels without signal
+// scoping). It returns nil only when all of that holds.
 func Verify(ctx context.Context) error {
 	if err := Missing(ABI()); err != nil {
 		return err
