@@ -1,13 +1,20 @@
-// Command sandboxbench measures what the sandbox adds to one shell call,
-// the way the shell tool starts it: `sh -c true` started by a sandbox.Jail
-// (its own OS thread confined with the job's Landlock ruleset and seccomp
-// filter, then fork and exec), and through the re-executed helper that a
-// spec with resource limits needs (`odek __odek-sandbox-exec <spec> sh -c
-// true`: the real odek binary's start-up, the limits, the ruleset, the
-// filter, then exec), against a plain `sh -c true`; and, as this
-// machine's baseline, the exec of an empty Go binary. All run
-// interleaved, -n times each; it prints the median and the 90th
-// percentile of each and the median added per call.
+// Command sandboxbench measures what the sandbox adds to one shell call
+// and to one job, the way a worker does it, against a plain `sh -c true`:
+//
+//   - a call: `sh -c true` started by the job's sandbox.Jail, with the
+//     default settings (resource limits on) and with the limits taken out
+//     of the spec;
+//   - a job: a new Jail, its first `sh -c true`, and the Jail's Close
+//     (which ends the job's processes);
+//   - the re-executed helper (`odek __odek-sandbox-exec <spec> sh -c
+//     true`: the odek binary's start-up, the limits, the ruleset, the
+//     filter, then exec);
+//   - and, as this machine's baseline, the exec of an empty Go binary.
+//
+// All run interleaved, -n times each; it prints the median and the 90th
+// percentile of each and the medians added per call and per job. The
+// program uses only API that main has too, so the same file builds
+// against an older tree for an interleaved comparison (docs/BENCHMARKS.md).
 //
 //	go run ./bench/sandboxbench -n 200
 package main
@@ -21,13 +28,17 @@ import (
 	"os/exec"
 	"path/filepath"
 	"slices"
+	"strings"
+	"syscall"
 	"time"
 
 	"github.com/odekrun/odek/internal/sandbox"
 )
 
 func main() {
+	sandbox.Main() // a Jail may re-execute this binary as its helper
 	n := flag.Int("n", 200, "calls of each kind")
+	odekBin := flag.String("odek", "", "the odek binary for the helper rows (default: build this tree's)")
 	flag.Parse()
 	if abi := sandbox.ABI(); abi < sandbox.RequiredABI {
 		fmt.Fprintf(os.Stderr, "Landlock ABI %d < %d: nothing to measure\n", abi, sandbox.RequiredABI)
@@ -36,10 +47,13 @@ func main() {
 	dir, err := os.MkdirTemp("", "sandboxbench-")
 	check(err)
 	defer os.RemoveAll(dir)
-	odek := filepath.Join(dir, "odek")
-	build := exec.Command("go", "build", "-trimpath", "-ldflags=-s -w", "-o", odek, "github.com/odekrun/odek/cmd/odek")
-	build.Stderr = os.Stderr
-	check(build.Run())
+	odek := *odekBin
+	if odek == "" {
+		odek = filepath.Join(dir, "odek")
+		build := exec.Command("go", "build", "-trimpath", "-ldflags=-s -w", "-o", odek, "github.com/odekrun/odek/cmd/odek")
+		build.Stderr = os.Stderr
+		check(build.Run())
+	}
 	empty := filepath.Join(dir, "empty")
 	check(os.WriteFile(filepath.Join(dir, "empty.go"), []byte("package main\nfunc main() {}\n"), 0o600))
 	eb := exec.Command("go", "build", "-o", empty, filepath.Join(dir, "empty.go"))
@@ -57,28 +71,49 @@ func main() {
 	jail, err := sandbox.NewJail(spec)
 	check(err)
 	defer jail.Close()
+	noLimits := withoutLimits(spec)
+	plainJail, err := sandbox.NewJail(noLimits)
+	check(err)
+	defer plainJail.Close()
+	newJob := func() *sandbox.Jail {
+		j, err := sandbox.NewJail(spec)
+		check(err)
+		return j
+	}
 	kinds := []struct {
 		name string
 		argv []string
-		jail *sandbox.Jail
+		jail func() *sandbox.Jail
+		job  bool // a new Jail for this call, closed after it
 	}{
-		{"sh -c true (unsandboxed)", []string{"sh", "-c", "true"}, nil},
-		{"sh -c true in a Jail", []string{"sh", "-c", "true"}, jail},
-		{"sh -c true via the helper", []string{odek, sandbox.HelperArg, specJSON, "sh", "-c", "true"}, nil},
-		{"empty Go binary (baseline)", []string{empty}, nil},
+		{"sh -c true (unsandboxed)", []string{"sh", "-c", "true"}, nil, false},
+		{"sh -c true in a Jail", []string{"sh", "-c", "true"}, func() *sandbox.Jail { return jail }, false},
+		{"  the same, limits off", []string{"sh", "-c", "true"}, func() *sandbox.Jail { return plainJail }, false},
+		{"a job: Jail, sh -c true, Close", []string{"sh", "-c", "true"}, newJob, true},
+		{"sh -c true via the helper", []string{odek, sandbox.HelperArg, specJSON, "sh", "-c", "true"}, nil, false},
+		{"empty Go binary (baseline)", []string{empty}, nil, false},
 	}
 	times := make([][]time.Duration, len(kinds))
+	// CPU time, which a loaded machine disturbs far less than wall time:
+	// this process's (the Jail's thread included) and its children's.
+	cpuSelf := make([]time.Duration, len(kinds))
+	cpuChildren := make([]time.Duration, len(kinds))
 	for i := 0; i < *n+5; i++ {
 		for k, kd := range kinds {
 			cmd := exec.Command(kd.argv[0], kd.argv[1:]...)
 			cmd.Dir, cmd.Env = root, env
 			var out bytes.Buffer
 			cmd.Stdout, cmd.Stderr = &out, &out
+			self0, children0 := cpu(syscall.RUSAGE_SELF), cpu(syscall.RUSAGE_CHILDREN)
 			start := time.Now()
 			if kd.jail != nil {
-				err = kd.jail.Start(cmd)
+				j := kd.jail()
+				err = j.Start(cmd)
 				if err == nil {
 					err = cmd.Wait()
+				}
+				if kd.job {
+					j.Close()
 				}
 			} else {
 				err = cmd.Run()
@@ -89,6 +124,8 @@ func main() {
 			}
 			if i >= 5 { // warm-up
 				times[k] = append(times[k], time.Since(start))
+				cpuSelf[k] += cpu(syscall.RUSAGE_SELF) - self0
+				cpuChildren[k] += cpu(syscall.RUSAGE_CHILDREN) - children0
 			}
 		}
 	}
@@ -96,10 +133,19 @@ func main() {
 	for k, kd := range kinds {
 		slices.Sort(times[k])
 		med[k] = times[k][len(times[k])/2]
-		fmt.Printf("%-28s median %7.3f ms  p90 %7.3f ms  (n=%d)\n", kd.name, ms(med[k]), ms(times[k][len(times[k])*9/10]), len(times[k]))
+		fmt.Printf("%-32s median %7.3f ms  p90 %7.3f ms  CPU per call: this process %6.3f ms, children %6.3f ms  (n=%d)\n",
+			kd.name, ms(med[k]), ms(times[k][len(times[k])*9/10]), ms(cpuSelf[k]/time.Duration(*n)), ms(cpuChildren[k]/time.Duration(*n)), len(times[k]))
 	}
-	fmt.Printf("added by the sandbox: %.3f ms per call in a Jail, %.3f ms through the helper (medians); an empty Go binary's exec costs %.3f ms here\n",
-		ms(med[1]-med[0]), ms(med[2]-med[0]), ms(med[3]))
+	fmt.Printf("added by the sandbox (medians): %.3f ms per call in a Jail (%.3f ms with its limits off), %.3f ms per job beyond its first call, %.3f ms through the helper; an empty Go binary's exec costs %.3f ms here\n",
+		ms(med[1]-med[0]), ms(med[2]-med[0]), ms(med[3]-med[1]), ms(med[4]-med[0]), ms(med[5]))
+}
+
+// cpu is the user and system time of who (RUSAGE_SELF or
+// RUSAGE_CHILDREN, the children waited for).
+func cpu(who int) time.Duration {
+	var ru syscall.Rusage
+	check(syscall.Getrusage(who, &ru))
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
 
 func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
@@ -109,6 +155,23 @@ func check(err error) {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
 	}
+}
+
+// withoutLimits is spec with every resource limit taken out (through
+// JSON, so that this file builds against trees with other limit fields).
+func withoutLimits(s sandbox.Spec) sandbox.Spec {
+	var m map[string]any
+	check(json.Unmarshal([]byte(mustJSON(s)), &m))
+	for k := range m {
+		if strings.HasPrefix(k, "max_") {
+			delete(m, k)
+		}
+	}
+	b, err := json.Marshal(m)
+	check(err)
+	var out sandbox.Spec
+	check(json.Unmarshal(b, &out))
+	return out
 }
 
 func mustJSON(s sandbox.Spec) string {

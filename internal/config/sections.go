@@ -76,7 +76,9 @@ type Subagent struct {
 
 // Sandbox is the `sandbox` section: how worker and bot jobs (and `odek
 // run --confine`) are confined. The zero value is the default: mode auto,
-// no TCP port reachable, no memory or process cap.
+// no TCP port reachable for connect or bind, and the sandbox package's
+// default resource limits (a limit left at 0 is that default; to lift one,
+// set a large value).
 type Sandbox struct {
 	// Mode is "" (auto: on for worker and bot, off for `odek run` unless
 	// Confine), "on" or "off" (operator only).
@@ -86,15 +88,23 @@ type Sandbox struct {
 	// AllowConnectPorts are the TCP ports a job's processes may connect
 	// to. Empty ⇒ none.
 	AllowConnectPorts []int `json:"allow_connect_ports" project:"subset" check:"min=1,max=65535,maxitems=64"`
+	// AllowBindPorts are the TCP ports a job's processes may bind and
+	// listen on. Empty ⇒ none, and listen(2) is refused.
+	AllowBindPorts []int `json:"allow_bind_ports" project:"subset" check:"min=1,max=65535,maxitems=64"`
 	// ReadOnlyPaths are extra absolute paths a job may read and execute.
 	ReadOnlyPaths []string `json:"read_only_paths" project:"never" check:"abs,maxitems=64"`
 	// DenyPaths are absolute paths never granted.
 	DenyPaths []string `json:"deny_paths" project:"append" check:"abs,maxitems=64"`
-	// MaxMemoryMB caps each process's address space, in MiB; 0 ⇒ none.
-	MaxMemoryMB int `json:"max_memory_mb" project:"lower" check:"min=0"`
-	// MaxProcesses caps the processes of odek's user while a job's shell
-	// runs; 0 ⇒ none.
-	MaxProcesses int `json:"max_processes" project:"lower" check:"min=0"`
+	// MaxMemoryMB caps each process's address space, in MiB; 0 ⇒ 4096.
+	MaxMemoryMB int `json:"max_memory_mb" project:"lower" default:"4096" check:"min=0"`
+	// MaxCPUSeconds caps each process's CPU time, in seconds; 0 ⇒ 600.
+	MaxCPUSeconds int `json:"max_cpu_seconds" project:"lower" default:"600" check:"min=0"`
+	// MaxProcesses caps the processes of odek's user while a job's
+	// processes run (per user, not enforced for root); 0 ⇒ 1024.
+	MaxProcesses int `json:"max_processes" project:"lower" default:"1024" check:"min=0"`
+	// MaxFileSizeMB caps the size of a file a job's process writes, in
+	// MiB; 0 ⇒ 1024.
+	MaxFileSizeMB int `json:"max_file_size_mb" project:"lower" default:"1024" check:"min=0"`
 }
 
 // Context is the pair of top-level keys that steer proactive trimming.

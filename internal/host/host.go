@@ -385,8 +385,9 @@ func CheckSandbox(abi int) error {
 func SandboxSettings(cfg *config.Config) sandbox.Settings {
 	s := cfg.Sandbox
 	return sandbox.Settings{
-		Mode: s.Mode, Confine: s.Confine, AllowConnectPorts: s.AllowConnectPorts, ReadOnlyPaths: s.ReadOnlyPaths,
-		DenyPaths: s.DenyPaths, MaxMemoryMB: s.MaxMemoryMB, MaxProcesses: s.MaxProcesses,
+		Mode: s.Mode, Confine: s.Confine, AllowConnectPorts: s.AllowConnectPorts, AllowBindPorts: s.AllowBindPorts,
+		ReadOnlyPaths: s.ReadOnlyPaths, DenyPaths: s.DenyPaths,
+		MaxMemoryMB: s.MaxMemoryMB, MaxCPUSeconds: s.MaxCPUSeconds, MaxProcesses: s.MaxProcesses, MaxFileSizeMB: s.MaxFileSizeMB,
 	}
 }
 

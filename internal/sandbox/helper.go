@@ -54,6 +54,10 @@ func runHelper(args []string, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "odek sandbox: bad spec: %v\n", err)
 		return ExitUsage
 	}
+	if err := newSession(); err != nil {
+		fmt.Fprintf(stderr, "odek sandbox: not running the command, the sandbox could not be applied: setsid: %v\n", err)
+		return ExitNotConfined
+	}
 	if err := enforce(spec); err != nil {
 		fmt.Fprintf(stderr, "odek sandbox: not running the command, the sandbox could not be applied: %v\n", err)
 		return ExitNotConfined

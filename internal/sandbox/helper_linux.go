@@ -3,12 +3,9 @@
 package sandbox
 
 import (
-	"errors"
 	"fmt"
 	"os"
-	"sync"
 	"syscall"
-	"unsafe"
 
 	"github.com/landlock-lsm/go-landlock/landlock"
 	llsyscall "github.com/landlock-lsm/go-landlock/landlock/syscall"
@@ -41,10 +38,21 @@ func enforce(spec Spec) error {
 	if err := landlock.V7.BestEffort().Restrict(rules...); err != nil {
 		return fmt.Errorf("landlock_restrict_self: %v", err)
 	}
-	if err := installSeccomp(unix.SECCOMP_FILTER_FLAG_TSYNC); err != nil {
+	if err := installSeccomp(specFilter(spec), unix.SECCOMP_FILTER_FLAG_TSYNC); err != nil {
 		return fmt.Errorf("seccomp: %v", err)
 	}
 	return nil
+}
+
+// newSession makes the helper (and the command it becomes) the leader of
+// a session of its own, without a controlling terminal, unless it leads
+// one already (a Jail started it so).
+func newSession() error {
+	if sid, err := unix.Getsid(0); err == nil && sid == os.Getpid() {
+		return nil
+	}
+	_, err := unix.Setsid()
+	return err
 }
 
 // landlockRules are the Landlock rules of spec.
@@ -60,23 +68,62 @@ func landlockRules(spec Spec) []landlock.Rule {
 	for _, p := range spec.ConnectPorts {
 		rules = append(rules, landlock.ConnectTCP(p))
 	}
+	for _, p := range spec.BindPorts {
+		rules = append(rules, landlock.BindTCP(p))
+	}
 	return rules
+}
+
+// specFilter is the seccomp filter of spec.
+func specFilter(spec Spec) filterOpts {
+	return filterOpts{listen: len(spec.BindPorts) > 0, lockSession: spec.LockSession}
+}
+
+// rlimit is one resource limit of a spec, with the setting it comes from.
+type rlimit struct {
+	resource int
+	value    uint64
+	setting  string // "sandbox.max_memory_mb 4096", for errors
+}
+
+// rlimits are the spec's resource limits.
+func rlimits(spec Spec) []rlimit {
+	var out []rlimit
+	add := func(res int, n int, unit uint64, key string) {
+		if n > 0 {
+			out = append(out, rlimit{res, uint64(n) * unit, fmt.Sprintf("sandbox.%s %d", key, n)})
+		}
+	}
+	add(unix.RLIMIT_AS, spec.MaxMemoryMB, 1<<20, "max_memory_mb")
+	add(unix.RLIMIT_CPU, spec.MaxCPUSeconds, 1, "max_cpu_seconds")
+	add(unix.RLIMIT_NPROC, spec.MaxProcesses, 1, "max_processes")
+	add(unix.RLIMIT_FSIZE, spec.MaxFileSizeMB, 1<<20, "max_file_size_mb")
+	return out
 }
 
 // setLimits applies the spec's resource limits; the helper calls it last,
 // right before exec, so the limits bind the command and not the helper.
 func setLimits(spec Spec) error {
-	if spec.MaxMemoryMB > 0 {
-		if err := lowerLimit(unix.RLIMIT_AS, uint64(spec.MaxMemoryMB)<<20); err != nil {
-			return fmt.Errorf("RLIMIT_AS (sandbox.max_memory_mb %d): %v", spec.MaxMemoryMB, err)
-		}
-	}
-	if spec.MaxProcesses > 0 {
-		if err := lowerLimit(unix.RLIMIT_NPROC, uint64(spec.MaxProcesses)); err != nil {
-			return fmt.Errorf("RLIMIT_NPROC (sandbox.max_processes %d): %v", spec.MaxProcesses, err)
+	for _, l := range rlimits(spec) {
+		if err := lowerLimit(l.resource, l.value); err != nil {
+			return fmt.Errorf("%s (%s): %v", limitName(l.resource), l.setting, err)
 		}
 	}
 	return nil
+}
+
+func limitName(resource int) string {
+	switch resource {
+	case unix.RLIMIT_AS:
+		return "RLIMIT_AS"
+	case unix.RLIMIT_CPU:
+		return "RLIMIT_CPU"
+	case unix.RLIMIT_NPROC:
+		return "RLIMIT_NPROC"
+	case unix.RLIMIT_FSIZE:
+		return "RLIMIT_FSIZE"
+	}
+	return fmt.Sprintf("resource %d", resource)
 }
 
 // lowerLimit sets resource to n, or leaves it at its hard limit when
@@ -96,71 +143,6 @@ func abiHint(abi int) string {
 		return "Landlock is not enabled in this kernel (it needs CONFIG_SECURITY_LANDLOCK=y and \"landlock\" in the lsm= boot parameter)"
 	}
 	return "TCP connect rules need Linux 6.7 or newer"
-}
-
-// Seccomp actions and the offsets of struct seccomp_data.
-const (
-	offNr   = 0
-	offArch = 4
-	offArg2 = 16 + 2*8 // low 32 bits of args[2] on little-endian
-	// ipprotoMPTCP is IPPROTO_MPTCP: Landlock's TCP rules do not cover
-	// Multipath TCP sockets, so creating one is refused.
-	ipprotoMPTCP = 262
-)
-
-// installSeccomp refuses, for this process and what it executes, the
-// syscalls that would get around the Landlock TCP rules: socket(2) with
-// IPPROTO_MPTCP, io_uring_setup(2) (its operations bypass seccomp), and
-// every syscall of another architecture's ABI (32-bit compat, x32), where
-// the same numbers mean other calls.
-func installSeccomp(flags uintptr) error {
-	prog, err := seccompProgram()
-	if err != nil {
-		return err
-	}
-	fprog := unix.SockFprog{Len: uint16(len(prog)), Filter: &prog[0]}
-	_, _, e := unix.Syscall(unix.SYS_SECCOMP, unix.SECCOMP_SET_MODE_FILTER, flags, uintptr(unsafe.Pointer(&fprog)))
-	if e != 0 {
-		return e
-	}
-	return nil
-}
-
-// seccompProgram is the filter installSeccomp installs.
-var seccompProgram = sync.OnceValues(buildSeccompProgram)
-
-func buildSeccompProgram() ([]unix.SockFilter, error) {
-	if auditArch == 0 {
-		return nil, errors.New("no filter for this architecture (amd64 and arm64 only)")
-	}
-	stmt := func(code uint16, k uint32) unix.SockFilter { return unix.SockFilter{Code: code, K: k} }
-	jump := func(code uint16, k uint32, jt, jf uint8) unix.SockFilter {
-		return unix.SockFilter{Code: code, Jt: jt, Jf: jf, K: k}
-	}
-	const (
-		ld    = unix.BPF_LD | unix.BPF_W | unix.BPF_ABS
-		jeq   = unix.BPF_JMP | unix.BPF_JEQ | unix.BPF_K
-		jge   = unix.BPF_JMP | unix.BPF_JGE | unix.BPF_K
-		ret   = unix.BPF_RET | unix.BPF_K
-		allow = unix.SECCOMP_RET_ALLOW
-	)
-	errno := func(e syscall.Errno) uint32 { return unix.SECCOMP_RET_ERRNO | uint32(e) }
-	prog := []unix.SockFilter{
-		stmt(ld, offArch),
-		jump(jeq, auditArch, 1, 0),
-		stmt(ret, errno(unix.ENOSYS)), // a foreign ABI
-		stmt(ld, offNr),
-		jump(jge, x32Bit, 0, 1),
-		stmt(ret, errno(unix.ENOSYS)), // x32 numbers on amd64
-		jump(jeq, unix.SYS_IO_URING_SETUP, 0, 1),
-		stmt(ret, errno(unix.ENOSYS)),
-		jump(jeq, unix.SYS_SOCKET, 0, 3),
-		stmt(ld, offArg2),
-		jump(jeq, ipprotoMPTCP, 0, 1),
-		stmt(ret, errno(unix.EPROTONOSUPPORT)),
-		stmt(ret, allow),
-	}
-	return prog, nil
 }
 
 // helperExec replaces the process with path.

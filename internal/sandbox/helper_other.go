@@ -24,3 +24,5 @@ func reachable(path string) bool {
 	_, err := os.Stat(path)
 	return err == nil
 }
+
+func newSession() error { return errors.New("the sandbox needs Linux (Landlock)") }

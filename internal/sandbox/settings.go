@@ -12,8 +12,27 @@ const (
 	ModeOff = "off"
 )
 
+// Default resource limits of every process a job starts, used where the
+// settings leave a limit at 0. Limits bind each process (RLIMIT_*), not
+// the job as a whole; see Settings.
+const (
+	// DefaultMaxMemoryMB is RLIMIT_AS: 4 GiB of address space per process
+	// (node, python and Go binaries start well below it).
+	DefaultMaxMemoryMB = 4096
+	// DefaultMaxCPUSeconds is RLIMIT_CPU: 600 CPU seconds per process,
+	// the shell tool's largest timeout.
+	DefaultMaxCPUSeconds = 600
+	// DefaultMaxProcesses is RLIMIT_NPROC: 1024 processes (and threads)
+	// of odek's user.
+	DefaultMaxProcesses = 1024
+	// DefaultMaxFileSizeMB is RLIMIT_FSIZE: no file written larger than
+	// 1 GiB.
+	DefaultMaxFileSizeMB = 1024
+)
+
 // Settings are the `sandbox` configuration section. The zero value is the
-// default: ModeAuto, no TCP port reachable, no memory or process limit.
+// default: ModeAuto, no TCP port reachable for connect or bind, and the
+// Default… resource limits.
 type Settings struct {
 	// Mode is ModeAuto, ModeOn or ModeOff.
 	Mode string `json:"mode"`
@@ -23,6 +42,11 @@ type Settings struct {
 	// AllowConnectPorts lists the TCP ports a job's processes may connect
 	// to (Landlock ABI ≥ 4). Empty ⇒ none.
 	AllowConnectPorts []int `json:"allow_connect_ports"`
+	// AllowBindPorts lists the TCP ports a job's processes may bind and
+	// listen on. Empty ⇒ none, and listen(2) is refused (it would bind a
+	// port of its own choosing); non-empty ⇒ listen(2) is allowed, which
+	// also lets an unbound socket listen on an ephemeral port.
+	AllowBindPorts []int `json:"allow_bind_ports"`
 	// ReadOnlyPaths are extra paths a job's processes may read and
 	// execute, beside the system ones (operator file only).
 	ReadOnlyPaths []string `json:"read_only_paths"`
@@ -30,11 +54,19 @@ type Settings struct {
 	// (a project file may add to them).
 	DenyPaths []string `json:"deny_paths"`
 	// MaxMemoryMB caps the address space of each process a job starts
-	// (RLIMIT_AS), in MiB. 0 ⇒ no cap.
+	// (RLIMIT_AS), in MiB. 0 ⇒ DefaultMaxMemoryMB.
 	MaxMemoryMB int `json:"max_memory_mb"`
-	// MaxProcesses caps the processes of odek's user while a job's shell
-	// runs (RLIMIT_NPROC; not enforced for root). 0 ⇒ no cap.
+	// MaxCPUSeconds caps the CPU time of each process a job starts
+	// (RLIMIT_CPU), in seconds. 0 ⇒ DefaultMaxCPUSeconds.
+	MaxCPUSeconds int `json:"max_cpu_seconds"`
+	// MaxProcesses caps the processes of odek's user while a job's
+	// processes run (RLIMIT_NPROC: counted per user, over every job and
+	// container of that uid; the kernel does not enforce it for root).
+	// 0 ⇒ DefaultMaxProcesses.
 	MaxProcesses int `json:"max_processes"`
+	// MaxFileSizeMB caps the size of any file a job's process writes
+	// (RLIMIT_FSIZE), in MiB. 0 ⇒ DefaultMaxFileSizeMB.
+	MaxFileSizeMB int `json:"max_file_size_mb"`
 }
 
 // Active reports whether the sandbox confines runs of a surface: server

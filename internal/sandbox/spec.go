@@ -15,6 +15,10 @@ import (
 // (6), which are used when the kernel has them.
 const RequiredABI = 4
 
+// ScopedABI is the Landlock ABI from which a Jail is one Landlock domain
+// whose end kills every process of the job (signal scoping, Linux 6.12).
+const ScopedABI = 6
+
 // SystemReadOnly are the paths a job's processes may read and execute
 // when they exist: what a shell and the usual tools need.
 var SystemReadOnly = []string{"/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32", "/etc"}
@@ -32,7 +36,9 @@ var SystemDeny = []string{
 }
 
 // Devices are the device files a job's processes may read and write.
-var Devices = []string{"/dev/null", "/dev/zero", "/dev/full", "/dev/random", "/dev/urandom", "/dev/tty"}
+// /dev/tty is not among them: a job's processes run in a session of
+// their own, without a controlling terminal.
+var Devices = []string{"/dev/null", "/dev/zero", "/dev/full", "/dev/random", "/dev/urandom"}
 
 // Spec is the ruleset of one job's processes, what the helper enforces.
 // Everything not granted here is denied: other chats' directories,
@@ -52,10 +58,26 @@ type Spec struct {
 	Devices []string `json:"devices"`
 	// ConnectPorts are the TCP ports connect(2) may reach.
 	ConnectPorts []uint16 `json:"connect_ports,omitempty"`
+	// BindPorts are the TCP ports bind(2) may take; non-empty ⇒ listen(2)
+	// is allowed too.
+	BindPorts []uint16 `json:"bind_ports,omitempty"`
 	// MaxMemoryMB is RLIMIT_AS in MiB; 0 ⇒ none.
 	MaxMemoryMB int `json:"max_memory_mb,omitempty"`
+	// MaxCPUSeconds is RLIMIT_CPU in seconds; 0 ⇒ none.
+	MaxCPUSeconds int `json:"max_cpu_seconds,omitempty"`
 	// MaxProcesses is RLIMIT_NPROC; 0 ⇒ none.
 	MaxProcesses int `json:"max_processes,omitempty"`
+	// MaxFileSizeMB is RLIMIT_FSIZE in MiB; 0 ⇒ none.
+	MaxFileSizeMB int `json:"max_file_size_mb,omitempty"`
+	// LockSession makes the seccomp filter refuse setsid(2) and
+	// setpgid(2): a Jail sets it on kernels without Landlock's signal
+	// scoping, where it ends a job's processes by their process groups.
+	LockSession bool `json:"lock_session,omitempty"`
+}
+
+// HasLimits reports whether the spec sets any resource limit.
+func (s Spec) HasLimits() bool {
+	return s.MaxMemoryMB > 0 || s.MaxCPUSeconds > 0 || s.MaxProcesses > 0 || s.MaxFileSizeMB > 0
 }
 
 // Paths are the per-job inputs of NewSpec.
@@ -135,7 +157,12 @@ func (t *Template) For(root, tmp string) (Spec, error) {
 
 // systemSpec is a Spec without root and temp dir.
 func systemSpec(s Settings, deny []string, fsys Lister) Spec {
-	spec := Spec{MaxMemoryMB: s.MaxMemoryMB, MaxProcesses: s.MaxProcesses}
+	spec := Spec{
+		MaxMemoryMB:   orDefault(s.MaxMemoryMB, DefaultMaxMemoryMB),
+		MaxCPUSeconds: orDefault(s.MaxCPUSeconds, DefaultMaxCPUSeconds),
+		MaxProcesses:  orDefault(s.MaxProcesses, DefaultMaxProcesses),
+		MaxFileSizeMB: orDefault(s.MaxFileSizeMB, DefaultMaxFileSizeMB),
+	}
 	for _, ro := range cleanAll(append(slices.Clone(SystemReadOnly), s.ReadOnlyPaths...)) {
 		spec.ReadOnly = append(spec.ReadOnly, grant(ro, deny, fsys, 0)...)
 	}
@@ -165,7 +192,20 @@ func systemSpec(s Settings, deny []string, fsys Lister) Spec {
 		}
 	}
 	slices.Sort(spec.ConnectPorts)
+	for _, port := range s.AllowBindPorts {
+		if !slices.Contains(spec.BindPorts, uint16(port)) {
+			spec.BindPorts = append(spec.BindPorts, uint16(port))
+		}
+	}
+	slices.Sort(spec.BindPorts)
 	return spec
+}
+
+func orDefault(n, def int) int {
+	if n <= 0 {
+		return def
+	}
+	return n
 }
 
 // maxGrantDepth bounds how deep grant splits a directory around denied

@@ -98,12 +98,14 @@ func TestNewSpec(t *testing.T) {
 		{name: "read-only path holding the artifacts dir is split", s: Settings{ReadOnlyPaths: []string{"/srv"}},
 			p:    Paths{Root: "/srv/odek/artifacts/42", TempDir: "/tmp/x", Deny: []string{"/srv/odek"}},
 			want: Spec{Root: "/srv/odek/artifacts/42", TempDir: "/tmp/x", ReadOnly: sys("/srv/www"), ReadOnlyFiles: etcFiles, Devices: Devices}},
-		{name: "deny a device", s: Settings{DenyPaths: []string{"/dev/tty"}}, p: base,
+		{name: "deny a device", s: Settings{DenyPaths: []string{"/dev/urandom"}}, p: base,
 			want: Spec{Root: base.Root, TempDir: base.TempDir, ReadOnly: sys(), ReadOnlyFiles: etcFiles, Devices: Devices[:len(Devices)-1]}},
 		{name: "operator denies all of /usr/local", s: Settings{DenyPaths: []string{"/usr/local"}}, p: base,
 			want: Spec{Root: base.Root, TempDir: base.TempDir, ReadOnly: append([]string{"/usr/bin", "/usr/lib"}, sys()[1:]...), ReadOnlyFiles: etcFiles, Devices: Devices}},
-		{name: "limits pass through", s: Settings{MaxMemoryMB: 100, MaxProcesses: 5}, p: base,
-			want: Spec{Root: base.Root, TempDir: base.TempDir, ReadOnly: sys(), ReadOnlyFiles: etcFiles, Devices: Devices, MaxMemoryMB: 100, MaxProcesses: 5}},
+		{name: "limits pass through", s: Settings{MaxMemoryMB: 100, MaxProcesses: 5, MaxCPUSeconds: 7, MaxFileSizeMB: 9}, p: base,
+			want: Spec{Root: base.Root, TempDir: base.TempDir, ReadOnly: sys(), ReadOnlyFiles: etcFiles, Devices: Devices, MaxMemoryMB: 100, MaxProcesses: 5, MaxCPUSeconds: 7, MaxFileSizeMB: 9}},
+		{name: "bind ports sorted and deduplicated", s: Settings{AllowBindPorts: []int{8080, 3000, 8080}}, p: base,
+			want: Spec{Root: base.Root, TempDir: base.TempDir, ReadOnly: sys(), ReadOnlyFiles: etcFiles, Devices: Devices, BindPorts: []uint16{3000, 8080}}},
 		{name: "root holding odek home", p: Paths{Root: "/root", TempDir: "/tmp/x", Deny: []string{"/root/.odek"}}, isErr: ErrRootHoldsDenied},
 		{name: "root equal to a denied path", p: Paths{Root: "/root/.odek", TempDir: "/tmp/x", Deny: []string{"/root/.odek"}}, isErr: ErrRootHoldsDenied},
 		{name: "root at /", p: Paths{Root: "/", TempDir: "/tmp/x"}, isErr: ErrRootHoldsDenied},
@@ -120,6 +122,11 @@ func TestNewSpec(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
+			// A limit the settings leave at 0 is on with its default.
+			tt.want.MaxMemoryMB = orDefault(tt.want.MaxMemoryMB, DefaultMaxMemoryMB)
+			tt.want.MaxCPUSeconds = orDefault(tt.want.MaxCPUSeconds, DefaultMaxCPUSeconds)
+			tt.want.MaxProcesses = orDefault(tt.want.MaxProcesses, DefaultMaxProcesses)
+			tt.want.MaxFileSizeMB = orDefault(tt.want.MaxFileSizeMB, DefaultMaxFileSizeMB)
 			if !reflect.DeepEqual(got, tt.want) {
 				t.Errorf("got  %+v\nwant %+v", got, tt.want)
 			}

@@ -22,9 +22,10 @@ const SelfTestArg = "__odek-sandbox-selftest"
 // Verify proves the sandbox works on this machine, end to end: it
 // confines this binary in a fresh root with the default rules and checks
 // from inside that the root is readable while a file next to it and a TCP
-// listener on loopback are not; once started by a Jail's own thread, once
-// through the re-executed helper (the way of a spec with resource
-// limits). It returns nil only when all of that holds.
+// listener on loopback are not; once started by a job's Jail (with the
+// default resource limits, so stopped at its exec while they are set),
+// once through the re-executed helper (the way of kernels without signal
+// scoping). It returns nil only when all of that holds.
 func Verify(ctx context.Context) error {
 	if err := Missing(ABI()); err != nil {
 		return err
@@ -64,32 +65,40 @@ func Verify(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	// The probe's own binary may live outside the system paths (a build
-	// directory); grant its directory read-only for this check only.
 	ctx, cancel := context.WithTimeout(ctx, 20*time.Second)
 	defer cancel()
-	for _, s := range []Settings{{}, {MaxProcesses: 1 << 20}} {
-		s.ReadOnlyPaths = []string{filepath.Dir(exe)}
-		spec, err := NewSpec(s, Paths{Root: root, TempDir: tmp, Deny: []string{outside}}, Host)
-		if err != nil {
-			return err
+	// The probe's own binary may live outside the system paths (a build
+	// directory); grant its directory read-only for this check only.
+	s := Settings{ReadOnlyPaths: []string{filepath.Dir(exe)}}
+	spec, err := NewSpec(s, Paths{Root: root, TempDir: tmp, Deny: []string{outside}}, Host)
+	if err != nil {
+		return err
+	}
+	for _, helper := range []bool{false, true} {
+		args := []string{SelfTestArg, inside, outside, ln.Addr().String()}
+		var cmd *exec.Cmd
+		start := func() error { return cmd.Start() }
+		how := "started through the helper"
+		if helper {
+			if cmd, err = Command(ctx, spec, append([]string{exe}, args...)...); err != nil {
+				return err
+			}
+		} else {
+			j, err := NewJail(spec)
+			if err != nil {
+				return err
+			}
+			defer j.Close()
+			cmd = exec.CommandContext(ctx, exe, args...)
+			start = func() error { return j.Start(cmd) }
+			how = "started by a job's jail"
 		}
-		j, err := NewJail(spec)
-		if err != nil {
-			return err
-		}
-		cmd := exec.CommandContext(ctx, exe, SelfTestArg, inside, outside, ln.Addr().String())
 		cmd.Dir, cmd.Env = root, Env(spec, os.Environ())
 		var out bytes.Buffer
 		cmd.Stdout, cmd.Stderr = &out, &out
-		runErr := j.Start(cmd)
+		runErr := start()
 		if runErr == nil {
 			runErr = cmd.Wait()
-		}
-		j.Close()
-		how := "started by a confined thread"
-		if s.MaxProcesses > 0 {
-			how = "started through the helper"
 		}
 		if got := strings.TrimSpace(out.String()); runErr != nil || got != "ok" {
 			return fmt.Errorf("confined self-test %s failed (%v): %s", how, runErr, got)

@@ -83,11 +83,23 @@ func sandboxNote(j *sandbox.Jail) string {
 		}
 		net = "network connections only to TCP ports " + strings.Join(ports, ", ")
 	}
-	return " The command runs in a sandbox: it can write only in the working directory and $TMPDIR, read system files (/usr, /etc, …) but not /proc or other users' files, and has " + net + "."
+	return " The command runs in a sandbox: it can write only in the working directory and $TMPDIR, read system files (/usr, /etc, …) but not /proc or other users' files, and has " + net +
+		" (TCP/UDP over IPv4/IPv6 only: no Unix, raw or netlink sockets, no TCP Fast Open" + listenNote(s) + "). Each process is limited in memory, CPU time and file size, and every process it leaves running ends with this job."
 }
 
-// runShell runs command in its own process group and kills the whole
-// group on timeout or cancellation (on Windows, which has no process
+func listenNote(s sandbox.Spec) string {
+	if len(s.BindPorts) == 0 {
+		return ", no listening"
+	}
+	ports := make([]string, len(s.BindPorts))
+	for i, p := range s.BindPorts {
+		ports[i] = strconv.Itoa(int(p))
+	}
+	return ", listening only on TCP ports " + strings.Join(ports, ", ")
+}
+
+// runShell runs command in its own session and process group and kills
+// the whole group on timeout or cancellation (on Windows, which has no process
 // groups, only the shell itself; see shell_other.go).
 func (c *config) runShell(ctx context.Context, command string, timeout time.Duration) (Result, error) {
 	tctx, cancel := context.WithTimeout(ctx, timeout)

@@ -1,0 +1,44 @@
+//go:build linux
+
+package tools
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/odekrun/odek/internal/sandbox"
+)
+
+// A confined shell runs in a session of its own (the Jail's), and its
+// timeout still kills its whole process group.
+func TestSandboxedShellTimeoutKillsGroup(t *testing.T) {
+	if abi := sandbox.ABI(); abi < sandbox.RequiredABI {
+		if os.Getenv("ODEK_REQUIRE_LANDLOCK") != "" {
+			t.Fatalf("Landlock ABI %d < %d", abi, sandbox.RequiredABI)
+		}
+		t.Skipf("Landlock ABI %d < %d", abi, sandbox.RequiredABI)
+	}
+	dir := t.TempDir()
+	spec, err := sandbox.NewSpec(sandbox.Settings{}, sandbox.Paths{Root: dir, TempDir: t.TempDir()}, sandbox.Host)
+	if err != nil {
+		t.Fatal(err)
+	}
+	jail, err := sandbox.NewJail(spec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer jail.Close()
+	sh := builtin(t, Options{WorkDir: dir, Confine: true, Sandbox: jail, Env: []string{"PATH=/usr/bin:/bin"}}, "shell")
+	if d := sh.Definition().Description; !strings.Contains(d, "no Unix, raw or netlink sockets") || !strings.Contains(d, "ends with this job") {
+		t.Errorf("the description does not say what the sandbox refuses: %s", d)
+	}
+	res := run(t, sh, `{"command":"sleep 100 & echo $! > pid; sleep 100","timeout_seconds":0.5}`)
+	mustContain(t, res, true, "timed out after 500ms")
+	pidText, err := os.ReadFile(filepath.Join(dir, "pid"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	waitGone(t, strings.TrimSpace(string(pidText)))
+}
