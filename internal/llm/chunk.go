@@ -131,6 +131,8 @@ type errorView struct {
 	message, typ  jstr
 	code          jstr // a string code, or the literal of a numeric one
 	codeIsNumeric bool
+	metaRaw       []byte // metadata.raw as it is in the input (OpenRouter's upstream error)
+	provider      jstr   // metadata.provider_name
 }
 
 // chunkView is the decoded form of one chunk. Its jstr fields point into
@@ -823,6 +825,38 @@ func (s *scanner) errorObj(e *errorView) {
 			default:
 				s.skip()
 			}
+		case "metadata":
+			s.errorMetadata(e)
+		default:
+			s.skip()
+		}
+	}
+}
+
+// errorMetadata decodes error.metadata: OpenRouter relays the upstream
+// provider's own error there (raw, a string or an object, kept as its
+// input bytes) with provider_name.
+func (s *scanner) errorMetadata(e *errorView) {
+	if s.peek() != '{' {
+		s.skip()
+		return
+	}
+	s.objBegin()
+	for first := true; ; first = false {
+		key, ok := s.objNext(first)
+		if !ok {
+			return
+		}
+		switch string(key) {
+		case "raw":
+			switch s.peek() {
+			case '"', '{':
+				e.metaRaw = s.raw()
+			default:
+				s.skip()
+			}
+		case "provider_name":
+			e.provider = s.strField()
 		default:
 			s.skip()
 		}

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"sort"
+	"strings"
 
 	"github.com/odekrun/odek/internal/jsonwire"
 )
@@ -149,7 +150,11 @@ func decodeBody(data []byte, keepThink bool) (res *Response, retryable bool, err
 		calls = append(calls, indexed{idx, ToolCall{ID: tc.ID, Type: tc.Type, Extra: extra,
 			Function: FunctionCall{Name: tc.Function.Name, Arguments: args}}})
 	}
-	if fc := msg.FunctionCall; fc != nil && (fc.Name != "" || len(fc.Arguments) > 0) {
+	// A legacy function_call is a call only when it names a function or
+	// carries arguments: {"name":"","arguments":""} beside tool_calls (a
+	// Claude model behind an OpenAI-compatible gateway sends it) is an
+	// absent field, not a second, nameless call.
+	if fc := msg.FunctionCall; fc != nil && (fc.Name != "" || strings.TrimSpace(jsonwire.ArgumentsText(fc.Arguments)) != "") {
 		args := jsonwire.ArgumentsText(fc.Arguments)
 		names, rawArgs = append(names, fc.Name), append(rawArgs, []byte(args))
 		calls = append(calls, indexed{len(msg.ToolCalls), ToolCall{Function: FunctionCall{Name: fc.Name, Arguments: args}}})
