@@ -34,8 +34,12 @@ type wireBody struct {
 		PromptTokens        int  `json:"prompt_tokens"`
 		CompletionTokens    int  `json:"completion_tokens"`
 		PromptCacheHit      *int `json:"prompt_cache_hit_tokens"`
+		CacheRead           *int `json:"cache_read_input_tokens"`
+		CacheCreation       *int `json:"cache_creation_input_tokens"`
+		CachedTokens        *int `json:"cached_tokens"`
 		PromptTokensDetails *struct {
-			CachedTokens *int `json:"cached_tokens"`
+			CachedTokens     *int `json:"cached_tokens"`
+			CacheWriteTokens *int `json:"cache_write_tokens"`
 		} `json:"prompt_tokens_details"`
 	} `json:"usage"`
 	Error json.RawMessage `json:"error"`
@@ -168,13 +172,24 @@ func decodeBody(data []byte, keepThink bool) (res *Response, retryable bool, err
 	}
 	finishCalls(res.Message.ToolCalls)
 	if u := w.Usage; u != nil {
-		res.Usage = Usage{PromptTokens: u.PromptTokens, CompletionTokens: u.CompletionTokens}
-		switch {
-		case u.PromptTokensDetails != nil && u.PromptTokensDetails.CachedTokens != nil:
-			res.Usage.CachedTokens = *u.PromptTokensDetails.CachedTokens
-		case u.PromptCacheHit != nil:
-			res.Usage.CachedTokens = *u.PromptCacheHit
+		v := usageView{ok: true, prompt: u.PromptTokens, completion: u.CompletionTokens, hasPrompt: true, hasCompl: true}
+		v.cacheHit, v.hasCacheH = deref(u.PromptCacheHit)
+		v.cacheRead, v.hasRead = deref(u.CacheRead)
+		v.cacheNew, v.hasNew = deref(u.CacheCreation)
+		v.topCached, v.hasTopCached = deref(u.CachedTokens)
+		if d := u.PromptTokensDetails; d != nil {
+			v.cached, v.hasCached = deref(d.CachedTokens)
+			v.detailsWrite, v.hasDetailsWrite = deref(d.CacheWriteTokens)
 		}
+		res.Usage = v.usage()
 	}
 	return res, false, nil
+}
+
+// deref is *p and whether p was set.
+func deref(p *int) (int, bool) {
+	if p == nil {
+		return 0, false
+	}
+	return *p, true
 }
