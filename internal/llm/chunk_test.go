@@ -31,7 +31,7 @@ type flatTool struct {
 
 type flatUsage struct {
 	Prompt, Completion, Cached, CacheHit *int
-	Read, New, Write, TopCached         *int
+	Read, New, Write, TopCached          *int
 }
 
 type flatErr struct {
