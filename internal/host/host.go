@@ -487,6 +487,9 @@ func NewLLM(cfg *config.Config) (*llm.Client, error) {
 		Provider:         cfg.Provider,
 		StrictToolModels: cfg.LLM.StrictToolModels,
 		KeepThinkTags:    cfg.LLM.KeepThinkTags,
+		// Explicit prompt-cache breakpoints, opt-in per model (context
+		// section).
+		CacheBreakpointModels: cfg.Context.CacheBreakpointModels,
 	})
 }
 
