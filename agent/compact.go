@@ -39,7 +39,7 @@ import (
 
 // DefaultContextLowShare is the share of the window a compaction brings
 // the conversation down to when Config.ContextLowShare is 0.
-const DefaultContextLowShare = 0.5
+const DefaultContextLowShare = 0.3
 
 // DigestMarker starts the content of the digest message; a message of
 // role system starting with it is the conversation's digest.
@@ -250,8 +250,8 @@ func sideCall(ctx context.Context, m Model, model string, p compactPlan, msgs []
 }
 
 // contextLimits are the high- and low-water marks in tokens for the
-// run's window (0, 0 without a window). The plan block rides along every
-// request and is subtracted from both.
+// run's window (0, 0 without a window), less what every request carries
+// besides the transcript (the tool declarations and the plan block).
 func (r *run) contextLimits() (high, low int) {
 	if r.cfg.ContextWindow <= 0 {
 		return 0, 0
@@ -266,11 +266,12 @@ func (r *run) contextLimits() (high, low int) {
 	}
 	high = int(float64(r.cfg.ContextWindow) * share)
 	low = int(float64(r.cfg.ContextWindow) * lowShare)
+	// The plan block and the tool declarations ride along every request.
+	fixed := r.specTokens
 	if pm, ok := r.planMessage(); ok {
-		n := estimateTokens(&pm)
-		high, low = high-n, low-n
+		fixed += estimateTokens(&pm)
 	}
-	return high, low
+	return high - fixed, low - fixed
 }
 
 // compact keeps the next request under the high-water mark: a compaction

@@ -33,6 +33,8 @@ type run struct {
 	maxOut   int
 	runID    string
 	warned   map[string]bool // limits SignalBudgetWarning was sent for
+	// specTokens estimates the tool declarations sent with every request.
+	specTokens int
 }
 
 // patternRedactor is the Redactor of a Config without one: credential
@@ -67,6 +69,9 @@ func newRun(cfg Config) (*run, error) {
 	}
 	sort.Strings(names)
 	r.names = strings.Join(names, ", ")
+	for _, s := range r.specs {
+		r.specTokens += (len(s.Function.Name)+len(s.Function.Description)+len(s.Function.Parameters))/4 + 8
+	}
 	r.maxIter = orDefault(cfg.MaxIterations, DefaultMaxIterations)
 	r.parallel = orDefault(cfg.MaxToolParallel, DefaultMaxToolParallel)
 	r.maxOut = orDefault(cfg.MaxToolOutputBytes, DefaultMaxToolOutputBytes)

@@ -119,8 +119,8 @@ type Context struct {
 	Share float64 `json:"context_share" project:"lower" default:"0.8" check:"min=0,max=1"`
 	// LowShare is the low-water mark: the share of the window a
 	// compaction brings the conversation down to (context_low_share,
-	// below Share); 0 ⇒ the agent's default 0.5.
-	LowShare float64 `json:"context_low_share" project:"lower" default:"0.5" check:"min=0,max=1"`
+	// below Share); 0 ⇒ the agent's default 0.3.
+	LowShare float64 `json:"context_low_share" project:"lower" default:"0.3" check:"min=0,max=1"`
 	// Compaction is "" or "on" (a digest written by the model replaces the
 	// oldest turns) or "off" (the oldest turns are dropped with a note)
 	// (context_compaction; a project may only turn it on).

@@ -13,7 +13,7 @@ import (
 )
 
 // wireRest is the request body without "messages", which encodeRequest
-// writes itself.
+// writes itself, after it.
 type wireRest struct {
 	Model         string          `json:"model"`
 	Tools         []ToolSpec      `json:"tools,omitempty"`
@@ -80,7 +80,12 @@ func encodeBody(req *Request, stream bool, cache *msgCache, dst []byte, so schem
 	var pieces []piece
 	buf = dst[:0]
 	cached := cache.lookup(req.Messages)
-	buf = append(buf, `{"messages":[`...)
+	// Everything but the messages (model, tools, stream options: the same
+	// for every call of a run) goes first, so consecutive requests of a
+	// conversation share the longest byte prefix: a provider's or a
+	// gateway's prefix cache serves it (docs/SESSIONS.md).
+	buf = append(buf, restEnc[:len(restEnc)-1]...)
+	buf = append(buf, `,"messages":[`...)
 	open := 0 // start of the buf piece not yet in segs
 	flush := func() {
 		if len(buf) > open {
@@ -146,9 +151,7 @@ func encodeBody(req *Request, stream bool, cache *msgCache, dst []byte, so schem
 		}
 		cache.store(entries)
 	}
-	buf = append(buf, "],"...)
-	// restEnc is {"model":…}: the object is already open, so skip its '{'.
-	buf = append(buf, restEnc[1:]...)
+	buf = append(buf, "]}"...)
 	flush()
 	for _, p := range pieces {
 		segs[p.seg] = buf[p.from:p.to:p.to]
