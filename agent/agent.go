@@ -8,6 +8,12 @@
 // arguments and policy denials become error results the model sees; they
 // never end the run.
 //
+// With Config.ContextWindow set, a conversation that would pass the
+// high-water mark is compacted once into a digest written by a side call
+// to the model (Compact, DigestPrompt; compact.go), and between
+// compactions the history is append-only, so a provider's prompt cache
+// keeps serving its prefix.
+//
 // Run is safe to call concurrently with distinct Configs. It owns the
 // events.Emitter it creates for the run and closes it before returning,
 // after writing the closing run_completed/run_failed event.
