@@ -164,8 +164,9 @@ func (p compactPlan) applyTrim(msgs []Message) []Message {
 }
 
 // sideCallInput renders the previous digest and the folded messages as
-// the side call's user message, each tool result clipped to
-// sideCallResultBytes and the whole to maxBytes (its oldest part cut).
+// the side call's user message, each tool result and call clipped to
+// sideCallResultBytes, each assistant text to twice that, user messages
+// whole, and the whole to maxBytes (its middle cut).
 func (p compactPlan) sideCallInput(msgs []Message, maxBytes int) string {
 	var b strings.Builder
 	if p.digest >= 0 {
@@ -182,7 +183,7 @@ func (p compactPlan) sideCallInput(msgs []Message, maxBytes int) string {
 		case RoleAssistant:
 			b.WriteString("\n[assistant]\n")
 			if m.Content != "" {
-				b.WriteString(m.Content)
+				b.WriteString(clip.Text(m.Content, 2*sideCallResultBytes))
 				b.WriteByte('\n')
 			}
 			for _, c := range m.ToolCalls {
@@ -293,8 +294,9 @@ func (r *run) compact(ctx context.Context, iter int, msgs *[]Message, res *Resul
 	case !r.budgetAllows(p.before):
 		reason = errors.New("the budget has no room for the digest side call")
 	default:
-		// The side call is shown at most the window's low-water share.
-		d, usage, err := sideCall(ctx, r.cfg.LLM, r.cfg.Model, p, *msgs, 4*low)
+		// The side call (no tools, a short prompt) is shown at most about
+		// the high-water mark's worth of bytes.
+		d, usage, err := sideCall(ctx, r.cfg.LLM, r.cfg.Model, p, *msgs, 3*(high+r.specTokens))
 		res.Usage = res.Usage.Add(usage)
 		budgetErr := r.addUsage(usage)
 		if err == nil {

@@ -465,9 +465,11 @@ func ContextWindow(ctx context.Context, cfg *config.Config, client agent.Model, 
 	}
 	res := llm.ResolveWindow(cfg.Model, operator, endpoint, providerOf(cfg))
 	if _, seen := windowLogged.LoadOrStore(fmt.Sprint(cfg.Model, res), true); !seen && log != nil {
+		// Info, not a warning: `odek run --quiet` prints warnings, and an
+		// unknown model is not an error (`odek config show` states it too).
 		e := log.WithFields(logrus.Fields{"model": cfg.Model, "context_window": res.Tokens, "source": res.Source})
 		if res.Source == llm.WindowFromDefault {
-			e.Warn("context window of the model is unknown; assuming the conservative default (set context_window in the operator config)")
+			e.Info("context window of the model is unknown; assuming the conservative default (set context_window in the operator config)")
 		} else {
 			e.Info("context window")
 		}
