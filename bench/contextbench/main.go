@@ -52,7 +52,13 @@ const (
 	priceOutput = 4.00
 )
 
-const fact = "FACT: the launch code is 7491"
+// fact is stated in message 1 (which stays verbatim as the conversation's
+// goal); fact2 in message 2, whose turn is folded: it can reach the last
+// message only through the digest.
+const (
+	fact  = "FACT: the launch code is 7491"
+	fact2 = "FACT: the backup host is zephyr-7"
+)
 
 type call struct {
 	message   int // 1-based message the call belongs to
@@ -61,6 +67,7 @@ type call struct {
 	prefix    int // bytes shared with the previous normal request
 	usage     llm.Usage
 	hasFact   bool
+	hasFact2  bool
 	firstCall bool
 }
 
@@ -75,7 +82,8 @@ type recorder struct {
 func (rc *recorder) handle(r llmtest.Recorded) llmtest.Turn {
 	rc.mu.Lock()
 	defer rc.mu.Unlock()
-	c := call{message: rc.message, bytes: len(r.Body), hasFact: bytes.Contains(r.Body, []byte("7491"))}
+	c := call{message: rc.message, bytes: len(r.Body), hasFact: bytes.Contains(r.Body, []byte("7491")),
+		hasFact2: bytes.Contains(r.Body, []byte("zephyr-7"))}
 	if len(r.Messages) > 0 && r.Messages[0].Content == agent.DigestPrompt {
 		c.side = true
 		var facts []string
@@ -156,8 +164,11 @@ func main() {
 		}
 		goal := fmt.Sprintf("message %d: read a.txt and b.txt and tell me what changed", m)
 		args := []string{"continue", "--quiet", goal}
-		if m == 1 {
+		switch m {
+		case 1:
 			args = []string{"run", "--session", "--quiet", fact + ". " + goal}
+		case 2:
+			args = []string{"continue", "--quiet", fact2 + ". " + goal}
 		}
 		rc.next(m)
 		cmd := exec.Command(*bin, args...)
@@ -203,7 +214,7 @@ func report(calls []call, messages int) {
 	fmt.Printf("first_call_request_bytes first=%d median=%d last=%d max=%d\n", first[0], sorted[len(sorted)/2], first[len(first)-1], sorted[len(sorted)-1])
 	fmt.Printf("prefix_identical_share=%.1f%%\n", 100*share)
 	fmt.Printf("compactions=%d (one per %.1f messages) side_call_tokens input=%d output=%d\n", compactions, float64(messages)/max(float64(compactions), 1), sideIn, sideOut)
-	fmt.Printf("fact_of_message_1_at_message_%d=%v\n", messages, lastFirst.hasFact)
+	fmt.Printf("fact_of_message_1_at_message_%d=%v fact_of_message_2_at_message_%d=%v (through the digest)\n", messages, lastFirst.hasFact, messages, lastFirst.hasFact2)
 	at10 := 10
 	if messages < 10 {
 		at10 = messages
@@ -220,6 +231,7 @@ func report(calls []call, messages int) {
 	check("last first-call request ≤ the high-water mark", first[len(first)-1] <= high)
 	check("≥ 90% prefix-identical bytes", share >= 0.90)
 	check("fact of message 1 present at the last message", lastFirst.hasFact)
+	check("fact of message 2 present at the last message (digest)", lastFirst.hasFact2)
 	check("≤ 1 compaction per 15 messages", compactions*15 <= messages)
 	if !ok {
 		os.Exit(1)
