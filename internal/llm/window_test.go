@@ -158,3 +158,21 @@ func TestDiscoverWindowFailureIsCachedAndCloudNotAsked(t *testing.T) {
 		t.Error("OpenAI's model list carries no window; it must not be asked")
 	}
 }
+
+// FuzzWindowReports: whatever an endpoint answers to the discovery
+// requests, the window read from it is 0 or a plausible window, and the
+// readers never panic.
+func FuzzWindowReports(f *testing.F) {
+	f.Add([]byte(`{"data":[{"id":"m","max_model_len":16384}]}`), "m")
+	f.Add([]byte(`{"data":[{"id":"x/y","top_provider":{"context_length":65536}},{"id":"z","context_length":-1}]}`), "x/y")
+	f.Add([]byte(`{"model_info":{"llama.context_length":131072,"general.architecture":"llama"}}`), "")
+	f.Add([]byte(`{"data":[{"id":"m","max_model_len":1e400,"context_length":"12"}]}`), "m")
+	f.Add([]byte(`[`), "")
+	f.Fuzz(func(t *testing.T, body []byte, model string) {
+		for _, n := range []int{modelsWindow(body, model), ollamaWindow(body)} {
+			if n != 0 && (n < minPlausibleWindow || n > maxPlausibleWindow) {
+				t.Fatalf("window %d out of range from %q", n, body)
+			}
+		}
+	})
+}
