@@ -8,6 +8,12 @@
 // arguments and policy denials become error results the model sees; they
 // never end the run.
 //
+// With Config.ContextWindow set, a conversation that would pass the
+// high-water mark is compacted once into a digest written by a side call
+// to the model (Compact, DigestPrompt; compact.go), and between
+// compactions the history is append-only, so a provider's prompt cache
+// keeps serving its prefix.
+//
 // Run is safe to call concurrently with distinct Configs. It owns the
 // events.Emitter it creates for the run and closes it before returning,
 // after writing the closing run_completed/run_failed event.
@@ -103,12 +109,23 @@ type Config struct {
 	// loop's goroutine and must return quickly. nil ⇒ none.
 	AgentSignalHandler func(SignalEvent)
 	// ContextWindow is the model's context window in tokens; 0 ⇒ unknown,
-	// no proactive trimming (survival trimming after a provider's
-	// context-length error still applies).
+	// no compaction (survival trimming after a provider's context-length
+	// error still applies). odek's host always sets one (see
+	// llm.ResolveWindow).
 	ContextWindow int
-	// ContextShare is the share of ContextWindow a request may fill;
+	// ContextShare is the high-water mark: the share of ContextWindow a
+	// request may fill before the conversation is compacted;
 	// 0 ⇒ DefaultContextShare.
 	ContextShare float64
+	// ContextLowShare is the low-water mark: the share of ContextWindow a
+	// compaction brings the conversation down to; 0 (or not below
+	// ContextShare) ⇒ DefaultContextLowShare (at most 3/4 of
+	// ContextShare).
+	ContextLowShare float64
+	// NoCompaction drops the oldest message groups with a note instead of
+	// folding them into a digest written by the model (no side call).
+	NoCompaction bool
+
 	// Persist, when set, is called after every completed step (a reply
 	// with all its tool results, or the final answer) with the
 	// conversation so far, without the system prompt; the slice must not

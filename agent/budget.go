@@ -25,6 +25,14 @@ type Budget interface {
 	ReserveToolCalls(n int) (allowed int, err error)
 }
 
+// CachedBudget is what a Budget may also implement to price input served
+// from the provider's prompt cache apart: the loop then calls
+// AddUsageCached (with the response's Usage.CachedTokens) instead of
+// AddUsage. odek's tracker implements it.
+type CachedBudget interface {
+	AddUsageCached(inputTokens, cachedTokens, outputTokens int) error
+}
+
 // BudgetMeter is what a Budget may also implement so the loop can warn
 // before a limit is hit: Levels calls yield for every configured limit
 // with what is used and the maximum (same units as BudgetExceededError).

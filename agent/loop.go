@@ -33,6 +33,8 @@ type run struct {
 	maxOut   int
 	runID    string
 	warned   map[string]bool // limits SignalBudgetWarning was sent for
+	// specTokens estimates the tool declarations sent with every request.
+	specTokens int
 }
 
 // patternRedactor is the Redactor of a Config without one: credential
@@ -67,6 +69,9 @@ func newRun(cfg Config) (*run, error) {
 	}
 	sort.Strings(names)
 	r.names = strings.Join(names, ", ")
+	for _, s := range r.specs {
+		r.specTokens += (len(s.Function.Name)+len(s.Function.Description)+len(s.Function.Parameters))/4 + 8
+	}
 	r.maxIter = orDefault(cfg.MaxIterations, DefaultMaxIterations)
 	r.parallel = orDefault(cfg.MaxToolParallel, DefaultMaxToolParallel)
 	r.maxOut = orDefault(cfg.MaxToolOutputBytes, DefaultMaxToolOutputBytes)
@@ -137,7 +142,7 @@ func (r *run) run(ctx context.Context, goal string) (*Result, error) {
 		emit(r.em, 0, "", events.BudgetExceededData{LimitName: exceeded.Limit, Observed: exceeded.Observed, Limit: exceeded.Max})
 	}
 	var final events.Payload = events.RunCompletedData{Duration: res.Duration, InputTokens: res.Usage.PromptTokens,
-		OutputTokens: res.Usage.CompletionTokens, LLMDuration: res.LLMDuration}
+		OutputTokens: res.Usage.CompletionTokens, LLMDuration: res.LLMDuration, CachedInputTokens: res.Usage.CachedTokens}
 	if err != nil {
 		final = events.RunFailedData{Duration: res.Duration, ErrorClass: ErrorClass(err), LLMDuration: res.LLMDuration,
 			OutputTokens: res.Usage.CompletionTokens}
@@ -187,7 +192,9 @@ func (r *run) loop(ctx context.Context, msgs *[]Message, res *Result) error {
 				*msgs = append(*msgs, Message{Role: RoleSystem, Content: n})
 			}
 		}
-		r.trimProactive(iter, msgs)
+		if err := r.compact(ctx, iter, msgs, res); err != nil {
+			return err
+		}
 		resp, err := r.cfg.LLM.Complete(ctx, r.request(*msgs))
 		if err != nil && errors.Is(err, ErrContextLength) && ctx.Err() == nil {
 			// Survival: cut to the bone and retry this iteration once.
@@ -207,7 +214,7 @@ func (r *run) loop(ctx context.Context, msgs *[]Message, res *Result) error {
 		res.LLMDuration += resp.Timing.Duration
 		var budgetErr error
 		if r.cfg.Budget != nil {
-			budgetErr = r.cfg.Budget.AddUsage(resp.Usage.PromptTokens, resp.Usage.CompletionTokens)
+			budgetErr = r.addUsage(resp.Usage)
 			r.signalBudget(iter)
 		}
 
@@ -255,6 +262,18 @@ func (r *run) loop(ctx context.Context, msgs *[]Message, res *Result) error {
 		}
 	}
 	return fmt.Errorf("%w: the model was still calling tools after %d iterations (raise --max-iter or max_iterations)", ErrMaxIterations, r.maxIter)
+}
+
+// addUsage counts one response's tokens against the budget, the cached
+// part apart when the budget prices it (CachedBudget).
+func (r *run) addUsage(u Usage) error {
+	if r.cfg.Budget == nil {
+		return nil
+	}
+	if cb, ok := r.cfg.Budget.(CachedBudget); ok {
+		return cb.AddUsageCached(u.PromptTokens, u.CachedTokens, u.CompletionTokens)
+	}
+	return r.cfg.Budget.AddUsage(u.PromptTokens, u.CompletionTokens)
 }
 
 func (r *run) emitIteration(iter int, res *Result, resp *Response, called int) {
@@ -380,28 +399,6 @@ func (r *run) persist(iter int, msgs []Message) {
 		return
 	}
 	emit(r.em, iter, "", events.SessionSavedData{MessageCount: len(msgs) - 1})
-}
-
-// trimProactive keeps the next request under the configured share of the
-// context window by dropping the oldest message groups.
-func (r *run) trimProactive(iter int, msgs *[]Message) {
-	if r.cfg.ContextWindow <= 0 {
-		return
-	}
-	share := r.cfg.ContextShare
-	if share <= 0 || share > 1 {
-		share = DefaultContextShare
-	}
-	limit := int(float64(r.cfg.ContextWindow) * share)
-	if pm, ok := r.planMessage(); ok {
-		limit -= estimateTokens(&pm) // the plan block rides along every request
-	}
-	trimmed, dropped := trimProactive(*msgs, limit, 2)
-	if dropped == 0 {
-		return
-	}
-	*msgs = trimmed
-	emit(r.em, iter, "", events.ContextTrimmedData{Mode: "proactive", DroppedGroups: dropped})
 }
 
 // request builds the model request for the transcript msgs. The current

@@ -111,6 +111,19 @@ type Usage struct {
 	// CachedTokens is the part of PromptTokens served from the provider's
 	// prompt cache, when the provider reports it; 0 otherwise.
 	CachedTokens int `json:"cached_tokens,omitempty"`
+	// CacheWriteTokens is the part of PromptTokens the provider wrote to
+	// its prompt cache (reported by Anthropic-style caches, which bill it
+	// above the input price); 0 otherwise.
+	CacheWriteTokens int `json:"cache_write_tokens,omitempty"`
+}
+
+// CachedShare is the share of PromptTokens served from the prompt cache
+// (0 without prompt tokens).
+func (u Usage) CachedShare() float64 {
+	if u.PromptTokens <= 0 {
+		return 0
+	}
+	return float64(u.CachedTokens) / float64(u.PromptTokens)
 }
 
 // Add returns the element-wise sum of u and v.
@@ -119,6 +132,7 @@ func (u Usage) Add(v Usage) Usage {
 		PromptTokens:     u.PromptTokens + v.PromptTokens,
 		CompletionTokens: u.CompletionTokens + v.CompletionTokens,
 		CachedTokens:     u.CachedTokens + v.CachedTokens,
+		CacheWriteTokens: u.CacheWriteTokens + v.CacheWriteTokens,
 	}
 }
 

@@ -6,7 +6,10 @@ import (
 	"github.com/odekrun/odek/internal/clip"
 )
 
-// Context trimming keeps requests inside the model's context window.
+// Context trimming keeps requests inside the model's context window when
+// compaction (compact.go) cannot: its fallback when the digest side call
+// fails or is turned off, and the survival cut after a provider's
+// context-length error.
 //
 // A transcript is [system, history..., goal, groups...]. A group is an
 // assistant message with tool calls plus every tool result that answers

@@ -17,6 +17,7 @@ const (
 	ToolCallFailed          Type = "tool_call_failed"
 	SessionSaved            Type = "session_saved"
 	ContextTrimmed          Type = "context_trimmed"
+	ContextCompacted        Type = "context_compacted"
 	BudgetExceeded          Type = "budget_exceeded"
 	RunCompleted            Type = "run_completed"
 	RunFailed               Type = "run_failed"

@@ -234,6 +234,30 @@ func (d *ContextTrimmedData) Decode(m map[string]any) {
 	d.Mode, _ = m["mode"].(string)
 }
 
+// ContextCompactedData is the data of context_compacted: the oldest
+// message groups were folded into one digest written by a side call to
+// the model.
+type ContextCompactedData struct {
+	BeforeTokens, AfterTokens int // estimated request tokens before and after
+	FoldedGroups              int // message groups the digest replaced
+	// SideCallInputTokens and SideCallOutputTokens are the digest call's
+	// usage (counted against the run's budget).
+	SideCallInputTokens, SideCallOutputTokens int
+}
+
+func (ContextCompactedData) EventType() Type { return ContextCompacted }
+
+func (d ContextCompactedData) Data() map[string]any {
+	return map[string]any{"before_tokens": d.BeforeTokens, "after_tokens": d.AfterTokens, "folded_groups": d.FoldedGroups,
+		"side_call_input_tokens": d.SideCallInputTokens, "side_call_output_tokens": d.SideCallOutputTokens}
+}
+
+func (d *ContextCompactedData) Decode(m map[string]any) {
+	*d = ContextCompactedData{BeforeTokens: Int(m["before_tokens"]), AfterTokens: Int(m["after_tokens"]),
+		FoldedGroups: Int(m["folded_groups"]), SideCallInputTokens: Int(m["side_call_input_tokens"]),
+		SideCallOutputTokens: Int(m["side_call_output_tokens"])}
+}
+
 // BudgetExceededData is the data of budget_exceeded.
 type BudgetExceededData struct {
 	LimitName string // runtime, tool_calls, input_tokens, output_tokens, cost_usd
@@ -258,6 +282,9 @@ type RunCompletedData struct {
 	InputTokens, OutputTokens int           // run totals
 	// LLMDuration is the sum of the model calls; 0 ⇒ unknown, left out.
 	LLMDuration time.Duration
+	// CachedInputTokens is the part of InputTokens the provider's prompt
+	// cache served; sent with cached_share (their ratio) when > 0.
+	CachedInputTokens int
 }
 
 func (RunCompletedData) EventType() Type { return RunCompleted }
@@ -265,6 +292,10 @@ func (RunCompletedData) EventType() Type { return RunCompleted }
 func (d RunCompletedData) Data() map[string]any {
 	m := map[string]any{"duration_ms": d.Duration.Milliseconds(), "input_tokens": d.InputTokens, "output_tokens": d.OutputTokens}
 	addLLM(m, d.LLMDuration, d.OutputTokens)
+	if d.CachedInputTokens > 0 && d.InputTokens > 0 {
+		m["cached_input_tokens"] = d.CachedInputTokens
+		m["cached_share"] = float64(d.CachedInputTokens) / float64(d.InputTokens)
+	}
 	return m
 }
 
@@ -274,7 +305,7 @@ func (d RunCompletedData) TokensPerSecond() float64 { return perSecond(d.OutputT
 
 func (d *RunCompletedData) Decode(m map[string]any) {
 	*d = RunCompletedData{Duration: fromMillis(m["duration_ms"]), InputTokens: Int(m["input_tokens"]),
-		OutputTokens: Int(m["output_tokens"]), LLMDuration: fromMillis(m["llm_duration_ms"])}
+		OutputTokens: Int(m["output_tokens"]), LLMDuration: fromMillis(m["llm_duration_ms"]), CachedInputTokens: Int(m["cached_input_tokens"])}
 }
 
 // RunFailedData is the data of run_failed.

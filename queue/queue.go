@@ -140,9 +140,12 @@ const (
 
 // Usage is the model usage and estimated cost of a run.
 type Usage struct {
-	PromptTokens     int64   `json:"prompt_tokens,omitempty"`
-	CompletionTokens int64   `json:"completion_tokens,omitempty"`
-	CostUSD          float64 `json:"cost_usd,omitempty"`
+	PromptTokens     int64 `json:"prompt_tokens,omitempty"`
+	CompletionTokens int64 `json:"completion_tokens,omitempty"`
+	// CachedTokens is the part of PromptTokens the provider's prompt
+	// cache served.
+	CachedTokens int64   `json:"cached_tokens,omitempty"`
+	CostUSD      float64 `json:"cost_usd,omitempty"`
 }
 
 // ArtifactMeta describes a file a run produced. Path is relative to the

@@ -75,7 +75,7 @@ func TestHistogramBuckets(t *testing.T) {
 	m.observeEvent(&events.Event{Type: events.ToolCallCompleted, Tool: "files__read"})
 	m.observeEvent(&events.Event{Type: events.ToolCallFailed, Tool: "files__read"})
 	m.observeEvent(&events.Event{Type: events.ToolCallCompleted, Tool: "shell"}) // built-in: not MCP
-	m.observeResult(queue.Result{Status: queue.StatusSucceeded, Usage: queue.Usage{PromptTokens: 10, CompletionTokens: 4, CostUSD: 0.25}}, 2*time.Second)
+	m.observeResult(queue.Result{Status: queue.StatusSucceeded, Usage: queue.Usage{PromptTokens: 10, CompletionTokens: 4, CachedTokens: 6, CostUSD: 0.25}}, 2*time.Second)
 	reg := prometheus.NewRegistry()
 	if err := m.Register(reg, fixedDead{2, 5}); err != nil {
 		t.Fatal(err)
@@ -97,6 +97,7 @@ func TestHistogramBuckets(t *testing.T) {
 		`odek_worker_mcp_call_errors_total{server="files"} 1` + "\n",
 		`odek_worker_tokens_total{kind="input"} 10` + "\n",
 		`odek_worker_tokens_total{kind="output"} 4` + "\n",
+		`odek_worker_tokens_total{kind="cached_input"} 6` + "\n",
 		"odek_worker_cost_usd_total 0.25\n",
 		`odek_worker_job_duration_seconds_count{status="succeeded"} 1` + "\n",
 	} {

@@ -57,7 +57,7 @@ func (m *Metrics) init() {
 		m.modelDur = prometheus.NewHistogram(prometheus.HistogramOpts{Name: "odek_worker_model_call_duration_seconds",
 			Help: "Duration of model calls (one per iteration) of the jobs run here.", Buckets: modelBuckets})
 		m.tokens = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "odek_worker_tokens_total",
-			Help: "Model tokens of the jobs whose result was acknowledged here, by kind (input, output)."}, []string{"kind"})
+			Help: "Model tokens of the jobs whose result was acknowledged here, by kind (input, output, cached_input: the part of input the provider's prompt cache served)."}, []string{"kind"})
 		m.cost = prometheus.NewCounter(prometheus.CounterOpts{Name: "odek_worker_cost_usd_total",
 			Help: "Estimated model cost (USD, from the configured prices) of the jobs whose result was acknowledged here."})
 		m.mcpCalls = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "odek_worker_mcp_calls_total",
@@ -80,6 +80,7 @@ func (m *Metrics) observeResult(res queue.Result, d time.Duration) {
 	m.statusRuns.WithLabelValues(string(res.Status)).Observe(d.Seconds())
 	m.tokens.WithLabelValues("input").Add(float64(res.Usage.PromptTokens))
 	m.tokens.WithLabelValues("output").Add(float64(res.Usage.CompletionTokens))
+	m.tokens.WithLabelValues("cached_input").Add(float64(res.Usage.CachedTokens))
 	if res.Usage.CostUSD > 0 {
 		m.cost.Add(res.Usage.CostUSD)
 	}

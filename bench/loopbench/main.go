@@ -19,8 +19,10 @@ import (
 	"runtime"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"time"
 
+	"github.com/odekrun/odek/agent"
 	"github.com/odekrun/odek/internal/llm"
 	"github.com/odekrun/odek/internal/llm/llmtest"
 )
@@ -49,13 +51,15 @@ func main() {
 		os.WriteFile(filepath.Join(home, "config.json"), []byte(`{"llm":{"stream":false}}`), 0o600)
 	}
 
+	// Iterations are counted by the handler (reset before each run), not
+	// from the transcript, which compaction shortens; a compaction's digest
+	// side call is answered with a short digest.
+	var iterN atomic.Int64
 	h := llmtest.NewScriptHandler(func(r llmtest.Recorded) llmtest.Turn {
-		n := 0
-		for _, m := range r.Messages {
-			if m.Role == llm.RoleTool {
-				n++
-			}
+		if len(r.Messages) > 0 && r.Messages[0].Content == agent.DigestPrompt {
+			return llmtest.Turn{Content: "## Facts\n- the file was read repeatedly", Burst: *burst}
 		}
+		n := int(iterN.Add(1)) - 1
 		u := &llm.Usage{PromptTokens: 100 + n*50, CompletionTokens: 20}
 		if n >= *iters {
 			return llmtest.Turn{Content: "done", Usage: u, Burst: *burst}
@@ -73,6 +77,7 @@ func main() {
 	var cpus, users, syss, rss []float64
 	var calls int
 	for i := 0; i < *runs; i++ {
+		iterN.Store(0)
 		before := h.Calls()
 		cmd := exec.Command(*bin, "run", "--quiet", "--max-iter", strconv.Itoa(*iters+1), "read the file repeatedly")
 		cmd.Dir = work

@@ -9,6 +9,7 @@ import (
 	"text/tabwriter"
 
 	"github.com/odekrun/odek/internal/config"
+	"github.com/odekrun/odek/internal/llm"
 )
 
 // cmdConfig prints the effective configuration (show) or the environment
@@ -42,9 +43,10 @@ func cmdConfig(_ context.Context, args []string, stdout, stderr io.Writer) error
 		for _, w := range warnings {
 			fmt.Fprintln(stderr, "odek: warning:", w.String())
 		}
+		settings := append(cfg.Settings(), effectiveWindow(cfg))
 		if *jsonOut {
 			enc := json.NewEncoder(stdout)
-			for _, s := range cfg.Settings() {
+			for _, s := range settings {
 				if err := enc.Encode(map[string]string{"key": s.Key, "value": s.Value, "source": s.Source}); err != nil {
 					return err
 				}
@@ -53,7 +55,7 @@ func cmdConfig(_ context.Context, args []string, stdout, stderr io.Writer) error
 		}
 		tw := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
 		fmt.Fprintln(tw, "KEY\tVALUE\tSOURCE")
-		for _, s := range cfg.Settings() {
+		for _, s := range settings {
 			v, src := s.Value, s.Source
 			if v == "" {
 				v = "-"
@@ -66,6 +68,23 @@ func cmdConfig(_ context.Context, args []string, stdout, stderr io.Writer) error
 		return tw.Flush()
 	}
 	return usageErr("unknown subcommand odek config %q (want show or env)", args[0])
+}
+
+// effectiveWindow is the context window a run of the configured model
+// gets without asking the endpoint (llm.ResolveWindow; a run may still
+// learn a smaller or larger one from a local server or OpenRouter, and
+// logs it).
+func effectiveWindow(cfg *config.Config) config.Setting {
+	provider := cfg.Provider
+	if provider == "" {
+		provider = llm.PresetForURL(cfg.BaseURL)
+	}
+	w := llm.ResolveWindow(cfg.Model, cfg.Context.Window[cfg.Model], 0, provider)
+	v := fmt.Sprintf("%d tokens for %s", w.Tokens, cfg.Model)
+	if w.Source == llm.WindowFromDefault {
+		v += " (unknown model: conservative default)"
+	}
+	return config.Setting{Key: "context_window.effective", Value: v, Source: w.Source}
 }
 
 // clipValue keeps a table row readable (a system prompt can be long).

@@ -46,6 +46,10 @@ func TestConfigShowAndEnv(t *testing.T) {
 			t.Errorf("%s = %v, want %v", key, r, want)
 		}
 	}
+	// The effective window is stated: an unknown model gets the default.
+	if !strings.Contains(got, "context_window.effective") || !strings.Contains(got, "32768 tokens for env-model (unknown model: conservative default)") {
+		t.Errorf("config show does not state the effective context window:\n%s", got)
+	}
 	if !strings.Contains(errOut.String(), `"sandbox.mode": ignored`) {
 		t.Errorf("no warning for the project's sandbox.mode off: %s", errOut.String())
 	}

@@ -115,8 +115,11 @@ type jsonResult struct {
 	SessionID  string      `json:"session_id,omitempty"`
 	Iterations int         `json:"iterations"`
 	Usage      agent.Usage `json:"usage"`
-	CostUSD    float64     `json:"cost_usd"`
-	DurationMS int64       `json:"duration_ms"`
+	// CachedShare is the share of input tokens the provider's prompt
+	// cache served (usage.cached_tokens / usage.input_tokens).
+	CachedShare float64 `json:"cached_share"`
+	CostUSD     float64 `json:"cost_usd"`
+	DurationMS  int64   `json:"duration_ms"`
 }
 
 func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer, cont bool) error {
@@ -233,7 +236,7 @@ func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer, cont b
 	if f.jsonOut {
 		out := jsonResult{
 			Status: oc.Status, Answer: answer, RunID: oc.RunID, SessionID: oc.SessionID, Iterations: oc.Iterations,
-			Usage: oc.Usage, DurationMS: oc.Duration.Milliseconds(), CostUSD: oc.CostUSD, Error: oc.Error,
+			Usage: oc.Usage, CachedShare: oc.Usage.CachedShare(), DurationMS: oc.Duration.Milliseconds(), CostUSD: oc.CostUSD, Error: oc.Error,
 		}
 		enc := json.NewEncoder(stdout)
 		enc.SetEscapeHTML(false)

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -11,13 +12,14 @@ import (
 
 	"github.com/odekrun/odek/agent"
 	"github.com/odekrun/odek/internal/config"
+	"github.com/odekrun/odek/internal/host"
 	"github.com/odekrun/odek/internal/session"
 )
 
 // cmdSession implements `odek session list|show ID|delete ID`.
 func cmdSession(ctx context.Context, args []string, stdout io.Writer) error {
 	if len(args) == 0 {
-		return usageErr("odek session needs a subcommand: list, show ID, delete ID, trim [--keep N] ID")
+		return usageErr("odek session needs a subcommand: list, show ID, delete ID, trim [--keep N] ID, compact [--id ID] [--keep N]")
 	}
 	home, err := config.HomeDir(nil)
 	if err != nil {
@@ -38,6 +40,17 @@ func cmdSession(ctx context.Context, args []string, stdout io.Writer) error {
 			fmt.Fprintf(stdout, "%s  %s  %3d messages  %s\n", s.ID, s.UpdatedAt.Local().Format(time.DateTime), s.MessageCount, s.Goal)
 		}
 		return nil
+	case "compact":
+		fs := flag.NewFlagSet("odek session compact", flag.ContinueOnError)
+		id := fs.String("id", "", "the session to compact (default: the most recent)")
+		keep := fs.Int("keep", 2, "newest message groups kept verbatim")
+		if err := fs.Parse(args[1:]); err != nil {
+			return withCode(exitSetup, err)
+		}
+		if fs.NArg() != 0 || *keep < 1 {
+			return usageErr("usage: odek session compact [--id ID] [--keep N] (N >= 1)")
+		}
+		return compactSession(ctx, store, *id, *keep, stdout)
 	case "trim":
 		fs := flag.NewFlagSet("odek session trim", flag.ContinueOnError)
 		keep := fs.Int("keep", 10, "message groups to keep after the first goal")
@@ -92,4 +105,51 @@ func cmdSession(ctx context.Context, args []string, stdout io.Writer) error {
 	default:
 		return usageErr("unknown session subcommand %q (list, show, delete, trim)", args[0])
 	}
+}
+
+// compactSession folds the oldest turns of a stored session into its
+// digest with one side call to the configured model (agent.Compact) and
+// saves it: what a chat's /compact does.
+func compactSession(ctx context.Context, store session.Store, id string, keep int, stdout io.Writer) error {
+	var s *session.Session
+	var err error
+	if id != "" {
+		if err := session.ValidateID(id); err != nil {
+			return withCode(exitSetup, err)
+		}
+		s, err = store.Load(ctx, id)
+	} else {
+		s, err = store.Latest(ctx)
+	}
+	if err != nil {
+		return err
+	}
+	cfg, _, err := config.Load(config.Options{})
+	if err != nil {
+		return withCode(exitSetup, err)
+	}
+	model := cfg.Model
+	if s.Model != "" {
+		model = s.Model
+	}
+	client, err := host.NewLLM(cfg)
+	if err != nil {
+		return withCode(exitSetup, err)
+	}
+	msgs, c, err := agent.Compact(ctx, client, model, s.Messages, keep)
+	if errors.Is(err, agent.ErrNothingToCompact) {
+		fmt.Fprintf(stdout, "%s: nothing to compact (%d messages)\n", s.ID, len(s.Messages))
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("session compact: %w (the session is unchanged)", err)
+	}
+	before := len(s.Messages)
+	s.Messages = msgs
+	if err := store.Save(ctx, s); err != nil {
+		return err
+	}
+	fmt.Fprintf(stdout, "%s: folded %d message groups into the digest, %d → %d messages, about %d → %d tokens (side call: %d input, %d output tokens)\n",
+		s.ID, c.FoldedGroups, before, len(msgs), c.BeforeTokens, c.AfterTokens, c.Usage.PromptTokens, c.Usage.CompletionTokens)
+	return nil
 }

@@ -58,10 +58,15 @@ var dataFields = map[events.Type][]field{
 	events.ContextTrimmed: {
 		enum("mode", "proactive", "survival"), req("dropped_groups", kCount), req("truncated_results", kCount),
 	},
+	events.ContextCompacted: {
+		req("before_tokens", kCount), req("after_tokens", kCount), req("folded_groups", kCount),
+		req("side_call_input_tokens", kCount), req("side_call_output_tokens", kCount),
+	},
 	events.BudgetExceeded: {enum("limit_name", limitNames...), req("observed", kNumber), req("limit", kNumber)},
 	events.RunCompleted: {
 		req("duration_ms", kCount), req("input_tokens", kCount), req("output_tokens", kCount),
 		opt("llm_duration_ms", kCount), opt("tokens_per_second", kPositive),
+		opt("cached_input_tokens", kCount), opt("cached_share", kNumber),
 	},
 	events.RunFailed: {
 		req("duration_ms", kCount), req("error_class", kClass),

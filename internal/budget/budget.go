@@ -78,6 +78,10 @@ func (l Limits) IsZero() bool { return l == Limits{} }
 type Prices struct {
 	InputPerMillionUSD  *float64
 	OutputPerMillionUSD *float64
+	// CachedInputPerMillionUSD is the price of input tokens served from
+	// the provider's prompt cache; nil ⇒ the input price (no discount
+	// assumed).
+	CachedInputPerMillionUSD *float64
 }
 
 // Known reports whether at least one price is set.
@@ -88,13 +92,20 @@ func (p Prices) Known() bool { return p.InputPerMillionUSD != nil || p.OutputPer
 type PriceTable struct {
 	Flat   Prices
 	Models map[string]Prices
+	// CachedShare is the cached-input price as a share of the input price,
+	// used when no cached price is configured for the model (the
+	// provider's documented discount: a preset's CachedInputShare). 0 ⇒ 1,
+	// the full input price.
+	CachedShare float64
 }
 
 // For resolves the prices of model: an exact key in Models overrides the
 // flat pair, each missing price of the entry falling back to the flat one
-// individually; models without an entry use the flat pair. known reports
-// whether at least one price resolved; Cost counts a missing price as zero,
-// so with one price known the estimate is a lower bound.
+// individually; models without an entry use the flat pair. A cached price
+// still missing is the input price times CachedShare (when both are
+// known and 0 < CachedShare < 1). known reports whether at least one price
+// resolved; Cost counts a missing price as zero, so with one price known
+// the estimate is a lower bound.
 func (t PriceTable) For(model string) (p Prices, known bool) {
 	p = t.Flat
 	if m, ok := t.Models[model]; ok {
@@ -104,16 +115,41 @@ func (t PriceTable) For(model string) (p Prices, known bool) {
 		if m.OutputPerMillionUSD != nil {
 			p.OutputPerMillionUSD = m.OutputPerMillionUSD
 		}
+		if m.CachedInputPerMillionUSD != nil {
+			p.CachedInputPerMillionUSD = m.CachedInputPerMillionUSD
+		}
+	}
+	if p.CachedInputPerMillionUSD == nil && p.InputPerMillionUSD != nil && t.CachedShare > 0 && t.CachedShare < 1 {
+		c := *p.InputPerMillionUSD * t.CachedShare
+		p.CachedInputPerMillionUSD = &c
 	}
 	return p, p.Known()
 }
 
 // Cost is the estimated cost in USD of inTok input and outTok output tokens
-// at prices p. Unknown prices and negative token counts count as zero.
-func Cost(p Prices, inTok, outTok int) float64 {
+// at prices p, none of the input cached. Unknown prices and negative token
+// counts count as zero.
+func Cost(p Prices, inTok, outTok int) float64 { return CostCached(p, inTok, 0, outTok) }
+
+// CostCached is the estimated cost in USD of inTok input tokens, cached of
+// them served from the prompt cache, and outTok output tokens: the
+// uncached input at the input price, the cached input at the cached price
+// (the input price when that is unknown), the output at the output price.
+// cached is clamped to [0, inTok]; unknown prices and negative counts
+// count as zero.
+func CostCached(p Prices, inTok, cached, outTok int) float64 {
+	inTok = max(inTok, 0)
+	cached = min(max(cached, 0), inTok)
 	var c float64
-	if p.InputPerMillionUSD != nil && inTok > 0 {
-		c += float64(inTok) * *p.InputPerMillionUSD / 1e6
+	if p.InputPerMillionUSD != nil {
+		c += float64(inTok-cached) * *p.InputPerMillionUSD / 1e6
+		cp := p.InputPerMillionUSD
+		if p.CachedInputPerMillionUSD != nil {
+			cp = p.CachedInputPerMillionUSD
+		}
+		c += float64(cached) * *cp / 1e6
+	} else if p.CachedInputPerMillionUSD != nil {
+		c += float64(cached) * *p.CachedInputPerMillionUSD / 1e6
 	}
 	if p.OutputPerMillionUSD != nil && outTok > 0 {
 		c += float64(outTok) * *p.OutputPerMillionUSD / 1e6
@@ -125,7 +161,10 @@ func Cost(p Prices, inTok, outTok int) float64 {
 type Usage struct {
 	InputTokens  int
 	OutputTokens int
-	ToolCalls    int
+	// CachedInputTokens is the part of InputTokens the provider's prompt
+	// cache served.
+	CachedInputTokens int
+	ToolCalls         int
 	// CostUSD is the estimated cost; zero when no price is known.
 	CostUSD float64
 }
@@ -168,17 +207,25 @@ func (t *Tracker) CostCapInactive() bool {
 // zero) and then checks, in order, input tokens, output tokens and cost. The
 // usage is recorded even when a limit is exhausted, so Snapshot shows what was
 // spent. It returns the first exhausted limit as an *ExceededError.
-func (t *Tracker) AddUsage(in, out int) error {
+func (t *Tracker) AddUsage(in, out int) error { return t.AddUsageCached(in, 0, out) }
+
+// AddUsageCached is AddUsage for a response of which cached input tokens
+// were served from the prompt cache (agent.CachedBudget): they count
+// against the input-token limit like any input and are priced at the
+// cached-input price.
+func (t *Tracker) AddUsageCached(in, cached, out int) error {
 	if t == nil {
 		return nil
 	}
 	in, out = max(in, 0), max(out, 0)
+	cached = min(max(cached, 0), in)
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	t.usage.InputTokens = satAdd(t.usage.InputTokens, in)
+	t.usage.CachedInputTokens = satAdd(t.usage.CachedInputTokens, cached)
 	t.usage.OutputTokens = satAdd(t.usage.OutputTokens, out)
 	if t.pricesKnown {
-		t.usage.CostUSD += Cost(t.prices, in, out)
+		t.usage.CostUSD += CostCached(t.prices, in, cached, out)
 	}
 	return checkUsage(t.limits, t.usage, t.pricesKnown)
 }

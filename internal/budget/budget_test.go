@@ -248,3 +248,58 @@ func TestMergeLimits(t *testing.T) {
 		})
 	}
 }
+
+func TestCostCached(t *testing.T) {
+	f := func(v float64) *float64 { return &v }
+	tests := []struct {
+		name            string
+		p               Prices
+		in, cached, out int
+		want            float64
+	}{
+		{"no cache", Prices{InputPerMillionUSD: f(2), OutputPerMillionUSD: f(8)}, 1e6, 0, 1e6, 10},
+		{"cached at its price", Prices{InputPerMillionUSD: f(2), OutputPerMillionUSD: f(8), CachedInputPerMillionUSD: f(0.5)}, 1e6, 8e5, 0, 0.4 + 0.4},
+		{"cached without a price is full input", Prices{InputPerMillionUSD: f(2)}, 1e6, 8e5, 0, 2},
+		{"cached clamped to input", Prices{InputPerMillionUSD: f(2), CachedInputPerMillionUSD: f(1)}, 1e6, 5e6, 0, 1},
+		{"negative cached is none", Prices{InputPerMillionUSD: f(2), CachedInputPerMillionUSD: f(1)}, 1e6, -5, 0, 2},
+		{"only a cached price", Prices{CachedInputPerMillionUSD: f(1)}, 1e6, 5e5, 0, 0.5},
+	}
+	for _, tt := range tests {
+		if got := CostCached(tt.p, tt.in, tt.cached, tt.out); math.Abs(got-tt.want) > 1e-12 {
+			t.Errorf("%s: CostCached = %v, want %v", tt.name, got, tt.want)
+		}
+	}
+}
+
+func TestPriceTableCachedShare(t *testing.T) {
+	f := func(v float64) *float64 { return &v }
+	tab := PriceTable{Flat: Prices{InputPerMillionUSD: f(1)}, CachedShare: 0.1,
+		Models: map[string]Prices{"own": {CachedInputPerMillionUSD: f(0.5)}, "dear": {InputPerMillionUSD: f(10)}}}
+	for model, want := range map[string]float64{"other": 0.1, "own": 0.5, "dear": 1} {
+		p, _ := tab.For(model)
+		if p.CachedInputPerMillionUSD == nil || math.Abs(*p.CachedInputPerMillionUSD-want) > 1e-12 {
+			t.Errorf("%s: cached price %v, want %v", model, p.CachedInputPerMillionUSD, want)
+		}
+	}
+	if p, _ := (PriceTable{Flat: Prices{InputPerMillionUSD: f(1)}}).For("m"); p.CachedInputPerMillionUSD != nil {
+		t.Errorf("without a share the cached price stays unknown (full input price), got %v", *p.CachedInputPerMillionUSD)
+	}
+}
+
+func TestTrackerCachedUsage(t *testing.T) {
+	f := func(v float64) *float64 { return &v }
+	tr := NewTracker(Limits{MaxCostUSD: 1}, Prices{InputPerMillionUSD: f(10), CachedInputPerMillionUSD: f(1)}, true, time.Now())
+	// 100k input, 90k of it cached: 10k×10 + 90k×1 = $0.19 (uncached would be $1.00).
+	if err := tr.AddUsageCached(100_000, 90_000, 0); err != nil {
+		t.Fatal(err)
+	}
+	u := tr.Snapshot()
+	if u.InputTokens != 100_000 || u.CachedInputTokens != 90_000 || math.Abs(u.CostUSD-0.19) > 1e-9 {
+		t.Errorf("snapshot %+v", u)
+	}
+	// Without the cache the same usage would be over the cap.
+	tr2 := NewTracker(Limits{MaxCostUSD: 1}, Prices{InputPerMillionUSD: f(10)}, true, time.Now())
+	if err := tr2.AddUsage(100_001, 0); err == nil {
+		t.Error("uncached usage over the cap passed")
+	}
+}

@@ -46,6 +46,11 @@ type Limits struct {
 	InputCostPerMillionUSD *float64 `json:"input_cost_per_million_usd" project:"never" check:"min=0"`
 	// OutputCostPerMillionUSD is the flat output price; nil ⇒ unknown.
 	OutputCostPerMillionUSD *float64 `json:"output_cost_per_million_usd" project:"never" check:"min=0"`
+	// CachedInputCostPerMillionUSD is the flat price of input tokens the
+	// provider's prompt cache served; nil ⇒ the provider preset's
+	// documented discount applied to the input price (docs/PROVIDERS.md),
+	// else the full input price.
+	CachedInputCostPerMillionUSD *float64 `json:"cached_input_cost_per_million_usd" project:"never" check:"min=0"`
 	// ModelPrices overrides the flat prices per exact model id.
 	ModelPrices map[string]ModelPrice `json:"model_prices" project:"never"`
 }
@@ -55,6 +60,9 @@ type Limits struct {
 type ModelPrice struct {
 	InputCostPerMillionUSD  *float64 `json:"input_cost_per_million_usd" check:"min=0"`
 	OutputCostPerMillionUSD *float64 `json:"output_cost_per_million_usd" check:"min=0"`
+	// CachedInputCostPerMillionUSD is the model's cached-input price; nil
+	// ⇒ the flat one, else the preset's discount, else the input price.
+	CachedInputCostPerMillionUSD *float64 `json:"cached_input_cost_per_million_usd" check:"min=0"`
 }
 
 // Subagent is the `subagent` section (delegate_tasks). Zero fields mean
@@ -110,12 +118,28 @@ type Sandbox struct {
 // Context is the pair of top-level keys that steer proactive trimming.
 type Context struct {
 	// Window maps a model id to its context window in tokens
-	// (context_window); a model not listed ⇒ unknown, no proactive
-	// trimming.
+	// (context_window); it wins over what the endpoint reports and the
+	// built-in table. A model not listed ⇒ the endpoint's report, the
+	// table, the provider preset, or llm.DefaultContextWindow, in that
+	// order (docs/SESSIONS.md).
 	Window map[string]int `json:"context_window" project:"lower" check:"min=0"`
-	// Share is the share of the window a request may fill
-	// (context_share, 0 < share ≤ 1); 0 ⇒ the agent's default 0.8.
+	// Share is the high-water mark: the share of the window a request may
+	// fill before the conversation is compacted (context_share,
+	// 0 < share ≤ 1); 0 ⇒ the agent's default 0.8.
 	Share float64 `json:"context_share" project:"lower" default:"0.8" check:"min=0,max=1"`
+	// LowShare is the low-water mark: the share of the window a
+	// compaction brings the conversation down to (context_low_share,
+	// below Share); 0 ⇒ the agent's default 0.3.
+	LowShare float64 `json:"context_low_share" project:"lower" default:"0.3" check:"min=0,max=1"`
+	// Compaction is "" or "on" (a digest written by the model replaces the
+	// oldest turns) or "off" (the oldest turns are dropped with a note)
+	// (context_compaction; a project may only turn it on).
+	Compaction string `json:"context_compaction" project:"only=on" check:"oneof=|on|off"`
+	// CacheBreakpointModels lists the models whose requests carry explicit
+	// prompt-cache breakpoints (cache_control on the system prompt and the
+	// last stable message: Anthropic models through OpenRouter or an
+	// Anthropic-compatible endpoint). Empty ⇒ none (operator only).
+	CacheBreakpointModels []string `json:"cache_breakpoint_models" project:"never" check:"maxitems=64"`
 }
 
 // MCPSection is the `mcp_servers` value of one file, kept as JSON: each

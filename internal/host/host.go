@@ -351,8 +351,10 @@ func Build(ctx context.Context, opts Options) (*Runtime, error) {
 		Redactor:           red,
 		Logger:             log,
 		Budget:             tracker,
-		ContextWindow:      cfg.Context.Window[cfg.Model],
+		ContextWindow:      ContextWindow(ctx, cfg, client, log).Tokens,
 		ContextShare:       cfg.Context.Share,
+		ContextLowShare:    cfg.Context.LowShare,
+		NoCompaction:       cfg.Context.Compaction == "off",
 		RunID:              opts.RunID,
 		SessionID:          opts.SessionID,
 		RunStartedData:     started,
@@ -434,6 +436,48 @@ func confine(cfg *config.Config, opts Options, workDir string, warn func(string)
 	return jail, func() error { return errors.Join(jail.Close(), cleanup()) }, nil
 }
 
+// providerOf is the config's provider preset: named, or recognised from
+// the base URL ("" for none).
+func providerOf(cfg *config.Config) string {
+	if cfg.Provider != "" {
+		return cfg.Provider
+	}
+	return llm.PresetForURL(cfg.BaseURL)
+}
+
+// windowLogged remembers the (model, window, source) triples already
+// stated in the log, so a worker says it once, not per job.
+var windowLogged sync.Map
+
+// ContextWindow resolves the run's context window (llm.ResolveWindow):
+// the operator's context_window, else what the endpoint reports (asked
+// once per process, when client is odek's own and its endpoint may
+// report one), else the built-in table, the preset, the default. The
+// first resolution of each model is logged.
+func ContextWindow(ctx context.Context, cfg *config.Config, client agent.Model, log logrus.FieldLogger) llm.WindowResolution {
+	operator := cfg.Context.Window[cfg.Model]
+	endpoint := 0
+	if c, ok := client.(*llm.Client); ok && operator <= 0 && c.DiscoversWindow() {
+		n, err := c.DiscoverWindow(ctx, cfg.Model)
+		if err != nil && log != nil {
+			log.WithError(err).WithField("model", cfg.Model).Debug("context window discovery failed")
+		}
+		endpoint = n
+	}
+	res := llm.ResolveWindow(cfg.Model, operator, endpoint, providerOf(cfg))
+	if _, seen := windowLogged.LoadOrStore(fmt.Sprint(cfg.Model, res), true); !seen && log != nil {
+		// Info, not a warning: `odek run --quiet` prints warnings, and an
+		// unknown model is not an error (`odek config show` states it too).
+		e := log.WithFields(logrus.Fields{"model": cfg.Model, "context_window": res.Tokens, "source": res.Source})
+		if res.Source == llm.WindowFromDefault {
+			e.Info("context window of the model is unknown; assuming the conservative default (set context_window in the operator config)")
+		} else {
+			e.Info("context window")
+		}
+	}
+	return res
+}
+
 // NewLLM builds the chat-completions client the config describes.
 func NewLLM(cfg *config.Config) (*llm.Client, error) {
 	return llm.New(llm.Config{
@@ -446,6 +490,9 @@ func NewLLM(cfg *config.Config) (*llm.Client, error) {
 		Provider:         cfg.Provider,
 		StrictToolModels: cfg.LLM.StrictToolModels,
 		KeepThinkTags:    cfg.LLM.KeepThinkTags,
+		// Explicit prompt-cache breakpoints, opt-in per model (context
+		// section).
+		CacheBreakpointModels: cfg.Context.CacheBreakpointModels,
 	})
 }
 
@@ -578,11 +625,16 @@ func Limits(cfg *config.Config) (budget.Limits, budget.PriceTable) {
 		MaxToolCalls: s.MaxToolCalls, MaxInputTokens: s.MaxInputTokens, MaxOutputTokens: s.MaxOutputTokens,
 		MaxCostUSD: s.MaxCostUSD,
 	}
-	prices := budget.PriceTable{Flat: budget.Prices{InputPerMillionUSD: s.InputCostPerMillionUSD, OutputPerMillionUSD: s.OutputCostPerMillionUSD}}
+	prices := budget.PriceTable{Flat: budget.Prices{InputPerMillionUSD: s.InputCostPerMillionUSD, OutputPerMillionUSD: s.OutputCostPerMillionUSD,
+		CachedInputPerMillionUSD: s.CachedInputCostPerMillionUSD}}
+	if p, ok := llm.LookupPreset(providerOf(cfg)); ok {
+		prices.CachedShare = p.CachedInputShare // the provider's documented cache discount
+	}
 	if len(s.ModelPrices) > 0 {
 		prices.Models = make(map[string]budget.Prices, len(s.ModelPrices))
 		for m, p := range s.ModelPrices {
-			prices.Models[m] = budget.Prices{InputPerMillionUSD: p.InputCostPerMillionUSD, OutputPerMillionUSD: p.OutputCostPerMillionUSD}
+			prices.Models[m] = budget.Prices{InputPerMillionUSD: p.InputCostPerMillionUSD, OutputPerMillionUSD: p.OutputCostPerMillionUSD,
+				CachedInputPerMillionUSD: p.CachedInputCostPerMillionUSD}
 		}
 	}
 	return limits, prices

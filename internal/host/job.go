@@ -269,7 +269,8 @@ func (j *JobRunner) Run(ctx context.Context, job queue.Job, sink events.Sink, ap
 		Answer:     oc.Answer,
 		ExitCode:   oc.ExitCode,
 		DurationMS: oc.Duration.Milliseconds(),
-		Usage:      queue.Usage{PromptTokens: int64(oc.Usage.PromptTokens), CompletionTokens: int64(oc.Usage.CompletionTokens), CostUSD: oc.CostUSD},
+		Usage: queue.Usage{PromptTokens: int64(oc.Usage.PromptTokens), CompletionTokens: int64(oc.Usage.CompletionTokens),
+			CachedTokens: int64(oc.Usage.CachedTokens), CostUSD: oc.CostUSD},
 	}
 	if j.ArtifactsDir != "" {
 		n := j.MaxArtifacts

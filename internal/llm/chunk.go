@@ -116,13 +116,20 @@ func (c *choiceView) reset() {
 	*c = choiceView{tools: c.tools[:0], extra: c.extra}
 }
 
-// usageView is the chunk's usage object.
+// usageView is the chunk's usage object: every member that carries a
+// token count in one of the shapes providers send (see usageView.usage).
 type usageView struct {
 	ok                   bool
 	prompt, completion   int
 	hasPrompt, hasCompl  bool
-	cached, cacheHit     int
+	cached, cacheHit     int // prompt_tokens_details.cached_tokens; DeepSeek's prompt_cache_hit_tokens
 	hasCached, hasCacheH bool
+	cacheRead, cacheNew  int // Anthropic style: cache_read_input_tokens, cache_creation_input_tokens
+	hasRead, hasNew      bool
+	detailsWrite         int // OpenRouter: prompt_tokens_details.cache_write_tokens
+	hasDetailsWrite      bool
+	topCached            int // Moonshot: usage.cached_tokens
+	hasTopCached         bool
 }
 
 // errorView is an error object sent inside the stream.
@@ -131,6 +138,8 @@ type errorView struct {
 	message, typ  jstr
 	code          jstr // a string code, or the literal of a numeric one
 	codeIsNumeric bool
+	metaRaw       []byte // metadata.raw as it is in the input (OpenRouter's upstream error)
+	provider      jstr   // metadata.provider_name
 }
 
 // chunkView is the decoded form of one chunk. Its jstr fields point into
@@ -741,8 +750,15 @@ func (s *scanner) usage(u *usageView) {
 			u.completion, u.hasCompl = s.intField()
 		case "prompt_cache_hit_tokens": // DeepSeek
 			u.cacheHit, u.hasCacheH = s.intField()
+		case "cache_read_input_tokens": // Anthropic style (LiteLLM, OpenRouter)
+			u.cacheRead, u.hasRead = s.intField()
+		case "cache_creation_input_tokens":
+			u.cacheNew, u.hasNew = s.intField()
+		case "cached_tokens": // Moonshot
+			u.topCached, u.hasTopCached = s.intField()
 		case "prompt_tokens_details":
 			u.cached, u.hasCached = 0, false
+			u.detailsWrite, u.hasDetailsWrite = 0, false
 			if s.peek() != '{' {
 				s.skip()
 				continue
@@ -753,9 +769,12 @@ func (s *scanner) usage(u *usageView) {
 				if !ok {
 					break
 				}
-				if string(key) == "cached_tokens" {
+				switch string(key) {
+				case "cached_tokens":
 					u.cached, u.hasCached = s.intField()
-				} else {
+				case "cache_write_tokens":
+					u.detailsWrite, u.hasDetailsWrite = s.intField()
+				default:
 					s.skip()
 				}
 			}
@@ -763,6 +782,50 @@ func (s *scanner) usage(u *usageView) {
 			s.skip()
 		}
 	}
+}
+
+// usage is the Usage a usage object reports, by one rule for every shape
+// and both paths:
+//
+//   - cached (read from the cache) is the first present of
+//     prompt_tokens_details.cached_tokens (OpenAI, xAI, Gemini, OpenRouter),
+//     prompt_cache_hit_tokens (DeepSeek), cache_read_input_tokens (Anthropic
+//     style, through LiteLLM or OpenRouter) and a top-level cached_tokens
+//     (Moonshot);
+//   - written to the cache is prompt_tokens_details.cache_write_tokens
+//     (OpenRouter) or cache_creation_input_tokens;
+//   - when a body uses the Anthropic members and its prompt_tokens is
+//     smaller than read plus written, prompt_tokens counts only the
+//     uncached part (Anthropic's own input_tokens rule) and the total is
+//     their sum; otherwise prompt_tokens already includes both (the
+//     OpenAI rule every gateway follows);
+//   - negative counts are 0 and neither part exceeds the prompt.
+func (u *usageView) usage() Usage {
+	out := Usage{PromptTokens: max(u.prompt, 0), CompletionTokens: max(u.completion, 0)}
+	switch {
+	case u.hasCached:
+		out.CachedTokens = u.cached
+	case u.hasCacheH:
+		out.CachedTokens = u.cacheHit
+	case u.hasRead:
+		out.CachedTokens = u.cacheRead
+	case u.hasTopCached:
+		out.CachedTokens = u.topCached
+	}
+	switch {
+	case u.hasDetailsWrite:
+		out.CacheWriteTokens = u.detailsWrite
+	case u.hasNew:
+		out.CacheWriteTokens = u.cacheNew
+	}
+	out.CachedTokens, out.CacheWriteTokens = max(out.CachedTokens, 0), max(out.CacheWriteTokens, 0)
+	if (u.hasRead || u.hasNew) && !u.hasCached && !u.hasDetailsWrite &&
+		out.PromptTokens < out.CachedTokens+out.CacheWriteTokens {
+		out.PromptTokens += out.CachedTokens + out.CacheWriteTokens
+	}
+	out.CachedTokens = min(out.CachedTokens, out.PromptTokens)
+	out.CacheWriteTokens = min(out.CacheWriteTokens, out.PromptTokens-out.CachedTokens)
+	return out
 }
 
 // groq decodes Groq's x_groq object, taking its usage when present.
@@ -823,6 +886,38 @@ func (s *scanner) errorObj(e *errorView) {
 			default:
 				s.skip()
 			}
+		case "metadata":
+			s.errorMetadata(e)
+		default:
+			s.skip()
+		}
+	}
+}
+
+// errorMetadata decodes error.metadata: OpenRouter relays the upstream
+// provider's own error there (raw, a string or an object, kept as its
+// input bytes) with provider_name.
+func (s *scanner) errorMetadata(e *errorView) {
+	if s.peek() != '{' {
+		s.skip()
+		return
+	}
+	s.objBegin()
+	for first := true; ; first = false {
+		key, ok := s.objNext(first)
+		if !ok {
+			return
+		}
+		switch string(key) {
+		case "raw":
+			switch s.peek() {
+			case '"', '{':
+				e.metaRaw = s.raw()
+			default:
+				s.skip()
+			}
+		case "provider_name":
+			e.provider = s.strField()
 		default:
 			s.skip()
 		}

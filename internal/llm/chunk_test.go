@@ -31,6 +31,7 @@ type flatTool struct {
 
 type flatUsage struct {
 	Prompt, Completion, Cached, CacheHit *int
+	Read, New, Write, TopCached          *int
 }
 
 type flatErr struct {
@@ -68,7 +69,8 @@ func flatten(v *chunkView) flat {
 	}
 	if u := v.usage; u.ok {
 		f.Usage = &flatUsage{ptrInt(u.prompt, u.hasPrompt), ptrInt(u.completion, u.hasCompl),
-			ptrInt(u.cached, u.hasCached), ptrInt(u.cacheHit, u.hasCacheH)}
+			ptrInt(u.cached, u.hasCached), ptrInt(u.cacheHit, u.hasCacheH),
+			ptrInt(u.cacheRead, u.hasRead), ptrInt(u.cacheNew, u.hasNew), ptrInt(u.detailsWrite, u.hasDetailsWrite), ptrInt(u.topCached, u.hasTopCached)}
 	}
 	if e := v.err; e.ok {
 		f.Err = &flatErr{ptrStr(e.message), ptrStr(e.typ), ptrStr(e.code), e.codeIsNumeric}
@@ -159,9 +161,10 @@ func reference(data []byte) (f flat, ok bool) {
 	}
 	if u := usage; u != nil {
 		f.Usage = &flatUsage{Prompt: num(u["prompt_tokens"]), Completion: num(u["completion_tokens"]),
-			CacheHit: num(u["prompt_cache_hit_tokens"])}
+			CacheHit: num(u["prompt_cache_hit_tokens"]), Read: num(u["cache_read_input_tokens"]),
+			New: num(u["cache_creation_input_tokens"]), TopCached: num(u["cached_tokens"])}
 		if d, ok := u["prompt_tokens_details"].(map[string]any); ok {
-			f.Usage.Cached = num(d["cached_tokens"])
+			f.Usage.Cached, f.Usage.Write = num(d["cached_tokens"]), num(d["cache_write_tokens"])
 		}
 	}
 	switch e := m["error"].(type) {
@@ -189,6 +192,9 @@ var chunkSeeds = []string{
 	`{"choices":[{"index":0,"delta":{},"finish_reason":"tool_calls"}]}`,
 	`{"choices":[],"usage":{"prompt_tokens":12,"completion_tokens":3,"total_tokens":15,"prompt_tokens_details":{"cached_tokens":8}}}`,
 	`{"usage":{"prompt_tokens":5,"completion_tokens":1,"prompt_cache_hit_tokens":4,"prompt_cache_miss_tokens":1}}`,
+	`{"usage":{"prompt_tokens":50,"completion_tokens":1,"cache_read_input_tokens":4000,"cache_creation_input_tokens":20}}`,
+	`{"usage":{"prompt_tokens":900,"completion_tokens":2,"cached_tokens":512},"choices":[]}`,
+	`{"usage":{"prompt_tokens":900,"prompt_tokens_details":{"cached_tokens":512,"cache_write_tokens":100,"audio_tokens":0}}}`,
 	`{"error":{"message":"overloaded","type":"server_error","code":null}}`,
 	`{"error":{"message":"upstream","code":502}}`,
 	`{"error":"plain"}`,
@@ -316,5 +322,47 @@ func TestDecodeChunkDoesNotAllocate(t *testing.T) {
 	}
 	if n := testing.AllocsPerRun(100, func() { _ = s.decodeChunk(data, &v) }); n != 0 {
 		t.Errorf("decodeChunk allocates %v times per chunk", n)
+	}
+}
+
+// TestUsageShapes is the cached-token rule over every usage shape (see
+// usageView.usage); the recorded bodies are in testdata/providers.
+func TestUsageShapes(t *testing.T) {
+	tests := []struct {
+		name string
+		body string
+		want Usage
+	}{
+		{"openai", `{"prompt_tokens":2006,"completion_tokens":300,"prompt_tokens_details":{"cached_tokens":1920}}`, Usage{PromptTokens: 2006, CompletionTokens: 300, CachedTokens: 1920}},
+		{"deepseek", `{"prompt_tokens":1200,"completion_tokens":3,"prompt_cache_hit_tokens":1152,"prompt_cache_miss_tokens":48}`, Usage{PromptTokens: 1200, CompletionTokens: 3, CachedTokens: 1152}},
+		{"anthropic via litellm, prompt includes cache", `{"prompt_tokens":3100,"completion_tokens":12,"cache_creation_input_tokens":1024,"cache_read_input_tokens":2048}`, Usage{PromptTokens: 3100, CompletionTokens: 12, CachedTokens: 2048, CacheWriteTokens: 1024}},
+		{"anthropic rule, prompt excludes cache", `{"prompt_tokens":50,"completion_tokens":1,"cache_creation_input_tokens":20,"cache_read_input_tokens":4000}`, Usage{PromptTokens: 4070, CompletionTokens: 1, CachedTokens: 4000, CacheWriteTokens: 20}},
+		{"openrouter", `{"prompt_tokens":5400,"completion_tokens":4,"prompt_tokens_details":{"cached_tokens":4096,"cache_write_tokens":1200}}`, Usage{PromptTokens: 5400, CompletionTokens: 4, CachedTokens: 4096, CacheWriteTokens: 1200}},
+		{"moonshot", `{"prompt_tokens":8000,"completion_tokens":2,"cached_tokens":7680}`, Usage{PromptTokens: 8000, CompletionTokens: 2, CachedTokens: 7680}},
+		{"details win over deepseek", `{"prompt_tokens":10,"prompt_tokens_details":{"cached_tokens":4},"prompt_cache_hit_tokens":6}`, Usage{PromptTokens: 10, CachedTokens: 4}},
+		{"cached above prompt is clamped", `{"prompt_tokens":10,"prompt_tokens_details":{"cached_tokens":40}}`, Usage{PromptTokens: 10, CachedTokens: 10}},
+		{"negative counts are zero", `{"prompt_tokens":-5,"completion_tokens":-1,"cached_tokens":-3}`, Usage{}},
+		{"none", `{"prompt_tokens":7,"completion_tokens":2}`, Usage{PromptTokens: 7, CompletionTokens: 2}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			// Streamed: the chunk decoder.
+			var v chunkView
+			var s scanner
+			if err := s.decodeChunk([]byte(`{"usage":`+tt.body+`}`), &v); err != nil {
+				t.Fatal(err)
+			}
+			if got := v.usage.usage(); got != tt.want {
+				t.Errorf("stream: %+v, want %+v", got, tt.want)
+			}
+			// Not streamed: the body decoder.
+			res, _, err := decodeBody([]byte(`{"choices":[{"index":0,"message":{"role":"assistant","content":"x"},"finish_reason":"stop"}],"usage":`+tt.body+`}`), false)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if res.Usage != tt.want {
+				t.Errorf("body: %+v, want %+v", res.Usage, tt.want)
+			}
+		})
 	}
 }

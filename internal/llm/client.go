@@ -81,6 +81,12 @@ type Config struct {
 	// StrictToolModels lists the models for which tools are declared with
 	// OpenAI's "strict": true (schemas adapted to strict mode). Empty: never.
 	StrictToolModels []string
+	// CacheBreakpointModels lists the models whose requests mark the
+	// system prompt and the last stable message as prompt-cache
+	// breakpoints (content part with cache_control; Anthropic models
+	// through OpenRouter, LiteLLM or another compatible gateway cache only
+	// there). Empty: never.
+	CacheBreakpointModels []string
 	// KeepThinkTags leaves a leading <think>…</think> block in the answer.
 	// The zero value moves it out of Message.Content into
 	// Response.Reasoning (models served by Ollama, vLLM, llama.cpp or
@@ -152,7 +158,7 @@ func New(cfg Config) (*Client, error) {
 	preset, _ := LookupPreset(provider)
 	c := &Client{cfg: cfg, endpoint: endpoint, hc: cfg.HTTPClient, sleep: cfg.Sleep,
 		schema: schemaOpts{quirks: toolschema.QuirksFor(provider), strictModels: slices.Clone(cfg.StrictToolModels),
-			dropEcho: preset.dropEcho, noStreamOpts: preset.noStreamOptions}}
+			dropEcho: preset.dropEcho, noStreamOpts: preset.noStreamOptions, breakpoints: slices.Clone(cfg.CacheBreakpointModels)}}
 	if cfg.APIKey != "" {
 		c.auth = "Bearer " + cfg.APIKey
 	}

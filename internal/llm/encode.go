@@ -13,7 +13,7 @@ import (
 )
 
 // wireRest is the request body without "messages", which encodeRequest
-// writes itself.
+// writes itself, after it.
 type wireRest struct {
 	Model         string          `json:"model"`
 	Tools         []ToolSpec      `json:"tools,omitempty"`
@@ -80,7 +80,12 @@ func encodeBody(req *Request, stream bool, cache *msgCache, dst []byte, so schem
 	var pieces []piece
 	buf = dst[:0]
 	cached := cache.lookup(req.Messages)
-	buf = append(buf, `{"messages":[`...)
+	// Everything but the messages (model, tools, stream options: the same
+	// for every call of a run) goes first, so consecutive requests of a
+	// conversation share the longest byte prefix: a provider's or a
+	// gateway's prefix cache serves it (docs/SESSIONS.md).
+	buf = append(buf, restEnc[:len(restEnc)-1]...)
+	buf = append(buf, `,"messages":[`...)
 	open := 0 // start of the buf piece not yet in segs
 	flush := func() {
 		if len(buf) > open {
@@ -91,12 +96,25 @@ func encodeBody(req *Request, stream bool, cache *msgCache, dst []byte, so schem
 	}
 	var misses []int
 	imgAt := so.images.at(req.Messages) // images.go: -1 when none
+	bpSys, bpLast := -1, -1
+	if slices.Contains(so.breakpoints, req.Model) {
+		bpSys, bpLast = breakpointsAt(req.Messages)
+	}
 	for i := range req.Messages {
 		if i == imgAt { // sent with its images, never cached
 			if i > 0 {
 				buf = append(buf, ',')
 			}
 			buf = so.images.appendMessage(buf, &req.Messages[i])
+			continue
+		}
+		if (i == bpSys || i == bpLast) && i != imgAt { // marked for this call only, never cached
+			if i > 0 {
+				buf = append(buf, ',')
+			}
+			if buf, err = appendBreakpoint(buf, &req.Messages[i], so.dropEcho); err != nil {
+				return nil, nil, err
+			}
 			continue
 		}
 		if cached != nil && cached[i] != nil {
@@ -133,14 +151,65 @@ func encodeBody(req *Request, stream bool, cache *msgCache, dst []byte, so schem
 		}
 		cache.store(entries)
 	}
-	buf = append(buf, "],"...)
-	// restEnc is {"model":…}: the object is already open, so skip its '{'.
-	buf = append(buf, restEnc[1:]...)
+	buf = append(buf, "]}"...)
 	flush()
 	for _, p := range pieces {
 		segs[p.seg] = buf[p.from:p.to:p.to]
 	}
 	return segs, buf, nil
+}
+
+// breakpointsAt picks the messages that carry explicit prompt-cache
+// breakpoints: the leading system prompt (sys) and the last stable
+// message (last): the newest message with text that is not a trailing
+// system message (the agent's plan, rebuilt for every request). -1 where
+// there is none. A message's text is what is marked: a message without
+// text (an assistant turn of calls only) cannot carry one.
+func breakpointsAt(msgs []Message) (sys, last int) {
+	sys, last = -1, -1
+	if len(msgs) > 0 && msgs[0].Role == RoleSystem && msgs[0].Content != "" {
+		sys = 0
+	}
+	end := len(msgs)
+	for end > 1 && msgs[end-1].Role == RoleSystem {
+		end--
+	}
+	for i := end - 1; i > sys; i-- {
+		if msgs[i].Content != "" {
+			last = i
+			break
+		}
+	}
+	return sys, last
+}
+
+// appendBreakpoint appends m with its text as one content part marked
+// {"cache_control":{"type":"ephemeral"}} (Anthropic's prompt caching, as
+// OpenRouter and LiteLLM pass it through); every other member as m's
+// own encoding has it.
+func appendBreakpoint(dst []byte, m *Message, drop []string) ([]byte, error) {
+	plain, err := appendMessageDrop(nil, m, drop)
+	if err != nil {
+		return dst, err
+	}
+	var obj map[string]json.RawMessage
+	if err := json.Unmarshal(plain, &obj); err != nil {
+		return dst, fmt.Errorf("%w: %v", ErrInvalidRequest, err)
+	}
+	text, err := json.Marshal(m.Content)
+	if err != nil {
+		return dst, fmt.Errorf("%w: %v", ErrInvalidRequest, err)
+	}
+	part := make([]byte, 0, len(text)+80)
+	part = append(part, `[{"type":"text","text":`...)
+	part = append(part, text...)
+	part = append(part, `,"cache_control":{"type":"ephemeral"}}]`...)
+	obj["content"] = part
+	out, err := json.Marshal(obj)
+	if err != nil {
+		return dst, fmt.Errorf("%w: %v", ErrInvalidRequest, err)
+	}
+	return append(dst, out...), nil
 }
 
 // schemaOpts say how tool schemas are adapted for the endpoint.
@@ -150,6 +219,7 @@ type schemaOpts struct {
 	dropEcho     []string   // Message.Extra members not sent (the endpoint rejects them)
 	noStreamOpts bool       // do not send stream_options
 	images       *ImageHook // a run's pictures for one user message (images.go); nil: none
+	breakpoints  []string   // models whose requests carry cache_control breakpoints
 }
 
 // encodeRest validates the tools and renders everything of the body but

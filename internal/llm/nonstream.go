@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"sort"
+	"strings"
 
 	"github.com/odekrun/odek/internal/jsonwire"
 )
@@ -33,8 +34,12 @@ type wireBody struct {
 		PromptTokens        int  `json:"prompt_tokens"`
 		CompletionTokens    int  `json:"completion_tokens"`
 		PromptCacheHit      *int `json:"prompt_cache_hit_tokens"`
+		CacheRead           *int `json:"cache_read_input_tokens"`
+		CacheCreation       *int `json:"cache_creation_input_tokens"`
+		CachedTokens        *int `json:"cached_tokens"`
 		PromptTokensDetails *struct {
-			CachedTokens *int `json:"cached_tokens"`
+			CachedTokens     *int `json:"cached_tokens"`
+			CacheWriteTokens *int `json:"cache_write_tokens"`
 		} `json:"prompt_tokens_details"`
 	} `json:"usage"`
 	Error json.RawMessage `json:"error"`
@@ -149,7 +154,11 @@ func decodeBody(data []byte, keepThink bool) (res *Response, retryable bool, err
 		calls = append(calls, indexed{idx, ToolCall{ID: tc.ID, Type: tc.Type, Extra: extra,
 			Function: FunctionCall{Name: tc.Function.Name, Arguments: args}}})
 	}
-	if fc := msg.FunctionCall; fc != nil && (fc.Name != "" || len(fc.Arguments) > 0) {
+	// A legacy function_call is a call only when it names a function or
+	// carries arguments: {"name":"","arguments":""} beside tool_calls (a
+	// Claude model behind an OpenAI-compatible gateway sends it) is an
+	// absent field, not a second, nameless call.
+	if fc := msg.FunctionCall; fc != nil && (fc.Name != "" || strings.TrimSpace(jsonwire.ArgumentsText(fc.Arguments)) != "") {
 		args := jsonwire.ArgumentsText(fc.Arguments)
 		names, rawArgs = append(names, fc.Name), append(rawArgs, []byte(args))
 		calls = append(calls, indexed{len(msg.ToolCalls), ToolCall{Function: FunctionCall{Name: fc.Name, Arguments: args}}})
@@ -163,13 +172,24 @@ func decodeBody(data []byte, keepThink bool) (res *Response, retryable bool, err
 	}
 	finishCalls(res.Message.ToolCalls)
 	if u := w.Usage; u != nil {
-		res.Usage = Usage{PromptTokens: u.PromptTokens, CompletionTokens: u.CompletionTokens}
-		switch {
-		case u.PromptTokensDetails != nil && u.PromptTokensDetails.CachedTokens != nil:
-			res.Usage.CachedTokens = *u.PromptTokensDetails.CachedTokens
-		case u.PromptCacheHit != nil:
-			res.Usage.CachedTokens = *u.PromptCacheHit
+		v := usageView{ok: true, prompt: u.PromptTokens, completion: u.CompletionTokens, hasPrompt: true, hasCompl: true}
+		v.cacheHit, v.hasCacheH = deref(u.PromptCacheHit)
+		v.cacheRead, v.hasRead = deref(u.CacheRead)
+		v.cacheNew, v.hasNew = deref(u.CacheCreation)
+		v.topCached, v.hasTopCached = deref(u.CachedTokens)
+		if d := u.PromptTokensDetails; d != nil {
+			v.cached, v.hasCached = deref(d.CachedTokens)
+			v.detailsWrite, v.hasDetailsWrite = deref(d.CacheWriteTokens)
 		}
+		res.Usage = v.usage()
 	}
 	return res, false, nil
+}
+
+// deref is *p and whether p was set.
+func deref(p *int) (int, bool) {
+	if p == nil {
+		return 0, false
+	}
+	return *p, true
 }

@@ -20,6 +20,15 @@ type Preset struct {
 	// ModelNote says what to set as the model when Model is "".
 	ModelNote string
 	Notes     string // known quirks, one line
+	// ContextWindow is the window, in tokens, assumed for this provider's
+	// models that the built-in table does not know (0 ⇒ none; see
+	// ResolveWindow).
+	ContextWindow int
+	// CachedInputShare is the provider's documented price of input served
+	// from its prompt cache, as a share of the input price (0 ⇒ unknown:
+	// cached input is priced as any input). Where models differ, the
+	// least discount.
+	CachedInputShare float64
 	// hosts are the API hosts that identify the provider in a base URL.
 	hosts []string
 	// noStreamOptions: the endpoint rejects "stream_options" (422 "Extra
@@ -35,30 +44,30 @@ type Preset struct {
 
 var presets = []Preset{
 	{Name: "openai", Title: "OpenAI", BaseURL: "https://api.openai.com/v1", KeyEnv: "OPENAI_API_KEY", Model: "gpt-4o-mini",
-		Notes: "strict function calling is opt-in per model (llm.strict_tool_models)", hosts: []string{"api.openai.com"}},
+		ContextWindow: 128_000, CachedInputShare: 0.5, Notes: "strict function calling is opt-in per model (llm.strict_tool_models)", hosts: []string{"api.openai.com"}},
 	{Name: "azure", Title: "Azure OpenAI (v1 API)", BaseURL: "https://{resource}.openai.azure.com/openai/v1", KeyEnv: "AZURE_OPENAI_API_KEY", ModelNote: "your deployment name",
-		Notes: "set base_url to your resource; the model is the deployment name", hosts: []string{".openai.azure.com"}},
+		CachedInputShare: 0.5, Notes: "set base_url to your resource; the model is the deployment name", hosts: []string{".openai.azure.com"}},
 	{Name: "deepseek", Title: "DeepSeek", BaseURL: "https://api.deepseek.com", KeyEnv: "DEEPSEEK_API_KEY", Model: "deepseek-chat",
-		Notes: "thinking mode (deepseek-reasoner) streams reasoning_content, which must come back on tool-call turns (kept and echoed)", hosts: []string{"api.deepseek.com"}},
+		ContextWindow: 128_000, CachedInputShare: 0.1, Notes: "thinking mode (deepseek-reasoner) streams reasoning_content, which must come back on tool-call turns (kept and echoed)", hosts: []string{"api.deepseek.com"}},
 	{Name: "gemini", Title: "Google Gemini (OpenAI compatibility)", BaseURL: "https://generativelanguage.googleapis.com/v1beta/openai", KeyEnv: "GEMINI_API_KEY", Model: "gemini-2.5-flash",
-		Notes: "Gemini 3 tool calls carry extra_content.google.thought_signature (echoed); parallel calls may come whole in one delta with empty ids; schemas are an OpenAPI subset ($ref inlined, keywords outside it dropped or rewritten)",
+		ContextWindow: 1_048_576, CachedInputShare: 0.25, Notes: "Gemini 3 tool calls carry extra_content.google.thought_signature (echoed); parallel calls may come whole in one delta with empty ids; schemas are an OpenAPI subset ($ref inlined, keywords outside it dropped or rewritten)",
 		hosts: []string{"generativelanguage.googleapis.com"}},
 	{Name: "mistral", Title: "Mistral", BaseURL: "https://api.mistral.ai/v1", KeyEnv: "MISTRAL_API_KEY", Model: "mistral-small-latest",
-		Notes: "Magistral streams content as an array of text and thinking parts; tool-call ids are 9 alphanumerics; rejects stream_options and any undocumented field (neither sent, nothing echoed)", hosts: []string{"api.mistral.ai"},
+		ContextWindow: 128_000, Notes: "Magistral streams content as an array of text and thinking parts; tool-call ids are 9 alphanumerics; rejects stream_options and any undocumented field (neither sent, nothing echoed)", hosts: []string{"api.mistral.ai"},
 		noStreamOptions: true, dropEcho: []string{"*"}},
 	{Name: "groq", Title: "Groq", BaseURL: "https://api.groq.com/openai/v1", KeyEnv: "GROQ_API_KEY", Model: "llama-3.3-70b-versatile",
-		Notes: "rejects any undocumented field on messages sent back, reasoning/reasoning_content included (nothing echoed)", hosts: []string{"api.groq.com"},
+		ContextWindow: 131_072, CachedInputShare: 0.5, Notes: "rejects any undocumented field on messages sent back, reasoning/reasoning_content included (nothing echoed)", hosts: []string{"api.groq.com"},
 		dropEcho: []string{"*"}},
 	{Name: "openrouter", Title: "OpenRouter", BaseURL: "https://openrouter.ai/api/v1", KeyEnv: "OPENROUTER_API_KEY", Model: "openai/gpt-4o-mini",
 		Notes: "reasoning and reasoning_details must come back unchanged for reasoning models that call tools (echoed)", hosts: []string{"openrouter.ai"}},
 	{Name: "xai", Title: "xAI", BaseURL: "https://api.x.ai/v1", KeyEnv: "XAI_API_KEY", Model: "grok-3-mini",
-		Notes: "grok-3-mini streams reasoning_content (echoed)", hosts: []string{"api.x.ai"}},
+		ContextWindow: 131_072, CachedInputShare: 0.25, Notes: "grok-3-mini streams reasoning_content (echoed)", hosts: []string{"api.x.ai"}},
 	{Name: "dashscope", Title: "Qwen / Alibaba Cloud Model Studio (DashScope)", BaseURL: "https://dashscope-intl.aliyuncs.com/compatible-mode/v1", KeyEnv: "DASHSCOPE_API_KEY", Model: "qwen-plus",
-		Notes: "thinking models stream reasoning_content (echoed); tool-call deltas repeat the index", hosts: []string{"dashscope.aliyuncs.com", "dashscope-intl.aliyuncs.com"}},
+		ContextWindow: 131_072, Notes: "thinking models stream reasoning_content (echoed); tool-call deltas repeat the index", hosts: []string{"dashscope.aliyuncs.com", "dashscope-intl.aliyuncs.com"}},
 	{Name: "moonshot", Title: "Moonshot AI (Kimi)", BaseURL: "https://api.moonshot.ai/v1", KeyEnv: "MOONSHOT_API_KEY", Model: "kimi-k2-0905-preview",
-		Notes: "kimi thinking models stream reasoning_content, required back on tool-call turns (echoed)", hosts: []string{"api.moonshot.ai", "api.moonshot.cn"}},
+		ContextWindow: 131_072, CachedInputShare: 0.25, Notes: "kimi thinking models stream reasoning_content, required back on tool-call turns (echoed)", hosts: []string{"api.moonshot.ai", "api.moonshot.cn"}},
 	{Name: "cloudflare", Title: "Cloudflare Workers AI", BaseURL: "https://api.cloudflare.com/client/v4/accounts/{account_id}/ai/v1", KeyEnv: "CLOUDFLARE_API_TOKEN", Model: "@cf/meta/llama-3.3-70b-instruct-fp8-fast",
-		Notes: "set base_url with your account id", hosts: []string{"api.cloudflare.com"}},
+		ContextWindow: 24_000, Notes: "set base_url with your account id", hosts: []string{"api.cloudflare.com"}},
 	{Name: "ollama", Title: "Ollama (local)", BaseURL: "http://127.0.0.1:11434/v1", Model: "llama3.2",
 		Notes: "no key; reasoning models return reasoning (echoed) or <think> blocks (moved out of the answer)"},
 	{Name: "vllm", Title: "vLLM (local)", BaseURL: "http://127.0.0.1:8000/v1", Model: "Qwen/Qwen2.5-7B-Instruct",

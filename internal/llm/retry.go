@@ -111,10 +111,21 @@ func streamAPIError(v *errorView) *APIError {
 		b = appendStr(b[:0], j)
 		return string(b)
 	}
+	msg := str(v.message)
+	if len(v.metaRaw) > 0 {
+		raw := v.metaRaw
+		if raw[0] == '"' {
+			var s string
+			if json.Unmarshal(raw, &s) == nil {
+				raw = []byte(s)
+			}
+		}
+		msg = withUpstreamReason(msg, str(v.provider), string(raw))
+	}
 	e := &APIError{
 		Type:    str(v.typ),
 		Code:    str(v.code),
-		Message: truncateMessage(scrubMessage(str(v.message)), MaxErrorMessageBytes),
+		Message: truncateMessage(scrubMessage(msg), MaxErrorMessageBytes),
 	}
 	classifyInStream(e)
 	return e
@@ -175,11 +186,15 @@ func parseErrorBody(body []byte) *APIError {
 		}
 	}
 	type fields struct {
-		Message json.RawMessage `json:"message"`
-		Type    json.RawMessage `json:"type"`
-		Code    json.RawMessage `json:"code"`
-		Status  json.RawMessage `json:"status"` // Gemini's type
-		Detail  json.RawMessage `json:"detail"`
+		Message  json.RawMessage `json:"message"`
+		Type     json.RawMessage `json:"type"`
+		Code     json.RawMessage `json:"code"`
+		Status   json.RawMessage `json:"status"` // Gemini's type
+		Detail   json.RawMessage `json:"detail"`
+		Metadata *struct {
+			Raw          json.RawMessage `json:"raw"`           // OpenRouter: the upstream's own error
+			ProviderName json.RawMessage `json:"provider_name"` // OpenRouter: which upstream
+		} `json:"metadata"`
 	}
 	var top struct {
 		fields
@@ -204,6 +219,14 @@ func parseErrorBody(body []byte) *APIError {
 			e.Type = jsonText(f.Status)
 		}
 		e.Code = jsonText(f.Code)
+		if md := f.Metadata; md != nil {
+			raw := bytes.TrimSpace(md.Raw)
+			if len(raw) > 0 && raw[0] == '{' {
+				e.Message = withUpstreamReason(e.Message, jsonText(md.ProviderName), string(raw))
+			} else {
+				e.Message = withUpstreamReason(e.Message, jsonText(md.ProviderName), jsonText(md.Raw))
+			}
+		}
 	case body[0] == '<':
 		// An HTML error page: the status says enough.
 	default:
@@ -213,6 +236,49 @@ func parseErrorBody(body []byte) *APIError {
 	e.Type = truncateMessage(e.Type, 100)
 	e.Code = truncateMessage(e.Code, 100)
 	return e
+}
+
+// MaxUpstreamDepth bounds how many nested error bodies withUpstreamReason
+// unwraps (an upstream reason that is itself an error body whose message is
+// one, …).
+const maxUpstreamDepth = 3
+
+// withUpstreamReason joins a gateway's top-level message with the reason it
+// relayed from the upstream provider (OpenRouter's error.metadata.raw, with
+// metadata.provider_name), so the user sees why the request failed and not
+// only "Provider returned error". raw is the upstream's text: when it is
+// itself a JSON error body, its message is taken (nested up to
+// maxUpstreamDepth levels), else the text as it is. An empty reason leaves
+// msg unchanged; a reason equal to msg is not repeated.
+func withUpstreamReason(msg, provider, raw string) string {
+	reason := strings.TrimSpace(raw)
+	for depth := 0; depth < maxUpstreamDepth; depth++ {
+		b := []byte(reason)
+		if len(b) == 0 || (b[0] != '{' && b[0] != '[') || !json.Valid(b) {
+			break
+		}
+		inner := parseErrorBody(b)
+		if inner.Message == "" {
+			break
+		}
+		reason = inner.Message
+	}
+	if reason == "" || reason == msg {
+		return msg
+	}
+	var b strings.Builder
+	b.WriteString(msg)
+	if msg != "" {
+		b.WriteString("; ")
+	}
+	b.WriteString("upstream")
+	if provider != "" {
+		b.WriteString(" ")
+		b.WriteString(provider)
+	}
+	b.WriteString(" said: ")
+	b.WriteString(reason)
+	return b.String()
 }
 
 // jsonText renders a JSON string as its value and a number as its literal;

@@ -345,3 +345,23 @@ func FuzzParseRetryAfter(f *testing.F) {
 		}
 	})
 }
+
+func TestWithUpstreamReason(t *testing.T) {
+	tests := []struct {
+		name, msg, provider, raw, want string
+	}{
+		{"none", "Provider returned error", "X", "", "Provider returned error"},
+		{"plain text", "Provider returned error", "BaseTen", "rate-limited upstream", "Provider returned error; upstream BaseTen said: rate-limited upstream"},
+		{"json body", "Provider returned error", "OpenAI", `{"error":{"message":"bad schema","type":"invalid_request_error"}}`, "Provider returned error; upstream OpenAI said: bad schema"},
+		{"json body without message", "Provider returned error", "", `{"error":{"type":"x"}}`, `Provider returned error; upstream said: {"error":{"type":"x"}}`},
+		{"nested string body", "e", "", `{"error":{"message":"{\"error\":{\"message\":\"deep\"}}"}}`, "e; upstream said: deep"},
+		{"same as message", "boom", "P", "boom", "boom"},
+		{"no top message", "", "P", "why", "upstream P said: why"},
+		{"invalid json kept as text", "e", "", `{"error":`, `e; upstream said: {"error":`},
+	}
+	for _, tt := range tests {
+		if got := withUpstreamReason(tt.msg, tt.provider, tt.raw); got != tt.want {
+			t.Errorf("%s: got %q, want %q", tt.name, got, tt.want)
+		}
+	}
+}

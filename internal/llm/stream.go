@@ -120,17 +120,7 @@ func (a *assembler) apply(v *chunkView) error {
 		a.model = a.str(v.model)
 	}
 	if v.usage.ok {
-		u := &v.usage
-		a.usage.PromptTokens = u.prompt
-		a.usage.CompletionTokens = u.completion
-		switch {
-		case u.hasCached:
-			a.usage.CachedTokens = u.cached
-		case u.hasCacheH:
-			a.usage.CachedTokens = u.cacheHit
-		default:
-			a.usage.CachedTokens = 0
-		}
+		a.usage = v.usage.usage()
 	}
 	if !v.hasChoice {
 		return nil

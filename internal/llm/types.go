@@ -31,6 +31,13 @@
 // paths; tool schemas are repaired by internal/toolschema and adapted to
 // the endpoint; Presets lists known providers and their quirks, selected by
 // Config.Provider or recognised from the base URL.
+//
+// Context windows: WindowForModel (a documented family table),
+// ResolveWindow (operator, endpoint report, table, preset, default) and
+// Client.DiscoverWindow (asked once per process). Cached input tokens are
+// read from every provider's usage shape into Usage.CachedTokens and
+// CacheWriteTokens; CacheBreakpointModels marks explicit prompt-cache
+// breakpoints for the models that need them.
 package llm
 
 import "github.com/odekrun/odek/agent"

@@ -56,7 +56,10 @@ type Session struct {
 	UpdatedAt time.Time `json:"updated_at"`
 	// Model is the model id the conversation ran with.
 	Model string `json:"model,omitempty"`
-	// Messages is the conversation, system prompt included.
+	// Messages is the conversation without the system prompt. After a
+	// compaction its second message is the conversation's digest (a system
+	// message starting with agent.DigestMarker, agent.IsDigest), so the
+	// digest is saved, and continued, with the session.
 	Messages []llm.Message `json:"messages"`
 	// ExternalRefs are operator-supplied pointers to outside state.
 	ExternalRefs []ExternalRef `json:"external_refs,omitempty"`
