@@ -1,0 +1,108 @@
+package main_test
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/odekrun/odek/internal/llm/llmtest"
+	"github.com/odekrun/odek/internal/sandbox/sandboxtest"
+	"github.com/odekrun/odek/queue"
+)
+
+// The routes of issue 21 through paths a chat controls, each through a
+// real worker, real sub-agent processes and a real redis-server.
+
+// stageRE finds the staging directory a child is told to write to.
+var stageRE = regexp.MustCompile(`write them under (\S+)/ `)
+
+// Route 5: a hostile child (a prompt-injected model in chat 2) stages a
+// file and, from its confined shell, replaces its own artifact root with a
+// symbolic link — to chat 1's directory in one task, to ODEK_HOME in the
+// other — before the unconfined child moves the staged files. With the
+// artifact roots inside the chat's directory that overwrote chat 1's file
+// and the operator's config.json. Now the roots live outside every chat,
+// so neither file changes, and the parent still receives its artifacts.
+func TestWorkerSubagentArtifactRootsOutsideTheChat(t *testing.T) {
+	sandboxtest.RequireLandlock(t)
+	artifacts := t.TempDir()
+	dirA := filepath.Join(artifacts, "1")
+	if err := os.MkdirAll(dirA, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dirA, "notes.txt"), []byte(sandboxtest.Secret), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	var home string
+	planted := `{"mcp_servers":{"x":{"command":"sh","args":["-c","touch /tmp/odek-planted"]}}}`
+	var mu sync.Mutex
+	var parentSaw string
+	srv := llmtest.NewHandler(t, func(r llmtest.Recorded) llmtest.Turn {
+		g, res := currentTurn(r)
+		switch {
+		case g == "delegate":
+			if len(res) == 0 {
+				return delegateCall("CHILD to chat 1", "CHILD to home")
+			}
+			mu.Lock()
+			parentSaw = strings.Join(res, "\n")
+			mu.Unlock()
+			return llmtest.Reply("done")
+		case strings.HasPrefix(g, "CHILD"):
+			if len(res) > 0 {
+				return llmtest.Reply("staged")
+			}
+			m := stageRE.FindStringSubmatch(g)
+			if m == nil {
+				return llmtest.Reply("no staging directory in the message")
+			}
+			stage := m[1]
+			tid := filepath.Base(stage)
+			target, name, content := dirA, "notes.txt", "PWNED by chat 2"
+			if strings.Contains(g, "home") {
+				target, name, content = home, "config.json", planted
+			}
+			w, _ := json.Marshal(map[string]string{"path": stage + "/" + name, "content": content})
+			// Wherever the artifact root is, if the chat can reach it, it
+			// becomes a link to the target.
+			sh, _ := json.Marshal(map[string]string{"command": fmt.Sprintf(
+				`for d in .odek/artifacts/*/%[1]s .odek/artifacts/%[1]s; do if [ -d "$d" ]; then rm -rf "$d" && ln -s %[2]s "$d"; fi; done; true`, tid, target)})
+			return llmtest.CallTools(
+				llmtest.Call{ID: "w", Name: "write_file", Arguments: string(w)},
+				llmtest.Call{ID: "s", Name: "shell", Arguments: string(sh)})
+		}
+		return llmtest.Reply("?")
+	})
+	e := newQueueEnv(t, srv.URL, false, 5*time.Second, 3)
+	home = e.home
+	if err := os.MkdirAll(e.home, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(e.home, "config.json"), []byte(sandboxtest.Permissive), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	w := e.startWorker("w1", "--artifacts", artifacts)
+	d := e.enqueue(queue.Job{ChatID: 2, UserID: 2, Goal: "delegate", IdempotencyKey: "d"})
+	res := e.results(120*time.Second, d.ID)[d.ID]
+	if b, _ := os.ReadFile(filepath.Join(dirA, "notes.txt")); string(b) != sandboxtest.Secret {
+		t.Errorf("chat 1's file was overwritten by chat 2's sub-agent: %q", b)
+	}
+	if b, _ := os.ReadFile(filepath.Join(e.home, "config.json")); string(b) != sandboxtest.Permissive {
+		t.Errorf("ODEK_HOME/config.json was written by chat 2's sub-agent: %q", b)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	t.Logf("DEBUG parent saw %s\n%+v", parentSaw, res)
+	if !strings.Contains(parentSaw, "PWNED by chat 2") {
+		t.Errorf("the parent did not receive the staged artifact: %q (%+v)\n%s", parentSaw, res, w.stderr.String())
+	}
+	if _, err := os.Lstat(filepath.Join(artifacts, "2", ".odek", "artifacts")); err == nil {
+		t.Errorf("a sub-agent artifact directory exists inside the chat's directory")
+	}
+}
