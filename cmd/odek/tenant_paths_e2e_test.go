@@ -98,7 +98,6 @@ func TestWorkerSubagentArtifactRootsOutsideTheChat(t *testing.T) {
 	}
 	mu.Lock()
 	defer mu.Unlock()
-	t.Logf("DEBUG parent saw %s\n%+v", parentSaw, res)
 	if !strings.Contains(parentSaw, "PWNED by chat 2") {
 		t.Errorf("the parent did not receive the staged artifact: %q (%+v)\n%s", parentSaw, res, w.stderr.String())
 	}

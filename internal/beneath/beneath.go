@@ -181,6 +181,16 @@ func (d *Dir) RemoveAll(name string) error {
 	return d.removeAll(name, 0)
 }
 
+// Names lists the names in d (every kind of entry), sorted.
+func (d *Dir) Names() ([]string, error) {
+	ents, err := d.readDir()
+	names := make([]string, len(ents))
+	for i, e := range ents {
+		names[i] = e.Name()
+	}
+	return names, err
+}
+
 // Entry is a regular file Walk found: its slash-separated path relative
 // to the walked Dir, the directory holding it (valid only during the
 // callback) and its name there.

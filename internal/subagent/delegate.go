@@ -22,6 +22,7 @@ import (
 	"github.com/odekrun/odek/artifacts"
 	"github.com/odekrun/odek/events"
 	"github.com/odekrun/odek/internal/artifactstore"
+	"github.com/odekrun/odek/internal/beneath"
 	"github.com/odekrun/odek/internal/budget"
 	"github.com/odekrun/odek/internal/tools"
 	"github.com/sirupsen/logrus"
@@ -69,8 +70,10 @@ type Options struct {
 	// WorkDir is the children's working directory; "" ⇒ the process's.
 	WorkDir string
 	// ArtifactsDir is where per-task artifact roots are created
-	// (<ArtifactsDir>/<session or run>/<task_id>/, 0700), normally
-	// ~/.odek/artifacts. "" ⇒ children return no artifacts.
+	// (<ArtifactsDir>/<session or run>/<task_id>/, 0700): ~/.odek/artifacts
+	// for an unconfined run; for a confined one a private directory of the
+	// parent outside the root (the children's unconfined odek processes
+	// write there, so no chat may). "" ⇒ children return no artifacts.
 	ArtifactsDir string
 	// Store receives the validated artifacts that are not inlined, for
 	// artifact_read; nil ⇒ a private store (then only inlined content is
@@ -86,8 +89,8 @@ type Options struct {
 	// do itself. "" ⇒ no ceiling.
 	MaxRisk string
 	// Confine, when set, is handed to every child (Task.Confine): it
-	// works confined to the same root. ArtifactsDir must then lie inside
-	// Confine.Root.
+	// works confined to the same root. ArtifactsDir must then lie outside
+	// Confine.Root (Task.Validate refuses a root inside it).
 	Confine *Confinement
 	// Emit sends subagent_* events; nil ⇒ agent.Emit.
 	Emit EmitFunc
@@ -253,6 +256,26 @@ func (d *Delegate) runAll(ctx context.Context, ci agent.CallInfo, ts []TaskArg) 
 	return outs
 }
 
+// makeArtifactRoot makes the 0700 directory dir/run/task (dir is made
+// by name: the operator's or the parent's own directory; below it, by
+// descriptor, no symbolic link followed) and returns its path.
+func makeArtifactRoot(dir, run, task string) (string, error) {
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return "", err
+	}
+	d, err := beneath.OpenDir(dir)
+	if err != nil {
+		return "", err
+	}
+	defer d.Close()
+	r, err := d.MkdirAllOpen(run+"/"+task, 0o700)
+	if err != nil {
+		return "", err
+	}
+	r.Close()
+	return filepath.Join(dir, run, task), nil
+}
+
 // safeDirName keeps a session or run id usable as one path element.
 func safeDirName(s string) string {
 	var b strings.Builder
@@ -300,11 +323,11 @@ func (d *Delegate) runOne(ctx context.Context, ci agent.CallInfo, runDir string,
 		Confine: d.o.Confine,
 	}
 	if d.o.ArtifactsDir != "" {
-		task.ArtifactRoot = filepath.Join(d.o.ArtifactsDir, safeDirName(runDir), out.taskID)
-		if err := os.MkdirAll(task.ArtifactRoot, 0o700); err != nil {
+		root, err := makeArtifactRoot(d.o.ArtifactsDir, safeDirName(runDir), out.taskID)
+		if err != nil {
 			return fail("subagent: create the task's artifact root: %v", err)
 		}
-		os.Chmod(task.ArtifactRoot, 0o700)
+		task.ArtifactRoot = root
 	}
 	// Sharing needs odek's tracker (its limits and usage so far); another
 	// agent.Budget is only charged with what the child spent, below.
