@@ -405,3 +405,78 @@ func TestClampRisk(t *testing.T) {
 		}
 	}
 }
+
+// A staging directory the chat filled with a FIFO, a link to a directory
+// outside and a link to a file outside: CollectArtifacts returns only the
+// regular file, never blocks on the FIFO, and copies nothing from outside.
+func TestCollectArtifactsSkipsFIFOsAndLinks(t *testing.T) {
+	work, stage, root := stageFiles(t, map[string]string{"ok.txt": "fine"})
+	outside := t.TempDir()
+	os.WriteFile(filepath.Join(outside, "secret.txt"), []byte("other chat"), 0o600)
+	if err := syscall.Mkfifo(filepath.Join(work, stage, "pipe.txt"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	os.Symlink(outside, filepath.Join(work, stage, "dir"))
+	os.Symlink(filepath.Join(outside, "secret.txt"), filepath.Join(work, stage, "file.txt"))
+	refs, err := CollectArtifacts(work, stage, root)
+	if err != nil || len(refs) != 1 || refs[0].ID != "ok.txt" {
+		t.Fatalf("refs %+v, %v", refs, err)
+	}
+	if _, err := os.Stat(filepath.Join(outside, "secret.txt")); err != nil {
+		t.Fatalf("the outside file was touched: %v", err)
+	}
+}
+
+// The staging directory itself, or a directory above it, replaced by a
+// link: nothing is collected through it, and the clean-up does not follow
+// it either.
+func TestCollectArtifactsRefusesALinkedStage(t *testing.T) {
+	for _, link := range []string{StageDir + "/t1", StageDir, ".odek"} {
+		t.Run(link, func(t *testing.T) {
+			work, stage, root := stageFiles(t, nil)
+			outside := t.TempDir()
+			os.WriteFile(filepath.Join(outside, "secret.txt"), []byte("other chat"), 0o600)
+			os.MkdirAll(filepath.Join(outside, "t1"), 0o700)
+			os.MkdirAll(filepath.Join(outside, "stage", "t1"), 0o700)
+			os.WriteFile(filepath.Join(outside, "t1", "secret.txt"), []byte("other chat"), 0o600)
+			os.WriteFile(filepath.Join(outside, "stage", "t1", "secret.txt"), []byte("other chat"), 0o600)
+			p := filepath.Join(work, filepath.FromSlash(link))
+			os.RemoveAll(p)
+			if err := os.Symlink(outside, p); err != nil {
+				t.Fatal(err)
+			}
+			refs, err := CollectArtifacts(work, stage, root)
+			if err == nil || len(refs) != 0 {
+				t.Fatalf("collected through a link: %+v, %v", refs, err)
+			}
+			for _, f := range []string{"secret.txt", "t1/secret.txt", "stage/t1/secret.txt"} {
+				if _, err := os.Stat(filepath.Join(outside, f)); err != nil {
+					t.Errorf("%s outside was removed: %v", f, err)
+				}
+			}
+			// The staging directory's own link is removed (unlinked, not
+			// followed); a link above it stays and is refused.
+			if fi, err := os.Lstat(p); err == nil && fi.Mode()&os.ModeSymlink != 0 {
+				if _, err := prepareStage(work, "t1"); err == nil {
+					t.Error("prepareStage accepted a linked path")
+				}
+			} else if link != StageDir+"/t1" {
+				t.Errorf("the link at %s was removed", link)
+			}
+		})
+	}
+}
+
+// PrivateArtifactsDir lies under ODEK_HOME, 0700, fresh on every call.
+func TestPrivateArtifactsDir(t *testing.T) {
+	home := t.TempDir()
+	a, err := PrivateArtifactsDir(home)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := PrivateArtifactsDir(home)
+	fi, err := os.Stat(a)
+	if err != nil || fi.Mode().Perm() != 0o700 || a == b || !strings.HasPrefix(a, filepath.Join(home, PrivateDirName)+"/") {
+		t.Fatalf("%s %s %v %v", a, b, fi, err)
+	}
+}
