@@ -1023,22 +1023,6 @@ func readArtifact(dir string, chatID int64, meta queue.ArtifactMeta, limit int64
 	return data, nil
 }
 
-// fileURI builds a file:// URI with every byte outside the unreserved set
-// and "/" percent-encoded.
-func fileURI(p string) string {
-	var b strings.Builder
-	b.WriteString("file://")
-	for i := 0; i < len(p); i++ {
-		c := p[i]
-		if c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || strings.IndexByte("/-._~", c) >= 0 {
-			b.WriteByte(c)
-		} else {
-			fmt.Fprintf(&b, "%%%02X", c)
-		}
-	}
-	return b.String()
-}
-
 func readAtMost(path string, limit int64) ([]byte, error) {
 	f, err := os.Open(path)
 	if err != nil {
