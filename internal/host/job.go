@@ -17,13 +17,13 @@ import (
 
 	"github.com/odekrun/odek/agent"
 	"github.com/odekrun/odek/events"
+	"github.com/odekrun/odek/internal/beneath"
 	"github.com/odekrun/odek/internal/config"
 	"github.com/odekrun/odek/internal/ext"
 	"github.com/odekrun/odek/internal/llm"
 	"github.com/odekrun/odek/internal/sandbox"
 	"github.com/odekrun/odek/internal/session"
 	"github.com/odekrun/odek/internal/tools"
-	"github.com/odekrun/odek/internal/beneath"
 	"github.com/odekrun/odek/queue"
 	"github.com/sirupsen/logrus"
 )
