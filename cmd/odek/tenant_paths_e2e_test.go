@@ -105,3 +105,47 @@ func TestWorkerSubagentArtifactRootsOutsideTheChat(t *testing.T) {
 		t.Errorf("a sub-agent artifact directory exists inside the chat's directory")
 	}
 }
+
+// A FIFO planted in the chat's directory — named as the next job's
+// photo, and left where the artifact collection walks — blocks neither
+// that job nor the worker: the vision reader and the collection open the
+// chat's files O_NONBLOCK through descriptors and refuse what is not a
+// regular file. On main the photo's open blocked the job for ever.
+func TestWorkerFIFOPlantedAsPhotoDoesNotBlock(t *testing.T) {
+	sandboxtest.RequireLandlock(t)
+	artifacts := t.TempDir()
+	srv := llmtest.NewHandler(t, func(r llmtest.Recorded) llmtest.Turn {
+		g, res := currentTurn(r)
+		if g == "plant" && len(res) == 0 {
+			return llmtest.CallTools(llmtest.Call{ID: "s", Name: "shell",
+				Arguments: `{"command":"mkdir -p uploads && mkfifo uploads/photo.jpg && mkfifo result.txt && echo ok > real.txt"}`})
+		}
+		return llmtest.Reply("answered " + g)
+	})
+	e := newQueueEnv(t, srv.URL, false, 5*time.Second, 3)
+	if err := os.MkdirAll(e.home, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(e.home, "config.json"), []byte(sandboxtest.Permissive), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	w := e.startWorker("w1", "--artifacts", artifacts)
+	p := e.enqueue(queue.Job{ChatID: 2, UserID: 2, Goal: "plant", IdempotencyKey: "p"})
+	pres := e.results(60*time.Second, p.ID)[p.ID]
+	if fi, err := os.Lstat(filepath.Join(artifacts, "2", "uploads", "photo.jpg")); err != nil || fi.Mode()&os.ModeNamedPipe == 0 {
+		t.Fatalf("the FIFO was not planted (%v %v): %+v\n%s", fi, err, pres, w.stderr.String())
+	}
+	if len(pres.Artifacts) != 1 || pres.Artifacts[0].Path != "2/real.txt" {
+		t.Errorf("artifacts of the planting job: %+v", pres.Artifacts)
+	}
+	photo := e.enqueue(queue.Job{ChatID: 2, UserID: 2, Goal: "look at the photo", IdempotencyKey: "v",
+		Images: []string{"uploads/photo.jpg"}, Vision: "true"})
+	other := e.enqueue(queue.Job{ChatID: 1, UserID: 1, Goal: "chat one", IdempotencyKey: "o"})
+	res := e.results(60*time.Second, photo.ID, other.ID)
+	if r := res[photo.ID]; r.Status != queue.StatusSucceeded || r.Answer != "answered look at the photo" {
+		t.Errorf("the job with a FIFO as its photo: %+v", r)
+	}
+	if r := res[other.ID]; r.Status != queue.StatusSucceeded {
+		t.Errorf("another chat's job: %+v", r)
+	}
+}
