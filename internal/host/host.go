@@ -543,7 +543,7 @@ const closeTimeout = 15 * time.Second
 func SubagentSettings(cfg *config.Config) subagent.Settings {
 	s := cfg.Subagent
 	return subagent.Settings{
-		MaxConcurrency: s.MaxConcurrency, MaxDepth: s.MaxDepth, BudgetInherit: s.BudgetInherit,
+		MaxConcurrency: s.MaxConcurrency, MaxProcesses: s.MaxProcesses, MaxDepth: s.MaxDepth, BudgetInherit: s.BudgetInherit,
 		TaskTimeout: time.Duration(s.TaskTimeoutSeconds * float64(time.Second)),
 	}.WithDefaults()
 }

@@ -249,6 +249,12 @@ func (d *Delegate) runAll(ctx context.Context, ci agent.CallInfo, ts []TaskArg) 
 				emit(ctx, d.o.Emit, events.SubagentConcurrencyWaitData{TaskIndex: i, Waited: time.Since(began)})
 			}
 			defer func() { <-sem }()
+			release, err := d.takeSlot(ctx, i)
+			if err != nil {
+				outs[i] = outcome{index: i, res: &Result{Status: StatusError, Error: err.Error()}}
+				return
+			}
+			defer release()
 			outs[i] = d.runOne(ctx, ci, runDir, i, t)
 		}()
 	}
@@ -274,6 +280,29 @@ func makeArtifactRoot(dir, run, task string) (string, error) {
 	}
 	r.Close()
 	return filepath.Join(dir, run, task), nil
+}
+
+// takeSlot takes one of the worker's sub-agent slots for task i (see
+// slots.go): a top-level run waits for one (emitting
+// subagent_concurrency_wait), a nested run is refused at once.
+func (d *Delegate) takeSlot(ctx context.Context, i int) (func(), error) {
+	p, err := d.pool()
+	if err != nil {
+		return nil, err
+	}
+	if release, ok := p.try(); ok {
+		return release, nil
+	}
+	began := time.Now()
+	release, err := p.acquire(ctx, d.o.Depth == 0)
+	if err != nil {
+		if ctx.Err() != nil {
+			return nil, errors.New("subagent: cancelled before the task started")
+		}
+		return nil, err
+	}
+	emit(ctx, d.o.Emit, events.SubagentConcurrencyWaitData{TaskIndex: i, Waited: time.Since(began)})
+	return release, nil
 }
 
 // safeDirName keeps a session or run id usable as one path element.
@@ -372,17 +401,21 @@ func nonEmpty(s, def string) string {
 	return s
 }
 
-// childEnv is base without the API key variables and any inherited depth,
-// plus the child's depth.
-func childEnv(base []string, depth int) []string {
+// childEnv is base without the API key variables and any inherited depth
+// or slot directory, plus the child's depth and the process tree's slot
+// directory (when there is one).
+func childEnv(base []string, depth int, slots string) []string {
 	out := make([]string, 0, len(base)+1)
 	for _, kv := range base {
 		k, _, _ := strings.Cut(kv, "=")
 		switch k {
-		case "ODEK_API_KEY", "OPENAI_API_KEY", DepthEnv:
+		case "ODEK_API_KEY", "OPENAI_API_KEY", DepthEnv, SlotsEnv:
 			continue
 		}
 		out = append(out, kv)
+	}
+	if slots != "" {
+		out = append(out, SlotsEnv+"="+slots)
 	}
 	return append(out, DepthEnv+"="+strconv.Itoa(depth))
 }
@@ -428,7 +461,11 @@ func (d *Delegate) spawn(ctx context.Context, ci agent.CallInfo, i int, task Tas
 	if base == nil {
 		base = os.Environ()
 	}
-	cmd.Env = childEnv(base, d.o.Depth+1)
+	slots := ""
+	if p, err := d.pool(); err == nil {
+		slots = p.dir
+	}
+	cmd.Env = childEnv(base, d.o.Depth+1, slots)
 	cmd.ExtraFiles = []*os.File{keyR}
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout = &limitedBuffer{b: &stdout, max: MaxResultBytes}
