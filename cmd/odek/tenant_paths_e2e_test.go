@@ -149,3 +149,69 @@ func TestWorkerFIFOPlantedAsPhotoDoesNotBlock(t *testing.T) {
 		t.Errorf("another chat's job: %+v", r)
 	}
 }
+
+// Sub-agent fan-out is capped per worker, at every depth: with
+// subagent.max_processes 2, a job's two sub-agents hold both slots, so the
+// four grandchildren they ask for are refused with a clear error instead
+// of starting (on main all four started), and another chat's job that
+// delegates meanwhile waits for a slot and then runs.
+func TestWorkerSubagentFanOutCapped(t *testing.T) {
+	sandboxtest.RequireLandlock(t)
+	var mu sync.Mutex
+	leaves := 0
+	var midSaw []string
+	srv := llmtest.NewHandler(t, func(r llmtest.Recorded) llmtest.Turn {
+		g, res := currentTurn(r)
+		switch {
+		case g == "fan out" || g == "other chat delegates":
+			if len(res) == 0 {
+				return delegateCall("MID a", "MID b")
+			}
+			return llmtest.Reply("parent done")
+		case strings.HasPrefix(g, "MID"):
+			if len(res) == 0 {
+				return delegateCall("LEAF 1", "LEAF 2")
+			}
+			mu.Lock()
+			midSaw = append(midSaw, res[0])
+			mu.Unlock()
+			return llmtest.Reply("mid done")
+		case strings.HasPrefix(g, "LEAF"):
+			mu.Lock()
+			leaves++
+			mu.Unlock()
+			return llmtest.Reply("leaf done")
+		}
+		return llmtest.Reply("?")
+	})
+	e := newQueueEnv(t, srv.URL, false, 5*time.Second, 3)
+	if err := os.MkdirAll(e.home, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	cfg := strings.TrimSuffix(sandboxtest.Permissive, "}") + `,"subagent":{"max_processes":2,"max_depth":2}}`
+	if err := os.WriteFile(filepath.Join(e.home, "config.json"), []byte(cfg), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	w := e.startWorker("w1", "--artifacts", t.TempDir())
+	a := e.enqueue(queue.Job{ChatID: 1, UserID: 1, Goal: "fan out", IdempotencyKey: "a"})
+	b := e.enqueue(queue.Job{ChatID: 2, UserID: 2, Goal: "other chat delegates", IdempotencyKey: "b"})
+	res := e.results(120*time.Second, a.ID, b.ID)
+	for _, id := range []string{a.ID, b.ID} {
+		if r := res[id]; r.Status != queue.StatusSucceeded || r.Answer != "parent done" {
+			t.Errorf("job %s: %+v\n%s", id, r, w.stderr.String())
+		}
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if leaves != 0 {
+		t.Errorf("%d grandchildren started past the cap of 2 sub-agent processes", leaves)
+	}
+	if len(midSaw) != 4 {
+		t.Fatalf("the sub-agents saw %d delegate results, want 4: %q", len(midSaw), midSaw)
+	}
+	for _, s := range midSaw {
+		if strings.Count(s, "sub-agent process cap is reached") != 2 || !strings.Contains(s, "subagent.max_processes") {
+			t.Errorf("a sub-agent's delegate result: %q", s)
+		}
+	}
+}
