@@ -153,28 +153,45 @@ func TestWorkerFIFOPlantedAsPhotoDoesNotBlock(t *testing.T) {
 // Sub-agent fan-out is capped per worker, at every depth: with
 // subagent.max_processes 2, a job's two sub-agents hold both slots, so the
 // four grandchildren they ask for are refused with a clear error instead
-// of starting (on main all four started), and another chat's job that
-// delegates meanwhile waits for a slot and then runs.
+// of starting (on main all of them started), and another chat's job that
+// delegates meanwhile waits for a slot and then runs. The two sub-agents
+// answer only once both have their own delegate results, so neither frees
+// its slot early.
 func TestWorkerSubagentFanOutCapped(t *testing.T) {
 	sandboxtest.RequireLandlock(t)
 	var mu sync.Mutex
 	leaves := 0
 	var midSaw []string
+	midArrived := make(chan struct{}, 2)
+	bothDone := make(chan struct{})
 	srv := llmtest.NewHandler(t, func(r llmtest.Recorded) llmtest.Turn {
 		g, res := currentTurn(r)
 		switch {
-		case g == "fan out" || g == "other chat delegates":
+		case g == "fan out":
 			if len(res) == 0 {
 				return delegateCall("MID a", "MID b")
 			}
 			return llmtest.Reply("parent done")
+		case g == "other chat delegates":
+			if len(res) == 0 {
+				return delegateCall("SIMPLE 1", "SIMPLE 2")
+			}
+			return llmtest.Reply("parent done")
 		case strings.HasPrefix(g, "MID"):
 			if len(res) == 0 {
+				midArrived <- struct{}{}
 				return delegateCall("LEAF 1", "LEAF 2")
 			}
 			mu.Lock()
 			midSaw = append(midSaw, res[0])
+			if len(midSaw) == 2 {
+				close(bothDone)
+			}
 			mu.Unlock()
+			select {
+			case <-bothDone:
+			case <-time.After(60 * time.Second):
+			}
 			return llmtest.Reply("mid done")
 		case strings.HasPrefix(g, "LEAF"):
 			mu.Lock()
@@ -182,7 +199,7 @@ func TestWorkerSubagentFanOutCapped(t *testing.T) {
 			mu.Unlock()
 			return llmtest.Reply("leaf done")
 		}
-		return llmtest.Reply("?")
+		return llmtest.Reply("simple done")
 	})
 	e := newQueueEnv(t, srv.URL, false, 5*time.Second, 3)
 	if err := os.MkdirAll(e.home, 0o700); err != nil {
@@ -194,6 +211,13 @@ func TestWorkerSubagentFanOutCapped(t *testing.T) {
 	}
 	w := e.startWorker("w1", "--artifacts", t.TempDir())
 	a := e.enqueue(queue.Job{ChatID: 1, UserID: 1, Goal: "fan out", IdempotencyKey: "a"})
+	for range 2 {
+		select {
+		case <-midArrived:
+		case <-time.After(60 * time.Second):
+			t.Fatalf("the job's sub-agents did not start\n%s", w.stderr.String())
+		}
+	}
 	b := e.enqueue(queue.Job{ChatID: 2, UserID: 2, Goal: "other chat delegates", IdempotencyKey: "b"})
 	res := e.results(120*time.Second, a.ID, b.ID)
 	for _, id := range []string{a.ID, b.ID} {
@@ -206,8 +230,8 @@ func TestWorkerSubagentFanOutCapped(t *testing.T) {
 	if leaves != 0 {
 		t.Errorf("%d grandchildren started past the cap of 2 sub-agent processes", leaves)
 	}
-	if len(midSaw) != 4 {
-		t.Fatalf("the sub-agents saw %d delegate results, want 4: %q", len(midSaw), midSaw)
+	if len(midSaw) != 2 {
+		t.Fatalf("the sub-agents saw %d delegate results, want 2: %q", len(midSaw), midSaw)
 	}
 	for _, s := range midSaw {
 		if strings.Count(s, "sub-agent process cap is reached") != 2 || !strings.Contains(s, "subagent.max_processes") {
