@@ -21,3 +21,14 @@ func OpenNoFollow(path string) (*os.File, error) {
 	}
 	return f, err
 }
+
+// openBeneath opens rel beneath root through an os.Root (no link out of
+// root is followed), O_NONBLOCK so a FIFO does not block the open.
+func openBeneath(root, rel string) (*os.File, error) {
+	r, err := os.OpenRoot(root)
+	if err != nil {
+		return nil, err
+	}
+	defer r.Close()
+	return r.OpenFile(rel, os.O_RDONLY|syscall.O_NONBLOCK|syscall.O_CLOEXEC, 0)
+}

@@ -42,6 +42,8 @@ type Ref struct {
 	// SHA256 is the verified lowercase hex digest, or "" when the server
 	// gave none (odek does not hash unasked).
 	SHA256 string
+
+	info fs.FileInfo // see FileInfo
 }
 
 // Validator checks artifact refs against the operator's artifact roots.
@@ -217,7 +219,24 @@ func (v *Validator) checkFile(i int, s *RefSpec, roots []string) (Ref, error) {
 		}
 		return Ref{}, refErr(i, s.ID, ErrOutsideRoots, nil, "path is outside every artifact root")
 	}
-	fi, err := os.Lstat(resolved)
+	// From here on the file is examined through one descriptor, opened
+	// beneath the root (an os.Root: a link swapped in on the way cannot
+	// lead out of it) without blocking on a FIFO; its type, size and hash
+	// are those of that descriptor, and the ref carries its identity so
+	// that later readers (artifact_read) can check they read the same file.
+	rel, err := filepath.Rel(root, resolved)
+	if err != nil {
+		return Ref{}, refErr(i, s.ID, ErrOutsideRoots, nil, "path is outside every artifact root")
+	}
+	f, err := openBeneath(root, rel)
+	if err != nil {
+		if errors.Is(err, ErrChanged) {
+			return Ref{}, refErr(i, s.ID, ErrChanged, nil, "file was replaced while it was validated")
+		}
+		return Ref{}, refErr(i, s.ID, ErrNotFound, err, "file cannot be examined")
+	}
+	defer f.Close()
+	fi, err := f.Stat()
 	if err != nil {
 		return Ref{}, refErr(i, s.ID, ErrNotFound, err, "file cannot be examined")
 	}
@@ -233,55 +252,32 @@ func (v *Validator) checkFile(i int, s *RefSpec, roots []string) (Ref, error) {
 	}
 	ref := Ref{
 		ID: s.ID, MediaType: s.MediaType, Summary: s.Summary, URI: s.URI,
-		Path: resolved, Root: root, SizeBytes: fi.Size(),
+		Path: resolved, Root: root, SizeBytes: fi.Size(), info: fi,
 	}
 	if s.SHA256 == "" {
 		return ref, nil
 	}
-	sum, n, err := hashFile(resolved, fi, maxBytes)
+	h := sha256.New()
+	n, err := io.CopyBuffer(h, io.LimitReader(f, maxBytes+1), make([]byte, 256<<10))
 	switch {
-	case errors.Is(err, ErrChanged):
-		return Ref{}, refErr(i, s.ID, ErrChanged, nil, "file was replaced while it was validated")
-	case errors.Is(err, ErrNotRegular):
-		return Ref{}, refErr(i, s.ID, ErrNotRegular, nil, "not a regular file when opened")
 	case err != nil:
 		return Ref{}, refErr(i, s.ID, ErrNotFound, err, "file cannot be read")
 	case n != fi.Size():
 		return Ref{}, refErr(i, s.ID, ErrSizeMismatch, nil, "file changed size while it was hashed (%d bytes read, %d expected)", n, fi.Size())
-	case sum != s.SHA256:
+	}
+	sum := hex.EncodeToString(h.Sum(nil))
+	if sum != s.SHA256 {
 		return Ref{}, refErr(i, s.ID, ErrHashMismatch, nil, "sha256 is %s… but the file hashes to %s…", s.SHA256[:ShortHashLen], sum[:ShortHashLen])
 	}
 	ref.SHA256 = sum
 	return ref, nil
 }
 
-// hashFile streams the SHA-256 of the file at path, which must still be the
-// file described by want. At most maxBytes+1 bytes are read, so a file that
-// grew is caught by the caller's size comparison without reading it all.
-func hashFile(path string, want fs.FileInfo, maxBytes int64) (string, int64, error) {
-	f, err := OpenNoFollow(path)
-	if err != nil {
-		return "", 0, err
-	}
-	defer f.Close()
-	fi, err := f.Stat()
-	if err != nil {
-		return "", 0, err
-	}
-	if !fi.Mode().IsRegular() {
-		return "", 0, ErrNotRegular
-	}
-	if !os.SameFile(fi, want) {
-		return "", 0, ErrChanged
-	}
-	h := sha256.New()
-	buf := make([]byte, 256<<10)
-	n, err := io.CopyBuffer(h, io.LimitReader(f, maxBytes+1), buf)
-	if err != nil {
-		return "", n, err
-	}
-	return hex.EncodeToString(h.Sum(nil)), n, nil
-}
+// FileInfo is the fstat of the descriptor the ref was validated through
+// (nil for a Ref not made by Validate). A reader that opens Path later
+// checks os.SameFile against it: a file swapped in since is not the one
+// validated.
+func (r Ref) FileInfo() fs.FileInfo { return r.info }
 
 func modeName(m fs.FileMode) string {
 	switch {

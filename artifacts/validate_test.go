@@ -170,48 +170,37 @@ func TestRefErrorNamesIDAndReason(t *testing.T) {
 	}
 }
 
-func TestValidateHashCapReadsNoMoreThanCap(t *testing.T) {
-	// A file that grows after Lstat is caught by the read count, not by
-	// reading it all: hashFile reads at most cap+1 bytes.
+// A FIFO at the ref's path is refused at once (the open does not block)
+// as not a regular file.
+func TestValidateRefusesAFIFO(t *testing.T) {
 	root := t.TempDir()
-	p := filepath.Join(root, "f")
-	writeFile(t, p, make([]byte, 100))
-	fi, err := os.Lstat(p)
-	if err != nil {
-		t.Fatal(err)
+	p := filepath.Join(root, "pipe")
+	if err := mkfifo(p); err != nil {
+		t.Skipf("no FIFOs here: %v", err)
 	}
-	if err := os.WriteFile(p, make([]byte, 1000), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	_, n, err := hashFile(p, fi, 100)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if n != 101 {
-		t.Fatalf("read %d bytes, want cap+1 = 101", n)
+	v := Validator{Roots: []string{root}}
+	if _, err := v.Validate([]RefSpec{spec("a", p)}); !errors.Is(err, ErrNotRegular) {
+		t.Fatalf("err = %v, want ErrNotRegular", err)
 	}
 }
 
-func TestHashFileRefusesReplacedFile(t *testing.T) {
+// The ref carries the identity of the descriptor it was validated
+// through, for readers that open the path later.
+func TestValidateCarriesTheFilesIdentity(t *testing.T) {
 	root := t.TempDir()
 	p := filepath.Join(root, "f")
 	writeFile(t, p, []byte("one"))
-	fi, err := os.Lstat(p)
+	v := Validator{Roots: []string{root}}
+	refs, err := v.Validate([]RefSpec{spec("a", p)})
 	if err != nil {
 		t.Fatal(err)
 	}
-	// Keep the old inode alive so the new file cannot reuse its number.
-	if err := os.Rename(p, p+".old"); err != nil {
-		t.Fatal(err)
+	fi, err := os.Stat(p)
+	if err != nil || refs[0].FileInfo() == nil || !os.SameFile(fi, refs[0].FileInfo()) {
+		t.Fatalf("identity %v, file %v %v", refs[0].FileInfo(), fi, err)
 	}
-	writeFile(t, p, []byte("two"))
-	if _, _, err := hashFile(p, fi, 1<<20); !errors.Is(err, ErrChanged) {
-		t.Fatalf("err = %v, want ErrChanged", err)
-	}
-	os.Remove(p)
-	mustSymlink(t, "/etc/passwd", p)
-	if _, _, err := hashFile(p, fi, 1<<20); !errors.Is(err, ErrChanged) {
-		t.Fatalf("symlink swapped in: err = %v, want ErrChanged", err)
+	if (Ref{}).FileInfo() != nil {
+		t.Error("a zero Ref has an identity")
 	}
 }
 

@@ -2,10 +2,13 @@ package bot
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
+	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -18,6 +21,7 @@ import (
 
 	"github.com/odekrun/odek/artifacts"
 	"github.com/odekrun/odek/bot/tgclient"
+	"github.com/odekrun/odek/internal/beneath"
 	"github.com/odekrun/odek/queue"
 )
 
@@ -931,26 +935,23 @@ const maxPhotoBytes = 10 << 20
 // photoTypes are the image types sent as photos (others as documents).
 var photoTypes = map[string]bool{"image/jpeg": true, "image/png": true, "image/webp": true}
 
-// sendArtifactFile validates an artifact again against the chat's
-// directory and sends it: as a photo when asPhoto and it is a JPEG, PNG
-// or WebP within 10 MB, else as a document, within limit. It returns a
-// message for the user when it cannot be sent ("" when sent or when the
-// chat is gone).
+// sendArtifactFile reads an artifact from the chat's directory, checks it
+// against what the worker measured (readArtifact) and sends the bytes it
+// checked: as a photo when asPhoto and it is a JPEG, PNG or WebP within
+// 10 MB, else as a document, within limit. It returns a message for the
+// user when it cannot be sent ("" when sent or when the chat is gone).
 func (c *chat) sendArtifactFile(ctx context.Context, lang, id string, meta queue.ArtifactMeta, limit int64, asPhoto bool) string {
 	b, chatID := c.b, c.id
-	ref, err := validateArtifact(b.cfg.ArtifactDir, chatID, id, meta, limit)
+	data, err := readArtifact(b.cfg.ArtifactDir, chatID, meta, limit)
 	if err != nil {
 		b.log.WithError(err).WithFields(logrus.Fields{"chat_id": chatID, "artifact": id}).Warn("bot: artifact failed validation")
-		msg := tr(lang, "art.invalid")
-		if errors.Is(err, artifacts.ErrTooLarge) {
-			msg = tr(lang, "art.large", HumanBytes(limit))
+		switch {
+		case errors.Is(err, artifacts.ErrTooLarge):
+			return tr(lang, "art.large", HumanBytes(limit))
+		case errors.Is(err, errArtifactUnread):
+			return tr(lang, "art.unread")
 		}
-		return msg
-	}
-	data, err := readAtMost(ref.Path, limit)
-	if err != nil {
-		b.log.WithError(err).WithField("artifact", id).Warn("bot: reading artifact failed")
-		return tr(lang, "art.unread")
+		return tr(lang, "art.invalid")
 	}
 	name := meta.Name
 	if name == "" {
@@ -973,39 +974,53 @@ func (c *chat) sendArtifactFile(ctx context.Context, lang, id string, meta queue
 	return ""
 }
 
-// validateArtifact re-checks an artifact with artifacts.Validator, rooted
-// at the chat's own directory <dir>/<chat id>, so a chat can fetch only
-// files its own jobs wrote, through no symlink out of it, within limit.
-func validateArtifact(dir string, chatID int64, id string, meta queue.ArtifactMeta, limit int64) (artifacts.Ref, error) {
-	root := dir + "/" + strconv.FormatInt(chatID, 10)
-	p := dir + "/" + strings.TrimPrefix(meta.Path, "/")
-	media := meta.MIME
-	if media == "" {
-		media = "application/octet-stream"
-	}
-	size := meta.Bytes
-	v := artifacts.Validator{Roots: []string{root}, MaxArtifactBytes: limit}
-	refs, err := v.Validate([]artifacts.RefSpec{{Schema: artifacts.RefSchema, ID: id, URI: fileURI(p), MediaType: media, SizeBytes: &size, SHA256: meta.SHA256}})
-	if err != nil {
-		return artifacts.Ref{}, err
-	}
-	return refs[0], nil
-}
+// errArtifactUnread marks a read error after the checks passed.
+var errArtifactUnread = errors.New("bot: artifact could not be read")
 
-// fileURI builds a file:// URI with every byte outside the unreserved set
-// and "/" percent-encoded.
-func fileURI(p string) string {
-	var b strings.Builder
-	b.WriteString("file://")
-	for i := 0; i < len(p); i++ {
-		c := p[i]
-		if c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || strings.IndexByte("/-._~", c) >= 0 {
-			b.WriteByte(c)
-		} else {
-			fmt.Fprintf(&b, "%%%02X", c)
+// readArtifact reads the artifact meta describes from the chat's own
+// directory <dir>/<chat id> and returns its bytes once they are checked.
+// The chat's jobs write that directory and may swap any name in it for a
+// link to another chat's file at any moment, so the bot never opens it by
+// name: the chat's directory is opened once (its parent is the operator's)
+// and meta.Path is resolved beneath it by the kernel with no symbolic link
+// followed (package beneath); the file must be regular by fstat on that
+// descriptor (a FIFO or device is refused without blocking), within limit
+// and of the size the worker measured; its bytes are read from that same
+// descriptor and must hash to the worker's sha256 when it gave one. The
+// bytes returned are the bytes checked.
+func readArtifact(dir string, chatID int64, meta queue.ArtifactMeta, limit int64) ([]byte, error) {
+	chat := strconv.FormatInt(chatID, 10)
+	rel, ok := strings.CutPrefix(strings.TrimPrefix(meta.Path, "/"), chat+"/")
+	if !ok || rel == "" {
+		return nil, fmt.Errorf("%w: artifact path %q is not in chat %s's directory", artifacts.ErrOutsideRoots, meta.Path, chat)
+	}
+	root, err := beneath.OpenDir(filepath.Join(dir, chat))
+	if err != nil {
+		return nil, fmt.Errorf("%w: chat directory: %v", artifacts.ErrNotFound, err)
+	}
+	defer root.Close()
+	f, fi, err := root.OpenFile(rel)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %v", artifacts.ErrNotFound, err)
+	}
+	defer f.Close()
+	switch {
+	case fi.Size() > limit:
+		return nil, fmt.Errorf("%w: %d bytes, limit %d", artifacts.ErrTooLarge, fi.Size(), limit)
+	case fi.Size() != meta.Bytes:
+		return nil, fmt.Errorf("%w: the file has %d bytes, the job reported %d", artifacts.ErrSizeMismatch, fi.Size(), meta.Bytes)
+	}
+	data, err := beneath.ReadAll(f, fi, limit)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %v", errArtifactUnread, err)
+	}
+	if meta.SHA256 != "" {
+		sum := sha256.Sum256(data)
+		if got := hex.EncodeToString(sum[:]); got != meta.SHA256 {
+			return nil, fmt.Errorf("%w: sha256 is %.12s… but the file hashes to %.12s…", artifacts.ErrHashMismatch, meta.SHA256, got)
 		}
 	}
-	return b.String()
+	return data, nil
 }
 
 func readAtMost(path string, limit int64) ([]byte, error) {

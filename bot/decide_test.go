@@ -171,12 +171,6 @@ func TestEditInterval(t *testing.T) {
 	}
 }
 
-func TestFileURI(t *testing.T) {
-	if got := fileURI("/data/a b/ü%.txt"); got != "file:///data/a%20b/%C3%BC%25.txt" {
-		t.Errorf("fileURI = %q", got)
-	}
-}
-
 // FuzzParseApprovalData: callback data comes from Telegram clients.
 func FuzzParseApprovalData(f *testing.F) {
 	f.Add("ap:0123abcd:y")

@@ -94,7 +94,10 @@ func (s *Store) Register(ref artifacts.Ref) error {
 }
 
 // identity stats the validated file (no symlink followed) and checks it
-// is still a regular file of the validated size.
+// is still a regular file of the validated size and, when the ref carries
+// the identity of the descriptor it was validated through
+// (artifacts.Ref.FileInfo), the same file: a file swapped in between
+// validation and registration is not registered.
 func identity(ref artifacts.Ref) (os.FileInfo, error) {
 	f, err := artifacts.OpenNoFollow(ref.Path)
 	if err != nil {
@@ -102,7 +105,7 @@ func identity(ref artifacts.Ref) (os.FileInfo, error) {
 	}
 	defer f.Close()
 	fi, err := f.Stat()
-	if err != nil || !fi.Mode().IsRegular() || fi.Size() != ref.SizeBytes {
+	if err != nil || !fi.Mode().IsRegular() || fi.Size() != ref.SizeBytes || ref.FileInfo() != nil && !os.SameFile(fi, ref.FileInfo()) {
 		return nil, fmt.Errorf("is no longer the %d-byte regular file that was validated", ref.SizeBytes)
 	}
 	return fi, nil

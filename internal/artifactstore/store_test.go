@@ -204,3 +204,20 @@ func TestReplacedFileRefused(t *testing.T) {
 		t.Fatalf("symlinked directory: read %q, err %v; want ErrChanged", pg.Data, err)
 	}
 }
+
+// A file swapped in between validation and registration (same size, at
+// the same path) is not registered: the ref carries the identity of the
+// descriptor it was validated through.
+func TestRegisterRefusesAFileSwappedAfterValidation(t *testing.T) {
+	ref := validated(t, "s", "s.txt", "text/plain", "chat's own")
+	if err := os.Rename(ref.Path, ref.Path+".old"); err != nil { // keep the inode alive
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(ref.Path, []byte("other chat"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	s := &artifactstore.Store{}
+	if err := s.Register(ref); !errors.Is(err, artifactstore.ErrChanged) {
+		t.Fatalf("Register = %v, want ErrChanged", err)
+	}
+}

@@ -72,6 +72,9 @@ type Subagent struct {
 	// MaxConcurrency bounds children running at once per delegate_tasks
 	// call (1–8; default 3).
 	MaxConcurrency int `json:"max_concurrency" project:"lower" default:"3" check:"min=0,max=8"`
+	// MaxProcesses bounds the sub-agent processes, of every depth, running
+	// at once under one worker or top-level odek process (1–64; default 8).
+	MaxProcesses int `json:"max_processes" project:"lower" default:"8" check:"min=0,max=64"`
 	// MaxDepth bounds nesting (1–8; default 2).
 	MaxDepth int `json:"max_depth" project:"lower" default:"2" check:"min=0,max=8"`
 	// BudgetInherit is "operator" (default) or "share"; a project may

@@ -269,8 +269,18 @@ func Build(ctx context.Context, opts Options) (*Runtime, error) {
 		rt.closers = append(rt.closers, cleanup)
 		topts.WorkDir, topts.Confine, topts.Sandbox = jail.Spec().Root, true, jail
 		workDir = jail.Spec().Root
-		// Children's artifacts stay inside the root they are confined to.
-		artifactsDir = filepath.Join(workDir, ".odek", "artifacts")
+		// Children's artifact roots are written by their unconfined odek
+		// processes, so they live outside the root, in a private directory
+		// of this run that no sandbox grants (docs/SUBAGENTS.md).
+		if opts.Delegate {
+			private, err := subagent.PrivateArtifactsDir(cfg.Home)
+			if err != nil {
+				rt.Close()
+				return nil, err
+			}
+			rt.closers = append(rt.closers, func() error { return os.RemoveAll(private) })
+			artifactsDir = private
+		}
 		confinement = &subagent.Confinement{Root: workDir, Deny: opts.SandboxDeny}
 	}
 	toolset := tools.Builtins(topts)
@@ -581,7 +591,7 @@ const closeTimeout = 15 * time.Second
 func SubagentSettings(cfg *config.Config) subagent.Settings {
 	s := cfg.Subagent
 	return subagent.Settings{
-		MaxConcurrency: s.MaxConcurrency, MaxDepth: s.MaxDepth, BudgetInherit: s.BudgetInherit,
+		MaxConcurrency: s.MaxConcurrency, MaxProcesses: s.MaxProcesses, MaxDepth: s.MaxDepth, BudgetInherit: s.BudgetInherit,
 		TaskTimeout: time.Duration(s.TaskTimeoutSeconds * float64(time.Second)),
 	}.WithDefaults()
 }

@@ -134,6 +134,7 @@ func TestSectionDefaultsMatch(t *testing.T) {
 	for name, want := range map[string]float64{
 		"MaxConcurrency":     subagent.DefaultMaxConcurrency,
 		"MaxDepth":           subagent.DefaultMaxDepth,
+		"MaxProcesses":       subagent.DefaultMaxProcesses,
 		"TaskTimeoutSeconds": subagent.DefaultTaskTimeout.Seconds(),
 	} {
 		f, _ := typ.FieldByName(name)

@@ -17,6 +17,7 @@ import (
 
 	"github.com/odekrun/odek/agent"
 	"github.com/odekrun/odek/events"
+	"github.com/odekrun/odek/internal/beneath"
 	"github.com/odekrun/odek/internal/config"
 	"github.com/odekrun/odek/internal/ext"
 	"github.com/odekrun/odek/internal/llm"
@@ -336,46 +337,58 @@ const MaxHashBytes = 64 << 20
 
 // CollectArtifacts lists regular files under dir modified at or after
 // since (at most max, symlinks skipped), with paths relative to root and
-// the SHA-256 of each file up to MaxHashBytes.
+// the SHA-256 of each file up to MaxHashBytes. dir is a chat's directory,
+// written by the chat's jobs (and by processes a job left behind), so it
+// is never walked or opened by name: it is opened once and walked through
+// descriptors with no symbolic link followed (package beneath); each file
+// is opened O_NOFOLLOW|O_NONBLOCK, so a FIFO or device never blocks the
+// worker, and its size, time and digest all come from that one
+// descriptor. At most beneath.MaxWalkEntries entries are looked at.
 func CollectArtifacts(root, dir string, since time.Time, max int) []queue.ArtifactMeta {
 	var out []queue.ArtifactMeta
 	since = since.Add(-time.Second) // coarse file system clocks
-	_ = filepath.WalkDir(dir, func(path string, d fs.DirEntry, err error) error {
-		if err != nil || len(out) >= max {
-			return filepath.SkipDir
+	prefix, err := filepath.Rel(root, dir)
+	if err != nil || strings.HasPrefix(prefix, "..") {
+		return nil
+	}
+	prefix = filepath.ToSlash(prefix)
+	d, err := beneath.OpenDir(dir)
+	if err != nil {
+		return nil
+	}
+	defer d.Close()
+	_ = d.Walk(0, func(e beneath.Entry) error {
+		if len(out) >= max {
+			return fs.SkipAll
 		}
-		if !d.Type().IsRegular() {
+		f, fi, err := e.Parent.OpenFile(e.Name)
+		if err != nil {
 			return nil
 		}
-		fi, err := d.Info()
-		if err != nil || fi.ModTime().Before(since) {
+		defer f.Close()
+		if fi.ModTime().Before(since) {
 			return nil
 		}
-		rel, err := filepath.Rel(root, path)
-		if err != nil || strings.HasPrefix(rel, "..") {
-			return nil
+		rel := e.Rel
+		if prefix != "." {
+			rel = prefix + "/" + rel
 		}
-		out = append(out, queue.ArtifactMeta{Path: filepath.ToSlash(rel), Name: d.Name(), Bytes: fi.Size(),
-			MIME: mime.TypeByExtension(filepath.Ext(d.Name())), SHA256: hashFile(path, fi.Size())})
+		out = append(out, queue.ArtifactMeta{Path: rel, Name: e.Name, Bytes: fi.Size(),
+			MIME: mime.TypeByExtension(filepath.Ext(e.Name)), SHA256: hashOpen(f, fi)})
 		return nil
 	})
 	return out
 }
 
-// hashFile returns the hex SHA-256 of the regular file at path when it is
-// at most MaxHashBytes and still the size listed, else "".
-func hashFile(path string, size int64) string {
-	if size > MaxHashBytes {
+// hashOpen returns the hex SHA-256 of the open regular file f (fi its
+// fstat) when it is at most MaxHashBytes and still that size, else "".
+func hashOpen(f *os.File, fi fs.FileInfo) string {
+	if fi.Size() > MaxHashBytes {
 		return ""
 	}
-	f, err := os.Open(path)
-	if err != nil {
-		return ""
-	}
-	defer f.Close()
 	h := sha256.New()
 	n, err := io.Copy(h, io.LimitReader(f, MaxHashBytes+1))
-	if err != nil || n != size {
+	if err != nil || n != fi.Size() {
 		return ""
 	}
 	return hex.EncodeToString(h.Sum(nil))

@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -65,6 +66,11 @@ func TestCollectArtifacts(t *testing.T) {
 	os.WriteFile(filepath.Join(dir, "report.md"), []byte("# hi"), 0o600)
 	os.WriteFile(filepath.Join(dir, "sub", "data.json"), []byte("{}"), 0o600)
 	os.Symlink("/etc/passwd", filepath.Join(dir, "link"))
+	os.Symlink("/etc", filepath.Join(dir, "linkdir"))
+	// A FIFO is skipped without blocking the worker.
+	if err := syscall.Mkfifo(filepath.Join(dir, "sub", "pipe.txt"), 0o600); err != nil {
+		t.Fatal(err)
+	}
 	got := CollectArtifacts(root, dir, time.Now().Add(-time.Minute), 10)
 	if len(got) == 2 && got[0].SHA256 != "8a5d8b28d66ae90b5876fe0337b963d9f66ab1047f8c866ff4646b73a8a3aa41" {
 		t.Errorf("report.md sha256 = %q", got[0].SHA256)

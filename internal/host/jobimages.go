@@ -2,12 +2,14 @@ package host
 
 import (
 	"context"
-	"io"
+	"errors"
 	"net/http"
-	"os"
+	"path"
+	"path/filepath"
 
 	"github.com/sirupsen/logrus"
 
+	"github.com/odekrun/odek/internal/beneath"
 	"github.com/odekrun/odek/internal/llm"
 	"github.com/odekrun/odek/queue"
 )
@@ -24,14 +26,17 @@ var imageTypes = map[string]bool{"image/jpeg": true, "image/png": true, "image/g
 
 // withImages returns ctx carrying the job's pictures for the goal's
 // message (llm.WithImages) when the job asks for vision. Each path is
-// opened through an os.Root on the chat's directory dir, so a job names
-// only its own chat's files; a file that is missing, too large or not a
-// JPEG, PNG, GIF or WebP (by its bytes) is skipped and logged.
+// resolved beneath the chat's directory dir, opened once, with no symbolic
+// link followed (package beneath), so a job names only its own chat's
+// files; a FIFO or device is refused without blocking, and the size and
+// type checked are those of the bytes read from that one descriptor. A
+// file that is missing, not regular, too large or not a JPEG, PNG, GIF or
+// WebP (by its bytes) is skipped and logged.
 func (j *JobRunner) withImages(ctx context.Context, job queue.Job, dir, goal string, log logrus.FieldLogger) context.Context {
 	if (job.Vision != "true" && job.Vision != "auto") || len(job.Images) == 0 || dir == "" {
 		return ctx
 	}
-	root, err := os.OpenRoot(dir)
+	root, err := beneath.OpenDir(dir)
 	if err != nil {
 		log.WithError(err).Warn("host: the job's pictures cannot be read; running without them")
 		return ctx
@@ -60,23 +65,11 @@ type imageError string
 
 func (e imageError) Error() string { return string(e) }
 
-func readImage(root *os.Root, p string) ([]byte, string, error) {
-	f, err := root.Open(p)
-	if err != nil {
-		return nil, "", err
-	}
-	defer f.Close()
-	fi, err := f.Stat()
-	if err != nil {
-		return nil, "", err
-	}
-	if !fi.Mode().IsRegular() {
-		return nil, "", imageError("not a regular file")
-	}
-	if fi.Size() > MaxImageBytes {
+func readImage(root *beneath.Dir, p string) ([]byte, string, error) {
+	data, _, err := root.ReadFile(path.Clean(filepath.ToSlash(p)), MaxImageBytes)
+	if errors.Is(err, beneath.ErrTooLarge) {
 		return nil, "", imageError("larger than 20 MiB")
 	}
-	data, err := io.ReadAll(io.LimitReader(f, MaxImageBytes+1))
 	if err != nil {
 		return nil, "", err
 	}

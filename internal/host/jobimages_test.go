@@ -5,6 +5,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"syscall"
 	"testing"
 
 	"github.com/sirupsen/logrus"
@@ -36,5 +37,25 @@ func TestJobImagesFromTheChatDirectory(t *testing.T) {
 	job.Vision = ""
 	if llm.ImagesOf(j.withImages(context.Background(), job, dir, "g", log)) != nil {
 		t.Error("images sent without vision")
+	}
+}
+
+// A FIFO (a job can make one with mkfifo or tar) named as a picture is
+// refused at once; reading it would block the worker's job for ever.
+func TestJobImagesRefuseAFIFO(t *testing.T) {
+	log := logrus.New()
+	log.SetOutput(io.Discard)
+	dir := t.TempDir()
+	os.MkdirAll(filepath.Join(dir, "uploads"), 0o700)
+	if err := syscall.Mkfifo(filepath.Join(dir, "uploads", "photo.jpg"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	png := append([]byte("\x89PNG\r\n\x1a\n"), make([]byte, 64)...)
+	os.WriteFile(filepath.Join(dir, "uploads", "cat.png"), png, 0o600)
+	var j JobRunner
+	job := queue.Job{Vision: "true", Images: []string{"uploads/photo.jpg", "./uploads/cat.png"}}
+	h := llm.ImagesOf(j.withImages(context.Background(), job, dir, "g", log))
+	if h == nil || len(h.Images) != 1 {
+		t.Fatalf("hook %+v", h)
 	}
 }

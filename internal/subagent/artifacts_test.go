@@ -20,28 +20,32 @@ import (
 	"github.com/odekrun/odek/internal/artifactstore"
 )
 
-func stageFiles(t *testing.T, files map[string]string) (stage, root string) {
+// stageFiles stages files in a new workspace and returns the workspace,
+// the staging directory (workspace-relative) and an artifact root.
+func stageFiles(t *testing.T, files map[string]string) (work, stage, root string) {
 	t.Helper()
-	stage = filepath.Join(t.TempDir(), "stage")
+	work = t.TempDir()
+	stage = StageDir + "/t1"
 	root = filepath.Join(t.TempDir(), "root")
+	os.MkdirAll(filepath.Join(work, stage), 0o700)
 	for name, content := range files {
-		p := filepath.Join(stage, filepath.FromSlash(name))
+		p := filepath.Join(work, stage, filepath.FromSlash(name))
 		os.MkdirAll(filepath.Dir(p), 0o700)
 		if err := os.WriteFile(p, []byte(content), 0o644); err != nil {
 			t.Fatal(err)
 		}
 	}
-	return stage, root
+	return work, stage, root
 }
 
 func TestCollectArtifactsMovesAndMeasures(t *testing.T) {
-	stage, root := stageFiles(t, map[string]string{"a.txt": "alpha", "sub/b.json": `{"b":1}`})
+	work, stage, root := stageFiles(t, map[string]string{"a.txt": "alpha", "sub/b.json": `{"b":1}`})
 	secret := filepath.Join(t.TempDir(), "secret")
 	os.WriteFile(secret, []byte("do not return"), 0o600)
-	if err := os.Symlink(secret, filepath.Join(stage, "link.txt")); err != nil {
+	if err := os.Symlink(secret, filepath.Join(work, stage, "link.txt")); err != nil {
 		t.Fatal(err)
 	}
-	refs, err := CollectArtifacts(stage, root)
+	refs, err := CollectArtifacts(work, stage, root)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -52,7 +56,7 @@ func TestCollectArtifactsMovesAndMeasures(t *testing.T) {
 	if refs[0].SHA256 != hex.EncodeToString(sum[:]) || *refs[0].SizeBytes != 5 || !strings.HasPrefix(refs[0].MediaType, "text/plain") {
 		t.Fatalf("measured %+v", refs[0])
 	}
-	if _, err := os.Stat(stage); !os.IsNotExist(err) {
+	if _, err := os.Stat(filepath.Join(work, stage)); !os.IsNotExist(err) {
 		t.Fatal("staging directory not removed")
 	}
 	fi, err := os.Stat(filepath.Join(root, "a.txt"))
@@ -72,8 +76,8 @@ func TestCollectArtifactsLimit(t *testing.T) {
 	for i := range MaxArtifactsPerTask + 1 {
 		files[filepath.Join("f", strings.Repeat("x", i+1))] = "x"
 	}
-	stage, root := stageFiles(t, files)
-	if _, err := CollectArtifacts(stage, root); !errors.Is(err, ErrArtifacts) || !strings.Contains(err.Error(), "limit 64") {
+	work, stage, root := stageFiles(t, files)
+	if _, err := CollectArtifacts(work, stage, root); !errors.Is(err, ErrArtifacts) || !strings.Contains(err.Error(), "limit 64") {
 		t.Fatalf("err %v", err)
 	}
 }
@@ -105,8 +109,8 @@ func TestTamperedArtifactRejected(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			stage, root := stageFiles(t, map[string]string{"r.txt": "hello"})
-			refs, err := CollectArtifacts(stage, root)
+			work, stage, root := stageFiles(t, map[string]string{"r.txt": "hello"})
+			refs, err := CollectArtifacts(work, stage, root)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -130,8 +134,8 @@ func TestTamperedArtifactRejected(t *testing.T) {
 
 func TestLargeArtifactsAreRegisteredNotInlined(t *testing.T) {
 	big := strings.Repeat("y", InlineMaxBytes+1)
-	stage, root := stageFiles(t, map[string]string{"big.txt": big, "small.bin": "\x00\x01\x02"})
-	refs, err := CollectArtifacts(stage, root)
+	work, stage, root := stageFiles(t, map[string]string{"big.txt": big, "small.bin": "\x00\x01\x02"})
+	refs, err := CollectArtifacts(work, stage, root)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -193,19 +197,22 @@ func TestStagingRefusesSymlinkedPath(t *testing.T) {
 	if err := os.Symlink(elsewhere, filepath.Join(work, ".odek")); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := prepareStage(work, "t1"); !errors.Is(err, ErrArtifacts) || !strings.Contains(err.Error(), `".odek" is not a plain directory`) {
+	if _, err := prepareStage(work, "t1"); !errors.Is(err, ErrArtifacts) || !strings.Contains(err.Error(), `.odek/stage/t1 is not a plain directory`) {
 		t.Fatalf("err %v", err)
 	}
 	if entries, _ := os.ReadDir(elsewhere); len(entries) != 0 {
 		t.Fatal("staging followed the symlink")
 	}
 	work2 := t.TempDir()
-	dir, err := prepareStage(work2, "t2")
+	rel, err := prepareStage(work2, "t2")
 	if err != nil {
 		t.Fatal(err)
 	}
+	dir := filepath.Join(work2, rel)
 	os.WriteFile(filepath.Join(dir, "old.txt"), []byte("left over"), 0o600)
-	if dir2, err := prepareStage(work2, "t2"); err != nil || dir2 != dir {
+	os.MkdirAll(filepath.Join(dir, "old", "deeper"), 0o700)
+	os.Symlink(elsewhere, filepath.Join(dir, "link"))
+	if rel2, err := prepareStage(work2, "t2"); err != nil || rel2 != rel {
 		t.Fatal(err)
 	}
 	if entries, _ := os.ReadDir(dir); len(entries) != 0 {
@@ -244,7 +251,7 @@ func TestPrepareStageConcurrentSiblings(t *testing.T) {
 // move change that file: the artifact gets an inode of its own, and the
 // other name keeps its mode and content.
 func TestCollectArtifactsHardLinkLeavesOriginal(t *testing.T) {
-	stage, root := stageFiles(t, map[string]string{"a.txt": "alpha"})
+	work, stage, root := stageFiles(t, map[string]string{"a.txt": "alpha"})
 	orig := filepath.Join(t.TempDir(), "tool.sh")
 	if err := os.WriteFile(orig, []byte("#!/bin/sh\necho hi\n"), 0o755); err != nil {
 		t.Fatal(err)
@@ -252,10 +259,10 @@ func TestCollectArtifactsHardLinkLeavesOriginal(t *testing.T) {
 	if err := os.Chmod(orig, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	if err := os.Link(orig, filepath.Join(stage, "tool.sh")); err != nil {
+	if err := os.Link(orig, filepath.Join(work, stage, "tool.sh")); err != nil {
 		t.Skipf("hard links unsupported here: %v", err)
 	}
-	refs, err := CollectArtifacts(stage, root)
+	refs, err := CollectArtifacts(work, stage, root)
 	if err != nil {
 		t.Fatalf("CollectArtifacts: %v", err)
 	}
@@ -395,6 +402,101 @@ func TestClampRisk(t *testing.T) {
 	for _, tc := range tests {
 		if got := ClampRisk(tc.req, tc.ceiling); got != tc.want {
 			t.Errorf("ClampRisk(%q, %q) = %q, want %q", tc.req, tc.ceiling, got, tc.want)
+		}
+	}
+}
+
+// A staging directory the chat filled with a FIFO, a link to a directory
+// outside and a link to a file outside: CollectArtifacts returns only the
+// regular file, never blocks on the FIFO, and copies nothing from outside.
+func TestCollectArtifactsSkipsFIFOsAndLinks(t *testing.T) {
+	work, stage, root := stageFiles(t, map[string]string{"ok.txt": "fine"})
+	outside := t.TempDir()
+	os.WriteFile(filepath.Join(outside, "secret.txt"), []byte("other chat"), 0o600)
+	if err := syscall.Mkfifo(filepath.Join(work, stage, "pipe.txt"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	os.Symlink(outside, filepath.Join(work, stage, "dir"))
+	os.Symlink(filepath.Join(outside, "secret.txt"), filepath.Join(work, stage, "file.txt"))
+	refs, err := CollectArtifacts(work, stage, root)
+	if err != nil || len(refs) != 1 || refs[0].ID != "ok.txt" {
+		t.Fatalf("refs %+v, %v", refs, err)
+	}
+	if _, err := os.Stat(filepath.Join(outside, "secret.txt")); err != nil {
+		t.Fatalf("the outside file was touched: %v", err)
+	}
+}
+
+// The staging directory itself, or a directory above it, replaced by a
+// link: nothing is collected through it, and the clean-up does not follow
+// it either.
+func TestCollectArtifactsRefusesALinkedStage(t *testing.T) {
+	for _, link := range []string{StageDir + "/t1", StageDir, ".odek"} {
+		t.Run(link, func(t *testing.T) {
+			work, stage, root := stageFiles(t, nil)
+			outside := t.TempDir()
+			os.WriteFile(filepath.Join(outside, "secret.txt"), []byte("other chat"), 0o600)
+			os.MkdirAll(filepath.Join(outside, "t1"), 0o700)
+			os.MkdirAll(filepath.Join(outside, "stage", "t1"), 0o700)
+			os.WriteFile(filepath.Join(outside, "t1", "secret.txt"), []byte("other chat"), 0o600)
+			os.WriteFile(filepath.Join(outside, "stage", "t1", "secret.txt"), []byte("other chat"), 0o600)
+			p := filepath.Join(work, filepath.FromSlash(link))
+			os.RemoveAll(p)
+			if err := os.Symlink(outside, p); err != nil {
+				t.Fatal(err)
+			}
+			refs, err := CollectArtifacts(work, stage, root)
+			if err == nil || len(refs) != 0 {
+				t.Fatalf("collected through a link: %+v, %v", refs, err)
+			}
+			for _, f := range []string{"secret.txt", "t1/secret.txt", "stage/t1/secret.txt"} {
+				if _, err := os.Stat(filepath.Join(outside, f)); err != nil {
+					t.Errorf("%s outside was removed: %v", f, err)
+				}
+			}
+			// The staging directory's own link is removed (unlinked, not
+			// followed); a link above it stays and is refused.
+			if fi, err := os.Lstat(p); err == nil && fi.Mode()&os.ModeSymlink != 0 {
+				if _, err := prepareStage(work, "t1"); err == nil {
+					t.Error("prepareStage accepted a linked path")
+				}
+			} else if link != StageDir+"/t1" {
+				t.Errorf("the link at %s was removed", link)
+			}
+		})
+	}
+}
+
+// PrivateArtifactsDir lies under ODEK_HOME, 0700, fresh on every call.
+func TestPrivateArtifactsDir(t *testing.T) {
+	home := t.TempDir()
+	a, err := PrivateArtifactsDir(home)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := PrivateArtifactsDir(home)
+	fi, err := os.Stat(a)
+	if err != nil || fi.Mode().Perm() != 0o700 || a == b || !strings.HasPrefix(a, filepath.Join(home, PrivateDirName)+"/") {
+		t.Fatalf("%s %s %v %v", a, b, fi, err)
+	}
+}
+
+// BenchmarkCollectArtifacts: staging read by descriptor and copied out
+// (hashing as it copies), for 8 files of 64 KiB.
+func BenchmarkCollectArtifacts(b *testing.B) {
+	content := strings.Repeat("z", 64<<10)
+	for b.Loop() {
+		b.StopTimer()
+		work := b.TempDir()
+		stage := StageDir + "/t1"
+		os.MkdirAll(filepath.Join(work, stage), 0o700)
+		for i := range 8 {
+			os.WriteFile(filepath.Join(work, stage, fmt.Sprintf("f%d.txt", i)), []byte(content), 0o600)
+		}
+		root := filepath.Join(b.TempDir(), "root")
+		b.StartTimer()
+		if refs, err := CollectArtifacts(work, stage, root); err != nil || len(refs) != 8 {
+			b.Fatal(refs, err)
 		}
 	}
 }

@@ -22,6 +22,10 @@ func TestParseTask(t *testing.T) {
 		{"trailing data", `{"goal":"g"} {}`, "trailing data"},
 		{"relative root", `{"goal":"g","artifact_root":"rel/dir"}`, "artifact_root"},
 		{"unclean root", `{"goal":"g","artifact_root":"/a/../b"}`, "artifact_root"},
+		{"root inside the confined root", `{"goal":"g","artifact_root":"/chats/2/.odek/artifacts/t1","confine":{"root":"/chats/2"}}`, "must lie outside the directory the child is confined to"},
+		{"root is the confined root", `{"goal":"g","artifact_root":"/chats/2","confine":{"root":"/chats/2"}}`, "overlaps confine.root"},
+		{"root above the confined root", `{"goal":"g","artifact_root":"/chats","confine":{"root":"/chats/2"}}`, "overlaps confine.root"},
+		{"root outside the confined root", `{"goal":"g","artifact_root":"/home/odek/subagents/run-1/s/t1","confine":{"root":"/chats/2"}}`, ""},
 		{"bad risk", `{"goal":"g","max_risk":"blocked"}`, "max_risk"},
 		{"bad task id", `{"goal":"g","task_id":"../x"}`, "task_id"},
 		{"bad base url", `{"goal":"g","base_url":"file:///etc"}`, "base_url"},
@@ -180,9 +184,9 @@ func TestGoalHashAndExitCodes(t *testing.T) {
 }
 
 func TestChildEnvDropsKeyAndSetsDepth(t *testing.T) {
-	env := childEnv([]string{"PATH=/bin", "ODEK_API_KEY=k1", "OPENAI_API_KEY=k2", DepthEnv + "=7", "HOME=/h"}, 2)
+	env := childEnv([]string{"PATH=/bin", "ODEK_API_KEY=k1", "OPENAI_API_KEY=k2", DepthEnv + "=7", SlotsEnv + "=/inherited", "HOME=/h"}, 2, "/slots")
 	got := strings.Join(env, " ")
-	if got != "PATH=/bin HOME=/h "+DepthEnv+"=2" {
+	if got != "PATH=/bin HOME=/h "+SlotsEnv+"=/slots "+DepthEnv+"=2" {
 		t.Fatalf("env %q", got)
 	}
 }

@@ -22,6 +22,7 @@ import (
 	"github.com/odekrun/odek/artifacts"
 	"github.com/odekrun/odek/events"
 	"github.com/odekrun/odek/internal/artifactstore"
+	"github.com/odekrun/odek/internal/beneath"
 	"github.com/odekrun/odek/internal/budget"
 	"github.com/odekrun/odek/internal/tools"
 	"github.com/sirupsen/logrus"
@@ -69,8 +70,10 @@ type Options struct {
 	// WorkDir is the children's working directory; "" ⇒ the process's.
 	WorkDir string
 	// ArtifactsDir is where per-task artifact roots are created
-	// (<ArtifactsDir>/<session or run>/<task_id>/, 0700), normally
-	// ~/.odek/artifacts. "" ⇒ children return no artifacts.
+	// (<ArtifactsDir>/<session or run>/<task_id>/, 0700): ~/.odek/artifacts
+	// for an unconfined run; for a confined one a private directory of the
+	// parent outside the root (the children's unconfined odek processes
+	// write there, so no chat may). "" ⇒ children return no artifacts.
 	ArtifactsDir string
 	// Store receives the validated artifacts that are not inlined, for
 	// artifact_read; nil ⇒ a private store (then only inlined content is
@@ -86,8 +89,8 @@ type Options struct {
 	// do itself. "" ⇒ no ceiling.
 	MaxRisk string
 	// Confine, when set, is handed to every child (Task.Confine): it
-	// works confined to the same root. ArtifactsDir must then lie inside
-	// Confine.Root.
+	// works confined to the same root. ArtifactsDir must then lie outside
+	// Confine.Root (Task.Validate refuses a root inside it).
 	Confine *Confinement
 	// Emit sends subagent_* events; nil ⇒ agent.Emit.
 	Emit EmitFunc
@@ -246,11 +249,60 @@ func (d *Delegate) runAll(ctx context.Context, ci agent.CallInfo, ts []TaskArg) 
 				emit(ctx, d.o.Emit, events.SubagentConcurrencyWaitData{TaskIndex: i, Waited: time.Since(began)})
 			}
 			defer func() { <-sem }()
+			release, err := d.takeSlot(ctx, i)
+			if err != nil {
+				outs[i] = outcome{index: i, res: &Result{Status: StatusError, Error: err.Error()}}
+				return
+			}
+			defer release()
 			outs[i] = d.runOne(ctx, ci, runDir, i, t)
 		}()
 	}
 	wg.Wait()
 	return outs
+}
+
+// makeArtifactRoot makes the 0700 directory dir/run/task (dir is made
+// by name: the operator's or the parent's own directory; below it, by
+// descriptor, no symbolic link followed) and returns its path.
+func makeArtifactRoot(dir, run, task string) (string, error) {
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return "", err
+	}
+	d, err := beneath.OpenDir(dir)
+	if err != nil {
+		return "", err
+	}
+	defer d.Close()
+	r, err := d.MkdirAllOpen(run+"/"+task, 0o700)
+	if err != nil {
+		return "", err
+	}
+	r.Close()
+	return filepath.Join(dir, run, task), nil
+}
+
+// takeSlot takes one of the worker's sub-agent slots for task i (see
+// slots.go): a top-level run waits for one (emitting
+// subagent_concurrency_wait), a nested run is refused at once.
+func (d *Delegate) takeSlot(ctx context.Context, i int) (func(), error) {
+	p, err := d.pool()
+	if err != nil {
+		return nil, err
+	}
+	if release, ok := p.try(); ok {
+		return release, nil
+	}
+	began := time.Now()
+	release, err := p.acquire(ctx, d.o.Depth == 0)
+	if err != nil {
+		if ctx.Err() != nil {
+			return nil, errors.New("subagent: cancelled before the task started")
+		}
+		return nil, err
+	}
+	emit(ctx, d.o.Emit, events.SubagentConcurrencyWaitData{TaskIndex: i, Waited: time.Since(began)})
+	return release, nil
 }
 
 // safeDirName keeps a session or run id usable as one path element.
@@ -300,11 +352,11 @@ func (d *Delegate) runOne(ctx context.Context, ci agent.CallInfo, runDir string,
 		Confine: d.o.Confine,
 	}
 	if d.o.ArtifactsDir != "" {
-		task.ArtifactRoot = filepath.Join(d.o.ArtifactsDir, safeDirName(runDir), out.taskID)
-		if err := os.MkdirAll(task.ArtifactRoot, 0o700); err != nil {
+		root, err := makeArtifactRoot(d.o.ArtifactsDir, safeDirName(runDir), out.taskID)
+		if err != nil {
 			return fail("subagent: create the task's artifact root: %v", err)
 		}
-		os.Chmod(task.ArtifactRoot, 0o700)
+		task.ArtifactRoot = root
 	}
 	// Sharing needs odek's tracker (its limits and usage so far); another
 	// agent.Budget is only charged with what the child spent, below.
@@ -349,17 +401,21 @@ func nonEmpty(s, def string) string {
 	return s
 }
 
-// childEnv is base without the API key variables and any inherited depth,
-// plus the child's depth.
-func childEnv(base []string, depth int) []string {
+// childEnv is base without the API key variables and any inherited depth
+// or slot directory, plus the child's depth and the process tree's slot
+// directory (when there is one).
+func childEnv(base []string, depth int, slots string) []string {
 	out := make([]string, 0, len(base)+1)
 	for _, kv := range base {
 		k, _, _ := strings.Cut(kv, "=")
 		switch k {
-		case "ODEK_API_KEY", "OPENAI_API_KEY", DepthEnv:
+		case "ODEK_API_KEY", "OPENAI_API_KEY", DepthEnv, SlotsEnv:
 			continue
 		}
 		out = append(out, kv)
+	}
+	if slots != "" {
+		out = append(out, SlotsEnv+"="+slots)
 	}
 	return append(out, DepthEnv+"="+strconv.Itoa(depth))
 }
@@ -405,7 +461,11 @@ func (d *Delegate) spawn(ctx context.Context, ci agent.CallInfo, i int, task Tas
 	if base == nil {
 		base = os.Environ()
 	}
-	cmd.Env = childEnv(base, d.o.Depth+1)
+	slots := ""
+	if p, err := d.pool(); err == nil {
+		slots = p.dir
+	}
+	cmd.Env = childEnv(base, d.o.Depth+1, slots)
 	cmd.ExtraFiles = []*os.File{keyR}
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout = &limitedBuffer{b: &stdout, max: MaxResultBytes}

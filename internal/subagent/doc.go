@@ -7,11 +7,15 @@
 // # Parent side
 //
 // Delegate (the delegate_tasks tool) validates 1–MaxTasks tasks, creates a
-// 0700 artifact root per task under <ArtifactsDir>/<session or run>/<task_id>/,
-// writes a 0600 task file, and starts `odek subagent --task FILE
-// --api-key-fd 3` per task in its own process group, at most
-// MaxConcurrency at a time (a task that has to wait emits
-// subagent_concurrency_wait). The API key travels through an inherited
+// 0700 artifact root per task under <ArtifactsDir>/<session or run>/<task_id>/
+// (for a confined run ArtifactsDir is a private directory outside the
+// chat's root, PrivateArtifactsDir), writes a 0600 task file, and starts
+// `odek subagent --task FILE --api-key-fd 3` per task in its own process
+// group, at most MaxConcurrency at a time per call and at most
+// MaxProcesses at a time in the whole process tree (flock'd slot files
+// named to children in SlotsEnv; a top-level task waits for a slot, a
+// nested one is refused with ErrProcessCap). A task that has to wait emits
+// subagent_concurrency_wait. The API key travels through an inherited
 // pipe (fd 3), never through the child's environment or argv; the child's
 // depth travels in ODEK_SUBAGENT_DEPTH. Each child has a timeout; when it
 // passes, or the parent's context ends, the whole process group is killed.
@@ -28,8 +32,11 @@
 // Task.Budget.Limits clamps the operator limits by what the parent had left
 // and fails fast with a *budget.ExceededError for an exhausted dimension.
 // RunTask runs the agent with a policy that never prompts (every denial is
-// collected), then moves the files the model staged in its workspace into
-// the artifact root, measuring their sha256 and size itself.
+// collected), then copies the files the model staged in its workspace into
+// the artifact root, hashing the bytes it copies. The workspace may be a
+// chat's directory that the chat writes concurrently, so staging is made,
+// walked, read and removed only through descriptors (package beneath),
+// never by name.
 //
 // # Concurrency and ownership
 //

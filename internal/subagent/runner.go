@@ -6,7 +6,6 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
-	"path/filepath"
 	"strings"
 	"sync"
 	"time"
@@ -32,8 +31,9 @@ type RunOptions struct {
 	// Task is the parsed task.
 	Task Task
 	// WorkDir is the workspace the file tools work in; staged files are
-	// looked for under WorkDir/StageDir/<task_id>. Required when the task
-	// has an artifact_root.
+	// looked for under WorkDir/StageDir/<task_id>, through descriptors
+	// (a confined chat can write there). Required when the task has an
+	// artifact_root.
 	WorkDir string
 	// Start is when the child started (for duration_seconds); zero ⇒ now.
 	Start time.Time
@@ -105,7 +105,7 @@ func RunTask(ctx context.Context, o RunOptions) *Result {
 	if o.Task.TimeoutSeconds > 0 {
 		runCtx, cancel = context.WithTimeoutCause(ctx, time.Duration(o.Task.TimeoutSeconds*float64(time.Second)), errTaskTimeout)
 	}
-	ar, err := agent.Run(runCtx, cfg, Message(o.Task, stage, o.WorkDir))
+	ar, err := agent.Run(runCtx, cfg, Message(o.Task, stage))
 	timedOut := err != nil && ctx.Err() == nil && errors.Is(context.Cause(runCtx), errTaskTimeout)
 	cancel()
 
@@ -117,7 +117,7 @@ func RunTask(ctx context.Context, o RunOptions) *Result {
 	res.Denials = dc.list()
 
 	if stage != "" {
-		refs, aerr := CollectArtifacts(stage, o.Task.ArtifactRoot)
+		refs, aerr := CollectArtifacts(o.WorkDir, stage, o.Task.ArtifactRoot)
 		res.Artifacts = refs
 		if aerr != nil && err == nil {
 			err = aerr
@@ -157,8 +157,9 @@ func randomID() string {
 }
 
 // Message is the child's first user message: the goal, then the context
-// and guidance, then where to stage result files (workspace-relative).
-func Message(t Task, stage, workDir string) string {
+// and guidance, then where to stage result files (stage, relative to the
+// workspace).
+func Message(t Task, stage string) string {
 	var b strings.Builder
 	b.WriteString(t.Goal)
 	if t.Context != "" {
@@ -170,12 +171,8 @@ func Message(t Task, stage, workDir string) string {
 		b.WriteString(t.Guidance)
 	}
 	if stage != "" {
-		rel, err := filepath.Rel(workDir, stage)
-		if err != nil {
-			rel = stage
-		}
 		b.WriteString("\n\nTo hand files back to the delegating agent, write them under ")
-		b.WriteString(filepath.ToSlash(rel))
+		b.WriteString(stage)
 		b.WriteString("/ — they are returned as artifacts. Reply with a short summary of what you found or did.")
 	}
 	return b.String()

@@ -11,6 +11,8 @@ import (
 const (
 	DefaultMaxConcurrency = 3
 	HardMaxConcurrency    = 8
+	DefaultMaxProcesses   = 8
+	HardMaxProcesses      = 64
 	DefaultMaxDepth       = 2
 	HardMaxDepth          = 8
 	DefaultTaskTimeout    = 10 * time.Minute
@@ -31,6 +33,12 @@ type Settings struct {
 	// MaxConcurrency bounds children running at once per delegate_tasks
 	// call; 0 ⇒ DefaultMaxConcurrency, capped at HardMaxConcurrency.
 	MaxConcurrency int
+	// MaxProcesses bounds the sub-agent processes of every depth running
+	// at once under one top-level process (a worker, an `odek run`): a
+	// top-level run's task waits for a free slot, a nested run's task is
+	// refused at once (see slots.go). 0 ⇒ DefaultMaxProcesses, capped at
+	// HardMaxProcesses. Only the top-level process's value counts.
+	MaxProcesses int
 	// MaxDepth bounds nesting: a top-level run has depth 0, its children 1,
 	// and a run at MaxDepth may not delegate. 0 ⇒ DefaultMaxDepth.
 	MaxDepth int
@@ -50,6 +58,7 @@ func orInt(v, def int) int {
 // WithDefaults fills zero fields and applies the caps.
 func (s Settings) WithDefaults() Settings {
 	s.MaxConcurrency = min(orInt(s.MaxConcurrency, DefaultMaxConcurrency), HardMaxConcurrency)
+	s.MaxProcesses = min(orInt(s.MaxProcesses, DefaultMaxProcesses), HardMaxProcesses)
 	s.MaxDepth = min(orInt(s.MaxDepth, DefaultMaxDepth), HardMaxDepth)
 	if s.BudgetInherit == "" {
 		s.BudgetInherit = InheritOperator

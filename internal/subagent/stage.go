@@ -6,16 +6,17 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"io/fs"
 	"mime"
 	"net/http"
 	"net/url"
 	"os"
+	"path"
 	"path/filepath"
 	"strings"
 	"unicode"
 
 	"github.com/odekrun/odek/artifacts"
+	"github.com/odekrun/odek/internal/beneath"
 )
 
 // Limits of the artifact channel.
@@ -24,104 +25,114 @@ const (
 	MaxArtifactsPerTask = 64
 	// MaxArtifactBytes bounds one artifact.
 	MaxArtifactBytes = artifacts.DefaultMaxArtifactBytes
+	// MaxTaskArtifactBytes bounds all the artifacts of one task together
+	// (they are copied out of the workspace, so this bounds the disk one
+	// task can fill outside it).
+	MaxTaskArtifactBytes = artifacts.DefaultMaxArtifactBytes
+	// maxStageEntries bounds the directory entries looked at in a staging
+	// directory.
+	maxStageEntries = 10_000
 )
 
 // ErrArtifacts is wrapped by errors of the artifact channel.
 var ErrArtifacts = errors.New("subagent: artifacts")
 
 // prepareStage creates an empty 0700 staging directory at
-// workDir/StageDir/name. Every directory on the way below workDir must be a
-// real directory, not a symlink: a repository cannot redirect staging (and
-// the clean-up of a previous run's leftovers) somewhere else.
+// workDir/StageDir/name and returns its workspace-relative path. The
+// workspace may be written by a confined chat while this runs: every
+// component is made and opened relative to the workspace's descriptor with
+// no symbolic link followed (package beneath), so a link planted anywhere
+// on the way is refused, never followed; leftovers of an earlier run are
+// removed the same way.
 func prepareStage(workDir, name string) (string, error) {
-	dir := workDir
-	for _, part := range append(strings.Split(StageDir, "/"), name) {
-		dir = filepath.Join(dir, part)
-		fi, err := os.Lstat(dir)
-		switch {
-		case err == nil && fi.Mode()&fs.ModeSymlink != 0 || err == nil && !fi.IsDir():
-			return "", fmt.Errorf("%w: staging path component %q is not a plain directory", ErrArtifacts, part)
-		case errors.Is(err, fs.ErrNotExist):
-			err := os.Mkdir(dir, 0o700)
-			if errors.Is(err, fs.ErrExist) {
-				// A sibling child (same work directory, started at the same
-				// moment) made it first: accept it only if it is a plain
-				// directory too.
-				fi, err = os.Lstat(dir)
-				if err == nil && (fi.Mode()&fs.ModeSymlink != 0 || !fi.IsDir()) {
-					return "", fmt.Errorf("%w: staging path component %q is not a plain directory", ErrArtifacts, part)
-				}
-			}
-			if err != nil {
-				return "", fmt.Errorf("%w: create staging directory: %v", ErrArtifacts, err)
-			}
-		case err != nil:
-			return "", fmt.Errorf("%w: staging directory: %v", ErrArtifacts, err)
-		}
+	ws, err := beneath.OpenDir(workDir)
+	if err != nil {
+		return "", fmt.Errorf("%w: workspace: %v", ErrArtifacts, err)
 	}
+	defer ws.Close()
+	rel := StageDir + "/" + name
+	dir, err := ws.MkdirAllOpen(rel, 0o700)
+	if err != nil {
+		return "", fmt.Errorf("%w: staging directory %s is not a plain directory: %v", ErrArtifacts, rel, err)
+	}
+	defer dir.Close()
 	// Leftovers of an earlier run of the same task are not this run's.
-	entries, err := os.ReadDir(dir)
+	names, err := dir.Names()
 	if err != nil {
 		return "", fmt.Errorf("%w: staging directory: %v", ErrArtifacts, err)
 	}
-	for _, e := range entries {
-		if err := os.RemoveAll(filepath.Join(dir, e.Name())); err != nil {
+	for _, n := range names {
+		if err := dir.RemoveAll(n); err != nil {
 			return "", fmt.Errorf("%w: clear staging directory: %v", ErrArtifacts, err)
 		}
 	}
-	return dir, nil
+	return rel, nil
 }
 
-// CollectArtifacts moves every regular file staged under stage into root
-// (same relative path), measures its sha256 and size from the moved file,
-// and returns one odek.artifact-ref/v1 per file, with the relative path
-// (slash-separated) as id. Symlinks and other non-regular entries are
-// skipped, never followed. The staging directory is removed afterwards.
-// The refs of files moved before an error are returned with it.
-func CollectArtifacts(stage, root string) ([]artifacts.RefSpec, error) {
-	defer os.RemoveAll(stage)
+// CollectArtifacts copies every regular file staged under the
+// workspace-relative directory stage of workDir into root (same relative
+// path), hashing the bytes as it copies them, and returns one
+// odek.artifact-ref/v1 per file, with the relative path (slash-separated)
+// as id. The staging directory lives in a workspace a confined chat can
+// write, so it is read only through descriptors (package beneath): a
+// symbolic link anywhere is refused or skipped, a FIFO or device is
+// skipped without blocking, and what is hashed is what was read from the
+// descriptor that fstat said is a regular file. Files are copied, never
+// renamed, so the artifact shares no inode with a name the chat keeps.
+// root must be a directory no chat can write (the parent made it); its
+// missing subdirectories are made 0700. The staging directory is removed
+// afterwards. The refs of files copied before an error are returned with
+// it.
+func CollectArtifacts(workDir, stage, root string) ([]artifacts.RefSpec, error) {
 	refs := []artifacts.RefSpec{}
-	var files []string
-	err := filepath.WalkDir(stage, func(p string, d fs.DirEntry, err error) error {
-		if err != nil {
-			return err
-		}
-		if d.Type().IsRegular() {
-			files = append(files, p)
-		}
-		return nil
-	})
+	ws, err := beneath.OpenDir(workDir)
 	if err != nil {
+		return refs, fmt.Errorf("%w: workspace: %v", ErrArtifacts, err)
+	}
+	defer ws.Close()
+	defer func() {
+		if parent, err := ws.OpenDir(path.Dir(stage)); err == nil {
+			parent.RemoveAll(path.Base(stage))
+			parent.Close()
+		}
+	}()
+	sd, err := ws.OpenDir(stage)
+	if err != nil {
+		return refs, fmt.Errorf("%w: staging directory: %v", ErrArtifacts, err)
+	}
+	defer sd.Close()
+	var files []string
+	if err := sd.Walk(maxStageEntries, func(e beneath.Entry) error {
+		files = append(files, e.Rel)
+		return nil
+	}); err != nil {
 		return refs, fmt.Errorf("%w: walk staging directory: %v", ErrArtifacts, err)
 	}
 	if len(files) > MaxArtifactsPerTask {
 		return refs, fmt.Errorf("%w: %d files staged, limit %d", ErrArtifacts, len(files), MaxArtifactsPerTask)
 	}
-	if len(files) > 0 {
-		if err := os.MkdirAll(root, 0o700); err != nil {
-			return refs, fmt.Errorf("%w: artifact root: %v", ErrArtifacts, err)
-		}
+	if len(files) == 0 {
+		return refs, nil
 	}
-	for _, src := range files {
-		rel, err := filepath.Rel(stage, src)
-		if err != nil {
-			return refs, fmt.Errorf("%w: %v", ErrArtifacts, err)
-		}
-		id := filepath.ToSlash(rel)
+	if err := os.MkdirAll(root, 0o700); err != nil {
+		return refs, fmt.Errorf("%w: artifact root: %v", ErrArtifacts, err)
+	}
+	rd, err := beneath.OpenDir(root)
+	if err != nil {
+		return refs, fmt.Errorf("%w: artifact root: %v", ErrArtifacts, err)
+	}
+	defer rd.Close()
+	var total int64
+	for _, id := range files {
 		if !printableID(id) {
 			return refs, fmt.Errorf("%w: staged file name %q is not a printable id of at most %d characters", ErrArtifacts, id, artifacts.MaxIDChars)
 		}
-		dst := filepath.Join(root, rel)
-		if err := os.MkdirAll(filepath.Dir(dst), 0o700); err != nil {
-			return refs, fmt.Errorf("%w: %v", ErrArtifacts, err)
-		}
-		if err := move(src, dst); err != nil {
-			return refs, fmt.Errorf("%w: move %q: %v", ErrArtifacts, id, err)
-		}
-		sum, size, head, err := measure(dst)
+		sum, size, head, err := copyOut(sd, rd, id, MaxTaskArtifactBytes-total)
 		if err != nil {
-			return refs, fmt.Errorf("%w: measure %q: %v", ErrArtifacts, id, err)
+			return refs, fmt.Errorf("%w: copy %q: %v", ErrArtifacts, id, err)
 		}
+		total += size
+		dst := filepath.Join(root, filepath.FromSlash(id))
 		refs = append(refs, artifacts.RefSpec{
 			Schema:    artifacts.RefSchema,
 			ID:        id,
@@ -146,73 +157,58 @@ func printableID(id string) bool {
 	return true
 }
 
-// move renames src to dst, copying when they are on different file
-// systems or when src has other hard links: renaming a linked file would
-// make the artifact share its inode with a file outside the staging
-// directory (a later write there would change the validated artifact, and
-// the chmod to 0600 would change that file's mode). The destination is
-// created 0600 and never written through a symlink; a src that is not a
-// regular file (swapped after the walk) is refused.
-func move(src, dst string) error {
-	fi, err := os.Lstat(src)
+// copyOut copies the regular file rel of the staging directory sd into a
+// new 0600 file of the same relative path in the artifact root rd, with at
+// most min(MaxArtifactBytes, budget) bytes, and returns the sha256 and
+// size of the bytes written and their first 512 bytes (for media type
+// sniffing).
+func copyOut(sd, rd *beneath.Dir, rel string, budget int64) (string, int64, []byte, error) {
+	limit := min(MaxArtifactBytes, budget)
+	in, fi, err := sd.OpenFile(rel)
 	if err != nil {
-		return err
-	}
-	if !fi.Mode().IsRegular() {
-		return fmt.Errorf("not a regular file (mode %v)", fi.Mode().Type())
-	}
-	if linkCount(fi) == 1 {
-		if err := os.Rename(src, dst); err == nil {
-			return os.Chmod(dst, 0o600)
-		}
-	}
-	in, err := artifacts.OpenNoFollow(src)
-	if err != nil {
-		return err
+		return "", 0, nil, err
 	}
 	defer in.Close()
-	if fi, err := in.Stat(); err != nil || !fi.Mode().IsRegular() {
-		return fmt.Errorf("not a regular file")
+	if fi.Size() > limit {
+		return "", 0, nil, fmt.Errorf("%d bytes, limit %d (%d per file, %d per task)", fi.Size(), limit, MaxArtifactBytes, MaxTaskArtifactBytes)
 	}
-	out, err := os.OpenFile(dst, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600) // O_EXCL: never through a symlink
-	if err != nil {
-		return err
+	dir := rd
+	if d := path.Dir(rel); d != "." {
+		if dir, err = rd.MkdirAllOpen(d, 0o700); err != nil {
+			return "", 0, nil, err
+		}
+		defer dir.Close()
 	}
-	if _, err := io.Copy(out, io.LimitReader(in, MaxArtifactBytes+1)); err != nil {
-		out.Close()
-		return err
-	}
-	if err := out.Close(); err != nil {
-		return err
-	}
-	return os.Remove(src)
-}
-
-// measure hashes the file at p, returning the digest, the size and its
-// first 512 bytes (for media type sniffing).
-func measure(p string) (string, int64, []byte, error) {
-	f, err := os.Open(p)
+	out, err := dir.Create(path.Base(rel), 0o600)
 	if err != nil {
 		return "", 0, nil, err
-	}
-	defer f.Close()
-	fi, err := f.Stat()
-	if err != nil {
-		return "", 0, nil, err
-	}
-	if !fi.Mode().IsRegular() || fi.Size() > MaxArtifactBytes {
-		return "", 0, nil, fmt.Errorf("not a regular file of at most %d bytes (size %d)", MaxArtifactBytes, fi.Size())
 	}
 	h := sha256.New()
-	head := make([]byte, 512)
-	n, _ := io.ReadFull(f, head)
-	head = head[:n]
-	h.Write(head)
-	rest, err := io.Copy(h, f)
+	hw := &headWriter{max: 512}
+	n, err := io.Copy(io.MultiWriter(out, h, hw), io.LimitReader(in, limit+1))
+	if cerr := out.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil && n > limit {
+		err = fmt.Errorf("grew past %d bytes while it was copied", limit)
+	}
 	if err != nil {
 		return "", 0, nil, err
 	}
-	return hex.EncodeToString(h.Sum(nil)), int64(n) + rest, head, nil
+	return hex.EncodeToString(h.Sum(nil)), n, hw.b, nil
+}
+
+// headWriter keeps the first max bytes written to it.
+type headWriter struct {
+	b   []byte
+	max int
+}
+
+func (w *headWriter) Write(p []byte) (int, error) {
+	if room := w.max - len(w.b); room > 0 {
+		w.b = append(w.b, p[:min(len(p), room)]...)
+	}
+	return len(p), nil
 }
 
 // mediaType picks the media type from the extension, else by sniffing.
@@ -221,4 +217,31 @@ func mediaType(p string, head []byte) string {
 		return mt
 	}
 	return http.DetectContentType(head)
+}
+
+// PrivateDirName is the directory under ODEK_HOME that holds the private
+// artifact directories of confined runs (PrivateArtifactsDir).
+const PrivateDirName = "subagents"
+
+// PrivateArtifactsDir makes a new, empty 0700 directory for the artifact
+// roots of a confined run's children and returns its path; the caller
+// removes it when the run ends. It lies under home/PrivateDirName:
+// ODEK_HOME is never granted to a sandboxed process (host adds it to every
+// ruleset's deny list), so no chat can reach it. When home cannot be
+// written it falls back to the system temp directory, which the sandbox
+// grants no job either (each job has a private temp dir of its own).
+func PrivateArtifactsDir(home string) (string, error) {
+	if home != "" {
+		base := filepath.Join(home, PrivateDirName)
+		if err := os.MkdirAll(base, 0o700); err == nil {
+			if dir, err := os.MkdirTemp(base, "run-"); err == nil {
+				return dir, nil
+			}
+		}
+	}
+	dir, err := os.MkdirTemp("", "odek-subagents-")
+	if err != nil {
+		return "", fmt.Errorf("subagent: private artifact directory: %w", err)
+	}
+	return dir, nil
 }

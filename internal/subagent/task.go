@@ -46,8 +46,9 @@ type Task struct {
 	// tools.Class); classes above it are denied. "" ⇒ the operator policy
 	// alone decides.
 	MaxRisk string `json:"max_risk,omitempty"`
-	// ArtifactRoot is the absolute directory staged files are moved to;
-	// "" ⇒ the child returns no artifacts.
+	// ArtifactRoot is the absolute directory staged files are copied to,
+	// made 0700 by the parent; with Confine set it must lie outside
+	// Confine.Root. "" ⇒ the child returns no artifacts.
 	ArtifactRoot string `json:"artifact_root,omitempty"`
 	// Model and BaseURL override the configured ones when set.
 	Model   string `json:"model,omitempty"`
@@ -136,8 +137,11 @@ func (t *Task) Validate() error {
 				return fmt.Errorf("%w: confine.deny %q: want an absolute path", ErrInvalidTask, d)
 			}
 		}
-		if t.ArtifactRoot != "" && !strings.HasPrefix(t.ArtifactRoot, c.Root+string(filepath.Separator)) {
-			return fmt.Errorf("%w: artifact_root %q is outside confine.root %q", ErrInvalidTask, t.ArtifactRoot, c.Root)
+		// The unconfined child writes into the artifact root: inside the
+		// root the confined chat writes, the chat could redirect it.
+		if t.ArtifactRoot != "" && (t.ArtifactRoot == c.Root || strings.HasPrefix(t.ArtifactRoot, c.Root+string(filepath.Separator)) ||
+			strings.HasPrefix(c.Root, t.ArtifactRoot+string(filepath.Separator))) {
+			return fmt.Errorf("%w: artifact_root %q overlaps confine.root %q; it must lie outside the directory the child is confined to", ErrInvalidTask, t.ArtifactRoot, c.Root)
 		}
 	}
 	if t.BaseURL != "" && !(strings.HasPrefix(t.BaseURL, "http://") || strings.HasPrefix(t.BaseURL, "https://")) {
