@@ -1,0 +1,126 @@
+package tools
+
+import "testing"
+
+// TestClassifyGitPlanting: every way a command line can plant a program
+// that git (or cargo) runs on an everyday command, or drop the shell's git
+// guard, is at least code_execution; everyday commands near those paths
+// keep their class.
+func TestClassifyGitPlanting(t *testing.T) {
+	atLeastCode := []string{
+		// Writes into .git by every writer the classifier reads.
+		"echo '[core] fsmonitor = x' >> .git/config",
+		"printf x > ./.git/hooks/pre-commit",
+		"echo x > sub/.git/config",
+		"echo x > .GIT/config",
+		"echo x > .g*/config",
+		"echo x > .gi?/hooks/post-checkout",
+		"echo x > {.git,x}/config",
+		"cat x > " + "/work/repo/.git/config",
+		"cp hook .git/hooks/pre-commit",
+		"cp -t .git/hooks hook",
+		"install -m 755 hook .git/hooks/pre-commit",
+		"mv cfg .git/config",
+		"ln -sf ../../hook .git/hooks/pre-commit",
+		"ln -s .git g",
+		"ln -s ../.git g",
+		"cp -s .git/config c",
+		"tee -a .git/config < cfg",
+		"dd if=cfg of=.git/config",
+		"sed -i 's/a/b/' .git/config",
+		"touch .git/hooks/pre-commit",
+		"mkdir -p .git/hooks",
+		"cd .git && echo x >> config",
+		"cd .git/hooks; cp ../../h pre-commit",
+		"cd sub/.git; printf x > config",
+		// The attribute file that selects filter/diff/merge drivers, and
+		// configuration outside a repository.
+		"echo '* filter=x' > .gitattributes",
+		"echo '* diff=x' >> sub/.gitattributes",
+		"echo x > .gitconfig",
+		"echo x > .config/git/config",
+		"echo x > .config/git/attributes",
+		"echo x > .cargo/config.toml",
+		"cp c .cargo/config",
+		// Archives and patches write what they carry.
+		"tar xf a.tar",
+		"tar -xzf a.tgz -C sub",
+		"tar --extract -f a.tar",
+		"bsdtar -xf a.tar",
+		"unzip a.zip",
+		"unzip -o a.zip -d out",
+		"patch -p1 < fix.diff",
+		"patch -p1 -i fix.diff",
+		// git's own ways.
+		"git config core.fsmonitor x",
+		"git -c core.fsmonitor=x status",
+		"git --config-env=core.pager=P log",
+		"git init --template=t",
+		"git help status",
+		"git status --help",
+		// Dropping the guard from the environment.
+		"unset GIT_CONFIG_COUNT; git status",
+		"unset GIT_PAGER",
+		"env -i git status",
+		"env - git status",
+		"env -u GIT_CONFIG_COUNT git status",
+		"env --unset=GIT_CONFIG_KEY_0 git status",
+		"GIT_CONFIG_COUNT=0 git status",
+		"export GIT_CONFIG_COUNT=0",
+		"export -n GIT_CONFIG_COUNT",
+		"exec -c git status",
+		"RUSTC_WRAPPER=./x cargo metadata",
+		"CARGO_BUILD_RUSTC=./x cargo metadata",
+	}
+	for _, cmd := range atLeastCode {
+		v := classifyShell(cmd, "/work/repo", 0)
+		if Severity(v.Class) < Severity(ClassCodeExecution) {
+			t.Errorf("classify(%q) = %s (%s), want at least code_execution", cmd, v.Class, v.Reason)
+		}
+	}
+	same := []struct {
+		cmd   string
+		class Class
+	}{
+		{"git status", ClassSafe},
+		{"git diff", ClassSafe},
+		{"git commit -m help", ClassLocalWrite},
+		{"cat .git/config", ClassSafe},
+		{"ls .git/hooks", ClassSafe},
+		{"cp .git/config cfg.bak", ClassLocalWrite},
+		{"echo x > .gitignore", ClassLocalWrite},
+		{"echo x > .github/workflows/ci.yml", ClassLocalWrite},
+		{"echo x > *.txt", ClassLocalWrite},
+		{"tar -cf a.tar ./*", ClassLocalWrite},
+		{"tar -czf a.tgz .", ClassLocalWrite},
+		{"tar tzf a.tgz", ClassLocalWrite},
+		{"tar -xOf a.tar f", ClassLocalWrite},
+		{"unzip -l a.zip", ClassSafe},
+		{"unzip -p a.zip f", ClassSafe},
+		{"patch f.c fix.diff", ClassLocalWrite},
+		{"patch -o out.c -p1 -i fix.diff", ClassLocalWrite},
+		{"env -u HOME ls", ClassSafe},
+		{"unset FOO", ClassSafe},
+		{"cd src && echo x > f", ClassLocalWrite},
+		{"ln -s src/a b", ClassLocalWrite},
+	}
+	for _, c := range same {
+		if v := classifyShell(c.cmd, "/work/repo", 0); v.Class != c.class {
+			t.Errorf("classify(%q) = %s (%s), want %s", c.cmd, v.Class, v.Reason, c.class)
+		}
+	}
+}
+
+func TestProgramFile(t *testing.T) {
+	for p, want := range map[string]bool{
+		".git/config": true, "a/.git/hooks/x": true, ".git": true, "/x/.git/info/attributes": true,
+		".gitattributes": true, "a/.gitattributes": true, ".gitconfig": true, ".config/git/config": true,
+		".cargo/config.toml": true, ".cargo/config": true, ".[g]it/config": true, ".g*/x": true,
+		"": false, "git/config": false, ".gitignore": false, ".github/x": false, "x.git": false,
+		"*/config": false, ".cargo/registry/x": false, "a/.gitattributes/b": false, ".config/gitx/config": false,
+	} {
+		if got := programFile(p) != ""; got != want {
+			t.Errorf("programFile(%q) = %v, want %v", p, got, want)
+		}
+	}
+}
