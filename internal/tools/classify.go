@@ -83,7 +83,7 @@ type classifier struct {
 	// cwdGit is set after a cd into a .git directory (or another place
 	// programFile names): later relative writes land there.
 	cwdGit bool
-	best             ShellVerdict
+	best   ShellVerdict
 	// src is the text being walked; expansions are quoted from it.
 	src string
 	// lineFetch is set while walking a line one of whose substitutions
