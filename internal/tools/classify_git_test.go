@@ -1,6 +1,11 @@
 package tools
 
-import "testing"
+import (
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"testing"
+)
 
 // TestClassifyGitPlanting: every way a command line can plant a program
 // that git (or cargo) runs on an everyday command, or drop the shell's git
@@ -121,6 +126,53 @@ func TestProgramFile(t *testing.T) {
 	} {
 		if got := programFile(p) != ""; got != want {
 			t.Errorf("programFile(%q) = %v, want %v", p, got, want)
+		}
+	}
+}
+
+// TestFileToolsGitPaths: write_file and patch to a path where a write
+// plants what git runs (by name, or through a symlink into .git) need
+// code_execution's approval, confined or not; other writes stay
+// local_write.
+func TestFileToolsGitPaths(t *testing.T) {
+	for _, confine := range []bool{false, true} {
+		dir := t.TempDir()
+		for _, d := range []string{".git/hooks", "src"} {
+			if err := os.MkdirAll(filepath.Join(dir, d), 0o755); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if err := os.Symlink(".git", filepath.Join(dir, "g")); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Symlink("../.git/hooks", filepath.Join(dir, "src", "h")); err != nil {
+			t.Fatal(err)
+		}
+		for _, name := range []string{"write_file", "patch"} {
+			tool := builtin(t, Options{WorkDir: dir, Confine: confine}, name)
+			for p, want := range map[string]Class{
+				".git/config":                     ClassCodeExecution,
+				".git/hooks/pre-commit":           ClassCodeExecution,
+				filepath.Join(dir, ".git/config"): ClassCodeExecution,
+				"src/../.git/config":              ClassCodeExecution,
+				".gitattributes":                  ClassCodeExecution,
+				"sub/.gitattributes":              ClassCodeExecution,
+				".cargo/config.toml":              ClassCodeExecution,
+				"g/config":                        ClassCodeExecution,
+				"src/h/pre-commit":                ClassCodeExecution,
+				"src/main.go":                     ClassLocalWrite,
+				".gitignore":                      ClassLocalWrite,
+				"g.txt":                           ClassLocalWrite,
+			} {
+				in, _ := json.Marshal(map[string]string{"path": p, "content": "x", "old_string": "a", "new_string": "b"})
+				a, err := tool.Assess(in)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if a.Class != want {
+					t.Errorf("confine=%v %s %s = %s, want %s", confine, name, p, a.Class, want)
+				}
+			}
 		}
 	}
 }
