@@ -696,6 +696,9 @@ func (c *classifier) program(name string, args []word) segResult {
 			// A link to a .git path is a second name for it, through
 			// which a later write plants what git runs.
 			for _, o := range append(append([]word{}, ops...), opts.writes...) {
+				if o.dyn && name == "ln" {
+					c.raise(ClassCodeExecution, name, "ln links a path decided at run time, which may be in .git")
+				}
 				if what := programFile(o.v); what != "" {
 					c.raise(ClassCodeExecution, name, name+" links "+what+", and a write through the link can name a program git runs")
 				}
@@ -941,6 +944,14 @@ func (c *classifier) git(args []word, r segResult) segResult {
 			i++
 			continue
 		}
+		if gd, ok := strings.CutPrefix(args[i].v, "--git-dir="); ok || args[i].v == "--git-dir" && i+1 < len(args) {
+			if !ok {
+				gd = args[i+1].v
+			}
+			if !strings.EqualFold(path.Base(path.Clean(gd)), ".git") {
+				c.raise(ClassCodeExecution, "git", "git --git-dir names a repository by another name than .git, whose config the classifier does not watch")
+			}
+		}
 		if strings.HasPrefix(args[i].v, "--exec-path=") || args[i].dyn {
 			c.raise(ClassCodeExecution, "git", "git "+quoteArg(args[i].v)+" runs git commands from another directory")
 		}
@@ -953,6 +964,13 @@ func (c *classifier) git(args []word, r segResult) segResult {
 		return set(ClassSafe, "git without a subcommand")
 	}
 	sub, rest := args[i].v, args[i+1:]
+	if sub == "init" || sub == "clone" {
+		for _, a := range rest {
+			if strings.HasPrefix(a.v, "--separate-git-dir") {
+				c.raise(ClassCodeExecution, "git", "git "+sub+" --separate-git-dir puts the repository's config where the classifier does not watch it")
+			}
+		}
+	}
 	if why := gitRuns(sub, rest); why != "" {
 		c.raise(ClassCodeExecution, "git", why)
 	}

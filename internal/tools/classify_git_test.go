@@ -61,6 +61,11 @@ func TestClassifyGitPlanting(t *testing.T) {
 		"git -c core.fsmonitor=x status",
 		"git --config-env=core.pager=P log",
 		"git init --template=t",
+		"git init --separate-git-dir=d",
+		"git clone --separate-git-dir d u",
+		"git --git-dir=bare show",
+		"git --git-dir bare log -p",
+		"ln -s \"$(printf .git)\" g",
 		"git help status",
 		"git status --help",
 		// Dropping the guard from the environment.
@@ -108,6 +113,9 @@ func TestClassifyGitPlanting(t *testing.T) {
 		{"unset FOO", ClassSafe},
 		{"cd src && echo x > f", ClassLocalWrite},
 		{"ln -s src/a b", ClassLocalWrite},
+		{"git --git-dir=.git status", ClassSafe},
+		{"git --git-dir sub/.git log", ClassSafe},
+		{"git init -q", ClassLocalWrite},
 	}
 	for _, c := range same {
 		if v := classifyShell(c.cmd, "/work/repo", 0); v.Class != c.class {

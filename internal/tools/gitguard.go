@@ -22,6 +22,15 @@ import (
 // remote.<x>.uploadpack/receivepack. Those need a planted configuration
 // file, which the classifier rates code_execution (gitPath).
 var gitGuard = [][2]string{
+	// Symlinks in a tree (from git apply, checkout, merge, stash, clone)
+	// are written as plain files holding the target, so a patch cannot
+	// leave a second name for .git/config behind for a later write.
+	{"core.symlinks", "false"},
+	// A bare repository (any directory holding config, HEAD, objects) is
+	// used only when named with --git-dir or GIT_DIR, which the classifier
+	// rates code_execution: its config is a file the classifier cannot
+	// tell from any other.
+	{"safe.bareRepository", "explicit"},
 	// Hooks: .git/hooks/* and a planted core.hooksPath.
 	{"core.hooksPath", "/dev/null"},
 	// fsmonitor runs its command on git status, diff, add, commit.

@@ -96,6 +96,17 @@ func plantGitRepo(t *testing.T, dir string) string {
 	if err := f.Close(); err != nil {
 		t.Fatal(err)
 	}
+	// A patch that adds cfg -> .git/config, and a bare repository whose
+	// config names a pager.
+	patch := "diff --git a/cfg b/cfg\nnew file mode 120000\nindex 0000000..1111111\n--- /dev/null\n+++ b/cfg\n@@ -0,0 +1 @@\n+.git/config\n\\ No newline at end of file\n"
+	if err := os.WriteFile(filepath.Join(dir, "link.patch"), []byte(patch), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	bare := exec.Command("git", "init", "-q", "--bare", filepath.Join(dir, "bare"))
+	bare.Env = []string{"PATH=" + os.Getenv("PATH"), "HOME=" + dir}
+	if out, err := bare.CombinedOutput(); err != nil {
+		t.Fatalf("git init --bare: %v\n%s", err, out)
+	}
 	return markers
 }
 
@@ -149,6 +160,10 @@ func TestShellGitGuard(t *testing.T) {
 		{"git ls-remote ssh://example.invalid/x", false},
 		{"git help --web status", false},
 		{"echo three >> a.txt && printf 'y\\n' | git add -p", true},
+		// A patch that makes a symlink to .git/config leaves a plain file.
+		{"git apply ../link.patch && test ! -L cfg && echo '[core] fsmonitor = \"touch ../markers/marker.link; false\"' >> cfg && git status", true},
+		// A bare repository is used only when named.
+		{"cd ../bare && git log", false},
 		{"git commit -q -am three", true},
 	}
 	for _, s := range steps {
@@ -160,6 +175,10 @@ func TestShellGitGuard(t *testing.T) {
 		if got := listMarkers(t, markers); len(got) > 0 {
 			t.Errorf("%s ran planted programs: %v\n%s", s.cmd, got, res.Text)
 		}
+	}
+	mustContain(t, run(t, tool, `{"command":"cd ../bare && git log"}`), true, "safe.bareRepository")
+	if fi, err := os.Lstat(filepath.Join(repo, "cfg")); err != nil || !fi.Mode().IsRegular() {
+		t.Errorf("git apply of a symlink: %v, %v; want a regular file", fi, err)
 	}
 	// The commits happened.
 	res := run(t, tool, `{"command":"git log --format=%s"}`)
