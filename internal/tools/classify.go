@@ -1,7 +1,9 @@
 package tools
 
 import (
+	"os"
 	"path"
+	"path/filepath"
 	"strings"
 	"unicode/utf8"
 )
@@ -159,6 +161,10 @@ type word struct {
 func (c *classifier) writeTarget(p string, dyn bool) (Class, string) {
 	cl, why := c.writePlace(p, dyn)
 	what := programFile(p)
+	if what == "" && !dyn && !c.cwdMoved && c.workDir != "" {
+		// A symlink that exists now may lead the write into .git.
+		what = programFile(resolveExisting(c.workDir, p))
+	}
 	if what == "" && c.cwdGit && !dyn && !strings.HasPrefix(p, "/") && !strings.HasPrefix(p, "~") {
 		what = "a path under a .git directory (the shell is in one)"
 	}
@@ -221,6 +227,53 @@ func programFile(p string) string {
 		}
 	}
 	return ""
+}
+
+// resolveExisting returns p (relative to root, or absolute) with every
+// symlink along it resolved, dangling ones included (a link to a
+// .git/config that does not exist yet still leads there), relative to
+// root when it stays inside, else absolute; "" when a link cannot be read
+// or links nest more than 40 deep. It is the only part of the classifier
+// that looks at the file system, and only when a working directory is
+// given (ClassifyShell gives none).
+func resolveExisting(root, p string) string {
+	if !filepath.IsAbs(p) {
+		p = filepath.Join(root, p)
+	}
+	comps := strings.Split(strings.TrimPrefix(filepath.Clean(p), "/"), "/")
+	cur := "/"
+	for links := 0; len(comps) > 0; {
+		next := filepath.Join(cur, comps[0])
+		comps = comps[1:]
+		fi, err := os.Lstat(next)
+		if err != nil {
+			// The rest does not exist: it is what it says.
+			cur = filepath.Join(append([]string{next}, comps...)...)
+			break
+		}
+		if fi.Mode()&os.ModeSymlink == 0 {
+			cur = next
+			continue
+		}
+		if links++; links > 40 {
+			return ""
+		}
+		t, err := os.Readlink(next)
+		if err != nil {
+			return ""
+		}
+		if !filepath.IsAbs(t) {
+			t = filepath.Join(cur, t)
+		}
+		comps = append(strings.Split(strings.TrimPrefix(filepath.Clean(t), "/"), "/"), comps...)
+		cur = "/"
+	}
+	if rr, err := filepath.EvalSymlinks(root); err == nil {
+		if rel, err := filepath.Rel(rr, cur); err == nil && rel != ".." && !strings.HasPrefix(rel, "../") {
+			return filepath.ToSlash(rel)
+		}
+	}
+	return filepath.ToSlash(cur)
 }
 
 // nameLike reports whether the path component comp is name (in any case,
@@ -897,7 +950,7 @@ func (c *classifier) find(args []word, r segResult) segResult {
 			if len(inner) == 0 {
 				class, why = maxClass(class, ClassUnknown), "find "+args[i].v+" without a command"
 			}
-			sub := &classifier{workDir: c.workDir, depth: c.depth + 1, cwdMoved: c.cwdMoved, cwdTop: c.cwdTop}
+			sub := &classifier{workDir: c.workDir, depth: c.depth + 1, cwdMoved: c.cwdMoved, cwdTop: c.cwdTop, cwdGit: c.cwdGit}
 			sub.best = ShellVerdict{Class: ClassSafe}
 			sub.command(inner)
 			c.raise(sub.best.Class, sub.best.Argv0, "find "+args[i].v+": "+sub.best.Reason)

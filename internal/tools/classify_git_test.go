@@ -4,7 +4,9 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
+	"unicode/utf8"
 )
 
 // TestClassifyGitPlanting: every way a command line can plant a program
@@ -156,6 +158,24 @@ func TestFileToolsGitPaths(t *testing.T) {
 		if err := os.Symlink("../.git/hooks", filepath.Join(dir, "src", "h")); err != nil {
 			t.Fatal(err)
 		}
+		if err := os.Symlink(".git/config", filepath.Join(dir, "cfg")); err != nil {
+			t.Fatal(err)
+		}
+		// The shell's Assess looks through existing symlinks too.
+		sh := builtin(t, Options{WorkDir: dir, Confine: confine}, "shell")
+		for cmd, want := range map[string]Class{
+			"echo x >> cfg":                   ClassCodeExecution,
+			"echo x > g/config":               ClassCodeExecution,
+			"cp h src/h/pre-commit":           ClassCodeExecution,
+			"echo x > " + dir + "/cfg":        ClassCodeExecution,
+			"echo x > src/new.txt":            ClassLocalWrite,
+			"echo x > g.txt; echo y > cfg.go": ClassLocalWrite,
+		} {
+			in, _ := json.Marshal(map[string]string{"command": cmd})
+			if a, err := sh.Assess(in); err != nil || a.Class != want {
+				t.Errorf("confine=%v shell %q = %s, %v; want %s", confine, cmd, a.Class, err, want)
+			}
+		}
 		for _, name := range []string{"write_file", "patch"} {
 			tool := builtin(t, Options{WorkDir: dir, Confine: confine}, name)
 			for p, want := range map[string]Class{
@@ -171,6 +191,7 @@ func TestFileToolsGitPaths(t *testing.T) {
 				"src/main.go":                     ClassLocalWrite,
 				".gitignore":                      ClassLocalWrite,
 				"g.txt":                           ClassLocalWrite,
+				"cfg":                             ClassCodeExecution,
 			} {
 				in, _ := json.Marshal(map[string]string{"path": p, "content": "x", "old_string": "a", "new_string": "b"})
 				a, err := tool.Assess(in)
@@ -183,4 +204,29 @@ func TestFileToolsGitPaths(t *testing.T) {
 			}
 		}
 	}
+}
+
+// FuzzProgramFile: a path with a .git component (any case) is always a
+// program file, and a redirection to any program file is at least
+// code_execution whatever its spelling.
+func FuzzProgramFile(f *testing.F) {
+	for _, s := range []string{".git/config", "a/.GIT/hooks/x", ".gitattributes", "x/./.git", ".g?t/config",
+		"{.git,a}/config", ".cargo/config.toml", ".config/git/config", "src/main.go", "../.git/x", "/abs/.git/config", ""} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, p string) {
+		what := programFile(p)
+		for _, comp := range strings.Split(p, "/") {
+			if strings.EqualFold(comp, ".git") && what == "" {
+				t.Fatalf("programFile(%q) = \"\" with a .git component", p)
+			}
+		}
+		if what == "" || strings.ContainsAny(p, "\x00\n") || !utf8.ValidString(p) {
+			return
+		}
+		line := "echo x > " + shellQuote(p)
+		if v := classifyShell(line, "/work/repo", 0); Severity(v.Class) < Severity(ClassCodeExecution) {
+			t.Fatalf("classify(%q) = %s (%s), want at least code_execution", line, v.Class, v.Reason)
+		}
+	})
 }

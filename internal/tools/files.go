@@ -287,28 +287,8 @@ func (c *config) plantsProgram(p string) bool {
 	if programFile(filepath.ToSlash(c.display(abs))) != "" {
 		return true
 	}
-	// Resolve the longest existing prefix: a symlink there may lead into
-	// a .git directory.
-	q, rest := abs, ""
-	for {
-		r, err := filepath.EvalSymlinks(q)
-		if err == nil {
-			res := filepath.Join(r, rest)
-			root, rerr := filepath.EvalSymlinks(c.workDir)
-			if rerr == nil {
-				if rel, err := filepath.Rel(root, res); err == nil && !strings.HasPrefix(rel, "..") {
-					res = rel
-				}
-			}
-			return programFile(filepath.ToSlash(res)) != ""
-		}
-		parent := filepath.Dir(q)
-		if parent == q {
-			return false
-		}
-		rest = filepath.Join(filepath.Base(q), rest)
-		q = parent
-	}
+	// A symlink in the existing part may lead into a .git directory.
+	return programFile(resolveExisting(c.workDir, abs)) != ""
 }
 
 // placeAssessment classifies writing to p by where it is.
