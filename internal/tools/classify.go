@@ -648,7 +648,11 @@ func (c *classifier) program(name string, args []word) segResult {
 			return set(ClassLocalWrite, "formats Rust source")
 		case "fetch", "update":
 			return set(ClassNetworkEgress, "cargo "+sub+" downloads")
-		case "--version", "version", "metadata", "tree":
+		case "metadata", "tree":
+			// Both run rustc to learn the target, and a project's
+			// .cargo/config.toml (tracked content, too) can name it.
+			return set(ClassCodeExecution, "cargo "+sub+" runs the rustc a project's .cargo/config.toml can name")
+		case "--version", "version":
 			return set(ClassSafe, "reads cargo metadata")
 		}
 		return set(ClassUnknown, "unrecognised cargo subcommand")

@@ -83,6 +83,8 @@ func TestClassifyGitPlanting(t *testing.T) {
 		"exec -c git status",
 		"RUSTC_WRAPPER=./x cargo metadata",
 		"CARGO_BUILD_RUSTC=./x cargo metadata",
+		"cargo metadata --format-version 1",
+		"cargo tree",
 	}
 	for _, cmd := range atLeastCode {
 		v := classifyShell(cmd, "/work/repo", 0)
