@@ -62,7 +62,9 @@ const maxShellDepth = 16
 // options against the program's table (an option that names a program is
 // code_execution in any spelling; an option a write-class program does not
 // know is unknown; see classify_options.go), classifies every command and
-// every redirection target, and returns the most severe result. A line
+// every redirection target (a write that can plant a program git or cargo
+// runs on an everyday command, see programFile, is code_execution, and so
+// is extracting an archive), and returns the most severe result. A line
 // the parser rejects is unknown, or more severe when a piece of it would be
 // (see salvage). Relative paths count as inside the working directory,
 // absolute ones as outside it.
