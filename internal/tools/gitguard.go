@@ -58,9 +58,10 @@ var gitGuard = [][2]string{
 	{"core.askPass", ""},
 	{"core.sshCommand", "ssh"},
 	{"protocol.ext.allow", "never"},
-	// git help (and git CMD --help) shows help as a man page, never with
-	// a browser the repository names. (A repository's man.viewer still
-	// comes before man: the classifier rates git help code_execution.)
+	// git help (and git CMD --help) shows help as a man page unless told
+	// otherwise, not with a browser the repository names. (A repository's
+	// man.viewer still comes before man, and --web still asks for its
+	// browser: the classifier rates git help code_execution.)
 	{"help.format", "man"},
 }
 

@@ -158,7 +158,6 @@ func TestShellGitGuard(t *testing.T) {
 		{"printf 'protocol=https\\nhost=example.com\\n\\n' | git credential fill", false},
 		{"git ls-remote 'ext::sh -c touch% ../markers/marker.ext'", false},
 		{"git ls-remote ssh://example.invalid/x", false},
-		{"git help --web status", false},
 		{"echo three >> a.txt && printf 'y\\n' | git add -p", true},
 		// A patch that makes a symlink to .git/config leaves a plain file.
 		{"git apply ../link.patch && test ! -L cfg && echo '[core] fsmonitor = \"touch ../markers/marker.link; false\"' >> cfg && git status", true},
