@@ -87,3 +87,28 @@ func BenchmarkShell(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkWithGitGuard is the per-call cost of adding the git guard to a
+// worker-sized environment.
+func BenchmarkWithGitGuard(b *testing.B) {
+	env := []string{"PATH=/usr/bin:/bin", "LANG=C.UTF-8", "HOME=/tmp/x", "TMPDIR=/tmp/x", "TERM=dumb"}
+	b.ReportAllocs()
+	for b.Loop() {
+		withGitGuard(env)
+	}
+}
+
+// BenchmarkShellAssessWrite is the shell's Assess of a line with two
+// write targets in a real working directory, where each target is
+// resolved through the file system's symlinks.
+func BenchmarkShellAssessWrite(b *testing.B) {
+	dir := b.TempDir()
+	tool := builtin(b, Options{WorkDir: dir}, "shell")
+	args := json.RawMessage(`{"command":"echo x > src/a.txt && cp a b/c.txt"}`)
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := tool.Assess(args); err != nil {
+			b.Fatal(err)
+		}
+	}
+}

@@ -1,7 +1,9 @@
 package tools
 
 import (
+	"os"
 	"path"
+	"path/filepath"
 	"strings"
 	"unicode/utf8"
 )
@@ -60,7 +62,9 @@ const maxShellDepth = 16
 // options against the program's table (an option that names a program is
 // code_execution in any spelling; an option a write-class program does not
 // know is unknown; see classify_options.go), classifies every command and
-// every redirection target, and returns the most severe result. A line
+// every redirection target (a write that can plant a program git or cargo
+// runs on an everyday command, see programFile, is code_execution, and so
+// is extracting an archive), and returns the most severe result. A line
 // the parser rejects is unknown, or more severe when a piece of it would be
 // (see salvage). Relative paths count as inside the working directory,
 // absolute ones as outside it.
@@ -80,7 +84,10 @@ type classifier struct {
 	// relative paths then point outside it. cwdTop is set when that cd
 	// went to / or the home directory.
 	cwdMoved, cwdTop bool
-	best             ShellVerdict
+	// cwdGit is set after a cd into a .git directory (or another place
+	// programFile names): later relative writes land there.
+	cwdGit bool
+	best   ShellVerdict
 	// src is the text being walked; expansions are quoted from it.
 	src string
 	// lineFetch is set while walking a line one of whose substitutions
@@ -150,8 +157,27 @@ type word struct {
 	mayOpt bool
 }
 
-// writeTarget classifies writing to path p.
+// writeTarget classifies writing to path p. A write that can plant a
+// program another tool runs on an everyday command (programFile) is at
+// least code_execution.
 func (c *classifier) writeTarget(p string, dyn bool) (Class, string) {
+	cl, why := c.writePlace(p, dyn)
+	what := programFile(p)
+	if what == "" && !dyn && !c.cwdMoved && c.workDir != "" {
+		// A symlink that exists now may lead the write into .git.
+		what = programFile(resolveExisting(c.workDir, p))
+	}
+	if what == "" && c.cwdGit && !dyn && !strings.HasPrefix(p, "/") && !strings.HasPrefix(p, "~") {
+		what = "a path under a .git directory (the shell is in one)"
+	}
+	if what != "" && Severity(cl) < Severity(ClassCodeExecution) {
+		return ClassCodeExecution, what + ", which can name a program git or cargo runs on an everyday command"
+	}
+	return cl, why
+}
+
+// writePlace classifies writing to path p by where it is.
+func (c *classifier) writePlace(p string, dyn bool) (Class, string) {
 	switch {
 	case p == "/dev/null" || p == "/dev/stdout" || p == "/dev/stderr" || p == "/dev/tty" ||
 		strings.HasPrefix(p, "/dev/fd/") || strings.HasPrefix(p, "/proc/self/fd/"):
@@ -173,6 +199,104 @@ func (c *classifier) writeTarget(p string, dyn bool) (Class, string) {
 		return ClassSystemWrite, "a path outside the working directory"
 	}
 	return ClassLocalWrite, "a path in the working directory"
+}
+
+// programFile says what p is when a write to it can plant a program that
+// a tool runs on an everyday command, "" otherwise: anything in a .git
+// directory (hooks, config and the files it includes, info/attributes), a
+// .gitattributes file (it selects the filter, diff and merge drivers the
+// configuration defines), a git configuration file outside a repository
+// (.gitconfig, .config/git/), and cargo's configuration (.cargo/config,
+// .cargo/config.toml: build.rustc and its wrappers run on cargo metadata).
+// A path component that is a pattern the shell may expand to one of those
+// names counts as that name.
+func programFile(p string) string {
+	if p == "" {
+		return ""
+	}
+	comps := strings.Split(path.Clean(p), "/")
+	for i, comp := range comps {
+		last := i == len(comps)-1
+		switch {
+		case nameLike(comp, ".git"):
+			return "a path in a .git directory (" + p + ")"
+		case last && (nameLike(comp, ".gitattributes") || nameLike(comp, ".gitconfig")):
+			return "a git file (" + p + ")"
+		case !last && nameLike(comp, ".config") && nameLike(comps[i+1], "git"):
+			return "a git configuration file (" + p + ")"
+		case !last && nameLike(comp, ".cargo") && (nameLike(comps[i+1], "config") || nameLike(comps[i+1], "config.toml")):
+			return "a cargo configuration file (" + p + ")"
+		}
+	}
+	return ""
+}
+
+// resolveExisting returns p (relative to root, or absolute) with every
+// symlink along it resolved, dangling ones included (a link to a
+// .git/config that does not exist yet still leads there), relative to
+// root when it stays inside, else absolute; "" when a link cannot be read
+// or links nest more than 40 deep. It is the only part of the classifier
+// that looks at the file system, and only when a working directory is
+// given (ClassifyShell gives none).
+func resolveExisting(root, p string) string {
+	if !filepath.IsAbs(p) {
+		p = filepath.Join(root, p)
+	}
+	comps := strings.Split(strings.TrimPrefix(filepath.Clean(p), "/"), "/")
+	cur := "/"
+	for links := 0; len(comps) > 0; {
+		next := filepath.Join(cur, comps[0])
+		comps = comps[1:]
+		fi, err := os.Lstat(next)
+		if err != nil {
+			// The rest does not exist: it is what it says.
+			cur = filepath.Join(append([]string{next}, comps...)...)
+			break
+		}
+		if fi.Mode()&os.ModeSymlink == 0 {
+			cur = next
+			continue
+		}
+		if links++; links > 40 {
+			return ""
+		}
+		t, err := os.Readlink(next)
+		if err != nil {
+			return ""
+		}
+		if !filepath.IsAbs(t) {
+			t = filepath.Join(cur, t)
+		}
+		comps = append(strings.Split(strings.TrimPrefix(filepath.Clean(t), "/"), "/"), comps...)
+		cur = "/"
+	}
+	if rr, err := filepath.EvalSymlinks(root); err == nil {
+		if rel, err := filepath.Rel(rr, cur); err == nil && rel != ".." && !strings.HasPrefix(rel, "../") {
+			return filepath.ToSlash(rel)
+		}
+	}
+	return filepath.ToSlash(cur)
+}
+
+// nameLike reports whether the path component comp is name (in any case,
+// as on a case-insensitive file system) or a pattern that may expand to
+// it: a glob that matches it, or a brace expansion that mentions it.
+func nameLike(comp, name string) bool {
+	if strings.EqualFold(comp, name) {
+		return true
+	}
+	if !strings.ContainsAny(comp, "*?[{\\") {
+		return false
+	}
+	if strings.ContainsAny(comp, "{\\") {
+		return strings.Contains(strings.ToLower(comp), strings.TrimPrefix(name, "."))
+	}
+	// The shell's patterns match a leading dot only with a literal one.
+	if strings.HasPrefix(name, ".") && !strings.HasPrefix(comp, ".") {
+		return false
+	}
+	ok, err := path.Match(strings.ToLower(comp), name)
+	return ok || err != nil
 }
 
 func (c *classifier) inWorkDir(p string) bool {
@@ -422,7 +546,30 @@ func (c *classifier) program(name string, args []word) segResult {
 		if len(opts.scriptFiles) > 0 && !opts.seen["--verbatim-files-from"] {
 			c.raise(ClassCodeExecution, name, name+" -T reads a list in which a line starting with '-' is an option, which may run a program")
 		}
+		if (opts.seen["-x"] || opts.seen["--extract"] || opts.seen["--get"]) && !opts.seen["-O"] && !opts.seen["--to-stdout"] {
+			c.raise(ClassCodeExecution, name, extractWhy(name))
+		}
 		return c.writeArgs(name, append(opts.writes, opts.operands...), r, name+" writes files")
+	case "unzip":
+		for _, o := range []string{"-l", "-t", "-p", "-c", "-Z", "-v", "-z"} {
+			if opts.seen[o] {
+				return set(ClassSafe, "unzip "+o+" only reads")
+			}
+		}
+		c.raise(ClassCodeExecution, name, extractWhy(name))
+		return c.writeArgs(name, opts.writes, r, "unzip writes files")
+	case "patch":
+		if len(opts.operands) == 0 && len(opts.vals["-o"]) == 0 && len(opts.vals["--output"]) == 0 {
+			c.raise(ClassCodeExecution, name, "patch writes the files its diff names, which may be .git/config or a hook that git runs")
+		}
+		return c.writeArgs(name, append(opts.writes, opts.operands...), r, name+" writes files")
+	case "unset":
+		for _, a := range opts.operands {
+			if strings.HasPrefix(a.v, "GIT_") || a.dyn {
+				return set(ClassCodeExecution, "unset "+a.v+" can drop the shell's git guard")
+			}
+		}
+		return set(ClassSafe, "unsets shell variables")
 	case "ssh", "slogin", "scp", "sftp":
 		return c.ssh(name, opts, r)
 	case "read", "mapfile", "readarray", "getopts", "printf":
@@ -503,7 +650,11 @@ func (c *classifier) program(name string, args []word) segResult {
 			return set(ClassLocalWrite, "formats Rust source")
 		case "fetch", "update":
 			return set(ClassNetworkEgress, "cargo "+sub+" downloads")
-		case "--version", "version", "metadata", "tree":
+		case "metadata", "tree":
+			// Both run rustc to learn the target, and a project's
+			// .cargo/config.toml (tracked content, too) can name it.
+			return set(ClassCodeExecution, "cargo "+sub+" runs the rustc a project's .cargo/config.toml can name")
+		case "--version", "version":
 			return set(ClassSafe, "reads cargo metadata")
 		}
 		return set(ClassUnknown, "unrecognised cargo subcommand")
@@ -517,7 +668,7 @@ func (c *classifier) program(name string, args []word) segResult {
 		for _, a := range args {
 			if strings.HasPrefix(a.v, "of=") {
 				cl, why := c.writeTarget(a.v[3:], a.dyn)
-				if cl == ClassLocalWrite || cl == ClassSafe {
+				if cl == ClassLocalWrite || cl == ClassSafe || cl == ClassCodeExecution {
 					return set(cl, "dd writes to "+why)
 				}
 				return set(maxClass(cl, ClassDestructive), "dd writes to "+why)
@@ -585,6 +736,12 @@ func (c *classifier) program(name string, args []word) segResult {
 		switch {
 		case len(ops) == 0 || ops[0].v == "~" || ops[0].v == "/" || ops[0].v == "$HOME" || ops[0].v == "${HOME}" || ops[0].v == "~/":
 			c.cwdMoved, c.cwdTop = true, true
+		}
+		if len(ops) > 0 && programFile(ops[0].v+"/x") != "" {
+			c.cwdGit = true
+		}
+		switch {
+		case len(ops) == 0:
 		case ops[0].dyn || strings.HasPrefix(ops[0].v, "/") || strings.HasPrefix(ops[0].v, "~") || ops[0].v == "-" ||
 			path.Clean(ops[0].v) == ".." || strings.HasPrefix(path.Clean(ops[0].v), "../"):
 			if !(strings.HasPrefix(ops[0].v, "/") && c.inWorkDir(ops[0].v)) {
@@ -594,6 +751,18 @@ func (c *classifier) program(name string, args []word) segResult {
 		return set(ClassSafe, "changes directory")
 	case "cp", "mv", "ln", "install":
 		ops := opts.operands
+		if name == "ln" || name == "cp" && (opts.seen["-s"] || opts.seen["--symbolic-link"]) {
+			// A link to a .git path is a second name for it, through
+			// which a later write plants what git runs.
+			for _, o := range append(append([]word{}, ops...), opts.writes...) {
+				if o.dyn && name == "ln" {
+					c.raise(ClassCodeExecution, name, "ln links a path decided at run time, which may be in .git")
+				}
+				if what := programFile(o.v); what != "" {
+					c.raise(ClassCodeExecution, name, name+" links "+what+", and a write through the link can name a program git runs")
+				}
+			}
+		}
 		if len(opts.writes) > 0 {
 			return c.writeArgs(name, opts.writes, r, name+" writes files")
 		}
@@ -644,6 +813,26 @@ func (c *classifier) program(name string, args []word) segResult {
 		return set(ClassSafe, name+" only reads")
 	}
 	return set(ClassUnknown, "unrecognised program "+name)
+}
+
+// gitSubIndex returns the index of git's subcommand in args, len(args)
+// when there is none.
+func gitSubIndex(args []word) int {
+	i := 0
+	for i < len(args) && strings.HasPrefix(args[i].v, "-") {
+		if args[i].v == "-c" || args[i].v == "--config-env" || gitGlobalOptsWithArg[args[i].v] {
+			i++
+		}
+		i++
+	}
+	return i
+}
+
+// extractWhy is why extracting an archive is code_execution: the
+// classifier cannot see the members, and one may be .git/config, a hook,
+// .gitattributes or a symlink to them.
+func extractWhy(name string) string {
+	return name + " extracts files the archive names, which may plant .git/config, a hook or .gitattributes that git runs programs from"
 }
 
 // writeArgs classifies a command that writes to each of targets; it is at
@@ -767,7 +956,7 @@ func (c *classifier) find(args []word, r segResult) segResult {
 			if len(inner) == 0 {
 				class, why = maxClass(class, ClassUnknown), "find "+args[i].v+" without a command"
 			}
-			sub := &classifier{workDir: c.workDir, depth: c.depth + 1, cwdMoved: c.cwdMoved, cwdTop: c.cwdTop}
+			sub := &classifier{workDir: c.workDir, depth: c.depth + 1, cwdMoved: c.cwdMoved, cwdTop: c.cwdTop, cwdGit: c.cwdGit}
 			sub.best = ShellVerdict{Class: ClassSafe}
 			sub.command(inner)
 			c.raise(sub.best.Class, sub.best.Argv0, "find "+args[i].v+": "+sub.best.Reason)
@@ -795,6 +984,14 @@ func (c *classifier) git(args []word, r segResult) segResult {
 		c.raise(class, "git", why)
 		return r
 	}
+	for j, a := range args {
+		if a.v == "--help" || a.v == "help" && j == gitSubIndex(args) {
+			// The repository's man.viewer and man.<tool>.cmd come before
+			// man, and no environment setting can put man first.
+			c.raise(ClassCodeExecution, "git", "git help runs a man viewer the repository's configuration can name")
+			break
+		}
+	}
 	i := 0
 	for i < len(args) && strings.HasPrefix(args[i].v, "-") {
 		if strings.HasPrefix(args[i].v, "-c") || strings.HasPrefix(args[i].v, "--config-env") {
@@ -805,6 +1002,14 @@ func (c *classifier) git(args []word, r segResult) segResult {
 			}
 			i++
 			continue
+		}
+		if gd, ok := strings.CutPrefix(args[i].v, "--git-dir="); ok || args[i].v == "--git-dir" && i+1 < len(args) {
+			if !ok {
+				gd = args[i+1].v
+			}
+			if !strings.EqualFold(path.Base(path.Clean(gd)), ".git") {
+				c.raise(ClassCodeExecution, "git", "git --git-dir names a repository by another name than .git, whose config the classifier does not watch")
+			}
 		}
 		if strings.HasPrefix(args[i].v, "--exec-path=") || args[i].dyn {
 			c.raise(ClassCodeExecution, "git", "git "+quoteArg(args[i].v)+" runs git commands from another directory")
@@ -818,6 +1023,13 @@ func (c *classifier) git(args []word, r segResult) segResult {
 		return set(ClassSafe, "git without a subcommand")
 	}
 	sub, rest := args[i].v, args[i+1:]
+	if sub == "init" || sub == "clone" {
+		for _, a := range rest {
+			if strings.HasPrefix(a.v, "--separate-git-dir") {
+				c.raise(ClassCodeExecution, "git", "git "+sub+" --separate-git-dir puts the repository's config where the classifier does not watch it")
+			}
+		}
+	}
 	if why := gitRuns(sub, rest); why != "" {
 		c.raise(ClassCodeExecution, "git", why)
 	}

@@ -539,12 +539,14 @@ var execVars = words2set(`PATH LD_PRELOAD LD_LIBRARY_PATH LD_AUDIT BASH_ENV ENV 
 	TAR_OPTIONS ZIPOPT UNZIP UNZIPOPT GZIP BZIP BZIP2 XZ_OPT XZ_DEFAULTS RSYNC_RSH RSYNC_CONNECT_PROG
 	WGETRC CURL_HOME PERL5OPT PERL5LIB PERLLIB RUBYOPT RUBYLIB GCONV_PATH MAKEFLAGS MFLAGS MAKEFILES
 	GOFLAGS AWKPATH AWKLIBPATH VIMINIT EXINIT MYVIMRC GDBHISTFILE PAGER EDITOR VISUAL
-	SUDO_ASKPASS SSH_ASKPASS XDG_CONFIG_HOME HOME ZDOTDIR PS1 PS2 PS3 PS4`)
+	SUDO_ASKPASS SSH_ASKPASS XDG_CONFIG_HOME HOME ZDOTDIR PS1 PS2 PS3 PS4
+	RUSTC RUSTC_WRAPPER RUSTC_WORKSPACE_WRAPPER RUSTDOC RUSTDOC_WRAPPER RUSTFLAGS CARGO_HOME`)
 
 // execVar reports whether assigning name changes which program runs or
 // what it loads or reads as options.
 func execVar(name string) bool {
 	if execVars[name] || strings.HasPrefix(name, "GIT_CONFIG_") || strings.HasPrefix(name, "LD_") ||
+		strings.HasPrefix(name, "CARGO_BUILD_") || strings.HasPrefix(name, "CARGO_TARGET_") ||
 		strings.HasPrefix(name, "DYLD_") {
 		return true
 	}
@@ -721,6 +723,25 @@ func (c *classifier) unwrap(name string, ws wrapperSpec, args []word) (inner []w
 			}
 			rest = rest[1:]
 		}
+	}
+	if name == "env" {
+		// The shell's git guard lives in the environment (gitguard.go):
+		// dropping it, or a variable that changes what runs, is
+		// code_execution.
+		if res.seen["-i"] || res.seen["--ignore-environment"] || len(rest) > 0 && rest[0].v == "-" {
+			c.raise(ClassCodeExecution, name, "env -i drops the environment, and with it the shell's git guard")
+		}
+		for _, u := range append(append([]word{}, res.vals["-u"]...), res.vals["--unset"]...) {
+			if strings.HasPrefix(u.v, "GIT_") || u.dyn {
+				c.raise(ClassCodeExecution, name, "env -u "+u.v+" can drop the shell's git guard")
+			}
+		}
+		if len(rest) > 0 && rest[0].v == "-" {
+			rest = rest[1:]
+		}
+	}
+	if name == "exec" && (res.seen["-c"]) {
+		c.raise(ClassCodeExecution, name, "exec -c drops the environment, and with it the shell's git guard")
 	}
 	if name == "env" {
 		if len(res.cmds) > 0 {

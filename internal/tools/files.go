@@ -265,8 +265,34 @@ func (t *writeFileTool) Assess(args json.RawMessage) (Assessment, error) {
 // writeAssessment classifies writing to p: local_write inside the
 // working directory (symlinks resolved), system_write elsewhere. A
 // confined run can only write inside its root, so every path it accepts
-// is local.
+// is local. A path where a write can plant a program git or cargo runs
+// on an everyday command (programFile: .git/, .gitattributes, ...), by its
+// name or through a symlink, is at least code_execution, as for the
+// shell.
 func (c *config) writeAssessment(p string) Assessment {
+	a := c.placeAssessment(p)
+	if Severity(a.Class) < Severity(ClassCodeExecution) && c.plantsProgram(p) {
+		a = pathSummary(p, ClassCodeExecution)
+	}
+	return a
+}
+
+// plantsProgram reports whether writing p writes a programFile, by the
+// name given or by the name its existing part resolves to.
+func (c *config) plantsProgram(p string) bool {
+	if programFile(filepath.ToSlash(p)) != "" {
+		return true
+	}
+	abs := c.resolve(p)
+	if programFile(filepath.ToSlash(c.display(abs))) != "" {
+		return true
+	}
+	// A symlink in the existing part may lead into a .git directory.
+	return programFile(resolveExisting(c.workDir, abs)) != ""
+}
+
+// placeAssessment classifies writing to p by where it is.
+func (c *config) placeAssessment(p string) Assessment {
 	if c.confine {
 		if _, err := Locate(c.workDir, p); err == nil {
 			return pathSummary(p, ClassLocalWrite)

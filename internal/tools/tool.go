@@ -3,9 +3,12 @@
 //
 // Builtins returns read_file, write_file, list_dir, search_files, patch and
 // shell, configured by Options (usable at its zero value). Every tool's
-// Assess is a pure function of its arguments; ClassifyShell, Severity,
-// Policy.Decide and Clip are pure and table-tested. Authorize joins a
-// Policy with a Prompter; NewTTYPrompter asks on /dev/tty.
+// Assess depends only on its arguments and the symlinks that exist in the
+// working directory (a write through one into .git is code_execution);
+// ClassifyShell, Severity, Policy.Decide and Clip are pure and
+// table-tested. The shell runs every command with the git guard
+// (gitguard.go). Authorize joins a Policy with a Prompter;
+// NewTTYPrompter asks on /dev/tty.
 //
 // Concurrency: tools, ClassifyShell and Authorize are safe for
 // concurrent use; the TTY prompter serialises its prompts.
