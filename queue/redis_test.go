@@ -224,7 +224,7 @@ func TestRedisStartResentAfterLostReply(t *testing.T) {
 		t.Fatal(err)
 	}
 	streams, err := c.XReadGroup(ctx, &redis.XReadGroupArgs{Group: q.Options().Group, Consumer: "w1",
-		Streams: []string{"resent:jobs", ">"}, Count: 1}).Result()
+		Streams: []string{"{resent}:jobs", ">"}, Count: 1}).Result()
 	if err != nil || len(streams) != 1 || len(streams[0].Messages) != 1 {
 		t.Fatalf("read: %v %v", streams, err)
 	}
@@ -237,7 +237,7 @@ func TestRedisStartResentAfterLostReply(t *testing.T) {
 	if err != nil || len(again) != 1 || again[0].Job.ID != j.ID || again[0].Job.Attempt != first[0].Job.Attempt {
 		t.Fatalf("resent start: %+v %v, want the same lease as %+v", again, err, first)
 	}
-	pend, err := c.XPendingExt(ctx, &redis.XPendingExtArgs{Stream: "resent:jobs", Group: q.Options().Group, Start: "-", End: "+", Count: 10}).Result()
+	pend, err := c.XPendingExt(ctx, &redis.XPendingExtArgs{Stream: "{resent}:jobs", Group: q.Options().Group, Start: "-", End: "+", Count: 10}).Result()
 	if err != nil || len(pend) != 1 || pend[0].ID != eid {
 		t.Fatalf("the entry must stay pending for the reclaim scan: %+v %v", pend, err)
 	}
