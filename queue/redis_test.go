@@ -12,17 +12,21 @@ import (
 	"github.com/odekrun/odek/queue/queuetest"
 )
 
+// The conformance suite runs unchanged on one node, behind Sentinel and on
+// a 3+3 cluster, each reached through the URL form odek's commands use.
 func TestRedisConformance(t *testing.T) {
-	c := queuetest.StartRedis(t)
-	n := 0
-	queuetest.Run(t, func(t *testing.T, o queue.Options) queue.Queue {
-		n++ // a fresh prefix per subtest keeps them apart on one server
-		o.Prefix = "t" + string(rune('a'+n)) + ":"
-		q, err := queue.NewRedis(context.Background(), c, o)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return q
+	queuetest.EachTopology(t, func(t *testing.T, tp *queuetest.Topology) {
+		c := tp.Client()
+		n := 0
+		queuetest.Run(t, func(t *testing.T, o queue.Options) queue.Queue {
+			n++ // a fresh prefix per subtest keeps them apart on one server
+			o.Prefix = "t" + string(rune('a'+n)) + ":"
+			q, err := queue.NewRedis(context.Background(), c, o)
+			if err != nil {
+				t.Fatal(err)
+			}
+			return q
+		})
 	})
 }
 

@@ -159,7 +159,7 @@ func (r *RedisStore) Latest(ctx context.Context) (*Session, error) {
 	return nil, fmt.Errorf("%w: sessions keep disappearing under %s", ErrNotFound, r.index())
 }
 
-// List implements Store: the index, then the sessions in batches of 100.
+// List implements Store: the index, then the sessions in pipelines of 100 GETs.
 func (r *RedisStore) List(ctx context.Context) ([]Summary, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
@@ -177,18 +177,23 @@ func (r *RedisStore) List(ctx context.Context) ([]Summary, error) {
 		n := min(len(ids), 100)
 		batch := ids[:n]
 		ids = ids[n:]
-		keys := make([]string, 0, n)
+		// One pipeline of GETs, not MGET: on a cluster the sessions live
+		// in many slots, and a pipeline is split per node.
+		p := c.Pipeline()
+		gets := make([]*redis.StringCmd, 0, n)
 		for _, id := range batch {
-			keys = append(keys, r.key(id))
+			gets = append(gets, p.Get(ctx, r.key(id)))
 		}
-		vals, err := c.MGet(ctx, keys...).Result()
-		if err != nil {
+		if _, err := p.Exec(ctx); err != nil && !errors.Is(err, redis.Nil) {
 			return nil, fmt.Errorf("session: listing redis sessions: %w", err)
 		}
-		for i, v := range vals {
-			str, ok := v.(string)
-			if !ok {
+		for i, g := range gets {
+			str, err := g.Result()
+			if errors.Is(err, redis.Nil) {
 				continue // deleted or expired meanwhile
+			}
+			if err != nil {
+				return nil, fmt.Errorf("session: listing redis sessions: %w", err)
 			}
 			if ValidateID(batch[i]) != nil {
 				continue
