@@ -48,13 +48,13 @@ type Server struct {
 	Addr string
 	Dir  string
 
-	t    testing.TB
-	bin  string
+	t     testing.TB
+	bin   string
 	opts  ServerOptions
 	port  int
 	port2 int
 	cmd   *exec.Cmd
-	exit chan struct{}
+	exit  chan struct{}
 }
 
 // StartRedis starts a throwaway redis-server and returns a client for it.

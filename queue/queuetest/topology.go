@@ -273,4 +273,3 @@ func EachTopology(t *testing.T, f func(t *testing.T, tp *Topology)) {
 		t.Run(m, func(t *testing.T) { f(t, StartTopology(t, m)) })
 	}
 }
-
