@@ -21,31 +21,22 @@ import (
 
 // TestFailoverUnderLoad: 200 jobs across 20 chats run through 3 workers
 // (each with its own client, as separate processes would) while the
-// master holding the queue is SIGKILLed, behind Sentinel and on a 3+3
-// cluster. Nothing is lost, every job gets exactly one reply, no job is
-// dead-lettered, and each chat's jobs start in order. The time from the
-// kill to the first successful claim afterwards is logged.
+// master holding the queue is SIGKILLed. Nothing is lost, every job gets
+// exactly one reply, no job is dead-lettered, and each chat's jobs start in
+// order. The time from the kill to the first successful claim afterwards
+// is logged. Without the soak tag it runs on the 3+3 cluster only (about
+// 15 s); with it (failover_soak_test.go) behind Sentinel too, with manual
+// failovers, and five kills per mode for the recovery figures.
 func TestFailoverUnderLoad(t *testing.T) {
-	for _, mode := range []string{queue.ModeSentinel, queue.ModeCluster} {
+	modes := []string{queue.ModeCluster}
+	if soak {
+		modes = []string{queue.ModeSentinel, queue.ModeCluster}
+	}
+	for _, mode := range modes {
 		t.Run(mode, func(t *testing.T) {
 			r := runFailover(t, mode, failoverKill)
 			t.Logf("%s: kill → first claim after it %v; failover seen by the test after %v; all %d replies in %v",
 				mode, r.recovery.Round(time.Millisecond), r.failover.Round(time.Millisecond), r.jobs, r.total.Round(time.Millisecond))
-		})
-	}
-}
-
-// TestFailoverManual is the same with an operator's failover (SENTINEL
-// FAILOVER, CLUSTER FAILOVER on the replica): no kill, the old master
-// becomes a replica and answers READONLY meanwhile.
-func TestFailoverManual(t *testing.T) {
-	if testing.Short() {
-		t.Skip("short")
-	}
-	for _, mode := range []string{queue.ModeSentinel, queue.ModeCluster} {
-		t.Run(mode, func(t *testing.T) {
-			r := runFailover(t, mode, failoverManual)
-			t.Logf("%s manual: switch → first claim after it %v; all %d replies in %v", mode, r.recovery.Round(time.Millisecond), r.jobs, r.total.Round(time.Millisecond))
 		})
 	}
 }
@@ -166,8 +157,8 @@ func runFailover(t *testing.T, mode, how string) failoverRun {
 				master.Kill() // returns once the process is gone
 				killedAt.Store(time.Now().UnixNano())
 			case failoverManual:
-				killedAt.Store(time.Now().UnixNano())
 				manualFailover(t, tp, master)
+				killedAt.Store(time.Now().UnixNano())
 			}
 			go func() {
 				if _, err := tp.WaitFailover(ctx, master, queue.KeyPrefix("")+"jobs", 30*time.Second); err == nil {
@@ -243,6 +234,16 @@ func manualFailover(t *testing.T, tp *queuetest.Topology, master *queuetest.Serv
 	ctx := context.Background()
 	switch tp.Mode {
 	case queue.ModeSentinel:
+		// SENTINEL FAILOVER promotes the replica first and demotes the old
+		// master later: writes the old master takes meanwhile are lost
+		// (without the pause this test saw 35 of 200 replies twice). The
+		// procedure docs/DEPLOY.md gives pauses writes on the old master
+		// first, as CLUSTER FAILOVER does by itself.
+		mc := redis.NewClient(&redis.Options{Addr: master.Addr})
+		defer mc.Close()
+		if err := mc.Do(ctx, "CLIENT", "PAUSE", 5000, "WRITE").Err(); err != nil {
+			t.Fatalf("CLIENT PAUSE: %v", err)
+		}
 		c := redis.NewSentinelClient(&redis.Options{Addr: tp.Sentinels[0].Addr})
 		defer c.Close()
 		if err := c.Failover(ctx, tp.MasterName).Err(); err != nil {
@@ -268,4 +269,3 @@ func manualFailover(t *testing.T, tp *queuetest.Topology, master *queuetest.Serv
 		t.Fatal("no replica of the queue's master")
 	}
 }
-
