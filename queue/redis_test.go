@@ -17,6 +17,7 @@ import (
 func TestRedisConformance(t *testing.T) {
 	queuetest.EachTopology(t, func(t *testing.T, tp *queuetest.Topology) {
 		c := tp.Client()
+		checkDescribe(t, tp, c)
 		n := 0
 		queuetest.Run(t, func(t *testing.T, o queue.Options) queue.Queue {
 			n++ // a fresh prefix per subtest keeps them apart on one server
@@ -271,5 +272,37 @@ func TestRedisEnqueueResentAfterLostReply(t *testing.T) {
 	job.Goal = "another goal under the same id"
 	if _, _, err := q.Enqueue(ctx, job); err == nil {
 		t.Fatal("a different job under a taken id was accepted")
+	}
+}
+
+// checkDescribe: DescribeRedis names the mode, the master of the queue's
+// slot (as the topology itself says) and its replica.
+func checkDescribe(t *testing.T, tp *queuetest.Topology, c redis.UniversalClient) {
+	t.Helper()
+	ctx := context.Background()
+	key := queue.KeyPrefix("") + "jobs"
+	ti, err := queue.DescribeRedis(ctx, c, key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, err := tp.Master(ctx, key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	wantReplicas, wantMasters := 1, 1
+	switch tp.Mode {
+	case queue.ModeSingle:
+		wantReplicas = 0
+	case queue.ModeCluster:
+		wantMasters = 3
+	}
+	if ti.Mode != tp.Mode || ti.Master != m.Addr || ti.MasterID == "" || len(ti.Replicas) != wantReplicas || ti.Masters != wantMasters {
+		t.Errorf("DescribeRedis = %+v; want mode %s, master %s, %d replicas, %d masters", ti, tp.Mode, m.Addr, wantReplicas, wantMasters)
+	}
+	w := queue.NewTopologyWatcher(c, key)
+	w.Check(ctx)
+	w.Check(ctx)
+	if _, n, err := w.Snapshot(); n != 0 || err != nil {
+		t.Errorf("watcher without a failover: %d changes, %v", n, err)
 	}
 }

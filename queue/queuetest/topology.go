@@ -239,6 +239,16 @@ func startCluster(t testing.TB) *Topology {
 			if err != nil || !strings.Contains(info, "cluster_state:ok") {
 				return false
 			}
+			// Every node knows every master's replica (gossip).
+			slots, err := c.ClusterSlots(ctx).Result()
+			if err != nil || len(slots) != 3 {
+				return false
+			}
+			for _, s := range slots {
+				if len(s.Nodes) != 2 {
+					return false
+				}
+			}
 			if i >= 3 {
 				rep, _ := c.Info(ctx, "replication").Result()
 				if !strings.Contains(rep, "master_link_status:up") {
