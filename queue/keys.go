@@ -67,14 +67,20 @@ func legacyPrefix(prefix string) string {
 	return prefix
 }
 
-// checkLayout fails with ErrLegacyLayout when the old layout's unfinished
-// counter or jobs stream exists.
-func checkLayout(ctx context.Context, c redis.UniversalClient, prefix string) error {
+// LegacyKeys are the keys whose presence means queue data in the old
+// layout for prefix (none when prefix has a hash tag already).
+func LegacyKeys(prefix string) []string {
 	old := legacyPrefix(prefix)
 	if old == "" {
 		return nil
 	}
-	for _, k := range []string{old + "unfinished", old + "jobs", old + "results"} {
+	return []string{old + "unfinished", old + "jobs", old + "results"}
+}
+
+// checkLayout fails with ErrLegacyLayout when the old layout's unfinished
+// counter or jobs stream exists.
+func checkLayout(ctx context.Context, c redis.UniversalClient, prefix string) error {
+	for _, k := range LegacyKeys(prefix) {
 		n, err := c.Exists(ctx, k).Result()
 		if err != nil {
 			return fmt.Errorf("queue: check for the old key layout: %w", err)

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"github.com/prometheus/client_golang/prometheus"
 	"io"
 	"net"
 	"net/http"
@@ -259,16 +260,27 @@ func cmdWorker(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	}
 	defer jr.Close()
 
+	// The Redis deployment as this worker sees it: mode, master of the
+	// queue's slot, replicas, failovers seen (health and metrics).
+	topo := queue.NewTopologyWatcher(rc, queue.KeyPrefix(f.q.prefix)+"jobs")
+	tctx, stopTopo := context.WithCancel(context.WithoutCancel(ctx))
+	defer stopTopo()
+	go topo.Run(tctx, 2*time.Second)
 	w, err := worker.New(worker.Config{
 		Queue: q, Run: jr.Run, Name: f.name, Concurrency: f.concurrency, ShutdownTimeout: f.shutdownTimeout,
 		ApprovalTimeout: f.approvalTimeout, Logger: log,
-		Health: func() map[string]any { return map[string]any{"sandbox": jr.Sandbox()} },
+		Health: func() map[string]any { return map[string]any{"sandbox": jr.Sandbox(), "redis": topo.Health()} },
 		// Heartbeats well inside the lease, at most every 500 ms (cancel latency).
 		HeartbeatInterval: min(f.q.lease/3, 500*time.Millisecond),
 		LeaseTTL:          f.q.lease,
 		Version:           version,
 	})
 	if err != nil {
+		return withCode(exitSetup, err)
+	}
+	if err := w.Registry().Register(prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "odek_redis_master_changes_total",
+		Help: "Changes of the Redis master of the queue's slot (failovers, master restarts) this worker saw."},
+		func() float64 { _, n, _ := topo.Snapshot(); return float64(n) })); err != nil {
 		return withCode(exitSetup, err)
 	}
 	if f.metricsAddr != "" {
