@@ -16,11 +16,14 @@ import (
 	"github.com/redis/go-redis/v9"
 )
 
-// Unreachable reports whether err says Redis could not be reached (refused
-// or reset connection, DNS failure, timeout, closed connection, a server
-// still loading its data) as opposed to an answer Redis gave (wrong
-// password, a script error). Callers retry the first kind and report the
-// second.
+// Unreachable reports whether err says Redis could not be reached or
+// cannot serve writes for a moment (refused or reset connection, DNS
+// failure, timeout, closed connection; a server still LOADING its data; a
+// failover under way: READONLY from a demoted master, MASTERDOWN,
+// CLUSTERDOWN, TRYAGAIN, UNBLOCKED for a blocking read cut off by a role
+// change, MOVED/ASK left over after the client's redirects) as opposed to
+// an answer Redis gave (wrong password, a script error). Callers retry the
+// first kind and report the second; none of them is a job's failure.
 func Unreachable(err error) bool {
 	if err == nil {
 		return false
@@ -36,8 +39,18 @@ func Unreachable(err error) bool {
 		errors.Is(err, context.DeadlineExceeded), errors.Is(err, redis.ErrPoolTimeout), errors.Is(err, redis.ErrClosed):
 		return true
 	}
-	return strings.HasPrefix(err.Error(), "LOADING")
+	s := err.Error()
+	for _, p := range transientReplies {
+		if strings.HasPrefix(s, p) {
+			return true
+		}
+	}
+	return false
 }
+
+// transientReplies are the error replies of a Redis deployment in the
+// middle of a restart or failover.
+var transientReplies = []string{"LOADING", "READONLY", "MASTERDOWN", "CLUSTERDOWN", "TRYAGAIN", "UNBLOCKED", "MOVED", "ASK ", "NOREPLICAS"}
 
 // AuthError reports whether Redis refused the credentials.
 func AuthError(err error) bool {

@@ -165,3 +165,21 @@ func FuzzParseRedisURL(f *testing.F) {
 		_ = c.Close()
 	})
 }
+
+// The replies of a failover in progress are transient (retried, never a
+// job's failure); answers Redis means are not.
+func TestUnreachableFailoverReplies(t *testing.T) {
+	for _, s := range []string{"READONLY You can't write against a read only replica.", "LOADING Redis is loading the dataset in memory",
+		"MASTERDOWN Link with MASTER is down and replica-serve-stale-data is set to 'no'.", "CLUSTERDOWN The cluster is down",
+		"TRYAGAIN Multiple keys request during rehashing of slot", "UNBLOCKED force unblock from blocking operation, instance state changed (master -> replica?)",
+		"MOVED 3999 127.0.0.1:6381", "ASK 3999 127.0.0.1:6381", "NOREPLICAS Not enough good replicas to write."} {
+		if !Unreachable(errors.New(s)) {
+			t.Errorf("%q: not transient", s)
+		}
+	}
+	for _, s := range []string{"WRONGPASS invalid username-password pair", "ERR Error running script", "NOSCRIPT No matching script", "ASKING is not"} {
+		if Unreachable(errors.New(s)) {
+			t.Errorf("%q: transient", s)
+		}
+	}
+}
