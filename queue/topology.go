@@ -3,6 +3,8 @@ package queue
 import (
 	"context"
 	"fmt"
+	"net"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -107,28 +109,59 @@ func describeCluster(ctx context.Context, c *redis.ClusterClient, key string) (T
 	if err != nil {
 		return ti, fmt.Errorf("queue: describe Redis cluster: %w", err)
 	}
-	shards, err := c.ClusterSlots(ctx).Result()
+	shards, err := c.ClusterShards(ctx).Result()
 	if err != nil {
 		return ti, fmt.Errorf("queue: describe Redis cluster: %w", err)
 	}
-	masters := map[string]bool{}
+	masters := 0
 	for _, s := range shards {
-		if len(s.Nodes) == 0 {
+		m, replicas, ok := shardMaster(s)
+		if !ok {
 			continue
 		}
-		masters[s.Nodes[0].ID] = true
-		if int64(s.Start) <= slot && slot <= int64(s.End) {
-			ti.Master, ti.MasterID = s.Nodes[0].Addr, s.Nodes[0].ID
-			for _, n := range s.Nodes[1:] {
-				ti.Replicas = append(ti.Replicas, n.Addr)
+		masters++
+		for _, r := range s.Slots {
+			if r.Start <= slot && slot <= r.End {
+				ti.Master, ti.MasterID = m, s.Nodes[0].ID
+				for _, n := range s.Nodes {
+					if n.Role == "master" {
+						ti.MasterID = n.ID
+					}
+				}
+				ti.Replicas = replicas
 			}
 		}
 	}
-	ti.Masters = len(masters)
+	ti.Masters = masters
 	if ti.Master == "" {
 		return ti, fmt.Errorf("queue: describe Redis cluster: no master serves slot %d (%s)", slot, key)
 	}
 	return ti, nil
+}
+
+// ShardMaster returns the address of a CLUSTER SHARDS shard's master and
+// of its online replicas; ok is false for a shard without a live master
+// (no slots, or a master marked failed).
+func shardMaster(s redis.ClusterShard) (master string, replicas []string, ok bool) {
+	replicas = []string{}
+	for _, n := range s.Nodes {
+		addr := net.JoinHostPort(nodeHost(n), strconv.FormatInt(n.Port, 10))
+		switch {
+		case n.Role == "master" && n.Health != "failed":
+			master, ok = addr, len(s.Slots) > 0
+		case n.Role == "replica" && n.Health == "online":
+			replicas = append(replicas, addr)
+		}
+	}
+	return master, replicas, ok
+}
+
+// nodeHost is the name a node announces, else its IP.
+func nodeHost(n redis.Node) string {
+	if n.Endpoint != "" && n.Endpoint != "?" {
+		return n.Endpoint
+	}
+	return n.IP
 }
 
 // TopologyWatcher polls DescribeRedis and counts the master changes it

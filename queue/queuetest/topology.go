@@ -3,7 +3,9 @@ package queuetest
 import (
 	"context"
 	"fmt"
+	"net"
 	"os"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -91,14 +93,21 @@ func (tp *Topology) Master(ctx context.Context, key string) (*Server, error) {
 		}
 		c := redis.NewClient(&redis.Options{Addr: n.Addr, MaxRetries: -1})
 		slot, err1 := c.ClusterKeySlot(ctx, key).Result()
-		slots, err2 := c.ClusterSlots(ctx).Result()
+		shards, err2 := c.ClusterShards(ctx).Result()
 		c.Close()
 		if err1 != nil || err2 != nil {
 			continue
 		}
-		for _, r := range slots {
-			if int64(r.Start) <= slot && slot <= int64(r.End) && len(r.Nodes) > 0 {
-				return tp.node(r.Nodes[0].Addr)
+		for _, sh := range shards {
+			for _, r := range sh.Slots {
+				if r.Start > slot || slot > r.End {
+					continue
+				}
+				for _, nd := range sh.Nodes {
+					if nd.Role == "master" && nd.Health != "failed" {
+						return tp.node(net.JoinHostPort(nd.IP, strconv.FormatInt(nd.Port, 10)))
+					}
+				}
 			}
 		}
 	}
@@ -240,12 +249,12 @@ func startCluster(t testing.TB) *Topology {
 				return false
 			}
 			// Every node knows every master's replica (gossip).
-			slots, err := c.ClusterSlots(ctx).Result()
-			if err != nil || len(slots) != 3 {
+			shards, err := c.ClusterShards(ctx).Result()
+			if err != nil || len(shards) != 3 {
 				return false
 			}
-			for _, s := range slots {
-				if len(s.Nodes) != 2 {
+			for _, s := range shards {
+				if len(s.Nodes) != 2 || s.Nodes[0].Health != "online" || s.Nodes[1].Health != "online" {
 					return false
 				}
 			}
