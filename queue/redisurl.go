@@ -373,7 +373,10 @@ func NewRedisClient(raw string) (redis.UniversalClient, *RedisURL, error) {
 func ClientAddr(c redis.UniversalClient) string {
 	switch c := c.(type) {
 	case *redis.Client:
-		return c.Options().Addr
+		if a := c.Options().Addr; a != "FailoverClient" { // go-redis' name for a Sentinel-backed client
+			return a
+		}
+		return "the master the sentinels name"
 	case *redis.ClusterClient:
 		return "cluster " + strings.Join(c.Options().Addrs, ",")
 	}
