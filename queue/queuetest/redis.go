@@ -1,9 +1,12 @@
 // Package queuetest holds test helpers for the queue package: a real
-// redis-server on an ephemeral port, and the conformance suite Run that
-// every queue.Queue implementation must pass.
+// redis-server on an ephemeral port, real topologies (StartTopology: one
+// node, 1 master + 1 replica + 3 sentinels, a 3+3 cluster; EachTopology
+// runs a test on each), and the conformance suite Run that every
+// queue.Queue implementation must pass.
 //
 // Helpers are safe to call from parallel tests; each StartRedis gets its own
-// server process, port and data directory, all removed by t.Cleanup.
+// server process, port and data directory, all removed by t.Cleanup. Only
+// processes a helper started are ever killed (by their *exec.Cmd).
 package queuetest
 
 import (
