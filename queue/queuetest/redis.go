@@ -11,6 +11,7 @@ package queuetest
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"net"
@@ -44,6 +45,10 @@ type ServerOptions struct {
 	// which the sentinel rewrites as it learns the topology.
 	Sentinel bool
 	Config   string
+	// TLS, when set, is how the helper's own probe reaches the server: for
+	// a server that listens with TLS only (Args "--port", "0",
+	// "--tls-port", "{port}", ...).
+	TLS *tls.Config
 }
 
 // Server is a redis-server child process owned by one test.
@@ -147,7 +152,7 @@ func (s *Server) start() error {
 	go func() { _ = cmd.Wait(); close(exit) }()
 	s.cmd, s.exit = cmd, exit
 
-	c := redis.NewClient(&redis.Options{Addr: s.Addr, MaxRetries: -1})
+	c := redis.NewClient(&redis.Options{Addr: s.Addr, MaxRetries: -1, TLSConfig: s.opts.TLS})
 	defer c.Close()
 	deadline := time.Now().Add(10 * time.Second)
 	for {
