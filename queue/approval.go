@@ -172,14 +172,13 @@ func (m *Memory) Answer(ctx context.Context, id string, allow bool) error {
 
 // ---- Redis ----
 
-// ARGV[1] approval key, [2] value ("1"/"0"), [3] answer list ttl ms, [4]
-// answer list key; KEYS none (one primary required, as for every script
-// here).
+// KEYS[1] approval key, [2] answer list key (both under the queue's hash
+// tag); ARGV[1] value ("1"/"0"), [2] answer list ttl ms.
 var answerScript = redis.NewScript(`
-if redis.call('GET', ARGV[1]) ~= 'pending' then return 0 end
-redis.call('SET', ARGV[1], ARGV[2], 'KEEPTTL')
-redis.call('RPUSH', ARGV[4], ARGV[2])
-redis.call('PEXPIRE', ARGV[4], ARGV[3])
+if redis.call('GET', KEYS[1]) ~= 'pending' then return 0 end
+redis.call('SET', KEYS[1], ARGV[1], 'KEEPTTL')
+redis.call('RPUSH', KEYS[2], ARGV[1])
+redis.call('PEXPIRE', KEYS[2], ARGV[2])
 return 1
 `)
 
@@ -304,7 +303,7 @@ func (r *Redis) Answer(ctx context.Context, id string, allow bool) error {
 	if allow {
 		v = "1"
 	}
-	n, err := answerScript.Run(ctx, r.c, nil, r.key("approval:", id), v, answerTTL.Milliseconds(), r.key("answer:", id)).Int()
+	n, err := answerScript.Run(ctx, r.c, []string{r.key("approval:", id), r.key("answer:", id)}, v, answerTTL.Milliseconds()).Int()
 	if err != nil {
 		return fmt.Errorf("queue: answer approval %s: %w", id, err)
 	}

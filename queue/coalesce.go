@@ -2,6 +2,7 @@ package queue
 
 import (
 	"context"
+	"errors"
 	"strings"
 	"sync"
 
@@ -19,7 +20,7 @@ import (
 // pending, so an idle queue holds no goroutine and no caller waits longer
 // than its own batch.
 type coalescer struct {
-	c *redis.Client
+	c redis.UniversalClient
 
 	mu       sync.Mutex
 	pending  []*scriptCall
@@ -31,22 +32,30 @@ const maxCoalesce = 256
 
 type scriptCall struct {
 	script *redis.Script
+	keys   []string
 	args   []any
 	val    any
 	err    error
 	done   chan struct{}
 }
 
-// run calls script with args (no KEYS) and returns its reply, sharing the
+// errNoKeys refuses a script call that declares no key: a cluster client
+// would send it to any node.
+var errNoKeys = errors.New("queue: script called with no KEYS (a cluster client could not route it)")
+
+// run calls script with keys and args and returns its reply, sharing the
 // round trip with concurrent calls. A ctx already done sends nothing.
 // Otherwise ctx bounds only the wait: once queued, a script runs to
 // completion whatever happens to ctx, as with any Redis call, and a reply
 // that is in when ctx ends is returned rather than ctx's error.
-func (co *coalescer) run(ctx context.Context, script *redis.Script, args ...any) (any, error) {
+func (co *coalescer) run(ctx context.Context, script *redis.Script, keys []string, args ...any) (any, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
-	call := &scriptCall{script: script, args: args, done: make(chan struct{})}
+	if len(keys) == 0 {
+		return nil, errNoKeys
+	}
+	call := &scriptCall{script: script, keys: keys, args: args, done: make(chan struct{})}
 	co.mu.Lock()
 	co.pending = append(co.pending, call)
 	lead := !co.inFlight
@@ -73,9 +82,13 @@ func (co *coalescer) run(ctx context.Context, script *redis.Script, args ...any)
 // runAll calls script once per argument list, all in the round trip the
 // coalescer sends next (up to maxCoalesce per pipeline), and returns the
 // replies in order. ctx bounds the wait as for run.
-func (co *coalescer) runAll(ctx context.Context, script *redis.Script, argLists [][]any) ([]any, []error) {
+func (co *coalescer) runAll(ctx context.Context, script *redis.Script, keys []string, argLists [][]any) ([]any, []error) {
 	vals, errs := make([]any, len(argLists)), make([]error, len(argLists))
-	if err := ctx.Err(); err != nil {
+	err := ctx.Err()
+	if len(keys) == 0 {
+		err = errNoKeys
+	}
+	if err != nil {
 		for i := range errs {
 			errs[i] = err
 		}
@@ -83,7 +96,7 @@ func (co *coalescer) runAll(ctx context.Context, script *redis.Script, argLists 
 	}
 	calls := make([]*scriptCall, len(argLists))
 	for i, a := range argLists {
-		calls[i] = &scriptCall{script: script, args: a, done: make(chan struct{})}
+		calls[i] = &scriptCall{script: script, keys: keys, args: a, done: make(chan struct{})}
 	}
 	co.mu.Lock()
 	co.pending = append(co.pending, calls...)
@@ -178,7 +191,7 @@ func (co *coalescer) send(batch []*scriptCall) {
 		pipe := co.c.Pipeline()
 		cmds := make([]*redis.Cmd, len(batch))
 		for i, c := range batch {
-			cmds[i] = pipe.EvalSha(ctx, c.script.Hash(), nil, c.args...)
+			cmds[i] = pipe.EvalSha(ctx, c.script.Hash(), c.keys, c.args...)
 		}
 		_, _ = pipe.Exec(ctx)
 		var retry []*scriptCall

@@ -16,11 +16,14 @@ import (
 	"github.com/redis/go-redis/v9"
 )
 
-// Unreachable reports whether err says Redis could not be reached (refused
-// or reset connection, DNS failure, timeout, closed connection, a server
-// still loading its data) as opposed to an answer Redis gave (wrong
-// password, a script error). Callers retry the first kind and report the
-// second.
+// Unreachable reports whether err says Redis could not be reached or
+// cannot serve writes for a moment (refused or reset connection, DNS
+// failure, timeout, closed connection; a server still LOADING its data; a
+// failover under way: READONLY from a demoted master, MASTERDOWN,
+// CLUSTERDOWN, TRYAGAIN, UNBLOCKED for a blocking read cut off by a role
+// change, MOVED/ASK left over after the client's redirects) as opposed to
+// an answer Redis gave (wrong password, a script error). Callers retry the
+// first kind and report the second; none of them is a job's failure.
 func Unreachable(err error) bool {
 	if err == nil {
 		return false
@@ -36,8 +39,18 @@ func Unreachable(err error) bool {
 		errors.Is(err, context.DeadlineExceeded), errors.Is(err, redis.ErrPoolTimeout), errors.Is(err, redis.ErrClosed):
 		return true
 	}
-	return strings.HasPrefix(err.Error(), "LOADING")
+	s := err.Error()
+	for _, p := range transientReplies {
+		if strings.HasPrefix(s, p) {
+			return true
+		}
+	}
+	return false
 }
+
+// transientReplies are the error replies of a Redis deployment in the
+// middle of a restart or failover.
+var transientReplies = []string{"LOADING", "READONLY", "MASTERDOWN", "CLUSTERDOWN", "TRYAGAIN", "UNBLOCKED", "MOVED", "ASK ", "NOREPLICAS"}
 
 // AuthError reports whether Redis refused the credentials.
 func AuthError(err error) bool {
@@ -52,7 +65,7 @@ func AuthError(err error) bool {
 // that retrying cannot change (AuthError). Between tries it waits with
 // exponential backoff and jitter from 250 ms up to 15 s, and calls onRetry
 // (when non-nil) before each wait, so a process can log every retry.
-func WaitRedis(ctx context.Context, c *redis.Client, onRetry func(attempt int, delay time.Duration, err error)) error {
+func WaitRedis(ctx context.Context, c redis.UniversalClient, onRetry func(attempt int, delay time.Duration, err error)) error {
 	for attempt := 1; ; attempt++ {
 		pctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 		err := c.Ping(pctx).Err()
@@ -61,7 +74,7 @@ func WaitRedis(ctx context.Context, c *redis.Client, onRetry func(attempt int, d
 			return nil
 		}
 		if ctx.Err() != nil {
-			return fmt.Errorf("queue: gave up waiting for Redis at %s: %w (last error: %v)", c.Options().Addr, ctx.Err(), err)
+			return fmt.Errorf("queue: gave up waiting for Redis at %s: %w (last error: %v)", ClientAddr(c), ctx.Err(), err)
 		}
 		if !Unreachable(err) {
 			return err
@@ -71,7 +84,7 @@ func WaitRedis(ctx context.Context, c *redis.Client, onRetry func(attempt int, d
 			onRetry(attempt, d, err)
 		}
 		if backoff.Sleep(ctx, d) != nil {
-			return fmt.Errorf("queue: gave up waiting for Redis at %s: %w (last error: %v)", c.Options().Addr, ctx.Err(), err)
+			return fmt.Errorf("queue: gave up waiting for Redis at %s: %w (last error: %v)", ClientAddr(c), ctx.Err(), err)
 		}
 	}
 }
@@ -92,10 +105,8 @@ type SharedConfig struct {
 
 // ReadSharedConfig returns the stored shared settings; ok is false when none
 // are stored yet. c and prefix as for NewRedis (prefix "" means "odek:").
-func ReadSharedConfig(ctx context.Context, c *redis.Client, prefix string) (SharedConfig, bool, error) {
-	if prefix == "" {
-		prefix = "odek:"
-	}
+func ReadSharedConfig(ctx context.Context, c redis.UniversalClient, prefix string) (SharedConfig, bool, error) {
+	prefix = KeyPrefix(prefix)
 	h, err := c.HGetAll(ctx, prefix+"config").Result()
 	if err != nil {
 		return SharedConfig{}, false, fmt.Errorf("queue: read %sconfig: %w", prefix, err)
@@ -113,10 +124,8 @@ func ReadSharedConfig(ctx context.Context, c *redis.Client, prefix string) (Shar
 
 // WriteSharedConfig stores sc. With onlyIfMissing it stores nothing when a
 // config exists, and returns the one stored (first writer wins).
-func WriteSharedConfig(ctx context.Context, c *redis.Client, prefix string, sc SharedConfig, onlyIfMissing bool) (SharedConfig, error) {
-	if prefix == "" {
-		prefix = "odek:"
-	}
+func WriteSharedConfig(ctx context.Context, c redis.UniversalClient, prefix string, sc SharedConfig, onlyIfMissing bool) (SharedConfig, error) {
+	prefix = KeyPrefix(prefix)
 	if sc.LeaseTTL < time.Millisecond || sc.MaxAttempts <= 0 {
 		return sc, fmt.Errorf("queue: shared config needs a lease of at least 1ms and max_attempts ≥ 1, got %v and %d", sc.LeaseTTL, sc.MaxAttempts)
 	}

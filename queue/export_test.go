@@ -17,7 +17,7 @@ func (r *Redis) StartWith(ctx context.Context, consumer, token string, pairs ...
 	for _, p := range pairs {
 		args = append(args, p)
 	}
-	v, err := asSlice(startScript.Run(ctx, r.c, nil, args...).Result())
+	v, err := asSlice(startScript.Run(ctx, r.c, r.ks, args...).Result())
 	if err != nil {
 		return nil, err
 	}

@@ -31,6 +31,17 @@
 // round trip (see coalescer), which is where most of its throughput comes
 // from.
 //
+// # Connecting
+//
+// Every odek component connects through ParseRedisURL / NewRedisClient: one
+// node (redis://, rediss://), a Sentinel-discovered master
+// (redis+sentinel://) or Redis Cluster (redis+cluster://), TLS in each. The
+// queue's keys share one hash tag (KeyPrefix) and every script declares
+// its key, so the same code runs on all three; NewRedis refuses data in the
+// untagged layout of older versions (ErrLegacyLayout; Migrate moves it).
+// DescribeRedis and TopologyWatcher report the deployment for health,
+// metrics and doctor.
+//
 // # Concurrency and ownership
 //
 // Both implementations are safe for concurrent use by many goroutines (and,

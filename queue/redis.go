@@ -15,12 +15,16 @@ import (
 
 // Redis is the Queue on Redis Streams, for workers in many processes. Every
 // state change of a job is one Lua script, so it is atomic on the server;
-// see docs/QUEUE.md for the keys and the command count per job. It needs a
-// single Redis primary (not Redis Cluster: scripts touch keys derived from
-// job ids). Safe for concurrent use.
+// see docs/QUEUE.md for the keys and the command count per job. Every key
+// starts with KeyPrefix(Options.Prefix), whose hash tag puts the whole queue
+// in one Redis Cluster slot, and every script declares the queue's jobs
+// stream as its key, so the queue runs on one node, behind Sentinel, or on
+// Redis Cluster alike. Safe for concurrent use.
 type Redis struct {
-	c  *redis.Client
+	c  redis.UniversalClient
 	o  Options
+	p  string     // KeyPrefix(o.Prefix)
+	ks []string   // the KEYS of every queue script: {p .. "jobs"}
 	co *coalescer // Enqueue, start, Heartbeat, Ack and Cancel scripts share round trips
 
 	// nextReclaim (unix ns) throttles the expired-lease scan to once per
@@ -75,8 +79,13 @@ var _ Queue = (*Redis)(nil)
 // running it: enqueue and start recognise their own resent call and answer
 // as the first time; a resent reclaim or ack is settled by the next
 // reclaim scan.
-func NewRedis(ctx context.Context, c *redis.Client, opts Options) (*Redis, error) {
+func NewRedis(ctx context.Context, c redis.UniversalClient, opts Options) (*Redis, error) {
 	r := &Redis{c: c, o: opts.withDefaults(), co: &coalescer{c: c}}
+	r.p = KeyPrefix(r.o.Prefix)
+	r.ks = []string{r.p + "jobs"}
+	if err := checkLayout(ctx, c, r.o.Prefix); err != nil {
+		return nil, err
+	}
 	if err := r.ensureGroups(ctx); err != nil {
 		return nil, err
 	}
@@ -84,12 +93,12 @@ func NewRedis(ctx context.Context, c *redis.Client, opts Options) (*Redis, error
 }
 
 // Client returns the Redis client the queue was made with.
-func (r *Redis) Client() *redis.Client { return r.c }
+func (r *Redis) Client() redis.UniversalClient { return r.c }
 
 // Options returns the queue's options with defaults filled in.
 func (r *Redis) Options() Options { return r.o }
 
-func (r *Redis) key(parts ...string) string { return r.o.Prefix + strings.Join(parts, "") }
+func (r *Redis) key(parts ...string) string { return r.p + strings.Join(parts, "") }
 
 func (r *Redis) ensureGroups(ctx context.Context) error {
 	for _, g := range [][2]string{{r.key("jobs"), r.o.Group}, {r.key("suspects"), r.o.Group}, {r.key("results"), r.o.ResultsGroup}, {r.key("approvals"), r.o.ResultsGroup}} {
@@ -103,12 +112,17 @@ func (r *Redis) ensureGroups(ctx context.Context) error {
 
 func isNoGroup(err error) bool { return err != nil && strings.Contains(err.Error(), "NOGROUP") }
 
-// Lua prelude shared by the scripts. ARGV[1] prefix, ARGV[2] group,
-// ARGV[3] retain ms. finish publishes a job's one result and starts the
-// chat's next job; it is a no-op for a finished job.
+// Lua prelude shared by the scripts. KEYS[1] the jobs stream (declared so
+// a cluster client routes the call to the queue's slot), ARGV[1] the tagged
+// prefix, ARGV[2] group, ARGV[3] retain ms. Every other key a script
+// touches is the prefix and a name, so it shares KEYS[1]'s hash tag and
+// slot; the prelude refuses a call whose KEYS[1] is not that prefix's jobs
+// stream. finish publishes a job's one result and starts the chat's next
+// job; it is a no-op for a finished job.
 const luaPrelude = `
 local P, G, RET = ARGV[1], ARGV[2], tonumber(ARGV[3])
 local JOBS = P .. 'jobs'
+if KEYS[1] ~= JOBS then return redis.error_reply('ERR odek queue script: KEYS[1] must be the prefix jobs stream') end
 local SUSP = P .. 'suspects'
 local UNFIN = P .. 'unfinished' -- count of unfinished jobs
 local function nowms()
@@ -336,7 +350,7 @@ return 'ok'
 `)
 
 func (r *Redis) base() []any {
-	return []any{r.o.Prefix, r.o.Group, r.o.Retain.Milliseconds()}
+	return []any{r.p, r.o.Group, r.o.Retain.Milliseconds()}
 }
 
 // Enqueue implements Queue: one EVALSHA.
@@ -346,7 +360,7 @@ func (r *Redis) Enqueue(ctx context.Context, job Job) (Job, bool, error) {
 		return job, false, err
 	}
 	args := append(r.base(), job.ID, data, job.ChatID, job.IdempotencyKey, r.o.DedupeWindow.Milliseconds())
-	res, err := asSlice(r.co.run(ctx, enqueueScript, args...))
+	res, err := asSlice(r.co.run(ctx, enqueueScript, r.ks, args...))
 	if err != nil {
 		return job, false, fmt.Errorf("queue: enqueue %s: %w", job.ID, err)
 	}
@@ -446,7 +460,7 @@ func (r *Redis) claimOnce(ctx context.Context, consumer string, max int, block t
 	if due := r.nextReclaim.Load(); now >= due && r.nextReclaim.CompareAndSwap(due, now+int64(reclaimInterval(r.o.LeaseTTL))) {
 		args := append(r.base(), newToken(), r.o.MaxAttempts, consumer, r.o.LeaseTTL.Milliseconds(), reclaimScanCount,
 			r.o.ResultsRetain.Milliseconds(), r.o.DeadRetain.Milliseconds(), r.o.DeadMaxLen)
-		v, err := reclaimScript.Run(ctx, r.c, nil, args...).Slice()
+		v, err := reclaimScript.Run(ctx, r.c, r.ks, args...).Slice()
 		if err != nil {
 			r.nextReclaim.Store(0) // retry the scan on the next call
 			return nil, fmt.Errorf("queue: reclaim: %w", err)
@@ -487,7 +501,7 @@ func (r *Redis) claimOnce(ctx context.Context, consumer string, max int, block t
 	if len(sargs) == 4 {
 		return leases, nil
 	}
-	v, err := asSlice(r.co.run(ctx, startScript, sargs...))
+	v, err := asSlice(r.co.run(ctx, startScript, r.ks, sargs...))
 	if err != nil {
 		// The entries stay pending and are reclaimed after LeaseTTL.
 		return leases, fmt.Errorf("queue: start jobs: %w", err)
@@ -498,7 +512,7 @@ func (r *Redis) claimOnce(ctx context.Context, consumer string, max int, block t
 
 // Heartbeat implements Queue: one EVALSHA.
 func (r *Redis) Heartbeat(ctx context.Context, l Lease) error {
-	v, err := r.co.run(ctx, heartbeatScript, append(r.base(), l.Job.ID, l.token, l.Consumer)...)
+	v, err := r.co.run(ctx, heartbeatScript, r.ks, append(r.base(), l.Job.ID, l.token, l.Consumer)...)
 	return heartbeatErr(l.Job.ID, v, err)
 }
 
@@ -509,7 +523,7 @@ func (r *Redis) HeartbeatBatch(ctx context.Context, ls []Lease) []error {
 	for i, l := range ls {
 		args[i] = append(r.base(), l.Job.ID, l.token, l.Consumer)
 	}
-	vals, errs := r.co.runAll(ctx, heartbeatScript, args)
+	vals, errs := r.co.runAll(ctx, heartbeatScript, r.ks, args)
 	for i := range ls {
 		errs[i] = heartbeatErr(ls[i].Job.ID, vals[i], errs[i])
 	}
@@ -535,7 +549,7 @@ func (r *Redis) Ack(ctx context.Context, l Lease, res Result) error {
 	if err != nil {
 		return err
 	}
-	s, err := asText(r.co.run(ctx, ackScript, append(r.base(), l.Job.ID, l.token, b)...))
+	s, err := asText(r.co.run(ctx, ackScript, r.ks, append(r.base(), l.Job.ID, l.token, b)...))
 	if err != nil {
 		return fmt.Errorf("queue: ack %s: %w", l.Job.ID, err)
 	}
@@ -551,7 +565,7 @@ func (r *Redis) Cancel(ctx context.Context, jobID string) error {
 	if !validID(jobID) {
 		return ErrNotFound
 	}
-	s, err := asText(r.co.run(ctx, cancelScript, append(r.base(), jobID)...))
+	s, err := asText(r.co.run(ctx, cancelScript, r.ks, append(r.base(), jobID)...))
 	if err != nil {
 		return fmt.Errorf("queue: cancel %s: %w", jobID, err)
 	}

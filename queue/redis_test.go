@@ -12,17 +12,22 @@ import (
 	"github.com/odekrun/odek/queue/queuetest"
 )
 
+// The conformance suite runs unchanged on one node, behind Sentinel and on
+// a 3+3 cluster, each reached through the URL form odek's commands use.
 func TestRedisConformance(t *testing.T) {
-	c := queuetest.StartRedis(t)
-	n := 0
-	queuetest.Run(t, func(t *testing.T, o queue.Options) queue.Queue {
-		n++ // a fresh prefix per subtest keeps them apart on one server
-		o.Prefix = "t" + string(rune('a'+n)) + ":"
-		q, err := queue.NewRedis(context.Background(), c, o)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return q
+	queuetest.EachTopology(t, func(t *testing.T, tp *queuetest.Topology) {
+		c := tp.Client()
+		checkDescribe(t, tp, c)
+		n := 0
+		queuetest.Run(t, func(t *testing.T, o queue.Options) queue.Queue {
+			n++ // a fresh prefix per subtest keeps them apart on one server
+			o.Prefix = "t" + string(rune('a'+n)) + ":"
+			q, err := queue.NewRedis(context.Background(), c, o)
+			if err != nil {
+				t.Fatal(err)
+			}
+			return q
+		})
 	})
 }
 
@@ -224,7 +229,7 @@ func TestRedisStartResentAfterLostReply(t *testing.T) {
 		t.Fatal(err)
 	}
 	streams, err := c.XReadGroup(ctx, &redis.XReadGroupArgs{Group: q.Options().Group, Consumer: "w1",
-		Streams: []string{"resent:jobs", ">"}, Count: 1}).Result()
+		Streams: []string{"{resent}:jobs", ">"}, Count: 1}).Result()
 	if err != nil || len(streams) != 1 || len(streams[0].Messages) != 1 {
 		t.Fatalf("read: %v %v", streams, err)
 	}
@@ -237,7 +242,7 @@ func TestRedisStartResentAfterLostReply(t *testing.T) {
 	if err != nil || len(again) != 1 || again[0].Job.ID != j.ID || again[0].Job.Attempt != first[0].Job.Attempt {
 		t.Fatalf("resent start: %+v %v, want the same lease as %+v", again, err, first)
 	}
-	pend, err := c.XPendingExt(ctx, &redis.XPendingExtArgs{Stream: "resent:jobs", Group: q.Options().Group, Start: "-", End: "+", Count: 10}).Result()
+	pend, err := c.XPendingExt(ctx, &redis.XPendingExtArgs{Stream: "{resent}:jobs", Group: q.Options().Group, Start: "-", End: "+", Count: 10}).Result()
 	if err != nil || len(pend) != 1 || pend[0].ID != eid {
 		t.Fatalf("the entry must stay pending for the reclaim scan: %+v %v", pend, err)
 	}
@@ -267,5 +272,37 @@ func TestRedisEnqueueResentAfterLostReply(t *testing.T) {
 	job.Goal = "another goal under the same id"
 	if _, _, err := q.Enqueue(ctx, job); err == nil {
 		t.Fatal("a different job under a taken id was accepted")
+	}
+}
+
+// checkDescribe: DescribeRedis names the mode, the master of the queue's
+// slot (as the topology itself says) and its replica.
+func checkDescribe(t *testing.T, tp *queuetest.Topology, c redis.UniversalClient) {
+	t.Helper()
+	ctx := context.Background()
+	key := queue.KeyPrefix("") + "jobs"
+	ti, err := queue.DescribeRedis(ctx, c, key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, err := tp.Master(ctx, key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	wantReplicas, wantMasters := 1, 1
+	switch tp.Mode {
+	case queue.ModeSingle:
+		wantReplicas = 0
+	case queue.ModeCluster:
+		wantMasters = 3
+	}
+	if ti.Mode != tp.Mode || ti.Master != m.Addr || ti.MasterID == "" || len(ti.Replicas) != wantReplicas || ti.Masters != wantMasters {
+		t.Errorf("DescribeRedis = %+v; want mode %s, master %s, %d replicas, %d masters", ti, tp.Mode, m.Addr, wantReplicas, wantMasters)
+	}
+	w := queue.NewTopologyWatcher(c, key)
+	w.Check(ctx)
+	w.Check(ctx)
+	if _, n, err := w.Snapshot(); n != 0 || err != nil {
+		t.Errorf("watcher without a failover: %d changes, %v", n, err)
 	}
 }

@@ -7,6 +7,12 @@
 //
 //	cd bench/queuebench && go run . -n 20000 -producers 16 -concurrency 4
 //
+// With -cluster it instead compares odek's throughput on a 3-master Redis
+// Cluster (started here, reached through a redis+cluster:// URL as odek's
+// commands reach one) with one node, alternating rounds in one run:
+//
+//	cd bench/queuebench && go run . -cluster -n 20000 -producers 16 -concurrency 4
+//
 // Every figure comes from the same run on the same server, so the
 // comparison holds even on a noisy machine; absolute numbers do not.
 package main
@@ -21,6 +27,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -37,7 +44,15 @@ func main() {
 	pickups := flag.Int("pickups", 200, "idle pickup samples for odek")
 	asynqPickups := flag.Int("asynq-pickups", 20, "idle pickup samples for asynq (its idle poll is slow)")
 	rounds := flag.Int("rounds", 3, "throughput runs of each, alternating; the best is reported")
+	cluster := flag.Bool("cluster", false, "compare odek on a 3-master cluster with odek on one node (no asynq)")
 	flag.Parse()
+	if *cluster {
+		if err := clusterVsSingle(*n, *producers, *conc, *rounds); err != nil {
+			fmt.Fprintln(os.Stderr, "queuebench:", err)
+			os.Exit(1)
+		}
+		return
+	}
 
 	addr, stop, err := startRedis()
 	if err != nil {
@@ -74,7 +89,7 @@ func main() {
 // claim → ack: producers enqueue while conc consumers each claim up to 16
 // jobs at a time and acknowledge each from its own goroutine, as a worker
 // running jobs concurrently does.
-func odekThroughput(c *redis.Client, n, producers, conc int) float64 {
+func odekThroughput(c redis.UniversalClient, n, producers, conc int) float64 {
 	ctx := context.Background()
 	q, err := queue.NewRedis(ctx, c, queue.Options{})
 	if err != nil {
@@ -225,7 +240,7 @@ func percentiles(lat []time.Duration) (p50, p99 time.Duration) {
 }
 
 // startRedis runs a throwaway redis-server (no persistence) on a free port.
-func startRedis() (addr string, stop func(), err error) {
+func startRedis(extra ...string) (addr string, stop func(), err error) {
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		return "", nil, err
@@ -238,6 +253,7 @@ func startRedis() (addr string, stop func(), err error) {
 	}
 	cmd := exec.Command("redis-server", "--port", strconv.Itoa(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no",
 		"--dir", dir, "--logfile", filepath.Join(dir, "redis.log"))
+	cmd.Args = append(cmd.Args, extra...)
 	if err := cmd.Start(); err != nil {
 		return "", nil, fmt.Errorf("start redis-server: %w", err)
 	}
@@ -251,4 +267,94 @@ func startRedis() (addr string, stop func(), err error) {
 		}
 	}
 	return addr, func() { cmd.Process.Kill(); cmd.Wait(); os.RemoveAll(dir) }, nil
+}
+
+// clusterVsSingle runs odek's throughput on one node and on a 3-master
+// cluster, alternating, and prints the best of each and their ratio.
+func clusterVsSingle(n, producers, conc, rounds int) error {
+	ctx := context.Background()
+	addr, stop, err := startRedis()
+	if err != nil {
+		return err
+	}
+	defer stop()
+	single := redis.NewClient(&redis.Options{Addr: addr, PoolSize: 64})
+	defer single.Close()
+	var addrs []string
+	for range 3 {
+		a, stop, err := startRedis("--cluster-enabled", "yes", "--cluster-node-timeout", "1000")
+		if err != nil {
+			return err
+		}
+		defer stop()
+		addrs = append(addrs, a)
+	}
+	if err := formCluster(ctx, addrs); err != nil {
+		return err
+	}
+	cc, _, err := queue.NewRedisClient("redis+cluster://" + strings.Join(addrs, ",") + "?pool_size=64")
+	if err != nil {
+		return err
+	}
+	defer cc.Close()
+	flush := func(c redis.UniversalClient) {
+		if k, ok := c.(*redis.ClusterClient); ok {
+			_ = k.ForEachMaster(ctx, func(ctx context.Context, n *redis.Client) error { return n.FlushAll(ctx).Err() })
+			return
+		}
+		c.FlushAll(ctx)
+	}
+	var best [2]float64
+	for r := 0; r < rounds; r++ {
+		flush(single)
+		s := odekThroughput(single, n, producers, conc)
+		flush(cc)
+		c := odekThroughput(cc, n, producers, conc)
+		fmt.Printf("round %d: one node %.0f jobs/s, 3-master cluster %.0f jobs/s\n", r+1, s, c)
+		best[0], best[1] = max(best[0], s), max(best[1], c)
+	}
+	fmt.Printf("\n| odek queue on | throughput (best of %d, %d jobs, %d producers, concurrency %d) |\n", rounds, n, producers, conc)
+	fmt.Println("| --- | --- |")
+	fmt.Printf("| one node | %.0f jobs/s |\n| 3-master cluster | %.0f jobs/s |\n", best[0], best[1])
+	fmt.Printf("\ncluster / one node: %.2f×\n", best[1]/best[0])
+	return nil
+}
+
+// formCluster joins three cluster-enabled nodes and splits the slots
+// between them.
+func formCluster(ctx context.Context, addrs []string) error {
+	cs := make([]*redis.Client, len(addrs))
+	for i, a := range addrs {
+		cs[i] = redis.NewClient(&redis.Options{Addr: a})
+		defer cs[i].Close()
+	}
+	host, port, _ := net.SplitHostPort(addrs[0])
+	for _, c := range cs[1:] {
+		if err := c.ClusterMeet(ctx, host, port).Err(); err != nil {
+			return fmt.Errorf("cluster meet: %w", err)
+		}
+	}
+	per := 16384 / len(cs)
+	for i, c := range cs {
+		lo, hi := i*per, (i+1)*per-1
+		if i == len(cs)-1 {
+			hi = 16383
+		}
+		if err := c.Do(ctx, "CLUSTER", "ADDSLOTSRANGE", lo, hi).Err(); err != nil {
+			return fmt.Errorf("cluster addslotsrange: %w", err)
+		}
+	}
+	for deadline := time.Now().Add(20 * time.Second); ; time.Sleep(50 * time.Millisecond) {
+		ok := true
+		for _, c := range cs {
+			info, err := c.ClusterInfo(ctx).Result()
+			ok = ok && err == nil && strings.Contains(info, "cluster_state:ok") && strings.Contains(info, "cluster_known_nodes:3")
+		}
+		if ok {
+			return nil
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("cluster did not form")
+		}
+	}
 }

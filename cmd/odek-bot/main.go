@@ -132,31 +132,31 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	var q bot.Queue
 	var embedded *embeddedWorkers
 	if e.RedisURL != "" {
-		opt, err := redis.ParseURL(e.RedisURL)
+		rc, ru, err := queue.NewRedisClient(e.RedisURL)
 		if err != nil {
-			return &codeErr{exitSetup, errors.New("REDIS_URL is not a valid redis:// or rediss:// URL")}
+			return &codeErr{exitSetup, fmt.Errorf("REDIS_URL: %w", err)}
 		}
-		rc := redis.NewClient(opt)
 		defer rc.Close()
+		addr := ru.String()
 		// Wait for Redis (logging each retry) instead of leaning on a restart
 		// policy; go-redis' own log lines go through logrus.
 		redis.SetLogger(worker.RedisLogger{Log: log})
 		if err := queue.WaitRedis(ctx, rc, func(attempt int, d time.Duration, err error) {
-			log.WithFields(logrus.Fields{"redis": opt.Addr, "attempt": attempt, "retry_in": d.Round(time.Millisecond).String()}).WithError(err).Warn("odek-bot: Redis unreachable; waiting for it")
+			log.WithFields(logrus.Fields{"redis": addr, "attempt": attempt, "retry_in": d.Round(time.Millisecond).String()}).WithError(err).Warn("odek-bot: Redis unreachable; waiting for it")
 		}); err != nil {
-			return &codeErr{exitSetup, fmt.Errorf("connecting to Redis at %s: %w", opt.Addr, err)}
+			return &codeErr{exitSetup, fmt.Errorf("connecting to Redis at %s: %w", addr, err)}
 		}
 		cctx, cancel := context.WithTimeout(ctx, 15*time.Second)
 		rq, err := queue.NewRedis(cctx, rc, queue.Options{Prefix: e.QueuePrefix})
 		cancel()
 		if err != nil {
-			return &codeErr{exitSetup, fmt.Errorf("connecting to Redis at %s: %w", opt.Addr, err)}
+			return &codeErr{exitSetup, fmt.Errorf("connecting to Redis at %s: %w", addr, err)}
 		}
 		q = rq
 		if e.StatusLedger == "" {
 			cfg.Ledger = bot.RedisLedger{Client: rc, Key: e.QueuePrefix + "telegram:status-ledger"}
 		}
-		log.WithField("redis", opt.Addr).Info("odek-bot: distributed mode: jobs go to Redis for `odek worker` processes")
+		log.WithField("redis", addr).Info("odek-bot: distributed mode: jobs go to Redis for `odek worker` processes")
 	} else {
 		mq := queue.NewMemory(queue.Options{Prefix: e.QueuePrefix})
 		q = mq

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"github.com/odekrun/odek/queue"
 	"io"
 	"os"
 	"time"
@@ -15,7 +16,6 @@ import (
 	"github.com/odekrun/odek/internal/host"
 	"github.com/odekrun/odek/internal/llm"
 	"github.com/odekrun/odek/internal/sandbox"
-	"github.com/redis/go-redis/v9"
 	"github.com/sirupsen/logrus"
 )
 
@@ -111,18 +111,45 @@ func cmdDoctor(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	// Redis, when configured.
 	if *redisURL == "" {
 		add("redis", checkSkip, "no REDIS_URL: workers need one; odek-bot runs its own in-process workers without it")
-	} else if opt, err := redis.ParseURL(*redisURL); err != nil {
-		add("redis", checkFail, "REDIS_URL is not a valid redis:// or rediss:// URL")
+	} else if ru, err := queue.ParseRedisURL(*redisURL); err != nil {
+		add("redis", checkFail, "%v", err)
 	} else {
-		c := redis.NewClient(opt)
+		c := ru.NewClient()
 		rctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+		prefix := os.Getenv("ODEK_QUEUE_PREFIX")
 		err := c.Ping(rctx).Err()
+		var ti queue.TopologyInfo
+		if err == nil {
+			ti, err = queue.DescribeRedis(rctx, c, queue.KeyPrefix(prefix)+"jobs")
+		}
+		var legacy int64
+		if err == nil {
+			for _, k := range queue.LegacyKeys(prefix) { // one by one: different slots on a cluster
+				n, _ := c.Exists(rctx, k).Result()
+				legacy += n
+			}
+		}
 		cancel()
 		c.Close()
-		if err != nil {
-			add("redis", checkFail, "%s: %v", opt.Addr, err)
-		} else {
-			add("redis", checkOK, "%s answers PING", opt.Addr)
+		switch {
+		case err != nil:
+			add("redis", checkFail, "%s: %v", ru, err)
+		default:
+			status := checkOK
+			note := ""
+			if ti.Mode != queue.ModeSingle && len(ti.Replicas) == 0 {
+				status, note = checkWarn, "; no replica: a failover has nowhere to go"
+			}
+			masters := ""
+			if ti.Mode == queue.ModeCluster {
+				masters = fmt.Sprintf(" (%d masters; this one holds the queue's slot)", ti.Masters)
+			}
+			add("redis", status, "%s mode, master %s%s, replicas %v%s", ti.Mode, ti.Master, masters, ti.Replicas, note)
+			if legacy > 0 {
+				add("redis keys", checkWarn, "queue data in the old layout (no hash tag) found: stop the workers and the bot, run `odek queue migrate`")
+			} else {
+				add("redis keys", checkOK, "queue keys under the hash tag %s*: one cluster slot, every script declares its keys (cluster-safe)", queue.KeyPrefix(prefix))
+			}
 		}
 	}
 

@@ -62,3 +62,34 @@ func TestDoctor(t *testing.T) {
 		t.Fatalf("model gone: exit %d\n%s", plain.code, plain.stdout)
 	}
 }
+
+// odek doctor --redis reports the mode, the master and its replicas, and
+// whether the key layout is cluster-safe, on a real 3+3 cluster; a bad URL
+// fails naming the part that is wrong.
+func TestDoctorRedisTopology(t *testing.T) {
+	tp := queuetest.StartTopology(t, "cluster")
+	out := runOdekEnv(t, "http://127.0.0.1:1/v1", t.TempDir(), nil, "doctor", "--json", "--no-model", "--redis", tp.URL)
+	var d doctorOut
+	if err := json.Unmarshal([]byte(out.stdout), &d); err != nil {
+		t.Fatalf("doctor --json: %v\n%s\n%s", err, out.stdout, out.stderr)
+	}
+	detail := func(name string) string {
+		for _, c := range d.Checks {
+			if c.Name == name {
+				return c.Detail
+			}
+		}
+		return ""
+	}
+	if d.status("redis") != "ok" || !strings.Contains(detail("redis"), "cluster mode, master 127.0.0.1:") ||
+		!strings.Contains(detail("redis"), "3 masters") || d.status("redis keys") != "ok" || !strings.Contains(detail("redis keys"), "{odek}:") {
+		t.Fatalf("cluster: %s", out.stdout)
+	}
+	out = runOdekEnv(t, "http://127.0.0.1:1/v1", t.TempDir(), nil, "doctor", "--json", "--no-model", "--redis", "redis+sentinel://127.0.0.1:1")
+	if err := json.Unmarshal([]byte(out.stdout), &d); err != nil {
+		t.Fatal(err)
+	}
+	if d.status("redis") != "fail" || !strings.Contains(detail("redis"), "REDIS_URL path: no master name") {
+		t.Fatalf("bad URL: %s", out.stdout)
+	}
+}

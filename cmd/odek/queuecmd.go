@@ -37,6 +37,7 @@ const queueUsage = `Usage:
   odek queue workers                               live workers: name, version, concurrency, running jobs, last heartbeat
   odek queue tail [ID]                             follow the progress of one job (until it ends) or of all running jobs
   odek queue config [--lease D] [--max-attempts N] show or set the lease and max attempts every worker uses
+  odek queue migrate                               move queue keys of the old layout ("odek:jobs") to the hash-tagged one ("{odek}:jobs"); idempotent, run with workers and bot stopped
 Every subcommand takes --redis URL (env REDIS_URL), --prefix and --json (one JSON value per line on stdout).
 Exit codes: 0 ok, 1 the job or the request failed, 3 bad flags or arguments, 69 Redis unreachable.
 `
@@ -71,7 +72,7 @@ func cmdQueue(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 	var a queueArgs
 	fs.BoolVar(&a.jsonOut, "json", false, "print JSON (one value per line) instead of text")
 	switch sub {
-	case "stats", "show", "cancel", "workers", "tail":
+	case "stats", "show", "cancel", "workers", "tail", "migrate":
 	case "submit":
 		fs.Int64Var(&a.chat, "chat", 0, "chat id the job belongs to (required; jobs of one chat run one at a time, in order)")
 		fs.Int64Var(&a.user, "user", 0, "user id (optional)")
@@ -162,12 +163,15 @@ func cmdQueue(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 	rlog.SetOutput(stderr)
 	rlog.SetLevel(logrus.ErrorLevel)
 	redis.SetLogger(worker.RedisLogger{Log: rlog})
+	if sub == "migrate" {
+		return migrateQueue(ctx, &qf, a.jsonOut, stdout)
+	}
 	rc, q, err := qf.connect(ctx, "odek queue "+sub, qf.optionsDefault())
 	if err != nil {
 		return err
 	}
 	defer rc.Close()
-	c := &queueCLI{q: q, addr: rc.Options().Addr, what: "odek queue " + sub, a: a, stdin: stdin, stdout: stdout, stderr: stderr, prefix: qf.prefix}
+	c := &queueCLI{q: q, addr: queue.ClientAddr(rc), what: "odek queue " + sub, a: a, stdin: stdin, stdout: stdout, stderr: stderr, prefix: qf.prefix}
 	switch sub {
 	case "stats":
 		return c.stats(ctx)
@@ -695,4 +699,39 @@ func parseBudget(s string) (*queue.Budget, error) {
 		return nil, fmt.Errorf("--budget: %w", err)
 	}
 	return &b, nil
+}
+
+// migrateQueue runs queue.Migrate: the one subcommand that must not open
+// the queue first (NewRedis refuses the old layout).
+func migrateQueue(ctx context.Context, qf *queueFlags, jsonOut bool, stdout io.Writer) error {
+	const what = "odek queue migrate"
+	rc, addr, err := qf.client()
+	if err != nil {
+		return err
+	}
+	defer rc.Close()
+	cctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	err = rc.Ping(cctx).Err()
+	cancel()
+	if err != nil {
+		return redisErr(what, addr, err)
+	}
+	rep, err := queue.Migrate(ctx, rc, qf.prefix)
+	if err != nil {
+		return redisErr(what, addr, err)
+	}
+	if jsonOut {
+		if err := json.NewEncoder(stdout).Encode(map[string]any{"moved": rep.Moved, "skipped": rep.Skipped, "prefix": queue.KeyPrefix(qf.prefix)}); err != nil {
+			return err
+		}
+	} else {
+		fmt.Fprintf(stdout, "moved %d keys to %s*\n", rep.Moved, queue.KeyPrefix(qf.prefix))
+		for _, k := range rep.Skipped {
+			fmt.Fprintf(stdout, "skipped %s: its new name already holds data; compare and delete one by hand\n", k)
+		}
+	}
+	if len(rep.Skipped) > 0 {
+		return withCode(exitError, fmt.Errorf("%s: %d keys could not be moved", what, len(rep.Skipped)))
+	}
+	return nil
 }

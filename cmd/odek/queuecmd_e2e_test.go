@@ -355,3 +355,37 @@ func TestWorkerSharedConfigAndWaitForRedis(t *testing.T) {
 		}
 	}
 }
+
+// A queue in the old key layout ("odek:jobs") is refused with a pointer to
+// `odek queue migrate`, which moves it once; a second run moves nothing.
+func TestQueueCLIMigrate(t *testing.T) {
+	e := newQueueEnv(t, noLLM, false, 30*time.Second, 3)
+	ctx := context.Background()
+	j := e.enqueue(queue.Job{ChatID: 1, Goal: "before the migration"})
+	rc := e.srv.Client()
+	keys, err := rc.Keys(ctx, "{odek}:*").Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, k := range keys {
+		if err := rc.Rename(ctx, k, "odek:"+strings.TrimPrefix(k, "{odek}:")).Err(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if out := e.queueCLI("", "stats"); out.code == 0 || !strings.Contains(out.stderr, "odek queue migrate") {
+		t.Fatalf("stats on the old layout: exit %d, stderr %q; want a failure naming odek queue migrate", out.code, out.stderr)
+	}
+	out := e.queueCLI("", "migrate", "--json")
+	rows := jsonLines(t, out)
+	if out.code != 0 || len(rows) != 1 || rows[0]["moved"] != float64(len(keys)) {
+		t.Fatalf("migrate: exit %d, %q %q; want %d moved", out.code, out.stdout, out.stderr, len(keys))
+	}
+	out = e.queueCLI("", "migrate", "--json")
+	if rows := jsonLines(t, out); out.code != 0 || rows[0]["moved"] != float64(0) {
+		t.Fatalf("second migrate: exit %d, %q", out.code, out.stdout)
+	}
+	out = e.queueCLI("", "show", "--json", j.ID)
+	if rows := jsonLines(t, out); out.code != 0 || rows[0]["state"] != queue.StateReady {
+		t.Fatalf("show after migrate: exit %d, %q %q", out.code, out.stdout, out.stderr)
+	}
+}

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"github.com/prometheus/client_golang/prometheus"
 	"io"
 	"net"
 	"net/http"
@@ -80,23 +81,24 @@ func (q *queueFlags) optionsDefault() queue.Options {
 // errNoRedis explains why a worker without Redis has nothing to do.
 var errNoRedis = errors.New("no Redis configured: set REDIS_URL or pass --redis URL (workers take jobs from Redis; without it the bot runs its own in-process workers)")
 
-// client parses the URL and returns a client. The URL is never echoed: it
-// may carry a password.
-func (q *queueFlags) client() (*redis.Client, error) {
+// client parses the URL (any form queue.ParseRedisURL takes: one node,
+// Sentinel, Cluster, with or without TLS) and returns a client and where it
+// points. The URL is never echoed: it may carry a password.
+func (q *queueFlags) client() (redis.UniversalClient, string, error) {
 	if q.redisURL == "" {
-		return nil, withCode(exitSetup, errNoRedis)
+		return nil, "", withCode(exitSetup, errNoRedis)
 	}
-	opt, err := redis.ParseURL(q.redisURL)
+	c, u, err := queue.NewRedisClient(q.redisURL)
 	if err != nil {
-		return nil, withCode(exitSetup, errors.New("--redis / REDIS_URL is not a valid redis:// or rediss:// URL"))
+		return nil, "", withCode(exitSetup, fmt.Errorf("--redis / REDIS_URL: %w", err))
 	}
-	return redis.NewClient(opt), nil
+	return c, u.String(), nil
 }
 
 // connect opens the Redis client and the queue for command what, failing
 // at once (exit 69) when Redis is unreachable.
-func (q *queueFlags) connect(ctx context.Context, what string, opts queue.Options) (*redis.Client, *queue.Redis, error) {
-	c, err := q.client()
+func (q *queueFlags) connect(ctx context.Context, what string, opts queue.Options) (redis.UniversalClient, *queue.Redis, error) {
+	c, addr, err := q.client()
 	if err != nil {
 		return nil, nil, err
 	}
@@ -104,25 +106,24 @@ func (q *queueFlags) connect(ctx context.Context, what string, opts queue.Option
 	defer cancel()
 	if err := c.Ping(cctx).Err(); err != nil {
 		c.Close()
-		return nil, nil, redisErr(what, c.Options().Addr, err)
+		return nil, nil, redisErr(what, addr, err)
 	}
 	qu, err := queue.NewRedis(cctx, c, opts)
 	if err != nil {
 		c.Close()
-		return nil, nil, redisErr(what, c.Options().Addr, err)
+		return nil, nil, redisErr(what, addr, err)
 	}
 	return c, qu, nil
 }
 
 // connectWorker waits for Redis with backoff (logging each retry), agrees
 // on the shared config and opens the queue.
-func (q *queueFlags) connectWorker(ctx context.Context, log logrus.FieldLogger) (*redis.Client, *queue.Redis, error) {
-	c, err := q.client()
+func (q *queueFlags) connectWorker(ctx context.Context, log logrus.FieldLogger) (redis.UniversalClient, *queue.Redis, error) {
+	c, addr, err := q.client()
 	if err != nil {
 		return nil, nil, err
 	}
-	addr := c.Options().Addr
-	fail := func(err error) (*redis.Client, *queue.Redis, error) {
+	fail := func(err error) (redis.UniversalClient, *queue.Redis, error) {
 		c.Close()
 		if ctx.Err() != nil {
 			return nil, nil, withCode(exitCancelled, fmt.Errorf("odek worker: stopped while waiting for Redis at %s: %v", addr, rootCause(err)))
@@ -163,7 +164,7 @@ func (q *queueFlags) agree(sc queue.SharedConfig, log logrus.FieldLogger) error 
 	}
 	if len(clash) > 0 {
 		return withCode(exitSetup, fmt.Errorf("odek worker: %s disagrees with the shared config in %sconfig; every worker must use the same. Drop the flag to adopt the queue's, or change it for all with `odek queue config --lease D --max-attempts N` and restart the workers",
-			strings.Join(clash, " and "), q.prefix))
+			strings.Join(clash, " and "), queue.KeyPrefix(q.prefix)))
 	}
 	if sc.LeaseTTL != q.lease || sc.MaxAttempts != q.maxAttempts {
 		log.WithFields(logrus.Fields{"lease": sc.LeaseTTL.String(), "max_attempts": sc.MaxAttempts}).Info("odek worker: using the queue's shared lease and max attempts")
@@ -259,16 +260,27 @@ func cmdWorker(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	}
 	defer jr.Close()
 
+	// The Redis deployment as this worker sees it: mode, master of the
+	// queue's slot, replicas, failovers seen (health and metrics).
+	topo := queue.NewTopologyWatcher(rc, queue.KeyPrefix(f.q.prefix)+"jobs")
+	tctx, stopTopo := context.WithCancel(context.WithoutCancel(ctx))
+	defer stopTopo()
+	go topo.Run(tctx, 2*time.Second)
 	w, err := worker.New(worker.Config{
 		Queue: q, Run: jr.Run, Name: f.name, Concurrency: f.concurrency, ShutdownTimeout: f.shutdownTimeout,
 		ApprovalTimeout: f.approvalTimeout, Logger: log,
-		Health: func() map[string]any { return map[string]any{"sandbox": jr.Sandbox()} },
+		Health: func() map[string]any { return map[string]any{"sandbox": jr.Sandbox(), "redis": topo.Health()} },
 		// Heartbeats well inside the lease, at most every 500 ms (cancel latency).
 		HeartbeatInterval: min(f.q.lease/3, 500*time.Millisecond),
 		LeaseTTL:          f.q.lease,
 		Version:           version,
 	})
 	if err != nil {
+		return withCode(exitSetup, err)
+	}
+	if err := w.Registry().Register(prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "odek_redis_master_changes_total",
+		Help: "Changes of the Redis master of the queue's slot (failovers, master restarts) this worker saw."},
+		func() float64 { _, n, _ := topo.Snapshot(); return float64(n) })); err != nil {
 		return withCode(exitSetup, err)
 	}
 	if f.metricsAddr != "" {

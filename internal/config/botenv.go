@@ -17,7 +17,7 @@ type BotEnv struct {
 	WebhookAddr  string `env:"ODEK_TELEGRAM_WEBHOOK_LISTEN" env-default:":8443" env-description:"address the webhook server listens on"`
 	WebhookKey   string `env:"ODEK_TELEGRAM_WEBHOOK_SECRET" env-description:"secret checked in the X-Telegram-Bot-Api-Secret-Token header (required with a webhook)"`
 	HealthAddr   string `env:"ODEK_HEALTH_ADDR" env-description:"serve GET /healthz on this address, e.g. :8080 (empty = off)"`
-	RedisURL     string `env:"REDIS_URL" env-description:"redis:// URL of the job queue; empty = embedded mode (in-process queue and workers)"`
+	RedisURL     string `env:"REDIS_URL" env-description:"URL of the job queue: redis://, rediss://, redis+sentinel://host:port,.../master, redis+cluster://host:port,... (see docs/DEPLOY.md); empty = embedded mode (in-process queue and workers)"`
 	QueuePrefix  string `env:"ODEK_QUEUE_PREFIX" env-default:"odek:" env-description:"key prefix shared with the workers"`
 	Workers      int    `env:"ODEK_WORKERS" env-default:"2" env-description:"embedded mode: jobs run at once inside the bot"`
 	StateFile    string `env:"ODEK_TELEGRAM_STATE_FILE" env-description:"file keeping chat state (sessions, today's usage, artifact ids, unfinished jobs) across restarts (empty = memory only)"`

@@ -60,7 +60,7 @@ type ProcessEnv struct {
 // WorkerEnv are the variables of `odek worker` and the `odek queue`
 // commands; each is also a flag, which wins.
 type WorkerEnv struct {
-	RedisURL        string  `env:"REDIS_URL" env-description:"redis:// or rediss:// URL of the job queue (required by odek worker and odek queue)"`
+	RedisURL        string  `env:"REDIS_URL" env-description:"URL of the job queue: redis://, rediss://, redis+sentinel://host:port,.../master, redis+cluster://host:port,... (required by odek worker and odek queue; see docs/DEPLOY.md)"`
 	QueuePrefix     string  `env:"ODEK_QUEUE_PREFIX" env-default:"odek:" env-description:"key prefix of the queue and sessions, shared with the bot"`
 	Lease           Seconds `env:"ODEK_QUEUE_LEASE" env-default:"30s" env-description:"lease of a claimed job without heartbeat before another worker takes it over (stored in the queue by the first worker)"`
 	MaxAttempts     int     `env:"ODEK_QUEUE_MAX_ATTEMPTS" env-default:"3" env-description:"deaths of a job's worker, while the job ran alone, before it is dead-lettered (stored in the queue by the first worker)"`

@@ -20,13 +20,19 @@ const MaxRedisBytes = 64 << 20
 //	<prefix>session:<id>  string: the session JSON (same format as a FileStore file)
 //	<prefix>sessions      sorted set: id scored by UpdatedAt (unix µs), for Latest and List
 //
-// Save writes both keys in one MULTI, so a reader sees the old or the new
-// session, never a mix. The zero value is not usable: Client must be set.
+// The two keys hash to different Redis Cluster slots (sessions spread over
+// the cluster's masters), so no command spans both: Save writes the session
+// (one SET: a reader sees the old or the new session, never a mix) and then
+// indexes it; Delete removes the session and then its index entry. A crash
+// between the two leaves an index entry without a session, which Latest and
+// List skip, or a session missing from the index until its next Save.
+// The zero value is not usable: Client must be set.
 // Safe for concurrent use by many goroutines and processes; the last Save
 // of an id wins. The Client stays owned by the caller.
 type RedisStore struct {
-	// Client is the Redis connection. Required.
-	Client *redis.Client
+	// Client is the Redis connection (one node, Sentinel or Cluster).
+	// Required.
+	Client redis.UniversalClient
 	// Prefix starts every key; "" means "odek:".
 	Prefix string
 	// TTL expires a session this long after its last Save; 0 means never.
@@ -55,7 +61,7 @@ func (r *RedisStore) now() time.Time {
 	return time.Now().UTC()
 }
 
-func (r *RedisStore) client() (*redis.Client, error) {
+func (r *RedisStore) client() (redis.UniversalClient, error) {
 	if r.Client == nil {
 		return nil, errors.New("session: RedisStore.Client is nil")
 	}
@@ -86,8 +92,10 @@ func (r *RedisStore) Save(ctx context.Context, s *Session) error {
 	if len(b) > MaxRedisBytes {
 		return fmt.Errorf("session: %s encodes to %d bytes, exceeding the limit MaxRedisBytes=%d", s.ID, len(b), MaxRedisBytes)
 	}
-	_, err = c.TxPipelined(ctx, func(p redis.Pipeliner) error {
-		p.Set(ctx, r.key(s.ID), b, r.TTL)
+	if err := c.Set(ctx, r.key(s.ID), b, r.TTL).Err(); err != nil {
+		return fmt.Errorf("session: saving %s to redis: %w", s.ID, err)
+	}
+	_, err = c.TxPipelined(ctx, func(p redis.Pipeliner) error { // one key: one slot
 		p.ZAdd(ctx, r.index(), redis.Z{Score: float64(now.UnixMicro()), Member: s.ID})
 		if r.TTL > 0 {
 			p.ZRemRangeByScore(ctx, r.index(), "-inf", strconv.FormatInt(now.Add(-r.TTL).UnixMicro()-1, 10))
@@ -151,7 +159,7 @@ func (r *RedisStore) Latest(ctx context.Context) (*Session, error) {
 	return nil, fmt.Errorf("%w: sessions keep disappearing under %s", ErrNotFound, r.index())
 }
 
-// List implements Store: the index, then the sessions in batches of 100.
+// List implements Store: the index, then the sessions in pipelines of 100 GETs.
 func (r *RedisStore) List(ctx context.Context) ([]Summary, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
@@ -169,18 +177,23 @@ func (r *RedisStore) List(ctx context.Context) ([]Summary, error) {
 		n := min(len(ids), 100)
 		batch := ids[:n]
 		ids = ids[n:]
-		keys := make([]string, 0, n)
+		// One pipeline of GETs, not MGET: on a cluster the sessions live
+		// in many slots, and a pipeline is split per node.
+		p := c.Pipeline()
+		gets := make([]*redis.StringCmd, 0, n)
 		for _, id := range batch {
-			keys = append(keys, r.key(id))
+			gets = append(gets, p.Get(ctx, r.key(id)))
 		}
-		vals, err := c.MGet(ctx, keys...).Result()
-		if err != nil {
+		if _, err := p.Exec(ctx); err != nil && !errors.Is(err, redis.Nil) {
 			return nil, fmt.Errorf("session: listing redis sessions: %w", err)
 		}
-		for i, v := range vals {
-			str, ok := v.(string)
-			if !ok {
+		for i, g := range gets {
+			str, err := g.Result()
+			if errors.Is(err, redis.Nil) {
 				continue // deleted or expired meanwhile
+			}
+			if err != nil {
+				return nil, fmt.Errorf("session: listing redis sessions: %w", err)
 			}
 			if ValidateID(batch[i]) != nil {
 				continue
@@ -208,16 +221,14 @@ func (r *RedisStore) Delete(ctx context.Context, id string) error {
 	if err := ValidateID(id); err != nil {
 		return err
 	}
-	var del *redis.IntCmd
-	_, err = c.TxPipelined(ctx, func(p redis.Pipeliner) error {
-		del = p.Del(ctx, r.key(id))
-		p.ZRem(ctx, r.index(), id)
-		return nil
-	})
+	n, err := c.Del(ctx, r.key(id)).Result()
+	if err == nil {
+		err = c.ZRem(ctx, r.index(), id).Err()
+	}
 	if err != nil {
 		return fmt.Errorf("session: deleting %s from redis: %w", id, err)
 	}
-	if del.Val() == 0 {
+	if n == 0 {
 		return fmt.Errorf("%w: %s", ErrNotFound, id)
 	}
 	return nil

@@ -14,11 +14,15 @@ import (
 	"github.com/odekrun/odek/queue/queuetest"
 )
 
+// The store's contract holds on one node, behind Sentinel and on a 3+3
+// cluster (where a session and the index live in different slots).
 func TestRedisStoreContract(t *testing.T) {
-	c := queuetest.StartRedis(t)
-	var n atomic.Int64
-	sessiontest.Run(t, func(t *testing.T) session.Store {
-		return &session.RedisStore{Client: c, Prefix: fmt.Sprintf("t%d:", n.Add(1))}
+	queuetest.EachTopology(t, func(t *testing.T, tp *queuetest.Topology) {
+		c := tp.Client()
+		var n atomic.Int64
+		sessiontest.Run(t, func(t *testing.T) session.Store {
+			return &session.RedisStore{Client: c, Prefix: fmt.Sprintf("t%d:", n.Add(1))}
+		})
 	})
 }
 

@@ -1,13 +1,18 @@
 // Package queuetest holds test helpers for the queue package: a real
-// redis-server on an ephemeral port, and the conformance suite Run that
-// every queue.Queue implementation must pass.
+// redis-server on an ephemeral port, real topologies (StartTopology: one
+// node, 1 master + 1 replica + 3 sentinels, a 3+3 cluster; EachTopology
+// runs a test on each), and the conformance suite Run that every
+// queue.Queue implementation must pass.
 //
 // Helpers are safe to call from parallel tests; each StartRedis gets its own
-// server process, port and data directory, all removed by t.Cleanup.
+// server process, port and data directory, all removed by t.Cleanup. Only
+// processes a helper started are ever killed (by their *exec.Cmd).
 package queuetest
 
 import (
 	"context"
+	"crypto/tls"
+	"errors"
 	"fmt"
 	"net"
 	"os"
@@ -31,6 +36,19 @@ type ServerOptions struct {
 	// AOF turns on the append-only file (appendfsync always), so Restart
 	// keeps every acknowledged write.
 	AOF bool
+	// Args are more command-line options ("--replicaof", "127.0.0.1",
+	// "6379"); each may use {port}, {port2} (a second free port, for a
+	// cluster bus) and {dir}.
+	Args []string
+	// Sentinel runs the server as a sentinel: Config (with the same
+	// placeholders) is written to sentinel.conf in the data directory,
+	// which the sentinel rewrites as it learns the topology.
+	Sentinel bool
+	Config   string
+	// TLS, when set, is how the helper's own probe reaches the server: for
+	// a server that listens with TLS only (Args "--port", "0",
+	// "--tls-port", "{port}", ...).
+	TLS *tls.Config
 }
 
 // Server is a redis-server child process owned by one test.
@@ -38,12 +56,13 @@ type Server struct {
 	Addr string
 	Dir  string
 
-	t    testing.TB
-	bin  string
-	opts ServerOptions
-	port int
-	cmd  *exec.Cmd
-	exit chan struct{}
+	t     testing.TB
+	bin   string
+	opts  ServerOptions
+	port  int
+	port2 int
+	cmd   *exec.Cmd
+	exit  chan struct{}
 }
 
 // StartRedis starts a throwaway redis-server and returns a client for it.
@@ -69,10 +88,11 @@ func StartServer(t testing.TB, opts ServerOptions) *Server {
 	var lastErr error
 	for try := 0; try < 5; try++ {
 		port, err := freePort()
-		if err != nil {
-			t.Fatalf("queuetest: pick a port: %v", err)
+		port2, err2 := freePort()
+		if err != nil || err2 != nil {
+			t.Fatalf("queuetest: pick a port: %v", errors.Join(err, err2))
 		}
-		s.port = port
+		s.port, s.port2 = port, port2
 		if lastErr = s.start(); lastErr == nil {
 			t.Cleanup(s.Kill)
 			return s
@@ -97,17 +117,32 @@ func freePort() (int, error) {
 	return l.Addr().(*net.TCPAddr).Port, nil
 }
 
+func (s *Server) expand(a string) string {
+	return strings.NewReplacer("{port}", strconv.Itoa(s.port), "{port2}", strconv.Itoa(s.port2), "{dir}", s.Dir).Replace(a)
+}
+
 func (s *Server) start() error {
 	s.Addr = net.JoinHostPort("127.0.0.1", strconv.Itoa(s.port))
-	args := []string{
+	var args []string
+	if s.opts.Sentinel {
+		conf := filepath.Join(s.Dir, "sentinel.conf")
+		if err := os.WriteFile(conf, []byte(s.expand(s.opts.Config)), 0o600); err != nil {
+			return err
+		}
+		args = append(args, conf, "--sentinel")
+	}
+	args = append(args, []string{
 		"--port", strconv.Itoa(s.port), "--bind", "127.0.0.1", "--dir", s.Dir,
 		"--save", "", "--daemonize", "no", "--protected-mode", "yes",
 		"--logfile", filepath.Join(s.Dir, "redis.log"),
-	}
+	}...)
 	if s.opts.AOF {
 		args = append(args, "--appendonly", "yes", "--appendfsync", "always")
-	} else {
+	} else if !s.opts.Sentinel {
 		args = append(args, "--appendonly", "no")
+	}
+	for _, a := range s.opts.Args {
+		args = append(args, s.expand(a))
 	}
 	cmd := exec.Command(s.bin, args...)
 	if err := cmd.Start(); err != nil {
@@ -117,7 +152,7 @@ func (s *Server) start() error {
 	go func() { _ = cmd.Wait(); close(exit) }()
 	s.cmd, s.exit = cmd, exit
 
-	c := redis.NewClient(&redis.Options{Addr: s.Addr, MaxRetries: -1})
+	c := redis.NewClient(&redis.Options{Addr: s.Addr, MaxRetries: -1, TLSConfig: s.opts.TLS})
 	defer c.Close()
 	deadline := time.Now().Add(10 * time.Second)
 	for {

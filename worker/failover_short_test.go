@@ -1,0 +1,5 @@
+//go:build !soak
+
+package worker_test
+
+const soak = false
