@@ -98,7 +98,12 @@ func TestWorkerFileToolsSurviveSpecialFiles(t *testing.T) {
 	if err := os.MkdirAll(e.home, 0o700); err != nil {
 		t.Fatal(err)
 	}
-	if err := os.WriteFile(filepath.Join(e.home, "config.json"), []byte(sandboxtest.Permissive), 0o600); err != nil {
+	// The sandbox's default file size limit (max_file_size_mb, 1 GiB)
+	// already stops a job from making the 400 GiB file; lift it, so that
+	// what is tested is the file tools with such a file (an operator may
+	// raise the limit, and files also arrive by other ways).
+	cfg := strings.TrimSuffix(sandboxtest.Permissive, "}") + `,"sandbox":{"max_file_size_mb":1048576}}`
+	if err := os.WriteFile(filepath.Join(e.home, "config.json"), []byte(cfg), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	artifacts := t.TempDir()
