@@ -487,7 +487,16 @@ func (c *chat) handleMessage(ctx context.Context, updateID int, m *tgbotapi.Mess
 		c.replyTo(ctx, replyTo, tr(lang, "unsupported", k))
 		return
 	}
-	if _, _, _, _, _, ok := voiceFile(m); ok {
+	_, _, _, _, _, isVoice := voiceFile(m)
+	_, _, _, _, _, isFile := attachment(m)
+	if isVoice || isFile {
+		// Limits first: a chat over its budget or rate gets no file fetched.
+		if msg := c.admitFile(userID, lang); msg != "" {
+			c.replyTo(ctx, replyTo, msg)
+			return
+		}
+	}
+	if isVoice {
 		heard := c.transcribe(ctx, lang, m, replyTo)
 		if heard == "" {
 			return
@@ -498,7 +507,7 @@ func (c *chat) handleMessage(ctx context.Context, updateID int, m *tgbotapi.Mess
 		text = heard
 	}
 	var up *upload
-	if _, _, _, _, _, ok := attachment(m); ok {
+	if isFile {
 		var msg string
 		if up, msg = b.saveUpload(ctx, chatID, lang, m); up == nil {
 			c.replyTo(ctx, replyTo, msg)

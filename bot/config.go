@@ -23,6 +23,10 @@ const MaxUploadBytes int64 = 50 << 20
 // download with getFile (20 MB).
 const MaxDownloadBytes int64 = 20 << 20
 
+// DefaultChatStorageBytes is Config.ChatStorageBytes' default: 1 GiB per
+// chat.
+const DefaultChatStorageBytes int64 = 1 << 30
+
 // Config configures a Bot. Only Token and an access rule (AllowedUsers,
 // AllowedChats or AllowAll) are required; every other zero value picks the
 // default documented on the field.
@@ -78,6 +82,14 @@ type Config struct {
 	// chat's directory under ArtifactDir). 0 means MaxDownloadBytes (the
 	// public Bot API's getFile limit, 20 MB).
 	MaxDownloadBytes int64
+	// ChatStorageBytes is each chat's storage quota: the bytes on disk
+	// (allocated blocks, as du counts them) under <ArtifactDir>/<chat id>,
+	// the files its jobs wrote and its uploads together. An upload that
+	// would take the directory past it is refused before a byte is
+	// written (by the size Telegram reports) and stopped and removed at
+	// the quota while it is written. 0 means DefaultChatStorageBytes;
+	// negative means no quota.
+	ChatStorageBytes int64
 
 	// GroupSession is the conversation a group member's message joins:
 	// "user" (default) gives each member their own session inside the
@@ -203,6 +215,9 @@ func (c Config) withDefaults() Config {
 	c.SendArtifactBytes = min(c.SendArtifactBytes, c.MaxUploadBytes)
 	if c.MaxDownloadBytes <= 0 {
 		c.MaxDownloadBytes = MaxDownloadBytes
+	}
+	if c.ChatStorageBytes == 0 {
+		c.ChatStorageBytes = DefaultChatStorageBytes
 	}
 	if c.GroupSession == "" {
 		c.GroupSession = "user"

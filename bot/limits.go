@@ -37,6 +37,26 @@ func (u *userRates) take(userID int64, now time.Time) (bool, time.Duration) {
 	return takeAt(l, now)
 }
 
+// allows reports, without taking anything, whether the user's bucket
+// holds a job at now and, when not, how long until it does: the check
+// made before a user's file is fetched (the job it becomes takes the
+// token).
+func (u *userRates) allows(userID int64, now time.Time) (bool, time.Duration) {
+	if u.perMinute <= 0 {
+		return true, 0
+	}
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	l := u.m[userID]
+	if l == nil {
+		return true, 0
+	}
+	if tok := l.TokensAt(now); tok < 1 {
+		return false, time.Duration((1 - tok) / float64(l.Limit()) * float64(time.Second))
+	}
+	return true, 0
+}
+
 // takeAt takes a token from l at now without waiting: whether it was
 // taken, and if not how long until one is there.
 func takeAt(l *rate.Limiter, now time.Time) (bool, time.Duration) {

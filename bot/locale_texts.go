@@ -76,6 +76,7 @@ var moreTexts = map[string]map[string]string{
 		"file.off":    "❌ This bot cannot receive files (its operator has not set ODEK_ARTIFACTS_DIR). Paste the text instead.",
 		"file.save":   "❌ The file could not be saved; please try again later.",
 		"file.fetch":  "❌ The file could not be downloaded from Telegram; please send it again.",
+		"file.quota":  "❌ That file does not fit: this chat's files take %s of its %s storage quota (ODEK_TELEGRAM_CHAT_STORAGE_BYTES), so at most %s more. Delete files first, or ask the operator.",
 		// restarts
 		"voice.off":     "🎙 Voice messages cannot be transcribed on this bot (it has no speech-to-text endpoint). Please send your request as text.",
 		"voice.none":    "🎙 Voice messages cannot be transcribed here: the model endpoint has no speech-to-text (/audio/transcriptions answered 404). Please send your request as text.",
@@ -166,6 +167,7 @@ var moreTexts = map[string]map[string]string{
 		"file.off":    "❌ Dieser Bot kann keine Dateien empfangen (sein Betreiber hat ODEK_ARTIFACTS_DIR nicht gesetzt). Füge den Text stattdessen ein.",
 		"file.save":   "❌ Die Datei konnte nicht gespeichert werden; bitte versuche es später noch einmal.",
 		"file.fetch":  "❌ Die Datei konnte nicht von Telegram geladen werden; bitte sende sie noch einmal.",
+		"file.quota":  "❌ Diese Datei passt nicht: die Dateien dieses Chats belegen %s seines Speicherkontingents von %s (ODEK_TELEGRAM_CHAT_STORAGE_BYTES), es passen höchstens noch %s. Lösche zuerst Dateien oder frage den Betreiber.",
 
 		"voice.off":     "🎙 Sprachnachrichten können bei diesem Bot nicht umgeschrieben werden (er hat keinen Spracherkennungs-Endpunkt). Bitte sende deine Anfrage als Text.",
 		"voice.none":    "🎙 Sprachnachrichten können hier nicht umgeschrieben werden: der Modell-Endpunkt hat keine Spracherkennung (/audio/transcriptions antwortete 404). Bitte sende deine Anfrage als Text.",
