@@ -127,6 +127,7 @@ type jobState struct {
 	uploads   []string  // artifact paths of the files the user sent with it
 	srcMsg    int       // the user's message that asked for the job
 	lang      string    // the asker's language of the built-in texts ("" = English)
+	reserved  int64     // tokens of the chat's daily budget it holds: its cap (0 = none)
 	// Streaming (stream.go): the draft length last shown, when, and
 	// whether drafts failed for this job.
 	draftShown int
@@ -692,16 +693,41 @@ func (c *chat) sessionFor(userID int64) string {
 	return fmt.Sprintf("telegram:%d:u%d", c.id, userID)
 }
 
+// budgetGate applies the chat's daily budget to a new job (or a file that
+// would become one): the job's cap (0 = none) and reservation, or the
+// refusal for the user. It runs in the chat's actor.
+func (c *chat) budgetGate(lang string) (int64, string) {
+	b := c.b
+	now := b.cfg.Now()
+	c.roll()
+	var reserved int64
+	held := 0
+	for _, js := range c.jobs {
+		if js.reserved > 0 {
+			reserved += js.reserved
+			held++
+		}
+	}
+	allowance, verdict := jobAllowance(b.cfg.DailyTokenBudget, c.use.tokens, reserved)
+	switch verdict {
+	case budgetSpent:
+		return 0, tr(lang, "budget.spent", Thousands(b.cfg.DailyTokenBudget), humanWait(untilMidnightUTC(now)))
+	case budgetHeld:
+		return 0, tr(lang, "budget.held", Thousands(b.cfg.DailyTokenBudget), held)
+	}
+	return allowance, ""
+}
+
 // startJob applies the limits, enqueues the message as a job and posts its
 // status message. It runs in the chat's actor.
 func (c *chat) startJob(ctx context.Context, r jobRequest) {
 	b := c.b
 	updateID, chatID, userID, userName, edited := r.updateID, r.chatID, r.userID, r.userName, r.edited
 	now := b.cfg.Now()
-	c.roll()
 	lang := b.lang(userID)
-	if checkBudget(c.use.tokens, b.cfg.DailyTokenBudget) == budgetSpent {
-		c.reply(ctx, tr(lang, "budget.spent", Thousands(b.cfg.DailyTokenBudget), humanWait(untilMidnightUTC(now))))
+	allowance, refusal := c.budgetGate(lang)
+	if refusal != "" {
+		c.reply(ctx, refusal)
 		return
 	}
 	if ok, wait := b.users.take(userID, now); !ok {
@@ -713,6 +739,9 @@ func (c *chat) startJob(ctx context.Context, r jobRequest) {
 	goal := r.goal()
 	job := queue.Job{ChatID: chatID, UserID: userID, Goal: goal, SessionID: session, Budget: b.jobBudget(),
 		IdempotencyKey: fmt.Sprintf("telegram:%d:%d", b.tg.Self().ID, updateID), Model: c.jobModel()}
+	if allowance > 0 && (job.Budget.MaxTotalTokens == 0 || int64(job.Budget.MaxTotalTokens) > allowance) {
+		job.Budget.MaxTotalTokens = int(allowance)
+	}
 	if len(r.images) > 0 {
 		job.Images, job.Vision = r.images, b.cfg.Vision
 		if job.Vision == "" {
@@ -745,7 +774,8 @@ func (c *chat) startJob(ctx context.Context, r jobRequest) {
 		c.last = map[int64]jobRequest{}
 	}
 	c.last[userID] = r
-	js := &jobState{id: stored.ID, chatID: chatID, userID: userID, userName: userName, replyTo: r.replyTo, uploads: r.uploads, srcMsg: r.srcMsg, lang: lang}
+	js := &jobState{id: stored.ID, chatID: chatID, userID: userID, userName: userName, replyTo: r.replyTo, uploads: r.uploads, srcMsg: r.srcMsg, lang: lang,
+		reserved: allowance}
 	c.roll()
 	position := len(c.queue)
 	c.queue = append(c.queue, stored.ID)

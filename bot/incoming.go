@@ -214,12 +214,10 @@ func safeFileName(name string) string {
 // the user, or "". It runs in the chat's actor.
 func (c *chat) admitFile(userID int64, lang string) string {
 	b := c.b
-	now := b.cfg.Now()
-	c.roll()
-	if checkBudget(c.use.tokens, b.cfg.DailyTokenBudget) == budgetSpent {
-		return tr(lang, "budget.spent", Thousands(b.cfg.DailyTokenBudget), humanWait(untilMidnightUTC(now)))
+	if _, refusal := c.budgetGate(lang); refusal != "" {
+		return refusal
 	}
-	if ok, wait := b.users.allows(userID, now); !ok {
+	if ok, wait := b.users.allows(userID, b.cfg.Now()); !ok {
 		return tr(lang, "slow.down", b.cfg.UserJobsPerMinute, humanWait(wait))
 	}
 	return ""

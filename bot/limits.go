@@ -120,15 +120,32 @@ type budgetVerdict int
 const (
 	budgetOK budgetVerdict = iota
 	budgetSpent
+	// budgetHeld: not spent, but what is left is reserved by the chat's
+	// unfinished jobs.
+	budgetHeld
 )
 
-// checkBudget decides whether a chat that used tokens today may start a
-// job under budget (0 = unlimited). Pure.
-func checkBudget(used, budget int64) budgetVerdict {
-	if budget > 0 && used >= budget {
-		return budgetSpent
+// jobAllowance decides a new job's share of a chat's daily budget (0 =
+// no budget): with used tokens spent today and reserved held by the
+// chat's unfinished jobs (each may still spend its own cap), the new job
+// may spend at most the rest, which it then reserves. A cap of 0 with
+// budgetOK means no cap. Pure.
+//
+// The cap travels with the job (queue.Budget.MaxTotalTokens), so the
+// worker stops the run at it with a budget outcome: a job cannot overrun
+// the day, and jobs of one chat cannot each take the whole remainder.
+func jobAllowance(budget, used, reserved int64) (int64, budgetVerdict) {
+	if budget <= 0 {
+		return 0, budgetOK
 	}
-	return budgetOK
+	if used >= budget {
+		return 0, budgetSpent
+	}
+	left := budget - used - reserved
+	if left <= 0 {
+		return 0, budgetHeld
+	}
+	return left, budgetOK
 }
 
 // shouldWarn reports whether adding a result moves usage to or past 80 %
