@@ -725,6 +725,10 @@ func (c *chat) startJob(ctx context.Context, r jobRequest) {
 	updateID, chatID, userID, userName, edited := r.updateID, r.chatID, r.userID, r.userName, r.edited
 	now := b.cfg.Now()
 	lang := b.lang(userID)
+	if ok, wait := b.users.allows(userID, now); !ok {
+		c.reply(ctx, tr(lang, "slow.down", b.cfg.UserJobsPerMinute, humanWait(wait)))
+		return
+	}
 	allowance, refusal := c.budgetGate(lang)
 	if refusal != "" {
 		c.reply(ctx, refusal)

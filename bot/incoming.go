@@ -208,19 +208,18 @@ func safeFileName(name string) string {
 }
 
 // admitFile decides, before any byte of a user's file (document, photo,
-// voice or audio) is fetched, whether the chat may take one now: its daily
-// budget is not spent and the sender's job rate has room (looked at, not
-// taken: the job the file becomes takes it). It returns the refusal for
+// voice or audio) is fetched, whether the chat may take one now: the
+// sender's job rate has room (looked at, not taken: the job the file
+// becomes takes it) and the chat's daily budget is neither spent nor held
+// by its unfinished jobs. It returns the refusal for
 // the user, or "". It runs in the chat's actor.
 func (c *chat) admitFile(userID int64, lang string) string {
 	b := c.b
-	if _, refusal := c.budgetGate(lang); refusal != "" {
-		return refusal
-	}
 	if ok, wait := b.users.allows(userID, b.cfg.Now()); !ok {
 		return tr(lang, "slow.down", b.cfg.UserJobsPerMinute, humanWait(wait))
 	}
-	return ""
+	_, refusal := c.budgetGate(lang)
+	return refusal
 }
 
 // saveUpload downloads a user's file into <ArtifactDir>/<chat id>/uploads
