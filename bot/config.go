@@ -49,7 +49,9 @@ type Config struct {
 
 	// DailyTokenBudget is the tokens (prompt + completion) each chat may use
 	// per UTC day; a warning goes out at 80 %, new jobs are refused once it
-	// is spent. 0 means no budget.
+	// is spent. Each job carries what is left (less what the chat's
+	// unfinished jobs hold) as its budget's MaxTotalTokens, so the worker
+	// stops it there. 0 means no budget.
 	DailyTokenBudget int64
 	// UserJobsPerMinute is how many new jobs one user may start per minute
 	// (a token bucket with a burst of the same size). 0 means 6; negative
