@@ -49,7 +49,7 @@ func TestE2EDailyBudgetStopsARunningJob(t *testing.T) {
 	in.tg.Wait(t, 60*time.Second, "the first answer", func(s *bottest.Server) bool { return visible(s, 1001, "warmed up") })
 	in.tg.UserMessage(1001, 1001, "loop forever")
 	in.tg.Wait(t, 60*time.Second, "the looping job's end", func(s *bottest.Server) bool {
-		return visible(s, 1001, "total_tokens") || visible(s, 1001, "looped 40 times")
+		return visible(s, 1001, "daily budget") || visible(s, 1001, "looped 40 times")
 	})
 	mu.Lock()
 	calls := looped
@@ -58,7 +58,7 @@ func TestE2EDailyBudgetStopsARunningJob(t *testing.T) {
 	if calls > 4 {
 		t.Errorf("the job made %d model calls (%d tokens) with 300 tokens of the day left", calls, calls*100)
 	}
-	if !visible(in.tg, 1001, "total_tokens limit exhausted: observed 400, max 300") {
+	if !visible(in.tg, 1001, "The job stopped: it used what was left of this chat's daily budget of 1,000 tokens") {
 		t.Errorf("no budget outcome in the chat: %q", in.tg.Visible(1001))
 	}
 }
