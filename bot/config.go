@@ -89,7 +89,9 @@ type Config struct {
 	// the files its jobs wrote and its uploads together. An upload that
 	// would take the directory past it is refused before a byte is
 	// written (by the size Telegram reports) and stopped and removed at
-	// the quota while it is written. 0 means DefaultChatStorageBytes;
+	// the quota while it is written (counted in bytes written, so a stored
+	// file may take the directory past it by less than a file system
+	// block). 0 means DefaultChatStorageBytes;
 	// negative means no quota.
 	ChatStorageBytes int64
 
