@@ -90,12 +90,20 @@ func TestUploadsCountAgainstTheChatsStorageQuota(t *testing.T) {
 }
 
 // Issue 21 route 11: the chat's daily budget and the sender's job rate are
-// checked before a file is fetched: over either, the bot replies with the
-// limit and never calls getFile; another chat is unaffected.
+// checked before a file (document, photo, voice) is fetched: over either,
+// the bot replies with the limit and never calls getFile; another chat is
+// unaffected.
 func TestUploadsOverBudgetOrRateAreNotFetched(t *testing.T) {
 	q := queue.NewMemory(queue.Options{})
 	dir := t.TempDir()
-	h := startBot(t, q, func(c *Config) { c.ArtifactDir = dir; c.UserJobsPerMinute = 1; c.DailyTokenBudget = 1000 })
+	stt := bottest.NewTranscriber(t)
+	stt.Say("a transcript")
+	h := startBot(t, q, func(c *Config) {
+		c.ArtifactDir = dir
+		c.UserJobsPerMinute = 2
+		c.DailyTokenBudget = 1000
+		c.Transcriber = &Transcriber{BaseURL: stt.URL(), APIKey: stt.Key, Model: "whisper-1"}
+	})
 	worker(t, q, func(_ context.Context, l queue.Lease) queue.Result {
 		res := queue.Result{Answer: "answer for " + fmt.Sprint(l.Job.UserID)}
 		if strings.Contains(l.Job.Goal, "spend") {
@@ -103,16 +111,27 @@ func TestUploadsOverBudgetOrRateAreNotFetched(t *testing.T) {
 		}
 		return res
 	})
-	// alice's one job this minute spends the chat's day.
+	// alice's first job this minute spends the chat's day (her rate has
+	// room for one more).
 	h.tg.UserMessage(alice, alice, "spend it all")
 	h.waitVisible(alice, "answer for")
 	h.tg.Send(bottest.Incoming{Chat: alice, User: alice, Caption: "read it", Document: &bottest.File{Name: "a.txt", Data: []byte("hello")}})
-	h.waitVisible(alice, "daily budget of 1,000 tokens")
-	// bob used his one job of the minute.
+	h.waitVisible(alice, "has used its daily budget of 1,000 tokens")
+	// A voice message is not stored, but fetching and transcribing it
+	// costs as much: refused the same way.
+	h.tg.Send(bottest.Incoming{Chat: alice, User: alice, Voice: &bottest.File{Data: oggVoice}})
+	h.tg.Wait(t, wait, "the voice message refused", func(s *bottest.Server) bool {
+		return strings.Count(strings.Join(s.Visible(alice), "\n"), "has used its daily budget of 1,000 tokens") == 2
+	})
+	// bob used his two jobs of the minute.
 	h.tg.UserMessage(bob, bob, "hi")
 	h.waitVisible(bob, "answer for")
+	h.tg.UserMessage(bob, bob, "hi again")
+	h.tg.Wait(t, wait, "bob's second answer", func(s *bottest.Server) bool {
+		return strings.Count(strings.Join(s.Visible(bob), "\n"), "answer for") == 2
+	})
 	h.tg.Send(bottest.Incoming{Chat: bob, User: bob, Caption: "read it", Photo: &bottest.File{Data: []byte("\xff\xd8jpeg")}})
-	h.waitVisible(bob, "at most 1 new requests per minute")
+	h.waitVisible(bob, "at most 2 new requests per minute")
 	if n := len(h.tg.Calls("getFile")); n != 0 {
 		t.Errorf("files over a limit were fetched (%d getFile calls)", n)
 	}
