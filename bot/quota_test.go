@@ -155,3 +155,31 @@ func TestQuotaWriterStopsAtTheQuota(t *testing.T) {
 		t.Fatalf("write up to the quota: %d %v %q", n, err, buf.String())
 	}
 }
+
+// BenchmarkDiskUsage is the quota's cost per upload: measuring a chat's
+// directory of 1,000 files in 10 directories.
+func BenchmarkDiskUsage(b *testing.B) {
+	dir := b.TempDir()
+	for d := 0; d < 10; d++ {
+		sub := filepath.Join(dir, fmt.Sprint("d", d))
+		if err := os.Mkdir(sub, 0o700); err != nil {
+			b.Fatal(err)
+		}
+		for f := 0; f < 100; f++ {
+			if err := os.WriteFile(filepath.Join(sub, fmt.Sprint("f", f)), filled(1024), 0o600); err != nil {
+				b.Fatal(err)
+			}
+		}
+	}
+	root, err := os.OpenRoot(dir)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer root.Close()
+	b.ResetTimer()
+	for b.Loop() {
+		if _, err := diskUsage(root); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
