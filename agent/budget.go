@@ -53,7 +53,8 @@ var ErrBudgetExceeded = errors.New("budget: execution budget exhausted")
 // runtime, counts for tool calls and tokens, USD for cost.
 type BudgetExceededError struct {
 	// Limit names the limit: runtime, tool_calls, input_tokens,
-	// output_tokens or cost_usd (the budget_exceeded event's limit_name).
+	// output_tokens, total_tokens or cost_usd (the budget_exceeded event's
+	// limit_name).
 	Limit string
 	// Observed is the value that went past Max (for tool calls, the number
 	// of calls the run asked for in total).

@@ -131,6 +131,7 @@ type jobState struct {
 	uploads   []string  // artifact paths of the files the user sent with it
 	srcMsg    int       // the user's message that asked for the job
 	lang      string    // the asker's language of the built-in texts ("" = English)
+	reserved  int64     // tokens of the chat's daily budget it holds: its cap (0 = none)
 	// Streaming (stream.go): the draft length last shown, when, and
 	// whether drafts failed for this job.
 	draftShown int
@@ -491,7 +492,16 @@ func (c *chat) handleMessage(ctx context.Context, updateID int, m *tgbotapi.Mess
 		c.replyTo(ctx, replyTo, tr(lang, "unsupported", k))
 		return
 	}
-	if _, _, _, _, _, ok := voiceFile(m); ok {
+	_, _, _, _, _, isVoice := voiceFile(m)
+	_, _, _, _, _, isFile := attachment(m)
+	if isVoice || isFile {
+		// Limits first: a chat over its budget or rate gets no file fetched.
+		if msg := c.admitFile(userID, lang); msg != "" {
+			c.replyTo(ctx, replyTo, msg)
+			return
+		}
+	}
+	if isVoice {
 		heard := c.transcribe(ctx, lang, m, replyTo)
 		if heard == "" {
 			return
@@ -502,7 +512,7 @@ func (c *chat) handleMessage(ctx context.Context, updateID int, m *tgbotapi.Mess
 		text = heard
 	}
 	var up *upload
-	if _, _, _, _, _, ok := attachment(m); ok {
+	if isFile {
 		var msg string
 		if up, msg = b.saveUpload(ctx, chatID, lang, m); up == nil {
 			c.replyTo(ctx, replyTo, msg)
@@ -687,16 +697,45 @@ func (c *chat) sessionFor(userID int64) string {
 	return fmt.Sprintf("telegram:%d:u%d", c.id, userID)
 }
 
+// budgetGate applies the chat's daily budget to a new job (or a file that
+// would become one): the job's cap (0 = none) and reservation, or the
+// refusal for the user. It runs in the chat's actor.
+func (c *chat) budgetGate(lang string) (int64, string) {
+	b := c.b
+	now := b.cfg.Now()
+	c.roll()
+	var reserved int64
+	held := 0
+	for _, js := range c.jobs {
+		if js.reserved > 0 {
+			reserved += js.reserved
+			held++
+		}
+	}
+	allowance, verdict := jobAllowance(b.cfg.DailyTokenBudget, c.use.tokens, reserved)
+	switch verdict {
+	case budgetSpent:
+		return 0, tr(lang, "budget.spent", Thousands(b.cfg.DailyTokenBudget), humanWait(untilMidnightUTC(now)))
+	case budgetHeld:
+		return 0, tr(lang, "budget.held", Thousands(b.cfg.DailyTokenBudget), held)
+	}
+	return allowance, ""
+}
+
 // startJob applies the limits, enqueues the message as a job and posts its
 // status message. It runs in the chat's actor.
 func (c *chat) startJob(ctx context.Context, r jobRequest) {
 	b := c.b
 	updateID, chatID, userID, userName, edited := r.updateID, r.chatID, r.userID, r.userName, r.edited
 	now := b.cfg.Now()
-	c.roll()
 	lang := b.lang(userID)
-	if checkBudget(c.use.tokens, b.cfg.DailyTokenBudget) == budgetSpent {
-		c.reply(ctx, tr(lang, "budget.spent", Thousands(b.cfg.DailyTokenBudget), humanWait(untilMidnightUTC(now))))
+	if ok, wait := b.users.allows(userID, now); !ok {
+		c.reply(ctx, tr(lang, "slow.down", b.cfg.UserJobsPerMinute, humanWait(wait)))
+		return
+	}
+	allowance, refusal := c.budgetGate(lang)
+	if refusal != "" {
+		c.reply(ctx, refusal)
 		return
 	}
 	if ok, wait := b.users.take(userID, now); !ok {
@@ -708,6 +747,9 @@ func (c *chat) startJob(ctx context.Context, r jobRequest) {
 	goal := r.goal()
 	job := queue.Job{ChatID: chatID, UserID: userID, Goal: goal, SessionID: session, Budget: b.jobBudget(),
 		IdempotencyKey: fmt.Sprintf("telegram:%d:%d", b.tg.Self().ID, updateID), Model: c.jobModel()}
+	if allowance > 0 && (job.Budget.MaxTotalTokens == 0 || int64(job.Budget.MaxTotalTokens) > allowance) {
+		job.Budget.MaxTotalTokens = int(allowance)
+	}
 	if len(r.images) > 0 {
 		job.Images, job.Vision = r.images, b.cfg.Vision
 		if job.Vision == "" {
@@ -740,7 +782,8 @@ func (c *chat) startJob(ctx context.Context, r jobRequest) {
 		c.last = map[int64]jobRequest{}
 	}
 	c.last[userID] = r
-	js := &jobState{id: stored.ID, chatID: chatID, userID: userID, userName: userName, replyTo: r.replyTo, uploads: r.uploads, srcMsg: r.srcMsg, lang: lang}
+	js := &jobState{id: stored.ID, chatID: chatID, userID: userID, userName: userName, replyTo: r.replyTo, uploads: r.uploads, srcMsg: r.srcMsg, lang: lang,
+		reserved: allowance}
 	c.roll()
 	position := len(c.queue)
 	c.queue = append(c.queue, stored.ID)

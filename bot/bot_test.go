@@ -733,6 +733,17 @@ func TestStateSurvivesRestart(t *testing.T) {
 		t.Fatal("state never saved")
 	}
 	h.run(func(c *Config) { c.State = st; c.DailyTokenBudget = 10000 })
+	// The restored job still holds its share of the day: what the first
+	// job left.
+	h.tg.Wait(t, wait, "the restored job's reservation", func(*bottest.Server) bool {
+		var reserved int64
+		h.bot.inspect(alice, func(c *chat) {
+			for _, js := range c.jobs {
+				reserved += js.reserved
+			}
+		})
+		return reserved == 10000-850
+	})
 	close(release)
 	h.tg.Wait(t, wait, "second reply after restart", func(s *bottest.Server) bool {
 		n := 0

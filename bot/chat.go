@@ -41,7 +41,7 @@ func (b *Bot) publish(c *chat) published {
 		p.snap = &s
 		p.jobs = map[string]jobSnap{}
 		for id, j := range c.jobs {
-			p.jobs[id] = jobSnap{Chat: j.chatID, User: j.userID, UserName: j.userName, StatusMsg: j.statusMsg, StartedAt: j.startedAt}
+			p.jobs[id] = jobSnap{Chat: j.chatID, User: j.userID, UserName: j.userName, StatusMsg: j.statusMsg, StartedAt: j.startedAt, Reserved: j.reserved}
 		}
 	}
 	return p

@@ -23,6 +23,10 @@ const MaxUploadBytes int64 = 50 << 20
 // download with getFile (20 MB).
 const MaxDownloadBytes int64 = 20 << 20
 
+// DefaultChatStorageBytes is Config.ChatStorageBytes' default: 1 GiB per
+// chat.
+const DefaultChatStorageBytes int64 = 1 << 30
+
 // Config configures a Bot. Only Token and an access rule (AllowedUsers,
 // AllowedChats or AllowAll) are required; every other zero value picks the
 // default documented on the field.
@@ -45,7 +49,9 @@ type Config struct {
 
 	// DailyTokenBudget is the tokens (prompt + completion) each chat may use
 	// per UTC day; a warning goes out at 80 %, new jobs are refused once it
-	// is spent. 0 means no budget.
+	// is spent. Each job carries what is left (less what the chat's
+	// unfinished jobs hold) as its budget's MaxTotalTokens, so the worker
+	// stops it there. 0 means no budget.
 	DailyTokenBudget int64
 	// UserJobsPerMinute is how many new jobs one user may start per minute
 	// (a token bucket with a burst of the same size). 0 means 6; negative
@@ -78,6 +84,16 @@ type Config struct {
 	// chat's directory under ArtifactDir). 0 means MaxDownloadBytes (the
 	// public Bot API's getFile limit, 20 MB).
 	MaxDownloadBytes int64
+	// ChatStorageBytes is each chat's storage quota: the bytes on disk
+	// (allocated blocks, as du counts them) under <ArtifactDir>/<chat id>,
+	// the files its jobs wrote and its uploads together. An upload that
+	// would take the directory past it is refused before a byte is
+	// written (by the size Telegram reports) and stopped and removed at
+	// the quota while it is written (counted in bytes written, so a stored
+	// file may take the directory past it by less than a file system
+	// block). 0 means DefaultChatStorageBytes;
+	// negative means no quota.
+	ChatStorageBytes int64
 
 	// GroupSession is the conversation a group member's message joins:
 	// "user" (default) gives each member their own session inside the
@@ -203,6 +219,9 @@ func (c Config) withDefaults() Config {
 	c.SendArtifactBytes = min(c.SendArtifactBytes, c.MaxUploadBytes)
 	if c.MaxDownloadBytes <= 0 {
 		c.MaxDownloadBytes = MaxDownloadBytes
+	}
+	if c.ChatStorageBytes == 0 {
+		c.ChatStorageBytes = DefaultChatStorageBytes
 	}
 	if c.GroupSession == "" {
 		c.GroupSession = "user"

@@ -32,8 +32,23 @@ func TestBucket(t *testing.T) {
 }
 
 func TestBudgetAndClock(t *testing.T) {
-	if checkBudget(999, 1000) != budgetOK || checkBudget(1000, 1000) != budgetSpent || checkBudget(1e9, 0) != budgetOK {
-		t.Error("checkBudget")
+	for _, c := range []struct {
+		budget, used, reserved, cap int64
+		verdict                     budgetVerdict
+	}{
+		{0, 1e9, 1e9, 0, budgetOK},       // no budget: no cap
+		{1000, 0, 0, 1000, budgetOK},     // the whole day
+		{1000, 999, 0, 1, budgetOK},      // what is left
+		{1000, 1000, 0, 0, budgetSpent},  // spent
+		{1000, 1200, 0, 0, budgetSpent},  // overrun by a last model call
+		{1000, 300, 700, 0, budgetHeld},  // the rest is held by a running job
+		{1000, 300, 600, 100, budgetOK},  // the part no job holds
+		{1000, 300, 9000, 0, budgetHeld}, // restored reservations past the day
+	} {
+		cap, v := jobAllowance(c.budget, c.used, c.reserved)
+		if cap != c.cap || v != c.verdict {
+			t.Errorf("jobAllowance(%d, %d, %d) = %d, %v; want %d, %v", c.budget, c.used, c.reserved, cap, v, c.cap, c.verdict)
+		}
 	}
 	if shouldWarn(usage{tokens: 799}, 1000) || !shouldWarn(usage{tokens: 800}, 1000) || shouldWarn(usage{tokens: 900, warned: true}, 1000) || shouldWarn(usage{tokens: 5}, 0) {
 		t.Error("shouldWarn")

@@ -118,6 +118,11 @@ func resultText(res queue.Result, timedOut bool, timeout time.Duration) string {
 	return resultTextIn("en", res, timedOut, timeout)
 }
 
+// dayCapExhausted is in the error of a job stopped by its total-token cap
+// (agent.BudgetExceededError for budget.LimitTotalTokens), the cap the bot
+// sets from the chat's daily budget.
+const dayCapExhausted = "budget: total_tokens limit exhausted"
+
 // resultTextIn is resultText in lang.
 func resultTextIn(lang string, res queue.Result, timedOut bool, timeout time.Duration) string {
 	switch res.Status {
@@ -200,6 +205,10 @@ func (c *chat) deliver(ctx context.Context, d queue.Delivery) {
 		}
 	} else {
 		reply.Head = resultTextIn(lang, res, timedOut, b.cfg.AgentTimeout)
+		if res.Status == queue.StatusFailed && b.cfg.DailyTokenBudget > 0 && strings.Contains(res.Error, dayCapExhausted) {
+			// The job reached its cap: what was left of the chat's day.
+			reply.Head = tr(lang, "budget.stopped", Thousands(b.cfg.DailyTokenBudget), humanWait(untilMidnightUTC(now)))
+		}
 	}
 	chunks := FormatReply(reply, MaxMessageLen)
 	if superseded {

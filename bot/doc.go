@@ -15,7 +15,10 @@
 // chunks of at most 4096 characters, one line per artifact and a footer with
 // tokens, cost and duration in one message, then the first artifacts as
 // files. Documents and photos users send are saved in the chat's directory
-// and named in the goal; voice and audio messages are transcribed
+// (after the sender's rate and the chat's budget are checked, within the
+// chat's storage quota: quota.go) and named in the goal; each job carries
+// what is left of its chat's daily token budget as its cap, reserved while
+// it is unfinished; voice and audio messages are transcribed
 // (Transcriber) and shown back first; the answer streams while it is
 // written (sendMessageDraft or status edits, stream.go); a status ledger
 // (StatusLedger) lets the next start clean status messages a crash left;

@@ -11,6 +11,7 @@ import (
 	"unicode"
 
 	tgbotapi "github.com/go-telegram-bot-api/telegram-bot-api/v5"
+	"github.com/sirupsen/logrus"
 
 	"github.com/odekrun/odek/bot/tgclient"
 )
@@ -206,10 +207,28 @@ func safeFileName(name string) string {
 	return name
 }
 
+// admitFile decides, before any byte of a user's file (document, photo,
+// voice or audio) is fetched, whether the chat may take one now: the
+// sender's job rate has room (looked at, not taken: the job the file
+// becomes takes it) and the chat's daily budget is neither spent nor held
+// by its unfinished jobs. It returns the refusal for
+// the user, or "". It runs in the chat's actor.
+func (c *chat) admitFile(userID int64, lang string) string {
+	b := c.b
+	if ok, wait := b.users.allows(userID, b.cfg.Now()); !ok {
+		return tr(lang, "slow.down", b.cfg.UserJobsPerMinute, humanWait(wait))
+	}
+	_, refusal := c.budgetGate(lang)
+	return refusal
+}
+
 // saveUpload downloads a user's file into <ArtifactDir>/<chat id>/uploads
 // through an os.Root on the chat's directory, so no name or symlink leads
-// out of it. It returns a message for the user when the file cannot be
-// taken.
+// out of it, within the chat's storage quota (Config.ChatStorageBytes): a
+// file whose reported size does not fit is refused before anything is
+// written, and the download is written through a quotaWriter that stops
+// at what is left (the file is then removed). It returns a message for the
+// user when the file cannot be taken.
 func (b *Bot) saveUpload(ctx context.Context, chatID int64, lang string, m *tgbotapi.Message) (*upload, string) {
 	fileID, kind, name, mime, size, _ := attachment(m)
 	limit := b.cfg.MaxDownloadBytes
@@ -221,8 +240,8 @@ func (b *Bot) saveUpload(ctx context.Context, chatID int64, lang string, m *tgbo
 		return nil, tooBig
 	}
 	dir := filepath.Join(b.cfg.ArtifactDir, strconv.FormatInt(chatID, 10))
-	if err := os.MkdirAll(filepath.Join(dir, "uploads"), 0o700); err != nil {
-		b.log.WithError(err).Error("bot: cannot create the chat's upload directory")
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		b.log.WithError(err).Error("bot: cannot create the chat's directory")
 		return nil, tr(lang, "file.save")
 	}
 	root, err := os.OpenRoot(dir)
@@ -231,6 +250,26 @@ func (b *Bot) saveUpload(ctx context.Context, chatID int64, lang string, m *tgbo
 		return nil, tr(lang, "file.save")
 	}
 	defer root.Close()
+	quota, left := b.cfg.ChatStorageBytes, limit
+	var overQuota string
+	if quota > 0 {
+		used, err := diskUsage(root)
+		if err != nil {
+			b.log.WithError(err).WithField("chat_id", chatID).Error("bot: cannot measure the chat's directory against its storage quota")
+			return nil, tr(lang, "file.save")
+		}
+		free := max(quota-used, 0)
+		overQuota = tr(lang, "file.quota", HumanBytes(used), HumanBytes(quota), HumanBytes(free))
+		if size > free || free == 0 {
+			b.log.WithFields(logrus.Fields{"chat_id": chatID, "used": used, "quota": quota, "size": size}).Info("bot: refused an upload over the chat's storage quota")
+			return nil, overQuota
+		}
+		left = min(left, free)
+	}
+	if err := root.Mkdir("uploads", 0o700); err != nil && !errors.Is(err, os.ErrExist) {
+		b.log.WithError(err).Error("bot: cannot create the chat's upload directory")
+		return nil, tr(lang, "file.save")
+	}
 	base := safeFileName(name)
 	var f *os.File
 	var rel string
@@ -250,11 +289,16 @@ func (b *Bot) saveUpload(ctx context.Context, chatID int64, lang string, m *tgbo
 		b.log.WithError(err).Error("bot: cannot create the uploaded file")
 		return nil, tr(lang, "file.save")
 	}
-	n, err := b.tg.Download(ctx, fileID, limit, f)
+	w := &quotaWriter{w: f, left: left}
+	n, err := b.tg.Download(ctx, fileID, left, w)
 	f.Close()
 	if err != nil {
 		root.Remove(rel)
-		if errors.Is(err, tgclient.ErrFileTooBig) {
+		switch {
+		case (w.over || errors.Is(err, tgclient.ErrFileTooBig)) && left < limit:
+			b.log.WithFields(logrus.Fields{"chat_id": chatID, "quota": quota}).Info("bot: stopped an upload at the chat's storage quota and removed it")
+			return nil, overQuota
+		case w.over || errors.Is(err, tgclient.ErrFileTooBig):
 			return nil, tooBig
 		}
 		b.log.WithError(err).WithField("chat_id", chatID).Warn("bot: downloading a user's file failed")

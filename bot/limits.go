@@ -37,6 +37,26 @@ func (u *userRates) take(userID int64, now time.Time) (bool, time.Duration) {
 	return takeAt(l, now)
 }
 
+// allows reports, without taking anything, whether the user's bucket
+// holds a job at now and, when not, how long until it does: the check
+// made before a user's file is fetched (the job it becomes takes the
+// token).
+func (u *userRates) allows(userID int64, now time.Time) (bool, time.Duration) {
+	if u.perMinute <= 0 {
+		return true, 0
+	}
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	l := u.m[userID]
+	if l == nil {
+		return true, 0
+	}
+	if tok := l.TokensAt(now); tok < 1 {
+		return false, time.Duration((1 - tok) / float64(l.Limit()) * float64(time.Second))
+	}
+	return true, 0
+}
+
 // takeAt takes a token from l at now without waiting: whether it was
 // taken, and if not how long until one is there.
 func takeAt(l *rate.Limiter, now time.Time) (bool, time.Duration) {
@@ -100,15 +120,32 @@ type budgetVerdict int
 const (
 	budgetOK budgetVerdict = iota
 	budgetSpent
+	// budgetHeld: not spent, but what is left is reserved by the chat's
+	// unfinished jobs.
+	budgetHeld
 )
 
-// checkBudget decides whether a chat that used tokens today may start a
-// job under budget (0 = unlimited). Pure.
-func checkBudget(used, budget int64) budgetVerdict {
-	if budget > 0 && used >= budget {
-		return budgetSpent
+// jobAllowance decides a new job's share of a chat's daily budget (0 =
+// no budget): with used tokens spent today and reserved held by the
+// chat's unfinished jobs (each may still spend its own cap), the new job
+// may spend at most the rest, which it then reserves. A cap of 0 with
+// budgetOK means no cap. Pure.
+//
+// The cap travels with the job (queue.Budget.MaxTotalTokens), so the
+// worker stops the run at it with a budget outcome: a job cannot overrun
+// the day, and jobs of one chat cannot each take the whole remainder.
+func jobAllowance(budget, used, reserved int64) (int64, budgetVerdict) {
+	if budget <= 0 {
+		return 0, budgetOK
 	}
-	return budgetOK
+	if used >= budget {
+		return 0, budgetSpent
+	}
+	left := budget - used - reserved
+	if left <= 0 {
+		return 0, budgetHeld
+	}
+	return left, budgetOK
 }
 
 // shouldWarn reports whether adding a result moves usage to or past 80 %

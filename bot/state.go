@@ -61,6 +61,8 @@ type jobSnap struct {
 	UserName  string    `json:"user_name,omitempty"`
 	StatusMsg int       `json:"status_msg,omitempty"`
 	StartedAt time.Time `json:"started_at,omitzero"`
+	// Reserved is the job's share of the chat's daily budget (its cap).
+	Reserved int64 `json:"reserved,omitempty"`
 }
 
 // snapshot encodes what the chat actors last published.
@@ -98,7 +100,7 @@ func (b *Bot) restore(data []byte) error {
 		chats[id] = c
 	}
 	for id, j := range s.Jobs {
-		js := &jobState{id: id, chatID: j.Chat, userID: j.User, userName: j.UserName, statusMsg: j.StatusMsg, startedAt: j.StartedAt}
+		js := &jobState{id: id, chatID: j.Chat, userID: j.User, userName: j.UserName, statusMsg: j.StatusMsg, startedAt: j.StartedAt, reserved: j.Reserved}
 		js.st.started = !j.StartedAt.IsZero()
 		c := chats[j.Chat]
 		if c == nil {

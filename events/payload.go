@@ -260,7 +260,7 @@ func (d *ContextCompactedData) Decode(m map[string]any) {
 
 // BudgetExceededData is the data of budget_exceeded.
 type BudgetExceededData struct {
-	LimitName string // runtime, tool_calls, input_tokens, output_tokens, cost_usd
+	LimitName string // runtime, tool_calls, input_tokens, output_tokens, total_tokens, cost_usd
 	Observed  float64
 	Limit     float64
 }

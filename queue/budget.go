@@ -19,6 +19,10 @@ type Budget struct {
 	// tokens, summed over model calls.
 	MaxInputTokens  int `json:"max_input_tokens,omitempty"`
 	MaxOutputTokens int `json:"max_output_tokens,omitempty"`
+	// MaxTotalTokens bounds prompt and completion tokens together: the
+	// bot sends what is left of the chat's daily token budget, so a job
+	// stops at it (a budget outcome) instead of overrunning the day.
+	MaxTotalTokens int `json:"max_total_tokens,omitempty"`
 	// MaxCostUSD bounds its estimated cost, in US dollars.
 	MaxCostUSD float64 `json:"max_cost_usd,omitempty"`
 }
@@ -38,6 +42,7 @@ func (b *Budget) Validate() error {
 	}{
 		{"max_runtime_seconds", b.MaxRuntimeSeconds}, {"max_tool_calls", float64(b.MaxToolCalls)},
 		{"max_input_tokens", float64(b.MaxInputTokens)}, {"max_output_tokens", float64(b.MaxOutputTokens)},
+		{"max_total_tokens", float64(b.MaxTotalTokens)},
 		{"max_cost_usd", b.MaxCostUSD},
 	} {
 		if f.v < 0 || math.IsNaN(f.v) || math.IsInf(f.v, 0) {

@@ -22,6 +22,10 @@ type File struct {
 	// Size overrides file_size (to claim a size without the bytes); 0 =
 	// len(Data).
 	Size int64
+	// Unsized leaves file_size out of the message and of getFile's File
+	// while Data is served: the Bot API marks the field "Optional", so a
+	// bot cannot count on knowing a file's size before it downloads it.
+	Unsized bool
 }
 
 // Incoming is a user's message with what Telegram attaches to it.
@@ -143,7 +147,10 @@ func (s *Server) fileLocked(f *File, dir string) *fileRef {
 	if dir == "voice" && ext == "" {
 		ext = ".oga" // Telegram stores voice notes as voice/file_<n>.oga
 	}
-	s.files[id] = storedFile{path: fmt.Sprintf("%s/file_%d%s", dir, s.fileSeq, ext), data: f.Data}
+	s.files[id] = storedFile{path: fmt.Sprintf("%s/file_%d%s", dir, s.fileSeq, ext), data: f.Data, unsized: f.Unsized}
+	if f.Unsized {
+		size = 0 // omitted from the wire form
+	}
 	if f.Size != 0 {
 		sf := s.files[id]
 		sf.data = nil // claimed size only
@@ -171,7 +178,11 @@ func (s *Server) getFile(p map[string][]string) (any, *apiError) {
 	if len(f.data) > MaxDownloadBytes {
 		return nil, errReply(400, "Bad Request: file is too big")
 	}
-	return map[string]any{"file_id": id, "file_unique_id": "u" + id, "file_size": len(f.data), "file_path": f.path}, nil
+	out := map[string]any{"file_id": id, "file_unique_id": "u" + id, "file_size": len(f.data), "file_path": f.path}
+	if f.unsized {
+		delete(out, "file_size")
+	}
+	return out, nil
 }
 
 // serveFile serves https://api.telegram.org/file/bot<token>/<file_path>.

@@ -132,8 +132,9 @@ type Server struct {
 }
 
 type storedFile struct {
-	path string
-	data []byte
+	path    string
+	data    []byte
+	unsized bool // file_size left out (File.Unsized)
 }
 
 // New starts a fake Bot API server, closed when the test ends.

@@ -8,11 +8,13 @@ import (
 	"go/token"
 	"os"
 	"path/filepath"
+	"regexp"
 	"sort"
 	"strings"
 	"testing"
 
 	"github.com/odekrun/odek/internal/config"
+	"github.com/odekrun/odek/internal/redact"
 )
 
 // node is a parsed YAML value of the small subset docker-compose.yml uses:
@@ -235,9 +237,33 @@ func TestComposeFileMatchesCode(t *testing.T) {
 		if len(hc) != 4 || hc[0] != "CMD" || hc[1] != "/usr/local/bin/odek-bot" || hc[2] != "healthcheck" {
 			t.Errorf("%s: healthcheck %q, want [CMD /usr/local/bin/odek-bot healthcheck URL]", name, hc)
 		}
+		// Each service reads its own env file: the bot's secrets never
+		// reach a worker through it, nor the model key the bot.
+		if got, want := svc.get("env_file").scalar, name+".env"; got != want {
+			t.Errorf("%s: env_file %q, want %q (its own)", name, got, want)
+		}
+		// docker-init is PID 1 and reaps orphans; the binary is not PID 1.
+		if svc.get("init").scalar != "true" {
+			t.Errorf("%s: init: true missing", name)
+		}
 		envs := svc.get("environment")
 		if envs == nil || envs.m == nil {
 			t.Fatalf("%s: environment map missing", name)
+		}
+		// Redis is reached with its password, which comes from .env.
+		if u := envs.m["REDIS_URL"]; u == nil || !strings.HasPrefix(u.scalar, "redis://:${REDIS_PASSWORD:?") || !strings.HasSuffix(u.scalar, "}@redis:6379/0") {
+			t.Errorf("%s: REDIS_URL must carry ${REDIS_PASSWORD:?...}: %v", name, u)
+		}
+		// Belt and braces: the other service's secrets are blanked here
+		// even if an env file holds them.
+		blanked := map[string][]string{
+			"bot":    {"ODEK_API_KEY"},
+			"worker": {"TELEGRAM_BOT_TOKEN", "ODEK_TELEGRAM_WEBHOOK_SECRET", "ODEK_TELEGRAM_TRANSCRIBE_API_KEY"},
+		}
+		for _, k := range blanked[name] {
+			if v := envs.m[k]; v == nil || v.scalar != "" {
+				t.Errorf("%s: %s must be set and empty", name, k)
+			}
 		}
 		for _, k := range envs.keys {
 			v := envs.m[k].scalar
@@ -306,6 +332,20 @@ func TestComposeFileMatchesCode(t *testing.T) {
 	if c := strings.Join(redis.get("command").strings(), " "); !strings.Contains(c, "--appendonly yes") {
 		t.Errorf("redis: AOF persistence off: %q", c)
 	}
+	// A password by default: Compose refuses to start without one.
+	if c := strings.Join(redis.get("command").strings(), " "); !strings.Contains(c, "--requirepass ${REDIS_PASSWORD:?") {
+		t.Errorf("redis: no --requirepass ${REDIS_PASSWORD:?...}: %q", c)
+	}
+	if a := redis.get("environment", "REDISCLI_AUTH"); a == nil || !strings.HasPrefix(a.scalar, "${REDIS_PASSWORD:?") {
+		t.Error("redis: the healthcheck's redis-cli has no REDISCLI_AUTH")
+	}
+	// Every ${VAR} Compose substitutes is in .env.example.
+	dotenv := readEnvFile(t, "../../.env.example")
+	for _, m := range regexp.MustCompile(`\$\{([A-Z0-9_]+)`).FindAllStringSubmatch(string(src), -1) {
+		if _, ok := dotenv[m[1]]; !ok {
+			t.Errorf("docker-compose.yml substitutes ${%s}, which .env.example does not list", m[1])
+		}
+	}
 	if vols := redis.get("volumes").strings(); len(vols) != 1 || !strings.HasSuffix(vols[0], ":/data") {
 		t.Errorf("redis: data volume %v", vols)
 	}
@@ -327,36 +367,89 @@ func keys(m map[string]bool) []string {
 	return out
 }
 
-func TestEnvExampleListsOnlyRealVariables(t *testing.T) {
-	src, err := os.ReadFile("../../.env.example")
+// readEnvFile reads a KEY=value file (comments and blank lines skipped).
+func readEnvFile(t *testing.T, path string) map[string]string {
+	t.Helper()
+	src, err := os.ReadFile(path)
 	if err != nil {
 		t.Fatal(err)
 	}
-	odekNames, botNames := odekEnvNames(t), botEnvNames()
-	seen := map[string]bool{}
+	out := map[string]string{}
 	for i, l := range strings.Split(string(src), "\n") {
 		l = strings.TrimSpace(l)
 		if l == "" || strings.HasPrefix(l, "#") {
 			continue
 		}
-		k, _, ok := strings.Cut(l, "=")
+		k, v, ok := strings.Cut(l, "=")
 		if !ok {
-			t.Errorf(".env.example line %d: not KEY=value", i+1)
+			t.Errorf("%s line %d: not KEY=value", path, i+1)
 			continue
 		}
-		seen[k] = true
-		if !odekNames[k] && !botNames[k] {
-			t.Errorf(".env.example sets %s, which neither odek nor odek-bot reads", k)
+		if _, dup := out[k]; dup {
+			t.Errorf("%s: %s twice", path, k)
+		}
+		out[k] = v
+	}
+	return out
+}
+
+// The three env files of docker compose: bot.env holds only what odek-bot
+// reads, worker.env only what odek reads, and each holds no secret of the
+// other service (the bot no model key, the workers no bot token, webhook
+// secret or transcription key); .env holds the Redis password and the
+// settings both share. Every bot variable is documented in one of them or
+// set by docker-compose.yml.
+func TestEnvFilesGiveEachServiceOnlyItsOwn(t *testing.T) {
+	odekNames, botNames := odekEnvNames(t), botEnvNames()
+	botOwn := map[string]bool{"TELEGRAM_BOT_TOKEN": true, "ODEK_TELEGRAM_WEBHOOK_SECRET": true, "ODEK_TELEGRAM_TRANSCRIBE_API_KEY": true}
+	workerOwn := map[string]bool{"ODEK_API_KEY": true}
+	files := []struct {
+		path   string
+		reads  map[string]bool
+		allow  map[string]bool // the secret-looking names it may hold
+		reader string
+	}{
+		{"../../bot.env.example", botNames, botOwn, "odek-bot"},
+		{"../../worker.env.example", odekNames, workerOwn, "odek"},
+	}
+	documented := map[string]bool{}
+	for _, f := range files {
+		for k := range readEnvFile(t, f.path) {
+			documented[k] = true
+			if !f.reads[k] {
+				t.Errorf("%s sets %s, which %s does not read", f.path, k, f.reader)
+			}
+			if redact.IsSecretName(k) && !f.allow[k] {
+				t.Errorf("%s holds the secret %s, which is not its service's", f.path, k)
+			}
 		}
 	}
-	// Every bot variable is documented, except those compose sets itself.
-	for k := range botNames {
-		switch k {
-		case "REDIS_URL", "ODEK_ARTIFACTS_DIR", "ODEK_HEALTH_ADDR", "ODEK_WORKERS", "ODEK_TELEGRAM_STATE_FILE":
+	for k := range readEnvFile(t, "../../.env.example") {
+		documented[k] = true
+		if k == "REDIS_PASSWORD" {
 			continue
 		}
-		if !seen[k] {
-			t.Errorf(".env.example does not document %s", k)
+		if !botNames[k] || !odekNames[k] {
+			t.Errorf(".env.example sets %s: it holds only REDIS_PASSWORD and what both binaries read", k)
+		}
+		if redact.IsSecretName(k) {
+			t.Errorf(".env.example holds the secret %s", k)
+		}
+	}
+	src, err := os.ReadFile("../../docker-compose.yml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for k := range parseYAML(t, string(src)).get("services", "bot", "environment").m {
+		documented[k] = true
+	}
+	for k := range botNames {
+		switch k {
+		case "ODEK_WORKERS", "ODEK_APPROVAL_TIMEOUT": // embedded mode only
+			continue
+		}
+		if !documented[k] {
+			t.Errorf("no env file documents %s", k)
 		}
 	}
 }

@@ -361,7 +361,7 @@ func botConfig(e env, log logrus.FieldLogger) (bot.Config, error) {
 		AllowedUsers: users, AllowedChats: chats, AllowAll: e.AllowAll,
 		DailyTokenBudget: e.DailyBudget, UserJobsPerMinute: e.UserRate,
 		AgentTimeout: time.Duration(e.AgentTimeout) * time.Second,
-		ArtifactDir:  dir, MaxDownloadBytes: e.MaxFileBytes, GroupSession: e.GroupSession,
+		ArtifactDir:  dir, MaxDownloadBytes: e.MaxFileBytes, ChatStorageBytes: e.ChatStorage, GroupSession: e.GroupSession,
 		SendArtifacts: e.SendFiles, Keywords: splitWords(e.Keywords),
 		AdminCommands: splitWords(strings.ReplaceAll(strings.ToLower(e.AdminCmds), "/", "")),
 		WebhookURL:    e.WebhookURL, WebhookListen: e.WebhookAddr, WebhookSecret: e.WebhookKey,

@@ -34,7 +34,7 @@ func enum(name string, values ...string) field {
 }
 
 // limitNames are the budget limits of budget_exceeded.
-var limitNames = []string{"runtime", "tool_calls", "input_tokens", "output_tokens", "cost_usd"}
+var limitNames = []string{"runtime", "tool_calls", "input_tokens", "output_tokens", "total_tokens", "cost_usd"}
 
 // dataFields is the per-type data table of EXTENSIONS.md. Fields not listed
 // are accepted (the additive rule); types not listed have no required

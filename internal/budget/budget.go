@@ -1,6 +1,7 @@
 // Package budget enforces odek's execution budgets: wall-clock runtime, tool
 // calls, input and output tokens, and estimated cost in USD
-// (EXTENSIONS.md "Budget exit behavior").
+// (EXTENSIONS.md "Budget exit behavior"), and, for a front end's own
+// allowance (the bot's daily budget per chat), total tokens.
 //
 // The decisions are pure functions with table tests: MergeLimits (a project
 // file may only lower the operator's limits), PriceTable.For (per-model
@@ -40,6 +41,7 @@ const (
 	LimitToolCalls    = "tool_calls"
 	LimitInputTokens  = "input_tokens"
 	LimitOutputTokens = "output_tokens"
+	LimitTotalTokens  = "total_tokens"
 	LimitCostUSD      = "cost_usd"
 )
 
@@ -65,6 +67,10 @@ type Limits struct {
 	MaxInputTokens int
 	// MaxOutputTokens bounds the sum of completion tokens. Zero: unlimited.
 	MaxOutputTokens int
+	// MaxTotalTokens bounds prompt and completion tokens together (a
+	// front end's allowance: what is left of a chat's daily budget).
+	// Zero: unlimited.
+	MaxTotalTokens int
 	// MaxCostUSD bounds the estimated cost in US dollars. Zero: unlimited.
 	// It is only enforced when a price is known (see Tracker.CostCapInactive).
 	MaxCostUSD float64
@@ -239,6 +245,9 @@ func checkUsage(l Limits, u Usage, pricesKnown bool) error {
 	if l.MaxOutputTokens > 0 && u.OutputTokens > l.MaxOutputTokens {
 		return &ExceededError{Limit: LimitOutputTokens, Observed: float64(u.OutputTokens), Max: float64(l.MaxOutputTokens)}
 	}
+	if total := satAdd(u.InputTokens, u.OutputTokens); l.MaxTotalTokens > 0 && total > l.MaxTotalTokens {
+		return &ExceededError{Limit: LimitTotalTokens, Observed: float64(total), Max: float64(l.MaxTotalTokens)}
+	}
 	if pricesKnown && l.MaxCostUSD > 0 && u.CostUSD > l.MaxCostUSD {
 		return &ExceededError{Limit: LimitCostUSD, Observed: u.CostUSD, Max: l.MaxCostUSD}
 	}
@@ -321,6 +330,9 @@ func (t *Tracker) Levels(yield func(limit string, observed, max float64)) {
 	if l.MaxOutputTokens > 0 {
 		yield(LimitOutputTokens, float64(u.OutputTokens), float64(l.MaxOutputTokens))
 	}
+	if l.MaxTotalTokens > 0 {
+		yield(LimitTotalTokens, float64(satAdd(u.InputTokens, u.OutputTokens)), float64(l.MaxTotalTokens))
+	}
 	if t.pricesKnown && l.MaxCostUSD > 0 {
 		yield(LimitCostUSD, u.CostUSD, l.MaxCostUSD)
 	}
@@ -354,6 +366,7 @@ func MergeLimits(operator, project Limits) (Limits, []string) {
 	out.MaxToolCalls = mergeOne(&warns, "max_tool_calls", operator.MaxToolCalls, project.MaxToolCalls, itoa)
 	out.MaxInputTokens = mergeOne(&warns, "max_input_tokens", operator.MaxInputTokens, project.MaxInputTokens, itoa)
 	out.MaxOutputTokens = mergeOne(&warns, "max_output_tokens", operator.MaxOutputTokens, project.MaxOutputTokens, itoa)
+	out.MaxTotalTokens = mergeOne(&warns, "max_total_tokens", operator.MaxTotalTokens, project.MaxTotalTokens, itoa)
 	out.MaxCostUSD = mergeOne(&warns, "max_cost_usd", operator.MaxCostUSD, project.MaxCostUSD, func(f float64) string { return fmt.Sprintf("%g", f) })
 	return out, warns
 }

@@ -33,6 +33,9 @@ func TestTokenAndCostLimitsExactly(t *testing.T) {
 		{"unlimited", Limits{}, math.MaxInt32, math.MaxInt32, "", 0},
 		{"input checked before output", Limits{MaxInputTokens: 1, MaxOutputTokens: 1}, 2, 2, LimitInputTokens, 2},
 		{"negative counts ignored", Limits{MaxInputTokens: 1}, -5, -5, "", 0},
+		{"total at limit", Limits{MaxTotalTokens: 100}, 60, 40, "", 0},
+		{"total one over", Limits{MaxTotalTokens: 100}, 60, 41, LimitTotalTokens, 101},
+		{"total after input and output", Limits{MaxInputTokens: 500, MaxOutputTokens: 500, MaxTotalTokens: 100}, 90, 90, LimitTotalTokens, 180},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -230,6 +233,8 @@ func TestMergeLimits(t *testing.T) {
 		{"project higher clamped", op, Limits{MaxToolCalls: 11, MaxCostUSD: 2}, op, []string{"max_tool_calls", "max_cost_usd"}},
 		{"project adds missing", op, Limits{MaxInputTokens: 5, MaxOutputTokens: 6}, Limits{MaxRuntime: time.Minute, MaxToolCalls: 10, MaxCostUSD: 1, MaxInputTokens: 5, MaxOutputTokens: 6}, nil},
 		{"runtime clamped", op, Limits{MaxRuntime: time.Hour}, op, []string{"max_runtime_seconds"}},
+		{"total tokens lowered", Limits{MaxTotalTokens: 1000}, Limits{MaxTotalTokens: 300}, Limits{MaxTotalTokens: 300}, nil},
+		{"total tokens clamped", Limits{MaxTotalTokens: 300}, Limits{MaxTotalTokens: 1000}, Limits{MaxTotalTokens: 300}, []string{"max_total_tokens"}},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

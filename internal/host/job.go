@@ -18,6 +18,7 @@ import (
 	"github.com/odekrun/odek/agent"
 	"github.com/odekrun/odek/events"
 	"github.com/odekrun/odek/internal/beneath"
+	"github.com/odekrun/odek/internal/budget"
 	"github.com/odekrun/odek/internal/config"
 	"github.com/odekrun/odek/internal/ext"
 	"github.com/odekrun/odek/internal/llm"
@@ -259,7 +260,7 @@ func (j *JobRunner) Run(ctx context.Context, job queue.Job, sink events.Sink, ap
 	goal := JobGoal(job, sess.Messages)
 	oc, runErr := j.host.Run(j.withImages(ctx, job, dir, goal, log), RunSpec{ // jobimages.go
 		Goal: goal, Model: cfg.Model, WorkDir: dir, Confine: j.sandbox.Active,
-		Session: sess, Store: j.Sessions, Lower: JobLimits(job.Budget),
+		Session: sess, Store: j.Sessions, Lower: jobLower(job.Budget),
 		Sink: sink, Prompter: approver, Start: start,
 		Logger: log, Warn: func(w string) { log.Warn(w) },
 	})
@@ -392,4 +393,15 @@ func hashOpen(f *os.File, fi fs.FileInfo) string {
 		return ""
 	}
 	return hex.EncodeToString(h.Sum(nil))
+}
+
+// jobLower is the limits a job's own budget lowers: JobLimits, and its
+// total-token cap (the rest of the chat's daily budget the bot sends), so
+// the run stops with a budget outcome at what the chat has left.
+func jobLower(b *queue.Budget) budget.Limits {
+	l := JobLimits(b)
+	if b != nil {
+		l.MaxTotalTokens = b.MaxTotalTokens
+	}
+	return l
 }

@@ -36,7 +36,8 @@ type Options struct {
 	MaxSearchMatches int
 	// Env is the shell's environment as KEY=value entries. nil means the
 	// process environment minus variables whose names look secret
-	// (redact.IsSecretName); an empty non-nil slice means no variables.
+	// (redact.IsSecretName), REDIS_URL and any whose value is a URL with
+	// credentials; an empty non-nil slice means no variables.
 	// A sandboxed shell keeps only a few of them (sandbox.Env).
 	Env []string
 	// Confine keeps the file tools inside WorkDir: they open paths through
@@ -136,16 +137,39 @@ func newConfig(o Options) *config {
 	return c
 }
 
-// filterEnv drops variables whose names look like they hold secrets.
+// filterEnv drops variables whose names look like they hold secrets,
+// REDIS_URL (the queue every chat's jobs, sessions and approvals go
+// through) and every variable whose value is a URL carrying credentials
+// (scheme://user:password@host), wherever the name puts it.
 func filterEnv(env []string) []string {
 	out := make([]string, 0, len(env))
 	for _, kv := range env {
-		name, _, _ := strings.Cut(kv, "=")
-		if !redact.IsSecretName(name) {
+		name, value, _ := strings.Cut(kv, "=")
+		if !redact.IsSecretName(name) && name != "REDIS_URL" && !urlWithCredentials(value) {
 			out = append(out, kv)
 		}
 	}
 	return out
+}
+
+// urlWithCredentials reports whether v holds "://" followed by an
+// authority with userinfo ("user@", "user:password@", ":password@"), as
+// in redis://:pw@redis:6379 or https://token@host. Pure.
+func urlWithCredentials(v string) bool {
+	for {
+		i := strings.Index(v, "://")
+		if i < 0 {
+			return false
+		}
+		v = v[i+3:]
+		end := strings.IndexAny(v, "/?# \t\n")
+		if end < 0 {
+			end = len(v)
+		}
+		if strings.Contains(v[:end], "@") {
+			return true
+		}
+	}
 }
 
 // Builtins returns the built-in tools configured by opts: read_file,

@@ -254,6 +254,36 @@ func TestShellSecretEnvFiltered(t *testing.T) {
 	}
 }
 
+// Issue 21 (compose): the queue's URL carries Redis' password in a
+// worker's environment; a job's shell — here unconfined, the case the
+// sandbox's own allowlist (sandbox.Env) does not cover — sees neither
+// REDIS_URL nor any URL with credentials under another name.
+func TestShellEnvHasNoRedisURLOrURLCredentials(t *testing.T) {
+	t.Setenv("REDIS_URL", "redis://:redis-pw-0123456789@redis:6379/0")
+	t.Setenv("ODEK_TEST_DB", "postgres://app:db-pw-0123456789@db/app")
+	t.Setenv("ODEK_TEST_SITE", "https://example.org/a@b")
+	tool := builtin(t, Options{WorkDir: t.TempDir()}, "shell")
+	res := run(t, tool, `{"command":"env"}`)
+	mustContain(t, res, false, "ODEK_TEST_SITE=https://example.org/a@b")
+	for _, leak := range []string{"REDIS_URL", "redis-pw", "db-pw"} {
+		if strings.Contains(res.Text, leak) {
+			t.Errorf("the shell's environment holds %q", leak)
+		}
+	}
+}
+
+func TestURLWithCredentials(t *testing.T) {
+	for v, want := range map[string]bool{
+		"redis://:pw@redis:6379/0": true, "rediss://user:pw@h": true, "https://token@github.com/x": true,
+		"x https://a@b": true, "redis://redis:6379/0": false, "https://example.org/a@b": false,
+		"https://h/?q=a@b": false, "mailto:a@b": false, "": false, "://@": true,
+	} {
+		if got := urlWithCredentials(v); got != want {
+			t.Errorf("urlWithCredentials(%q) = %v, want %v", v, got, want)
+		}
+	}
+}
+
 func TestShellTimeoutKillsGroup(t *testing.T) {
 	dir := t.TempDir()
 	tool := builtin(t, Options{WorkDir: dir}, "shell")

@@ -12,6 +12,8 @@ package compose
 
 import (
 	"bytes"
+	"crypto/rand"
+	"encoding/hex"
 	"fmt"
 	"io"
 	"net"
@@ -49,10 +51,11 @@ const stage = 4 * time.Minute
 const step = 90 * time.Second
 
 type env struct {
-	t   *testing.T
-	dir string // the project directory: a copy of the repository
-	tg  *bottest.Server
-	llm *fakeModel
+	t       *testing.T
+	dir     string // the project directory: a copy of the repository
+	tg      *bottest.Server
+	llm     *fakeModel
+	redisPW string // REDIS_PASSWORD in the project's .env
 }
 
 func TestCompose(t *testing.T) {
@@ -63,18 +66,27 @@ func TestCompose(t *testing.T) {
 		t.Skip("the compose test needs a Docker engine and Compose v2: run test/compose/run.sh")
 	}
 	began := time.Now()
-	e := &env{t: t, tg: bottest.New(t), llm: newFakeModel(t)}
+	pw := make([]byte, 16)
+	if _, err := rand.Read(pw); err != nil {
+		t.Fatal(err)
+	}
+	e := &env{t: t, tg: bottest.New(t), llm: newFakeModel(t), redisPW: hex.EncodeToString(pw)}
+	e.llm.secret = e.redisPW
 	gw := bridgeGateway(t)
 	tgURL := serve(t, reverseProxy(t, e.tg.URL()))
 	llmURL := serve(t, e.llm)
 	e.dir = copyRepo(t)
-	writeEnv(t, e.dir, map[string]string{
+	// The README's steps: the three env files from their examples.
+	writeEnv(t, e.dir, ".env", map[string]string{"REDIS_PASSWORD": e.redisPW})
+	writeEnv(t, e.dir, "bot.env", map[string]string{
 		"TELEGRAM_BOT_TOKEN":          bottest.Token,
 		"TELEGRAM_API_ENDPOINT":       strings.Replace(tgURL, "0.0.0.0", gw, 1),
 		"ODEK_TELEGRAM_ALLOWED_USERS": fmt.Sprint(user),
-		"ODEK_BASE_URL":               strings.Replace(llmURL, "0.0.0.0", gw, 1) + "/v1",
-		"ODEK_API_KEY":                apiKey,
-		"ODEK_MODEL":                  "test-model",
+	})
+	writeEnv(t, e.dir, "worker.env", map[string]string{
+		"ODEK_BASE_URL": strings.Replace(llmURL, "0.0.0.0", gw, 1) + "/v1",
+		"ODEK_API_KEY":  apiKey,
+		"ODEK_MODEL":    "test-model",
 		// A killed worker's job is taken over after the lease: short, so
 		// the test waits seconds, not the production 30.
 		"ODEK_QUEUE_LEASE":        "6",
@@ -110,17 +122,39 @@ func TestCompose(t *testing.T) {
 
 // ---- the checks ----
 
-// Workers never see the bot token; the bot never sees the model key: in
-// the containers' configuration and in the running worker's environment.
+// Workers never see the bot token or webhook secret; the bot never sees
+// the model key: in the containers' configuration and in the running
+// worker's environment. Redis refuses a client without the password, and
+// bot and worker run under docker-init.
 func (e *env) checkEnv(t *testing.T) {
 	for _, id := range e.ids("worker") {
 		vars := e.inspectEnv(t, id)
-		if v, ok := vars["TELEGRAM_BOT_TOKEN"]; !ok || v != "" {
-			t.Errorf("worker %s: TELEGRAM_BOT_TOKEN=%q, want set and empty", id, v)
+		for _, k := range []string{"TELEGRAM_BOT_TOKEN", "ODEK_TELEGRAM_WEBHOOK_SECRET", "ODEK_TELEGRAM_TRANSCRIBE_API_KEY"} {
+			if v, ok := vars[k]; !ok || v != "" {
+				t.Errorf("worker %s: %s=%q, want set and empty", id, k, v)
+			}
+		}
+		for k, v := range vars {
+			if strings.Contains(v, bottest.Token) {
+				t.Errorf("worker %s: %s holds the bot token", id, k)
+			}
 		}
 		if vars["ODEK_API_KEY"] != apiKey {
 			t.Errorf("worker %s lacks the model key", id)
 		}
+		if _, ok := vars["REDIS_PASSWORD"]; ok {
+			t.Errorf("worker %s has REDIS_PASSWORD as a variable of its own", id)
+		}
+	}
+	for _, svc := range []string{"bot", "worker"} {
+		id := e.ids(svc)[0]
+		if out := strings.TrimSpace(e.docker(t, "inspect", "-f", "{{.HostConfig.Init}}", id)); out != "true" {
+			t.Errorf("%s: HostConfig.Init = %s, want true (docker-init as PID 1)", svc, out)
+		}
+	}
+	redis := e.ids("redis")[0]
+	if out, _ := e.dockerErr("exec", redis, "env", "-u", "REDISCLI_AUTH", "redis-cli", "ping"); !strings.Contains(out, "NOAUTH") {
+		t.Errorf("redis answered a client without the password: %q", out)
 	}
 	out := e.docker(t, "exec", e.ids("worker")[0], "env")
 	if strings.Contains(out, bottest.Token) {
@@ -230,6 +264,11 @@ func (e *env) checkApproval(t *testing.T) {
 	if !strings.Contains(plain(m.Text), "shell said approved-output") {
 		t.Errorf("the approved command's output did not reach the model: %q", m.Text)
 	}
+	// The command also printed its environment: a job's shell sees
+	// neither REDIS_URL nor the Redis password.
+	if !strings.Contains(plain(m.Text), "env printed") || strings.Contains(plain(m.Text), "LEAK") {
+		t.Errorf("the job's shell environment: %q", m.Text)
+	}
 	if !e.visible("✅ Approved once") {
 		t.Errorf("no approval outcome in the chat: %q", e.tg.Visible(user))
 	}
@@ -316,7 +355,8 @@ func (e *env) checkDownUp(t *testing.T, artifact string) {
 // (the last user message), recording which container called for which
 // goal and holding chosen answers until the test releases them.
 type fakeModel struct {
-	h *llmtest.Handler
+	h      *llmtest.Handler
+	secret string // Redis' password: a tool result holding it is a leak
 
 	mu       sync.Mutex
 	n        int
@@ -446,11 +486,17 @@ func (f *fakeModel) turn(r llmtest.Recorded) llmtest.Turn {
 		return llmtest.Reply("slow job done")
 	case strings.Contains(goal, "approve this"):
 		if !after {
-			return llmtest.CallTools(llmtest.Call{Name: "shell", Arguments: `{"command":"sh -c 'echo approved-output'"}`})
+			return llmtest.CallTools(llmtest.Call{Name: "shell", Arguments: `{"command":"sh -c 'echo approved-output; env'"}`})
 		}
 		out := "nothing"
 		if strings.Contains(toolResult, "approved-output") {
 			out = "approved-output"
+		}
+		if strings.Contains(toolResult, "PATH=") {
+			out += ", env printed"
+		}
+		if strings.Contains(toolResult, "REDIS_URL") || (f.secret != "" && strings.Contains(toolResult, f.secret)) {
+			out += ", LEAK: the shell saw Redis' URL or password"
 		}
 		return llmtest.Reply("approval round trip: shell said " + out)
 	case strings.Contains(goal, "write a report"):
@@ -741,9 +787,9 @@ func copyRepo(t *testing.T) string {
 	return dst
 }
 
-// writeEnv writes dir/.env from dir/.env.example with the given values.
-func writeEnv(t *testing.T, dir string, set map[string]string) {
-	b, err := os.ReadFile(filepath.Join(dir, ".env.example"))
+// writeEnv writes dir/name from dir/name.example with the given values.
+func writeEnv(t *testing.T, dir, name string, set map[string]string) {
+	b, err := os.ReadFile(filepath.Join(dir, name+".example"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -760,10 +806,10 @@ func writeEnv(t *testing.T, dir string, set map[string]string) {
 	}
 	for k := range set {
 		if !seen[k] {
-			t.Fatalf(".env.example has no %s line", k)
+			t.Fatalf("%s.example has no %s line", name, k)
 		}
 	}
-	if err := os.WriteFile(filepath.Join(dir, ".env"), []byte(strings.Join(out, "\n")), 0o600); err != nil {
+	if err := os.WriteFile(filepath.Join(dir, name), []byte(strings.Join(out, "\n")), 0o600); err != nil {
 		t.Fatal(err)
 	}
 }

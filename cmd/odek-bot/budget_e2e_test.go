@@ -1,0 +1,64 @@
+package main_test
+
+import (
+	"fmt"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/odekrun/odek/bot/bottest"
+	"github.com/odekrun/odek/internal/llm"
+	"github.com/odekrun/odek/internal/llm/llmtest"
+)
+
+// Issue 21: the daily budget is enforced during a job, not only at its
+// start. Chat 1001 has 300 of its 1,000 tokens left when it starts a job
+// whose model calls a tool for ever at 100 tokens a call; the job (a real
+// odek worker, fed through real Redis) stops at the chat's remaining
+// allowance with a budget outcome, one model call past it at most.
+func TestE2EDailyBudgetStopsARunningJob(t *testing.T) {
+	var mu sync.Mutex
+	looped := 0
+	model := llmtest.NewHandler(t, func(r llmtest.Recorded) llmtest.Turn {
+		goal := ""
+		for _, m := range r.Messages {
+			if m.Role == "user" {
+				goal = m.Content
+			}
+		}
+		if strings.Contains(goal, "warm up") {
+			turn := llmtest.Reply("warmed up")
+			turn.Usage = &llm.Usage{PromptTokens: 600, CompletionTokens: 100}
+			return turn
+		}
+		mu.Lock()
+		looped++
+		n := looped
+		mu.Unlock()
+		turn := llmtest.CallTools(llmtest.Call{ID: fmt.Sprintf("c%d", n), Name: "list_dir", Arguments: `{"path":"."}`})
+		if n > 40 {
+			turn = llmtest.Reply("looped 40 times") // the old code's end
+		}
+		turn.Usage = &llm.Usage{PromptTokens: 80, CompletionTokens: 20}
+		return turn
+	})
+	in := newInstance(t, model.URL, "ODEK_TELEGRAM_DAILY_TOKEN_BUDGET=1000", "ODEK_TELEGRAM_USER_JOBS_PER_MINUTE=-1")
+	in.worker("w1")
+	in.tg.UserMessage(1001, 1001, "warm up")
+	in.tg.Wait(t, 60*time.Second, "the first answer", func(s *bottest.Server) bool { return visible(s, 1001, "warmed up") })
+	in.tg.UserMessage(1001, 1001, "loop forever")
+	in.tg.Wait(t, 60*time.Second, "the looping job's end", func(s *bottest.Server) bool {
+		return visible(s, 1001, "daily budget") || visible(s, 1001, "looped 40 times")
+	})
+	mu.Lock()
+	calls := looped
+	mu.Unlock()
+	// 300 tokens left at 100 a call: the fourth call goes past it.
+	if calls > 4 {
+		t.Errorf("the job made %d model calls (%d tokens) with 300 tokens of the day left", calls, calls*100)
+	}
+	if !visible(in.tg, 1001, "The job stopped: it used what was left of this chat's daily budget of 1,000 tokens") {
+		t.Errorf("no budget outcome in the chat: %q", in.tg.Visible(1001))
+	}
+}
