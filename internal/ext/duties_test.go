@@ -92,7 +92,7 @@ func TestToolsListChangedToldToTheModel(t *testing.T) {
 		t.Fatal(err)
 	}
 	job := set.ToolsFor(nil)
-	run(t, toolNamed(t, job, "fx__change_tools"), `{"mode":"remove_echo"}`)
+	changed := run(t, toolNamed(t, job, "fx__change_tools"), `{"mode":"remove_echo"}`)
 	notice := `[odek] MCP server "fx" changed its tools — removed: echo`
 	// The re-list runs in the background: once the operator was warned,
 	// the change is on the board (it is added first), and the job's next
@@ -108,7 +108,13 @@ func TestToolsListChangedToldToTheModel(t *testing.T) {
 			t.Fatal("the tool-list change was not noticed within 30s")
 		}
 	}
-	r := run(t, toolNamed(t, job, "fx__stats"), `{}`)
+	// The server sends list_changed before it answers change_tools, so the
+	// re-list may finish first and the notice ride on that very result;
+	// otherwise it comes with the next one. Either way once.
+	r := changed
+	if !strings.Contains(r.Text, notice) {
+		r = run(t, toolNamed(t, job, "fx__stats"), `{}`)
+	}
 	if !strings.Contains(r.Text, notice) || strings.Index(r.Text, notice) < strings.Index(r.Text, "<<<end odek-untrusted") {
 		t.Fatalf("the model was not told (outside the boundary):\n%s", r.Text)
 	}
