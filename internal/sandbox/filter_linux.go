@@ -277,6 +277,34 @@ func buildSeccompProgram(opts filterOpts) ([]unix.SockFilter, error) {
 	a.stmt(ret, allow)
 	end("ioctl")
 
+	// Another process's memory and descriptors: a job may not read,
+	// write, trace or copy a descriptor from any process, its own
+	// included, whatever Landlock's ptrace rules would allow (review of
+	// issue 21: a confined thread of the worker in the job's domain was
+	// readable and writable through these, and its Redis connections
+	// could be taken with pidfd_getfd). PTRACE_TRACEME stays: it gives
+	// the parent power over the caller, never the reverse.
+	block(unix.SYS_PTRACE, "ptrace")
+	a.stmt(ld, offArg(0))
+	a.jump(jeq, unix.PTRACE_TRACEME, "ptrace-ok", "")
+	a.stmt(ret, errno(unix.EPERM))
+	a.label("ptrace-ok")
+	a.stmt(ret, allow)
+	end("ptrace")
+	for _, nr := range []uint32{unix.SYS_PROCESS_VM_READV, unix.SYS_PROCESS_VM_WRITEV, unix.SYS_PIDFD_GETFD, unix.SYS_KCMP,
+		// System V IPC: segments and queues outlive the job, are shared
+		// by every job of the machine's IPC namespace, and shared memory
+		// is not counted against RLIMIT_AS (the review held 2 GiB after
+		// its job ended).
+		unix.SYS_SHMGET, unix.SYS_SHMAT, unix.SYS_SHMCTL, unix.SYS_SHMDT,
+		unix.SYS_MSGGET, unix.SYS_MSGSND, unix.SYS_MSGRCV, unix.SYS_MSGCTL,
+		unix.SYS_SEMGET, unix.SYS_SEMOP, unix.SYS_SEMTIMEDOP, unix.SYS_SEMCTL} {
+		name := fmt.Sprint("refused-", nr)
+		block(nr, name)
+		a.stmt(ret, errno(unix.EPERM))
+		end(name)
+	}
+
 	if opts.lockSession {
 		block(unix.SYS_SETSID, "setsid")
 		a.stmt(ret, errno(unix.EPERM))

@@ -188,7 +188,10 @@ func TestSeccompProgramAllowsTheRest(t *testing.T) {
 	}
 	filtered := map[uint32]bool{unix.SYS_IO_URING_SETUP: true, unix.SYS_SOCKET: true, unix.SYS_SOCKETPAIR: true,
 		unix.SYS_SENDTO: true, unix.SYS_SENDMSG: true, unix.SYS_SENDMMSG: true, unix.SYS_SETSOCKOPT: true,
-		unix.SYS_LISTEN: true, unix.SYS_IOCTL: true}
+		unix.SYS_LISTEN: true, unix.SYS_IOCTL: true, unix.SYS_PTRACE: true}
+	for _, nr := range processAndIPCCalls {
+		filtered[nr] = true
+	}
 	for nr := uint32(0); nr < 1024; nr++ {
 		if filtered[nr] {
 			continue
@@ -230,5 +233,33 @@ func TestLandlockPresetScopesIPC(t *testing.T) {
 	want := uint64(llsyscall.ScopeSignal | llsyscall.ScopeAbstractUnixSocket)
 	if got := landlock.V7.Scoped; uint64(got)&want != want {
 		t.Errorf("landlock.V7 scopes %v, want signals and abstract Unix sockets", got)
+	}
+}
+
+// processAndIPCCalls are refused outright: other processes' memory and
+// descriptors, and System V IPC.
+var processAndIPCCalls = []uint32{unix.SYS_PROCESS_VM_READV, unix.SYS_PROCESS_VM_WRITEV, unix.SYS_PIDFD_GETFD, unix.SYS_KCMP,
+	unix.SYS_SHMGET, unix.SYS_SHMAT, unix.SYS_SHMCTL, unix.SYS_SHMDT, unix.SYS_MSGGET, unix.SYS_MSGSND, unix.SYS_MSGRCV,
+	unix.SYS_MSGCTL, unix.SYS_SEMGET, unix.SYS_SEMOP, unix.SYS_SEMTIMEDOP, unix.SYS_SEMCTL}
+
+// A job can neither read, write, trace nor take a descriptor from any
+// process, nor use System V IPC; PTRACE_TRACEME alone stays.
+func TestSeccompProgramRefusesOtherProcessesAndIPC(t *testing.T) {
+	prog, err := buildSeccompProgram(filterOpts{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, nr := range processAndIPCCalls {
+		if got := runBPF(t, prog, seccompData(auditArch, nr)); got != unix.SECCOMP_RET_ERRNO|uint32(unix.EPERM) {
+			t.Errorf("syscall %d: action %#x, want EPERM", nr, got)
+		}
+	}
+	for _, req := range []uint64{unix.PTRACE_ATTACH, unix.PTRACE_SEIZE, unix.PTRACE_PEEKDATA, unix.PTRACE_POKEDATA, unix.PTRACE_INTERRUPT} {
+		if got := runBPF(t, prog, seccompData(auditArch, unix.SYS_PTRACE, req)); got != unix.SECCOMP_RET_ERRNO|uint32(unix.EPERM) {
+			t.Errorf("ptrace request %d: action %#x, want EPERM", req, got)
+		}
+	}
+	if got := runBPF(t, prog, seccompData(auditArch, unix.SYS_PTRACE, unix.PTRACE_TRACEME)); got != unix.SECCOMP_RET_ALLOW {
+		t.Errorf("PTRACE_TRACEME: action %#x, want allow", got)
 	}
 }

@@ -5,6 +5,7 @@ package sandbox
 import (
 	"fmt"
 	"os"
+	"runtime"
 	"syscall"
 
 	"github.com/landlock-lsm/go-landlock/landlock"
@@ -145,8 +146,18 @@ func abiHint(abi int) string {
 	return "TCP connect rules need Linux 6.7 or newer"
 }
 
-// helperExec replaces the process with path.
+// helperExec replaces the process with path, without capabilities: the
+// thread that executes drops all of them first, and with no_new_privs the
+// exec cannot gain any, even as root, so the command cannot raise its
+// limits (CAP_SYS_RESOURCE) or use raw sockets. The thread stays locked:
+// capabilities are per thread, and the exec must come from this one.
 func helperExec(path string, argv, env []string) error {
+	runtime.LockOSThread()
+	hdr := unix.CapUserHeader{Version: unix.LINUX_CAPABILITY_VERSION_3}
+	var data [2]unix.CapUserData
+	if err := unix.Capset(&hdr, &data[0]); err != nil {
+		return fmt.Errorf("drop capabilities: %v", err)
+	}
 	return syscall.Exec(path, argv, env)
 }
 

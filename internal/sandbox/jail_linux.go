@@ -19,6 +19,11 @@ import (
 // Jail starts the commands of one job confined by one Spec, and ends them
 // all when the job ends.
 //
+// NewJail always makes the process-group Jail described last below: the
+// one-domain Jail keeps a thread of odek in the job's domain, which the
+// job's processes could reach (see NewJail); it stays, tested, for when
+// that domain is held by a process of its own.
+//
 // One job, one Landlock domain: at its first Start the Jail locks a
 // goroutine to an OS thread for good and confines that thread once
 // (no_new_privs, landlock_restrict_self and the seccomp filter without
@@ -96,7 +101,14 @@ func NewJail(spec Spec) (*Jail, error) {
 	if err := Missing(abi); err != nil {
 		return nil, err
 	}
-	return makeJail(spec, abi >= ScopedABI && signalScoping())
+	// The one-domain Jail (scoped) keeps a thread of this process in the
+	// job's domain, where the job's processes may signal it and, before
+	// the filter refused it, read and write its memory and take its
+	// descriptors: a fresh review of issue 21 reached Redis and killed the
+	// worker that way. Until the domain is held by a process of its own
+	// that holds no secret, every Jail uses process groups.
+	_ = abi >= ScopedABI && signalScoping()
+	return makeJail(spec, false)
 }
 
 // signalScoping proves, once per process, that a domain built the way a
