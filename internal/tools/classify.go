@@ -1040,6 +1040,25 @@ func (c *classifier) git(args []word, r segResult) segResult {
 		} else if a.v == "--output" && j+1 < len(rest) {
 			cl, w := c.writeTarget(rest[j+1].v, rest[j+1].dyn)
 			c.raise(cl, "git", "git "+sub+" writes to "+w)
+		} else if sub == "archive" || sub == "format-patch" {
+			// archive -o FILE, format-patch -o DIR (also -oX, and
+			// format-patch's --output-directory): the review of issue 21
+			// wrote a tar over ../../x with `git archive -o`, rated safe.
+			target, ok := "", false
+			switch {
+			case a.v == "-o" || a.v == "--output-directory" || a.v == "--o":
+				if j+1 < len(rest) {
+					target, ok = rest[j+1].v, true
+				}
+			case strings.HasPrefix(a.v, "--output-directory="):
+				target, ok = a.v[len("--output-directory="):], true
+			case strings.HasPrefix(a.v, "-o") && len(a.v) > 2:
+				target, ok = a.v[2:], true
+			}
+			if ok {
+				cl, w := c.writeTarget(target, a.dyn || j+1 < len(rest) && rest[j+1].dyn)
+				c.raise(cl, "git", "git "+sub+" writes to "+w)
+			}
 		}
 	}
 	has := func(flags ...string) bool {

@@ -38,6 +38,11 @@ func TestClassifyGitPlanting(t *testing.T) {
 		"touch .git/hooks/pre-commit",
 		"mkdir -p .git/hooks",
 		"cd .git && echo x >> config",
+		// git's own output options (the review of issue 21: -o was safe).
+		"git archive -o .git/info/attributes HEAD",
+		"git archive -o.git/config HEAD",
+		"git format-patch -o .git/hooks HEAD~1",
+		"git format-patch --output-directory=.git/hooks HEAD~1",
 		"cd .git/hooks; cp ../../h pre-commit",
 		"cd sub/.git; printf x > config",
 		// The attribute file that selects filter/diff/merge drivers, and
@@ -231,4 +236,17 @@ func FuzzProgramFile(f *testing.F) {
 			t.Fatalf("classify(%q) = %s (%s), want at least code_execution", line, v.Class, v.Reason)
 		}
 	})
+}
+
+// git archive -o and format-patch -o write files: outside the root they
+// are system writes, never safe.
+func TestClassifyGitOutputOptions(t *testing.T) {
+	for _, line := range []string{"git archive -o ../../x HEAD", "git archive -o/etc/x HEAD", "git archive --output=/etc/x HEAD", "git format-patch -o /etc/p HEAD~1"} {
+		if v := ClassifyShell(line); v.Class == ClassSafe || v.Class == ClassLocalWrite {
+			t.Errorf("%q: %s (%s), want a write outside the root", line, v.Class, v.Reason)
+		}
+	}
+	if v := ClassifyShell("git archive -o out.tar HEAD"); v.Class != ClassLocalWrite {
+		t.Errorf("git archive -o out.tar: %s (%s), want local_write", v.Class, v.Reason)
+	}
 }
