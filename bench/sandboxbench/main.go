@@ -1,3 +1,5 @@
+//go:build linux
+
 // Command sandboxbench measures what the sandbox adds to one shell call
 // and to one job, the way a worker does it, against a plain `sh -c true`:
 //
