@@ -200,6 +200,12 @@ func (j *JobRunner) startSandbox() error {
 	}
 	j.template = sandbox.NewTemplate(settings, []string{j.Config.Home, j.chatsDir}, sandbox.Host)
 	log.WithFields(fields).WithField("chats_dir", j.chatsDir).Info("sandbox on: each job is confined to its chat's directory (Landlock)")
+	if os.Geteuid() == 0 {
+		// The kernel never applies RLIMIT_NPROC to root: one chat's fork
+		// bomb would then crowd every other chat's jobs (the image runs
+		// as uid 65532 for this reason).
+		log.WithFields(fields).Warn("running as root: sandbox.max_processes (RLIMIT_NPROC) is not enforced for root, so one chat's job can start processes without bound; run the worker as an unprivileged user")
+	}
 	return nil
 }
 
