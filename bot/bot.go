@@ -750,6 +750,11 @@ func (c *chat) startJob(ctx context.Context, r jobRequest) {
 	if allowance > 0 && (job.Budget.MaxTotalTokens == 0 || int64(job.Budget.MaxTotalTokens) > allowance) {
 		job.Budget.MaxTotalTokens = int(allowance)
 	}
+	if allowance > 0 {
+		// A job reserves what it may spend, its own cap when the operator's
+		// per-job cap is the lower: the rest stays for the chat's next job.
+		allowance = int64(job.Budget.MaxTotalTokens)
+	}
 	if len(r.images) > 0 {
 		job.Images, job.Vision = r.images, b.cfg.Vision
 		if job.Vision == "" {
