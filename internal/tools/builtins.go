@@ -134,6 +134,10 @@ func newConfig(o Options) *config {
 	if c.sandbox != nil {
 		c.env = sandbox.Env(c.sandbox.Spec(), c.env)
 	}
+	// git in a shell command runs with the guard (gitguard.go): programs a
+	// repository's files name do not run on everyday git commands. Built
+	// once here, not per call.
+	c.env = withGitGuard(c.env)
 	return c
 }
 

@@ -106,9 +106,7 @@ func (c *config) runShell(ctx context.Context, command string, timeout time.Dura
 	defer cancel()
 	cmd := exec.CommandContext(tctx, "sh", "-c", command)
 	cmd.Dir = c.workDir
-	// git in the command runs with the guard (gitguard.go): programs a
-	// repository's files name do not run on everyday git commands.
-	cmd.Env = withGitGuard(c.env)
+	cmd.Env = c.env // with the git guard (newConfig)
 	killGroupOnCancel(cmd)
 	cmd.WaitDelay = shellWaitDelay
 	stdout := newStreamCap(c.maxStreamBytes)
