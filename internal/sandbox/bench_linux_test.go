@@ -4,12 +4,7 @@ package sandbox
 
 import (
 	"os/exec"
-	"runtime"
 	"testing"
-
-	"github.com/landlock-lsm/go-landlock/landlock"
-	llsyscall "github.com/landlock-lsm/go-landlock/landlock/syscall"
-	"golang.org/x/sys/unix"
 )
 
 // BenchmarkJobSandbox is what confining one job costs a worker: the
@@ -42,37 +37,4 @@ func BenchmarkJobSandbox(b *testing.B) {
 		}
 		j.Close()
 	}
-}
-
-// BenchmarkScopedKillAll is what ending a job adds: kill(-1) from a
-// thread with Landlock's signal scoping, which walks every process of the
-// machine and is refused for all but the domain's (signal 0 here, and the
-// domain is empty, so nothing dies).
-func BenchmarkScopedKillAll(b *testing.B) {
-	if ABI() < ScopedABI {
-		b.Skip("no signal scoping")
-	}
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		runtime.LockOSThread() // never unlocked: the thread ends confined
-		fd, flags, err := landlock.V7.BestEffort().NewRulesetFD()
-		if err != nil {
-			b.Error(err)
-			return
-		}
-		defer unix.Close(fd)
-		if err := unix.Prctl(unix.PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0); err != nil {
-			b.Error(err)
-			return
-		}
-		if err := llsyscall.LandlockRestrictSelf(fd, flags); err != nil {
-			b.Error(err)
-			return
-		}
-		for b.Loop() {
-			_ = unix.Kill(-1, 0)
-		}
-	}()
-	<-done
 }

@@ -8,26 +8,21 @@ import (
 	"strings"
 	"testing"
 	"time"
-
-	"github.com/landlock-lsm/go-landlock/landlock"
-	llsyscall "github.com/landlock-lsm/go-landlock/landlock/syscall"
 )
 
-// Without Landlock's signal scoping (ABI 4 and 5) a Jail ends a job by
-// its process groups: nothing it starts may leave its group (setsid and
-// setpgid are refused), and Close kills every group. Forced here on any
-// kernel.
+// A Jail ends a job by its process groups: nothing it starts may leave
+// its group (setsid and setpgid are refused), and Close kills every group.
 func TestJailFallbackEndsTheJob(t *testing.T) {
 	requireLandlock(t)
 	base := fmt.Sprintf("%d.%06d", 5000+os.Getpid()%1000, time.Now().UnixNano()%1000000)
 	marker, other := base+"1", base+"2"
 	j := newJail(t, Settings{})
-	a, err := makeJail(j.spec, false)
+	a, err := NewJail(j.spec)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer a.Close()
-	b, err := makeJail(j.spec, false)
+	b, err := NewJail(j.spec)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -57,19 +52,5 @@ func TestJailFallbackEndsTheJob(t *testing.T) {
 	b.Close()
 	if pids := waitGone(t, other); len(pids) > 0 {
 		t.Errorf("the other job's process lives on after its Close: %v", pids)
-	}
-}
-
-// On a kernel with signal scoping the probe finds it; a Jail relies on it
-// before it ever calls kill(-1).
-func TestSignalScopingProbe(t *testing.T) {
-	requireLandlock(t)
-	if got, want := signalScoping(), ABI() >= ScopedABI; got != want {
-		t.Errorf("signalScoping() = %v on Landlock ABI %d", got, ABI())
-	}
-	// A domain without the signal scope can signal odek's child: the probe
-	// must say so, or a Jail would kill(-1) unscoped.
-	if probeSignalScoping(landlock.Config{HandledAccessFS: llsyscall.AccessFSReadFile}) {
-		t.Error("the probe found signal scoping in a domain without it")
 	}
 }

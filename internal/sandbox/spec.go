@@ -15,10 +15,6 @@ import (
 // (6), which are used when the kernel has them.
 const RequiredABI = 4
 
-// ScopedABI is the Landlock ABI from which a Jail is one Landlock domain
-// whose end kills every process of the job (signal scoping, Linux 6.12).
-const ScopedABI = 6
-
 // SystemReadOnly are the paths a job's processes may read and execute
 // when they exist: what a shell and the usual tools need.
 var SystemReadOnly = []string{"/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32", "/etc"}
