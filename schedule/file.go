@@ -135,6 +135,7 @@ func (f *File) Create(ctx context.Context, s Schedule) error {
 	if !validID(s.ID) {
 		return invalid("id", "%q", clip(s.ID, 40))
 	}
+	s.Next = s.Next.UTC().Truncate(time.Millisecond)
 	return f.update(true, func(st *fileState) error {
 		if _, ok := st.Schedules[s.ID]; ok {
 			return fmt.Errorf("%w: id %s exists", ErrConflict, s.ID)
@@ -184,7 +185,7 @@ func (f *File) SetEnabled(ctx context.Context, id string, enabled bool, next tim
 		s.Enabled = enabled && !next.IsZero()
 		s.Next = time.Time{}
 		if s.Enabled {
-			s.Next = next.UTC()
+			s.Next = next.UTC().Truncate(time.Millisecond)
 		}
 		out = *s
 		return nil
@@ -241,7 +242,7 @@ func (f *File) Claim(ctx context.Context, c Claim) (Fire, error) {
 			if !s.Enabled || !s.Next.Equal(c.Expected) {
 				return ErrConflict
 			}
-			s.Next = c.Next.UTC()
+			s.Next = c.Next.UTC().Truncate(time.Millisecond)
 			s.Enabled = !c.Next.IsZero()
 			if !s.Enabled {
 				s.Next = time.Time{}
@@ -256,7 +257,8 @@ func (f *File) Claim(ctx context.Context, c Claim) (Fire, error) {
 		if _, ok := st.Fires[key]; ok {
 			return fmt.Errorf("%w: fire %s is pending", ErrConflict, key)
 		}
-		out = Fire{ScheduleID: c.ID, At: c.At.UTC(), Job: c.Job, Owner: c.Owner, Token: newToken(), Deadline: c.Now.Add(c.Lease).UTC()}
+		out = Fire{ScheduleID: c.ID, At: c.At.UTC().Truncate(time.Millisecond), Job: c.Job, Owner: c.Owner, Token: newToken(),
+			Deadline: c.Now.Add(c.Lease).UTC().Truncate(time.Millisecond)}
 		fi := out
 		st.Fires[key] = &fi
 		return nil

@@ -105,6 +105,7 @@ Usage:
                                  run queued jobs from Redis (env REDIS_URL)
   odek queue stats|submit|cancel|dead|retry
                                  operate the Redis job queue (odek queue help)
+  odek schedule add|list|show|pause|resume|rm|run|next   schedules (odek schedule help)
   odek ext check [flags] -- <command> [args...] | <server>
                                  check an MCP extension server against odek-extension/v1
   odek ext approve [--yes] [server...]
@@ -141,6 +142,8 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 		return cmdWorker(ctx, args[1:], stdout, stderr)
 	case "queue":
 		return cmdQueue(ctx, args[1:], stdin, stdout, stderr)
+	case "schedule":
+		return cmdSchedule(ctx, args[1:], stdout, stderr)
 	case "ext":
 		return cmdExt(ctx, args[1:], stdout, stderr)
 	case "init":

@@ -293,6 +293,7 @@ func cmdWorker(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		defer srv.Close()
 		log.WithField("addr", ln.Addr().String()).Info("odek worker: serving /healthz and /metrics")
 	}
+	defer hostSchedules(ctx, rc, q, f.q.prefix, w.Name(), f.q.lease, w.Registry(), log)()
 	log.WithFields(logrus.Fields{"concurrency": f.concurrency, "prefix": f.q.prefix}).Infof("odek worker %s: waiting for jobs", w.Name())
 
 	runDone := make(chan error, 1)
