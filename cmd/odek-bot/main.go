@@ -177,6 +177,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		log.WithField("workers", e.Workers).Info("odek-bot: embedded mode: no REDIS_URL, jobs run inside this process")
 	}
 
+	defer startSchedules(ctx, e, q, log)()
 	cfg.Transcriber = transcriber(ctx, e, log)
 	b, err := bot.New(cfg, q)
 	if err != nil {
