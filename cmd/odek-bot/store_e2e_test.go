@@ -1,0 +1,139 @@
+package main_test
+
+import (
+	"encoding/json"
+	"fmt"
+	"math/rand/v2"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/odekrun/odek/bot/bottest"
+	"github.com/odekrun/odek/internal/llm/llmtest"
+)
+
+var jobMark = regexp.MustCompile(`job-(\d+)-(\d+)`)
+
+// TestE2EEmbeddedSurvivesSIGKILL is the embedded store's crash test: a real
+// odek-bot in embedded mode gets 30 jobs in 5 chats from the fake Bot API
+// and answers them with the fake model, and is SIGKILLed at 20 random
+// points and restarted each time on the same ODEK_HOME. In the end every
+// job is answered exactly once, each chat's answers come in the order its
+// messages were sent, no chat is told a request was lost, and no
+// "⏳ Working" status message is left.
+func TestE2EEmbeddedSurvivesSIGKILL(t *testing.T) {
+	_, odekBot := binaries(t)
+	llm := llmtest.NewHandler(t, func(r llmtest.Recorded) llmtest.Turn {
+		b, _ := json.Marshal(r.LastMessage())
+		m := jobMark.FindAllString(string(b), -1)
+		if len(m) == 0 {
+			return llmtest.Reply("no job mark")
+		}
+		time.Sleep(30 * time.Millisecond) // the model's work: kills land inside runs too
+		return llmtest.Reply("answer to " + m[len(m)-1])
+	})
+	tg := bottest.New(t)
+	home := t.TempDir()
+	env := []string{
+		"TELEGRAM_BOT_TOKEN=" + bottest.Token, "TELEGRAM_API_ENDPOINT=" + tg.URL(),
+		"ODEK_TELEGRAM_ALLOWED_USERS=1001,1002,1003,1004,1005", "ODEK_WORKERS=2",
+		"ODEK_BASE_URL=" + llm.URL, "ODEK_MODEL=test-model", "ODEK_API_KEY=sk-test-key-0123456789abcdef",
+		"ODEK_HOME=" + home, "ODEK_ARTIFACTS_DIR=" + t.TempDir(),
+	}
+	seed := uint64(time.Now().UnixNano())
+	rng := rand.New(rand.NewPCG(seed, 1))
+	t.Logf("seed %d", seed)
+	const chats, perChat, kills = 5, 6, 20
+	sent := 0
+	send := func(n int) {
+		for ; n > 0 && sent < chats*perChat; n-- {
+			chat := int64(1001 + sent%chats)
+			tg.UserMessage(chat, chat, fmt.Sprintf("please do job-%d-%d", chat, sent/chats))
+			sent++
+		}
+	}
+	send(10)
+	for k := 0; k < kills; k++ {
+		p := start(t, fmt.Sprintf("odek-bot #%d", k), odekBot, env)
+		send(1)
+		time.Sleep(time.Duration(rng.IntN(1500)) * time.Millisecond) // a random point of this life
+		send(1)
+		p.kill()
+	}
+	send(chats * perChat)
+	start(t, "odek-bot (last)", odekBot, env)
+	answers := func() map[string][]int {
+		out := map[string][]int{}
+		for c := int64(1001); c < 1001+chats; c++ {
+			for _, m := range tg.Messages(c) {
+				if mk := jobMark.FindString(m.Shown); mk != "" && strings.HasPrefix(m.Shown, "answer to") {
+					out[mk] = append(out[mk], m.ID)
+				}
+			}
+		}
+		return out
+	}
+	for deadline := time.Now().Add(120 * time.Second); len(answers()) < chats*perChat && time.Now().Before(deadline); {
+		time.Sleep(100 * time.Millisecond) // polling with a deadline
+	}
+	got := answers()
+	for c := int64(1001); c < 1001+chats; c++ {
+		last := 0
+		for i := range perChat {
+			mk := fmt.Sprintf("job-%d-%d", c, i)
+			ids := got[mk]
+			if len(ids) != 1 {
+				t.Errorf("%s answered %d times, want once", mk, len(ids))
+				continue
+			}
+			if ids[0] < last {
+				t.Errorf("chat %d: %s answered before the job sent ahead of it", c, mk)
+			}
+			last = ids[0]
+		}
+		for _, v := range tg.Visible(c) {
+			if strings.Contains(v, "⏳") {
+				t.Errorf("chat %d: a status message is left: %q", c, v)
+			}
+			if strings.Contains(v, "lost") {
+				t.Errorf("chat %d was told a request was lost: %q", c, v)
+			}
+		}
+	}
+	if t.Failed() {
+		for c := int64(1001); c < 1001+chats; c++ {
+			t.Logf("chat %d: %q", c, tg.Visible(c))
+		}
+	}
+}
+
+// TestE2ESecondBotOnOneHomeRefused: a second odek-bot on the same
+// ODEK_HOME refuses to start, naming the running one's pid, and the first
+// keeps working.
+func TestE2ESecondBotOnOneHomeRefused(t *testing.T) {
+	_, odekBot := binaries(t)
+	llm := llmtest.New(t, llmtest.Reply("still here"))
+	tg := bottest.New(t)
+	home := t.TempDir()
+	env := []string{
+		"TELEGRAM_BOT_TOKEN=" + bottest.Token, "TELEGRAM_API_ENDPOINT=" + tg.URL(),
+		"ODEK_TELEGRAM_ALLOWED_USERS=1001", "ODEK_WORKERS=1",
+		"ODEK_BASE_URL=" + llm.URL, "ODEK_MODEL=test-model", "ODEK_API_KEY=sk-test-key-0123456789abcdef",
+		"ODEK_HOME=" + home, "ODEK_ARTIFACTS_DIR=" + t.TempDir(),
+	}
+	first := start(t, "odek-bot", odekBot, env)
+	tg.WaitCalls(t, 30*time.Second, func(c []bottest.Call) bool { return len(c) > 0 }, "setMyCommands")
+	second := start(t, "odek-bot (second)", odekBot, env)
+	select {
+	case <-second.exited:
+	case <-time.After(30 * time.Second):
+		t.Fatal("the second odek-bot on the same ODEK_HOME did not exit")
+	}
+	want := fmt.Sprintf("is in use by process %d", first.cmd.Process.Pid)
+	if code := second.cmd.ProcessState.ExitCode(); code == 0 || !strings.Contains(second.out.String(), want) {
+		t.Fatalf("second odek-bot: exit %d, output %q; want a failure saying %q", code, second.out.String(), want)
+	}
+	tg.UserMessage(1001, 1001, "hello")
+	tg.Wait(t, 30*time.Second, "the first bot still answers", func(s *bottest.Server) bool { return visible(s, 1001, "still here") })
+}
