@@ -4,6 +4,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"math/rand/v2"
+	"os"
+	"os/exec"
 	"regexp"
 	"strings"
 	"testing"
@@ -136,4 +138,39 @@ func TestE2ESecondBotOnOneHomeRefused(t *testing.T) {
 	}
 	tg.UserMessage(1001, 1001, "hello")
 	tg.Wait(t, 30*time.Second, "the first bot still answers", func(s *bottest.Server) bool { return visible(s, 1001, "still here") })
+}
+
+// TestQueueCLIOnTheStore: `odek queue … --store` works on the embedded
+// store while odek-bot is stopped, is refused (naming the bot's pid) while
+// it runs, and a job submitted that way is run by the bot at its start.
+func TestQueueCLIOnTheStore(t *testing.T) {
+	odek, odekBot := binaries(t)
+	llm := llmtest.New(t, llmtest.Reply("from the cli job"))
+	tg := bottest.New(t)
+	home := t.TempDir()
+	store := home + "/store.db"
+	cli := func(args ...string) (string, int) {
+		cmd := exec.Command(odek, append([]string{"queue"}, args...)...)
+		cmd.Env = []string{"PATH=" + os.Getenv("PATH"), "HOME=" + t.TempDir()}
+		out, _ := cmd.CombinedOutput()
+		return string(out), cmd.ProcessState.ExitCode()
+	}
+	if out, code := cli("submit", "--store", store, "--chat", "1001", "--key", "k1", "say it"); code != 0 {
+		t.Fatalf("submit --store: exit %d: %s", code, out)
+	}
+	if out, code := cli("stats", "--store", store, "--json"); code != 0 || !strings.Contains(out, `"Queued":1`) {
+		t.Fatalf("stats --store: exit %d: %s; want one queued job", code, out)
+	}
+	env := []string{
+		"TELEGRAM_BOT_TOKEN=" + bottest.Token, "TELEGRAM_API_ENDPOINT=" + tg.URL(),
+		"ODEK_TELEGRAM_ALLOWED_USERS=1001", "ODEK_WORKERS=1",
+		"ODEK_BASE_URL=" + llm.URL, "ODEK_MODEL=test-model", "ODEK_API_KEY=sk-test-key-0123456789abcdef",
+		"ODEK_HOME=" + home, "ODEK_ARTIFACTS_DIR=" + t.TempDir(),
+	}
+	bot := start(t, "odek-bot", odekBot, env)
+	tg.Wait(t, 30*time.Second, "the CLI's job answered by the bot", func(s *bottest.Server) bool { return visible(s, 1001, "from the cli job") })
+	out, code := cli("stats", "--store", store)
+	if want := fmt.Sprintf("in use by process %d", bot.cmd.Process.Pid); code != 69 || !strings.Contains(out, want) {
+		t.Fatalf("stats --store while the bot runs: exit %d: %s; want 69 and %q", code, out, want)
+	}
 }
