@@ -30,9 +30,20 @@ type embeddedWorkers struct {
 	done chan error
 }
 
-// storeOptions configures embedded mode's queue: the defaults (30 s
-// leases; a restart reclaims every lease at once anyway).
-func storeOptions() queue.Options { return queue.Options{} }
+// storeOptions configures embedded mode's queue: 30 s leases (a restart
+// reclaims every lease at once anyway) and ODEK_QUEUE_MAX_ATTEMPTS, as
+// `odek worker` reads it (default 3): how many times the process may die
+// while a job runs alone before the job is dead-lettered.
+func storeOptions() (queue.Options, error) {
+	var w config.WorkerEnv
+	if err := config.ReadEnv(nil, &w); err != nil {
+		return queue.Options{}, err
+	}
+	if w.MaxAttempts < 1 {
+		return queue.Options{}, fmt.Errorf("ODEK_QUEUE_MAX_ATTEMPTS must be ≥ 1, got %d", w.MaxAttempts)
+	}
+	return queue.Options{MaxAttempts: w.MaxAttempts}, nil
+}
 
 // startEmbedded loads odek's configuration as `odek run` does and starts
 // e.Workers in-process workers on q, the embedded store. Sessions are

@@ -233,7 +233,11 @@ func readSmall(path string, limit int64) ([]byte, error) {
 // cfg.VolatileQueue is false.
 func openStore(ctx context.Context, e env, cfg *bot.Config, home string, log logrus.FieldLogger) (*estore.Store, error) {
 	path := filepath.Join(home, estore.DefaultFile)
-	s, err := estore.Open(path, storeOptions())
+	o, err := storeOptions()
+	if err != nil {
+		return nil, err
+	}
+	s, err := estore.Open(path, o)
 	if err != nil {
 		return nil, err
 	}

@@ -47,8 +47,10 @@ func lockFile(path, store string) (*os.File, error) {
 		}
 		return nil, fmt.Errorf("embedded store: lock %s: %w", path, err)
 	}
+	// The pid only names the holder in another process's error; failing
+	// to write it does not weaken the lock.
 	if err := f.Truncate(0); err == nil {
-		_, err = f.WriteAt([]byte(strconv.Itoa(os.Getpid())+"\n"), 0)
+		_, _ = f.WriteAt([]byte(strconv.Itoa(os.Getpid())+"\n"), 0)
 	}
 	return f, nil
 }

@@ -46,6 +46,7 @@ import (
 	"time"
 
 	bolt "go.etcd.io/bbolt"
+	berrors "go.etcd.io/bbolt/errors"
 
 	"github.com/odekrun/odek/queue"
 )
@@ -191,7 +192,7 @@ func Open(path string, o queue.Options) (*Store, error) {
 	db, err := bolt.Open(path, 0o600, &bolt.Options{Timeout: time.Second})
 	if err != nil {
 		lk.Close()
-		if errors.Is(err, bolt.ErrTimeout) {
+		if errors.Is(err, berrors.ErrTimeout) {
 			return nil, &LockedError{Path: path}
 		}
 		return nil, fmt.Errorf("embedded store: open %s: %w", path, err)
@@ -378,9 +379,7 @@ func (s *Store) load() error {
 		s.running[j.job.ID] = j
 		s.held[j.consumer]++
 	}
-	for _, id := range sortedSuspects(s.jobs) {
-		s.suspects = append(s.suspects, id)
-	}
+	s.suspects = append(s.suspects, sortedSuspects(s.jobs)...)
 	s.reclaimExpiredLocked(now, "lease lost: the process stopped while it ran (restart)")
 	inReady := map[string]bool{}
 	for _, id := range s.ready {
