@@ -13,8 +13,8 @@
 // recorded as a pending write. One committer goroutine moves all pending
 // writes into one bbolt transaction, which bbolt makes durable (fsync)
 // before it returns; writers that arrive during a commit share the next one
-// (group commit). Enqueue, Claim, Ack, Cancel, Retry, PurgeDead and
-// AckResult return only after their change is durable, and ReadResults
+// (group commit). Enqueue, Ack, Cancel, Retry, PurgeDead and AckResult
+// return only after their change is durable, and ReadResults
 // hands out only results that are durable, so nothing a user or a worker
 // was told can be lost by a crash. Progress entries, approval questions and
 // the worker registry are in memory only: they describe a running process
@@ -189,7 +189,10 @@ func Open(path string, o queue.Options) (*Store, error) {
 	if err != nil {
 		return nil, err
 	}
-	db, err := bolt.Open(path, 0o600, &bolt.Options{Timeout: time.Second})
+	// InitialMmapSize: growing the file remaps it, which waits for every
+	// read transaction; 64 MiB of address space (not memory) avoids that
+	// for a store of some 100,000 finished jobs.
+	db, err := bolt.Open(path, 0o600, &bolt.Options{Timeout: time.Second, InitialMmapSize: 64 << 20})
 	if err != nil {
 		lk.Close()
 		if errors.Is(err, berrors.ErrTimeout) {
@@ -598,6 +601,7 @@ func (s *Store) Enqueue(ctx context.Context, jb queue.Job) (queue.Job, bool, err
 	if err := ctx.Err(); err != nil {
 		return jb, false, err
 	}
+	ownID := jb.ID != "" // a caller's id may name a job an earlier process finished
 	jb, err := queue.PrepareJob(jb, s.o)
 	if err != nil {
 		return jb, false, err
@@ -624,11 +628,11 @@ func (s *Store) Enqueue(ctx context.Context, jb queue.Job) (queue.Job, bool, err
 			return prev, true, s.durable(g)
 		}
 	}
-	if _, ok := s.jobs[jb.ID]; ok {
-		s.mu.Unlock()
-		return jb, false, fmt.Errorf("%w: id %q already exists", queue.ErrInvalidJob, jb.ID)
+	exists := s.jobs[jb.ID] != nil
+	if !exists && ownID {
+		_, exists = s.diskJob(jb.ID)
 	}
-	if _, ok := s.diskJob(jb.ID); ok {
+	if exists {
 		s.mu.Unlock()
 		return jb, false, fmt.Errorf("%w: id %q already exists", queue.ErrInvalidJob, jb.ID)
 	}
@@ -775,26 +779,16 @@ func (s *Store) finishLocked(j *job, res queue.Result) {
 	s.notifyLocked()
 }
 
-// Claim implements queue.Queue. The leases it returns are durable (their
-// attempt counts), so a job that kills the process is counted at the next
-// start.
+// Claim implements queue.Queue. It does not wait for the disk: the lease's
+// record (attempt, alone) is in the next commit, milliseconds away, long
+// before a job could kill the process (its first model call alone takes
+// longer), so a process-killing job is still counted at the next start;
+// a lease lost with a crash inside that instant just runs again.
 func (s *Store) Claim(ctx context.Context, consumer string, max int, block time.Duration) ([]queue.Lease, error) {
 	if max <= 0 {
 		max = 1
 	}
-	var g uint64
-	ls, err := waitFor(ctx, s, block, func() []queue.Lease {
-		ls := s.claimLocked(consumer, max)
-		g = s.genLocked()
-		return ls
-	})
-	if err != nil {
-		return nil, err
-	}
-	if err := s.durable(g); err != nil {
-		return nil, err
-	}
-	return ls, nil
+	return waitFor(ctx, s, block, func() []queue.Lease { return s.claimLocked(consumer, max) })
 }
 
 // reclaimExpiredLocked turns every expired lease into a suspect, a dead
