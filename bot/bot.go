@@ -345,8 +345,50 @@ func (b *Bot) poll(ctx context.Context) error {
 			}
 			b.handleUpdate(ctx, u)
 		}
+		b.settleUpdates(ctx, ups)
 	}
 	return nil
+}
+
+// settleWait bounds how long poll waits for the chats of one batch of
+// updates to handle them before it confirms the batch to Telegram.
+const settleWait = 2 * time.Second
+
+// settleUpdates waits (up to settleWait) until every chat of ups has run
+// what handleUpdate queued for it, so the next getUpdates, whose offset
+// confirms the batch to Telegram, comes after the jobs are enqueued: a
+// crash before that makes Telegram send the updates again (and their
+// update ids dedupe the jobs), instead of losing them. A chat busy longer
+// (a slow download) is not waited for.
+func (b *Bot) settleUpdates(ctx context.Context, ups []tgbotapi.Update) {
+	seen := map[int64]bool{}
+	var wg sync.WaitGroup
+	for _, u := range ups {
+		var chatID int64
+		switch {
+		case u.CallbackQuery != nil && u.CallbackQuery.Message != nil && u.CallbackQuery.Message.Chat != nil:
+			chatID = u.CallbackQuery.Message.Chat.ID
+		case u.Message != nil && u.Message.Chat != nil:
+			chatID = u.Message.Chat.ID
+		case u.EditedMessage != nil && u.EditedMessage.Chat != nil:
+			chatID = u.EditedMessage.Chat.ID
+		}
+		if chatID == 0 || seen[chatID] {
+			continue
+		}
+		seen[chatID] = true
+		wg.Add(1)
+		b.serial.do(chatID, work{fn: func(*chat) {}, done: wg.Done})
+	}
+	done := make(chan struct{})
+	go func() { wg.Wait(); close(done) }()
+	t := time.NewTimer(settleWait)
+	defer t.Stop()
+	select {
+	case <-done:
+	case <-t.C:
+	case <-ctx.Done():
+	}
 }
 
 func (b *Bot) setHealth(f func(*healthState)) {

@@ -16,6 +16,7 @@ import (
 	"github.com/odekrun/odek/internal/host"
 	"github.com/odekrun/odek/internal/session"
 	"github.com/odekrun/odek/queue"
+	estore "github.com/odekrun/odek/queue/embedded"
 	"github.com/odekrun/odek/worker"
 )
 
@@ -29,10 +30,25 @@ type embeddedWorkers struct {
 	done chan error
 }
 
+// storeOptions configures embedded mode's queue: 30 s leases (a restart
+// reclaims every lease at once anyway) and ODEK_QUEUE_MAX_ATTEMPTS, as
+// `odek worker` reads it (default 3): how many times the process may die
+// while a job runs alone before the job is dead-lettered.
+func storeOptions() (queue.Options, error) {
+	var w config.WorkerEnv
+	if err := config.ReadEnv(nil, &w); err != nil {
+		return queue.Options{}, err
+	}
+	if w.MaxAttempts < 1 {
+		return queue.Options{}, fmt.Errorf("ODEK_QUEUE_MAX_ATTEMPTS must be ≥ 1, got %d", w.MaxAttempts)
+	}
+	return queue.Options{MaxAttempts: w.MaxAttempts}, nil
+}
+
 // startEmbedded loads odek's configuration as `odek run` does and starts
-// e.Workers in-process workers on q. Sessions are files under
-// $ODEK_HOME/sessions.
-func startEmbedded(ctx context.Context, q *queue.Memory, e env, log *logrus.Logger) (*embeddedWorkers, error) {
+// e.Workers in-process workers on q, the embedded store. Sessions are
+// files under $ODEK_HOME/sessions.
+func startEmbedded(ctx context.Context, q *estore.Store, e env, log *logrus.Logger) (*embeddedWorkers, error) {
 	cfg, warnings, err := config.Load(config.Options{})
 	if err != nil {
 		return nil, err
@@ -74,9 +90,9 @@ func startEmbedded(ctx context.Context, q *queue.Memory, e env, log *logrus.Logg
 	return ew, nil
 }
 
-// shutdown lets running jobs finish for up to 30 s; in embedded mode the
-// queue dies with the process, so unfinished jobs are lost (the chat saw
-// no reply and can ask again).
+// shutdown lets running jobs finish for up to 30 s; a job still running
+// after that stays in the store and runs again at the next start (its
+// lease is reclaimed then), and its answer comes after the restart.
 func (e *embeddedWorkers) shutdown(log logrus.FieldLogger) {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()

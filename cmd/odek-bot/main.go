@@ -158,23 +158,26 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		}
 		log.WithField("redis", addr).Info("odek-bot: distributed mode: jobs go to Redis for `odek worker` processes")
 	} else {
-		mq := queue.NewMemory(queue.Options{Prefix: e.QueuePrefix})
-		q = mq
-		if e.StatusLedger == "" {
-			home, err := config.HomeDir(nil)
-			if err != nil {
-				return &codeErr{exitSetup, fmt.Errorf("ODEK_TELEGRAM_STATUS_LEDGER: %w", err)}
-			}
-			cfg.Ledger = bot.FileLedger{Dir: filepath.Join(home, "telegram-status")}
-		}
 		if e.Workers < 1 {
 			return &codeErr{exitSetup, fmt.Errorf("ODEK_WORKERS must be ≥ 1 in embedded mode, got %d", e.Workers)}
 		}
-		embedded, err = startEmbedded(ctx, mq, e, log)
+		home, err := config.HomeDir(nil)
+		if err != nil {
+			return &codeErr{exitSetup, fmt.Errorf("ODEK_HOME: %w", err)}
+		}
+		// One crash-safe store holds the queue, the chat state and the
+		// status ledger (see openStore).
+		st, err := openStore(ctx, e, &cfg, home, log)
 		if err != nil {
 			return &codeErr{exitSetup, err}
 		}
-		log.WithField("workers", e.Workers).Info("odek-bot: embedded mode: no REDIS_URL, jobs run inside this process")
+		defer st.Close()
+		q = st
+		embedded, err = startEmbedded(ctx, st, e, log)
+		if err != nil {
+			return &codeErr{exitSetup, err}
+		}
+		log.WithFields(logrus.Fields{"workers": e.Workers, "store": st.Path()}).Info("odek-bot: embedded mode: no REDIS_URL, jobs run inside this process")
 	}
 
 	defer startSchedules(ctx, e, q, log)()

@@ -16,6 +16,7 @@ import (
 
 	"github.com/odekrun/odek/internal/redact"
 	"github.com/odekrun/odek/queue"
+	estore "github.com/odekrun/odek/queue/embedded"
 	"github.com/odekrun/odek/worker"
 	"github.com/redis/go-redis/v9"
 	"github.com/sirupsen/logrus"
@@ -39,6 +40,8 @@ const queueUsage = `Usage:
   odek queue config [--lease D] [--max-attempts N] show or set the lease and max attempts every worker uses
   odek queue migrate                               move queue keys of the old layout ("odek:jobs") to the hash-tagged one ("{odek}:jobs"); idempotent, run with workers and bot stopped
 Every subcommand takes --redis URL (env REDIS_URL), --prefix and --json (one JSON value per line on stdout).
+--store PATH works on odek-bot's embedded store ($ODEK_HOME/store.db) instead of Redis, while the bot
+is stopped (stats, show, submit without --wait, cancel, dead, retry, purge-dead).
 Exit codes: 0 ok, 1 the job or the request failed, 3 bad flags or arguments, 69 Redis unreachable.
 `
 
@@ -70,6 +73,8 @@ func cmdQueue(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 	fs.SetOutput(stderr)
 	qf.registerConn(fs, env)
 	var a queueArgs
+	var storePath string
+	fs.StringVar(&storePath, "store", "", "work on odek-bot's embedded store at this path ($ODEK_HOME/store.db) instead of Redis; the bot must be stopped")
 	fs.BoolVar(&a.jsonOut, "json", false, "print JSON (one value per line) instead of text")
 	switch sub {
 	case "stats", "show", "cancel", "workers", "tail", "migrate":
@@ -163,15 +168,32 @@ func cmdQueue(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 	rlog.SetOutput(stderr)
 	rlog.SetLevel(logrus.ErrorLevel)
 	redis.SetLogger(worker.RedisLogger{Log: rlog})
-	if sub == "migrate" {
-		return migrateQueue(ctx, &qf, a.jsonOut, stdout)
+	var c *queueCLI
+	if storePath != "" {
+		switch {
+		case sub == "workers" || sub == "tail" || sub == "config" || sub == "migrate":
+			return usageErr("odek queue %s does not apply to the embedded store (--store): it has no separate workers", sub)
+		case a.wait:
+			return usageErr("odek queue submit --wait does not go with --store: the job runs when odek-bot starts")
+		}
+		st, err := estore.Open(storePath, queue.Options{})
+		if err != nil {
+			return withCode(exitUnavailable, fmt.Errorf("odek queue %s: %w", sub, err))
+		}
+		defer st.Close()
+		c = &queueCLI{q: st, addr: storePath, what: "odek queue " + sub, a: a, stdin: stdin, stdout: stdout, stderr: stderr}
+	} else {
+		if sub == "migrate" {
+			return migrateQueue(ctx, &qf, a.jsonOut, stdout)
+		}
+		rc, q, err := qf.connect(ctx, "odek queue "+sub, qf.optionsDefault())
+		if err != nil {
+			return err
+		}
+		defer rc.Close()
+		c = &queueCLI{q: q, addr: queue.ClientAddr(rc), what: "odek queue " + sub, a: a, stdin: stdin, stdout: stdout, stderr: stderr, prefix: qf.prefix}
 	}
-	rc, q, err := qf.connect(ctx, "odek queue "+sub, qf.optionsDefault())
-	if err != nil {
-		return err
-	}
-	defer rc.Close()
-	c := &queueCLI{q: q, addr: queue.ClientAddr(rc), what: "odek queue " + sub, a: a, stdin: stdin, stdout: stdout, stderr: stderr, prefix: qf.prefix}
+	q := c.q
 	switch sub {
 	case "stats":
 		return c.stats(ctx)
@@ -206,9 +228,17 @@ func cmdQueue(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 	return c.submit(ctx, goal)
 }
 
+// cliQueue is what the subcommands use of a queue: *queue.Redis, or the
+// embedded store with --store.
+type cliQueue interface {
+	queue.Queue
+	queue.Operator
+	queue.Inspector
+}
+
 // queueCLI runs one subcommand against a connected queue.
 type queueCLI struct {
-	q              *queue.Redis
+	q              cliQueue
 	addr, what     string
 	prefix         string
 	a              queueArgs
@@ -284,7 +314,7 @@ func (c *queueCLI) submit(ctx context.Context, goal string) error {
 
 // waitJobResult follows the job's progress stream (which wakes it when the
 // run ends) and looks the result up after every wake-up or 500 ms.
-func waitJobResult(ctx context.Context, q *queue.Redis, id string) (queue.Result, error) {
+func waitJobResult(ctx context.Context, q cliQueue, id string) (queue.Result, error) {
 	after := ""
 	for {
 		res, ok, err := q.JobResult(ctx, id)
@@ -613,7 +643,11 @@ func (c *queueCLI) workers(ctx context.Context) error {
 }
 
 func (c *queueCLI) config(ctx context.Context) error {
-	rc := c.q.Client()
+	rq, ok := c.q.(*queue.Redis)
+	if !ok {
+		return usageErr("odek queue config applies to Redis only")
+	}
+	rc := rq.Client()
 	sc, ok, err := queue.ReadSharedConfig(ctx, rc, c.prefix)
 	if err != nil {
 		return c.fail(err)

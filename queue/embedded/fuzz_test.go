@@ -1,0 +1,56 @@
+package embedded
+
+import (
+	"encoding/json"
+	"testing"
+	"time"
+
+	"github.com/odekrun/odek/queue"
+)
+
+// FuzzParseRecords: records read back from the store file never panic the
+// loader, and what parses names a job in a known state.
+func FuzzParseRecords(f *testing.F) {
+	good, _ := json.Marshal(jobRec{Job: queue.Job{ID: "a", ChatID: 1, Goal: "g"}, Seq: 3, State: queue.StateRunning, Attempt: 1})
+	done, _ := json.Marshal(jobRec{Job: queue.Job{ID: "b", ChatID: -5, Goal: "g"}, State: queue.StateDone, Result: &queue.Result{Status: queue.StatusSucceeded}})
+	for _, s := range [][]byte{good, done, []byte(`{"job":{"id":"x","chat_id":1},"state":"bogus"}`), []byte(`{"state":"done","job":{"id":"x","chat_id":1}}`),
+		[]byte(`null`), []byte(`{`), idemVal("job1", time.Unix(100, 0)), {1, 2, 3}} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, b []byte) {
+		if r, err := parseJobRec(b); err == nil {
+			if r.Job.ID == "" || r.Job.ChatID == 0 || (r.State == queue.StateDone && r.Result == nil) {
+				t.Fatalf("accepted a record naming no job or a result-less finished job: %+v", r)
+			}
+			_ = fromRec(r)
+		}
+		if id, _, err := parseIdem(b); err == nil && (id == "" || len(id) > queue.MaxIDLen) {
+			t.Fatalf("accepted idempotency record with id %q", id)
+		}
+	})
+}
+
+func TestParseRecordErrorsNameTheField(t *testing.T) {
+	for in, want := range map[string]string{
+		`{"job":{"id":"x","chat_id":1},"state":"bogus"}`: `unknown state "bogus"`,
+		`{"job":{"id":"x","chat_id":1},"state":"done"}`:  "has no result",
+		`{"job":{"chat_id":1},"state":"queued"}`:         "names no job",
+		`[`:                                              "not valid JSON",
+	} {
+		if _, err := parseJobRec([]byte(in)); err == nil || !contains(err.Error(), want) {
+			t.Errorf("parseJobRec(%s) = %v; want an error saying %q", in, err, want)
+		}
+	}
+	if _, _, err := parseIdem([]byte{1}); err == nil || !contains(err.Error(), "idempotency record of 1 bytes") {
+		t.Errorf("parseIdem(short) = %v", err)
+	}
+}
+
+func contains(s, sub string) bool {
+	for i := 0; i+len(sub) <= len(s); i++ {
+		if s[i:i+len(sub)] == sub {
+			return true
+		}
+	}
+	return false
+}
