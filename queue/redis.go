@@ -89,7 +89,17 @@ func NewRedis(ctx context.Context, c redis.UniversalClient, opts Options) (*Redi
 	if err := r.ensureGroups(ctx); err != nil {
 		return nil, err
 	}
+	r.co.w = newReplicaWaiter(ctx, c, r.ks[0], r.o)
 	return r, nil
+}
+
+// WaitsForReplicas is the number of replicas a user-visible write waits
+// for (0: none; see Options.MinReplicas).
+func (r *Redis) WaitsForReplicas() int {
+	if r.co.w == nil {
+		return 0
+	}
+	return r.co.w.n
 }
 
 // Client returns the Redis client the queue was made with.
@@ -360,7 +370,7 @@ func (r *Redis) Enqueue(ctx context.Context, job Job) (Job, bool, error) {
 		return job, false, err
 	}
 	args := append(r.base(), job.ID, data, job.ChatID, job.IdempotencyKey, r.o.DedupeWindow.Milliseconds())
-	res, err := asSlice(r.co.run(ctx, enqueueScript, r.ks, args...))
+	res, err := asSlice(r.co.runDurable(ctx, enqueueScript, r.ks, args...))
 	if err != nil {
 		return job, false, fmt.Errorf("queue: enqueue %s: %w", job.ID, err)
 	}
@@ -549,7 +559,7 @@ func (r *Redis) Ack(ctx context.Context, l Lease, res Result) error {
 	if err != nil {
 		return err
 	}
-	s, err := asText(r.co.run(ctx, ackScript, r.ks, append(r.base(), l.Job.ID, l.token, b)...))
+	s, err := asText(r.co.runDurable(ctx, ackScript, r.ks, append(r.base(), l.Job.ID, l.token, b)...))
 	if err != nil {
 		return fmt.Errorf("queue: ack %s: %w", l.Job.ID, err)
 	}
@@ -565,7 +575,7 @@ func (r *Redis) Cancel(ctx context.Context, jobID string) error {
 	if !validID(jobID) {
 		return ErrNotFound
 	}
-	s, err := asText(r.co.run(ctx, cancelScript, r.ks, append(r.base(), jobID)...))
+	s, err := asText(r.co.runDurable(ctx, cancelScript, r.ks, append(r.base(), jobID)...))
 	if err != nil {
 		return fmt.Errorf("queue: cancel %s: %w", jobID, err)
 	}
@@ -682,14 +692,33 @@ func (r *Redis) readResults(ctx context.Context, consumer string, max int, block
 	return out, nil
 }
 
-// AckResult implements Queue: SET NX, XACK and XDEL in one pipeline.
+// AckResult implements Queue: SET NX, XACK and XDEL in one pipeline (with
+// the WAIT for replicas, when the queue waits, on the same connection).
 func (r *Redis) AckResult(ctx context.Context, d Delivery) error {
 	key := r.key("results")
-	pipe := r.c.Pipeline()
+	pipe, cc := r.c.Pipeline(), (*redis.ClusterClient)(nil)
+	if w := r.co.w; w != nil {
+		var err error
+		if pipe, cc, err = w.pipeline(ctx); err != nil {
+			return fmt.Errorf("queue: ack result of %s: %w", d.Result.JobID, err)
+		}
+	}
 	pipe.SetNX(ctx, r.key("delivered:", d.Result.JobID), "1", r.o.Retain)
 	pipe.XAck(ctx, key, r.o.ResultsGroup, d.ID)
 	pipe.XDel(ctx, key, d.ID)
-	if _, err := pipe.Exec(ctx); err != nil {
+	var wait *redis.IntCmd
+	if r.co.w != nil {
+		wait = r.co.w.add(ctx, pipe)
+	}
+	_, err := pipe.Exec(ctx)
+	if wait != nil {
+		n := 1
+		if err != nil {
+			n = 0
+		}
+		r.co.w.settle(wait, n, cc, err)
+	}
+	if err != nil {
 		return fmt.Errorf("queue: ack result of %s: %w", d.Result.JobID, err)
 	}
 	return nil

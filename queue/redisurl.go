@@ -49,7 +49,10 @@ const MaxRedisURLBytes = 8 << 10
 // plus two of odek's for TLS: tls_ca (a PEM file of CAs to trust instead
 // of the system's) and tls_server_name (the name to verify in every node's
 // certificate; without it each node is verified by the host it is dialled
-// at). There is no option to skip verification.
+// at), and two for durability: min_replicas ("auto", the default, or a
+// number 0-16: the replicas a queue write the user sees acknowledged waits
+// for) and replica_timeout (a Go duration, 1ms-10s, default 1s). There is
+// no option to skip verification.
 type RedisURL struct {
 	// Mode is ModeSingle, ModeSentinel or ModeCluster.
 	Mode string
@@ -59,6 +62,10 @@ type RedisURL struct {
 	Master string
 	// TLS is true for the rediss schemes.
 	TLS bool
+	// Replicas are the min_replicas and replica_timeout options: how many
+	// replicas a user-visible queue write waits for (MinReplicas -1, the
+	// default, decides from the topology). See Options.MinReplicas.
+	Replicas ReplicaOptions
 
 	single   *redis.Options
 	failover *redis.FailoverOptions
@@ -140,6 +147,11 @@ func ParseRedisURL(raw string) (*RedisURL, error) {
 	if err != nil {
 		return nil, urlErr("query", "%v", err)
 	}
+	reps, err := replicaQuery(q)
+	if err != nil {
+		return nil, err
+	}
+	u.Replicas = reps
 	var tlsCA, tlsName string
 	for _, k := range []string{"tls_ca", "tls_server_name"} {
 		if vs, ok := q[k]; ok {
@@ -246,6 +258,39 @@ func ParseRedisURL(raw string) (*RedisURL, error) {
 	return u, nil
 }
 
+// MaxMinReplicas bounds the min_replicas option.
+const MaxMinReplicas = 16
+
+// replicaQuery takes min_replicas and replica_timeout out of q.
+func replicaQuery(q url.Values) (ReplicaOptions, error) {
+	o := ReplicaOptions{MinReplicas: -1}
+	if vs, ok := q["min_replicas"]; ok {
+		if len(vs) != 1 {
+			return o, urlErr("option min_replicas", "want exactly one value")
+		}
+		if vs[0] != "auto" {
+			n, err := strconv.Atoi(vs[0])
+			if err != nil || n < 0 || n > MaxMinReplicas {
+				return o, urlErr("option min_replicas", "%q is not \"auto\" or a number 0-%d", clip(vs[0], 20), MaxMinReplicas)
+			}
+			o.MinReplicas = n
+		}
+		q.Del("min_replicas")
+	}
+	if vs, ok := q["replica_timeout"]; ok {
+		if len(vs) != 1 {
+			return o, urlErr("option replica_timeout", "want exactly one value")
+		}
+		d, err := time.ParseDuration(vs[0])
+		if err != nil || d < time.Millisecond || d > 10*time.Second {
+			return o, urlErr("option replica_timeout", "%q is not a duration from 1ms to 10s (such as 500ms)", clip(vs[0], 20))
+		}
+		o.Timeout = d
+		q.Del("replica_timeout")
+	}
+	return o, nil
+}
+
 // hostPort validates one host[:port] of a REDIS_URL (port 6379 if none;
 // sentinels default to 26379 too in practice, but a port is then needed).
 func hostPort(h string) (string, error) {
@@ -325,6 +370,14 @@ func (u *RedisURL) String() string {
 // up to 5 times; a cluster client reloads its slot map every
 // ClusterStateReload. The caller closes it.
 func (u *RedisURL) NewClient() redis.UniversalClient {
+	c := u.newClient()
+	if u.Replicas != (ReplicaOptions{MinReplicas: -1}) {
+		setURLReplicas(c, u.Replicas)
+	}
+	return c
+}
+
+func (u *RedisURL) newClient() redis.UniversalClient {
 	switch {
 	case u.failover != nil:
 		o := *u.failover
