@@ -208,7 +208,7 @@ func (co *coalescer) sendNext() bool {
 func (co *coalescer) send(batch []*scriptCall) {
 	ctx := context.Background()
 	loaded := map[*redis.Script]bool{}
-	for try := 0; try < 4 && len(batch) > 0; try++ {
+	for try := 0; try < maxSendTries && len(batch) > 0; try++ {
 		durable := 0
 		for _, c := range batch {
 			if c.durable {
@@ -256,10 +256,13 @@ func (co *coalescer) send(batch []*scriptCall) {
 					continue // keep the NOSCRIPT error
 				}
 				retry = append(retry, c)
-			case cc != nil && notRunHere(c.err):
-				// The pinned node does not serve the slot (any more): the
-				// script did not run; send it again once the slot map is
-				// reloaded (settle asks for the reload).
+			case cc != nil && (notRunHere(c.err) || Unreachable(c.err)):
+				// The pinned node does not serve the slot (any more), or
+				// the connection to it failed: send the script again once
+				// the slot map is reloaded (settle asks for the reload).
+				// The cluster client's own pipeline would do the same; a
+				// script that did run is recognised when resent, as after
+				// go-redis' own resend (see NewRedis).
 				moved = true
 				retry = append(retry, c)
 			}
@@ -277,11 +280,16 @@ func (co *coalescer) send(batch []*scriptCall) {
 			co.w.settle(wait, ok, cc, errs...)
 		}
 		batch = retry
-		if moved && len(batch) > 0 {
-			time.Sleep(100 * time.Millisecond) // the cluster client reloads its slot map meanwhile
+		if moved && len(batch) > 0 && try+1 < maxSendTries {
+			// The cluster client reloads its slot map meanwhile.
+			time.Sleep(min(50*time.Millisecond<<try, 250*time.Millisecond))
 		}
 	}
 }
+
+// maxSendTries bounds the sends of one batch: a NOSCRIPT reload, and on
+// a cluster, re-routing after a failover (about 1.3 s of waits in all).
+const maxSendTries = 8
 
 // notRunHere reports a reply by which a cluster node refused a script
 // before running it because another node serves the slot.

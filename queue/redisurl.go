@@ -1,7 +1,9 @@
 package queue
 
 import (
+	"context"
 	"crypto/tls"
+	"errors"
 	"crypto/x509"
 	"fmt"
 	"net"
@@ -9,6 +11,7 @@ import (
 	"os"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -367,8 +370,10 @@ func (u *RedisURL) String() string {
 // NewClient returns a client for u with odek's defaults: commands that
 // fail for a transient reason (a broken connection, READONLY, LOADING,
 // MASTERDOWN, CLUSTERDOWN, TRYAGAIN) are retried by go-redis with backoff
-// up to 5 times; a cluster client reloads its slot map every
-// ClusterStateReload. The caller closes it.
+// up to 5 times (a cluster client: up to 12 attempts, each routed afresh,
+// see newClusterClient); a cluster client reloads its slot map every
+// ClusterStateReload and on any node's connection error. The caller
+// closes it.
 func (u *RedisURL) NewClient() redis.UniversalClient {
 	c := u.newClient()
 	if u.Replicas != (ReplicaOptions{MinReplicas: -1}) {
@@ -384,18 +389,100 @@ func (u *RedisURL) newClient() redis.UniversalClient {
 		defaultRetries(&o.MaxRetries, &o.MinRetryBackoff, &o.MaxRetryBackoff)
 		return redis.NewFailoverClient(&o)
 	case u.cluster != nil:
-		o := *u.cluster
-		defaultRetries(&o.MaxRetries, &o.MinRetryBackoff, &o.MaxRetryBackoff)
-		if o.ClusterStateReloadInterval == 0 {
-			o.ClusterStateReloadInterval = ClusterStateReload
-		}
-		if o.MaxRedirects == 0 {
-			o.MaxRedirects = 8
-		}
-		return redis.NewClusterClient(&o)
+		return newClusterClient(*u.cluster)
 	default:
 		o := *u.single
 		return redis.NewClient(&o)
+	}
+}
+
+// Cluster client defaults (each applies only when the URL leaves the
+// option unset). The cluster client retries a command itself, re-routing
+// it by its slot map on every attempt; a node's own retries (go-redis'
+// MaxRetries, and five dial tries per connection) would keep a command on
+// a dead master for seconds after its replica took over, so nodes do not
+// retry, dial once with a short timeout, and any node's connection error
+// reloads the slot map at once.
+const (
+	clusterAttempts        = 12                     // MaxRedirects: attempts per command
+	clusterMaxRetryBackoff = 250 * time.Millisecond // between attempts: 12 cover about 2.5 s
+	clusterDialTimeout     = 2 * time.Second
+)
+
+func newClusterClient(o redis.ClusterOptions) *redis.ClusterClient {
+	if o.MaxRetries == 0 {
+		o.MaxRetries = -1 // nodes do not retry; the cluster client does
+	}
+	if o.MinRetryBackoff == 0 {
+		o.MinRetryBackoff = 20 * time.Millisecond
+	}
+	if o.MaxRetryBackoff == 0 {
+		o.MaxRetryBackoff = clusterMaxRetryBackoff
+	}
+	if o.DialerRetries == 0 {
+		o.DialerRetries = 1
+	}
+	if o.DialTimeout == 0 {
+		o.DialTimeout = clusterDialTimeout
+	}
+	if o.ClusterStateReloadInterval == 0 {
+		o.ClusterStateReloadInterval = ClusterStateReload
+	}
+	if o.MaxRedirects == 0 {
+		o.MaxRedirects = clusterAttempts
+	}
+	var cc atomic.Pointer[redis.ClusterClient]
+	newNode := o.NewClient
+	if newNode == nil {
+		newNode = redis.NewClient
+	}
+	o.NewClient = func(no *redis.Options) *redis.Client {
+		n := newNode(no)
+		n.AddHook(reloadOnError{&cc})
+		return n
+	}
+	c := redis.NewClusterClient(&o)
+	cc.Store(c)
+	return c
+}
+
+// reloadOnError is a cluster node's hook: a connection to the node that
+// cannot be made or breaks, or a reply that says the node no longer
+// serves the slot, asks the cluster client for a new slot map now (go-redis
+// reloads it on MOVED and READONLY only, else at the next periodic
+// reload).
+type reloadOnError struct{ cc *atomic.Pointer[redis.ClusterClient] }
+
+func (h reloadOnError) reload(err error) {
+	if err == nil || errors.Is(err, redis.Nil) || errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) || !Unreachable(err) {
+		return
+	}
+	if c := h.cc.Load(); c != nil {
+		c.ReloadState(context.Background())
+	}
+}
+
+func (h reloadOnError) DialHook(next redis.DialHook) redis.DialHook {
+	return func(ctx context.Context, network, addr string) (net.Conn, error) {
+		cn, err := next(ctx, network, addr)
+		h.reload(err)
+		return cn, err
+	}
+}
+
+func (h reloadOnError) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
+	return func(ctx context.Context, cmd redis.Cmder) error {
+		err := next(ctx, cmd)
+		h.reload(err)
+		return err
+	}
+}
+
+func (h reloadOnError) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return func(ctx context.Context, cmds []redis.Cmder) error {
+		err := next(ctx, cmds)
+		h.reload(err)
+		return err
 	}
 }
 

@@ -65,7 +65,8 @@ func TestParseRedisURLOptionsReachTheClient(t *testing.T) {
 	c := u.NewClient().(*redis.ClusterClient)
 	defer c.Close()
 	o := c.Options()
-	if o.Password != "cp" || o.ClusterStateReloadInterval != ClusterStateReload || o.MaxRetries != 5 ||
+	if o.Password != "cp" || o.ClusterStateReloadInterval != ClusterStateReload || o.MaxRetries != -1 ||
+		o.MaxRedirects != clusterAttempts || o.DialerRetries != 1 || o.DialTimeout != clusterDialTimeout || o.NewClient == nil ||
 		o.TLSConfig == nil || o.TLSConfig.ServerName != "redis.internal" || len(o.Addrs) != 2 {
 		t.Errorf("cluster options: %+v", o)
 	}

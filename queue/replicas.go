@@ -203,7 +203,8 @@ func (w *replicaWaiter) add(ctx context.Context, pipe redis.Pipeliner) *redis.In
 
 // settle counts writes (the durable calls of the pipeline) by the WAIT's
 // answer. A wait that failed outright (the connection broke) counts
-// nothing: the writes' own errors tell the callers.
+// nothing (the writes' own errors tell the callers) but makes the next
+// waits short.
 func (w *replicaWaiter) settle(cmd *redis.IntCmd, writes int, cc *redis.ClusterClient, errs ...error) {
 	if cc != nil {
 		for _, err := range append(errs, cmd.Err()) {
@@ -217,7 +218,15 @@ func (w *replicaWaiter) settle(cmd *redis.IntCmd, writes int, cc *redis.ClusterC
 		}
 	}
 	n, err := cmd.Result()
-	if err != nil || writes == 0 {
+	if err != nil {
+		// The connection broke or the node is no master: a failover may
+		// be under way, and a newly promoted master has no replica yet.
+		// Wait briefly until a write is confirmed again, rather than the
+		// full timeout on the first writes after it.
+		w.st.degraded.Store(true)
+		return
+	}
+	if writes == 0 {
 		return
 	}
 	if int(n) >= w.n {
