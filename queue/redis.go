@@ -25,7 +25,13 @@ type Redis struct {
 	o  Options
 	p  string     // KeyPrefix(o.Prefix)
 	ks []string   // the KEYS of every queue script: {p .. "jobs"}
-	co *coalescer // Enqueue, start, Heartbeat, Ack and Cancel scripts share round trips
+	co *coalescer // start and Heartbeat scripts share round trips
+	// cw carries Enqueue, Ack and Cancel, whose batches end with a WAIT
+	// for the replicas when the queue waits (see replicas.go); without a
+	// wait it is co. Kept apart so a claim's start and the heartbeats never
+	// queue behind a wait (after a failover the new master has no replica
+	// yet, and a resent batch waits out its whole timeout).
+	cw *coalescer
 
 	// nextReclaim (unix ns) throttles the expired-lease scan to once per
 	// reclaimInterval per Redis value; other claims skip straight to new jobs.
@@ -89,17 +95,20 @@ func NewRedis(ctx context.Context, c redis.UniversalClient, opts Options) (*Redi
 	if err := r.ensureGroups(ctx); err != nil {
 		return nil, err
 	}
-	r.co.w = newReplicaWaiter(ctx, c, r.ks[0], r.o)
+	r.cw = r.co
+	if w := newReplicaWaiter(ctx, c, r.ks[0], r.o); w != nil {
+		r.cw = &coalescer{c: c, w: w}
+	}
 	return r, nil
 }
 
 // WaitsForReplicas is the number of replicas a user-visible write waits
 // for (0: none; see Options.MinReplicas).
 func (r *Redis) WaitsForReplicas() int {
-	if r.co.w == nil {
+	if r.cw.w == nil {
 		return 0
 	}
-	return r.co.w.n
+	return r.cw.w.n
 }
 
 // Client returns the Redis client the queue was made with.
@@ -370,7 +379,7 @@ func (r *Redis) Enqueue(ctx context.Context, job Job) (Job, bool, error) {
 		return job, false, err
 	}
 	args := append(r.base(), job.ID, data, job.ChatID, job.IdempotencyKey, r.o.DedupeWindow.Milliseconds())
-	res, err := asSlice(r.co.runDurable(ctx, enqueueScript, r.ks, args...))
+	res, err := asSlice(r.cw.runDurable(ctx, enqueueScript, r.ks, args...))
 	if err != nil {
 		return job, false, fmt.Errorf("queue: enqueue %s: %w", job.ID, err)
 	}
@@ -559,7 +568,7 @@ func (r *Redis) Ack(ctx context.Context, l Lease, res Result) error {
 	if err != nil {
 		return err
 	}
-	s, err := asText(r.co.runDurable(ctx, ackScript, r.ks, append(r.base(), l.Job.ID, l.token, b)...))
+	s, err := asText(r.cw.runDurable(ctx, ackScript, r.ks, append(r.base(), l.Job.ID, l.token, b)...))
 	if err != nil {
 		return fmt.Errorf("queue: ack %s: %w", l.Job.ID, err)
 	}
@@ -575,7 +584,7 @@ func (r *Redis) Cancel(ctx context.Context, jobID string) error {
 	if !validID(jobID) {
 		return ErrNotFound
 	}
-	s, err := asText(r.co.runDurable(ctx, cancelScript, r.ks, append(r.base(), jobID)...))
+	s, err := asText(r.cw.runDurable(ctx, cancelScript, r.ks, append(r.base(), jobID)...))
 	if err != nil {
 		return fmt.Errorf("queue: cancel %s: %w", jobID, err)
 	}
@@ -697,7 +706,7 @@ func (r *Redis) readResults(ctx context.Context, consumer string, max int, block
 func (r *Redis) AckResult(ctx context.Context, d Delivery) error {
 	key := r.key("results")
 	pipe, cc := r.c.Pipeline(), (*redis.ClusterClient)(nil)
-	if w := r.co.w; w != nil {
+	if w := r.cw.w; w != nil {
 		var err error
 		if pipe, cc, err = w.pipeline(ctx); err != nil {
 			return fmt.Errorf("queue: ack result of %s: %w", d.Result.JobID, err)
@@ -707,8 +716,8 @@ func (r *Redis) AckResult(ctx context.Context, d Delivery) error {
 	pipe.XAck(ctx, key, r.o.ResultsGroup, d.ID)
 	pipe.XDel(ctx, key, d.ID)
 	var wait *redis.IntCmd
-	if r.co.w != nil {
-		wait = r.co.w.add(ctx, pipe)
+	if r.cw.w != nil {
+		wait = r.cw.w.add(ctx, pipe)
 	}
 	_, err := pipe.Exec(ctx)
 	if wait != nil {
@@ -716,7 +725,7 @@ func (r *Redis) AckResult(ctx context.Context, d Delivery) error {
 		if err != nil {
 			n = 0
 		}
-		r.co.w.settle(wait, n, cc, err)
+		r.cw.w.settle(wait, n, cc, err)
 	}
 	if err != nil {
 		return fmt.Errorf("queue: ack result of %s: %w", d.Result.JobID, err)

@@ -3,6 +3,7 @@ package queue
 import (
 	"context"
 	"runtime"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -192,13 +193,33 @@ func (w *replicaWaiter) pipeline(ctx context.Context) (redis.Pipeliner, *redis.C
 
 // add appends the WAIT to pipe.
 func (w *replicaWaiter) add(ctx context.Context, pipe redis.Pipeliner) *redis.IntCmd {
-	t := w.timeout
-	if w.st.degraded.Load() {
-		t = min(t, degradedReplicaTimeout)
-	}
-	cmd := redis.NewIntCmd(ctx, "wait", w.n, t.Milliseconds())
+	cmd := redis.NewIntCmd(ctx, "wait", w.n, &waitTimeout{w: w})
 	_ = pipe.Process(ctx, cmd)
 	return cmd
+}
+
+// waitTimeout is WAIT's timeout argument, decided each time go-redis
+// writes the command: the full timeout, or the short one while degraded.
+// A second write of the same command is go-redis resending the pipeline
+// after its connection broke, most likely to a master a failover just
+// promoted, which has no replica yet: the resend waits briefly, so the
+// writes in it (a worker's acks, which hold its job slots) do not wait
+// out the whole timeout.
+type waitTimeout struct {
+	w      *replicaWaiter
+	writes int
+}
+
+func (a *waitTimeout) MarshalBinary() ([]byte, error) {
+	a.writes++
+	if a.writes > 1 {
+		a.w.st.degraded.Store(true)
+	}
+	t := a.w.timeout
+	if a.w.st.degraded.Load() {
+		t = min(t, degradedReplicaTimeout)
+	}
+	return strconv.AppendInt(nil, t.Milliseconds(), 10), nil
 }
 
 // settle counts writes (the durable calls of the pipeline) by the WAIT's
