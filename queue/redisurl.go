@@ -3,8 +3,8 @@ package queue
 import (
 	"context"
 	"crypto/tls"
-	"errors"
 	"crypto/x509"
+	"errors"
 	"fmt"
 	"net"
 	"net/url"
@@ -451,7 +451,9 @@ func newClusterClient(o redis.ClusterOptions) *redis.ClusterClient {
 // serves the slot, asks the cluster client for a new slot map now (go-redis
 // reloads it on MOVED and READONLY only, else at the next periodic
 // reload).
-type reloadOnError struct{ cc *atomic.Pointer[redis.ClusterClient] }
+type reloadOnError struct {
+	cc *atomic.Pointer[redis.ClusterClient]
+}
 
 func (h reloadOnError) reload(err error) {
 	if err == nil || errors.Is(err, redis.Nil) || errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) || !Unreachable(err) {
