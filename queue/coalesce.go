@@ -5,6 +5,7 @@ import (
 	"errors"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/redis/go-redis/v9"
 )
@@ -21,6 +22,9 @@ import (
 // than its own batch.
 type coalescer struct {
 	c redis.UniversalClient
+	// w, when set, ends every batch that holds a durable call with a WAIT
+	// on the batch's own connection (see replicas.go).
+	w *replicaWaiter
 
 	mu       sync.Mutex
 	pending  []*scriptCall
@@ -37,6 +41,9 @@ type scriptCall struct {
 	val    any
 	err    error
 	done   chan struct{}
+	// durable calls are writes a user sees acknowledged: their batch
+	// waits for the replicas (coalescer.w).
+	durable bool
 }
 
 // errNoKeys refuses a script call that declares no key: a cluster client
@@ -49,13 +56,24 @@ var errNoKeys = errors.New("queue: script called with no KEYS (a cluster client 
 // completion whatever happens to ctx, as with any Redis call, and a reply
 // that is in when ctx ends is returned rather than ctx's error.
 func (co *coalescer) run(ctx context.Context, script *redis.Script, keys []string, args ...any) (any, error) {
+	return co.call(ctx, false, script, keys, args)
+}
+
+// runDurable is run for a write whose success the caller passes on to a
+// user (enqueue, ack, cancel): its reply comes after the replicas hold
+// it, when the coalescer waits for replicas.
+func (co *coalescer) runDurable(ctx context.Context, script *redis.Script, keys []string, args ...any) (any, error) {
+	return co.call(ctx, true, script, keys, args)
+}
+
+func (co *coalescer) call(ctx context.Context, durable bool, script *redis.Script, keys []string, args []any) (any, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
 	if len(keys) == 0 {
 		return nil, errNoKeys
 	}
-	call := &scriptCall{script: script, keys: keys, args: args, done: make(chan struct{})}
+	call := &scriptCall{script: script, keys: keys, args: args, done: make(chan struct{}), durable: durable}
 	co.mu.Lock()
 	co.pending = append(co.pending, call)
 	lead := !co.inFlight
@@ -184,30 +202,99 @@ func (co *coalescer) sendNext() bool {
 // send runs batch in one pipeline; calls that found their script missing
 // (NOSCRIPT: Redis restarted or flushed) are sent again with the script
 // loaded. The pipeline runs under a context of its own: a caller that
-// stops waiting must not cancel the others' calls.
+// stops waiting must not cancel the others' calls. A batch holding a
+// durable call, when the coalescer waits for replicas, runs on one
+// connection to the queue's master and ends with WAIT there.
 func (co *coalescer) send(batch []*scriptCall) {
 	ctx := context.Background()
-	for try := 0; try < 2 && len(batch) > 0; try++ {
-		pipe := co.c.Pipeline()
+	loaded := map[*redis.Script]bool{}
+	for try := 0; try < maxSendTries && len(batch) > 0; try++ {
+		durable := 0
+		for _, c := range batch {
+			if c.durable {
+				durable++
+			}
+		}
+		var pipe redis.Pipeliner
+		var cc *redis.ClusterClient
+		if co.w != nil && durable > 0 {
+			var err error
+			if pipe, cc, err = co.w.pipeline(ctx); err != nil {
+				for _, c := range batch {
+					c.err = err
+				}
+				return
+			}
+		} else {
+			pipe = co.c.Pipeline()
+		}
 		cmds := make([]*redis.Cmd, len(batch))
 		for i, c := range batch {
 			cmds[i] = pipe.EvalSha(ctx, c.script.Hash(), c.keys, c.args...)
 		}
+		var wait *redis.IntCmd
+		if co.w != nil && durable > 0 {
+			wait = co.w.add(ctx, pipe)
+		}
 		_, _ = pipe.Exec(ctx)
 		var retry []*scriptCall
-		loaded := map[*redis.Script]bool{}
+		errs := make([]error, 0, 1)
+		moved := false
 		for i, c := range batch {
 			c.val, c.err = cmds[i].Result()
-			if c.err != nil && try == 0 && strings.HasPrefix(c.err.Error(), "NOSCRIPT") {
-				if !loaded[c.script] {
-					loaded[c.script] = true
-					if err := c.script.Load(ctx, co.c).Err(); err != nil {
-						continue // keep the NOSCRIPT error
-					}
+			if c.err != nil && len(errs) == 0 {
+				errs = append(errs, c.err)
+			}
+			switch {
+			case c.err == nil:
+			case strings.HasPrefix(c.err.Error(), "NOSCRIPT"):
+				if loaded[c.script] {
+					continue // loaded once already: keep the error
 				}
+				loaded[c.script] = true
+				if err := c.script.Load(ctx, co.c).Err(); err != nil {
+					continue // keep the NOSCRIPT error
+				}
+				retry = append(retry, c)
+			case cc != nil && (notRunHere(c.err) || Unreachable(c.err)):
+				// The pinned node does not serve the slot (any more), or
+				// the connection to it failed: send the script again once
+				// the slot map is reloaded (settle asks for the reload).
+				// The cluster client's own pipeline would do the same; a
+				// script that did run is recognised when resent, as after
+				// go-redis' own resend (see NewRedis).
+				moved = true
 				retry = append(retry, c)
 			}
 		}
+		if wait != nil {
+			// Count the durable writes that succeeded (and so were
+			// waited for); a retried NOSCRIPT call is counted with its
+			// own batch.
+			ok := 0
+			for _, c := range batch {
+				if c.durable && c.err == nil {
+					ok++
+				}
+			}
+			co.w.settle(wait, ok, cc, errs...)
+		}
 		batch = retry
+		if moved && len(batch) > 0 && try+1 < maxSendTries {
+			// The cluster client reloads its slot map meanwhile.
+			time.Sleep(min(50*time.Millisecond<<try, 250*time.Millisecond))
+		}
 	}
+}
+
+// maxSendTries bounds the sends of one batch: a NOSCRIPT reload, and on
+// a cluster, re-routing after a failover (about 1.3 s of waits in all).
+const maxSendTries = 8
+
+// notRunHere reports a reply by which a cluster node refused a script
+// before running it because another node serves the slot.
+func notRunHere(err error) bool {
+	s := err.Error()
+	return strings.HasPrefix(s, "MOVED ") || strings.HasPrefix(s, "ASK ") || strings.HasPrefix(s, "READONLY") ||
+		strings.HasPrefix(s, "TRYAGAIN") || strings.HasPrefix(s, "CLUSTERDOWN")
 }

@@ -5,9 +5,16 @@ import "context"
 // WaitingScripts is the number of script calls queued for the next shared
 // round trip (tests only).
 func (r *Redis) WaitingScripts() int {
-	r.co.mu.Lock()
-	defer r.co.mu.Unlock()
-	return len(r.co.pending)
+	n := 0
+	for _, co := range []*coalescer{r.co, r.cw} {
+		co.mu.Lock()
+		n += len(co.pending)
+		co.mu.Unlock()
+		if r.cw == r.co {
+			break
+		}
+	}
+	return n
 }
 
 // StartWith runs the start script once for the (entry, job id) pairs with

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"sync"
 
 	"github.com/redis/go-redis/v9"
 )
@@ -103,10 +104,9 @@ type MigrateReport struct {
 // finds nothing to move. A new key that already exists is overwritten only
 // when it is an empty stream (the consumer groups a worker on the new
 // layout creates at start); any other clash is left alone and reported in
-// Skipped. Run it with workers and bot stopped. Single node and Sentinel
-// only: the old layout never ran on a cluster (on one, Migrate scans every
-// master and renames key by key, and a clash across slots is reported as
-// an error).
+// Skipped. Run it with workers and bot stopped. On a cluster (where the
+// old names hash to other slots than the new ones) it scans every master
+// and moves each key with DUMP, RESTORE and DEL instead of RENAME.
 func Migrate(ctx context.Context, c redis.UniversalClient, prefix string) (MigrateReport, error) {
 	var rep MigrateReport
 	old := legacyPrefix(prefix)
@@ -115,20 +115,25 @@ func Migrate(ctx context.Context, c redis.UniversalClient, prefix string) (Migra
 	}
 	neu := KeyPrefix(prefix)
 	var keys []string
-	scan := func(ctx context.Context, n redis.UniversalClient) error {
-		for _, f := range legacyFixed {
-			ok, err := n.Exists(ctx, old+f).Result()
-			if err != nil {
-				return err
-			}
-			if ok > 0 {
-				keys = append(keys, old+f)
-			}
+	// Fixed names through c, which routes each to its slot's node.
+	for _, f := range legacyFixed {
+		ok, err := c.Exists(ctx, old+f).Result()
+		if err != nil {
+			return rep, fmt.Errorf("queue: migrate: list old keys: %w", err)
 		}
+		if ok > 0 {
+			keys = append(keys, old+f)
+		}
+	}
+	// The per-job, per-chat and per-worker names by SCAN on every master.
+	var mu sync.Mutex
+	scan := func(ctx context.Context, n redis.UniversalClient) error {
 		for _, p := range legacyPer {
 			it := n.Scan(ctx, 0, escapeGlob(old+p)+"*", 1000).Iterator()
 			for it.Next(ctx) {
+				mu.Lock()
 				keys = append(keys, it.Val())
+				mu.Unlock()
 			}
 			if err := it.Err(); err != nil {
 				return err
@@ -145,31 +150,94 @@ func Migrate(ctx context.Context, c redis.UniversalClient, prefix string) (Migra
 	if err != nil {
 		return rep, fmt.Errorf("queue: migrate: list old keys: %w", err)
 	}
+	_, cluster := c.(*redis.ClusterClient)
 	for _, k := range keys {
 		nk := neu + strings.TrimPrefix(k, old)
-		ok, err := c.RenameNX(ctx, k, nk).Result()
+		var moved bool
+		var err error
+		if cluster {
+			moved, err = copyKey(ctx, c, k, nk)
+		} else {
+			moved, err = renameKey(ctx, c, k, nk)
+		}
 		if err != nil {
-			if strings.Contains(err.Error(), "no such key") {
-				continue // moved by a concurrent run
-			}
 			return rep, fmt.Errorf("queue: migrate %s: %w", k, err)
 		}
-		if ok {
+		if moved {
 			rep.Moved++
-			continue
+		} else if n, _ := c.Exists(ctx, k).Result(); n > 0 {
+			rep.Skipped = append(rep.Skipped, k)
 		}
-		// The new name exists: overwrite it only if it is an empty stream.
-		typ, _ := c.Type(ctx, nk).Result()
-		if n, err := c.XLen(ctx, nk).Result(); typ == "stream" && err == nil && n == 0 {
-			if err := c.Rename(ctx, k, nk).Err(); err != nil {
-				return rep, fmt.Errorf("queue: migrate %s: %w", k, err)
-			}
-			rep.Moved++
-			continue
-		}
-		rep.Skipped = append(rep.Skipped, k)
 	}
 	return rep, nil
+}
+
+// renameKey moves k to nk on one node: RENAMENX, or RENAME over an empty
+// stream. moved is false for a clash it leaves alone and for a key a
+// concurrent run moved.
+func renameKey(ctx context.Context, c redis.UniversalClient, k, nk string) (bool, error) {
+	ok, err := c.RenameNX(ctx, k, nk).Result()
+	if err != nil {
+		if strings.Contains(err.Error(), "no such key") {
+			return false, nil // moved by a concurrent run
+		}
+		return false, err
+	}
+	if ok {
+		return true, nil
+	}
+	if emptyStream(ctx, c, nk) {
+		return true, c.Rename(ctx, k, nk).Err()
+	}
+	return false, nil
+}
+
+// copyKey moves k to nk across cluster slots, where RENAME is refused
+// (CROSSSLOT): DUMP and PTTL of k, RESTORE as nk (over an empty stream
+// only), then DEL k. A run cut off between RESTORE and DEL is finished by
+// the next: nk then holds exactly k's serialized value, so k is deleted.
+func copyKey(ctx context.Context, c redis.UniversalClient, k, nk string) (bool, error) {
+	dump, err := c.Dump(ctx, k).Result()
+	if errors.Is(err, redis.Nil) {
+		return false, nil // moved by a concurrent run
+	}
+	if err != nil {
+		return false, err
+	}
+	ttl, err := c.PTTL(ctx, k).Result()
+	if err != nil {
+		return false, err
+	}
+	switch {
+	case ttl == -2: // gone meanwhile (go-redis keeps -2 and -1 as they are)
+		return false, nil
+	case ttl < 0:
+		ttl = 0 // RESTORE's "no expiry"
+	}
+	err = c.Restore(ctx, nk, ttl, dump).Err()
+	if err != nil && strings.HasPrefix(err.Error(), "BUSYKEY") {
+		switch {
+		case emptyStream(ctx, c, nk):
+			err = c.RestoreReplace(ctx, nk, ttl, dump).Err()
+		default:
+			if have, _ := c.Dump(ctx, nk).Result(); have != dump {
+				return false, nil // a clash: left alone, reported
+			}
+			err = nil // an earlier run copied it and stopped before DEL
+		}
+	}
+	if err != nil {
+		return false, err
+	}
+	return true, c.Del(ctx, k).Err()
+}
+
+// emptyStream reports whether k is a stream without entries (the groups a
+// worker on the new layout created at start).
+func emptyStream(ctx context.Context, c redis.UniversalClient, k string) bool {
+	typ, _ := c.Type(ctx, k).Result()
+	n, err := c.XLen(ctx, k).Result()
+	return typ == "stream" && err == nil && n == 0
 }
 
 // escapeGlob quotes the glob characters of s for SCAN MATCH.

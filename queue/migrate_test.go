@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -19,8 +20,68 @@ import (
 // and that the migrated jobs carry on: the running one is acknowledged with
 // its old lease, the queued ones run, the dead letter and the session key
 // stay where they are.
+//
+// It runs on one node and on the 3+3 cluster, where the old names hash to
+// other slots than the new ones, so both the test's move to the old names
+// and Migrate's move back cross slots (DUMP/RESTORE, not RENAME).
 func TestMigrateOldLayout(t *testing.T) {
-	c := queuetest.StartRedis(t)
+	for _, mode := range []string{queue.ModeSingle, queue.ModeCluster} {
+		t.Run(mode, func(t *testing.T) { testMigrateOldLayout(t, queuetest.StartTopology(t, mode).Client()) })
+	}
+}
+
+// allKeys lists the keys matching pattern on every master.
+func allKeys(t *testing.T, c redis.UniversalClient, pattern string) []string {
+	t.Helper()
+	ctx := context.Background()
+	var mu sync.Mutex
+	var keys []string
+	each := func(ctx context.Context, n *redis.Client) error {
+		ks, err := n.Keys(ctx, pattern).Result()
+		mu.Lock()
+		keys = append(keys, ks...)
+		mu.Unlock()
+		return err
+	}
+	var err error
+	if cc, ok := c.(*redis.ClusterClient); ok {
+		err = cc.ForEachMaster(ctx, each)
+	} else {
+		err = each(ctx, c.(*redis.Client))
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	return keys
+}
+
+// moveKey renames k to nk through c, across slots if need be.
+func moveKey(t *testing.T, c redis.UniversalClient, k, nk string) {
+	t.Helper()
+	ctx := context.Background()
+	if _, ok := c.(*redis.ClusterClient); !ok {
+		if err := c.Rename(ctx, k, nk).Err(); err != nil {
+			t.Fatal(err)
+		}
+		return
+	}
+	dump, err := c.Dump(ctx, k).Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	ttl, _ := c.PTTL(ctx, k).Result()
+	if ttl < 0 {
+		ttl = 0
+	}
+	if err := c.Restore(ctx, nk, ttl, dump).Err(); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Del(ctx, k).Err(); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func testMigrateOldLayout(t *testing.T, c redis.UniversalClient) {
 	ctx := context.Background()
 	opts := queue.Options{LeaseTTL: time.Minute}
 	q, err := queue.NewRedis(ctx, c, opts)
@@ -49,13 +110,25 @@ func TestMigrateOldLayout(t *testing.T) {
 		t.Fatal(err)
 	}
 	// Make it the old layout.
-	keys, err := c.Keys(ctx, "{odek}:*").Result()
-	if err != nil || len(keys) < 10 {
-		t.Fatalf("keys: %v %v", keys, err)
+	keys := allKeys(t, c, "{odek}:*")
+	if len(keys) < 10 {
+		t.Fatalf("keys: %v", keys)
 	}
 	for _, k := range keys {
-		if err := c.Rename(ctx, k, "odek:"+strings.TrimPrefix(k, "{odek}:")).Err(); err != nil {
-			t.Fatal(err)
+		moveKey(t, c, k, "odek:"+strings.TrimPrefix(k, "{odek}:"))
+	}
+	if _, ok := c.(*redis.ClusterClient); ok {
+		// The old names really are spread over the masters.
+		slots := map[int64]bool{}
+		for _, k := range keys {
+			s, err := c.ClusterKeySlot(ctx, "odek:"+strings.TrimPrefix(k, "{odek}:")).Result()
+			if err != nil {
+				t.Fatal(err)
+			}
+			slots[s] = true
+		}
+		if len(slots) < 2 {
+			t.Fatalf("old keys all in one slot: %v", slots)
 		}
 	}
 
@@ -73,7 +146,7 @@ func TestMigrateOldLayout(t *testing.T) {
 	if n, _ := c.Exists(ctx, "odek:session:s1").Result(); n != 1 {
 		t.Fatal("migrate moved a session key")
 	}
-	if left, _ := c.Keys(ctx, "odek:*").Result(); len(left) != 1 {
+	if left := allKeys(t, c, "odek:*"); len(left) != 1 {
 		t.Fatalf("old keys left: %v", left)
 	}
 
@@ -117,22 +190,37 @@ func TestMigrateOldLayout(t *testing.T) {
 }
 
 // A clash the migration cannot settle (the new name holds data) is left
-// alone and reported.
+// alone and reported; an empty new stream is overwritten; a key whose copy
+// a cut-off run already made (the new name holds the very same value) is
+// finished (on a cluster, where moving is DUMP, RESTORE, DEL).
 func TestMigrateReportsClash(t *testing.T) {
-	c := queuetest.StartRedis(t)
-	ctx := context.Background()
-	c.Set(ctx, "odek:idem:x", "old", 0)
-	c.Set(ctx, "{odek}:idem:x", "new", 0)
-	c.XAdd(ctx, &redis.XAddArgs{Stream: "odek:jobs", Values: []any{"id", "x"}})
-	c.XGroupCreateMkStream(ctx, "{odek}:jobs", "workers", "0") // empty: a new worker's
-	rep, err := queue.Migrate(ctx, c, "")
-	if err != nil || rep.Moved != 1 || len(rep.Skipped) != 1 || rep.Skipped[0] != "odek:idem:x" {
-		t.Fatalf("migrate: %+v %v", rep, err)
-	}
-	if v, _ := c.Get(ctx, "{odek}:idem:x").Result(); v != "new" {
-		t.Fatalf("clash overwritten: %q", v)
-	}
-	if n, _ := c.XLen(ctx, "{odek}:jobs").Result(); n != 1 {
-		t.Fatalf("old jobs stream not moved over the empty new one: %d", n)
+	for _, mode := range []string{queue.ModeSingle, queue.ModeCluster} {
+		t.Run(mode, func(t *testing.T) {
+			c := queuetest.StartTopology(t, mode).Client()
+			ctx := context.Background()
+			c.Set(ctx, "odek:idem:x", "old", 0)
+			c.Set(ctx, "{odek}:idem:x", "new", 0)
+			c.XAdd(ctx, &redis.XAddArgs{Stream: "odek:jobs", Values: []any{"id", "x"}})
+			c.XGroupCreateMkStream(ctx, "{odek}:jobs", "workers", "0") // empty: a new worker's
+			wantMoved := 1
+			if mode == queue.ModeCluster {
+				c.Set(ctx, "odek:idem:y", "same", time.Hour)
+				c.Set(ctx, "{odek}:idem:y", "same", time.Hour)
+				wantMoved = 2
+			}
+			rep, err := queue.Migrate(ctx, c, "")
+			if err != nil || rep.Moved != wantMoved || len(rep.Skipped) != 1 || rep.Skipped[0] != "odek:idem:x" {
+				t.Fatalf("migrate: %+v %v, want %d moved and odek:idem:x skipped", rep, err, wantMoved)
+			}
+			if v, _ := c.Get(ctx, "{odek}:idem:x").Result(); v != "new" {
+				t.Fatalf("clash overwritten: %q", v)
+			}
+			if n, _ := c.XLen(ctx, "{odek}:jobs").Result(); n != 1 {
+				t.Fatalf("old jobs stream not moved over the empty new one: %d", n)
+			}
+			if n, _ := c.Exists(ctx, "odek:idem:y", "odek:jobs").Result(); n != 0 {
+				t.Fatalf("%d old keys left after their move", n)
+			}
+		})
 	}
 }

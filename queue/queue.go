@@ -278,6 +278,18 @@ type Options struct {
 	// DeadMaxLen bounds the dead letters kept (approximately in Redis); 0
 	// means 10000.
 	DeadMaxLen int64
+	// MinReplicas is how many replicas must hold a user-visible write
+	// (Enqueue, Ack, Cancel, AckResult) before Redis's answer returns
+	// (WAIT on the write's own connection; Redis only). 0 means the
+	// REDIS_URL's min_replicas, else 1 when the master reports a replica
+	// at NewRedis and 0 when it reports none; -1 never waits. A wait that
+	// times out is not an error: the write stands on the master and is
+	// counted (Replication). See docs/QUEUE.md "Durability through
+	// failover".
+	MinReplicas int
+	// ReplicaTimeout bounds one wait; 0 means the URL's replica_timeout,
+	// else DefaultReplicaTimeout (1 s).
+	ReplicaTimeout time.Duration
 	// Now is the clock (Memory's leases and both CreatedAt stamps); nil
 	// means time.Now. Redis measures lease idle time on the server clock.
 	Now func() time.Time

@@ -25,7 +25,13 @@ type Redis struct {
 	o  Options
 	p  string     // KeyPrefix(o.Prefix)
 	ks []string   // the KEYS of every queue script: {p .. "jobs"}
-	co *coalescer // Enqueue, start, Heartbeat, Ack and Cancel scripts share round trips
+	co *coalescer // start and Heartbeat scripts share round trips
+	// cw carries Enqueue, Ack and Cancel, whose batches end with a WAIT
+	// for the replicas when the queue waits (see replicas.go); without a
+	// wait it is co. Kept apart so a claim's start and the heartbeats never
+	// queue behind a wait (after a failover the new master has no replica
+	// yet, and a resent batch waits out its whole timeout).
+	cw *coalescer
 
 	// nextReclaim (unix ns) throttles the expired-lease scan to once per
 	// reclaimInterval per Redis value; other claims skip straight to new jobs.
@@ -89,7 +95,20 @@ func NewRedis(ctx context.Context, c redis.UniversalClient, opts Options) (*Redi
 	if err := r.ensureGroups(ctx); err != nil {
 		return nil, err
 	}
+	r.cw = r.co
+	if w := newReplicaWaiter(ctx, c, r.ks[0], r.o); w != nil {
+		r.cw = &coalescer{c: c, w: w}
+	}
 	return r, nil
+}
+
+// WaitsForReplicas is the number of replicas a user-visible write waits
+// for (0: none; see Options.MinReplicas).
+func (r *Redis) WaitsForReplicas() int {
+	if r.cw.w == nil {
+		return 0
+	}
+	return r.cw.w.n
 }
 
 // Client returns the Redis client the queue was made with.
@@ -360,7 +379,7 @@ func (r *Redis) Enqueue(ctx context.Context, job Job) (Job, bool, error) {
 		return job, false, err
 	}
 	args := append(r.base(), job.ID, data, job.ChatID, job.IdempotencyKey, r.o.DedupeWindow.Milliseconds())
-	res, err := asSlice(r.co.run(ctx, enqueueScript, r.ks, args...))
+	res, err := asSlice(r.cw.runDurable(ctx, enqueueScript, r.ks, args...))
 	if err != nil {
 		return job, false, fmt.Errorf("queue: enqueue %s: %w", job.ID, err)
 	}
@@ -549,7 +568,7 @@ func (r *Redis) Ack(ctx context.Context, l Lease, res Result) error {
 	if err != nil {
 		return err
 	}
-	s, err := asText(r.co.run(ctx, ackScript, r.ks, append(r.base(), l.Job.ID, l.token, b)...))
+	s, err := asText(r.cw.runDurable(ctx, ackScript, r.ks, append(r.base(), l.Job.ID, l.token, b)...))
 	if err != nil {
 		return fmt.Errorf("queue: ack %s: %w", l.Job.ID, err)
 	}
@@ -565,7 +584,7 @@ func (r *Redis) Cancel(ctx context.Context, jobID string) error {
 	if !validID(jobID) {
 		return ErrNotFound
 	}
-	s, err := asText(r.co.run(ctx, cancelScript, r.ks, append(r.base(), jobID)...))
+	s, err := asText(r.cw.runDurable(ctx, cancelScript, r.ks, append(r.base(), jobID)...))
 	if err != nil {
 		return fmt.Errorf("queue: cancel %s: %w", jobID, err)
 	}
@@ -682,14 +701,33 @@ func (r *Redis) readResults(ctx context.Context, consumer string, max int, block
 	return out, nil
 }
 
-// AckResult implements Queue: SET NX, XACK and XDEL in one pipeline.
+// AckResult implements Queue: SET NX, XACK and XDEL in one pipeline (with
+// the WAIT for replicas, when the queue waits, on the same connection).
 func (r *Redis) AckResult(ctx context.Context, d Delivery) error {
 	key := r.key("results")
-	pipe := r.c.Pipeline()
+	pipe, cc := r.c.Pipeline(), (*redis.ClusterClient)(nil)
+	if w := r.cw.w; w != nil {
+		var err error
+		if pipe, cc, err = w.pipeline(ctx); err != nil {
+			return fmt.Errorf("queue: ack result of %s: %w", d.Result.JobID, err)
+		}
+	}
 	pipe.SetNX(ctx, r.key("delivered:", d.Result.JobID), "1", r.o.Retain)
 	pipe.XAck(ctx, key, r.o.ResultsGroup, d.ID)
 	pipe.XDel(ctx, key, d.ID)
-	if _, err := pipe.Exec(ctx); err != nil {
+	var wait *redis.IntCmd
+	if r.cw.w != nil {
+		wait = r.cw.w.add(ctx, pipe)
+	}
+	_, err := pipe.Exec(ctx)
+	if wait != nil {
+		n := 1
+		if err != nil {
+			n = 0
+		}
+		r.cw.w.settle(wait, n, cc, err)
+	}
+	if err != nil {
 		return fmt.Errorf("queue: ack result of %s: %w", d.Result.JobID, err)
 	}
 	return nil

@@ -1,14 +1,17 @@
 package queue
 
 import (
+	"context"
 	"crypto/tls"
 	"crypto/x509"
+	"errors"
 	"fmt"
 	"net"
 	"net/url"
 	"os"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -49,7 +52,10 @@ const MaxRedisURLBytes = 8 << 10
 // plus two of odek's for TLS: tls_ca (a PEM file of CAs to trust instead
 // of the system's) and tls_server_name (the name to verify in every node's
 // certificate; without it each node is verified by the host it is dialled
-// at). There is no option to skip verification.
+// at), and two for durability: min_replicas ("auto", the default, or a
+// number 0-16: the replicas a queue write the user sees acknowledged waits
+// for) and replica_timeout (a Go duration, 1ms-10s, default 1s). There is
+// no option to skip verification.
 type RedisURL struct {
 	// Mode is ModeSingle, ModeSentinel or ModeCluster.
 	Mode string
@@ -59,6 +65,10 @@ type RedisURL struct {
 	Master string
 	// TLS is true for the rediss schemes.
 	TLS bool
+	// Replicas are the min_replicas and replica_timeout options: how many
+	// replicas a user-visible queue write waits for (MinReplicas -1, the
+	// default, decides from the topology). See Options.MinReplicas.
+	Replicas ReplicaOptions
 
 	single   *redis.Options
 	failover *redis.FailoverOptions
@@ -140,6 +150,11 @@ func ParseRedisURL(raw string) (*RedisURL, error) {
 	if err != nil {
 		return nil, urlErr("query", "%v", err)
 	}
+	reps, err := replicaQuery(q)
+	if err != nil {
+		return nil, err
+	}
+	u.Replicas = reps
 	var tlsCA, tlsName string
 	for _, k := range []string{"tls_ca", "tls_server_name"} {
 		if vs, ok := q[k]; ok {
@@ -246,6 +261,39 @@ func ParseRedisURL(raw string) (*RedisURL, error) {
 	return u, nil
 }
 
+// MaxMinReplicas bounds the min_replicas option.
+const MaxMinReplicas = 16
+
+// replicaQuery takes min_replicas and replica_timeout out of q.
+func replicaQuery(q url.Values) (ReplicaOptions, error) {
+	o := ReplicaOptions{MinReplicas: -1}
+	if vs, ok := q["min_replicas"]; ok {
+		if len(vs) != 1 {
+			return o, urlErr("option min_replicas", "want exactly one value")
+		}
+		if vs[0] != "auto" {
+			n, err := strconv.Atoi(vs[0])
+			if err != nil || n < 0 || n > MaxMinReplicas {
+				return o, urlErr("option min_replicas", "%q is not \"auto\" or a number 0-%d", clip(vs[0], 20), MaxMinReplicas)
+			}
+			o.MinReplicas = n
+		}
+		q.Del("min_replicas")
+	}
+	if vs, ok := q["replica_timeout"]; ok {
+		if len(vs) != 1 {
+			return o, urlErr("option replica_timeout", "want exactly one value")
+		}
+		d, err := time.ParseDuration(vs[0])
+		if err != nil || d < time.Millisecond || d > 10*time.Second {
+			return o, urlErr("option replica_timeout", "%q is not a duration from 1ms to 10s (such as 500ms)", clip(vs[0], 20))
+		}
+		o.Timeout = d
+		q.Del("replica_timeout")
+	}
+	return o, nil
+}
+
 // hostPort validates one host[:port] of a REDIS_URL (port 6379 if none;
 // sentinels default to 26379 too in practice, but a port is then needed).
 func hostPort(h string) (string, error) {
@@ -322,27 +370,121 @@ func (u *RedisURL) String() string {
 // NewClient returns a client for u with odek's defaults: commands that
 // fail for a transient reason (a broken connection, READONLY, LOADING,
 // MASTERDOWN, CLUSTERDOWN, TRYAGAIN) are retried by go-redis with backoff
-// up to 5 times; a cluster client reloads its slot map every
-// ClusterStateReload. The caller closes it.
+// up to 5 times (a cluster client: up to 12 attempts, each routed afresh,
+// see newClusterClient); a cluster client reloads its slot map every
+// ClusterStateReload and on any node's connection error. The caller
+// closes it.
 func (u *RedisURL) NewClient() redis.UniversalClient {
+	c := u.newClient()
+	if u.Replicas != (ReplicaOptions{MinReplicas: -1}) {
+		setURLReplicas(c, u.Replicas)
+	}
+	return c
+}
+
+func (u *RedisURL) newClient() redis.UniversalClient {
 	switch {
 	case u.failover != nil:
 		o := *u.failover
 		defaultRetries(&o.MaxRetries, &o.MinRetryBackoff, &o.MaxRetryBackoff)
 		return redis.NewFailoverClient(&o)
 	case u.cluster != nil:
-		o := *u.cluster
-		defaultRetries(&o.MaxRetries, &o.MinRetryBackoff, &o.MaxRetryBackoff)
-		if o.ClusterStateReloadInterval == 0 {
-			o.ClusterStateReloadInterval = ClusterStateReload
-		}
-		if o.MaxRedirects == 0 {
-			o.MaxRedirects = 8
-		}
-		return redis.NewClusterClient(&o)
+		return newClusterClient(*u.cluster)
 	default:
 		o := *u.single
 		return redis.NewClient(&o)
+	}
+}
+
+// Cluster client defaults (each applies only when the URL leaves the
+// option unset). The cluster client retries a command itself, re-routing
+// it by its slot map on every attempt; a node's own retries (go-redis'
+// MaxRetries, and five dial tries per connection) would keep a command on
+// a dead master for seconds after its replica took over, so nodes do not
+// retry, dial once with a short timeout, and any node's connection error
+// reloads the slot map at once.
+const (
+	clusterAttempts        = 12                     // MaxRedirects: attempts per command
+	clusterMaxRetryBackoff = 250 * time.Millisecond // between attempts: 12 cover about 2.5 s
+	clusterDialTimeout     = 2 * time.Second
+)
+
+func newClusterClient(o redis.ClusterOptions) *redis.ClusterClient {
+	if o.MaxRetries == 0 {
+		o.MaxRetries = -1 // nodes do not retry; the cluster client does
+	}
+	if o.MinRetryBackoff == 0 {
+		o.MinRetryBackoff = 20 * time.Millisecond
+	}
+	if o.MaxRetryBackoff == 0 {
+		o.MaxRetryBackoff = clusterMaxRetryBackoff
+	}
+	if o.DialerRetries == 0 {
+		o.DialerRetries = 1
+	}
+	if o.DialTimeout == 0 {
+		o.DialTimeout = clusterDialTimeout
+	}
+	if o.ClusterStateReloadInterval == 0 {
+		o.ClusterStateReloadInterval = ClusterStateReload
+	}
+	if o.MaxRedirects == 0 {
+		o.MaxRedirects = clusterAttempts
+	}
+	var cc atomic.Pointer[redis.ClusterClient]
+	newNode := o.NewClient
+	if newNode == nil {
+		newNode = redis.NewClient
+	}
+	o.NewClient = func(no *redis.Options) *redis.Client {
+		n := newNode(no)
+		n.AddHook(reloadOnError{&cc})
+		return n
+	}
+	c := redis.NewClusterClient(&o)
+	cc.Store(c)
+	return c
+}
+
+// reloadOnError is a cluster node's hook: a connection to the node that
+// cannot be made or breaks, or a reply that says the node no longer
+// serves the slot, asks the cluster client for a new slot map now (go-redis
+// reloads it on MOVED and READONLY only, else at the next periodic
+// reload).
+type reloadOnError struct {
+	cc *atomic.Pointer[redis.ClusterClient]
+}
+
+func (h reloadOnError) reload(err error) {
+	if err == nil || errors.Is(err, redis.Nil) || errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) || !Unreachable(err) {
+		return
+	}
+	if c := h.cc.Load(); c != nil {
+		c.ReloadState(context.Background())
+	}
+}
+
+func (h reloadOnError) DialHook(next redis.DialHook) redis.DialHook {
+	return func(ctx context.Context, network, addr string) (net.Conn, error) {
+		cn, err := next(ctx, network, addr)
+		h.reload(err)
+		return cn, err
+	}
+}
+
+func (h reloadOnError) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
+	return func(ctx context.Context, cmd redis.Cmder) error {
+		err := next(ctx, cmd)
+		h.reload(err)
+		return err
+	}
+}
+
+func (h reloadOnError) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return func(ctx context.Context, cmds []redis.Cmder) error {
+		err := next(ctx, cmds)
+		h.reload(err)
+		return err
 	}
 }
 

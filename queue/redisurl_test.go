@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/redis/go-redis/v9"
 )
@@ -64,7 +65,8 @@ func TestParseRedisURLOptionsReachTheClient(t *testing.T) {
 	c := u.NewClient().(*redis.ClusterClient)
 	defer c.Close()
 	o := c.Options()
-	if o.Password != "cp" || o.ClusterStateReloadInterval != ClusterStateReload || o.MaxRetries != 5 ||
+	if o.Password != "cp" || o.ClusterStateReloadInterval != ClusterStateReload || o.MaxRetries != -1 ||
+		o.MaxRedirects != clusterAttempts || o.DialerRetries != 1 || o.DialTimeout != clusterDialTimeout || o.NewClient == nil ||
 		o.TLSConfig == nil || o.TLSConfig.ServerName != "redis.internal" || len(o.Addrs) != 2 {
 		t.Errorf("cluster options: %+v", o)
 	}
@@ -180,6 +182,51 @@ func TestUnreachableFailoverReplies(t *testing.T) {
 	for _, s := range []string{"WRONGPASS invalid username-password pair", "ERR Error running script", "NOSCRIPT No matching script", "ASKING is not"} {
 		if Unreachable(errors.New(s)) {
 			t.Errorf("%q: transient", s)
+		}
+	}
+}
+
+// TestParseRedisURLReplicaOptions: min_replicas and replica_timeout are
+// odek's (go-redis never sees them), bounded, and reach the queue through
+// the client NewClient builds.
+func TestParseRedisURLReplicaOptions(t *testing.T) {
+	for _, tc := range []struct {
+		in   string
+		want ReplicaOptions
+	}{
+		{"redis://h:1", ReplicaOptions{MinReplicas: -1}},
+		{"redis://h:1?min_replicas=auto", ReplicaOptions{MinReplicas: -1}},
+		{"redis://h:1?min_replicas=0", ReplicaOptions{MinReplicas: 0}},
+		{"redis+sentinel://s:1/m?min_replicas=2&replica_timeout=250ms&password=x", ReplicaOptions{MinReplicas: 2, Timeout: 250 * time.Millisecond}},
+		{"redis+cluster://a:1,b:2?replica_timeout=2s", ReplicaOptions{MinReplicas: -1, Timeout: 2 * time.Second}},
+	} {
+		u, err := ParseRedisURL(tc.in)
+		if err != nil {
+			t.Errorf("%s: %v", tc.in, err)
+			continue
+		}
+		if u.Replicas != tc.want {
+			t.Errorf("%s: replicas %+v, want %+v", tc.in, u.Replicas, tc.want)
+		}
+		c := u.NewClient()
+		if st := stateOf(c); st.fromURL != (tc.want != ReplicaOptions{MinReplicas: -1}) || (st.fromURL && st.opts != tc.want) {
+			t.Errorf("%s: client state %+v (from URL %v)", tc.in, st.opts, st.fromURL)
+		}
+		c.Close()
+	}
+	for _, tc := range []struct{ in, part string }{
+		{"redis://h:1?min_replicas=17", "option min_replicas"},
+		{"redis://h:1?min_replicas=-1", "option min_replicas"},
+		{"redis://h:1?min_replicas=one", "option min_replicas"},
+		{"redis://h:1?min_replicas=1&min_replicas=2", "option min_replicas"},
+		{"redis://h:1?replica_timeout=0s", "option replica_timeout"},
+		{"redis://h:1?replica_timeout=11s", "option replica_timeout"},
+		{"redis://h:1?replica_timeout=500", "option replica_timeout"},
+	} {
+		_, err := ParseRedisURL(tc.in)
+		var ue *RedisURLError
+		if !errors.As(err, &ue) || ue.Part != tc.part {
+			t.Errorf("%s: %v, want a RedisURLError for %s", tc.in, err, tc.part)
 		}
 	}
 }

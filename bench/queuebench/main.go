@@ -7,11 +7,17 @@
 //
 //	cd bench/queuebench && go run . -n 20000 -producers 16 -concurrency 4
 //
-// With -cluster it instead compares odek's throughput on a 3-master Redis
-// Cluster (started here, reached through a redis+cluster:// URL as odek's
-// commands reach one) with one node, alternating rounds in one run:
+// With -cluster it instead compares throughput on a 3-master Redis Cluster
+// (started here; odek reaches it through a redis+cluster:// URL as odek's
+// commands do, asynq through its cluster client) with one node, for odek
+// and asynq, alternating rounds in one run:
 //
 //	cd bench/queuebench && go run . -cluster -n 20000 -producers 16 -concurrency 4
+//
+// With -wait it measures what waiting for a replica costs: odek on a
+// master with one replica, with and without WAIT 1 on its writes:
+//
+//	cd bench/queuebench && go run . -wait -n 20000 -producers 16 -concurrency 4
 //
 // Every figure comes from the same run on the same server, so the
 // comparison holds even on a noisy machine; absolute numbers do not.
@@ -44,8 +50,16 @@ func main() {
 	pickups := flag.Int("pickups", 200, "idle pickup samples for odek")
 	asynqPickups := flag.Int("asynq-pickups", 20, "idle pickup samples for asynq (its idle poll is slow)")
 	rounds := flag.Int("rounds", 3, "throughput runs of each, alternating; the best is reported")
-	cluster := flag.Bool("cluster", false, "compare odek on a 3-master cluster with odek on one node (no asynq)")
+	cluster := flag.Bool("cluster", false, "compare odek and asynq on a 3-master cluster with one node")
+	wait := flag.Bool("wait", false, "compare odek on a master with a replica with and without waiting for it (WAIT 1)")
 	flag.Parse()
+	if *wait {
+		if err := waitVsNoWait(*n, *producers, *conc, *rounds); err != nil {
+			fmt.Fprintln(os.Stderr, "queuebench:", err)
+			os.Exit(1)
+		}
+		return
+	}
 	if *cluster {
 		if err := clusterVsSingle(*n, *producers, *conc, *rounds); err != nil {
 			fmt.Fprintln(os.Stderr, "queuebench:", err)
@@ -69,7 +83,7 @@ func main() {
 		c.FlushAll(ctx)
 		o := odekThroughput(c, *n, *producers, *conc)
 		c.FlushAll(ctx)
-		a := asynqThroughput(addr, *n, *producers, *conc)
+		a := asynqThroughput(asynq.RedisClientOpt{Addr: addr, PoolSize: 64}, *n, *producers, *conc)
 		fmt.Printf("round %d: odek %.0f jobs/s, asynq %.0f tasks/s\n", r+1, o, a)
 		best[0], best[1] = max(best[0], o), max(best[1], a)
 	}
@@ -90,8 +104,12 @@ func main() {
 // jobs at a time and acknowledge each from its own goroutine, as a worker
 // running jobs concurrently does.
 func odekThroughput(c redis.UniversalClient, n, producers, conc int) float64 {
+	return odekThroughputWith(c, queue.Options{}, n, producers, conc)
+}
+
+func odekThroughputWith(c redis.UniversalClient, o queue.Options, n, producers, conc int) float64 {
 	ctx := context.Background()
-	q, err := queue.NewRedis(ctx, c, queue.Options{})
+	q, err := queue.NewRedis(ctx, c, o)
 	if err != nil {
 		panic(err)
 	}
@@ -138,8 +156,7 @@ func odekThroughput(c redis.UniversalClient, n, producers, conc int) float64 {
 
 // asynqThroughput does the same with asynq: producers call Client.Enqueue,
 // a Server with Concurrency conc runs a no-op handler.
-func asynqThroughput(addr string, n, producers, conc int) float64 {
-	opt := asynq.RedisClientOpt{Addr: addr, PoolSize: 64}
+func asynqThroughput(opt asynq.RedisConnOpt, n, producers, conc int) float64 {
 	cl := asynq.NewClient(opt)
 	defer cl.Close()
 	var handled atomic.Int64
@@ -282,7 +299,7 @@ func clusterVsSingle(n, producers, conc, rounds int) error {
 	defer single.Close()
 	var addrs []string
 	for range 3 {
-		a, stop, err := startRedis("--cluster-enabled", "yes", "--cluster-node-timeout", "1000")
+		a, stop, err := startRedis("--cluster-enabled", "yes", "--cluster-node-timeout", "15000") // no failover here: a loaded machine must not mark a node failed
 		if err != nil {
 			return err
 		}
@@ -304,19 +321,78 @@ func clusterVsSingle(n, producers, conc, rounds int) error {
 		}
 		c.FlushAll(ctx)
 	}
-	var best [2]float64
+	asynqSingle := asynq.RedisClientOpt{Addr: addr, PoolSize: 64}
+	asynqCluster := asynq.RedisClusterClientOpt{Addrs: addrs}
+	var best [4]float64
 	for r := 0; r < rounds; r++ {
 		flush(single)
 		s := odekThroughput(single, n, producers, conc)
 		flush(cc)
 		c := odekThroughput(cc, n, producers, conc)
-		fmt.Printf("round %d: one node %.0f jobs/s, 3-master cluster %.0f jobs/s\n", r+1, s, c)
-		best[0], best[1] = max(best[0], s), max(best[1], c)
+		flush(single)
+		as := asynqThroughput(asynqSingle, n, producers, conc)
+		flush(cc)
+		ac := asynqThroughput(asynqCluster, n, producers, conc)
+		fmt.Printf("round %d: odek one node %.0f, odek 3-master cluster %.0f jobs/s; asynq one node %.0f, asynq cluster %.0f tasks/s\n", r+1, s, c, as, ac)
+		for i, v := range []float64{s, c, as, ac} {
+			best[i] = max(best[i], v)
+		}
 	}
-	fmt.Printf("\n| odek queue on | throughput (best of %d, %d jobs, %d producers, concurrency %d) |\n", rounds, n, producers, conc)
+	fmt.Printf("\n| queue | one node | 3-master cluster | cluster / one node |\n")
+	fmt.Println("| --- | --- | --- | --- |")
+	fmt.Printf("| odek | %.0f jobs/s | %.0f jobs/s | %.2f× |\n", best[0], best[1], best[1]/best[0])
+	fmt.Printf("| asynq v0.26.0 | %.0f tasks/s | %.0f tasks/s | %.2f× |\n", best[2], best[3], best[3]/best[2])
+	fmt.Printf("\n(best of %d, %d jobs, %d producers, concurrency %d)\nodek / asynq on the cluster: %.2f×\n", rounds, n, producers, conc, best[1]/best[3])
+	return nil
+}
+
+// waitVsNoWait runs odek's throughput on a master with one replica, with
+// user-visible writes waiting for the replica (WAIT 1 on the write's
+// connection, the default when a replica exists) and without
+// (MinReplicas -1), alternating, and prints the best of each.
+func waitVsNoWait(n, producers, conc, rounds int) error {
+	ctx := context.Background()
+	addr, stop, err := startRedis()
+	if err != nil {
+		return err
+	}
+	defer stop()
+	host, port, _ := net.SplitHostPort(addr)
+	raddr, stopR, err := startRedis("--replicaof", host, port)
+	if err != nil {
+		return err
+	}
+	defer stopR()
+	rc := redis.NewClient(&redis.Options{Addr: raddr})
+	defer rc.Close()
+	for deadline := time.Now().Add(20 * time.Second); ; time.Sleep(50 * time.Millisecond) {
+		info, _ := rc.Info(ctx, "replication").Result()
+		if strings.Contains(info, "master_link_status:up") {
+			break
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("replica did not sync")
+		}
+	}
+	c, _, err := queue.NewRedisClient("redis://" + addr + "?pool_size=64")
+	if err != nil {
+		return err
+	}
+	defer c.Close()
+	var best [2]float64
+	for r := 0; r < rounds; r++ {
+		c.FlushAll(ctx)
+		off := odekThroughputWith(c, queue.Options{MinReplicas: -1}, n, producers, conc)
+		c.FlushAll(ctx)
+		on := odekThroughputWith(c, queue.Options{MinReplicas: 1}, n, producers, conc)
+		fmt.Printf("round %d: no wait %.0f jobs/s, WAIT 1 %.0f jobs/s\n", r+1, off, on)
+		best[0], best[1] = max(best[0], off), max(best[1], on)
+	}
+	st := queue.Replication(c)
+	fmt.Printf("\n| odek queue, master + 1 replica | throughput (best of %d, %d jobs, %d producers, concurrency %d) |\n", rounds, n, producers, conc)
 	fmt.Println("| --- | --- |")
-	fmt.Printf("| one node | %.0f jobs/s |\n| 3-master cluster | %.0f jobs/s |\n", best[0], best[1])
-	fmt.Printf("\ncluster / one node: %.2f×\n", best[1]/best[0])
+	fmt.Printf("| writes not waiting | %.0f jobs/s |\n| enqueue, ack, ack-result wait for the replica | %.0f jobs/s |\n", best[0], best[1])
+	fmt.Printf("\nwith WAIT / without: %.2f× (writes confirmed %d, unconfirmed %d)\n", best[1]/best[0], st.Confirmed, st.Unconfirmed)
 	return nil
 }
 

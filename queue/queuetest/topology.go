@@ -114,6 +114,22 @@ func (tp *Topology) Master(ctx context.Context, key string) (*Server, error) {
 	return nil, fmt.Errorf("queuetest: no cluster node knows the master of %q", key)
 }
 
+// ReplicaOf returns a live data node that replicates master now.
+func (tp *Topology) ReplicaOf(ctx context.Context, master *Server) (*Server, error) {
+	for _, n := range tp.Nodes {
+		if n == master || !n.Alive() {
+			continue
+		}
+		c := redis.NewClient(&redis.Options{Addr: n.Addr, MaxRetries: -1})
+		info, err := c.Info(ctx, "replication").Result()
+		c.Close()
+		if err == nil && strings.Contains(info, "role:slave") && strings.Contains(info, "master_port:"+port(master.Addr)+"\r\n") {
+			return n, nil
+		}
+	}
+	return nil, fmt.Errorf("queuetest: no replica of %s", master.Addr)
+}
+
 func (tp *Topology) node(addr string) (*Server, error) {
 	for _, n := range tp.Nodes {
 		if n.Addr == addr {
