@@ -19,6 +19,7 @@ import (
 	"github.com/odekrun/odek/events"
 	"github.com/odekrun/odek/internal/beneath"
 	"github.com/odekrun/odek/internal/budget"
+	"github.com/odekrun/odek/internal/chatdir"
 	"github.com/odekrun/odek/internal/config"
 	"github.com/odekrun/odek/internal/ext"
 	"github.com/odekrun/odek/internal/llm"
@@ -68,7 +69,7 @@ type JobRunner struct {
 	// process working directory.
 	WorkDir string
 	// ArtifactsDir, when set, gives every chat a working directory
-	// <ArtifactsDir>/<chat id> (0700) whose new files are reported as the
+	// <ArtifactsDir>/<chatdir name of the chat id> (0700) whose new files are reported as the
 	// result's artifacts, paths relative to ArtifactsDir (a directory the
 	// front end shares).
 	ArtifactsDir string
@@ -248,10 +249,13 @@ func (j *JobRunner) Run(ctx context.Context, job queue.Job, sink events.Sink, ap
 		chats = j.chatsDir
 	}
 	if chats != "" {
-		dir = filepath.Join(chats, strconv.FormatInt(job.ChatID, 10))
-		if err := os.MkdirAll(dir, 0o700); err != nil {
+		// An unguessable name (package chatdir): Landlock does not
+		// mediate stat(2), so another chat's job must not know the path.
+		d, err := chatdir.Ensure(chats, job.ChatID)
+		if err != nil {
 			return failed(ExitSetup, fmt.Errorf("chat work directory: %v", err))
 		}
+		dir = d
 	}
 	cfg := j.jobConfig(job, log)
 	sid := JobSessionID(job)
