@@ -20,7 +20,7 @@
 // starts can leave its process group, and Close (the job's end) kills
 // every group. No thread of odek is ever in a job's Landlock domain. The
 // filter also closes what Landlock does not see: a socket(2) allowlist
-// (TCP, UDP, ping), TCP Fast Open, listen(2) without a granted port,
+// (TCP; UDP and ping only when a connect port is granted), TCP Fast Open, listen(2) without a granted port,
 // Multipath TCP, io_uring, other processes' memory and descriptors
 // (process_vm_*, pidfd_getfd, ptrace), System V IPC, foreign syscall ABIs
 // and terminal input injection. Enforcement fails closed: if a step fails

@@ -40,7 +40,9 @@ type Settings struct {
 	// (their flag --confine does too).
 	Confine bool `json:"confine"`
 	// AllowConnectPorts lists the TCP ports a job's processes may connect
-	// to (Landlock ABI ≥ 4). Empty ⇒ none.
+	// to (Landlock ABI ≥ 4). Empty ⇒ none, and no UDP or ping socket
+	// either; non-empty ⇒ UDP and ping sockets are allowed (unmediated:
+	// name resolution needs them).
 	AllowConnectPorts []int `json:"allow_connect_ports"`
 	// AllowBindPorts lists the TCP ports a job's processes may bind and
 	// listen on. Empty ⇒ none, and listen(2) is refused (it would bind a
