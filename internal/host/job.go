@@ -201,11 +201,16 @@ func (j *JobRunner) startSandbox() error {
 	}
 	j.template = sandbox.NewTemplate(settings, []string{j.Config.Home, j.chatsDir}, sandbox.Host)
 	log.WithFields(fields).WithField("chats_dir", j.chatsDir).Info("sandbox on: each job is confined to its chat's directory (Landlock)")
-	if os.Geteuid() == 0 {
+	// Each job gets a cgroup of its own where the worker can make one:
+	// sandbox.max_processes then bounds the job as a whole (pids.max),
+	// for root too.
+	if where, err := sandbox.CgroupStatus(); err == nil {
+		log.WithFields(fields).WithField("cgroups", where).Info("sandbox: each job runs in a cgroup of its own (pids.max = sandbox.max_processes)")
+	} else if os.Geteuid() == 0 {
 		// The kernel never applies RLIMIT_NPROC to root: one chat's fork
 		// bomb would then crowd every other chat's jobs (the image runs
 		// as uid 65532 for this reason).
-		log.WithFields(fields).Warn("running as root: sandbox.max_processes (RLIMIT_NPROC) is not enforced for root, so one chat's job can start processes without bound; run the worker as an unprivileged user")
+		log.WithFields(fields).WithError(err).Warn("running as root without per-job cgroups: sandbox.max_processes (RLIMIT_NPROC) is not enforced for root, so one chat's job can start processes without bound; run the worker as an unprivileged user, or give it a cgroup (v2 delegated, or v1 pids) it can write")
 	}
 	return nil
 }

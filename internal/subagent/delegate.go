@@ -24,6 +24,7 @@ import (
 	"github.com/odekrun/odek/internal/artifactstore"
 	"github.com/odekrun/odek/internal/beneath"
 	"github.com/odekrun/odek/internal/budget"
+	"github.com/odekrun/odek/internal/sandbox"
 	"github.com/odekrun/odek/internal/tools"
 	"github.com/sirupsen/logrus"
 )
@@ -496,10 +497,15 @@ func (d *Delegate) spawn(ctx context.Context, ci agent.CallInfo, i int, task Tas
 	var werr2 error
 	select {
 	case werr2 = <-waitErr:
-		// The child is gone; anything it left in its group goes too.
+		// The child is gone; anything it left in its group goes too, and
+		// so do the jobs of its own jails, which a child killed before it
+		// could close them leaves running (their cgroups are named by the
+		// child's pid; sandbox.KillJobsOf).
 		killGroup(cmd.Process.Pid, nil)
+		sandbox.KillJobsOf(cmd.Process.Pid)
 	case <-cctx.Done():
 		killGroup(cmd.Process.Pid, waitErr)
+		sandbox.KillJobsOf(cmd.Process.Pid)
 		if ctx.Err() != nil {
 			return nil, fmt.Errorf("subagent: task %s cancelled: %w", task.TaskID, ctx.Err())
 		}
