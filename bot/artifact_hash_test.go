@@ -15,6 +15,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/odekrun/odek/artifacts"
+	"github.com/odekrun/odek/internal/chatdir"
 	"github.com/odekrun/odek/queue"
 )
 
@@ -32,14 +33,15 @@ func metaOf(t *testing.T, dir, rel string) queue.ArtifactMeta {
 // after the job ended is refused.
 func TestReadArtifactChecksTheWorkersDigest(t *testing.T) {
 	dir := t.TempDir()
-	if err := os.MkdirAll(filepath.Join(dir, "7"), 0o700); err != nil {
+	c7 := chatName(t, dir, 7)
+	if err := os.MkdirAll(filepath.Join(dir, c7), 0o700); err != nil {
 		t.Fatal(err)
 	}
-	p := filepath.Join(dir, "7", "out.txt")
+	p := filepath.Join(dir, c7, "out.txt")
 	if err := os.WriteFile(p, []byte("result"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	meta := metaOf(t, dir, "7/out.txt")
+	meta := metaOf(t, dir, c7+"/out.txt")
 	if b, err := readArtifact(dir, 7, meta, MaxUploadBytes); err != nil || string(b) != "result" {
 		t.Fatalf("untouched artifact: %q, %v", b, err)
 	}
@@ -56,25 +58,26 @@ func TestReadArtifactChecksTheWorkersDigest(t *testing.T) {
 // another chat: each is refused at once, never blocking, never followed.
 func TestReadArtifactRefusesWhatIsNotTheChatsRegularFile(t *testing.T) {
 	dir := t.TempDir()
-	for _, d := range []string{"7/sub", "8"} {
+	c7, c8 := chatName(t, dir, 7), chatName(t, dir, 8)
+	for _, d := range []string{c7 + "/sub", c8} {
 		os.MkdirAll(filepath.Join(dir, d), 0o700)
 	}
-	os.WriteFile(filepath.Join(dir, "8", "secret.txt"), []byte("chat 8"), 0o600)
-	os.WriteFile(filepath.Join(dir, "7", "sub", "ok.txt"), []byte("chat 7"), 0o600)
-	if err := syscall.Mkfifo(filepath.Join(dir, "7", "pipe"), 0o600); err != nil {
+	os.WriteFile(filepath.Join(dir, c8, "secret.txt"), []byte("chat 8"), 0o600)
+	os.WriteFile(filepath.Join(dir, c7, "sub", "ok.txt"), []byte("chat 7"), 0o600)
+	if err := syscall.Mkfifo(filepath.Join(dir, c7, "pipe"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	os.Symlink(filepath.Join(dir, "8", "secret.txt"), filepath.Join(dir, "7", "link.txt"))
-	os.Symlink(filepath.Join(dir, "8"), filepath.Join(dir, "7", "linkdir"))
-	os.Symlink("/dev/zero", filepath.Join(dir, "7", "zero"))
+	os.Symlink(filepath.Join(dir, c8, "secret.txt"), filepath.Join(dir, c7, "link.txt"))
+	os.Symlink(filepath.Join(dir, c8), filepath.Join(dir, c7, "linkdir"))
+	os.Symlink("/dev/zero", filepath.Join(dir, c7, "zero"))
 	for _, c := range []struct{ path, want string }{
-		{"7/pipe", "named pipe"},
-		{"7/link.txt", "symbolic link"},
-		{"7/linkdir/secret.txt", "symbolic link"},
-		{"7/zero", "symbolic link"},
-		{"7/../8/secret.txt", "leaves the directory"},
-		{"8/secret.txt", "not in chat 7's directory"},
-		{"7/sub", "directory"},
+		{c7 + "/pipe", "named pipe"},
+		{c7 + "/link.txt", "symbolic link"},
+		{c7 + "/linkdir/secret.txt", "symbolic link"},
+		{c7 + "/zero", "symbolic link"},
+		{c7 + "/../" + c8 + "/secret.txt", "leaves the directory"},
+		{c8 + "/secret.txt", "not in chat 7's directory"},
+		{c7 + "/sub", "directory"},
 	} {
 		meta := queue.ArtifactMeta{Path: c.path, Bytes: 6}
 		b, err := readArtifact(dir, 7, meta, MaxUploadBytes)
@@ -82,7 +85,7 @@ func TestReadArtifactRefusesWhatIsNotTheChatsRegularFile(t *testing.T) {
 			t.Errorf("%s: %q, %v; want an error naming %q", c.path, b, err, c.want)
 		}
 	}
-	if b, err := readArtifact(dir, 7, metaOf(t, dir, "7/sub/ok.txt"), MaxUploadBytes); err != nil || string(b) != "chat 7" {
+	if b, err := readArtifact(dir, 7, metaOf(t, dir, c7+"/sub/ok.txt"), MaxUploadBytes); err != nil || string(b) != "chat 7" {
 		t.Errorf("the chat's own file: %q, %v", b, err)
 	}
 }
@@ -93,20 +96,21 @@ func TestReadArtifactRefusesWhatIsNotTheChatsRegularFile(t *testing.T) {
 // is checked is what is read, through one descriptor.
 func TestReadArtifactUnderSwaps(t *testing.T) {
 	dir := t.TempDir()
-	os.MkdirAll(filepath.Join(dir, "7"), 0o700)
-	os.MkdirAll(filepath.Join(dir, "8"), 0o700)
-	os.WriteFile(filepath.Join(dir, "8", "secret.txt"), []byte("chat 8's secret"), 0o600)
-	os.WriteFile(filepath.Join(dir, "7", "out.txt"), []byte("chat 7's result"), 0o600) // same size
-	meta := metaOf(t, dir, "7/out.txt")
+	c7, c8 := chatName(t, dir, 7), chatName(t, dir, 8)
+	os.MkdirAll(filepath.Join(dir, c7), 0o700)
+	os.MkdirAll(filepath.Join(dir, c8), 0o700)
+	os.WriteFile(filepath.Join(dir, c8, "secret.txt"), []byte("chat 8's secret"), 0o600)
+	os.WriteFile(filepath.Join(dir, c7, "out.txt"), []byte("chat 7's result"), 0o600) // same size
+	meta := metaOf(t, dir, c7+"/out.txt")
 	meta.SHA256 = "" // the hash would catch it; size alone must not let it through either
-	os.Symlink(filepath.Join(dir, "8", "secret.txt"), filepath.Join(dir, "7", "swap"))
+	os.Symlink(filepath.Join(dir, c8, "secret.txt"), filepath.Join(dir, c7, "swap"))
 	var stop atomic.Bool
 	var wg sync.WaitGroup
 	wg.Add(1)
 	go func() {
 		defer wg.Done()
 		for !stop.Load() {
-			_ = unix.Renameat2(unix.AT_FDCWD, filepath.Join(dir, "7", "out.txt"), unix.AT_FDCWD, filepath.Join(dir, "7", "swap"), unix.RENAME_EXCHANGE)
+			_ = unix.Renameat2(unix.AT_FDCWD, filepath.Join(dir, c7, "out.txt"), unix.AT_FDCWD, filepath.Join(dir, c7, "swap"), unix.RENAME_EXCHANGE)
 		}
 	}()
 	sent := 0
@@ -126,4 +130,14 @@ func TestReadArtifactUnderSwaps(t *testing.T) {
 	if sent == 0 {
 		t.Error("no read succeeded: the test proves nothing")
 	}
+}
+
+// chatName is chat id's directory name under dir (package chatdir).
+func chatName(t *testing.T, dir string, id int64) string {
+	t.Helper()
+	name, err := chatdir.Of(dir, id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return name
 }

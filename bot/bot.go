@@ -22,6 +22,7 @@ import (
 	"github.com/odekrun/odek/artifacts"
 	"github.com/odekrun/odek/bot/tgclient"
 	"github.com/odekrun/odek/internal/beneath"
+	"github.com/odekrun/odek/internal/chatdir"
 	"github.com/odekrun/odek/queue"
 )
 
@@ -577,7 +578,7 @@ func (c *chat) handleMessage(ctx context.Context, updateID int, m *tgbotapi.Mess
 		text: goal, edited: edited, group: group, replyTo: replyTo, srcMsg: m.MessageID}
 	if up != nil {
 		r.files = append(r.files, up.goalLine())
-		r.uploads = append(r.uploads, strconv.FormatInt(chatID, 10)+"/"+up.rel)
+		r.uploads = append(r.uploads, up.art)
 		if up.kind == "photo" && b.cfg.Vision != "false" {
 			r.images = append(r.images, up.rel)
 		}
@@ -1068,7 +1069,7 @@ func (c *chat) sendArtifactFile(ctx context.Context, lang, id string, meta queue
 var errArtifactUnread = errors.New("bot: artifact could not be read")
 
 // readArtifact reads the artifact meta describes from the chat's own
-// directory <dir>/<chat id> and returns its bytes once they are checked.
+// directory <dir>/<chatdir name of the chat id> and returns its bytes once they are checked.
 // The chat's jobs write that directory and may swap any name in it for a
 // link to another chat's file at any moment, so the bot never opens it by
 // name: the chat's directory is opened once (its parent is the operator's)
@@ -1079,10 +1080,13 @@ var errArtifactUnread = errors.New("bot: artifact could not be read")
 // descriptor and must hash to the worker's sha256 when it gave one. The
 // bytes returned are the bytes checked.
 func readArtifact(dir string, chatID int64, meta queue.ArtifactMeta, limit int64) ([]byte, error) {
-	chat := strconv.FormatInt(chatID, 10)
+	chat, err := chatdir.Of(dir, chatID)
+	if err != nil {
+		return nil, fmt.Errorf("%w: chat directory: %v", artifacts.ErrNotFound, err)
+	}
 	rel, ok := strings.CutPrefix(strings.TrimPrefix(meta.Path, "/"), chat+"/")
 	if !ok || rel == "" {
-		return nil, fmt.Errorf("%w: artifact path %q is not in chat %s's directory", artifacts.ErrOutsideRoots, meta.Path, chat)
+		return nil, fmt.Errorf("%w: artifact path %q is not in chat %d's directory", artifacts.ErrOutsideRoots, meta.Path, chatID)
 	}
 	root, err := beneath.OpenDir(filepath.Join(dir, chat))
 	if err != nil {

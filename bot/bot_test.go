@@ -163,10 +163,10 @@ func (h *harness) waitVisible(chatID int64, sub string) {
 func TestGoalProgressReply(t *testing.T) {
 	q := queue.NewMemory(queue.Options{})
 	dir := t.TempDir()
-	if err := os.MkdirAll(filepath.Join(dir, fmt.Sprint(alice)), 0o700); err != nil {
+	if err := os.MkdirAll(filepath.Join(dir, chatName(t, dir, alice)), 0o700); err != nil {
 		t.Fatal(err)
 	}
-	if err := os.WriteFile(filepath.Join(dir, fmt.Sprint(alice), "report.txt"), []byte("report body"), 0o600); err != nil {
+	if err := os.WriteFile(filepath.Join(dir, chatName(t, dir, alice), "report.txt"), []byte("report body"), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	h := startBot(t, q, func(c *Config) { c.ArtifactDir = dir; c.SendArtifacts = -1 }) // /artifact alone; files out: TestArtifactsSentWithTheAnswer
@@ -180,7 +180,7 @@ func TestGoalProgressReply(t *testing.T) {
 		<-release
 		return queue.Result{Answer: "All **tests** pass (42).", DurationMS: 4200,
 			Usage:     queue.Usage{PromptTokens: 1000, CompletionTokens: 234, CostUSD: 0.0123},
-			Artifacts: []queue.ArtifactMeta{{Path: fmt.Sprintf("%d/report.txt", alice), Name: "report.txt", MIME: "text/plain", Bytes: 11}}}
+			Artifacts: []queue.ArtifactMeta{{Path: chatName(t, dir, alice) + "/report.txt", Name: "report.txt", MIME: "text/plain", Bytes: 11}}}
 	})
 	upd := h.tg.UserMessage(alice, alice, "run the tests")
 	h.waitVisible(alice, "🔧 shell: go")
@@ -228,8 +228,8 @@ func TestGoalProgressReply(t *testing.T) {
 	// A file replaced by a symlink out of the chat's directory is refused.
 	outside := filepath.Join(t.TempDir(), "secret")
 	os.WriteFile(outside, []byte("secret!!!!!"), 0o600)
-	os.Remove(filepath.Join(dir, fmt.Sprint(alice), "report.txt"))
-	if err := os.Symlink(outside, filepath.Join(dir, fmt.Sprint(alice), "report.txt")); err != nil {
+	os.Remove(filepath.Join(dir, chatName(t, dir, alice), "report.txt"))
+	if err := os.Symlink(outside, filepath.Join(dir, chatName(t, dir, alice), "report.txt")); err != nil {
 		t.Fatal(err)
 	}
 	h.tg.UserMessage(alice, alice, "/artifact a1")

@@ -113,7 +113,7 @@ func TestDocumentArrivesInChatDirectory(t *testing.T) {
 			t.Errorf("goal lacks %q: %q", want, goal)
 		}
 	}
-	data, err := os.ReadFile(filepath.Join(dir, fmt.Sprint(alice), "uploads", "notes.txt"))
+	data, err := os.ReadFile(filepath.Join(dir, chatName(t, dir, alice), "uploads", "notes.txt"))
 	if err != nil || string(data) != "meeting notes" {
 		t.Fatalf("saved file: %q %v", data, err)
 	}
@@ -153,7 +153,7 @@ func TestMediaTheBotCannotTakeIsAnswered(t *testing.T) {
 	if jobs := rec.all(); len(jobs) != 0 {
 		t.Errorf("jobs ran: %+v", jobs)
 	}
-	entries, _ := os.ReadDir(filepath.Join(dir, fmt.Sprint(alice), "uploads"))
+	entries, _ := os.ReadDir(filepath.Join(dir, chatName(t, dir, alice), "uploads"))
 	if len(entries) != 0 {
 		t.Errorf("a refused file was kept: %v", entries)
 	}
@@ -223,7 +223,7 @@ func TestSplitPasteAndAlbumAreOneJob(t *testing.T) {
 func TestArtifactsSentWithTheAnswer(t *testing.T) {
 	q := queue.NewMemory(queue.Options{})
 	dir := t.TempDir()
-	chatDir := filepath.Join(dir, fmt.Sprint(alice))
+	chatDir := filepath.Join(dir, chatName(t, dir, alice))
 	os.MkdirAll(chatDir, 0o700)
 	files := map[string]string{"chart.png": "\x89PNG fake", "report.md": "# report", "data.csv": "a,b", "more.txt": "more"}
 	var metas []queue.ArtifactMeta
@@ -233,7 +233,7 @@ func TestArtifactsSentWithTheAnswer(t *testing.T) {
 		if strings.HasSuffix(name, ".png") {
 			mime = "image/png"
 		}
-		metas = append(metas, queue.ArtifactMeta{Path: fmt.Sprintf("%d/%s", alice, name), Name: name, MIME: mime, Bytes: int64(len(files[name]))})
+		metas = append(metas, queue.ArtifactMeta{Path: chatName(t, dir, alice) + "/" + name, Name: name, MIME: mime, Bytes: int64(len(files[name]))})
 	}
 	h := startBot(t, q, func(c *Config) { c.ArtifactDir = dir })
 	worker(t, q, func(ctx context.Context, l queue.Lease) queue.Result {

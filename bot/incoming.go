@@ -14,6 +14,7 @@ import (
 	"github.com/sirupsen/logrus"
 
 	"github.com/odekrun/odek/bot/tgclient"
+	"github.com/odekrun/odek/internal/chatdir"
 )
 
 // isGroup reports whether the message comes from a group or supergroup.
@@ -156,6 +157,7 @@ type upload struct {
 	mime  string
 	bytes int64
 	rel   string // path relative to the chat's directory
+	art   string // path relative to ArtifactDir (the chat's directory name, then rel)
 }
 
 // goalLine tells the model which file arrived and where.
@@ -239,8 +241,10 @@ func (b *Bot) saveUpload(ctx context.Context, chatID int64, lang string, m *tgbo
 	if size > limit {
 		return nil, tooBig
 	}
-	dir := filepath.Join(b.cfg.ArtifactDir, strconv.FormatInt(chatID, 10))
-	if err := os.MkdirAll(dir, 0o700); err != nil {
+	// The chat's directory has the unguessable name the workers use
+	// (package chatdir).
+	dir, err := chatdir.Ensure(b.cfg.ArtifactDir, chatID)
+	if err != nil {
 		b.log.WithError(err).Error("bot: cannot create the chat's directory")
 		return nil, tr(lang, "file.save")
 	}
@@ -304,5 +308,5 @@ func (b *Bot) saveUpload(ctx context.Context, chatID int64, lang string, m *tgbo
 		b.log.WithError(err).WithField("chat_id", chatID).Warn("bot: downloading a user's file failed")
 		return nil, tr(lang, "file.fetch")
 	}
-	return &upload{kind: kind, name: oneLine(name, 100), mime: oneLine(mime, 80), bytes: n, rel: rel}, ""
+	return &upload{kind: kind, name: oneLine(name, 100), mime: oneLine(mime, 80), bytes: n, rel: rel, art: filepath.Base(dir) + "/" + rel}, ""
 }

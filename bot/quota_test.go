@@ -16,7 +16,7 @@ import (
 // uploads lists what the bot stored in a chat's uploads directory.
 func uploads(t *testing.T, dir string, chatID int64) []string {
 	t.Helper()
-	entries, err := os.ReadDir(filepath.Join(dir, fmt.Sprint(chatID), "uploads"))
+	entries, err := os.ReadDir(filepath.Join(dir, chatName(t, dir, chatID), "uploads"))
 	if err != nil && !os.IsNotExist(err) {
 		t.Fatal(err)
 	}
@@ -43,10 +43,10 @@ func TestUploadsCountAgainstTheChatsStorageQuota(t *testing.T) {
 	h := startBot(t, q, func(c *Config) { c.ArtifactDir = dir; c.ChatStorageBytes = quota })
 	rec := recordJobs(t, q)
 	// alice's jobs have written 224 KiB already.
-	if err := os.MkdirAll(filepath.Join(dir, fmt.Sprint(alice)), 0o700); err != nil {
+	if err := os.MkdirAll(filepath.Join(dir, chatName(t, dir, alice)), 0o700); err != nil {
 		t.Fatal(err)
 	}
-	if err := os.WriteFile(filepath.Join(dir, fmt.Sprint(alice), "report.bin"), filled(224<<10), 0o600); err != nil {
+	if err := os.WriteFile(filepath.Join(dir, chatName(t, dir, alice), "report.bin"), filled(224<<10), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	getFiles := func() int { return len(h.tg.Calls("getFile")) }
@@ -72,7 +72,7 @@ func TestUploadsCountAgainstTheChatsStorageQuota(t *testing.T) {
 	if jobs := rec.all(); len(jobs) != 0 {
 		t.Errorf("a refused upload started a job: %+v", jobs)
 	}
-	root, err := os.OpenRoot(filepath.Join(dir, fmt.Sprint(alice)))
+	root, err := os.OpenRoot(filepath.Join(dir, chatName(t, dir, alice)))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/odekrun/odek/bot/bottest"
+	"github.com/odekrun/odek/internal/chatdir"
 	"github.com/odekrun/odek/internal/llm/llmtest"
 	"github.com/odekrun/odek/internal/sandbox/sandboxtest"
 )
@@ -33,7 +34,10 @@ func TestEmbeddedTenantsAreIsolated(t *testing.T) {
 		"ODEK_ARTIFACTS_DIR=" + art, "ODEK_HOME=" + home,
 		"ODEK_BASE_URL=" + llm.URL, "ODEK_MODEL=test-model", "ODEK_API_KEY=sk-test-key-0123456789abcdef",
 	})
-	dirA := filepath.Join(art, "1001")
+	dirA, err := chatdir.Ensure(art, 1001)
+	if err != nil {
+		t.Fatal(err)
+	}
 	model.SetRoutes(sandboxtest.Routes(dirA, home, bot.cmd.Process.Pid, u.Port()))
 
 	tg.UserMessage(1001, 1001, sandboxtest.WriteGoal)

@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/odekrun/odek/internal/chatdir"
 	"github.com/odekrun/odek/internal/llm"
 	"github.com/odekrun/odek/internal/llm/llmtest"
 	"github.com/odekrun/odek/internal/sandbox"
@@ -38,7 +39,7 @@ func TestWorkerTenantsAreIsolated(t *testing.T) {
 	}
 	artifacts := t.TempDir()
 	w := e.startWorker("w1", "--artifacts", artifacts, "--metrics-addr", "127.0.0.1:0")
-	dirA := filepath.Join(artifacts, "1")
+	dirA := chatDir(t, artifacts, 1)
 	_, redisPort, _ := strings.Cut(e.srv.Addr, ":")
 	model.SetRoutes(sandboxtest.Routes(dirA, e.home, w.cmd.Process.Pid, redisPort))
 
@@ -179,7 +180,7 @@ func TestRunConfine(t *testing.T) {
 func TestWorkerSubagentInheritsTheSandbox(t *testing.T) {
 	sandboxtest.RequireLandlock(t)
 	artifacts := t.TempDir()
-	dirA := filepath.Join(artifacts, "1")
+	dirA := chatDir(t, artifacts, 1)
 	if err := os.MkdirAll(dirA, 0o700); err != nil {
 		t.Fatal(err)
 	}
@@ -206,8 +207,9 @@ func TestWorkerSubagentInheritsTheSandbox(t *testing.T) {
 		case strings.Contains(g, "CHILD"):
 			if len(res) == 0 {
 				return llmtest.CallTools(
-					llmtest.Call{ID: "r", Name: "read_file", Arguments: `{"path":"../1/notes.txt"}`},
-					llmtest.Call{ID: "s", Name: "shell", Arguments: `{"command":"cat ../1/notes.txt"}`})
+					// By its real name: the sandbox, not the name, must stop it.
+					llmtest.Call{ID: "r", Name: "read_file", Arguments: `{"path":"../` + filepath.Base(dirA) + `/notes.txt"}`},
+					llmtest.Call{ID: "s", Name: "shell", Arguments: `{"command":"cat ../` + filepath.Base(dirA) + `/notes.txt"}`})
 			}
 			mu.Lock()
 			childSaw = res
@@ -227,7 +229,7 @@ func TestWorkerSubagentInheritsTheSandbox(t *testing.T) {
 	w := e.startWorker("w1", "--artifacts", artifacts)
 	p := e.enqueue(queue.Job{ChatID: 2, UserID: 2, Goal: "plant", IdempotencyKey: "p"})
 	e.results(60*time.Second, p.ID)
-	if _, err := os.Stat(filepath.Join(artifacts, "2", "odek.json")); err != nil {
+	if _, err := os.Stat(filepath.Join(chatDir(t, artifacts, 2), "odek.json")); err != nil {
 		t.Fatalf("the chat's odek.json: %v", err)
 	}
 	d := e.enqueue(queue.Job{ChatID: 2, UserID: 2, Goal: "delegate", IdempotencyKey: "d"})
@@ -256,7 +258,7 @@ func TestWorkerJobScopedMCPServerIsConfined(t *testing.T) {
 		t.Fatal(err)
 	}
 	artifacts := t.TempDir()
-	dirA, dirB := filepath.Join(artifacts, "1"), filepath.Join(artifacts, "2")
+	dirA, dirB := chatDir(t, artifacts, 1), chatDir(t, artifacts, 2)
 	for _, d := range []string{dirA, dirB} {
 		if err := os.MkdirAll(d, 0o700); err != nil {
 			t.Fatal(err)
@@ -325,4 +327,15 @@ func currentTurn(r llmtest.Recorded) (goal string, results []string) {
 		}
 	}
 	return goal, results
+}
+
+// chatDir is chat id's directory under the chats directory dir, created
+// as a worker would (package chatdir).
+func chatDir(t *testing.T, dir string, id int64) string {
+	t.Helper()
+	p, err := chatdir.Ensure(dir, id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p
 }

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -76,7 +75,7 @@ func TestWorkerProgramsHiddenInOptionsNeedApproval(t *testing.T) {
 	mu.Lock()
 	defer mu.Unlock()
 	for g := range cmds {
-		marker := filepath.Join(artifacts, strconv.FormatInt(chat[g], 10), "MARKER_"+strings.ToUpper(g))
+		marker := filepath.Join(chatDir(t, artifacts, chat[g]), "MARKER_"+strings.ToUpper(g))
 		if _, err := os.Stat(marker); err == nil {
 			t.Errorf("%s: the hidden program ran without approval (%s exists); the model saw %q", g, marker, told[g])
 		}

@@ -63,7 +63,7 @@ func TestWorkerGitRepositoryProgramsDoNotRun(t *testing.T) {
 			t.Fatalf("%s: %v\n%s", c, err, out)
 		}
 	}
-	chat2 := filepath.Join(artifacts, "2")
+	chat2 := chatDir(t, artifacts, 2)
 	if err := os.MkdirAll(chat2, 0o700); err != nil {
 		t.Fatal(err)
 	}
@@ -95,7 +95,7 @@ func TestWorkerGitRepositoryProgramsDoNotRun(t *testing.T) {
 		chat  int64
 		plant string
 	}{{1, "plant"}, {2, "extract"}} {
-		dir := filepath.Join(artifacts, itoa64(c.chat))
+		dir := chatDir(t, artifacts, c.chat)
 		q, _ := run(c.chat, c.plant, true)
 		if !strings.Contains(q, "code_execution") {
 			t.Errorf("%s: the chat was asked %q, want a question naming code_execution", c.plant, q)
@@ -121,9 +121,4 @@ func TestWorkerGitRepositoryProgramsDoNotRun(t *testing.T) {
 			}
 		}
 	}
-}
-
-func itoa64(n int64) string {
-	b, _ := json.Marshal(n)
-	return string(b)
 }

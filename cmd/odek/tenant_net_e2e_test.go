@@ -76,7 +76,7 @@ func TestWorkerJobEndsItsProcesses(t *testing.T) {
 	})
 
 	wait := e.enqueue(queue.Job{ChatID: 2, UserID: 2, Goal: "wait", IdempotencyKey: "w"})
-	running := filepath.Join(artifacts, "2", "running")
+	running := filepath.Join(chatDir(t, artifacts, 2), "running")
 	for deadline := time.Now().Add(60 * time.Second); ; time.Sleep(20 * time.Millisecond) {
 		if _, err := os.Stat(running); err == nil {
 			break
@@ -100,7 +100,7 @@ func TestWorkerJobEndsItsProcesses(t *testing.T) {
 		t.Errorf("chat 1's processes outlived its job: %v", pids)
 	}
 
-	if err := os.WriteFile(filepath.Join(artifacts, "2", "go"), nil, 0o600); err != nil {
+	if err := os.WriteFile(filepath.Join(chatDir(t, artifacts, 2), "go"), nil, 0o600); err != nil {
 		t.Fatal(err)
 	}
 	res := e.results(60*time.Second, wait.ID)[wait.ID]

@@ -32,7 +32,7 @@ var stageRE = regexp.MustCompile(`write them under (\S+)/ `)
 func TestWorkerSubagentArtifactRootsOutsideTheChat(t *testing.T) {
 	sandboxtest.RequireLandlock(t)
 	artifacts := t.TempDir()
-	dirA := filepath.Join(artifacts, "1")
+	dirA := chatDir(t, artifacts, 1)
 	if err := os.MkdirAll(dirA, 0o700); err != nil {
 		t.Fatal(err)
 	}
@@ -101,7 +101,7 @@ func TestWorkerSubagentArtifactRootsOutsideTheChat(t *testing.T) {
 	if !strings.Contains(parentSaw, "PWNED by chat 2") {
 		t.Errorf("the parent did not receive the staged artifact: %q (%+v)\n%s", parentSaw, res, w.stderr.String())
 	}
-	if _, err := os.Lstat(filepath.Join(artifacts, "2", ".odek", "artifacts")); err == nil {
+	if _, err := os.Lstat(filepath.Join(chatDir(t, artifacts, 2), ".odek", "artifacts")); err == nil {
 		t.Errorf("a sub-agent artifact directory exists inside the chat's directory")
 	}
 }
@@ -132,10 +132,10 @@ func TestWorkerFIFOPlantedAsPhotoDoesNotBlock(t *testing.T) {
 	w := e.startWorker("w1", "--artifacts", artifacts)
 	p := e.enqueue(queue.Job{ChatID: 2, UserID: 2, Goal: "plant", IdempotencyKey: "p"})
 	pres := e.results(60*time.Second, p.ID)[p.ID]
-	if fi, err := os.Lstat(filepath.Join(artifacts, "2", "uploads", "photo.jpg")); err != nil || fi.Mode()&os.ModeNamedPipe == 0 {
+	if fi, err := os.Lstat(filepath.Join(chatDir(t, artifacts, 2), "uploads", "photo.jpg")); err != nil || fi.Mode()&os.ModeNamedPipe == 0 {
 		t.Fatalf("the FIFO was not planted (%v %v): %+v\n%s", fi, err, pres, w.stderr.String())
 	}
-	if len(pres.Artifacts) != 1 || pres.Artifacts[0].Path != "2/real.txt" {
+	if len(pres.Artifacts) != 1 || pres.Artifacts[0].Path != filepath.Base(chatDir(t, artifacts, 2))+"/real.txt" {
 		t.Errorf("artifacts of the planting job: %+v", pres.Artifacts)
 	}
 	photo := e.enqueue(queue.Job{ChatID: 2, UserID: 2, Goal: "look at the photo", IdempotencyKey: "v",

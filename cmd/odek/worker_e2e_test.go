@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"regexp"
 	"strconv"
 	"strings"
@@ -675,7 +676,7 @@ func TestWorkerApprovalAndArtifacts(t *testing.T) {
 	if res.Status != queue.StatusSucceeded || res.Answer != "report written" {
 		t.Fatalf("result %+v", res)
 	}
-	if len(res.Artifacts) != 1 || res.Artifacts[0].Path != "77/report.md" || res.Artifacts[0].Bytes != int64(len("# findings")) {
+	if len(res.Artifacts) != 1 || res.Artifacts[0].Path != filepath.Base(chatDir(t, art, 77))+"/report.md" || res.Artifacts[0].Bytes != int64(len("# findings")) {
 		t.Fatalf("artifacts %+v", res.Artifacts)
 	}
 	reqs := llm.Requests()

@@ -19,6 +19,7 @@ import (
 	"github.com/odekrun/odek/events"
 	"github.com/odekrun/odek/internal/beneath"
 	"github.com/odekrun/odek/internal/budget"
+	"github.com/odekrun/odek/internal/chatdir"
 	"github.com/odekrun/odek/internal/config"
 	"github.com/odekrun/odek/internal/ext"
 	"github.com/odekrun/odek/internal/llm"
@@ -68,7 +69,7 @@ type JobRunner struct {
 	// process working directory.
 	WorkDir string
 	// ArtifactsDir, when set, gives every chat a working directory
-	// <ArtifactsDir>/<chat id> (0700) whose new files are reported as the
+	// <ArtifactsDir>/<chatdir name of the chat id> (0700) whose new files are reported as the
 	// result's artifacts, paths relative to ArtifactsDir (a directory the
 	// front end shares).
 	ArtifactsDir string
@@ -200,11 +201,16 @@ func (j *JobRunner) startSandbox() error {
 	}
 	j.template = sandbox.NewTemplate(settings, []string{j.Config.Home, j.chatsDir}, sandbox.Host)
 	log.WithFields(fields).WithField("chats_dir", j.chatsDir).Info("sandbox on: each job is confined to its chat's directory (Landlock)")
-	if os.Geteuid() == 0 {
+	// Each job gets a cgroup of its own where the worker can make one:
+	// sandbox.max_processes then bounds the job as a whole (pids.max),
+	// for root too.
+	if where, err := sandbox.CgroupStatus(); err == nil {
+		log.WithFields(fields).WithField("cgroups", where).Info("sandbox: each job runs in a cgroup of its own (pids.max = sandbox.max_processes)")
+	} else if os.Geteuid() == 0 {
 		// The kernel never applies RLIMIT_NPROC to root: one chat's fork
 		// bomb would then crowd every other chat's jobs (the image runs
 		// as uid 65532 for this reason).
-		log.WithFields(fields).Warn("running as root: sandbox.max_processes (RLIMIT_NPROC) is not enforced for root, so one chat's job can start processes without bound; run the worker as an unprivileged user")
+		log.WithFields(fields).WithError(err).Warn("running as root without per-job cgroups: sandbox.max_processes (RLIMIT_NPROC) is not enforced for root, so one chat's job can start processes without bound; run the worker as an unprivileged user, or give it a cgroup (v2 delegated, or v1 pids) it can write")
 	}
 	return nil
 }
@@ -248,10 +254,13 @@ func (j *JobRunner) Run(ctx context.Context, job queue.Job, sink events.Sink, ap
 		chats = j.chatsDir
 	}
 	if chats != "" {
-		dir = filepath.Join(chats, strconv.FormatInt(job.ChatID, 10))
-		if err := os.MkdirAll(dir, 0o700); err != nil {
+		// An unguessable name (package chatdir): Landlock does not
+		// mediate stat(2), so another chat's job must not know the path.
+		d, err := chatdir.Ensure(chats, job.ChatID)
+		if err != nil {
 			return failed(ExitSetup, fmt.Errorf("chat work directory: %v", err))
 		}
+		dir = d
 	}
 	cfg := j.jobConfig(job, log)
 	sid := JobSessionID(job)

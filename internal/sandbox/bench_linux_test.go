@@ -4,6 +4,7 @@ package sandbox
 
 import (
 	"os/exec"
+	"path/filepath"
 	"testing"
 )
 
@@ -36,5 +37,49 @@ func BenchmarkJobSandbox(b *testing.B) {
 			b.Fatal(err)
 		}
 		j.Close()
+	}
+}
+
+// BenchmarkJobCgroup is what a job's own cgroup adds to a job where
+// per-job cgroups work: making it (mkdir, pids.max) and, at the job's
+// end, killing what is in it (nothing here) and removing it.
+func BenchmarkJobCgroup(b *testing.B) {
+	if _, err := CgroupStatus(); err != nil {
+		b.Skipf("no per-job cgroups: %v", err)
+	}
+	b.ReportAllocs()
+	for b.Loop() {
+		cg, err := newJobCgroup(DefaultMaxProcesses)
+		if err != nil {
+			b.Fatal(err)
+		}
+		cg.remove()
+	}
+}
+
+// BenchmarkJoinCgroup is what the helper adds to every command: writing
+// its pid into the job's cgroup.procs (here the test process moves in and
+// back out, two writes, so the per-call figure is about half).
+func BenchmarkJoinCgroup(b *testing.B) {
+	base, err := jobCgroupBase()
+	if err != nil {
+		b.Skipf("no per-job cgroups: %v", err)
+	}
+	cg, err := newJobCgroup(DefaultMaxProcesses)
+	if err != nil {
+		b.Fatal(err)
+	}
+	back := base.dir
+	if base.v2 {
+		back = filepath.Join(base.dir, leafName)
+	}
+	defer func() { joinCgroup(back); cg.remove() }()
+	for b.Loop() {
+		if err := joinCgroup(cg.dir); err != nil {
+			b.Fatal(err)
+		}
+		if err := joinCgroup(back); err != nil {
+			b.Fatal(err)
+		}
 	}
 }

@@ -16,11 +16,14 @@
 // terminal, applies the Landlock ruleset, the seccomp filter and the
 // resource limits to itself, drops every capability and becomes the
 // command; Main must run first in every binary that may be re-executed
-// so. The filter refuses setsid(2) and setpgid(2), so nothing a command
-// starts can leave its process group, and Close (the job's end) kills
-// every group. No thread of odek is ever in a job's Landlock domain. The
+// so. Where the process can make cgroups with the pids controller, each
+// Jail has a cgroup of its own (cgroup_linux.go) that the helper joins
+// first: pids.max bounds the job's processes (root included), and Close
+// kills the cgroup. The filter refuses setsid(2) and setpgid(2), so
+// nothing a command starts can leave its process group, and without a
+// cgroup Close (the job's end) kills every group. No thread of odek is ever in a job's Landlock domain. The
 // filter also closes what Landlock does not see: a socket(2) allowlist
-// (TCP, UDP, ping), TCP Fast Open, listen(2) without a granted port,
+// (TCP; UDP and ping only when a connect port is granted), TCP Fast Open, listen(2) without a granted port,
 // Multipath TCP, io_uring, other processes' memory and descriptors
 // (process_vm_*, pidfd_getfd, ptrace), System V IPC, foreign syscall ABIs
 // and terminal input injection. Enforcement fails closed: if a step fails

@@ -19,8 +19,10 @@ import (
 //     mean other calls: ENOSYS;
 //   - io_uring_setup, whose operations bypass seccomp: ENOSYS;
 //   - socket(2) is an allowlist: AF_INET and AF_INET6 with SOCK_STREAM
-//     (protocol 0 or TCP) or SOCK_DGRAM (0, UDP, or the ICMP of the
-//     family: ping sockets); SOCK_NONBLOCK and SOCK_CLOEXEC may be set.
+//     (protocol 0 or TCP) or, only when the spec grants a TCP connect
+//     port (a job with network), SOCK_DGRAM (0, UDP, or the ICMP of the
+//     family: ping sockets; without a grant: EACCES, since Landlock
+//     mediates no datagram); SOCK_NONBLOCK and SOCK_CLOEXEC may be set.
 //     Any other family (AF_UNIX, whose pathname sockets Landlock mediates
 //     only from ABI 9; AF_NETLINK, AF_PACKET, AF_VSOCK, …) is
 //     EAFNOSUPPORT, any other type (SOCK_RAW, SOCK_SEQPACKET, …)
@@ -44,6 +46,7 @@ import (
 // Every other syscall is allowed.
 type filterOpts struct {
 	listen      bool // the spec grants a bind port: listen(2) allowed
+	datagrams   bool // the spec grants a connect port: UDP and ping sockets allowed
 	lockSession bool // refuse setsid and setpgid
 }
 
@@ -202,6 +205,11 @@ func buildSeccompProgram(opts filterOpts) ([]unix.SockFilter, error) {
 	a.jump(jeq, unix.IPPROTO_TCP, "socket-ok", "")
 	a.stmt(ret, errno(unix.EPROTONOSUPPORT))
 	a.label("dgram")
+	if !opts.datagrams {
+		// No network granted: UDP and ping sockets reach what Landlock
+		// cannot see (any host and port, DNS included).
+		a.stmt(ret, errno(unix.EACCES))
+	}
 	a.stmt(ld, offArg(2))
 	a.jump(jeq, 0, "socket-ok", "")
 	a.jump(jeq, unix.IPPROTO_UDP, "socket-ok", "")

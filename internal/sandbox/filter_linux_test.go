@@ -84,8 +84,8 @@ func TestSeccompProgram(t *testing.T) {
 	}
 	n := func(name string, nr uint32, args ...uint64) call { return call{name, auditArch, nr, args} }
 	tests := []struct {
-		c                call
-		want, wantListen uint32 // wantListen: with a bind port granted (0 ⇒ same as want)
+		c             call
+		want, wantNet uint32 // wantNet: with a connect and a bind port granted (0 ⇒ same as want)
 	}{
 		{c: call{"foreign ABI", unix.AUDIT_ARCH_I386, 1, nil}, want: deny(unix.ENOSYS)},
 		{c: n("x32 number", x32Bit|unix.SYS_SOCKET, unix.AF_UNIX, unix.SOCK_STREAM), want: deny(unix.ENOSYS)},
@@ -95,17 +95,17 @@ func TestSeccompProgram(t *testing.T) {
 		// socket(2): the allowlist.
 		{c: n("tcp", unix.SYS_SOCKET, unix.AF_INET, unix.SOCK_STREAM, 0), want: allow},
 		{c: n("tcp6 nonblock cloexec", unix.SYS_SOCKET, unix.AF_INET6, unix.SOCK_STREAM|nb, unix.IPPROTO_TCP), want: allow},
-		{c: n("udp", unix.SYS_SOCKET, unix.AF_INET, unix.SOCK_DGRAM, unix.IPPROTO_UDP), want: allow},
-		{c: n("udp6", unix.SYS_SOCKET, unix.AF_INET6, unix.SOCK_DGRAM|unix.SOCK_CLOEXEC, 0), want: allow},
-		{c: n("ping", unix.SYS_SOCKET, unix.AF_INET, unix.SOCK_DGRAM, unix.IPPROTO_ICMP), want: allow},
-		{c: n("ping6", unix.SYS_SOCKET, unix.AF_INET6, unix.SOCK_DGRAM, unix.IPPROTO_ICMPV6), want: allow},
+		{c: n("udp", unix.SYS_SOCKET, unix.AF_INET, unix.SOCK_DGRAM, unix.IPPROTO_UDP), want: deny(unix.EACCES), wantNet: allow},
+		{c: n("udp6", unix.SYS_SOCKET, unix.AF_INET6, unix.SOCK_DGRAM|unix.SOCK_CLOEXEC, 0), want: deny(unix.EACCES), wantNet: allow},
+		{c: n("ping", unix.SYS_SOCKET, unix.AF_INET, unix.SOCK_DGRAM, unix.IPPROTO_ICMP), want: deny(unix.EACCES), wantNet: allow},
+		{c: n("ping6", unix.SYS_SOCKET, unix.AF_INET6, unix.SOCK_DGRAM, unix.IPPROTO_ICMPV6), want: deny(unix.EACCES), wantNet: allow},
 		{c: n("tcp, high bits ignored", unix.SYS_SOCKET, high|unix.AF_INET, high|unix.SOCK_STREAM, high), want: allow},
-		{c: n("icmpv6 on inet", unix.SYS_SOCKET, unix.AF_INET, unix.SOCK_DGRAM, unix.IPPROTO_ICMPV6), want: deny(unix.EPROTONOSUPPORT)},
-		{c: n("icmp on inet6", unix.SYS_SOCKET, unix.AF_INET6, unix.SOCK_DGRAM, unix.IPPROTO_ICMP), want: deny(unix.EPROTONOSUPPORT)},
+		{c: n("icmpv6 on inet", unix.SYS_SOCKET, unix.AF_INET, unix.SOCK_DGRAM, unix.IPPROTO_ICMPV6), want: deny(unix.EACCES), wantNet: deny(unix.EPROTONOSUPPORT)},
+		{c: n("icmp on inet6", unix.SYS_SOCKET, unix.AF_INET6, unix.SOCK_DGRAM, unix.IPPROTO_ICMP), want: deny(unix.EACCES), wantNet: deny(unix.EPROTONOSUPPORT)},
 		{c: n("mptcp", unix.SYS_SOCKET, unix.AF_INET, unix.SOCK_STREAM, ipprotoMPTCP), want: deny(unix.EPROTONOSUPPORT)},
 		{c: n("sctp stream", unix.SYS_SOCKET, unix.AF_INET, unix.SOCK_STREAM, unix.IPPROTO_SCTP), want: deny(unix.EPROTONOSUPPORT)},
 		{c: n("udp as stream", unix.SYS_SOCKET, unix.AF_INET, unix.SOCK_STREAM, unix.IPPROTO_UDP), want: deny(unix.EPROTONOSUPPORT)},
-		{c: n("tcp as dgram", unix.SYS_SOCKET, unix.AF_INET, unix.SOCK_DGRAM, unix.IPPROTO_TCP), want: deny(unix.EPROTONOSUPPORT)},
+		{c: n("tcp as dgram", unix.SYS_SOCKET, unix.AF_INET, unix.SOCK_DGRAM, unix.IPPROTO_TCP), want: deny(unix.EACCES), wantNet: deny(unix.EPROTONOSUPPORT)},
 		{c: n("raw", unix.SYS_SOCKET, unix.AF_INET, unix.SOCK_RAW, unix.IPPROTO_RAW), want: deny(unix.ESOCKTNOSUPPORT)},
 		{c: n("raw icmp", unix.SYS_SOCKET, unix.AF_INET, unix.SOCK_RAW, unix.IPPROTO_ICMP), want: deny(unix.ESOCKTNOSUPPORT)},
 		{c: n("seqpacket sctp", unix.SYS_SOCKET, unix.AF_INET, unix.SOCK_SEQPACKET, unix.IPPROTO_SCTP), want: deny(unix.ESOCKTNOSUPPORT)},
@@ -136,7 +136,7 @@ func TestSeccompProgram(t *testing.T) {
 		{c: n("setsockopt fastopen connect", unix.SYS_SETSOCKOPT, 3, unix.IPPROTO_TCP, tcpFastOpenConnect), want: deny(unix.EOPNOTSUPP)},
 		{c: n("setsockopt repair", unix.SYS_SETSOCKOPT, 3, unix.IPPROTO_TCP, tcpRepair), want: deny(unix.EPERM)},
 		// listen(2): only with a bind port.
-		{c: n("listen", unix.SYS_LISTEN, 3, 128), want: deny(unix.EACCES), wantListen: allow},
+		{c: n("listen", unix.SYS_LISTEN, 3, 128), want: deny(unix.EACCES), wantNet: allow},
 		// Terminal input injection.
 		{c: n("ioctl TIOCSTI", unix.SYS_IOCTL, 0, unix.TIOCSTI), want: deny(unix.EPERM)},
 		{c: n("ioctl TIOCLINUX", unix.SYS_IOCTL, 0, unix.TIOCLINUX), want: deny(unix.EPERM)},
@@ -148,7 +148,7 @@ func TestSeccompProgram(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	listen, err := buildSeccompProgram(filterOpts{listen: true})
+	network, err := buildSeccompProgram(filterOpts{listen: true, datagrams: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -161,12 +161,12 @@ func TestSeccompProgram(t *testing.T) {
 		if got := runBPF(t, plain, data); got != tt.want {
 			t.Errorf("%s: action %#x, want %#x", tt.c.name, got, tt.want)
 		}
-		wantListen := tt.wantListen
-		if wantListen == 0 {
-			wantListen = tt.want
+		wantNet := tt.wantNet
+		if wantNet == 0 {
+			wantNet = tt.want
 		}
-		if got := runBPF(t, listen, data); got != wantListen {
-			t.Errorf("%s with a bind port: action %#x, want %#x", tt.c.name, got, wantListen)
+		if got := runBPF(t, network, data); got != wantNet {
+			t.Errorf("%s with ports granted: action %#x, want %#x", tt.c.name, got, wantNet)
 		}
 	}
 	for _, nr := range []uint32{unix.SYS_SETSID, unix.SYS_SETPGID} {

@@ -58,6 +58,14 @@ func runHelper(args []string, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "odek sandbox: not running the command, the sandbox could not be applied: setsid: %v\n", err)
 		return ExitNotConfined
 	}
+	if spec.Cgroup != "" {
+		// Before Landlock, which denies /sys: the job's processes are
+		// born in the job's cgroup and cannot leave it.
+		if err := joinCgroup(spec.Cgroup); err != nil {
+			fmt.Fprintf(stderr, "odek sandbox: not running the command, the sandbox could not be applied: join the job's cgroup %s: %v\n", spec.Cgroup, err)
+			return ExitNotConfined
+		}
+	}
 	if err := enforce(spec); err != nil {
 		fmt.Fprintf(stderr, "odek sandbox: not running the command, the sandbox could not be applied: %v\n", err)
 		return ExitNotConfined

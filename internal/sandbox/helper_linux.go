@@ -77,7 +77,7 @@ func landlockRules(spec Spec) []landlock.Rule {
 
 // specFilter is the seccomp filter of spec.
 func specFilter(spec Spec) filterOpts {
-	return filterOpts{listen: len(spec.BindPorts) > 0, lockSession: spec.LockSession}
+	return filterOpts{listen: len(spec.BindPorts) > 0, datagrams: len(spec.ConnectPorts) > 0, lockSession: spec.LockSession}
 }
 
 // rlimit is one resource limit of a spec, with the setting it comes from.

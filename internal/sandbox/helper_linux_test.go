@@ -5,6 +5,7 @@ package sandbox
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"net"
@@ -43,6 +44,30 @@ func child(action string) int {
 		c.Close()
 		fmt.Println("connected")
 		return 0
+	case "owner":
+		// An odek process with a job that leaves a survivor, killed
+		// before it can end the job (TestKillJobsOfEndsAnOrphansJobs):
+		// addr is the spec's JSON, then a tab and the survivor's marker.
+		specJSON, marker, _ := strings.Cut(addr, "\t")
+		var spec Spec
+		if err := json.Unmarshal([]byte(specJSON), &spec); err != nil {
+			fmt.Println("error:", err)
+			return 1
+		}
+		jl, err := NewJail(spec)
+		if err != nil {
+			fmt.Println("error:", err)
+			return 1
+		}
+		cmd := exec.Command("sh", "-c", "sleep "+marker+" >/dev/null 2>&1 &")
+		cmd.Dir, cmd.Env = spec.Root, Env(spec, os.Environ())
+		if err := jl.Start(cmd); err != nil {
+			fmt.Println("error:", err)
+			return 1
+		}
+		cmd.Wait()
+		fmt.Println("ready")
+		select {}
 	case "mptcp":
 		fd, err := syscall.Socket(syscall.AF_INET, syscall.SOCK_STREAM, ipprotoMPTCP)
 		if err != nil {

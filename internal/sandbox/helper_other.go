@@ -26,3 +26,5 @@ func reachable(path string) bool {
 }
 
 func newSession() error { return errors.New("the sandbox needs Linux (Landlock)") }
+
+func joinCgroup(string) error { return errors.New("cgroups need Linux") }

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"os"
 	"os/exec"
 	"sync"
 	"syscall"
@@ -23,6 +24,10 @@ import (
 // command. The filter refuses setsid(2) and setpgid(2) (Spec.LockSession),
 // so nothing the command starts — `cmd &`, nohup, setsid, double forks —
 // can leave its process group; Close kills every group the Jail started.
+// Where per-job cgroups work (cgroup_linux.go), the Jail has one: the
+// helper joins it before confining itself, pids.max bounds the job's
+// processes (for root too), and Close kills the cgroup and each command
+// by its pidfd instead of the groups, whose numbers could be reused.
 // No thread of odek is ever in a job's Landlock domain: a job's processes
 // can signal, and could otherwise read, processes of their own domain.
 // (For a while a job was one domain held by a locked thread of the
@@ -37,9 +42,12 @@ type Jail struct {
 	spec Spec
 	json func() (string, error)
 
+	cg *jobCgroup // the job's cgroup; nil ⇒ none (process groups only)
+
 	mu     sync.Mutex
 	closed bool
-	groups []int // the process groups started
+	groups []int         // the process groups started
+	procs  []*os.Process // the commands started (signalled by pidfd)
 }
 
 // ErrJailClosed is Start's error after Close.
@@ -60,7 +68,14 @@ func NewJail(spec Spec) (*Jail, error) {
 	if _, err := buildSeccompProgram(specFilter(spec)); err != nil {
 		return nil, fmt.Errorf("sandbox: seccomp: %v", err)
 	}
-	return &Jail{spec: spec, json: sync.OnceValues(func() (string, error) {
+	// A cgroup of the job's own where this process can make one: the
+	// bound on its processes that holds for root, and the way to end them
+	// all. Without, RLIMIT_NPROC and the process groups.
+	cg, err := newJobCgroup(spec.MaxProcesses)
+	if err == nil {
+		spec.Cgroup = cg.dir
+	}
+	return &Jail{spec: spec, cg: cg, json: sync.OnceValues(func() (string, error) {
 		b, err := json.Marshal(spec)
 		return string(b), err
 	})}, nil
@@ -104,6 +119,7 @@ func (j *Jail) Start(cmd *exec.Cmd) error {
 		return err
 	}
 	j.groups = append(j.groups, cmd.Process.Pid)
+	j.procs = append(j.procs, cmd.Process)
 	return nil
 }
 
@@ -117,9 +133,20 @@ func (j *Jail) Close() error {
 		return nil
 	}
 	j.closed = true
-	groups := j.groups
-	j.groups = nil
+	groups, procs := j.groups, j.procs
+	j.groups, j.procs = nil, nil
 	j.mu.Unlock()
+	// Each command itself, through the pidfd os.Process holds: a helper
+	// that has not joined the cgroup yet dies too, and a pid reused
+	// since is never signalled.
+	for _, p := range procs {
+		_ = p.Signal(unix.SIGKILL)
+	}
+	if j.cg != nil {
+		// Everything the commands started is in the cgroup.
+		j.cg.remove()
+		return nil
+	}
 	for _, pgid := range groups {
 		_ = unix.Kill(-pgid, unix.SIGKILL)
 	}

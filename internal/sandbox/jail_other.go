@@ -29,3 +29,9 @@ func (j *Jail) Start(*exec.Cmd) error {
 
 // Close does nothing.
 func (j *Jail) Close() error { return nil }
+
+// CgroupStatus: per-job cgroups are Linux's.
+func CgroupStatus() (string, error) { return "", errors.New("cgroups need Linux") }
+
+// KillJobsOf does nothing without per-job cgroups.
+func KillJobsOf(int) {}

@@ -40,7 +40,9 @@ type Settings struct {
 	// (their flag --confine does too).
 	Confine bool `json:"confine"`
 	// AllowConnectPorts lists the TCP ports a job's processes may connect
-	// to (Landlock ABI ≥ 4). Empty ⇒ none.
+	// to (Landlock ABI ≥ 4). Empty ⇒ none, and no UDP or ping socket
+	// either; non-empty ⇒ UDP and ping sockets are allowed (unmediated:
+	// name resolution needs them).
 	AllowConnectPorts []int `json:"allow_connect_ports"`
 	// AllowBindPorts lists the TCP ports a job's processes may bind and
 	// listen on. Empty ⇒ none, and listen(2) is refused (it would bind a
@@ -61,7 +63,9 @@ type Settings struct {
 	MaxCPUSeconds int `json:"max_cpu_seconds"`
 	// MaxProcesses caps the processes of odek's user while a job's
 	// processes run (RLIMIT_NPROC: counted per user, over every job and
-	// container of that uid; the kernel does not enforce it for root).
+	// container of that uid; the kernel does not enforce it for root),
+	// and, where the worker can make per-job cgroups, the processes and
+	// threads of the job itself (pids.max; root included).
 	// 0 ⇒ DefaultMaxProcesses.
 	MaxProcesses int `json:"max_processes"`
 	// MaxFileSizeMB caps the size of any file a job's process writes

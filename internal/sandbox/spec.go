@@ -69,6 +69,10 @@ type Spec struct {
 	// setpgid(2): a Jail sets it on kernels without Landlock's signal
 	// scoping, where it ends a job's processes by their process groups.
 	LockSession bool `json:"lock_session,omitempty"`
+	// Cgroup is the job's cgroup directory, which the helper joins before
+	// it confines itself (a Jail sets it where per-job cgroups work; see
+	// cgroup_linux.go); "" ⇒ none.
+	Cgroup string `json:"cgroup,omitempty"`
 }
 
 // HasLimits reports whether the spec sets any resource limit.

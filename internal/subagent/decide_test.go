@@ -184,9 +184,9 @@ func TestGoalHashAndExitCodes(t *testing.T) {
 }
 
 func TestChildEnvDropsKeyAndSetsDepth(t *testing.T) {
-	env := childEnv([]string{"PATH=/bin", "ODEK_API_KEY=k1", "OPENAI_API_KEY=k2", DepthEnv + "=7", SlotsEnv + "=/inherited", "HOME=/h"}, 2, "/slots")
+	env := childEnv([]string{"PATH=/bin", "ODEK_API_KEY=k1", "OPENAI_API_KEY=k2", DepthEnv + "=7", SlotsEnv + "=/inherited", TenantEnv + "=other", "HOME=/h"}, 2, "/slots", "chat")
 	got := strings.Join(env, " ")
-	if got != "PATH=/bin HOME=/h "+SlotsEnv+"=/slots "+DepthEnv+"=2" {
+	if got != "PATH=/bin HOME=/h "+SlotsEnv+"=/slots "+TenantEnv+"=chat "+DepthEnv+"=2" {
 		t.Fatalf("env %q", got)
 	}
 }

@@ -24,6 +24,7 @@ import (
 	"github.com/odekrun/odek/internal/artifactstore"
 	"github.com/odekrun/odek/internal/beneath"
 	"github.com/odekrun/odek/internal/budget"
+	"github.com/odekrun/odek/internal/sandbox"
 	"github.com/odekrun/odek/internal/tools"
 	"github.com/sirupsen/logrus"
 )
@@ -83,6 +84,10 @@ type Options struct {
 	Settings Settings
 	// Depth is this process's depth (0 for a top-level run).
 	Depth int
+	// Tenant names whose share of the worker's sub-agent slots this run's
+	// tasks count against (slots.go); "" ⇒ WorkDir, which in a worker is
+	// the chat's directory. A sub-agent inherits its parent's (TenantEnv).
+	Tenant string
 	// MaxRisk is this run's own max_risk when it is itself a sub-agent
 	// (a tools.Class); every task's max_risk is clamped to it
 	// (ClampRisk), so a child cannot hand its children more than it may
@@ -282,19 +287,20 @@ func makeArtifactRoot(dir, run, task string) (string, error) {
 	return filepath.Join(dir, run, task), nil
 }
 
-// takeSlot takes one of the worker's sub-agent slots for task i (see
-// slots.go): a top-level run waits for one (emitting
-// subagent_concurrency_wait), a nested run is refused at once.
+// takeSlot takes one of the worker's sub-agent slots for task i within
+// its chat's share (see slots.go): a top-level run waits for one
+// (emitting subagent_concurrency_wait), a nested run is refused at once.
 func (d *Delegate) takeSlot(ctx context.Context, i int) (func(), error) {
 	p, err := d.pool()
 	if err != nil {
 		return nil, err
 	}
-	if release, ok := p.try(); ok {
+	tag := d.tenant()
+	if release, ok := p.tryShare(tag); ok {
 		return release, nil
 	}
 	began := time.Now()
-	release, err := p.acquire(ctx, d.o.Depth == 0)
+	release, err := p.acquire(ctx, d.o.Depth == 0, tag)
 	if err != nil {
 		if ctx.Err() != nil {
 			return nil, errors.New("subagent: cancelled before the task started")
@@ -404,18 +410,21 @@ func nonEmpty(s, def string) string {
 // childEnv is base without the API key variables and any inherited depth
 // or slot directory, plus the child's depth and the process tree's slot
 // directory (when there is one).
-func childEnv(base []string, depth int, slots string) []string {
+func childEnv(base []string, depth int, slots, tenant string) []string {
 	out := make([]string, 0, len(base)+1)
 	for _, kv := range base {
 		k, _, _ := strings.Cut(kv, "=")
 		switch k {
-		case "ODEK_API_KEY", "OPENAI_API_KEY", DepthEnv, SlotsEnv:
+		case "ODEK_API_KEY", "OPENAI_API_KEY", DepthEnv, SlotsEnv, TenantEnv:
 			continue
 		}
 		out = append(out, kv)
 	}
 	if slots != "" {
 		out = append(out, SlotsEnv+"="+slots)
+	}
+	if tenant != "" {
+		out = append(out, TenantEnv+"="+tenant)
 	}
 	return append(out, DepthEnv+"="+strconv.Itoa(depth))
 }
@@ -465,7 +474,7 @@ func (d *Delegate) spawn(ctx context.Context, ci agent.CallInfo, i int, task Tas
 	if p, err := d.pool(); err == nil {
 		slots = p.dir
 	}
-	cmd.Env = childEnv(base, d.o.Depth+1, slots)
+	cmd.Env = childEnv(base, d.o.Depth+1, slots, d.tenant())
 	cmd.ExtraFiles = []*os.File{keyR}
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout = &limitedBuffer{b: &stdout, max: MaxResultBytes}
@@ -488,10 +497,15 @@ func (d *Delegate) spawn(ctx context.Context, ci agent.CallInfo, i int, task Tas
 	var werr2 error
 	select {
 	case werr2 = <-waitErr:
-		// The child is gone; anything it left in its group goes too.
+		// The child is gone; anything it left in its group goes too, and
+		// so do the jobs of its own jails, which a child killed before it
+		// could close them leaves running (their cgroups are named by the
+		// child's pid; sandbox.KillJobsOf).
 		killGroup(cmd.Process.Pid, nil)
+		sandbox.KillJobsOf(cmd.Process.Pid)
 	case <-cctx.Done():
 		killGroup(cmd.Process.Pid, waitErr)
+		sandbox.KillJobsOf(cmd.Process.Pid)
 		if ctx.Err() != nil {
 			return nil, fmt.Errorf("subagent: task %s cancelled: %w", task.TaskID, ctx.Err())
 		}

@@ -2,6 +2,8 @@ package subagent
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"os"
@@ -14,8 +16,14 @@ import (
 // from a top-level process to its children (and theirs).
 const SlotsEnv = "ODEK_SUBAGENT_SLOTS"
 
+// TenantEnv carries the tenant tag of a sub-agent's tree (its chat) from
+// a parent to its children, so every process of one chat's tree counts
+// against that chat's share of the slots.
+const TenantEnv = "ODEK_SUBAGENT_TENANT"
+
 // ErrProcessCap starts the error of a task refused because the top-level
-// process already runs Settings.MaxProcesses sub-agents.
+// process already runs Settings.MaxProcesses sub-agents, or the task's
+// chat already holds its share of them.
 var ErrProcessCap = errors.New("subagent: the sub-agent process cap is reached")
 
 // The per-worker cap on sub-agent processes.
@@ -34,6 +42,18 @@ var ErrProcessCap = errors.New("subagent: the sub-agent process cap is reached")
 // ErrProcessCap instead. Without flock (non-unix systems) the slots are
 // in-process only: the top-level process's children are capped, and each
 // child's own children by the per-call MaxConcurrency.
+//
+// Each chat gets a fair share of the slots: a task of a tenant (Tenant:
+// the chat's directory in a worker, carried to children in TenantEnv) may
+// take a slot only while its tenant holds fewer than
+// ShareOf(slots, active tenants), where the active tenants are those
+// holding a slot anywhere in the tree, those waiting in this process, and
+// its own. So one chat flooding the worker with sub-agents cannot keep
+// another chat's task waiting for more than the end of one of its
+// children: once a second chat waits, the first may take no new slot
+// until it is under its share. On Linux the holders are counted across
+// processes (slots_linux.go, OFD locks); elsewhere only this process's
+// waiters are known and the share is not enforced.
 
 var (
 	poolsMu sync.Mutex
@@ -91,15 +111,78 @@ func envValue(environ []string, key string) string {
 // slotWait is how often a waiting task tries the slots again.
 const slotWait = 50 * time.Millisecond
 
-// acquire takes a slot; wait says whether to wait for one (a top-level
-// run) or fail at once with ErrProcessCap. The returned function gives
-// the slot back.
-func (p *slotPool) acquire(ctx context.Context, wait bool) (func(), error) {
+// ShareOf is one tenant's share of n slots among active tenants:
+// max(1, n/active). Pure.
+func ShareOf(n, active int) int {
+	if active < 1 {
+		active = 1
+	}
+	return max(1, n/active)
+}
+
+// waiters are the tenants waiting for a slot in this process.
+type waiters struct {
+	mu      sync.Mutex
+	waiting map[string]int
+}
+
+func (w *waiters) wait(tag string, d int) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.waiting == nil {
+		w.waiting = map[string]int{}
+	}
+	w.waiting[tag] += d
+	if w.waiting[tag] <= 0 {
+		delete(w.waiting, tag)
+	}
+}
+
+// overShare reports whether tag holds its share already, and the share.
+func (p *slotPool) overShare(tag string) (bool, int) {
+	held := p.holders()
+	if held == nil {
+		return false, p.n
+	}
+	active := map[string]bool{tag: true}
+	for t, n := range held {
+		if n > 0 {
+			active[t] = true
+		}
+	}
+	p.waiters.mu.Lock()
+	for t := range p.waiters.waiting {
+		active[t] = true
+	}
+	p.waiters.mu.Unlock()
+	share := ShareOf(p.n, len(active))
+	return held[tag] >= share, share
+}
+
+// tryShare takes a free slot for tag when tag is under its share.
+func (p *slotPool) tryShare(tag string) (func(), bool) {
+	if over, _ := p.overShare(tag); over {
+		return nil, false
+	}
+	return p.try(tag)
+}
+
+// acquire takes a slot for tag; wait says whether to wait for one (a
+// top-level run) or fail at once with ErrProcessCap. The returned
+// function gives the slot back.
+func (p *slotPool) acquire(ctx context.Context, wait bool, tag string) (func(), error) {
+	if wait {
+		p.waiters.wait(tag, 1)
+		defer p.waiters.wait(tag, -1)
+	}
 	for {
-		if release, ok := p.try(); ok {
+		if release, ok := p.tryShare(tag); ok {
 			return release, nil
 		}
 		if !wait {
+			if over, share := p.overShare(tag); over {
+				return nil, fmt.Errorf("%w: this chat already runs %d sub-agent processes, its share of the worker's %d while other chats use them too (subagent.max_processes); this task did not start — do the work yourself", ErrProcessCap, share, p.n)
+			}
 			return nil, fmt.Errorf("%w: %d sub-agent processes already run under this worker (subagent.max_processes); this task did not start — do the work yourself", ErrProcessCap, p.n)
 		}
 		t := time.NewTimer(slotWait)
@@ -111,3 +194,26 @@ func (p *slotPool) acquire(ctx context.Context, wait bool) (func(), error) {
 		}
 	}
 }
+
+// tenant is the tag this Delegate's tasks count against: the one its
+// parent passed (TenantEnv) when it is itself a sub-agent, else a digest
+// of Options.Tenant, else of WorkDir (a worker job's chat directory).
+func (d *Delegate) tenant() string {
+	if d.o.Depth > 0 {
+		if t := envValue(d.environ(), TenantEnv); t != "" && len(t) <= maxTenantLen {
+			return t
+		}
+	}
+	key := d.o.Tenant
+	if key == "" {
+		key = d.o.WorkDir
+	}
+	if key == "" {
+		key, _ = os.Getwd()
+	}
+	sum := sha256.Sum256([]byte("odek-subagent-tenant/v1\x00" + key))
+	return hex.EncodeToString(sum[:16])
+}
+
+// maxTenantLen bounds a tenant tag taken from the environment.
+const maxTenantLen = 64

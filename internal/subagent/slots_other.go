@@ -7,6 +7,7 @@ type slotPool struct {
 	dir   string
 	n     int
 	local chan struct{}
+	waiters
 }
 
 // newPool makes n in-process slots.
@@ -19,7 +20,11 @@ func newPool(n int) (*slotPool, error) {
 // MaxConcurrency per call and by MaxDepth).
 func openPool(string) (*slotPool, error) { return newPool(DefaultMaxProcesses) }
 
-func (p *slotPool) try() (func(), bool) {
+// holders is unknown: the per-chat share binds only what this process
+// sees waiting.
+func (p *slotPool) holders() map[string]int { return nil }
+
+func (p *slotPool) try(string) (func(), bool) {
 	select {
 	case p.local <- struct{}{}:
 		return func() { <-p.local }, true

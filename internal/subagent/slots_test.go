@@ -20,12 +20,12 @@ func TestSlotPool(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	r1, ok1 := p.try()
-	r2, ok2 := p.try()
+	r1, ok1 := p.try("t")
+	r2, ok2 := p.try("t")
 	if !ok1 || !ok2 {
 		t.Fatal("two slots of two not taken")
 	}
-	if _, ok := p.try(); ok {
+	if _, ok := p.try("t"); ok {
 		t.Fatal("a third slot was given out")
 	}
 	// A child process sees the same slots through SlotsEnv.
@@ -33,11 +33,11 @@ func TestSlotPool(t *testing.T) {
 	if err != nil || q.n != 2 {
 		t.Fatalf("openPool: %+v %v", q, err)
 	}
-	if _, err := q.acquire(context.Background(), false); !errors.Is(err, ErrProcessCap) || !strings.Contains(err.Error(), "subagent.max_processes") {
+	if _, err := q.acquire(context.Background(), false, "t"); !errors.Is(err, ErrProcessCap) || !strings.Contains(err.Error(), "subagent.max_processes") {
 		t.Fatalf("nested acquire with every slot taken: %v", err)
 	}
 	r1()
-	r3, err := q.acquire(context.Background(), true)
+	r3, err := q.acquire(context.Background(), true, "t")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -46,11 +46,11 @@ func TestSlotPool(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	held := []func(){}
 	for range 2 {
-		r, _ := p.try()
+		r, _ := p.try("t")
 		held = append(held, r)
 	}
 	cancel()
-	if _, err := p.acquire(ctx, true); !errors.Is(err, context.Canceled) {
+	if _, err := p.acquire(ctx, true, "t"); !errors.Is(err, context.Canceled) {
 		t.Fatalf("waiting acquire after cancel: %v", err)
 	}
 	for _, r := range held {
@@ -68,7 +68,7 @@ func TestNestedDelegateRefusedAtTheProcessCap(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	release, _ := p.try()
+	release, _ := p.try("t")
 	marker := filepath.Join(t.TempDir(), "started")
 	script := filepath.Join(t.TempDir(), "odek")
 	os.WriteFile(script, []byte("#!/bin/sh\ntouch "+marker+"\necho '{\"status\":\"success\"}'\n"), 0o700)
@@ -110,5 +110,13 @@ func TestTopLevelDelegateWaitsForASlot(t *testing.T) {
 	}
 	if len(files) != 3 {
 		t.Errorf("%d children ran, want 3", len(files))
+	}
+}
+
+func TestShareOf(t *testing.T) {
+	for _, c := range []struct{ n, active, want int }{{8, 0, 8}, {8, 1, 8}, {8, 2, 4}, {8, 3, 2}, {8, 9, 1}, {1, 2, 1}} {
+		if got := ShareOf(c.n, c.active); got != c.want {
+			t.Errorf("ShareOf(%d, %d) = %d, want %d", c.n, c.active, got, c.want)
+		}
 	}
 }

@@ -1,4 +1,4 @@
-//go:build unix
+//go:build unix && !linux
 
 package subagent
 
@@ -14,6 +14,7 @@ import (
 type slotPool struct {
 	dir string
 	n   int
+	waiters
 }
 
 // newPool makes a private directory with n slot files.
@@ -48,8 +49,12 @@ func openPool(dir string) (*slotPool, error) {
 
 func slotPath(dir string, i int) string { return filepath.Join(dir, fmt.Sprintf("slot-%02d", i)) }
 
-// try takes the first free slot, without waiting.
-func (p *slotPool) try() (func(), bool) {
+// holders is unknown with flock: a lock cannot be tested without taking
+// it. The per-chat share then binds only what this process sees waiting.
+func (p *slotPool) holders() map[string]int { return nil }
+
+// try takes the first free slot, without waiting (tag is not recorded).
+func (p *slotPool) try(string) (func(), bool) {
 	for i := range p.n {
 		f, err := os.OpenFile(slotPath(p.dir, i), os.O_RDWR|syscall.O_NOFOLLOW, 0)
 		if err != nil {
