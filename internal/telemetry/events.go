@@ -25,12 +25,13 @@ import (
 // Events are written from the Emitter's one goroutine, so the rebuilt
 // spans never slow the loop. Off (and with no trace in ctx) it returns
 // next itself; off with a trace handed in (TRACEPARENT, a job's trace
-// field) it only stamps that trace's ids.
+// field) it only stamps that trace's ids. A nil next is allowed: the
+// events then only make spans.
 func EventSpans(ctx context.Context, next events.Sink) events.Sink {
 	p := active.Load()
 	tid, sid := IDs(ctx)
 	if p == nil {
-		if tid == "" {
+		if tid == "" || next == nil {
 			return next
 		}
 		return events.SinkFunc(func(ev *events.Event) error {
@@ -58,6 +59,9 @@ type eventSpans struct {
 
 func (e *eventSpans) Write(ev *events.Event) error {
 	e.observe(ev)
+	if e.next == nil {
+		return nil
+	}
 	return e.next.Write(ev)
 }
 

@@ -126,7 +126,7 @@ func BenchmarkStartOff(b *testing.B) {
 
 func BenchmarkStartOn(b *testing.B) {
 	r := newReceiver(b)
-	p, err := telemetry.Setup(context.Background(), telemetry.Config{Enabled: true, Endpoint: r.srv.URL + "/v1/traces"}, telemetry.Options{})
+	p, err := telemetry.Setup(context.Background(), telemetry.Config{Enabled: true, Endpoint: r.Endpoint()}, telemetry.Options{})
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -158,7 +158,7 @@ func TestExportGenAIAndContent(t *testing.T) {
 			tool.Fail("tool_error", errors.New("exit 1"))
 			tool.End()
 			run.End()
-			spans := r.flush(t, p)
+			spans := flush(t, r, p)
 			a, c, tl := byName(spans, "invoke_agent odek"), byName(spans, "chat gpt-x"), byName(spans, "execute_tool shell")
 			if a == nil || c == nil || tl == nil {
 				t.Fatalf("spans = %v", spans)
@@ -191,9 +191,7 @@ func TestExportGenAIAndContent(t *testing.T) {
 					t.Fatalf("captured content not redacted and clipped: %q", s)
 				}
 			}
-			r.mu.Lock()
-			r.spans = nil
-			r.mu.Unlock()
+			r.Reset()
 			_ = p.Shutdown(context.Background())
 		})
 	}
@@ -377,7 +375,7 @@ func TestEventSpans(t *testing.T) {
 		t.Fatal(err)
 	}
 	job.End()
-	spans := r.flush(t, p)
+	spans := flush(t, r, p)
 	agent, tool := byName(spans, "invoke_agent odek"), byName(spans, "execute_tool shell")
 	var chats int
 	for _, s := range spans {
