@@ -20,8 +20,8 @@ import (
 	"github.com/odekrun/odek/internal/ext"
 	"github.com/odekrun/odek/internal/host"
 	"github.com/odekrun/odek/internal/session"
-	"github.com/odekrun/odek/internal/telemetry"
 	"github.com/odekrun/odek/internal/subagent"
+	"github.com/odekrun/odek/internal/telemetry"
 	"github.com/odekrun/odek/internal/tools"
 	"github.com/sirupsen/logrus"
 )
