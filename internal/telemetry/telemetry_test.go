@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -124,9 +125,19 @@ func BenchmarkStartOff(b *testing.B) {
 	}
 }
 
+// sinkCollector accepts OTLP/HTTP exports and discards them: the cost
+// measured is odek's and the SDK's, not a decoder's.
+func sinkCollector(b *testing.B) string {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		_, _ = io.Copy(io.Discard, r.Body)
+		w.Header().Set("Content-Type", "application/x-protobuf")
+	}))
+	b.Cleanup(srv.Close)
+	return srv.URL + "/v1/traces"
+}
+
 func BenchmarkStartOn(b *testing.B) {
-	r := newReceiver(b)
-	p, err := telemetry.Setup(context.Background(), telemetry.Config{Enabled: true, Endpoint: r.Endpoint()}, telemetry.Options{})
+	p, err := telemetry.Setup(context.Background(), telemetry.Config{Enabled: true, Endpoint: sinkCollector(b)}, telemetry.Options{})
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -412,5 +423,39 @@ func TestEventSpans(t *testing.T) {
 		if ev.SpanID != want {
 			t.Errorf("event %s span = %s, want %s", ev.Type, ev.SpanID, want)
 		}
+	}
+}
+
+// The cost of tracing one model call with one tool call, as the event
+// observer pays it on the Emitter's goroutine: off (the sink is returned
+// as is) and on towards a live collector.
+func BenchmarkEventSpansPerModelCall(b *testing.B) {
+	for _, on := range []bool{false, true} {
+		b.Run(map[bool]string{false: "off", true: "on"}[on], func(b *testing.B) {
+			if on {
+				p, err := telemetry.Setup(context.Background(), telemetry.Config{Enabled: true, Endpoint: sinkCollector(b)}, telemetry.Options{})
+				if err != nil {
+					b.Fatal(err)
+				}
+				defer p.Shutdown(context.Background())
+			}
+			now := time.Now()
+			evs := []events.Event{
+				{Type: events.RunStarted, RunID: "r", Timestamp: now, Data: events.RunStartedData{Model: "m"}.Data()},
+				{Type: events.ToolCallStarted, Iteration: 1, Tool: "shell", Timestamp: now, Data: events.ToolCallStartedData{CallID: "c"}.Data()},
+				{Type: events.ToolCallCompleted, Iteration: 1, Tool: "shell", Timestamp: now, Data: events.ToolCallCompletedData{CallID: "c"}.Data()},
+				{Type: events.IterationCompleted, Iteration: 1, Timestamp: now, Data: events.IterationCompletedData{CallDuration: time.Second, CallInputTokens: 9}.Data()},
+				{Type: events.RunCompleted, Timestamp: now, Data: events.RunCompletedData{InputTokens: 9}.Data()},
+			}
+			next := events.SinkFunc(func(*events.Event) error { return nil })
+			b.ReportAllocs()
+			for b.Loop() {
+				sink := telemetry.EventSpans(context.Background(), next)
+				for i := range evs {
+					ev := evs[i]
+					_ = sink.Write(&ev)
+				}
+			}
+		})
 	}
 }
