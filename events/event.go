@@ -44,6 +44,12 @@ type Event struct {
 	Tool      string         `json:"tool,omitempty"`
 	Timestamp time.Time      `json:"timestamp"`
 	Data      map[string]any `json:"data,omitempty"`
+	// TraceID and SpanID (lowercase hex) join the event to the
+	// OpenTelemetry span it belongs to; omitted when the run is not traced
+	// (internal/telemetry.EventSpans sets them; docs/OBSERVABILITY.md).
+	// Additive fields of odek.event/v1 (issue 24).
+	TraceID string `json:"trace_id,omitempty"`
+	SpanID  string `json:"span_id,omitempty"`
 }
 
 // Sink receives events one at a time, in Seq order, from a single

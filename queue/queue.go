@@ -134,6 +134,11 @@ type Job struct {
 	// the model refuses images); empty sends none.
 	Images []string `json:"images,omitempty"`
 	Vision string   `json:"vision,omitempty"`
+	// Trace is the W3C trace context of whoever enqueued the job
+	// ({"traceparent": …, "tracestate": …}, internal/telemetry.ToMap), so
+	// the worker's spans join the front end's trace (issue 24). The worker
+	// ignores a malformed or oversized value; empty means no trace.
+	Trace map[string]string `json:"trace,omitempty"`
 }
 
 // Status is a Result's outcome.

@@ -55,6 +55,7 @@ import (
 	"github.com/odekrun/odek/events"
 	"github.com/odekrun/odek/internal/backoff"
 	"github.com/odekrun/odek/internal/llm"
+	"github.com/odekrun/odek/internal/telemetry"
 	"github.com/odekrun/odek/queue"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/sirupsen/logrus"
@@ -493,6 +494,13 @@ func (w *Worker) runJob(l queue.Lease) {
 	}
 	runCtx, cancelRun := context.WithCancelCause(w.jobsCtx)
 	defer cancelRun(nil)
+	// telemetry (issue 24): the job's spans continue the trace the front end
+	// put in the job (tracing.go); no-ops while tracing is off.
+	runCtx, jobSpan, claimSpan := w.traceJob(runCtx, l)
+	defer jobSpan.End()
+	if f := telemetry.LogFields(runCtx); f != nil {
+		log = log.WithFields(f)
+	}
 	// The worker's one heartbeat loop renews the lease until runJob
 	// returns (also while the ack is retried).
 	defer w.hb.add(l, cancelRun, log)()
@@ -505,7 +513,10 @@ func (w *Worker) runJob(l queue.Lease) {
 		prompter = &approver{a: a, job: l.Job, timeout: w.cfg.ApprovalTimeout, now: time.Now}
 	}
 	deltas := newDeltaSink(sink) // delta.go: the answer as it streams
-	res, panicked, err := w.call(llm.WithDeltaHook(runCtx, deltas.hook()), l.Job, sink, prompter)
+	claimSpan.End()
+	runSpanCtx, runSpan := telemetry.Start(runCtx, "odek.job.run")
+	res, panicked, err := w.call(llm.WithDeltaHook(runSpanCtx, deltas.hook()), l.Job, telemetry.EventSpans(runSpanCtx, sink), prompter)
+	runSpan.End()
 	deltas.stop()
 	dur := time.Since(start)
 	cause := context.Cause(runCtx)
@@ -517,15 +528,18 @@ func (w *Worker) runJob(l queue.Lease) {
 
 	switch {
 	case panicked != nil:
+		jobSpan.Fail("panic", nil)
 		w.metrics.Abandoned.Add(1)
 		log.WithField("panic", fmt.Sprint(panicked)).WithField("stack", string(debug.Stack())).
 			Error("worker: run panicked; job left unacknowledged so the queue retries it and dead-letters it after its attempts")
 		return
 	case errors.Is(cause, errLeaseLost):
+		jobSpan.Fail("lease_lost", nil)
 		w.metrics.LeaseLost.Add(1)
 		log.Warn("worker: lease lost while running; result dropped")
 		return
 	case errors.Is(cause, errShutdown):
+		jobSpan.Fail("shutdown", nil)
 		w.metrics.Abandoned.Add(1)
 		log.Warn("worker: shutdown timeout; job left for redelivery")
 		return
@@ -534,7 +548,10 @@ func (w *Worker) runJob(l queue.Lease) {
 	// Count the outcome only once the queue took the result: a dropped one
 	// (lease lost, left for redelivery) is counted as such by ack, and the
 	// worker that finishes the job counts its outcome.
+	_, ackSpan := telemetry.Start(runCtx, "odek.job.ack")
 	status := w.ack(l, res, log)
+	ackSpan.End()
+	traceResult(jobSpan, status, res)
 	defer func() {
 		if status != "" {
 			log.WithFields(logrus.Fields{"status": status, "duration_ms": dur.Milliseconds(),

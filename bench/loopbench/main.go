@@ -5,6 +5,10 @@
 // RSS. See docs/BENCHMARKS.md for how the figures are used.
 //
 //	go build -o /tmp/odek ./cmd/odek && go run ./bench/loopbench -odek /tmp/odek -iters 50 -result-bytes 200
+//
+// With -otel off,http://127.0.0.1:4318,http://127.0.0.1:1 each run goes
+// through the tracing modes in turn (off, a live collector, a dead one), so
+// a change in the machine's load hits every mode alike (issue 24).
 package main
 
 import (
@@ -35,7 +39,9 @@ func main() {
 	stream := flag.Bool("stream", true, "let odek stream (false sets llm.stream=false via config)")
 	startup := flag.Bool("startup", false, "measure `odek version` wall time instead")
 	burst := flag.Bool("burst", false, "send each streamed reply in one write (a server whose answer is ready) instead of one write per SSE event")
+	otelModes := flag.String("otel", "off", "comma-separated tracing modes, interleaved within each run: off, or an OTLP/HTTP base URL given to odek as OTEL_EXPORTER_OTLP_ENDPOINT (a live collector, or a dead port)")
 	flag.Parse()
+	modes := strings.Split(*otelModes, ",")
 	if *startup {
 		measureStartup(*bin, *runs)
 		return
@@ -74,39 +80,50 @@ func main() {
 	go http.Serve(ln, h)
 	base := "http://" + ln.Addr().String() + "/v1"
 
-	var cpus, users, syss, rss []float64
+	cpus, users, syss, rss := map[string][]float64{}, map[string][]float64{}, map[string][]float64{}, map[string][]float64{}
 	var calls int
 	for i := 0; i < *runs; i++ {
-		iterN.Store(0)
-		before := h.Calls()
-		cmd := exec.Command(*bin, "run", "--quiet", "--max-iter", strconv.Itoa(*iters+1), "read the file repeatedly")
-		cmd.Dir = work
-		cmd.Env = []string{"PATH=" + os.Getenv("PATH"), "HOME=" + work, "ODEK_HOME=" + home,
-			"ODEK_BASE_URL=" + base, "ODEK_MODEL=bench", "ODEK_API_KEY=sk-bench-0123456789"}
-		if v, ok := os.LookupEnv("GOGC"); ok {
-			cmd.Env = append(cmd.Env, "GOGC="+v)
+		for _, mode := range modes {
+			iterN.Store(0)
+			before := h.Calls()
+			cmd := exec.Command(*bin, "run", "--quiet", "--max-iter", strconv.Itoa(*iters+1), "read the file repeatedly")
+			cmd.Dir = work
+			cmd.Env = []string{"PATH=" + os.Getenv("PATH"), "HOME=" + work, "ODEK_HOME=" + home,
+				"ODEK_BASE_URL=" + base, "ODEK_MODEL=bench", "ODEK_API_KEY=sk-bench-0123456789"}
+			if v, ok := os.LookupEnv("GOGC"); ok {
+				cmd.Env = append(cmd.Env, "GOGC="+v)
+			}
+			if mode != "off" {
+				cmd.Env = append(cmd.Env, "OTEL_EXPORTER_OTLP_ENDPOINT="+mode)
+			}
+			var se bytes.Buffer
+			cmd.Stderr = &se
+			if err := cmd.Run(); err != nil {
+				fmt.Fprintf(os.Stderr, "odek run failed: %v\n%s", err, se.String())
+				os.Exit(1)
+			}
+			calls = h.Calls() - before
+			ps := cmd.ProcessState
+			user, sys := ps.UserTime(), ps.SystemTime()
+			cpus[mode] = append(cpus[mode], float64(user+sys)/float64(time.Millisecond)/float64(calls))
+			users[mode] = append(users[mode], float64(user)/float64(time.Millisecond)/float64(calls))
+			syss[mode] = append(syss[mode], float64(sys)/float64(time.Millisecond)/float64(calls))
+			rss[mode] = append(rss[mode], peakRSSMiB(ps))
 		}
-		var se bytes.Buffer
-		cmd.Stderr = &se
-		if err := cmd.Run(); err != nil {
-			fmt.Fprintf(os.Stderr, "odek run failed: %v\n%s", err, se.String())
-			os.Exit(1)
-		}
-		calls = h.Calls() - before
-		ps := cmd.ProcessState
-		user, sys := ps.UserTime(), ps.SystemTime()
-		cpus = append(cpus, float64(user+sys)/float64(time.Millisecond)/float64(calls))
-		users = append(users, float64(user)/float64(time.Millisecond)/float64(calls))
-		syss = append(syss, float64(sys)/float64(time.Millisecond)/float64(calls))
-		rss = append(rss, peakRSSMiB(ps))
 	}
 	fmt.Printf("iterations=%d result_bytes=%d stream=%v model_calls=%d runs=%d\n", *iters, *resultBytes, *stream, calls, *runs)
-	fmt.Printf("cpu_ms_per_call median=%.3f min=%.3f\n", median(cpus), minOf(cpus))
-	fmt.Printf("user_ms_per_call median=%.3f sys_ms_per_call median=%.3f\n", median(users), median(syss))
-	if rss[0] < 0 {
-		fmt.Println("peak_rss_mib unknown (no rusage on " + runtime.GOOS + ")")
-	} else {
-		fmt.Printf("peak_rss_mib median=%.1f max=%.1f\n", median(rss), maxOf(rss))
+	for _, mode := range modes {
+		prefix := ""
+		if len(modes) > 1 {
+			prefix = "otel=" + mode + " "
+		}
+		fmt.Printf("%scpu_ms_per_call median=%.3f min=%.3f\n", prefix, median(cpus[mode]), minOf(cpus[mode]))
+		fmt.Printf("%suser_ms_per_call median=%.3f sys_ms_per_call median=%.3f\n", prefix, median(users[mode]), median(syss[mode]))
+		if rss[mode][0] < 0 {
+			fmt.Println(prefix + "peak_rss_mib unknown (no rusage on " + runtime.GOOS + ")")
+		} else {
+			fmt.Printf("%speak_rss_mib median=%.1f max=%.1f\n", prefix, median(rss[mode]), maxOf(rss[mode]))
+		}
 	}
 }
 

@@ -10,6 +10,7 @@ import (
 
 	"github.com/odekrun/odek/internal/config"
 	"github.com/odekrun/odek/internal/llm"
+	"github.com/odekrun/odek/internal/telemetry"
 )
 
 // cmdConfig prints the effective configuration (show) or the environment
@@ -23,7 +24,8 @@ func cmdConfig(_ context.Context, args []string, stdout, stderr io.Writer) error
 		if len(args) > 1 {
 			return usageErr("odek config env takes no arguments, got %q", args[1:])
 		}
-		groups := append(config.EnvGroups(), config.EnvGroup{Title: "odek-bot, the Telegram front end (odek-bot --help)", Vars: &config.BotEnv{}})
+		groups := append(config.EnvGroups(), config.EnvGroup{Title: "odek-bot, the Telegram front end (odek-bot --help)", Vars: &config.BotEnv{}},
+			config.EnvGroup{Title: "Tracing, OpenTelemetry (every command; docs/OBSERVABILITY.md)", Vars: &telemetry.EnvVars{}}) // issue 24
 		fmt.Fprint(stdout, config.EnvText(groups))
 		return nil
 	case "show":

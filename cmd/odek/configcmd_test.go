@@ -58,7 +58,7 @@ func TestConfigShowAndEnv(t *testing.T) {
 	if err := run(context.Background(), []string{"config", "env"}, nil, &out, &errOut); err != nil {
 		t.Fatal(err)
 	}
-	for _, want := range []string{"ODEK_API_KEY", "REDIS_URL", "ODEK_WORKER_CONCURRENCY", "ODEK_APPROVE_MCP"} {
+	for _, want := range []string{"ODEK_API_KEY", "REDIS_URL", "ODEK_WORKER_CONCURRENCY", "ODEK_APPROVE_MCP", "OTEL_EXPORTER_OTLP_ENDPOINT", "TRACEPARENT"} {
 		if !strings.Contains(out.String(), want) {
 			t.Errorf("config env lacks %s", want)
 		}

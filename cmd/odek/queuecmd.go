@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/odekrun/odek/internal/redact"
+	"github.com/odekrun/odek/internal/telemetry"
 	"github.com/odekrun/odek/queue"
 	estore "github.com/odekrun/odek/queue/embedded"
 	"github.com/odekrun/odek/worker"
@@ -267,6 +268,14 @@ func (c *queueCLI) submit(ctx context.Context, goal string) error {
 		}
 		job.Budget = b
 	}
+	// telemetry (issue 24): the job carries the trace (a TRACEPARENT this
+	// command was given, or its own span), so the worker's spans join it.
+	ctx, endTrace, terr := startTracing(ctx, "odek", "odek queue submit", nil)
+	if terr != nil {
+		return withCode(exitSetup, terr)
+	}
+	defer endTrace()
+	job.Trace = telemetry.ToMap(ctx)
 	stored, dup, err := c.q.Enqueue(ctx, job)
 	if err != nil {
 		if errors.Is(err, queue.ErrInvalidJob) || errors.Is(err, queue.ErrPayloadTooLarge) {

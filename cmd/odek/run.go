@@ -21,6 +21,7 @@ import (
 	"github.com/odekrun/odek/internal/host"
 	"github.com/odekrun/odek/internal/session"
 	"github.com/odekrun/odek/internal/subagent"
+	"github.com/odekrun/odek/internal/telemetry"
 	"github.com/odekrun/odek/internal/tools"
 	"github.com/sirupsen/logrus"
 )
@@ -141,6 +142,12 @@ func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer, cont b
 	if err := cfg.ResolveEndpoint(ctx, nil); err != nil {
 		return withCode(exitSetup, err)
 	}
+	// telemetry (issue 24): continue TRACEPARENT; spans only with OTEL_*.
+	ctx, endTrace, err := startTracing(ctx, "odek", "odek run", log)
+	if err != nil {
+		return withCode(exitSetup, err)
+	}
+	defer endTrace()
 
 	var sinks []events.Sink
 	if f.eventsPath != "" {
@@ -162,6 +169,7 @@ func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer, cont b
 	default:
 		sink = events.Multi(sinks...)
 	}
+	sink = telemetry.EventSpans(ctx, sink) // telemetry (issue 24): model and tool spans from the run's events
 
 	// The session comes first: its saved plan seeds the plan tool.
 	var sess *session.Session

@@ -17,6 +17,7 @@ import (
 	"github.com/odekrun/odek/internal/config"
 	"github.com/odekrun/odek/internal/host"
 	"github.com/odekrun/odek/internal/subagent"
+	"github.com/odekrun/odek/internal/telemetry"
 	"github.com/sirupsen/logrus"
 )
 
@@ -121,6 +122,12 @@ func cmdSubagent(ctx context.Context, args []string, stdout, stderr io.Writer) (
 	if err := cfg.ResolveEndpoint(ctx, nil); err != nil {
 		return setup(err)
 	}
+	// telemetry (issue 24): continue the parent's TRACEPARENT; spans only with OTEL_*.
+	ctx, endTrace, terr := startTracing(ctx, "odek", "odek subagent", log)
+	if terr != nil {
+		return setup(terr)
+	}
+	defer endTrace()
 	var sink events.Sink
 	if *eventsPath != "" {
 		fsink, ferr := events.OpenFile(*eventsPath, events.FileOptions{})
@@ -130,6 +137,7 @@ func cmdSubagent(ctx context.Context, args []string, stdout, stderr io.Writer) (
 		defer fsink.Close()
 		sink = fsink
 	}
+	sink = telemetry.EventSpans(ctx, sink) // telemetry (issue 24)
 	workDir, err := os.Getwd()
 	if err != nil {
 		return setup(err)

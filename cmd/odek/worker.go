@@ -227,6 +227,12 @@ func cmdWorker(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		return usageErr("--log-level: %v", err)
 	}
 	log.SetLevel(lvl)
+	// telemetry (issue 24): a trace per job when OTEL_* configures a collector.
+	_, endTrace, err := startTracing(ctx, "odek-worker", "", log)
+	if err != nil {
+		return withCode(exitSetup, err)
+	}
+	defer endTrace()
 	// go-redis' own log lines (pool dial failures…) go through logrus too.
 	redis.SetLogger(worker.RedisLogger{Log: log.WithField("worker", f.name)})
 

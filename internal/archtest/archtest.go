@@ -77,6 +77,11 @@ var Rules = []Rule{
 		Only: []string{Std, "github.com/landlock-lsm/go-landlock", "golang.org/x/sys"},
 		Why:  "the sandbox is a leaf: the kernel interfaces (go-landlock, x/sys) and nothing of odek",
 	},
+	{ // issue 24
+		From: "internal/telemetry",
+		Only: []string{Std, "events", "github.com/sirupsen/logrus", "go.opentelemetry.io/otel"},
+		Why:  "telemetry is imported by every layer that traces (worker, cmd, later agent and mcpclient), so it holds nothing of odek but the events types, and of the outside only logrus and the OpenTelemetry SDK",
+	},
 	{
 		From: "mcpclient",
 		Only: []string{Std, "artifacts", "events", "internal/backoff", "internal/redact", "github.com/sirupsen/logrus", "golang.org/x/sys"},

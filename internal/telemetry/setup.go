@@ -1,0 +1,187 @@
+package telemetry
+
+import (
+	"context"
+	"fmt"
+	"sync/atomic"
+
+	"go.opentelemetry.io/otel"
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/exporters/otlp/otlptrace/otlptracegrpc"
+	"go.opentelemetry.io/otel/exporters/otlp/otlptrace/otlptracehttp"
+	"go.opentelemetry.io/otel/propagation"
+	"go.opentelemetry.io/otel/sdk/resource"
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+	"go.opentelemetry.io/otel/trace"
+)
+
+// ScopeName is the instrumentation scope of odek's spans.
+const ScopeName = "github.com/odekrun/odek"
+
+// Redactor masks secrets in captured content; *redact.Redactor is one.
+type Redactor interface {
+	String(s string) string
+}
+
+// Options are what a main adds to the Config.
+type Options struct {
+	// Service is service.name when Config.ServiceName is empty.
+	Service string
+	// Version is service.version; empty leaves it out.
+	Version string
+	// Redactor masks captured content; nil with CaptureContent set means
+	// content is not captured (fail closed).
+	Redactor Redactor
+}
+
+// Provider is the active tracing setup. Create it with Setup; the zero
+// value is not usable.
+type Provider struct {
+	tp      *sdktrace.TracerProvider
+	tracer  trace.Tracer
+	q       *queue
+	maxAttr int
+	capture bool
+	red     Redactor
+}
+
+// active is the provider the helpers use; nil means off.
+var active atomic.Pointer[Provider]
+
+// On reports whether spans are being recorded and exported.
+func On() bool { return active.Load() != nil }
+
+// Setup installs a provider for cfg and returns it; with cfg.Enabled
+// false it installs nothing and returns (nil, nil): the helpers stay
+// no-ops. It also sets the OpenTelemetry globals (tracer provider, the W3C
+// propagator), so a library instrumented with the otel API joins the
+// trace. Setup does not contact the collector: a dead one shows only as
+// Stats.Failed.
+func Setup(ctx context.Context, cfg Config, opts Options) (*Provider, error) {
+	if !cfg.Enabled {
+		return nil, nil
+	}
+	exp, err := newExporter(ctx, cfg)
+	if err != nil {
+		return nil, err
+	}
+	name := cfg.ServiceName
+	if name == "" {
+		name = opts.Service
+	}
+	if name == "" {
+		name = "odek"
+	}
+	attrs := make([]attribute.KeyValue, 0, len(cfg.Resource)+2)
+	for _, kv := range cfg.Resource {
+		if kv.Key != "service.name" {
+			attrs = append(attrs, attribute.String(kv.Key, kv.Value))
+		}
+	}
+	attrs = append(attrs, attribute.String("service.name", name))
+	if opts.Version != "" {
+		attrs = append(attrs, attribute.String("service.version", opts.Version))
+	}
+	res, err := resource.Merge(resource.Default(), resource.NewSchemaless(attrs...))
+	if err != nil {
+		return nil, fmt.Errorf("telemetry: resource: %w", err)
+	}
+	p := &Provider{
+		maxAttr: orDefault(cfg.MaxAttrBytes, DefaultMaxAttrBytes),
+		capture: cfg.CaptureContent && opts.Redactor != nil,
+		red:     opts.Redactor,
+	}
+	p.q = newQueue(exp, orDefault(cfg.QueueSize, DefaultQueueSize), orDefault(cfg.BatchSize, DefaultBatchSize),
+		orDefaultDur(cfg.ScheduleWait, DefaultScheduleWait), orDefaultDur(cfg.Timeout, DefaultTimeout))
+	limits := sdktrace.NewSpanLimits()
+	limits.AttributeValueLengthLimit = p.maxAttr
+	p.tp = sdktrace.NewTracerProvider(
+		sdktrace.WithResource(res),
+		sdktrace.WithSampler(sampler(cfg.Sampler, cfg.SamplerArg)),
+		sdktrace.WithSpanProcessor(p.q),
+		sdktrace.WithRawSpanLimits(limits),
+	)
+	p.tracer = p.tp.Tracer(ScopeName)
+	otel.SetTracerProvider(p.tp)
+	otel.SetTextMapPropagator(propagation.TraceContext{})
+	active.Store(p)
+	return p, nil
+}
+
+func newExporter(ctx context.Context, cfg Config) (sdktrace.SpanExporter, error) {
+	timeout := orDefaultDur(cfg.Timeout, DefaultTimeout)
+	switch cfg.Protocol {
+	case "", ProtocolHTTP:
+		o := []otlptracehttp.Option{otlptracehttp.WithEndpointURL(cfg.Endpoint), otlptracehttp.WithTimeout(timeout)}
+		if len(cfg.Headers) > 0 {
+			o = append(o, otlptracehttp.WithHeaders(cfg.Headers))
+		}
+		// The queue bounds the time an export may take; the exporter's
+		// own retries stay within that timeout.
+		o = append(o, otlptracehttp.WithRetry(otlptracehttp.RetryConfig{Enabled: true,
+			InitialInterval: timeout / 20, MaxInterval: timeout / 4, MaxElapsedTime: timeout}))
+		return otlptracehttp.New(ctx, o...)
+	case ProtocolGRPC:
+		o := []otlptracegrpc.Option{otlptracegrpc.WithEndpointURL(cfg.Endpoint), otlptracegrpc.WithTimeout(timeout)}
+		if len(cfg.Headers) > 0 {
+			o = append(o, otlptracegrpc.WithHeaders(cfg.Headers))
+		}
+		o = append(o, otlptracegrpc.WithRetry(otlptracegrpc.RetryConfig{Enabled: true,
+			InitialInterval: timeout / 20, MaxInterval: timeout / 4, MaxElapsedTime: timeout}))
+		return otlptracegrpc.New(ctx, o...)
+	}
+	return nil, fmt.Errorf("%w: protocol %q: want %s or %s", ErrConfig, cfg.Protocol, ProtocolHTTP, ProtocolGRPC)
+}
+
+func sampler(name string, arg float64) sdktrace.Sampler {
+	ratio := arg
+	if ratio == 0 {
+		ratio = 1
+	}
+	switch name {
+	case "always_on":
+		return sdktrace.AlwaysSample()
+	case "always_off":
+		return sdktrace.NeverSample()
+	case "traceidratio":
+		return sdktrace.TraceIDRatioBased(ratio)
+	case "parentbased_always_off":
+		return sdktrace.ParentBased(sdktrace.NeverSample())
+	case "parentbased_traceidratio":
+		return sdktrace.ParentBased(sdktrace.TraceIDRatioBased(ratio))
+	}
+	return sdktrace.ParentBased(sdktrace.AlwaysSample())
+}
+
+// Shutdown exports what is queued until ctx ends and turns tracing off.
+// A nil Provider is a no-op, so a main can defer it unconditionally.
+func (p *Provider) Shutdown(ctx context.Context) error {
+	if p == nil {
+		return nil
+	}
+	active.CompareAndSwap(p, nil)
+	return p.tp.Shutdown(ctx)
+}
+
+// ForceFlush exports what is queued now (tests, a CLI before it exits).
+func (p *Provider) ForceFlush(ctx context.Context) error {
+	if p == nil {
+		return nil
+	}
+	return p.tp.ForceFlush(ctx)
+}
+
+// Stats reports the export queue's counters; zero for a nil Provider.
+func (p *Provider) Stats() Stats {
+	if p == nil {
+		return Stats{}
+	}
+	return p.q.stats()
+}
+
+func orDefault(v, d int) int {
+	if v <= 0 {
+		return d
+	}
+	return v
+}

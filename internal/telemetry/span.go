@@ -1,0 +1,287 @@
+package telemetry
+
+import (
+	"context"
+	"time"
+	"unicode/utf8"
+
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/codes"
+	"go.opentelemetry.io/otel/trace"
+)
+
+// Attribute keys of the OpenTelemetry GenAI semantic conventions, and
+// odek's own (odek.*) where none applies.
+const (
+	KeyOperation      = "gen_ai.operation.name"
+	KeyProvider       = "gen_ai.provider.name"
+	KeyRequestModel   = "gen_ai.request.model"
+	KeyResponseModel  = "gen_ai.response.model"
+	KeyInputTokens    = "gen_ai.usage.input_tokens"
+	KeyOutputTokens   = "gen_ai.usage.output_tokens"
+	KeyCachedTokens   = "gen_ai.usage.cache_read.input_tokens"
+	KeyTTFT           = "gen_ai.response.time_to_first_chunk" // seconds, double
+	KeyToolName       = "gen_ai.tool.name"
+	KeyToolCallID     = "gen_ai.tool.call.id"
+	KeyToolType       = "gen_ai.tool.type"
+	KeyConversationID = "gen_ai.conversation.id"
+	KeyAgentName      = "gen_ai.agent.name"
+	KeyAgentID        = "gen_ai.agent.id"
+	KeyInputMessages  = "gen_ai.input.messages"
+	KeyOutputMessages = "gen_ai.output.messages"
+	KeyToolArguments  = "gen_ai.tool.call.arguments"
+	KeyToolResult     = "gen_ai.tool.call.result"
+	KeyErrorType      = "error.type"
+
+	KeyJobID     = "odek.job.id"
+	KeyChatID    = "odek.chat.id"
+	KeyAttempt   = "odek.job.attempt"
+	KeyRunID     = "odek.run.id"
+	KeyWorker    = "odek.worker.name"
+	KeyIteration = "odek.iteration"
+	KeyStatus    = "odek.status"
+)
+
+// GenAI operation names (gen_ai.operation.name).
+const (
+	OpChat        = "chat"
+	OpExecuteTool = "execute_tool"
+	OpInvokeAgent = "invoke_agent"
+)
+
+// Span is a span of odek's, or nothing: the zero Span (what every starter
+// returns while tracing is off) does nothing and costs nothing. Its
+// setters take typed values so that a disabled call builds no attribute.
+type Span struct {
+	s trace.Span
+	p *Provider
+}
+
+// Recording reports whether the span records; guard costly attribute
+// building with it.
+func (s Span) Recording() bool { return s.s != nil && s.s.IsRecording() }
+
+// End ends the span now.
+func (s Span) End() {
+	if s.s != nil {
+		s.s.End()
+	}
+}
+
+// EndAt ends the span at t (a span rebuilt from events).
+func (s Span) EndAt(t time.Time) {
+	if s.s != nil {
+		s.s.End(trace.WithTimestamp(t))
+	}
+}
+
+// SpanContext is the span's identity (invalid for the zero Span).
+func (s Span) SpanContext() trace.SpanContext {
+	if s.s == nil {
+		return trace.SpanContext{}
+	}
+	return s.s.SpanContext()
+}
+
+// Fail marks the span failed: status Error with err's text (clipped) and
+// error.type = class (a low-cardinality name: "timeout", "tool_error");
+// empty class means "error". A nil err with an empty class does nothing.
+func (s Span) Fail(class string, err error) {
+	if s.s == nil || (err == nil && class == "") {
+		return
+	}
+	if class == "" {
+		class = "error"
+	}
+	msg := class
+	if err != nil {
+		msg = clipText(err.Error(), s.p.maxAttr)
+	}
+	s.s.SetAttributes(attribute.String(KeyErrorType, clipText(class, 128)))
+	s.s.SetStatus(codes.Error, msg)
+}
+
+// String sets a string attribute, clipped to the configured size.
+func (s Span) String(key, v string) {
+	if s.s != nil {
+		s.s.SetAttributes(attribute.String(key, clipText(v, s.p.maxAttr)))
+	}
+}
+
+// Int sets an integer attribute.
+func (s Span) Int(key string, v int64) {
+	if s.s != nil {
+		s.s.SetAttributes(attribute.Int64(key, v))
+	}
+}
+
+// Float sets a floating-point attribute.
+func (s Span) Float(key string, v float64) {
+	if s.s != nil {
+		s.s.SetAttributes(attribute.Float64(key, v))
+	}
+}
+
+// Usage sets the GenAI token counts; zero counts are left out.
+func (s Span) Usage(input, output, cached int) {
+	if s.s == nil {
+		return
+	}
+	if input > 0 {
+		s.s.SetAttributes(attribute.Int(KeyInputTokens, input))
+	}
+	if output > 0 {
+		s.s.SetAttributes(attribute.Int(KeyOutputTokens, output))
+	}
+	if cached > 0 {
+		s.s.SetAttributes(attribute.Int(KeyCachedTokens, cached))
+	}
+}
+
+// Content records text (a prompt, a completion, tool arguments) under key
+// only when the operator turned capture on: redacted, then clipped.
+func (s Span) Content(key, text string) {
+	if s.s == nil || !s.p.capture || !s.s.IsRecording() {
+		return
+	}
+	s.s.SetAttributes(attribute.String(key, clipText(s.p.red.String(text), s.p.maxAttr)))
+}
+
+// Event adds a timestamped event (time to first token) to the span.
+func (s Span) Event(name string, at time.Time) {
+	if s.s != nil {
+		s.s.AddEvent(name, trace.WithTimestamp(at))
+	}
+}
+
+// Start starts an internal span named name under ctx's span. Off, it
+// returns ctx itself and the zero Span, allocating nothing.
+func Start(ctx context.Context, name string) (context.Context, Span) {
+	p := active.Load()
+	if p == nil {
+		return ctx, Span{}
+	}
+	return p.start(ctx, name, trace.SpanKindInternal, time.Time{})
+}
+
+// StartConsumer starts a consumer span (a job taken from the queue).
+func StartConsumer(ctx context.Context, name string) (context.Context, Span) {
+	p := active.Load()
+	if p == nil {
+		return ctx, Span{}
+	}
+	return p.start(ctx, name, trace.SpanKindConsumer, time.Time{})
+}
+
+// StartProducer starts a producer span (a job put on the queue).
+func StartProducer(ctx context.Context, name string) (context.Context, Span) {
+	p := active.Load()
+	if p == nil {
+		return ctx, Span{}
+	}
+	return p.start(ctx, name, trace.SpanKindProducer, time.Time{})
+}
+
+// StartAgent starts the invoke_agent span of one agent run.
+func StartAgent(ctx context.Context, runID, conversationID, model string) (context.Context, Span) {
+	p := active.Load()
+	if p == nil {
+		return ctx, Span{}
+	}
+	return p.startAgent(ctx, runID, conversationID, model, time.Time{})
+}
+
+// StartChat starts the span of one model call ("chat <model>", kind
+// client). provider may be empty.
+func StartChat(ctx context.Context, model, provider string) (context.Context, Span) {
+	p := active.Load()
+	if p == nil {
+		return ctx, Span{}
+	}
+	return p.startChat(ctx, model, provider, time.Time{})
+}
+
+// StartTool starts the span of one tool call ("execute_tool <tool>").
+func StartTool(ctx context.Context, tool, callID string) (context.Context, Span) {
+	p := active.Load()
+	if p == nil {
+		return ctx, Span{}
+	}
+	return p.startTool(ctx, tool, callID, time.Time{})
+}
+
+// StartMCP starts the client span of one MCP request ("<method> <server>").
+func StartMCP(ctx context.Context, server, method, tool string) (context.Context, Span) {
+	p := active.Load()
+	if p == nil {
+		return ctx, Span{}
+	}
+	ctx, s := p.start(ctx, method+" "+server, trace.SpanKindClient, time.Time{})
+	s.s.SetAttributes(attribute.String("mcp.method.name", clipText(method, 128)), attribute.String("odek.mcp.server", clipText(server, 128)))
+	if tool != "" {
+		s.s.SetAttributes(attribute.String(KeyToolName, clipText(tool, 256)))
+	}
+	return ctx, s
+}
+
+func (p *Provider) start(ctx context.Context, name string, kind trace.SpanKind, at time.Time) (context.Context, Span) {
+	opts := []trace.SpanStartOption{trace.WithSpanKind(kind)}
+	if !at.IsZero() {
+		opts = append(opts, trace.WithTimestamp(at))
+	}
+	ctx, s := p.tracer.Start(ctx, clipText(name, 256), opts...)
+	return ctx, Span{s: s, p: p}
+}
+
+func (p *Provider) startAgent(ctx context.Context, runID, conv, model string, at time.Time) (context.Context, Span) {
+	ctx, s := p.start(ctx, "invoke_agent odek", trace.SpanKindInternal, at)
+	s.s.SetAttributes(attribute.String(KeyOperation, OpInvokeAgent), attribute.String(KeyAgentName, "odek"))
+	if runID != "" {
+		s.s.SetAttributes(attribute.String(KeyRunID, clipText(runID, 256)))
+	}
+	if conv != "" {
+		s.s.SetAttributes(attribute.String(KeyConversationID, clipText(conv, 256)))
+	}
+	if model != "" {
+		s.s.SetAttributes(attribute.String(KeyRequestModel, clipText(model, 256)))
+	}
+	return ctx, s
+}
+
+func (p *Provider) startChat(ctx context.Context, model, provider string, at time.Time) (context.Context, Span) {
+	ctx, s := p.start(ctx, "chat "+model, trace.SpanKindClient, at)
+	s.s.SetAttributes(attribute.String(KeyOperation, OpChat), attribute.String(KeyRequestModel, clipText(model, 256)))
+	if provider != "" {
+		s.s.SetAttributes(attribute.String(KeyProvider, clipText(provider, 128)))
+	}
+	return ctx, s
+}
+
+func (p *Provider) startTool(ctx context.Context, tool, callID string, at time.Time) (context.Context, Span) {
+	ctx, s := p.start(ctx, "execute_tool "+tool, trace.SpanKindInternal, at)
+	s.s.SetAttributes(attribute.String(KeyOperation, OpExecuteTool), attribute.String(KeyToolName, clipText(tool, 256)),
+		attribute.String(KeyToolType, "function"))
+	if callID != "" {
+		s.s.SetAttributes(attribute.String(KeyToolCallID, clipText(callID, 256)))
+	}
+	return ctx, s
+}
+
+// clipText cuts s to at most max bytes on a UTF-8 boundary.
+func clipText(s string, max int) string {
+	if max <= 0 || len(s) <= max {
+		return s
+	}
+	i := max
+	for i > 0 && !utf8.RuneStart(s[i]) {
+		i--
+	}
+	return s[:i]
+}
+
+func orDefaultDur(v, d time.Duration) time.Duration {
+	if v <= 0 {
+		return d
+	}
+	return v
+}
