@@ -109,6 +109,8 @@ Usage:
                                  check an MCP extension server against odek-extension/v1
   odek ext approve [--yes] [server...]
                                  answer extension approvals ahead of time
+  odek mcp login|logout|status [server]
+                                 OAuth login of a remote MCP server (odek mcp help)
   odek init [--force]            write a starter config to $ODEK_HOME/config.json
   odek doctor [--json] [--redis URL] [--no-model]
                                  check Landlock and the sandbox, Redis, the model
@@ -143,6 +145,8 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 		return cmdQueue(ctx, args[1:], stdin, stdout, stderr)
 	case "ext":
 		return cmdExt(ctx, args[1:], stdout, stderr)
+	case "mcp": // OAuth logins of remote MCP servers (mcpcmd.go)
+		return cmdMCP(ctx, args[1:], stdin, stdout, stderr)
 	case "init":
 		return cmdInit(args[1:], stdout, stderr)
 	case "doctor":
