@@ -111,6 +111,8 @@ Usage:
                                  answer extension approvals ahead of time
   odek mcp login|logout|status [server]
                                  OAuth login of a remote MCP server (odek mcp help)
+  odek skills list [--json] | show <name>
+                                 the Agent Skills the model is offered (docs/SKILLS.md)
   odek init [--force]            write a starter config to $ODEK_HOME/config.json
   odek doctor [--json] [--redis URL] [--no-model]
                                  check Landlock and the sandbox, Redis, the model
@@ -147,6 +149,8 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 		return cmdExt(ctx, args[1:], stdout, stderr)
 	case "mcp": // OAuth logins of remote MCP servers (mcpcmd.go)
 		return cmdMCP(ctx, args[1:], stdin, stdout, stderr)
+	case "skills": // Agent Skills (skillscmd.go)
+		return cmdSkills(ctx, args[1:], stdout, stderr)
 	case "init":
 		return cmdInit(args[1:], stdout, stderr)
 	case "doctor":

@@ -44,6 +44,7 @@ import (
 	"github.com/odekrun/odek/internal/plan"
 	"github.com/odekrun/odek/internal/redact"
 	"github.com/odekrun/odek/internal/sandbox"
+	"github.com/odekrun/odek/internal/skills"
 	"github.com/odekrun/odek/internal/subagent"
 	"github.com/odekrun/odek/internal/tools"
 	"github.com/odekrun/odek/queue"
@@ -314,6 +315,17 @@ func Build(ctx context.Context, opts Options) (*Runtime, error) {
 	if err != nil {
 		return nil, err
 	}
+	// Wiring point (issue 28, Agent Skills): the skill list joins the
+	// system prompt and the skill tool reads them (internal/skills).
+	systemPrompt, skillTool, skillWarns := skills.ForRun(cfg.Layers.Operator.Raw, cfg.Home, cfg.ProjectDir, cfg.SystemPrompt)
+	for _, w := range skillWarns {
+		warn(w)
+	}
+	if skillTool != nil {
+		if toolset, err = appendTools(toolset, []tools.Tool{skillTool}); err != nil {
+			return nil, err
+		}
+	}
 	var started map[string]any
 	var notices func() string
 	if extensions {
@@ -349,7 +361,7 @@ func Build(ctx context.Context, opts Options) (*Runtime, error) {
 	rt.Agent = agent.Config{
 		LLM:                client,
 		Model:              cfg.Model,
-		SystemPrompt:       cfg.SystemPrompt,
+		SystemPrompt:       systemPrompt, // issue 28: cfg.SystemPrompt plus the skills
 		Tools:              toolset,
 		Policy:             Policy(cfg.Dangerous),
 		Prompter:           opts.Prompter,

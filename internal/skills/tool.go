@@ -102,3 +102,23 @@ func (t *Tool) Run(_ context.Context, args json.RawMessage) (agent.ToolResult, e
 	}
 	return agent.ToolResult{Text: b.String()}, nil
 }
+
+// ForRun is the whole wiring of skills into one run: it loads the skills
+// the operator file allows and returns the system prompt (base, or
+// agent.DefaultSystemPrompt when base is "", plus the skill list) and the
+// skill tool; with no skills (or a bad section, then in warnings) it
+// returns base and a nil tool, so the run is unchanged.
+func ForRun(operatorFile json.RawMessage, home, projectDir, base string) (prompt string, tool agent.Tool, warnings []string) {
+	o, err := FromConfig(operatorFile, home, projectDir)
+	if err != nil {
+		return base, nil, []string{err.Error()}
+	}
+	set, warnings := Load(o)
+	if set.Len() == 0 {
+		return base, nil, warnings
+	}
+	if base == "" {
+		base = agent.DefaultSystemPrompt
+	}
+	return base + set.Prompt(), NewTool(set), warnings
+}
