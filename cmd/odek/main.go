@@ -123,7 +123,8 @@ Usage:
   odek version                   print the version
 
 Exit codes: 0 success, 1 task/model/tool error, 3 setup error (flags, config,
-credentials), 2 overall timeout (subagent), 4 budget exhausted, 69 Redis unreachable (odek queue),
+credentials), 2 overall timeout (subagent), 4 budget exhausted, 5 answer invalid
+against --output-schema, 69 Redis unreachable (odek queue),
 130 cancelled by SIGINT/SIGTERM.
 `
 

@@ -317,11 +317,16 @@ func Build(ctx context.Context, opts Options) (*Runtime, error) {
 	}
 	// Wiring point (issue 28, Agent Skills): the skill list joins the
 	// system prompt and the skill tool reads them (internal/skills).
-	systemPrompt, skillTool, skillWarns := skills.ForRun(cfg.Layers.Operator.Raw, cfg.Home, cfg.ProjectDir, cfg.SystemPrompt)
+	systemPrompt := cfg.SystemPrompt
+	skillList, skillTool, skillWarns := skills.ForRun(cfg.Layers.Operator.Raw, cfg.Home, cfg.ProjectDir)
 	for _, w := range skillWarns {
 		warn(w)
 	}
 	if skillTool != nil {
+		if systemPrompt == "" {
+			systemPrompt = agent.DefaultSystemPrompt
+		}
+		systemPrompt += skillList
 		if toolset, err = appendTools(toolset, []tools.Tool{skillTool}); err != nil {
 			return nil, err
 		}

@@ -184,6 +184,9 @@ type RunSpec struct {
 	Logger logrus.FieldLogger
 	// Warn, when set, replaces the Host's for this run.
 	Warn func(string)
+	// CheckAnswer becomes agent.Config.CheckAnswer (issue 28: the
+	// --output-schema / output_schema Checker of internal/outschema).
+	CheckAnswer func(answer string) (corrective string, event events.Payload)
 }
 
 // Outcome is how a run ended, in the one shape every front end reports:
@@ -284,6 +287,7 @@ func (h *Host) Prepare(ctx context.Context, spec RunSpec) (*Runtime, error) {
 	if err != nil {
 		return nil, setupError{err}
 	}
+	rt.Agent.CheckAnswer = spec.CheckAnswer // wiring point (issue 28)
 	if s := spec.Session; s != nil {
 		rt.Agent.History = s.Messages
 		rt.Agent.Persist = func(msgs []agent.Message) error {

@@ -6,7 +6,7 @@ import (
 	"fmt"
 	"strings"
 
-	"github.com/odekrun/odek/agent"
+	"github.com/odekrun/odek/internal/tools"
 )
 
 // ToolName is the skill tool's name.
@@ -20,7 +20,7 @@ type Tool struct{ set *Set }
 // NewTool is the skill tool of set.
 func NewTool(set *Set) *Tool { return &Tool{set: set} }
 
-var _ agent.Tool = (*Tool)(nil)
+var _ tools.Tool = (*Tool)(nil)
 
 type toolArgs struct {
 	Name string `json:"name"`
@@ -28,8 +28,8 @@ type toolArgs struct {
 }
 
 // Definition implements agent.Tool.
-func (t *Tool) Definition() agent.Definition {
-	return agent.Definition{
+func (t *Tool) Definition() tools.Definition {
+	return tools.Definition{
 		Name:        ToolName,
 		Description: "Read an Agent Skill: with name only, the skill's instructions (SKILL.md) and the list of its files; with name and path, one of those files (read-only). Name \"?\" lists all skills.",
 		Parameters:  json.RawMessage(`{"type":"object","properties":{"name":{"type":"string","description":"the skill's name"},"path":{"type":"string","description":"a file inside the skill's directory, relative (optional)"}},"required":["name"],"additionalProperties":false}`),
@@ -50,23 +50,23 @@ func parseArgs(args json.RawMessage) (toolArgs, error) {
 }
 
 // Assess implements agent.Tool: reading a skill is safe.
-func (t *Tool) Assess(args json.RawMessage) (agent.Assessment, error) {
+func (t *Tool) Assess(args json.RawMessage) (tools.Assessment, error) {
 	a, err := parseArgs(args)
 	if err != nil {
-		return agent.Assessment{}, err
+		return tools.Assessment{}, err
 	}
 	sum := map[string]any{"skill": clip(a.Name, 64)}
 	if a.Path != "" {
 		sum["path"] = clip(a.Path, 200)
 	}
-	return agent.Assessment{Class: agent.ClassSafe, Summary: sum}, nil
+	return tools.Assessment{Class: tools.ClassSafe, Summary: sum}, nil
 }
 
 // Run implements agent.Tool.
-func (t *Tool) Run(_ context.Context, args json.RawMessage) (agent.ToolResult, error) {
+func (t *Tool) Run(_ context.Context, args json.RawMessage) (tools.Result, error) {
 	a, err := parseArgs(args)
 	if err != nil {
-		return agent.ToolResult{Text: err.Error(), IsError: true}, nil
+		return tools.Result{Text: err.Error(), IsError: true}, nil
 	}
 	if a.Name == "?" {
 		var b strings.Builder
@@ -74,20 +74,20 @@ func (t *Tool) Run(_ context.Context, args json.RawMessage) (agent.ToolResult, e
 			fmt.Fprintf(&b, "- %s: %s\n", sk.Name, oneLine(sk.Description))
 		}
 		if b.Len() == 0 {
-			return agent.ToolResult{Text: "no skills are installed"}, nil
+			return tools.Result{Text: "no skills are installed"}, nil
 		}
-		return agent.ToolResult{Text: b.String()}, nil
+		return tools.Result{Text: b.String()}, nil
 	}
 	if a.Path != "" {
 		text, err := t.set.ReadFile(a.Name, a.Path)
 		if err != nil {
-			return agent.ToolResult{Text: err.Error(), IsError: true}, nil
+			return tools.Result{Text: err.Error(), IsError: true}, nil
 		}
-		return agent.ToolResult{Text: text}, nil
+		return tools.Result{Text: text}, nil
 	}
 	sk, ok := t.set.Get(a.Name)
 	if !ok {
-		return agent.ToolResult{Text: fmt.Sprintf("no skill named %q; call skill with name \"?\" for the list", clip(a.Name, 64)), IsError: true}, nil
+		return tools.Result{Text: fmt.Sprintf("no skill named %q; call skill with name \"?\" for the list", clip(a.Name, 64)), IsError: true}, nil
 	}
 	var b strings.Builder
 	fmt.Fprintf(&b, "# Skill %s\n(directory %s; its files are read-only: read them with this tool's path argument)\n\n%s", sk.Name, sk.Dir, sk.Body)
@@ -100,25 +100,22 @@ func (t *Tool) Run(_ context.Context, args json.RawMessage) (agent.ToolResult, e
 			fmt.Fprintf(&b, "- (more than %d files; only the first are listed)\n", MaxListedFiles)
 		}
 	}
-	return agent.ToolResult{Text: b.String()}, nil
+	return tools.Result{Text: b.String()}, nil
 }
 
 // ForRun is the whole wiring of skills into one run: it loads the skills
-// the operator file allows and returns the system prompt (base, or
-// agent.DefaultSystemPrompt when base is "", plus the skill list) and the
-// skill tool; with no skills (or a bad section, then in warnings) it
-// returns base and a nil tool, so the run is unchanged.
-func ForRun(operatorFile json.RawMessage, home, projectDir, base string) (prompt string, tool agent.Tool, warnings []string) {
+// the operator file allows and returns the section to append to the
+// system prompt (the skill list) and the skill tool; with no skills (or a
+// bad section, then in warnings) it returns "" and a nil tool, so the run
+// is unchanged.
+func ForRun(operatorFile json.RawMessage, home, projectDir string) (promptSection string, tool tools.Tool, warnings []string) {
 	o, err := FromConfig(operatorFile, home, projectDir)
 	if err != nil {
-		return base, nil, []string{err.Error()}
+		return "", nil, []string{err.Error()}
 	}
 	set, warnings := Load(o)
 	if set.Len() == 0 {
-		return base, nil, warnings
+		return "", nil, warnings
 	}
-	if base == "" {
-		base = agent.DefaultSystemPrompt
-	}
-	return base + set.Prompt(), NewTool(set), warnings
+	return set.Prompt(), NewTool(set), warnings
 }
