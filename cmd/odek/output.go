@@ -40,4 +40,3 @@ func runWithSchema(ctx context.Context, h *host.Host, spec host.RunSpec, schema 
 	oc.Answer = outschema.Extract(oc.Answer)
 	return oc, value, nil
 }
-

@@ -42,7 +42,7 @@ type runFlags struct {
 	maxInputTok, maxOutputTok int
 	maxCostUSD                float64
 	// --output-schema (issue 28, output.go): schema file, repair turns.
-	outputSchema string
+	outputSchema  string
 	outputRepairs int
 }
 
