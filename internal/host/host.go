@@ -38,6 +38,7 @@ import (
 	"github.com/odekrun/odek/events"
 	"github.com/odekrun/odek/internal/artifactstore"
 	"github.com/odekrun/odek/internal/budget"
+	"github.com/odekrun/odek/internal/hooks"
 	"github.com/odekrun/odek/internal/config"
 	"github.com/odekrun/odek/internal/ext"
 	"github.com/odekrun/odek/internal/llm"
@@ -169,6 +170,8 @@ type Runtime struct {
 	Artifacts *artifactstore.Store
 
 	plan *plan.Tool
+	// hooks runs the operator's hooks (issue 28); never nil after Build.
+	hooks *hooks.Runner
 
 	closeOnce sync.Once
 	closers   []func() error
@@ -362,6 +365,11 @@ func Build(ctx context.Context, opts Options) (*Runtime, error) {
 		if data := append(set.ReportData(), jobSet.ReportData()...); len(data) > 0 {
 			started = map[string]any{"mcp_servers": data}
 		}
+	}
+	// Wiring point (issue 28, hooks): pre_tool/post_tool hooks wrap every
+	// tool; Run fires the lifecycle hooks (internal/hooks, hooks.go).
+	if toolset, err = rt.wireHooks(cfg, opts, workDir, jail, red, log, toolset); err != nil {
+		return nil, err
 	}
 	rt.Agent = agent.Config{
 		LLM:                client,

@@ -312,10 +312,16 @@ func (h *Host) Run(ctx context.Context, spec RunSpec) (Outcome, error) {
 	}
 	defer rt.Close()
 	acfg := rt.Agent
+	// Wiring point (issue 28): session_start and user_prompt hooks may
+	// refuse the run; stop and session_end follow it (hooks.go).
+	if out, refused, err := rt.hooksBefore(ctx, &acfg, spec); refused {
+		return out, err
+	}
 	var flushDeltas func()
 	ctx, flushDeltas = redactDeltas(ctx, rt.Redactor)
 	res, runErr := agent.Run(ctx, acfg, spec.Goal)
 	flushDeltas()
+	defer rt.hooksAfter(ctx, acfg, res, runErr)
 	out := Outcome{
 		Answer: rt.Redactor.String(res.Answer), RunID: res.RunID, SessionID: acfg.SessionID, Iterations: res.Iterations,
 		Usage: res.Usage, CostUSD: rt.Budget.Snapshot().CostUSD, Duration: res.Duration, Extensions: rt.Extensions,

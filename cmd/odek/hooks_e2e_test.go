@@ -1,0 +1,88 @@
+package main_test
+
+import (
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/odekrun/odek/internal/llm/llmtest"
+)
+
+// Through the binary: a pre_tool command hook blocks `rm -rf` and the
+// model sees its reason; an HTTP hook receives every tool call with the
+// run's id; the shell command that was blocked never ran; a user_prompt
+// hook can refuse a run.
+func TestHooksInRun(t *testing.T) {
+	var mu sync.Mutex
+	var seen []map[string]any
+	hookSrv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		var in map[string]any
+		json.NewDecoder(r.Body).Decode(&in)
+		mu.Lock()
+		seen = append(seen, in)
+		mu.Unlock()
+	}))
+	defer hookSrv.Close()
+	dir := t.TempDir()
+	policy := filepath.Join(dir, "policy.sh")
+	os.WriteFile(policy, []byte("#!/bin/sh\ngrep -q 'rm -rf' && { echo 'rm -rf is not allowed here; move files to ./trash instead' >&2; exit 2; }\nexit 0\n"), 0o755)
+	refuse := filepath.Join(dir, "refuse.sh")
+	os.WriteFile(refuse, []byte("#!/bin/sh\ngrep -q 'secret plans' && { echo 'not this goal' >&2; exit 2; }\nexit 0\n"), 0o755)
+	home, homeEnv := extOdekHome(t, `{}`)
+	cfg := fmt.Sprintf(`{"dangerous":{"classes":{"destructive":"allow","code_execution":"allow","local_write":"allow"}},
+	  "hooks":{"pre_tool":[{"command":[%q],"tools":["shell"]},{"url":%q}],
+	           "user_prompt":[{"command":[%q]}]}}`, policy, hookSrv.URL, refuse)
+	os.WriteFile(filepath.Join(home, "config.json"), []byte(cfg), 0o600)
+
+	work := t.TempDir()
+	os.MkdirAll(filepath.Join(work, "build"), 0o755)
+	srv := llmtest.New(t,
+		llmtest.CallTools(llmtest.Call{ID: "c1", Name: "shell", Arguments: `{"command":"rm -rf build"}`}),
+		llmtest.CallTools(llmtest.Call{ID: "c2", Name: "shell", Arguments: `{"command":"echo hello"}`}),
+		llmtest.Reply("done"),
+	)
+	evPath := filepath.Join(t.TempDir(), "ev.jsonl")
+	out := runOdekEnv(t, srv.URL, work, []string{homeEnv}, "run", "--json", "--events-jsonl", evPath, "clean the build")
+	if out.code != 0 {
+		t.Fatalf("exit %d: %s", out.code, out.stderr)
+	}
+	var res struct {
+		RunID string `json:"run_id"`
+	}
+	json.Unmarshal([]byte(out.stdout), &res)
+	reqs := srv.Requests()
+	if len(reqs) != 3 {
+		t.Fatalf("%d model requests", len(reqs))
+	}
+	if c := reqs[1].LastMessage().Content; !strings.Contains(c, "rm -rf is not allowed here; move files to ./trash instead") {
+		t.Fatalf("the model did not see the hook's reason: %q", c)
+	}
+	if _, err := os.Stat(filepath.Join(work, "build")); err != nil {
+		t.Fatal("the blocked command ran")
+	}
+	mu.Lock()
+	if len(seen) != 1 {
+		// The command hook blocked the first call before the HTTP hook
+		// ran; the second call went through both.
+		t.Fatalf("HTTP hook saw %d calls: %v", len(seen), seen)
+	}
+	if seen[0]["run_id"] != res.RunID || seen[0]["event"] != "pre_tool" || res.RunID == "" {
+		t.Fatalf("HTTP hook input: %v (run %q)", seen[0], res.RunID)
+	}
+	mu.Unlock()
+	ev, _ := os.ReadFile(evPath)
+	if !strings.Contains(string(ev), `"type":"hook_blocked"`) || !strings.Contains(string(ev), `"type":"hook_completed"`) {
+		t.Fatalf("no hook_* events:\n%s", ev)
+	}
+
+	out = runOdekEnv(t, srv.URL, work, []string{homeEnv}, "run", "reveal the secret plans")
+	if out.code != 1 || !strings.Contains(out.stderr, "not this goal") {
+		t.Fatalf("user_prompt refusal: exit %d %s", out.code, out.stderr)
+	}
+}
