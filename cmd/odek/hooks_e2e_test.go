@@ -10,6 +10,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/odekrun/odek/internal/llm/llmtest"
 )
@@ -84,5 +85,49 @@ func TestHooksInRun(t *testing.T) {
 	out = runOdekEnv(t, srv.URL, work, []string{homeEnv}, "run", "reveal the secret plans")
 	if out.code != 1 || !strings.Contains(out.stderr, "not this goal") {
 		t.Fatalf("user_prompt refusal: exit %d %s", out.code, out.stderr)
+	}
+}
+
+// The same pre_tool hook in a worker job (real redis-server, real worker
+// process): the model sees the reason and the HTTP hook gets the job's
+// calls with its run id.
+func TestHooksInWorkerJob(t *testing.T) {
+	var mu sync.Mutex
+	var runIDs []string
+	hookSrv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		var in map[string]any
+		json.NewDecoder(r.Body).Decode(&in)
+		mu.Lock()
+		runIDs = append(runIDs, fmt.Sprint(in["run_id"]))
+		mu.Unlock()
+	}))
+	defer hookSrv.Close()
+	srv := llmtest.New(t,
+		llmtest.CallTools(llmtest.Call{ID: "c1", Name: "shell", Arguments: `{"command":"rm -rf /tmp/nothing-here"}`}),
+		llmtest.CallTools(llmtest.Call{ID: "c2", Name: "shell", Arguments: `{"command":"echo ok"}`}),
+		llmtest.Reply("cleaned"),
+	)
+	e := newQueueEnv(t, srv.URL, false, 5*time.Second, 2)
+	// The job is confined (the worker's default), and so is its hook: the
+	// program must be one the sandbox lets the job run (/bin/sh here; a
+	// script under /tmp would be refused, and a refused pre_tool hook
+	// blocks the call).
+	policy := "grep -q 'rm -rf' && { echo 'rm -rf is blocked by the operator' >&2; exit 2; }; exit 0"
+	cfg := fmt.Sprintf(`{"dangerous":{"classes":{"destructive":"allow","code_execution":"allow","local_write":"allow"}},
+	  "hooks":{"pre_tool":[{"url":%q},{"command":["/bin/sh","-c",%q],"tools":["shell"]}]}}`, hookSrv.URL, policy)
+	os.WriteFile(filepath.Join(e.home, "config.json"), []byte(cfg), 0o600)
+	e.startWorker("w1")
+	out := runOdekEnv(t, srv.URL, t.TempDir(), e.env, "queue", "submit", "--chat", "7", "--wait", "clean up")
+	if out.code != 0 || !strings.Contains(out.stdout, "cleaned") {
+		t.Fatalf("job: exit %d %s %s", out.code, out.stdout, out.stderr)
+	}
+	reqs := srv.Requests()
+	if len(reqs) != 3 || !strings.Contains(reqs[1].LastMessage().Content, "rm -rf is blocked by the operator") {
+		t.Fatalf("the model did not see the reason: %d requests", len(reqs))
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if len(runIDs) != 2 || runIDs[0] == "" || runIDs[0] == "<nil>" || runIDs[0] != runIDs[1] {
+		t.Fatalf("HTTP hook run ids: %v", runIDs)
 	}
 }
