@@ -200,3 +200,25 @@ func TestHTTPHook(t *testing.T) {
 		t.Fatalf("http error should fail closed: %+v", res)
 	}
 }
+
+// The cost a pre_tool command hook adds to every matching tool call: one
+// process spawn and its JSON on stdin.
+func BenchmarkPreToolCommandHook(b *testing.B) {
+	r := NewRunner(&Config{Hooks: map[Event][]Hook{PreTool: {{Command: []string{"/bin/true"}, timeout: DefaultTimeout}}}}, Options{})
+	in := Input{Event: PreTool, RunID: "r", Tool: &ToolInput{Name: "shell", Class: "safe", Arguments: json.RawMessage(`{"command":"ls"}`)}}
+	b.ReportAllocs()
+	for b.Loop() {
+		if d, _ := r.Fire(context.Background(), in); d.Block {
+			b.Fatal("blocked")
+		}
+	}
+}
+
+func BenchmarkWrappedToolNoMatch(b *testing.B) {
+	r := NewRunner(&Config{Hooks: map[Event][]Hook{PreTool: {{Command: []string{"/bin/true"}, Tools: []string{"other"}, timeout: DefaultTimeout}}}}, Options{})
+	tool := r.WrapTools([]agent.Tool{&recordTool{name: "x"}})[0]
+	b.ReportAllocs()
+	for b.Loop() {
+		tool.Run(context.Background(), json.RawMessage(`{}`))
+	}
+}

@@ -144,3 +144,14 @@ func FuzzCheck(f *testing.F) {
 		}
 	})
 }
+
+func BenchmarkCheck(b *testing.B) {
+	s, _ := Compile([]byte(personSchema))
+	answer := `{"name":"Ada Lovelace","age":36,"email":"ada@example.com","tags":["first","math"]}`
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := s.Check(answer); err != nil {
+			b.Fatal(err)
+		}
+	}
+}

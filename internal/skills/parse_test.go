@@ -69,3 +69,13 @@ func FuzzParse(f *testing.F) {
 		}
 	})
 }
+
+func BenchmarkParse(b *testing.B) {
+	data, _ := os.ReadFile("testdata/upstream/pdf-forms/SKILL.md")
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, _, err := Parse(data); err != nil {
+			b.Fatal(err)
+		}
+	}
+}

@@ -235,3 +235,19 @@ func TestCommands(t *testing.T) {
 		t.Fatal(g)
 	}
 }
+
+func BenchmarkLoad50(b *testing.B) {
+	dir := b.TempDir()
+	for i := range 50 {
+		n := fmt.Sprintf("s%02d", i)
+		os.MkdirAll(filepath.Join(dir, n), 0o755)
+		os.WriteFile(filepath.Join(dir, n, "SKILL.md"), []byte(skillMD(n, strings.Repeat("describe ", 20))+strings.Repeat("body line\n", 200)), 0o644)
+	}
+	b.ReportAllocs()
+	for b.Loop() {
+		set, _ := Load(Options{OperatorDirs: []string{dir}})
+		if set.Len() != 50 {
+			b.Fatal(set.Len())
+		}
+	}
+}

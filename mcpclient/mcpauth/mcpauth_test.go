@@ -51,8 +51,8 @@ func TestLoginUseRefreshRevoke(t *testing.T) {
 	home := t.TempDir()
 	store := mcpauth.NewStore(home)
 	rec := login(t, as, store)
-	if rec.RefreshToken == "" || rec.AccessToken == "" || as.Registrations != 1 {
-		t.Fatalf("login record incomplete: refresh=%v access=%v registrations=%d", rec.RefreshToken != "", rec.AccessToken != "", as.Registrations)
+	if reg, _, _ := as.Counts(); rec.RefreshToken == "" || rec.AccessToken == "" || reg != 1 {
+		t.Fatalf("login record incomplete: refresh=%v access=%v registrations=%d", rec.RefreshToken != "", rec.AccessToken != "", reg)
 	}
 	if rec.Resource != as.Resource() {
 		t.Fatalf("resource %q, want %q", rec.Resource, as.Resource())
@@ -98,8 +98,8 @@ func TestLoginUseRefreshRevoke(t *testing.T) {
 	if out, err := call(); err != nil || !strings.Contains(out, rec.ClientID) {
 		t.Fatalf("call after expiry: %q %v", out, err)
 	}
-	if as.Refreshes != 1 {
-		t.Fatalf("refreshes = %d, want 1", as.Refreshes)
+	if _, n, _ := as.Counts(); n != 1 {
+		t.Fatalf("refreshes = %d, want 1", n)
 	}
 	saved, err := store.Load("remote")
 	if err != nil || saved.AccessToken == rec.AccessToken || saved.RefreshToken == rec.RefreshToken {
@@ -188,8 +188,8 @@ func TestLogoutRevokes(t *testing.T) {
 	store := mcpauth.NewStore(t.TempDir())
 	login(t, as, store)
 	revoked, err := mcpauth.Logout(context.Background(), store, "remote", nil)
-	if err != nil || !revoked || as.Revocations != 1 {
-		t.Fatalf("logout: revoked=%v err=%v revocations=%d", revoked, err, as.Revocations)
+	if _, _, n := as.Counts(); err != nil || !revoked || n != 1 {
+		t.Fatalf("logout: revoked=%v err=%v revocations=%d", revoked, err, n)
 	}
 	if _, err := os.Stat(store.Path("remote")); !os.IsNotExist(err) {
 		t.Fatalf("record still there: %v", err)

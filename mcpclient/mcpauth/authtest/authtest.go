@@ -40,8 +40,8 @@ type Server struct {
 	access   map[string]token
 	refresh  map[string]token
 	requests []Request
-	// Counters tests assert on.
-	Registrations, Refreshes, Revocations int
+	// counters tests read with Counts
+	registrations, refreshes, revocations int
 	now                                   func() time.Time
 }
 
@@ -104,6 +104,14 @@ func (s *Server) RevokeRefreshTokens() {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	clear(s.refresh)
+}
+
+// Counts returns how many clients registered, refreshes were granted and
+// revocations were asked for.
+func (s *Server) Counts() (registrations, refreshes, revocations int) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.registrations, s.refreshes, s.revocations
 }
 
 // Requests returns the MCP requests accepted so far.
@@ -170,7 +178,7 @@ func (s *Server) register(w http.ResponseWriter, r *http.Request) {
 	id := "client-" + random()
 	s.mu.Lock()
 	s.clients[id] = client{redirect: m.RedirectURIs[0]}
-	s.Registrations++
+	s.registrations++
 	s.mu.Unlock()
 	writeJSON(w, 201, map[string]any{"client_id": id, "redirect_uris": m.RedirectURIs, "token_endpoint_auth_method": "none"})
 }
@@ -272,7 +280,7 @@ func (s *Server) token(w http.ResponseWriter, r *http.Request) {
 			oauthErr(w, 400, "invalid_target", "resource missing or foreign")
 		default:
 			delete(s.refresh, f.Get("refresh_token")) // rotation
-			s.Refreshes++
+			s.refreshes++
 			writeJSON(w, 200, s.issue(t.clientID, t.resource, nil))
 		}
 	default:
@@ -290,7 +298,7 @@ func (s *Server) revoke(w http.ResponseWriter, r *http.Request) {
 	s.mu.Lock()
 	delete(s.refresh, r.PostForm.Get("token"))
 	delete(s.access, r.PostForm.Get("token"))
-	s.Revocations++
+	s.revocations++
 	s.mu.Unlock()
 	w.WriteHeader(200)
 }
