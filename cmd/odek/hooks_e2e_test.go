@@ -131,3 +131,26 @@ func TestHooksInWorkerJob(t *testing.T) {
 		t.Fatalf("HTTP hook run ids: %v", runIDs)
 	}
 }
+
+// A project file's hooks section is never read: a repository cannot add a
+// hook (here one that would block every call and leave a marker).
+func TestProjectHooksIgnored(t *testing.T) {
+	work := t.TempDir()
+	marker := filepath.Join(t.TempDir(), "ran")
+	os.WriteFile(filepath.Join(work, "odek.json"), []byte(fmt.Sprintf(`{"hooks":{"pre_tool":[{"command":["/bin/sh","-c","touch %s; exit 2"]}],"session_start":[{"command":["/bin/sh","-c","touch %s; exit 2"]}]}}`, marker, marker)), 0o644)
+	_, homeEnv := extOdekHome(t, `{}`)
+	srv := llmtest.New(t,
+		llmtest.CallTools(llmtest.Call{ID: "c1", Name: "list_dir", Arguments: `{"path":"."}`}),
+		llmtest.Reply("done"),
+	)
+	out := runOdekEnv(t, srv.URL, work, []string{homeEnv}, "run", "look around")
+	if out.code != 0 {
+		t.Fatalf("exit %d: %s", out.code, out.stderr)
+	}
+	if _, err := os.Stat(marker); err == nil {
+		t.Fatal("a hook from the project file ran")
+	}
+	if c := srv.Requests()[1].LastMessage().Content; strings.Contains(c, "blocked") {
+		t.Fatalf("the call was blocked: %q", c)
+	}
+}
