@@ -64,6 +64,12 @@ type Config struct {
 	Model string
 	// SystemPrompt replaces DefaultSystemPrompt when non-empty.
 	SystemPrompt string
+	// CheckAnswer, when set, sees every final answer (a reply without
+	// tool calls). A non-nil event is emitted; a non-empty corrective is
+	// appended as a user message and the loop goes on (within
+	// MaxIterations and the budget); "" ends the run with the answer.
+	// (issue 28: internal/outschema's Checker for --output-schema.)
+	CheckAnswer func(answer string) (corrective string, event events.Payload)
 	// Tools available to the model; nil ⇒ none. Names must be unique and
 	// valid (ValidateToolName); Run refuses the config otherwise.
 	Tools []Tool

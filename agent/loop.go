@@ -237,6 +237,17 @@ func (r *run) loop(ctx context.Context, msgs *[]Message, res *Result) error {
 		if len(msg.ToolCalls) == 0 {
 			r.emitIteration(iter, res, resp, 0)
 			res.Answer = msg.Content
+			if r.cfg.CheckAnswer != nil { // wiring point (issue 28): schema-checked answers
+				fix, ev := r.cfg.CheckAnswer(msg.Content)
+				if ev != nil {
+					emit(r.em, iter, "", ev)
+				}
+				if fix != "" {
+					*msgs = append(*msgs, Message{Role: RoleUser, Content: fix})
+					r.persist(iter, *msgs)
+					continue
+				}
+			}
 			r.persist(iter, *msgs)
 			return nil
 		}

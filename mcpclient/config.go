@@ -87,6 +87,12 @@ type ServerConfig struct {
 	Headers map[string]string
 	// AllowInsecureHTTP permits http:// to a non-loopback host.
 	AllowInsecureHTTP bool
+	// Auth, when set, supplies the OAuth bearer token sent as
+	// Authorization with every HTTP request (mcpclient/mcpauth's Source).
+	// A 401 answer asks it once for a fresh token (refresh) and retries;
+	// a second 401 is an *AuthRequiredError. Only with URL; Headers may
+	// then not set Authorization.
+	Auth Authorizer
 	// HTTPClient, when set, carries the HTTP requests (tests, a shared
 	// transport). nil ⇒ a client with TLS verification on and the
 	// timeouts of this config. Only with URL.
@@ -213,8 +219,17 @@ func (c *ServerConfig) Limits() (Limits, error) {
 				return Limits{}, fmt.Errorf("%w: server %q: headers[%q]: %v", ErrInvalidConfig, c.Name, clipDisplay(k, 64), err)
 			}
 		}
+		if c.Auth != nil {
+			for k := range c.Headers {
+				if strings.EqualFold(k, "Authorization") {
+					return bad("headers", "{Authorization: …}", "is set by the OAuth login (odek mcp login); remove the configured Authorization header")
+				}
+			}
+		}
 	case len(c.Headers) > 0:
 		return bad("headers", "{…}", "needs url (a command server gets env, not headers)")
+	case c.Auth != nil:
+		return bad("auth", "(oauth)", "needs url (OAuth applies to remote servers only)")
 	}
 	l := Limits{
 		Timeout:          c.Timeout,

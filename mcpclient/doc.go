@@ -3,7 +3,10 @@
 // Streamable HTTP transport to a remote server (ServerConfig.URL; see
 // http.go), built for the limits of the odek-extension/v1 contract. It spawns a server, runs the
 // handshake, lists its tools, calls them, and renders their results for
-// the model through package artifacts.
+// the model through package artifacts. A remote server that needs OAuth
+// gets its bearer token from ServerConfig.Auth (an Authorizer, normally
+// mcpclient/mcpauth's Source); a 401 asks it once for a fresh token, then
+// fails with *AuthRequiredError naming `odek mcp login <server>`.
 //
 // # Lifecycle
 //

@@ -56,6 +56,43 @@ var (
 	ErrNameCollision = errors.New("mcpclient: qualified tool name collision")
 )
 
+// ErrAuthRequired: a remote server answered HTTP 401. *AuthRequiredError
+// wraps it.
+var ErrAuthRequired = errors.New("mcpclient: server requires authorization")
+
+// Authorizer supplies the bearer token of a remote server (see
+// ServerConfig.Auth). It must be safe for concurrent use.
+type Authorizer interface {
+	// Token returns the access token to send. stale, when not "", is a
+	// token the server just refused with 401: return a different one
+	// (refreshed) or an error. Errors must not contain a token.
+	Token(ctx context.Context, stale string) (string, error)
+}
+
+// AuthRequiredError reports a 401 from a remote server: no token was
+// configured, the token was refused after a refresh, or the Authorizer
+// failed (Err). It names the server and the command that logs in; it never
+// carries a token or the WWW-Authenticate challenge's values.
+type AuthRequiredError struct {
+	Server string
+	// Err is the Authorizer's error, if that is why there is no token.
+	Err error
+}
+
+func (e *AuthRequiredError) Error() string {
+	if e.Err != nil {
+		return fmt.Sprintf("%v: server %q has no usable OAuth token: run `odek mcp login %s` (%v)", ErrAuthRequired, e.Server, e.Server, e.Err)
+	}
+	return fmt.Sprintf("%v: server %q answered HTTP 401: run `odek mcp login %s` (or fix its configured Authorization header)", ErrAuthRequired, e.Server, e.Server)
+}
+
+func (e *AuthRequiredError) Unwrap() []error {
+	if e.Err != nil {
+		return []error{ErrAuthRequired, e.Err}
+	}
+	return []error{ErrAuthRequired}
+}
+
 // LineTooLongError reports a line from the server's stdout longer than
 // MaxResponseBytes. The connection is closed and every pending call fails
 // with it.

@@ -273,6 +273,13 @@ func (h *httpConn) newRequest(ctx context.Context, method string, body []byte) (
 	case http.MethodGet:
 		hdr["Accept"] = acceptStream
 	}
+	if h.c.cfg.Auth != nil {
+		tok, err := h.c.cfg.Auth.Token(ctx, "")
+		if err != nil {
+			return nil, &AuthRequiredError{Server: h.c.cfg.Name, Err: err}
+		}
+		hdr["Authorization"] = []string{"Bearer " + tok}
+	}
 	h.mu.Lock()
 	if h.session != "" {
 		hdr[headerSession] = []string{h.session}
@@ -310,6 +317,12 @@ func (h *httpConn) post(ctx context.Context, body []byte) (*http.Response, error
 		return nil, err
 	}
 	resp, err := h.hc.Do(req)
+	if err == nil && resp.StatusCode == http.StatusUnauthorized {
+		resp, err = h.reauthorize(ctx, req, resp)
+		if err != nil {
+			return nil, err
+		}
+	}
 	if err != nil {
 		if ctx.Err() != nil {
 			return nil, ctx.Err()
@@ -323,6 +336,44 @@ func (h *httpConn) post(ctx context.Context, body []byte) (*http.Response, error
 		err := fmt.Errorf("%w: server %q", ErrSessionExpired, h.c.cfg.Name)
 		h.fail(fmt.Errorf("%w: %w", ErrConnClosed, err))
 		return nil, err
+	}
+	return resp, nil
+}
+
+// reauthorize handles a 401 to req: with an Authorizer it asks once for a
+// token other than the refused one and resends; a second 401 (or none to
+// ask) is an *AuthRequiredError. The session stays open: the operator may
+// log in and the next call retries.
+func (h *httpConn) reauthorize(ctx context.Context, req *http.Request, resp *http.Response) (*http.Response, error) {
+	drain(resp)
+	auth := h.c.cfg.Auth
+	if auth == nil {
+		return nil, &AuthRequiredError{Server: h.c.cfg.Name}
+	}
+	stale := strings.TrimPrefix(req.Header.Get("Authorization"), "Bearer ")
+	tok, err := auth.Token(ctx, stale)
+	if err != nil {
+		return nil, &AuthRequiredError{Server: h.c.cfg.Name, Err: err}
+	}
+	retry := req.Clone(ctx)
+	retry.Header.Set("Authorization", "Bearer "+tok)
+	if req.GetBody != nil {
+		if retry.Body, err = req.GetBody(); err != nil {
+			return nil, err
+		}
+	}
+	resp, err = h.hc.Do(retry)
+	if err != nil {
+		if ctx.Err() != nil {
+			return nil, ctx.Err()
+		}
+		err = h.transportError(err)
+		h.fail(err)
+		return nil, err
+	}
+	if resp.StatusCode == http.StatusUnauthorized {
+		drain(resp)
+		return nil, &AuthRequiredError{Server: h.c.cfg.Name}
 	}
 	return resp, nil
 }
@@ -775,6 +826,11 @@ func (h *httpConn) getStream() (got bool, err error) {
 	resp, err := h.hc.Do(req)
 	if err != nil {
 		return false, err
+	}
+	if resp.StatusCode == http.StatusUnauthorized {
+		if resp, err = h.reauthorize(h.bgCtx, req, resp); err != nil {
+			return false, err
+		}
 	}
 	switch {
 	case resp.StatusCode == http.StatusMethodNotAllowed:

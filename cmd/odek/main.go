@@ -110,6 +110,10 @@ Usage:
                                  check an MCP extension server against odek-extension/v1
   odek ext approve [--yes] [server...]
                                  answer extension approvals ahead of time
+  odek mcp login|logout|status [server]
+                                 OAuth login of a remote MCP server (odek mcp help)
+  odek skills list [--json] | show <name>
+                                 the Agent Skills the model is offered (docs/SKILLS.md)
   odek init [--force]            write a starter config to $ODEK_HOME/config.json
   odek doctor [--json] [--redis URL] [--no-model]
                                  check Landlock and the sandbox, Redis, the model
@@ -120,7 +124,8 @@ Usage:
   odek version                   print the version
 
 Exit codes: 0 success, 1 task/model/tool error, 3 setup error (flags, config,
-credentials), 2 overall timeout (subagent), 4 budget exhausted, 69 Redis unreachable (odek queue),
+credentials), 2 overall timeout (subagent), 4 budget exhausted, 5 answer invalid
+against --output-schema, 69 Redis unreachable (odek queue),
 130 cancelled by SIGINT/SIGTERM.
 `
 
@@ -146,6 +151,10 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 		return cmdSchedule(ctx, args[1:], stdout, stderr)
 	case "ext":
 		return cmdExt(ctx, args[1:], stdout, stderr)
+	case "mcp": // OAuth logins of remote MCP servers (mcpcmd.go)
+		return cmdMCP(ctx, args[1:], stdin, stdout, stderr)
+	case "skills": // Agent Skills (skillscmd.go)
+		return cmdSkills(ctx, args[1:], stdout, stderr)
 	case "init":
 		return cmdInit(args[1:], stdout, stderr)
 	case "doctor":

@@ -19,6 +19,7 @@ import (
 	"github.com/odekrun/odek/internal/config"
 	"github.com/odekrun/odek/internal/ext"
 	"github.com/odekrun/odek/internal/host"
+	"github.com/odekrun/odek/internal/outschema"
 	"github.com/odekrun/odek/internal/session"
 	"github.com/odekrun/odek/internal/subagent"
 	"github.com/odekrun/odek/internal/telemetry"
@@ -41,6 +42,9 @@ type runFlags struct {
 	maxToolCalls              int
 	maxInputTok, maxOutputTok int
 	maxCostUSD                float64
+	// --output-schema (issue 28, output.go): schema file, repair turns.
+	outputSchema  string
+	outputRepairs int
 }
 
 func parseRunFlags(args []string, stderr io.Writer, cont bool) (*runFlags, string, error) {
@@ -77,6 +81,8 @@ func parseRunFlags(args []string, stderr io.Writer, cont bool) (*runFlags, strin
 		f.refs = append(f.refs, r)
 		return nil
 	})
+	fs.StringVar(&f.outputSchema, "output-schema", "", "the final answer must be JSON valid against this JSON Schema file (draft 2020-12); exit 5 when it stays invalid")
+	fs.IntVar(&f.outputRepairs, "output-repairs", outschema.DefaultRepairs, "with --output-schema: corrective turns after an invalid answer (at most 5)")
 	fs.IntVar(&f.maxToolCalls, "max-tool-calls", 0, "budget: tool calls for the run (0 = config / unlimited)")
 	fs.IntVar(&f.maxInputTok, "max-input-tokens", 0, "budget: input tokens for the run")
 	fs.IntVar(&f.maxOutputTok, "max-output-tokens", 0, "budget: output tokens for the run")
@@ -121,6 +127,8 @@ type jsonResult struct {
 	CachedShare float64 `json:"cached_share"`
 	CostUSD     float64 `json:"cost_usd"`
 	DurationMS  int64   `json:"duration_ms"`
+	// Output is the parsed answer of a run with --output-schema.
+	Output any `json:"output,omitempty"`
 }
 
 func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer, cont bool) error {
@@ -148,6 +156,15 @@ func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer, cont b
 		return withCode(exitSetup, err)
 	}
 	defer endTrace()
+	var schema *outschema.Schema // issue 28: --output-schema (output.go)
+	if f.outputSchema != "" {
+		if f.outputRepairs < 0 || f.outputRepairs > outschema.MaxRepairs {
+			return usageErr("--output-repairs must be 0–%d, got %d", outschema.MaxRepairs, f.outputRepairs)
+		}
+		if schema, err = outschema.LoadFile(f.outputSchema); err != nil {
+			return withCode(exitSetup, fmt.Errorf("--output-schema: %w", err))
+		}
+	}
 
 	var sinks []events.Sink
 	if f.eventsPath != "" {
@@ -230,7 +247,7 @@ func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer, cont b
 		fmt.Fprintln(stderr, "odek: session", sess.ID)
 		spec.Session, spec.Store = sess, store
 	}
-	oc, runErr := h.Run(ctx, spec)
+	oc, output, runErr := runWithSchema(ctx, h, spec, schema, f.outputRepairs) // h.Run unless --output-schema
 	if errors.Is(runErr, host.ErrSetup) {
 		return withCode(exitSetup, runErr)
 	}
@@ -245,6 +262,7 @@ func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer, cont b
 		out := jsonResult{
 			Status: oc.Status, Answer: answer, RunID: oc.RunID, SessionID: oc.SessionID, Iterations: oc.Iterations,
 			Usage: oc.Usage, CachedShare: oc.Usage.CachedShare(), DurationMS: oc.Duration.Milliseconds(), CostUSD: oc.CostUSD, Error: oc.Error,
+			Output: output,
 		}
 		enc := json.NewEncoder(stdout)
 		enc.SetEscapeHTML(false)

@@ -93,9 +93,9 @@ var Rules = []Rule{
 	{From: "internal/...", Never: []string{"worker/...", "bot/...", "cmd/..."}, Why: "internal packages sit below the front ends"},
 	{
 		From:   "internal/...",
-		Except: []string{"internal/subagent/...", "internal/host/...", "internal/llm", "internal/tools", "internal/budget"},
+		Except: []string{"internal/subagent/...", "internal/host/...", "internal/llm", "internal/tools", "internal/budget", "internal/hooks"},
 		Never:  []string{"agent/..."},
-		Why:    "internal packages sit below agent (only internal/subagent, which runs child agents, internal/host, which assembles agent.Config, and the implementations of agent's interfaces internal/llm, internal/tools and internal/budget may import it)",
+		Why:    "internal packages sit below agent (only internal/subagent, which runs child agents, internal/host, which assembles agent.Config, and the implementations of agent's interfaces internal/llm, internal/tools and internal/budget, and internal/hooks, which wraps agent's tools, may import it)",
 	},
 	{From: "worker/...", Never: []string{"bot/..."}, Why: "worker and bot meet only through queue"},
 	{From: "bot/...", Never: []string{"worker/...", "agent/..."}, Why: "bot talks to workers through queue, never runs the agent itself"},

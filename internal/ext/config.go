@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"os"
 	"path/filepath"
 	"sort"
 	"strings"
@@ -14,6 +15,7 @@ import (
 	"github.com/odekrun/odek/internal/redact"
 	"github.com/odekrun/odek/internal/tools"
 	"github.com/odekrun/odek/mcpclient"
+	"github.com/odekrun/odek/mcpclient/mcpauth"
 )
 
 // SectionKey is the top-level key of both configuration files that
@@ -93,6 +95,8 @@ type ServerSpec struct {
 	// AllowInsecureHTTP (operator file only) permits http:// to a host that
 	// is not loopback.
 	AllowInsecureHTTP bool
+	// OAuth is the oauth object (operator file only; nil ⇒ absent).
+	OAuth *OAuthSpec
 	// ProtocolVersion is the MCP version sent in initialize ("" ⇒
 	// mcpclient.ProtocolVersion).
 	ProtocolVersion string
@@ -152,6 +156,27 @@ type rawServer struct {
 	Headers               map[string]string `json:"headers"`
 	AllowInsecureHTTP     *bool             `json:"allow_insecure_http"`
 	ProtocolVersion       *string           `json:"protocol_version"`
+	OAuth                 *rawOAuth         `json:"oauth"`
+}
+
+// rawOAuth is the oauth object of a url server (operator file only).
+type rawOAuth struct {
+	ClientID     string   `json:"client_id"`
+	ClientSecret string   `json:"client_secret"`
+	Scopes       []string `json:"scopes"`
+}
+
+// OAuthSpec is a url server's OAuth settings (the oauth object; operator
+// file only). Without it a url server still uses a stored login (odek mcp
+// login) when there is one.
+type OAuthSpec struct {
+	// ClientID is a client the operator registered at the authorization
+	// server ("" ⇒ dynamic client registration at login).
+	ClientID string
+	// ClientSecret may hold ${NAME} references (resolved at login).
+	ClientSecret string
+	// Scopes override the discovered scopes at login.
+	Scopes []string
 }
 
 // MaxHeaders bounds the headers of one entry.
@@ -346,6 +371,16 @@ func parseServer(src Source, file, name string, raw json.RawMessage) ServerSpec 
 				s.Headers[k] = v
 			}
 		}
+		if r.OAuth != nil {
+			if src == SourceProject {
+				warn("oauth is ignored in the project file %s (operator config only: a project file never gets the operator's tokens)", displayPath(file))
+			} else {
+				if err := checkHeaderTemplate(r.OAuth.ClientSecret); err != nil {
+					return fail("oauth.client_secret: %v", err)
+				}
+				s.OAuth = &OAuthSpec{ClientID: r.OAuth.ClientID, ClientSecret: r.OAuth.ClientSecret, Scopes: append([]string(nil), r.OAuth.Scopes...)}
+			}
+		}
 		if len(r.Args) > 0 || len(r.Env) > 0 {
 			warn("args and env are ignored for a url server")
 		}
@@ -535,6 +570,9 @@ func (s *ServerSpec) ClientConfig(base []string, dir string) (cfg mcpclient.Serv
 	if s.URL != "" {
 		cfg.URL = s.URL
 		cfg.Headers, err = resolveHeaders(s.Name, s.Headers, base)
+		if err == nil {
+			cfg.Auth, err = s.oauthSource(base)
+		}
 		return cfg, nil, err
 	}
 	env, stripped := mcpclient.FilterEnv(base, s.Env, IsSecretEnvName)
@@ -549,6 +587,37 @@ func (s *ServerSpec) ClientConfig(base []string, dir string) (cfg mcpclient.Serv
 	cfg.Dir = dir
 	cfg.ArtifactRoots = append([]string(nil), s.ArtifactRoots...)
 	return cfg, warnings, nil
+}
+
+// oauthSource is the Authorizer of an operator url server: the stored
+// login under $ODEK_HOME/mcp-auth (mcpauth), when the entry has an oauth
+// object or a login is stored and no Authorization header is configured.
+// A project server never gets one: the operator's tokens go only to the
+// operator's servers, and a Source only to the URL they were issued for.
+func (s *ServerSpec) oauthSource(base []string) (mcpclient.Authorizer, error) {
+	if s.Source != SourceOperator {
+		return nil, nil
+	}
+	for k := range s.Headers {
+		if strings.EqualFold(k, "Authorization") {
+			return nil, nil
+		}
+	}
+	home, err := config.HomeDir(base)
+	if err != nil {
+		return nil, nil // no operator home: no stored logins
+	}
+	store := mcpauth.NewStore(home)
+	if s.OAuth == nil {
+		if _, err := os.Stat(store.Path(s.Name)); err != nil {
+			return nil, nil
+		}
+	}
+	src, err := mcpauth.NewSource(store, s.Name, s.URL, nil)
+	if err != nil {
+		return nil, err
+	}
+	return src, nil
 }
 
 // checkServerURL applies mcpclient's url rules.
@@ -643,4 +712,17 @@ func resolveHeaders(server string, h map[string]string, base []string) (map[stri
 func (s *ServerSpec) passedEnv() []string {
 	env, _ := mcpclient.FilterEnv(nil, s.Env, IsSecretEnvName)
 	return env
+}
+
+// ResolveSecret is o.ClientSecret with its ${NAME} references resolved
+// from base; the error names the reference, never a value.
+func (o *OAuthSpec) ResolveSecret(server string, base []string) (string, error) {
+	if o == nil || o.ClientSecret == "" {
+		return "", nil
+	}
+	h, err := resolveHeaders(server, map[string]string{"oauth.client_secret": o.ClientSecret}, base)
+	if err != nil {
+		return "", err
+	}
+	return h["oauth.client_secret"], nil
 }

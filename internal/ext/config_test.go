@@ -3,6 +3,8 @@ package ext
 import (
 	"encoding/json"
 	"errors"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -338,4 +340,47 @@ func TestRemoteServerConfig(t *testing.T) {
 			t.Fatalf("project allow_insecure_http honoured: %v %v", s.Err, s.Warnings)
 		}
 	})
+}
+
+// The operator's stored OAuth tokens go to the operator's url server of
+// that name only: a project server of the same name (the operator file not
+// declaring it) gets none, nor does a server with a configured
+// Authorization header.
+func TestOAuthSourceOperatorOnly(t *testing.T) {
+	home := t.TempDir()
+	rec := `{"server":"notes","resource":"https://notes.example/mcp","access_token":"tok","client_id":"c"}`
+	if err := os.MkdirAll(filepath.Join(home, "mcp-auth"), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(home, "mcp-auth", "notes.json"), []byte(rec), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	base := []string{"ODEK_HOME=" + home}
+	entry := `{"notes":{"url":"https://notes.example/mcp"}}`
+	for _, tc := range []struct {
+		name     string
+		op, proj string
+		wantAuth bool
+	}{
+		{"operator server", entry, "", true},
+		{"project server", "", entry, false},
+		{"operator server with its own Authorization", `{"notes":{"url":"https://notes.example/mcp","headers":{"Authorization":"Bearer x"}}}`, "", false},
+	} {
+		specs, _, err := ParseConfig(Section{Path: filepath.Join(home, "config.json"), Raw: []byte(tc.op)}, Section{Path: filepath.Join(t.TempDir(), "odek.json"), Raw: []byte(tc.proj)})
+		if err != nil || len(specs) != 1 {
+			t.Fatalf("%s: %v %v", tc.name, specs, err)
+		}
+		cfg, _, err := specs[0].ClientConfig(base, "")
+		if err != nil {
+			t.Fatalf("%s: %v", tc.name, err)
+		}
+		if (cfg.Auth != nil) != tc.wantAuth {
+			t.Errorf("%s: Auth set = %v, want %v", tc.name, cfg.Auth != nil, tc.wantAuth)
+		}
+	}
+	// A project file's oauth object is ignored with a warning.
+	specs, _, _ := ParseConfig(Section{}, Section{Path: filepath.Join(t.TempDir(), "odek.json"), Raw: []byte(`{"p":{"url":"https://p.example/mcp","oauth":{"client_id":"x"}}}`)})
+	if len(specs) != 1 || specs[0].OAuth != nil || !strings.Contains(strings.Join(specs[0].Warnings, "\n"), "oauth is ignored") {
+		t.Fatalf("project oauth: %+v", specs)
+	}
 }

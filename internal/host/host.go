@@ -40,10 +40,12 @@ import (
 	"github.com/odekrun/odek/internal/budget"
 	"github.com/odekrun/odek/internal/config"
 	"github.com/odekrun/odek/internal/ext"
+	"github.com/odekrun/odek/internal/hooks"
 	"github.com/odekrun/odek/internal/llm"
 	"github.com/odekrun/odek/internal/plan"
 	"github.com/odekrun/odek/internal/redact"
 	"github.com/odekrun/odek/internal/sandbox"
+	"github.com/odekrun/odek/internal/skills"
 	"github.com/odekrun/odek/internal/subagent"
 	"github.com/odekrun/odek/internal/tools"
 	"github.com/odekrun/odek/queue"
@@ -168,6 +170,8 @@ type Runtime struct {
 	Artifacts *artifactstore.Store
 
 	plan *plan.Tool
+	// hooks runs the operator's hooks (issue 28); never nil after Build.
+	hooks *hooks.Runner
 
 	closeOnce sync.Once
 	closers   []func() error
@@ -314,6 +318,22 @@ func Build(ctx context.Context, opts Options) (*Runtime, error) {
 	if err != nil {
 		return nil, err
 	}
+	// Wiring point (issue 28, Agent Skills): the skill list joins the
+	// system prompt and the skill tool reads them (internal/skills).
+	systemPrompt := cfg.SystemPrompt
+	skillList, skillTool, skillWarns := skills.ForRun(cfg.Layers.Operator.Raw, cfg.Home, cfg.ProjectDir)
+	for _, w := range skillWarns {
+		warn(w)
+	}
+	if skillTool != nil {
+		if systemPrompt == "" {
+			systemPrompt = agent.DefaultSystemPrompt
+		}
+		systemPrompt += skillList
+		if toolset, err = appendTools(toolset, []tools.Tool{skillTool}); err != nil {
+			return nil, err
+		}
+	}
 	var started map[string]any
 	var notices func() string
 	if extensions {
@@ -346,10 +366,15 @@ func Build(ctx context.Context, opts Options) (*Runtime, error) {
 			started = map[string]any{"mcp_servers": data}
 		}
 	}
+	// Wiring point (issue 28, hooks): pre_tool/post_tool hooks wrap every
+	// tool; Run fires the lifecycle hooks (internal/hooks, hooks.go).
+	if toolset, err = rt.wireHooks(cfg, opts, workDir, jail, red, log, toolset); err != nil {
+		return nil, err
+	}
 	rt.Agent = agent.Config{
 		LLM:                client,
 		Model:              cfg.Model,
-		SystemPrompt:       cfg.SystemPrompt,
+		SystemPrompt:       systemPrompt, // issue 28: cfg.SystemPrompt plus the skills
 		Tools:              toolset,
 		Policy:             Policy(cfg.Dangerous),
 		Prompter:           opts.Prompter,

@@ -184,6 +184,9 @@ type RunSpec struct {
 	Logger logrus.FieldLogger
 	// Warn, when set, replaces the Host's for this run.
 	Warn func(string)
+	// CheckAnswer becomes agent.Config.CheckAnswer (issue 28: the
+	// --output-schema / output_schema Checker of internal/outschema).
+	CheckAnswer func(answer string) (corrective string, event events.Payload)
 }
 
 // Outcome is how a run ended, in the one shape every front end reports:
@@ -284,6 +287,7 @@ func (h *Host) Prepare(ctx context.Context, spec RunSpec) (*Runtime, error) {
 	if err != nil {
 		return nil, setupError{err}
 	}
+	rt.Agent.CheckAnswer = spec.CheckAnswer // wiring point (issue 28)
 	if s := spec.Session; s != nil {
 		rt.Agent.History = s.Messages
 		rt.Agent.Persist = func(msgs []agent.Message) error {
@@ -308,10 +312,16 @@ func (h *Host) Run(ctx context.Context, spec RunSpec) (Outcome, error) {
 	}
 	defer rt.Close()
 	acfg := rt.Agent
+	// Wiring point (issue 28): session_start and user_prompt hooks may
+	// refuse the run; stop and session_end follow it (hooks.go).
+	if out, refused, err := rt.hooksBefore(ctx, &acfg, spec); refused {
+		return out, err
+	}
 	var flushDeltas func()
 	ctx, flushDeltas = redactDeltas(ctx, rt.Redactor)
 	res, runErr := agent.Run(ctx, acfg, spec.Goal)
 	flushDeltas()
+	defer rt.hooksAfter(ctx, acfg, res, runErr)
 	out := Outcome{
 		Answer: rt.Redactor.String(res.Answer), RunID: res.RunID, SessionID: acfg.SessionID, Iterations: res.Iterations,
 		Usage: res.Usage, CostUSD: rt.Budget.Snapshot().CostUSD, Duration: res.Duration, Extensions: rt.Extensions,

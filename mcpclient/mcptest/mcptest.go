@@ -323,3 +323,29 @@ func HTTPConfig(t testing.TB, name, url string) mcpclient.ServerConfig {
 		Logger:         Logger(t),
 	}
 }
+
+// NodeScript returns node and the absolute path of rel inside the
+// installed npm package pkg under NodeDir (a package the lock file pins,
+// directly or as a dependency of one), installing the pinned packages
+// first when they are missing. Skips or fails like NodeServer when node is
+// not installed.
+func NodeScript(t testing.TB, pkg, rel string) (node, script string) {
+	t.Helper()
+	node, err := exec.LookPath("node")
+	if err != nil {
+		if os.Getenv("ODEK_REQUIRE_NODE") == "" {
+			t.Skipf("mcptest: node is not installed (set ODEK_REQUIRE_NODE=1 to make this a failure): %v", err)
+		}
+		t.Fatalf("mcptest: ODEK_REQUIRE_NODE is set but node is not on PATH: %v", err)
+	}
+	script = filepath.Join(NodeDir(), "node_modules", filepath.FromSlash(pkg), filepath.FromSlash(rel))
+	if _, err := os.Stat(script); err != nil {
+		if ierr := installNodePackages(); ierr != nil {
+			t.Fatalf("mcptest: %s: %v, and installing the pinned packages failed: %v", pkg, err, ierr)
+		}
+		if _, err := os.Stat(script); err != nil {
+			t.Fatalf("mcptest: %v after `npm ci --prefix mcpclient/testdata/node`", err)
+		}
+	}
+	return node, script
+}

@@ -1,0 +1,5 @@
+package skills
+
+import "io"
+
+var errEOF = io.EOF
