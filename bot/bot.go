@@ -85,8 +85,11 @@ type Bot struct {
 }
 
 type chatState struct {
-	queue   []string // unfinished jobs this bot enqueued, in order
-	session string   // "" = the chat's default session
+	queue []string // unfinished jobs this bot enqueued, in order
+	// held are messages waiting behind the unfinished jobs, which reserve
+	// what is left of the day's budget (heldRequest), oldest first.
+	held    []heldRequest
+	session string // "" = the chat's default session
 	// userSessions are the members' sessions chosen with /new in a group
 	// with per-user sessions (not kept in the state file).
 	userSessions map[int64]string
@@ -573,6 +576,10 @@ func (c *chat) supersede(ctx context.Context, msgID int) {
 			cancel = append(cancel, id)
 		}
 	}
+	for _, m := range c.dropHeld(func(h heldRequest) bool { return h.req.srcMsg != msgID }) {
+		b.tg.Remove(ctx, c.id, m)
+		c.ledgerDel(ctx, m)
+	}
 	old := c.answers[msgID]
 	delete(c.answers, msgID)
 	for _, id := range cancel {
@@ -698,42 +705,53 @@ func (c *chat) sessionFor(userID int64) string {
 }
 
 // budgetGate applies the chat's daily budget to a new job (or a file that
-// would become one): the job's cap (0 = none) and reservation, or the
-// refusal for the user. It runs in the chat's actor.
-func (c *chat) budgetGate(lang string) (int64, string) {
+// would become one): the job's cap (0 = none), or, when the day's budget
+// is spent, the refusal for the user. hold reports that what is left is
+// reserved by the chat's unfinished jobs: the request waits in the chat
+// (hold) until they end. It runs in the chat's actor.
+func (c *chat) budgetGate(lang string) (allowance int64, refusal string, hold bool) {
 	b := c.b
 	now := b.cfg.Now()
 	c.roll()
 	var reserved int64
-	held := 0
 	for _, js := range c.jobs {
-		if js.reserved > 0 {
-			reserved += js.reserved
-			held++
-		}
+		reserved += js.reserved
 	}
 	allowance, verdict := jobAllowance(b.cfg.DailyTokenBudget, c.use.tokens, reserved)
 	switch verdict {
 	case budgetSpent:
-		return 0, tr(lang, "budget.spent", Thousands(b.cfg.DailyTokenBudget), humanWait(untilMidnightUTC(now)))
+		return 0, tr(lang, "budget.spent", Thousands(b.cfg.DailyTokenBudget), humanWait(untilMidnightUTC(now))), false
 	case budgetHeld:
-		return 0, tr(lang, "budget.held", Thousands(b.cfg.DailyTokenBudget), held)
+		return 0, "", true
 	}
-	return allowance, ""
+	return allowance, "", false
+}
+
+// heldRequest is a message that waits in the chat, not yet a job, because
+// what is left of the chat's daily budget is reserved by its unfinished
+// jobs (each may spend the rest of the day): it becomes a job, with what
+// the day then has left as its cap, once they end (startHeld). Held
+// requests are part of the chat's state (saved with it) and show a
+// "Queued" status message like a queued job.
+type heldRequest struct {
+	req       jobRequest
+	lang      string
+	statusMsg int
 }
 
 // startJob applies the limits, enqueues the message as a job and posts its
-// status message. It runs in the chat's actor.
+// status message, or holds it behind the chat's unfinished jobs when they
+// reserve what is left of the day. It runs in the chat's actor.
 func (c *chat) startJob(ctx context.Context, r jobRequest) {
 	b := c.b
-	updateID, chatID, userID, userName, edited := r.updateID, r.chatID, r.userID, r.userName, r.edited
+	userID := r.userID
 	now := b.cfg.Now()
 	lang := b.lang(userID)
 	if ok, wait := b.users.allows(userID, now); !ok {
 		c.reply(ctx, tr(lang, "slow.down", b.cfg.UserJobsPerMinute, humanWait(wait)))
 		return
 	}
-	allowance, refusal := c.budgetGate(lang)
+	allowance, refusal, hold := c.budgetGate(lang)
 	if refusal != "" {
 		c.reply(ctx, refusal)
 		return
@@ -742,6 +760,83 @@ func (c *chat) startJob(ctx context.Context, r jobRequest) {
 		c.reply(ctx, tr(lang, "slow.down", b.cfg.UserJobsPerMinute, humanWait(wait)))
 		return
 	}
+	if hold {
+		c.hold(ctx, r, lang)
+		return
+	}
+	c.enqueue(ctx, r, allowance, lang, 0)
+}
+
+// hold keeps r in the chat until its unfinished jobs end and shows it as
+// queued. A request already held (the same update, redelivered) is not
+// held twice. It runs in the chat's actor.
+func (c *chat) hold(ctx context.Context, r jobRequest, lang string) {
+	for _, h := range c.held {
+		if h.req.updateID == r.updateID {
+			return
+		}
+	}
+	h := heldRequest{req: r, lang: lang}
+	text := tr(lang, "st.queued", len(c.queue)+len(c.held))
+	c.lastEdit = c.b.cfg.Now()
+	m, kind, err := c.b.tg.SendPlainReply(ctx, c.id, r.replyTo, text, nil)
+	if !c.checkSend(ctx, kind, err) {
+		return
+	}
+	h.statusMsg = m.MessageID
+	c.held = append(c.held, h)
+	c.b.log.WithFields(logrus.Fields{"chat_id": c.id, "update_id": r.updateID, "held": len(c.held)}).Info("bot: message held until the chat's unfinished jobs end (they reserve the rest of the daily budget)")
+	c.ledgerPutMsg(ctx, h.statusMsg, "", lang)
+}
+
+// startHeld turns the held requests into jobs, oldest first, while the
+// day's budget has room that no unfinished job reserves; a request that
+// comes up when the day is spent is told so and dropped. It runs in the
+// chat's actor whenever a job ends (and on progress ticks).
+func (c *chat) startHeld(ctx context.Context) {
+	for len(c.held) > 0 {
+		h := c.held[0]
+		allowance, refusal, hold := c.budgetGate(h.lang)
+		if hold {
+			return
+		}
+		c.held = c.held[1:]
+		if refusal != "" {
+			if h.statusMsg != 0 {
+				c.b.tg.Remove(ctx, c.id, h.statusMsg)
+				c.ledgerDel(ctx, h.statusMsg)
+			}
+			c.replyTo(ctx, h.req.replyTo, refusal)
+			continue
+		}
+		c.enqueue(ctx, h.req, allowance, h.lang, h.statusMsg)
+	}
+}
+
+// dropHeld forgets the held requests keep does not keep and returns their
+// status messages.
+func (c *chat) dropHeld(keep func(heldRequest) bool) []int {
+	var msgs []int
+	kept := c.held[:0]
+	for _, h := range c.held {
+		if keep(h) {
+			kept = append(kept, h)
+		} else if h.statusMsg != 0 {
+			msgs = append(msgs, h.statusMsg)
+		}
+	}
+	clear(c.held[len(kept):])
+	c.held = kept
+	return msgs
+}
+
+// enqueue makes r a job with cap allowance (0 = none) and posts its status
+// message, or reuses statusMsg, the one it showed while held. It runs in
+// the chat's actor.
+func (c *chat) enqueue(ctx context.Context, r jobRequest, allowance int64, lang string, statusMsg int) {
+	b := c.b
+	updateID, chatID, userID, userName, edited := r.updateID, r.chatID, r.userID, r.userName, r.edited
+	now := b.cfg.Now()
 	session := c.sessionFor(userID)
 
 	goal := r.goal()
@@ -768,17 +863,25 @@ func (c *chat) startJob(ctx context.Context, r jobRequest) {
 	ectx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
 	stored, dup, err := b.q.Enqueue(ectx, job)
 	cancel()
+	dropStatus := func() {
+		if statusMsg != 0 {
+			b.tg.Remove(ctx, chatID, statusMsg)
+			c.ledgerDel(ctx, statusMsg)
+		}
+	}
 	if err != nil {
 		log.WithError(err).Error("bot: enqueue failed")
 		msg := tr(lang, "enqueue.fail")
 		if errors.Is(err, queue.ErrPayloadTooLarge) {
 			msg = tr(lang, "enqueue.large")
 		}
+		dropStatus()
 		c.reply(ctx, msg)
 		return
 	}
 	if dup {
 		log.WithField("job_id", stored.ID).Info("bot: update already enqueued (redelivered); ignoring")
+		dropStatus()
 		return
 	}
 	log = log.WithField("job_id", stored.ID)
@@ -794,6 +897,12 @@ func (c *chat) startJob(ctx context.Context, r jobRequest) {
 	c.queue = append(c.queue, stored.ID)
 	c.jobs[stored.ID] = js
 	js.askedAt = now
+	if statusMsg != 0 {
+		// The held request's "Queued" message becomes the job's status.
+		js.statusMsg = statusMsg
+		c.ledgerPut(ctx, js)
+		return
+	}
 	if position == 0 && b.cfg.StatusDelay > 0 {
 		// Sent by the progress tick once due, unless the answer came first.
 		js.statusDue = now.Add(b.cfg.StatusDelay)
@@ -907,14 +1016,18 @@ func (c *chat) statusText(lang string) string {
 	now := c.b.cfg.Now()
 	var lines []string
 	if len(c.queue) == 0 {
-		lines = append(lines, tr(lang, "st.idle"))
+		if len(c.held) > 0 {
+			lines = append(lines, tr(lang, "st.queued", 1))
+		} else {
+			lines = append(lines, tr(lang, "st.idle"))
+		}
 	} else {
 		if js := c.jobs[c.queue[0]]; js != nil {
 			lines = append(lines, js.statusText(0, now))
 		}
-		if n := len(c.queue) - 1; n > 0 {
-			lines = append(lines, tr(lang, "st.more", n))
-		}
+	}
+	if n := len(c.queue) + len(c.held) - 1; n > 0 {
+		lines = append(lines, tr(lang, "st.more", n))
 	}
 	if m := c.jobModel(); m != "" {
 		lines = append(lines, tr(lang, "model.status", m))

@@ -35,7 +35,7 @@ func (b *Bot) newChat(id int64) *chat {
 // publish is what the chat shows the router after each function it ran:
 // whether it has unfinished jobs and, with a state store, its snapshot.
 func (b *Bot) publish(c *chat) published {
-	p := published{busy: len(c.queue) > 0, drop: c.prunable && c.empty(b.cfg.Now())}
+	p := published{busy: len(c.queue) > 0 || len(c.held) > 0, drop: c.prunable && c.empty(b.cfg.Now())}
 	if b.cfg.State != nil {
 		s := c.snap()
 		p.snap = &s
@@ -53,6 +53,9 @@ func (c *chat) snap() chatSnap {
 		Jobs: c.use.jobs, Warned: c.use.warned, NextArt: c.nextArt, History: slices.Clone(c.hist), Model: c.model}
 	for _, a := range c.arts {
 		cs.Arts = append(cs.Arts, artSnap{ID: a.id, Meta: a.meta})
+	}
+	for _, h := range c.held {
+		cs.Held = append(cs.Held, h.snap())
 	}
 	return cs
 }
@@ -78,7 +81,7 @@ func (c *chat) prune(now time.Time) {
 
 func (c *chat) empty(now time.Time) bool {
 	today := utcDay(now)
-	return len(c.hist) == 0 && len(c.queue) == 0 && c.session == "" && len(c.userSessions) == 0 && len(c.arts) == 0 && c.nextArt == 0 &&
+	return len(c.hist) == 0 && len(c.queue) == 0 && len(c.held) == 0 && c.session == "" && len(c.userSessions) == 0 && len(c.arts) == 0 && c.nextArt == 0 &&
 		len(c.jobs) == 0 && len(c.approvals) == 0 && len(c.batches) == 0 && c.model == "" &&
 		(c.use.day != today || c.use == usage{day: today})
 }
@@ -113,11 +116,12 @@ func (c *chat) checkSend(ctx context.Context, kind tgKind, err error) bool {
 	}
 }
 
-// cancelAll cancels every unfinished job of the chat, newest first so the
-// queued ones never start. A job the queue does not know (any more: the
+// cancelAll forgets the chat's held requests and cancels every unfinished
+// job of the chat, newest first so the queued ones never start. A job the queue does not know (any more: the
 // embedded queue after a restart, a finished job) is forgotten at once, as
 // no result for it may ever come; the status messages of forgotten jobs
-// are returned. It reports how many jobs were canceled or forgotten.
+// and of held requests are returned. It reports how many jobs and requests
+// were canceled or forgotten.
 func (c *chat) cancelAll(ctx context.Context) (int, []int) {
 	b := c.b
 	ids := slices.Clone(c.queue)
@@ -126,8 +130,8 @@ func (c *chat) cancelAll(ctx context.Context) (int, []int) {
 			js.stopped = true
 		}
 	}
-	n := 0
-	var statusMsgs []int
+	statusMsgs := c.dropHeld(func(heldRequest) bool { return false })
+	n := len(statusMsgs)
 	for i := len(ids) - 1; i >= 0; i-- {
 		err := b.q.Cancel(ctx, ids[i])
 		switch {

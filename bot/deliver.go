@@ -283,6 +283,9 @@ func (c *chat) deliver(ctx context.Context, d queue.Delivery) {
 	}
 	delete(c.jobs, res.JobID)
 	log.Info("bot: result delivered")
+	if ack {
+		c.startHeld(ctx) // its reservation is released: a held message may start
+	}
 }
 
 // ---- progress ----
@@ -322,6 +325,9 @@ func (b *Bot) progressTick(ctx context.Context) {
 // status. It runs in the chat's actor.
 func (c *chat) progress(ctx context.Context) {
 	b := c.b
+	if len(c.jobs) == 0 {
+		c.startHeld(ctx) // held requests restored with no job left to wait for
+	}
 	if len(c.queue) > 0 {
 		if js := c.jobs[c.queue[0]]; js != nil {
 			entries, err := b.q.ReadProgress(ctx, js.id, js.after, 200, 0)

@@ -185,13 +185,18 @@ func (r RedisLedger) List(ctx context.Context) ([]LedgerEntry, error) {
 
 // ledgerPut records a job's status message. It runs in the chat's actor.
 func (c *chat) ledgerPut(ctx context.Context, js *jobState) {
+	c.ledgerPutMsg(ctx, js.statusMsg, js.id, js.lang)
+}
+
+// ledgerPutMsg records status message msg of job (""= a held request).
+func (c *chat) ledgerPutMsg(ctx context.Context, msg int, job, lang string) {
 	l := c.b.cfg.Ledger
-	if l == nil || js.statusMsg == 0 {
+	if l == nil || msg == 0 {
 		return
 	}
 	lctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
 	defer cancel()
-	e := LedgerEntry{Chat: c.id, Msg: js.statusMsg, Job: js.id, Lang: js.lang, Since: c.b.cfg.Now().UTC()}
+	e := LedgerEntry{Chat: c.id, Msg: msg, Job: job, Lang: lang, Since: c.b.cfg.Now().UTC()}
 	if err := l.Put(lctx, e); err != nil {
 		c.b.log.WithError(err).WithField("chat_id", c.id).Warn("bot: recording a status message in the ledger failed; a crash would leave it behind")
 	}
@@ -226,8 +231,13 @@ func (b *Bot) cleanOrphans(ctx context.Context) {
 	if len(entries) == 0 {
 		return
 	}
-	_, jobs := b.serial.snapshots() // the jobs restored from Config.State
+	chats, jobs := b.serial.snapshots() // the jobs and held requests restored from Config.State
 	live := map[string]bool{}
+	for id, cs := range chats {
+		for _, h := range cs.Held {
+			live[ledgerKey(id, h.StatusMsg)] = true
+		}
+	}
 	for _, j := range jobs {
 		if j.StatusMsg != 0 {
 			live[ledgerKey(j.Chat, j.StatusMsg)] = true

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"strconv"
 	"sync"
 	"time"
@@ -48,6 +49,38 @@ type chatSnap struct {
 	History []dayTotal `json:"history,omitempty"`
 	// Model is the model chosen with /model (absent = the default).
 	Model string `json:"model,omitempty"`
+	// Held are the messages waiting behind the chat's unfinished jobs
+	// (absent = none).
+	Held []heldSnap `json:"held,omitempty"`
+}
+
+// heldSnap is a held request (heldRequest) in the state file.
+type heldSnap struct {
+	Update    int      `json:"update"`
+	User      int64    `json:"user,omitempty"`
+	UserName  string   `json:"user_name,omitempty"`
+	Text      string   `json:"text"`
+	Files     []string `json:"files,omitempty"`
+	Uploads   []string `json:"uploads,omitempty"`
+	Images    []string `json:"images,omitempty"`
+	Group     bool     `json:"group,omitempty"`
+	SrcMsg    int      `json:"src_msg,omitempty"`
+	ReplyTo   int      `json:"reply_to,omitempty"`
+	Lang      string   `json:"lang,omitempty"`
+	StatusMsg int      `json:"status_msg,omitempty"`
+}
+
+func (h heldRequest) snap() heldSnap {
+	r := h.req
+	return heldSnap{Update: r.updateID, User: r.userID, UserName: r.userName, Text: r.text, Files: slices.Clone(r.files),
+		Uploads: slices.Clone(r.uploads), Images: slices.Clone(r.images), Group: r.group, SrcMsg: r.srcMsg, ReplyTo: r.replyTo,
+		Lang: h.lang, StatusMsg: h.statusMsg}
+}
+
+func (s heldSnap) request(chatID int64) heldRequest {
+	return heldRequest{req: jobRequest{updateID: s.Update, chatID: chatID, userID: s.User, userName: s.UserName, text: s.Text,
+		files: s.Files, uploads: s.Uploads, images: s.Images, group: s.Group, srcMsg: s.SrcMsg, replyTo: s.ReplyTo},
+		lang: langOf(s.Lang), statusMsg: s.StatusMsg}
 }
 
 type artSnap struct {
@@ -96,6 +129,9 @@ func (b *Bot) restore(data []byte) error {
 			use: usage{day: cs.Day, tokens: cs.Tokens, costUSD: cs.CostUSD, jobs: cs.Jobs, warned: cs.Warned}}
 		for _, a := range cs.Arts {
 			c.arts = append(c.arts, chatArtifact{id: a.ID, meta: a.Meta})
+		}
+		for _, h := range cs.Held {
+			c.held = append(c.held, h.request(id))
 		}
 		chats[id] = c
 	}
@@ -245,6 +281,17 @@ func (b *Bot) notifyShutdown(ctx context.Context) {
 				delete(c.jobs, id)
 			}
 			c.queue = nil
+		}
+		if b.cfg.State == nil {
+			// Held requests live only in this process: they are lost.
+			for _, h := range c.held {
+				if h.statusMsg != 0 {
+					if kind, _ := b.tg.EditPlain(ctx, c.id, h.statusMsg, tr(h.lang, "interrupt"), nil); kind == tgOK {
+						c.ledgerDel(ctx, h.statusMsg)
+					}
+				}
+			}
+			c.held = nil
 		}
 		told := false
 		for _, msg := range msgs {

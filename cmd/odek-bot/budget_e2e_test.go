@@ -62,3 +62,50 @@ func TestE2EDailyBudgetStopsARunningJob(t *testing.T) {
 		t.Errorf("no budget outcome in the chat: %q", in.tg.Visible(1001))
 	}
 }
+
+// With a daily budget set (bot.env.example's 200,000 tokens) and no
+// per-job cap, a message sent while the chat's job runs waits behind it
+// and then runs with what the day has left; it is not refused because the
+// running job reserved the rest of the day. Real odek-bot, real worker,
+// real Redis.
+func TestE2EMessageDuringARunningJobQueuesUnderADailyBudget(t *testing.T) {
+	release := make(chan struct{})
+	var mu sync.Mutex
+	var goals []string
+	model := llmtest.NewHandler(t, func(r llmtest.Recorded) llmtest.Turn {
+		goal := ""
+		for _, m := range r.Messages {
+			if m.Role == "user" {
+				goal = m.Content
+			}
+		}
+		mu.Lock()
+		goals = append(goals, goal)
+		mu.Unlock()
+		if strings.Contains(goal, "first") {
+			<-release
+		}
+		turn := llmtest.Reply("answer to " + goal)
+		turn.Usage = &llm.Usage{PromptTokens: 900, CompletionTokens: 100}
+		return turn
+	})
+	in := newInstance(t, model.URL, "ODEK_TELEGRAM_DAILY_TOKEN_BUDGET=200000", "ODEK_TELEGRAM_USER_JOBS_PER_MINUTE=-1")
+	in.worker("w1")
+	in.tg.UserMessage(1001, 1001, "first")
+	in.tg.Wait(t, 60*time.Second, "the first job's model call", func(*bottest.Server) bool {
+		mu.Lock()
+		defer mu.Unlock()
+		return len(goals) == 1
+	})
+	in.tg.UserMessage(1001, 1001, "second")
+	in.tg.Wait(t, 30*time.Second, "the second message's receipt", func(s *bottest.Server) bool {
+		return visible(s, 1001, "Queued") || visible(s, 1001, "reserved")
+	})
+	close(release)
+	in.tg.Wait(t, 60*time.Second, "both answers", func(s *bottest.Server) bool {
+		return visible(s, 1001, "answer to first") && visible(s, 1001, "answer to second") || visible(s, 1001, "reserved")
+	})
+	if visible(in.tg, 1001, "reserved") {
+		t.Fatalf("the message sent while the job ran was refused: %q", in.tg.Visible(1001))
+	}
+}
