@@ -110,7 +110,7 @@ type Config struct {
 	// Transcriber turns voice and audio messages into text (shown back to
 	// the user, then run as the request). nil means voice messages get a
 	// reply saying they cannot be transcribed here.
-	Transcriber *Transcriber
+	Transcriber Transcriber
 
 	// Vision says whether photos go to the model as image input besides
 	// being saved: "auto" (the default) sends them and, when the model

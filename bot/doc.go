@@ -18,10 +18,11 @@
 // (after the sender's rate and the chat's budget are checked, within the
 // chat's storage quota: quota.go) and named in the goal; each job carries
 // what is left of its chat's daily token budget as its cap, reserved while
-// it is unfinished; voice and audio messages are transcribed
+// it is unfinished, and a message that finds the rest of the day reserved
+// waits in the chat until its jobs end; voice and audio messages are transcribed
 // (Transcriber) and shown back first; the answer streams while it is
 // written (sendMessageDraft or status edits, stream.go); a status ledger
-// (StatusLedger) lets the next start clean status messages a crash left;
+// (StatusLedger, kept by queue) lets the next start clean status messages a crash left;
 // in groups it answers only when addressed.
 //
 // Formatting lives in bot/tgformat (goldmark's Markdown AST rendered to
