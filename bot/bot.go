@@ -1183,23 +1183,3 @@ func readArtifact(dir string, chatID int64, meta queue.ArtifactMeta, limit int64
 	}
 	return data, nil
 }
-
-func readAtMost(path string, limit int64) ([]byte, error) {
-	f, err := os.Open(path)
-	if err != nil {
-		return nil, err
-	}
-	defer f.Close()
-	fi, err := f.Stat()
-	if err != nil {
-		return nil, err
-	}
-	if fi.Size() > limit {
-		return nil, fmt.Errorf("%w: %d bytes, limit %d", artifacts.ErrTooLarge, fi.Size(), limit)
-	}
-	data := make([]byte, fi.Size())
-	if _, err := f.ReadAt(data, 0); err != nil && fi.Size() > 0 {
-		return nil, err
-	}
-	return data, nil
-}
