@@ -108,6 +108,8 @@ type chatState struct {
 	nextArt     int
 	lastEdit    time.Time
 	lastTyping  time.Time
+	// gauge is how full the conversation is (context.go).
+	gauge gauge
 }
 
 type chatArtifact struct {
@@ -134,6 +136,7 @@ type jobState struct {
 	uploads   []string  // artifact paths of the files the user sent with it
 	srcMsg    int       // the user's message that asked for the job
 	lang      string    // the asker's language of the built-in texts ("" = English)
+	session   string    // the conversation it continues (queue.Job.SessionID)
 	reserved  int64     // tokens of the chat's daily budget it holds: its cap (0 = none)
 	// Streaming (stream.go): the draft length last shown, when, and
 	// whether drafts failed for this job.
@@ -279,6 +282,7 @@ var commands = []tgbotapi.BotCommand{
 	{Command: "artifact", Description: "Send an artifact: /artifact <id>"},
 	{Command: "retry", Description: "Run your last request again"},
 	{Command: "model", Description: "Choose the model for this chat"},
+	{Command: "compact", Description: "Fold the older conversation into a digest now"},
 }
 
 func (b *Bot) setCommands(ctx context.Context) {
@@ -891,7 +895,7 @@ func (c *chat) enqueue(ctx context.Context, r jobRequest, allowance int64, lang 
 	}
 	c.last[userID] = r
 	js := &jobState{id: stored.ID, chatID: chatID, userID: userID, userName: userName, replyTo: r.replyTo, uploads: r.uploads, srcMsg: r.srcMsg, lang: lang,
-		reserved: allowance}
+		reserved: allowance, session: session}
 	c.roll()
 	position := len(c.queue)
 	c.queue = append(c.queue, stored.ID)
@@ -950,7 +954,9 @@ func (c *chat) command(ctx context.Context, userID int64, cmd, arg string) {
 		}
 		c.reply(ctx, tr(b.lang(userID), "stopping", n))
 	case "status":
-		c.reply(ctx, c.statusText(b.lang(userID)))
+		c.reply(ctx, c.statusText(b.lang(userID), userID))
+	case "compact":
+		c.compact(ctx, userID)
 	case "usage":
 		c.reply(ctx, c.usageText(b.lang(userID)))
 	case "artifact":
@@ -984,6 +990,7 @@ func (c *chat) usageLine(lang string) string {
 	if c.use.costUSD > 0 {
 		s += fmt.Sprintf(", $%.4f", c.use.costUSD)
 	}
+	s += cachedLine(lang, c.use.prompt, c.use.cached)
 	return s + tr(lang, "use.jobs", c.use.jobs)
 }
 
@@ -1011,7 +1018,7 @@ func (c *chat) usageText(lang string) string {
 	return text
 }
 
-func (c *chat) statusText(lang string) string {
+func (c *chat) statusText(lang string, userID int64) string {
 	c.roll()
 	now := c.b.cfg.Now()
 	var lines []string
@@ -1031,6 +1038,9 @@ func (c *chat) statusText(lang string) string {
 	}
 	if m := c.jobModel(); m != "" {
 		lines = append(lines, tr(lang, "model.status", m))
+	}
+	if g := c.gaugeLine(lang, userID); g != "" {
+		lines = append(lines, g)
 	}
 	lines = append(lines, c.usageLine(lang))
 	return strings.Join(lines, "\n")

@@ -41,7 +41,7 @@ func (b *Bot) publish(c *chat) published {
 		p.snap = &s
 		p.jobs = map[string]jobSnap{}
 		for id, j := range c.jobs {
-			p.jobs[id] = jobSnap{Chat: j.chatID, User: j.userID, UserName: j.userName, StatusMsg: j.statusMsg, StartedAt: j.startedAt, Reserved: j.reserved}
+			p.jobs[id] = jobSnap{Chat: j.chatID, User: j.userID, UserName: j.userName, StatusMsg: j.statusMsg, StartedAt: j.startedAt, Reserved: j.reserved, Session: j.session}
 		}
 	}
 	return p
@@ -49,13 +49,16 @@ func (b *Bot) publish(c *chat) published {
 
 // snap is the chat's part of the state file, sharing no memory with it.
 func (c *chat) snap() chatSnap {
-	cs := chatSnap{Queue: slices.Clone(c.queue), Session: c.session, Day: c.use.day, Tokens: c.use.tokens, CostUSD: c.use.costUSD,
+	cs := chatSnap{Queue: slices.Clone(c.queue), Session: c.session, Day: c.use.day, Tokens: c.use.tokens, Prompt: c.use.prompt, Cached: c.use.cached, CostUSD: c.use.costUSD,
 		Jobs: c.use.jobs, Warned: c.use.warned, NextArt: c.nextArt, History: slices.Clone(c.hist), Model: c.model}
 	for _, a := range c.arts {
 		cs.Arts = append(cs.Arts, artSnap{ID: a.id, Meta: a.meta})
 	}
 	for _, h := range c.held {
 		cs.Held = append(cs.Held, h.snap())
+	}
+	if g := c.gauge; g.session != "" {
+		cs.Context = &gaugeSnap{Session: g.session, Model: g.model, Tokens: g.tokens, At: g.at, CompactedAt: g.compactedAt, Before: g.before, After: g.after}
 	}
 	return cs
 }
@@ -65,7 +68,7 @@ func (c *chat) snap() chatSnap {
 func (c *chat) roll() *chat {
 	now := c.b.cfg.Now()
 	if c.use.day != "" && c.use.day != utcDay(now) && (c.use.tokens > 0 || c.use.jobs > 0) {
-		c.hist = appendHistory(c.hist, dayTotal{Day: c.use.day, Tokens: c.use.tokens, CostUSD: c.use.costUSD, Jobs: c.use.jobs}, now)
+		c.hist = appendHistory(c.hist, c.use.total(), now)
 	}
 	c.use = c.use.rollover(now)
 	return c

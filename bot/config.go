@@ -112,6 +112,15 @@ type Config struct {
 	// reply saying they cannot be transcribed here.
 	Transcriber Transcriber
 
+	// Compactor runs /compact (context.go). nil means /compact answers
+	// that it is not available on this bot.
+	Compactor Compactor
+
+	// ContextWindow is the context window, in tokens, of a model ("" =
+	// the workers' default), for /status's context gauge. nil or 0 shows
+	// the tokens without the share.
+	ContextWindow func(model string) int
+
 	// Vision says whether photos go to the model as image input besides
 	// being saved: "auto" (the default) sends them and, when the model
 	// refuses images, runs the job without them; "true" sends them (a

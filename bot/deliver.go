@@ -244,6 +244,18 @@ func (c *chat) deliver(ctx context.Context, d queue.Delivery) {
 	if ack {
 		c.roll()
 		c.use.tokens += tokens
+		c.use.prompt += res.Usage.PromptTokens
+		c.use.cached += res.Usage.CachedTokens
+		if js != nil && js.session != "" {
+			// The events the last tick did not read (a bounded number of
+			// pages: the gauge wants the latest ones).
+			for range 10 {
+				if n, ok := c.readProgress(ctx, js); !ok || n < progressPage {
+					break
+				}
+			}
+			c.gauge = c.gauge.record(js.session, js.st.ci, now)
+		}
 		c.use.costUSD += res.Usage.CostUSD
 		c.use.jobs++
 		c.use.warned = c.use.warned || warn
@@ -330,23 +342,33 @@ func (c *chat) progress(ctx context.Context) {
 	}
 	if len(c.queue) > 0 {
 		if js := c.jobs[c.queue[0]]; js != nil {
-			entries, err := b.q.ReadProgress(ctx, js.id, js.after, 200, 0)
-			if err != nil {
-				if ctx.Err() == nil {
-					b.log.WithError(err).WithField("job_id", js.id).Debug("bot: reading progress failed")
-				}
-			} else {
-				for _, e := range entries {
-					js.st = js.st.apply(e.Data)
-					js.after = e.ID
-				}
-				if js.st.started && js.startedAt.IsZero() {
-					js.startedAt = b.cfg.Now()
-				}
+			if _, ok := c.readProgress(ctx, js); ok && js.st.started && js.startedAt.IsZero() {
+				js.startedAt = b.cfg.Now()
 			}
 		}
 	}
 	c.refreshStatus(ctx)
+}
+
+// progressPage is how many progress entries one read takes.
+const progressPage = 200
+
+// readProgress folds the job's progress entries since the last read (at
+// most progressPage) into its status. It reports how many it read and
+// whether the read worked.
+func (c *chat) readProgress(ctx context.Context, js *jobState) (int, bool) {
+	entries, err := c.b.q.ReadProgress(ctx, js.id, js.after, progressPage, 0)
+	if err != nil {
+		if ctx.Err() == nil {
+			c.b.log.WithError(err).WithField("job_id", js.id).Debug("bot: reading progress failed")
+		}
+		return 0, false
+	}
+	for _, e := range entries {
+		js.st = js.st.apply(e.Data)
+		js.after = e.ID
+	}
+	return len(entries), true
 }
 
 // editInterval is the least time between two status edits in a chat:

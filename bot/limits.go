@@ -101,6 +101,8 @@ func untilMidnightUTC(now time.Time) time.Duration {
 type usage struct {
 	day     string
 	tokens  int64
+	prompt  int64 // input tokens among tokens
+	cached  int64 // input tokens the provider's prompt cache served
 	costUSD float64
 	jobs    int
 	warned  bool // the 80 % warning went out today
@@ -174,16 +176,20 @@ const keepDays = 62
 type dayTotal struct {
 	Day     string  `json:"day"`
 	Tokens  int64   `json:"tokens,omitempty"`
+	Prompt  int64   `json:"prompt_tokens,omitempty"`
+	Cached  int64   `json:"cached_tokens,omitempty"`
 	CostUSD float64 `json:"cost_usd,omitempty"`
 	Jobs    int     `json:"jobs,omitempty"`
 }
 
 func (u usage) total() dayTotal {
-	return dayTotal{Day: u.day, Tokens: u.tokens, CostUSD: u.costUSD, Jobs: u.jobs}
+	return dayTotal{Day: u.day, Tokens: u.tokens, Prompt: u.prompt, Cached: u.cached, CostUSD: u.costUSD, Jobs: u.jobs}
 }
 
 func (d dayTotal) add(o dayTotal) dayTotal {
 	d.Tokens += o.Tokens
+	d.Prompt += o.Prompt
+	d.Cached += o.Cached
 	d.CostUSD += o.CostUSD
 	d.Jobs += o.Jobs
 	return d
@@ -195,6 +201,7 @@ func (d dayTotal) lineIn(lang string) string {
 	if d.CostUSD > 0 {
 		s += fmt.Sprintf(", $%.4f", d.CostUSD)
 	}
+	s += cachedLine(lang, d.Prompt, d.Cached)
 	return s + tr(lang, "day.jobs", d.Jobs)
 }
 

@@ -39,6 +39,8 @@ type chatSnap struct {
 	Session string    `json:"session,omitempty"`
 	Day     string    `json:"day,omitempty"`
 	Tokens  int64     `json:"tokens,omitempty"`
+	Prompt  int64     `json:"prompt_tokens,omitempty"`
+	Cached  int64     `json:"cached_tokens,omitempty"`
 	CostUSD float64   `json:"cost_usd,omitempty"`
 	Jobs    int       `json:"jobs,omitempty"`
 	Warned  bool      `json:"warned,omitempty"`
@@ -52,6 +54,19 @@ type chatSnap struct {
 	// Held are the messages waiting behind the chat's unfinished jobs
 	// (absent = none).
 	Held []heldSnap `json:"held,omitempty"`
+	// Context is how full the conversation is (absent = unknown).
+	Context *gaugeSnap `json:"context,omitempty"`
+}
+
+// gaugeSnap is a chat's gauge in the state file.
+type gaugeSnap struct {
+	Session     string    `json:"session"`
+	Model       string    `json:"model,omitempty"`
+	Tokens      int64     `json:"tokens,omitempty"`
+	At          time.Time `json:"at,omitzero"`
+	CompactedAt time.Time `json:"compacted_at,omitzero"`
+	Before      int64     `json:"before,omitempty"`
+	After       int64     `json:"after,omitempty"`
 }
 
 // heldSnap is a held request (heldRequest) in the state file.
@@ -96,6 +111,8 @@ type jobSnap struct {
 	StartedAt time.Time `json:"started_at,omitzero"`
 	// Reserved is the job's share of the chat's daily budget (its cap).
 	Reserved int64 `json:"reserved,omitempty"`
+	// Session is the conversation the job continues.
+	Session string `json:"session,omitempty"`
 }
 
 // snapshot encodes what the chat actors last published.
@@ -126,7 +143,10 @@ func (b *Bot) restore(data []byte) error {
 		}
 		c := b.newChat(id)
 		c.chatState = chatState{queue: cs.Queue, session: cs.Session, nextArt: cs.NextArt, hist: cs.History, model: cs.Model,
-			use: usage{day: cs.Day, tokens: cs.Tokens, costUSD: cs.CostUSD, jobs: cs.Jobs, warned: cs.Warned}}
+			use: usage{day: cs.Day, tokens: cs.Tokens, prompt: cs.Prompt, cached: cs.Cached, costUSD: cs.CostUSD, jobs: cs.Jobs, warned: cs.Warned}}
+		if g := cs.Context; g != nil {
+			c.gauge = gauge{session: g.Session, model: g.Model, tokens: g.Tokens, at: g.At, compactedAt: g.CompactedAt, before: g.Before, after: g.After}
+		}
 		for _, a := range cs.Arts {
 			c.arts = append(c.arts, chatArtifact{id: a.ID, meta: a.Meta})
 		}
@@ -136,7 +156,7 @@ func (b *Bot) restore(data []byte) error {
 		chats[id] = c
 	}
 	for id, j := range s.Jobs {
-		js := &jobState{id: id, chatID: j.Chat, userID: j.User, userName: j.UserName, statusMsg: j.StatusMsg, startedAt: j.StartedAt, reserved: j.Reserved}
+		js := &jobState{id: id, chatID: j.Chat, userID: j.User, userName: j.UserName, statusMsg: j.StatusMsg, startedAt: j.StartedAt, reserved: j.Reserved, session: j.Session}
 		js.st.started = !j.StartedAt.IsZero()
 		c := chats[j.Chat]
 		if c == nil {

@@ -32,6 +32,8 @@ type status struct {
 	planTotal int
 	tokens    int64
 	elapsed   time.Duration
+	// ci is what the events say about the conversation (context.go).
+	ci contextInfo
 }
 
 // maxDetail caps the tool detail shown, in characters.
@@ -76,6 +78,7 @@ func (s status) apply(data []byte) status {
 		}
 		s.started = true
 		s.iteration = max(s.iteration, ev.Iteration)
+		s.ci = s.ci.applyContext(&ev)
 		switch ev.Type {
 		case events.ToolCallStarted:
 			s.tool = oneLine(ev.Tool, 40)

@@ -154,6 +154,11 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 			return &codeErr{exitSetup, fmt.Errorf("connecting to Redis at %s: %w", addr, err)}
 		}
 		q = rq
+		if mcfg, _, err := config.Load(config.Options{}); err != nil {
+			log.WithError(err).Warn("odek-bot: odek's configuration could not be read; /compact is off and /status shows no context window")
+		} else {
+			cfg.Compactor, cfg.ContextWindow = modelSide(mcfg, redisSessions(rc, e.QueuePrefix), false, log)
+		}
 		if e.StatusLedger == "" {
 			cfg.Ledger = queue.RedisStatusLedger{Client: rc, Key: queue.StatusLedgerKey(e.QueuePrefix)}
 		}
@@ -175,6 +180,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		if err != nil {
 			return &codeErr{exitSetup, err}
 		}
+		cfg.Compactor, cfg.ContextWindow = modelSide(embedded.cfg, embedded.sessions, true, log)
 		log.WithField("workers", e.Workers).Info("odek-bot: embedded mode: no REDIS_URL, jobs run inside this process")
 	}
 
