@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/odekrun/odek/bot/chatcore"
 	"os"
 	"path/filepath"
 	"slices"
@@ -96,20 +97,20 @@ type chatState struct {
 	// answers are the bot's answer messages by the user message they
 	// answer (the latest maxAnswersKept), for edits.
 	answers map[int][]int
-	// hist is the usage of earlier days (at most keepDays back), oldest
+	// hist is the usage of earlier days (at most chatcore.KeepDays back), oldest
 	// first, for /usage.
-	hist []dayTotal
+	hist []chatcore.DayTotal
 	// last is each user's last request in this chat, for /retry.
 	last        map[int64]jobRequest
 	model       string // chosen with /model; "" = the workers' default
 	answerOrder []int
-	use         usage
+	use         chatcore.Usage
 	arts        []chatArtifact
 	nextArt     int
 	lastEdit    time.Time
 	lastTyping  time.Time
 	// gauge is how full the conversation is (context.go).
-	gauge gauge
+	gauge chatcore.Gauge
 }
 
 type chatArtifact struct {
@@ -123,7 +124,7 @@ type jobState struct {
 	userID    int64
 	userName  string
 	statusMsg int
-	st        status
+	st        chatcore.Status
 	after     string // last progress entry read
 	startedAt time.Time
 	lastText  string
@@ -721,11 +722,11 @@ func (c *chat) budgetGate(lang string) (allowance int64, refusal string, hold bo
 	for _, js := range c.jobs {
 		reserved += js.reserved
 	}
-	allowance, verdict := jobAllowance(b.cfg.DailyTokenBudget, c.use.tokens, reserved)
+	allowance, verdict := chatcore.JobAllowance(b.cfg.DailyTokenBudget, c.use.Tokens, reserved)
 	switch verdict {
-	case budgetSpent:
-		return 0, tr(lang, "budget.spent", Thousands(b.cfg.DailyTokenBudget), humanWait(untilMidnightUTC(now))), false
-	case budgetHeld:
+	case chatcore.BudgetSpent:
+		return 0, tr(lang, "budget.spent", Thousands(b.cfg.DailyTokenBudget), chatcore.HumanWait(chatcore.UntilMidnightUTC(now))), false
+	case chatcore.BudgetHeld:
 		return 0, "", true
 	}
 	return allowance, "", false
@@ -752,7 +753,7 @@ func (c *chat) startJob(ctx context.Context, r jobRequest) {
 	now := b.cfg.Now()
 	lang := b.lang(userID)
 	if ok, wait := b.users.allows(userID, now); !ok {
-		c.reply(ctx, tr(lang, "slow.down", b.cfg.UserJobsPerMinute, humanWait(wait)))
+		c.reply(ctx, tr(lang, "slow.down", b.cfg.UserJobsPerMinute, chatcore.HumanWait(wait)))
 		return
 	}
 	allowance, refusal, hold := c.budgetGate(lang)
@@ -761,7 +762,7 @@ func (c *chat) startJob(ctx context.Context, r jobRequest) {
 		return
 	}
 	if ok, wait := b.users.take(userID, now); !ok {
-		c.reply(ctx, tr(lang, "slow.down", b.cfg.UserJobsPerMinute, humanWait(wait)))
+		c.reply(ctx, tr(lang, "slow.down", b.cfg.UserJobsPerMinute, chatcore.HumanWait(wait)))
 		return
 	}
 	if hold {
@@ -912,7 +913,7 @@ func (c *chat) enqueue(ctx context.Context, r jobRequest, allowance int64, lang 
 		js.statusDue = now.Add(b.cfg.StatusDelay)
 		return
 	}
-	js.lastText = js.st.textIn(lang, position, 0)
+	js.lastText = js.st.TextIn(lang, position, 0)
 	c.lastEdit = now
 	m, kind, err := b.tg.SendPlainReply(ctx, chatID, r.replyTo, js.lastText, nil)
 	if !c.checkSend(ctx, kind, err) {
@@ -977,42 +978,42 @@ func (b *Bot) helpText(userID int64) string {
 	if b.cfg.UserJobsPerMinute > 0 {
 		lim = append(lim, tr(lang, "lim.rate", b.cfg.UserJobsPerMinute))
 	}
-	lim = append(lim, tr(lang, "lim.timeout", humanWait(b.cfg.AgentTimeout)))
+	lim = append(lim, tr(lang, "lim.timeout", chatcore.HumanWait(b.cfg.AgentTimeout)))
 	return tr(lang, "help", strings.Join(lim, ", "), userID)
 }
 
 func (c *chat) usageLine(lang string) string {
 	b := c.b
-	s := tr(lang, "use.today", Thousands(c.use.tokens))
+	s := tr(lang, "use.today", Thousands(c.use.Tokens))
 	if b.cfg.DailyTokenBudget > 0 {
-		s += tr(lang, "use.of", Thousands(b.cfg.DailyTokenBudget), c.use.tokens*100/b.cfg.DailyTokenBudget)
+		s += tr(lang, "use.of", Thousands(b.cfg.DailyTokenBudget), c.use.Tokens*100/b.cfg.DailyTokenBudget)
 	}
-	if c.use.costUSD > 0 {
-		s += fmt.Sprintf(", $%.4f", c.use.costUSD)
+	if c.use.CostUSD > 0 {
+		s += fmt.Sprintf(", $%.4f", c.use.CostUSD)
 	}
-	s += cachedLine(lang, c.use.prompt, c.use.cached)
-	return s + tr(lang, "use.jobs", c.use.jobs)
+	s += chatcore.CachedLine(lang, c.use.Prompt, c.use.Cached)
+	return s + tr(lang, "use.jobs", c.use.Jobs)
 }
 
 func (c *chat) usageText(lang string) string {
 	c.roll()
 	now := c.b.cfg.Now()
-	text := c.usageLine(lang) + tr(lang, "use.resets", humanWait(untilMidnightUTC(now)))
-	week, month := c.use.total(), c.use.total()
-	weekStart, monthPrefix := utcDay(now.AddDate(0, 0, -6)), now.UTC().Format("2006-01")
+	text := c.usageLine(lang) + tr(lang, "use.resets", chatcore.HumanWait(chatcore.UntilMidnightUTC(now)))
+	week, month := c.use.Total(), c.use.Total()
+	weekStart, monthPrefix := chatcore.UTCDay(now.AddDate(0, 0, -6)), now.UTC().Format("2006-01")
 	for _, d := range c.hist {
 		if d.Day >= weekStart {
-			week = week.add(d)
+			week = week.Add(d)
 		}
 		if strings.HasPrefix(d.Day, monthPrefix) {
-			month = month.add(d)
+			month = month.Add(d)
 		}
 	}
-	text += "\n" + tr(lang, "use.week", week.lineIn(lang)) + "\n" + months[lang][now.UTC().Month()-1] + now.UTC().Format(" 2006") + ": " + month.lineIn(lang)
+	text += "\n" + tr(lang, "use.week", week.LineIn(lang)) + "\n" + chatcore.MonthName(lang, int(now.UTC().Month())) + now.UTC().Format(" 2006") + ": " + month.LineIn(lang)
 	if n := len(c.hist); n > 0 {
 		text += "\n" + tr(lang, "use.earlier")
 		for i := n - 1; i >= max(0, n-7); i-- {
-			text += "\n" + c.hist[i].Day + ": " + c.hist[i].lineIn(lang)
+			text += "\n" + c.hist[i].Day + ": " + c.hist[i].LineIn(lang)
 		}
 	}
 	return text
@@ -1053,9 +1054,9 @@ func (js *jobState) statusText(pos int, now time.Time) string {
 	if !js.askedAt.IsZero() && !js.startedAt.IsZero() && js.startedAt.Sub(js.askedAt) < 5*time.Second {
 		from = js.askedAt // started at once: count from the question, not from when the bot noticed
 	}
-	text := js.st.textIn(js.lang, pos, elapsedSince(from, now))
+	text := js.st.TextIn(js.lang, pos, elapsedSince(from, now))
 	if js.waiting > 0 && pos == 0 {
-		if !js.st.started {
+		if !js.st.Started {
 			return tr(js.lang, "st.approval")
 		}
 		text = strings.Replace(text, tr(js.lang, "st.working"), tr(js.lang, "st.approval"), 1)

@@ -788,7 +788,7 @@ func TestRestoreRejectsBadSnapshots(t *testing.T) {
 		t.Fatal(err)
 	}
 	b.inspect(-100, func(c *chat) {
-		if c.use.tokens != 5 || c.jobs["j1"] == nil || c.jobs["j1"].userID != 7 {
+		if c.use.Tokens != 5 || c.jobs["j1"] == nil || c.jobs["j1"].userID != 7 {
 			t.Errorf("restored %+v %+v", c.chatState, c.jobs["j1"])
 		}
 	})

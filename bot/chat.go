@@ -3,6 +3,7 @@ package bot
 import (
 	"context"
 	"errors"
+	"github.com/odekrun/odek/bot/chatcore"
 	"slices"
 	"time"
 
@@ -49,16 +50,16 @@ func (b *Bot) publish(c *chat) published {
 
 // snap is the chat's part of the state file, sharing no memory with it.
 func (c *chat) snap() chatSnap {
-	cs := chatSnap{Queue: slices.Clone(c.queue), Session: c.session, Day: c.use.day, Tokens: c.use.tokens, Prompt: c.use.prompt, Cached: c.use.cached, CostUSD: c.use.costUSD,
-		Jobs: c.use.jobs, Warned: c.use.warned, NextArt: c.nextArt, History: slices.Clone(c.hist), Model: c.model}
+	cs := chatSnap{Queue: slices.Clone(c.queue), Session: c.session, Day: c.use.Day, Tokens: c.use.Tokens, Prompt: c.use.Prompt, Cached: c.use.Cached, CostUSD: c.use.CostUSD,
+		Jobs: c.use.Jobs, Warned: c.use.Warned, NextArt: c.nextArt, History: slices.Clone(c.hist), Model: c.model}
 	for _, a := range c.arts {
 		cs.Arts = append(cs.Arts, artSnap{ID: a.id, Meta: a.meta})
 	}
 	for _, h := range c.held {
 		cs.Held = append(cs.Held, h.snap())
 	}
-	if g := c.gauge; g.session != "" {
-		cs.Context = &gaugeSnap{Session: g.session, Model: g.model, Tokens: g.tokens, At: g.at, CompactedAt: g.compactedAt, Before: g.before, After: g.after}
+	if g := c.gauge; g.Session != "" {
+		cs.Context = &gaugeSnap{Session: g.Session, Model: g.Model, Tokens: g.Tokens, At: g.At, CompactedAt: g.CompactedAt, Before: g.Before, After: g.After}
 	}
 	return cs
 }
@@ -67,26 +68,26 @@ func (c *chat) snap() chatSnap {
 // (what chatLocked did before each use of a chat).
 func (c *chat) roll() *chat {
 	now := c.b.cfg.Now()
-	if c.use.day != "" && c.use.day != utcDay(now) && (c.use.tokens > 0 || c.use.jobs > 0) {
-		c.hist = appendHistory(c.hist, c.use.total(), now)
+	if c.use.Day != "" && c.use.Day != chatcore.UTCDay(now) && (c.use.Tokens > 0 || c.use.Jobs > 0) {
+		c.hist = chatcore.AppendHistory(c.hist, c.use.Total(), now)
 	}
-	c.use = c.use.rollover(now)
+	c.use = c.use.Rollover(now)
 	return c
 }
 
-// prune drops history past keepDays and marks the chat droppable when it
+// prune drops history past chatcore.KeepDays and marks the chat droppable when it
 // holds nothing a later message would miss: no unfinished job, no session
 // chosen with /new, no artifact ids, and no usage today.
 func (c *chat) prune(now time.Time) {
-	c.hist = appendHistory(c.hist, dayTotal{}, now) // drops days past keepDays
+	c.hist = chatcore.AppendHistory(c.hist, chatcore.DayTotal{}, now) // drops days past chatcore.KeepDays
 	c.prunable = c.empty(now)
 }
 
 func (c *chat) empty(now time.Time) bool {
-	today := utcDay(now)
+	today := chatcore.UTCDay(now)
 	return len(c.hist) == 0 && len(c.queue) == 0 && len(c.held) == 0 && c.session == "" && len(c.userSessions) == 0 && len(c.arts) == 0 && c.nextArt == 0 &&
 		len(c.jobs) == 0 && len(c.approvals) == 0 && len(c.batches) == 0 && c.model == "" &&
-		(c.use.day != today || c.use == usage{day: today})
+		(c.use.Day != today || c.use == chatcore.Usage{Day: today})
 }
 
 // reply sends plain text, logging failures. It reports whether the chat is

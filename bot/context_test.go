@@ -6,82 +6,10 @@ import (
 	"strings"
 	"sync"
 	"testing"
-	"time"
 
 	"github.com/odekrun/odek/bot/bottest"
-	"github.com/odekrun/odek/events"
 	"github.com/odekrun/odek/queue"
 )
-
-func TestGaugeText(t *testing.T) {
-	now := time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
-	for _, c := range []struct {
-		name   string
-		g      gauge
-		window int
-		lang   string
-		want   string
-	}{
-		{"nothing known", gauge{session: "s"}, 32768, "en", ""},
-		{"tokens and window", gauge{session: "s", tokens: 12345}, 32768, "en", "Context: ~12,345 of 32,768 tokens (37 %) · not compacted yet"},
-		{"no window", gauge{session: "s", tokens: 500}, 0, "en", "Context: ~500 tokens · not compacted yet"},
-		{"compacted", gauge{session: "s", tokens: 9000, compactedAt: now.Add(-2 * time.Hour), before: 40000, after: 9000}, 100000, "en",
-			"Context: ~9,000 of 100,000 tokens (9 %) · compacted 2 h 0 min ago (40,000 → 9,000 tokens)"},
-		{"German", gauge{session: "s", tokens: 100}, 1000, "de", "Kontext: ~100 von 1,000 Tokens (10 %) · noch nicht verdichtet"},
-	} {
-		if got := c.g.text(c.lang, c.window, now); got != c.want {
-			t.Errorf("%s: %q, want %q", c.name, got, c.want)
-		}
-	}
-}
-
-func TestGaugeRecord(t *testing.T) {
-	now := time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
-	ev := func(typ events.Type, data map[string]any) *events.Event {
-		return &events.Event{Type: typ, Data: data, Timestamp: now.Add(-time.Minute)}
-	}
-	var ci contextInfo
-	for _, e := range []*events.Event{
-		ev(events.RunStarted, map[string]any{"model": "gpt-4o"}),
-		ev(events.IterationCompleted, map[string]any{"call_input_tokens": 1000.0}),
-		ev(events.IterationCompleted, map[string]any{"call_input_tokens": 3000.0}),
-		ev(events.ToolCallStarted, map[string]any{"call_input_tokens": 99.0}),
-	} {
-		ci = ci.applyContext(e)
-	}
-	g := gauge{}.record("s1", ci, now)
-	if g != (gauge{session: "s1", model: "gpt-4o", tokens: 3000, at: now}) {
-		t.Errorf("after a job: %+v", g)
-	}
-	// A compaction in the next job: its after-figure is the context until
-	// the next call says more.
-	ci = contextInfo{}.applyContext(ev(events.ContextCompacted, map[string]any{"before_tokens": 30000.0, "after_tokens": 8000.0}))
-	g = g.record("s1", ci, now)
-	if g.tokens != 8000 || g.before != 30000 || g.after != 8000 || !g.compactedAt.Equal(now.Add(-time.Minute)) || g.model != "gpt-4o" {
-		t.Errorf("after a compaction: %+v", g)
-	}
-	// Another conversation (/new) starts a new gauge.
-	g = g.record("s2", contextInfo{tokens: 10}, now)
-	if g != (gauge{session: "s2", tokens: 10, at: now}) {
-		t.Errorf("new session: %+v", g)
-	}
-}
-
-func TestCachedLine(t *testing.T) {
-	for _, c := range []struct {
-		prompt, cached int64
-		want           string
-	}{
-		{0, 0, ""},
-		{1000, 0, ""},
-		{1000, 400, ", 400 input tokens from the prompt cache (40 %)"},
-		{1000, 5000, ", 5,000 input tokens from the prompt cache (100 %)"}, // a provider's odd figures never pass 100 %
-	} {
-		if got := cachedLine("en", c.prompt, c.cached); got != c.want {
-			t.Errorf("cachedLine(%d, %d) = %q, want %q", c.prompt, c.cached, got, c.want)
-		}
-	}
-}
 
 // fakeCompactor records requests and answers with res, err.
 type fakeCompactor struct {

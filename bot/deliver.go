@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/odekrun/odek/bot/chatcore"
 	"io"
 	"net"
 	"net/http"
@@ -128,7 +129,7 @@ func resultTextIn(lang string, res queue.Result, timedOut bool, timeout time.Dur
 	switch res.Status {
 	case queue.StatusCanceled:
 		if timedOut {
-			return tr(lang, "timed.out", humanWait(timeout))
+			return tr(lang, "timed.out", chatcore.HumanWait(timeout))
 		}
 		return tr(lang, "stopped")
 	case queue.StatusDeadLettered:
@@ -165,8 +166,8 @@ func (c *chat) deliver(ctx context.Context, d queue.Delivery) {
 	// redelivery must not count twice.
 	tokens := res.Usage.PromptTokens + res.Usage.CompletionTokens
 	use := c.use
-	use.tokens += tokens
-	warn := shouldWarn(use, b.cfg.DailyTokenBudget)
+	use.Tokens += tokens
+	warn := chatcore.ShouldWarn(use, b.cfg.DailyTokenBudget)
 	var arts []Artifact
 	var chatArts []chatArtifact
 	nextArt := c.nextArt
@@ -186,7 +187,7 @@ func (c *chat) deliver(ctx context.Context, d queue.Delivery) {
 		statusMsg, timedOut, replyTo, srcMsg, superseded = js.statusMsg, js.timedOut, js.replyTo, js.srcMsg, js.superseded
 		lang = b.lang(js.userID)
 	}
-	used := use.tokens
+	used := use.Tokens
 
 	if statusMsg != 0 {
 		if kind, err := b.tg.Remove(ctx, chatID, statusMsg); kind != tgOK && kind != tgCanceled {
@@ -207,7 +208,7 @@ func (c *chat) deliver(ctx context.Context, d queue.Delivery) {
 		reply.Head = resultTextIn(lang, res, timedOut, b.cfg.AgentTimeout)
 		if res.Status == queue.StatusFailed && b.cfg.DailyTokenBudget > 0 && strings.Contains(res.Error, dayCapExhausted) {
 			// The job reached its cap: what was left of the chat's day.
-			reply.Head = tr(lang, "budget.stopped", Thousands(b.cfg.DailyTokenBudget), humanWait(untilMidnightUTC(now)))
+			reply.Head = tr(lang, "budget.stopped", Thousands(b.cfg.DailyTokenBudget), chatcore.HumanWait(chatcore.UntilMidnightUTC(now)))
 		}
 	}
 	chunks := FormatReply(reply, MaxMessageLen)
@@ -243,9 +244,9 @@ func (c *chat) deliver(ctx context.Context, d queue.Delivery) {
 	}
 	if ack {
 		c.roll()
-		c.use.tokens += tokens
-		c.use.prompt += res.Usage.PromptTokens
-		c.use.cached += res.Usage.CachedTokens
+		c.use.Tokens += tokens
+		c.use.Prompt += res.Usage.PromptTokens
+		c.use.Cached += res.Usage.CachedTokens
 		if js != nil && js.session != "" {
 			// The events the last tick did not read (a bounded number of
 			// pages: the gauge wants the latest ones).
@@ -254,11 +255,11 @@ func (c *chat) deliver(ctx context.Context, d queue.Delivery) {
 					break
 				}
 			}
-			c.gauge = c.gauge.record(js.session, js.st.ci, now)
+			c.gauge = c.gauge.Record(js.session, js.st.CI, now)
 		}
-		c.use.costUSD += res.Usage.CostUSD
-		c.use.jobs++
-		c.use.warned = c.use.warned || warn
+		c.use.CostUSD += res.Usage.CostUSD
+		c.use.Jobs++
+		c.use.Warned = c.use.Warned || warn
 		c.nextArt = max(c.nextArt, nextArt)
 		c.rememberAnswer(srcMsg, sentIDs)
 		c.arts = append(c.arts, chatArts...)
@@ -284,7 +285,7 @@ func (c *chat) deliver(ctx context.Context, d queue.Delivery) {
 		}
 	}
 	if warn && ack {
-		c.reply(ctx, tr(lang, "budget.warn", used*100/b.cfg.DailyTokenBudget, Thousands(b.cfg.DailyTokenBudget), humanWait(untilMidnightUTC(now))))
+		c.reply(ctx, tr(lang, "budget.warn", used*100/b.cfg.DailyTokenBudget, Thousands(b.cfg.DailyTokenBudget), chatcore.HumanWait(chatcore.UntilMidnightUTC(now))))
 	}
 	if ack {
 		actx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
@@ -342,7 +343,7 @@ func (c *chat) progress(ctx context.Context) {
 	}
 	if len(c.queue) > 0 {
 		if js := c.jobs[c.queue[0]]; js != nil {
-			if _, ok := c.readProgress(ctx, js); ok && js.st.started && js.startedAt.IsZero() {
+			if _, ok := c.readProgress(ctx, js); ok && js.st.Started && js.startedAt.IsZero() {
 				js.startedAt = b.cfg.Now()
 			}
 		}
@@ -365,7 +366,7 @@ func (c *chat) readProgress(ctx context.Context, js *jobState) (int, bool) {
 		return 0, false
 	}
 	for _, e := range entries {
-		js.st = js.st.apply(e.Data)
+		js.st = js.st.Apply(e.Data)
 		js.after = e.ID
 	}
 	return len(entries), true
@@ -409,7 +410,7 @@ func (c *chat) refreshStatus(ctx context.Context) {
 		if js == nil || js.statusMsg == 0 || js.stopped {
 			continue
 		}
-		if pos == 0 && js.st.started && !js.st.finished {
+		if pos == 0 && js.st.Started && !js.st.Finished {
 			if now.Sub(c.lastTyping) >= typingEvery {
 				c.lastTyping = now
 				typing = true

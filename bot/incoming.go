@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/odekrun/odek/bot/chatcore"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -216,7 +217,7 @@ func safeFileName(name string) string {
 func (c *chat) admitFile(userID int64, lang string) string {
 	b := c.b
 	if ok, wait := b.users.allows(userID, b.cfg.Now()); !ok {
-		return tr(lang, "slow.down", b.cfg.UserJobsPerMinute, humanWait(wait))
+		return tr(lang, "slow.down", b.cfg.UserJobsPerMinute, chatcore.HumanWait(wait))
 	}
 	_, refusal, _ := c.budgetGate(lang)
 	return refusal

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"github.com/odekrun/odek/bot/chatcore"
 	"slices"
 	"strconv"
 	"sync"
@@ -48,7 +49,7 @@ type chatSnap struct {
 	NextArt int       `json:"next_artifact,omitempty"`
 	// History is the usage of earlier days (added after version 1 files
 	// were written; absent = none).
-	History []dayTotal `json:"history,omitempty"`
+	History []chatcore.DayTotal `json:"history,omitempty"`
 	// Model is the model chosen with /model (absent = the default).
 	Model string `json:"model,omitempty"`
 	// Held are the messages waiting behind the chat's unfinished jobs
@@ -143,9 +144,9 @@ func (b *Bot) restore(data []byte) error {
 		}
 		c := b.newChat(id)
 		c.chatState = chatState{queue: cs.Queue, session: cs.Session, nextArt: cs.NextArt, hist: cs.History, model: cs.Model,
-			use: usage{day: cs.Day, tokens: cs.Tokens, prompt: cs.Prompt, cached: cs.Cached, costUSD: cs.CostUSD, jobs: cs.Jobs, warned: cs.Warned}}
+			use: chatcore.Usage{Day: cs.Day, Tokens: cs.Tokens, Prompt: cs.Prompt, Cached: cs.Cached, CostUSD: cs.CostUSD, Jobs: cs.Jobs, Warned: cs.Warned}}
 		if g := cs.Context; g != nil {
-			c.gauge = gauge{session: g.Session, model: g.Model, tokens: g.Tokens, at: g.At, compactedAt: g.CompactedAt, before: g.Before, after: g.After}
+			c.gauge = chatcore.Gauge{Session: g.Session, Model: g.Model, Tokens: g.Tokens, At: g.At, CompactedAt: g.CompactedAt, Before: g.Before, After: g.After}
 		}
 		for _, a := range cs.Arts {
 			c.arts = append(c.arts, chatArtifact{id: a.ID, meta: a.Meta})
@@ -157,7 +158,7 @@ func (b *Bot) restore(data []byte) error {
 	}
 	for id, j := range s.Jobs {
 		js := &jobState{id: id, chatID: j.Chat, userID: j.User, userName: j.UserName, statusMsg: j.StatusMsg, startedAt: j.StartedAt, reserved: j.Reserved, session: j.Session}
-		js.st.started = !j.StartedAt.IsZero()
+		js.st.Started = !j.StartedAt.IsZero()
 		c := chats[j.Chat]
 		if c == nil {
 			c = b.newChat(j.Chat)

@@ -1,4 +1,4 @@
-package bot
+package chatcore
 
 // The built-in texts beyond help and commands: status lines, approval
 // prompts, notices, limits and errors, in English and German (see texts).
@@ -222,8 +222,8 @@ var months = map[string][12]string{
 	"de": {"Januar", "Februar", "März", "April", "Mai", "Juni", "Juli", "August", "September", "Oktober", "November", "Dezember"},
 }
 
-// lookup finds a text key in lang, then in English.
-func lookup(lang, key string) (string, bool) {
+// Lookup finds a text key in lang, then in English.
+func Lookup(lang, key string) (string, bool) {
 	for _, l := range []string{lang, "en"} {
 		if f, ok := texts[l][key]; ok {
 			return f, true
