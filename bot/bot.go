@@ -8,9 +8,9 @@ import (
 	"errors"
 	"fmt"
 	"github.com/odekrun/odek/bot/chatcore"
+	"github.com/odekrun/odek/bot/tgformat"
 	"os"
 	"path/filepath"
-	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -466,42 +466,54 @@ func (c *chat) handleMessage(ctx context.Context, updateID int, m *tgbotapi.Mess
 		text = m.Caption
 	}
 	group := isGroup(m)
+	// The core routes the message (chatcore.RouteOf); the shell parsed it
+	// out of the update and does what the route says.
+	in := chatcore.Incoming{Group: group, Unsupported: unsupportedKind(m)}
+	_, _, _, _, _, in.Voice = voiceFile(m)
+	_, _, _, _, _, in.File = attachment(m)
 	if m.IsCommand() {
+		in.Command = m.Command()
+		at := m.CommandWithAt()
+		in.OtherBot = strings.Contains(at, "@") && !strings.EqualFold(at[strings.Index(at, "@")+1:], b.tg.Self().UserName)
 		c.flushBatch(ctx, userID) // what was sent before the command runs first
-		if at := m.CommandWithAt(); strings.Contains(at, "@") && !strings.EqualFold(at[strings.Index(at, "@")+1:], b.tg.Self().UserName) {
-			return // addressed to another bot in a group
-		}
-		if group && slices.Contains(b.cfg.AdminCommands, strings.ToLower(m.Command())) && !b.isAdmin(ctx, chatID, userID) {
-			c.replyTo(ctx, m.MessageID, tr(lang, "admins.only", m.Command()))
-			return
-		}
-		if m.Command() == "retry" {
-			c.retry(ctx, updateID, userID, userName, m.MessageID, group)
-			return
-		}
-		c.command(ctx, userID, m.Command(), strings.TrimSpace(m.CommandArguments()))
-		return
-	}
-	if group {
-		if !b.addressed(m, text) {
-			return // group chatter not meant for the bot
-		}
+	} else if group {
+		in.Addressed = b.addressed(m, text)
 		text = stripMention(text, b.tg.Self().UserName)
+	}
+	in.Text = text
+	route := chatcore.RouteOf(in, b.policy())
+	if route == chatcore.RouteNeedAdmin {
+		in.AdminChecked, in.CallerAdmin = true, b.isAdmin(ctx, chatID, userID)
+		route = chatcore.RouteOf(in, b.policy())
 	}
 	replyTo := 0
 	if group {
 		replyTo = m.MessageID
 	}
-	if kind := unsupportedKind(m); kind != "" {
-		k := tr(lang, "kind."+kind)
+	switch route {
+	case chatcore.RouteIgnore:
+		return // another bot's command, or group chatter not meant for the bot
+	case chatcore.RouteAdminsOnly:
+		c.replyTo(ctx, m.MessageID, tr(lang, "admins.only", m.Command()))
+		return
+	case chatcore.RouteRetry:
+		c.retry(ctx, updateID, userID, userName, m.MessageID, group)
+		return
+	case chatcore.RouteCommand:
+		c.command(ctx, userID, m.Command(), strings.TrimSpace(m.CommandArguments()))
+		return
+	case chatcore.RouteUnsupported:
+		k := tr(lang, "kind."+in.Unsupported)
 		if lang == "de" {
 			k = strings.ToUpper(k[:1]) + k[1:]
 		}
 		c.replyTo(ctx, replyTo, tr(lang, "unsupported", k))
 		return
+	case chatcore.RouteTextOnly:
+		c.replyTo(ctx, replyTo, tr(lang, "text.only"))
+		return
 	}
-	_, _, _, _, _, isVoice := voiceFile(m)
-	_, _, _, _, _, isFile := attachment(m)
+	isVoice, isFile := in.Voice, in.File
 	if isVoice || isFile {
 		// Limits first: a chat over its budget or rate gets no file fetched.
 		if msg := c.admitFile(userID, lang); msg != "" {
@@ -548,7 +560,7 @@ func (c *chat) handleMessage(ctx context.Context, updateID int, m *tgbotapi.Mess
 			r.images = append(r.images, up.rel)
 		}
 	}
-	c.submit(ctx, r, m.MediaGroupID, TextLen(text) >= splitPasteLen)
+	c.submit(ctx, r, m.MediaGroupID, tgformat.TextLen(text) >= splitPasteLen)
 }
 
 // goal is the job's goal: the text, then a line per file that arrived.
@@ -709,27 +721,22 @@ func (c *chat) sessionFor(userID int64) string {
 	return fmt.Sprintf("telegram:%d:u%d", c.id, userID)
 }
 
-// budgetGate applies the chat's daily budget to a new job (or a file that
-// would become one): the job's cap (0 = none), or, when the day's budget
-// is spent, the refusal for the user. hold reports that what is left is
-// reserved by the chat's unfinished jobs: the request waits in the chat
-// (hold) until they end. It runs in the chat's actor.
-func (c *chat) budgetGate(lang string) (allowance int64, refusal string, hold bool) {
-	b := c.b
-	now := b.cfg.Now()
+// policy is the operator's limits as the chat core takes them.
+func (b *Bot) policy() chatcore.Policy {
+	return chatcore.Policy{DailyTokenBudget: b.cfg.DailyTokenBudget, JobMaxTokens: b.cfg.JobBudget.MaxTotalTokens,
+		AgentTimeout: b.cfg.AgentTimeout, AdminCommands: b.cfg.AdminCommands}
+}
+
+// budgetGate asks the core (chatcore.Admit) what the chat's daily budget
+// says about a new job (or a file that would become one), given what the
+// chat's unfinished jobs reserve. It runs in the chat's actor.
+func (c *chat) budgetGate(lang string) chatcore.Admission {
 	c.roll()
 	var reserved int64
 	for _, js := range c.jobs {
 		reserved += js.reserved
 	}
-	allowance, verdict := chatcore.JobAllowance(b.cfg.DailyTokenBudget, c.use.Tokens, reserved)
-	switch verdict {
-	case chatcore.BudgetSpent:
-		return 0, tr(lang, "budget.spent", Thousands(b.cfg.DailyTokenBudget), chatcore.HumanWait(chatcore.UntilMidnightUTC(now))), false
-	case chatcore.BudgetHeld:
-		return 0, "", true
-	}
-	return allowance, "", false
+	return chatcore.Admit(c.b.policy(), c.use.Tokens, reserved, lang, c.b.cfg.Now())
 }
 
 // heldRequest is a message that waits in the chat, not yet a job, because
@@ -756,20 +763,20 @@ func (c *chat) startJob(ctx context.Context, r jobRequest) {
 		c.reply(ctx, tr(lang, "slow.down", b.cfg.UserJobsPerMinute, chatcore.HumanWait(wait)))
 		return
 	}
-	allowance, refusal, hold := c.budgetGate(lang)
-	if refusal != "" {
-		c.reply(ctx, refusal)
+	adm := c.budgetGate(lang)
+	if adm.Refusal != "" {
+		c.reply(ctx, adm.Refusal)
 		return
 	}
 	if ok, wait := b.users.take(userID, now); !ok {
 		c.reply(ctx, tr(lang, "slow.down", b.cfg.UserJobsPerMinute, chatcore.HumanWait(wait)))
 		return
 	}
-	if hold {
+	if adm.Verdict == chatcore.BudgetHeld {
 		c.hold(ctx, r, lang)
 		return
 	}
-	c.enqueue(ctx, r, allowance, lang, 0)
+	c.enqueue(ctx, r, adm, lang, 0)
 }
 
 // hold keeps r in the chat until its unfinished jobs end and shows it as
@@ -801,12 +808,12 @@ func (c *chat) hold(ctx context.Context, r jobRequest, lang string) {
 func (c *chat) startHeld(ctx context.Context) {
 	for len(c.held) > 0 {
 		h := c.held[0]
-		allowance, refusal, hold := c.budgetGate(h.lang)
-		if hold {
+		adm := c.budgetGate(h.lang)
+		if adm.Verdict == chatcore.BudgetHeld {
 			return
 		}
 		c.held = c.held[1:]
-		if refusal != "" {
+		if refusal := adm.Refusal; refusal != "" {
 			if h.statusMsg != 0 {
 				c.b.tg.Remove(ctx, c.id, h.statusMsg)
 				c.ledgerDel(ctx, h.statusMsg)
@@ -814,7 +821,7 @@ func (c *chat) startHeld(ctx context.Context) {
 			c.replyTo(ctx, h.req.replyTo, refusal)
 			continue
 		}
-		c.enqueue(ctx, h.req, allowance, h.lang, h.statusMsg)
+		c.enqueue(ctx, h.req, adm, h.lang, h.statusMsg)
 	}
 }
 
@@ -835,10 +842,10 @@ func (c *chat) dropHeld(keep func(heldRequest) bool) []int {
 	return msgs
 }
 
-// enqueue makes r a job with cap allowance (0 = none) and posts its status
-// message, or reuses statusMsg, the one it showed while held. It runs in
-// the chat's actor.
-func (c *chat) enqueue(ctx context.Context, r jobRequest, allowance int64, lang string, statusMsg int) {
+// enqueue makes r a job with the cap and reservation adm gives and posts
+// its status message, or reuses statusMsg, the one it showed while held.
+// It runs in the chat's actor.
+func (c *chat) enqueue(ctx context.Context, r jobRequest, adm chatcore.Admission, lang string, statusMsg int) {
 	b := c.b
 	updateID, chatID, userID, userName, edited := r.updateID, r.chatID, r.userID, r.userName, r.edited
 	now := b.cfg.Now()
@@ -847,14 +854,7 @@ func (c *chat) enqueue(ctx context.Context, r jobRequest, allowance int64, lang 
 	goal := r.goal()
 	job := queue.Job{ChatID: chatID, UserID: userID, Goal: goal, SessionID: session, Budget: b.jobBudget(),
 		IdempotencyKey: fmt.Sprintf("telegram:%d:%d", b.tg.Self().ID, updateID), Model: c.jobModel()}
-	if allowance > 0 && (job.Budget.MaxTotalTokens == 0 || int64(job.Budget.MaxTotalTokens) > allowance) {
-		job.Budget.MaxTotalTokens = int(allowance)
-	}
-	if allowance > 0 {
-		// A job reserves what it may spend, its own cap when the operator's
-		// per-job cap is the lower: the rest stays for the chat's next job.
-		allowance = int64(job.Budget.MaxTotalTokens)
-	}
+	job.Budget.MaxTotalTokens = adm.Cap
 	if len(r.images) > 0 {
 		job.Images, job.Vision = r.images, b.cfg.Vision
 		if job.Vision == "" {
@@ -896,7 +896,7 @@ func (c *chat) enqueue(ctx context.Context, r jobRequest, allowance int64, lang 
 	}
 	c.last[userID] = r
 	js := &jobState{id: stored.ID, chatID: chatID, userID: userID, userName: userName, replyTo: r.replyTo, uploads: r.uploads, srcMsg: r.srcMsg, lang: lang,
-		reserved: allowance, session: session}
+		reserved: adm.Reserve, session: session}
 	c.roll()
 	position := len(c.queue)
 	c.queue = append(c.queue, stored.ID)
@@ -973,7 +973,7 @@ func (b *Bot) helpText(userID int64) string {
 	lang := b.lang(userID)
 	var lim []string
 	if b.cfg.DailyTokenBudget > 0 {
-		lim = append(lim, tr(lang, "lim.budget", Thousands(b.cfg.DailyTokenBudget)))
+		lim = append(lim, tr(lang, "lim.budget", tgformat.Thousands(b.cfg.DailyTokenBudget)))
 	}
 	if b.cfg.UserJobsPerMinute > 0 {
 		lim = append(lim, tr(lang, "lim.rate", b.cfg.UserJobsPerMinute))
@@ -984,9 +984,9 @@ func (b *Bot) helpText(userID int64) string {
 
 func (c *chat) usageLine(lang string) string {
 	b := c.b
-	s := tr(lang, "use.today", Thousands(c.use.Tokens))
+	s := tr(lang, "use.today", tgformat.Thousands(c.use.Tokens))
 	if b.cfg.DailyTokenBudget > 0 {
-		s += tr(lang, "use.of", Thousands(b.cfg.DailyTokenBudget), c.use.Tokens*100/b.cfg.DailyTokenBudget)
+		s += tr(lang, "use.of", tgformat.Thousands(b.cfg.DailyTokenBudget), c.use.Tokens*100/b.cfg.DailyTokenBudget)
 	}
 	if c.use.CostUSD > 0 {
 		s += fmt.Sprintf(", $%.4f", c.use.CostUSD)
@@ -1119,7 +1119,7 @@ func (c *chat) sendArtifactFile(ctx context.Context, lang, id string, meta queue
 		b.log.WithError(err).WithFields(logrus.Fields{"chat_id": chatID, "artifact": id}).Warn("bot: artifact failed validation")
 		switch {
 		case errors.Is(err, artifacts.ErrTooLarge):
-			return tr(lang, "art.large", HumanBytes(limit))
+			return tr(lang, "art.large", tgformat.HumanBytes(limit))
 		case errors.Is(err, errArtifactUnread):
 			return tr(lang, "art.unread")
 		}

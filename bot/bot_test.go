@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/odekrun/odek/bot/tgformat"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -379,8 +380,8 @@ func TestLongAnswerSplitAtParagraphsAndCodeBlocks(t *testing.T) {
 	}
 	for i, c := range sent {
 		text := c.Params.Get("text")
-		if TextLen(text) > MaxMessageLen || strings.Count(text, "<pre>") != strings.Count(text, "</pre>") {
-			t.Errorf("message %d: %d units, %d pre, %d /pre", i, TextLen(text), strings.Count(text, "<pre>"), strings.Count(text, "</pre>"))
+		if tgformat.TextLen(text) > tgformat.MaxMessageLen || strings.Count(text, "<pre>") != strings.Count(text, "</pre>") {
+			t.Errorf("message %d: %d units, %d pre, %d /pre", i, tgformat.TextLen(text), strings.Count(text, "<pre>"), strings.Count(text, "</pre>"))
 		}
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"github.com/odekrun/odek/bot/chatcore"
+	"github.com/odekrun/odek/bot/tgformat"
 )
 
 // Compactor folds the oldest turns of a chat's conversation into its
@@ -67,7 +68,7 @@ func (c *chat) compact(ctx context.Context, userID int64) {
 		c.reply(ctx, tr(lang, "compact.busy"))
 		return
 	}
-	if _, refusal, _ := c.budgetGate(lang); refusal != "" {
+	if refusal := c.budgetGate(lang).Refusal; refusal != "" {
 		c.reply(ctx, refusal)
 		return
 	}
@@ -96,6 +97,6 @@ func (c *chat) compact(ctx context.Context, userID int64) {
 	g.Tokens, g.At = int64(res.AfterTokens), now
 	g.CompactedAt, g.Before, g.After = now, int64(res.BeforeTokens), int64(res.AfterTokens)
 	c.gauge = g
-	c.reply(ctx, tr(lang, "compact.done", res.Folded, Thousands(int64(res.BeforeTokens)), Thousands(int64(res.AfterTokens)),
-		Thousands(int64(res.SideInputTokens+res.SideOutput))))
+	c.reply(ctx, tr(lang, "compact.done", res.Folded, tgformat.Thousands(int64(res.BeforeTokens)), tgformat.Thousands(int64(res.AfterTokens)),
+		tgformat.Thousands(int64(res.SideInputTokens+res.SideOutput))))
 }

@@ -10,7 +10,6 @@ import (
 	"golang.org/x/time/rate"
 
 	"github.com/odekrun/odek/bot/tgclient"
-	"github.com/odekrun/odek/queue"
 )
 
 func TestBucket(t *testing.T) {
@@ -56,25 +55,6 @@ func TestParseIDs(t *testing.T) {
 	}
 	if _, err := ParseIDs("12,@bob"); !errors.Is(err, ErrConfig) || !strings.Contains(err.Error(), "@bob") {
 		t.Errorf("bad id: %v", err)
-	}
-}
-
-func TestResultText(t *testing.T) {
-	tests := []struct {
-		res      queue.Result
-		timedOut bool
-		want     string
-	}{
-		{queue.Result{Status: queue.StatusCanceled}, false, "⏹ Stopped."},
-		{queue.Result{Status: queue.StatusCanceled}, true, "⏱ Stopped: the job ran longer than the limit of 15 min."},
-		{queue.Result{Status: queue.StatusFailed, Error: "llm_error\nretries exhausted"}, false, "❌ The job failed: llm_error retries exhausted."},
-		{queue.Result{Status: queue.StatusDeadLettered, JobID: "abc", Attempt: 3}, false, "❌ The job was abandoned by its worker 3 times and was dropped. An operator can retry it with: odek queue retry abc"},
-		{queue.Result{Status: queue.StatusSucceeded}, false, ""},
-	}
-	for _, tt := range tests {
-		if got := resultText(tt.res, tt.timedOut, 15*time.Minute); got != tt.want {
-			t.Errorf("resultText(%+v) = %q, want %q", tt.res, got, tt.want)
-		}
 	}
 }
 

@@ -11,8 +11,6 @@ import (
 	"net"
 	"net/http"
 	"net/url"
-	"slices"
-	"strings"
 	"sync"
 	"time"
 
@@ -21,6 +19,7 @@ import (
 	"github.com/sirupsen/logrus"
 
 	"github.com/odekrun/odek/bot/tgclient"
+	"github.com/odekrun/odek/bot/tgformat"
 	"github.com/odekrun/odek/queue"
 )
 
@@ -113,37 +112,6 @@ func (b *Bot) resultsLoop(ctx context.Context) error {
 	return nil
 }
 
-// resultText is the text of a reply to a result that did not succeed.
-// Pure.
-func resultText(res queue.Result, timedOut bool, timeout time.Duration) string {
-	return resultTextIn("en", res, timedOut, timeout)
-}
-
-// dayCapExhausted is in the error of a job stopped by its total-token cap
-// (agent.BudgetExceededError for budget.LimitTotalTokens), the cap the bot
-// sets from the chat's daily budget.
-const dayCapExhausted = "budget: total_tokens limit exhausted"
-
-// resultTextIn is resultText in lang.
-func resultTextIn(lang string, res queue.Result, timedOut bool, timeout time.Duration) string {
-	switch res.Status {
-	case queue.StatusCanceled:
-		if timedOut {
-			return tr(lang, "timed.out", chatcore.HumanWait(timeout))
-		}
-		return tr(lang, "stopped")
-	case queue.StatusDeadLettered:
-		return tr(lang, "dead", res.Attempt, res.JobID)
-	case queue.StatusFailed:
-		msg := tr(lang, "failed")
-		if e := oneLine(res.Error, 300); e != "" {
-			msg += ": " + e
-		}
-		return msg + "."
-	}
-	return ""
-}
-
 // deliver sends one result to its chat and acknowledges it. It runs in the
 // chat's actor.
 func (c *chat) deliver(ctx context.Context, d queue.Delivery) {
@@ -161,33 +129,21 @@ func (c *chat) deliver(ctx context.Context, d queue.Delivery) {
 			break
 		}
 	}
-	// Usage and artifact ids are worked out here but recorded only once
-	// the result is settled (see commit below): a result left for
-	// redelivery must not count twice.
-	tokens := res.Usage.PromptTokens + res.Usage.CompletionTokens
-	use := c.use
-	use.Tokens += tokens
-	warn := chatcore.ShouldWarn(use, b.cfg.DailyTokenBudget)
-	var arts []Artifact
-	var chatArts []chatArtifact
-	nextArt := c.nextArt
-	for _, m := range res.Artifacts {
-		if js != nil && slices.Contains(js.uploads, strings.TrimPrefix(m.Path, "/")) {
-			continue // the user's own file, new to the worker: not an answer
-		}
-		nextArt++
-		id := fmt.Sprintf("a%d", nextArt)
-		chatArts = append(chatArts, chatArtifact{id: id, meta: m})
-		arts = append(arts, Artifact{ID: id, Name: m.Name, MediaType: m.MIME, Bytes: m.Bytes, SHA256: m.SHA256})
-	}
+	// The core plans the reply and the books (usage, artifact ids); they
+	// are recorded only once the result is settled (see below): a result
+	// left for redelivery must not count twice.
 	var statusMsg, replyTo, srcMsg int
-	timedOut, superseded := false, false
-	lang := "en"
+	f := chatcore.Finished{Lang: "en"}
 	if js != nil {
-		statusMsg, timedOut, replyTo, srcMsg, superseded = js.statusMsg, js.timedOut, js.replyTo, js.srcMsg, js.superseded
-		lang = b.lang(js.userID)
+		statusMsg, replyTo, srcMsg = js.statusMsg, js.replyTo, js.srcMsg
+		f = chatcore.Finished{Lang: b.lang(js.userID), TimedOut: js.timedOut, Superseded: js.superseded, Uploads: js.uploads}
 	}
-	used := use.Tokens
+	plan := chatcore.PlanResult(b.policy(), res, f, c.use, c.nextArt, now)
+	lang := f.Lang
+	var arts []tgformat.Artifact
+	for _, a := range plan.Artifacts {
+		arts = append(arts, tgformat.Artifact{ID: a.ID, Name: a.Meta.Name, MediaType: a.Meta.MIME, Bytes: a.Meta.Bytes, SHA256: a.Meta.SHA256})
+	}
 
 	if statusMsg != 0 {
 		if kind, err := b.tg.Remove(ctx, chatID, statusMsg); kind != tgOK && kind != tgCanceled {
@@ -198,21 +154,10 @@ func (c *chat) deliver(ctx context.Context, d queue.Delivery) {
 	c.closeApprovals(ctx, res.JobID, "ap.c.ended")
 	// One message per job: the notice, the answer, its artifact lines and
 	// the usage footer go out together.
-	footer := Footer(res.Usage.PromptTokens, res.Usage.CompletionTokens, res.Usage.CostUSD, time.Duration(res.DurationMS)*time.Millisecond)
-	reply := Reply{Answer: res.Answer, Artifacts: arts, Footer: footer}
-	if res.Status == queue.StatusSucceeded {
-		if strings.TrimSpace(res.Answer) == "" {
-			reply.Answer = tr(lang, "no.answer")
-		}
-	} else {
-		reply.Head = resultTextIn(lang, res, timedOut, b.cfg.AgentTimeout)
-		if res.Status == queue.StatusFailed && b.cfg.DailyTokenBudget > 0 && strings.Contains(res.Error, dayCapExhausted) {
-			// The job reached its cap: what was left of the chat's day.
-			reply.Head = tr(lang, "budget.stopped", Thousands(b.cfg.DailyTokenBudget), chatcore.HumanWait(chatcore.UntilMidnightUTC(now)))
-		}
-	}
-	chunks := FormatReply(reply, MaxMessageLen)
-	if superseded {
+	footer := tgformat.Footer(res.Usage.PromptTokens, res.Usage.CompletionTokens, res.Usage.CostUSD, time.Duration(res.DurationMS)*time.Millisecond)
+	reply := tgformat.Reply{Head: plan.Head, Answer: plan.Answer, Artifacts: arts, Footer: footer}
+	chunks := tgformat.FormatReply(reply, tgformat.MaxMessageLen)
+	if !plan.Show {
 		chunks = nil // the user edited the message: the edited text's job answers
 	}
 	ack := true
@@ -244,9 +189,7 @@ func (c *chat) deliver(ctx context.Context, d queue.Delivery) {
 	}
 	if ack {
 		c.roll()
-		c.use.Tokens += tokens
-		c.use.Prompt += res.Usage.PromptTokens
-		c.use.Cached += res.Usage.CachedTokens
+		c.use = plan.Use
 		if js != nil && js.session != "" {
 			// The events the last tick did not read (a bounded number of
 			// pages: the gauge wants the latest ones).
@@ -257,20 +200,20 @@ func (c *chat) deliver(ctx context.Context, d queue.Delivery) {
 			}
 			c.gauge = c.gauge.Record(js.session, js.st.CI, now)
 		}
-		c.use.CostUSD += res.Usage.CostUSD
-		c.use.Jobs++
-		c.use.Warned = c.use.Warned || warn
-		c.nextArt = max(c.nextArt, nextArt)
+		c.nextArt = max(c.nextArt, plan.NextArt)
 		c.rememberAnswer(srcMsg, sentIDs)
-		c.arts = append(c.arts, chatArts...)
+		for _, a := range plan.Artifacts {
+			c.arts = append(c.arts, chatArtifact{id: a.ID, meta: a.Meta})
+		}
 		if over := len(c.arts) - maxChatArtifacts; over > 0 {
 			c.arts = append([]chatArtifact(nil), c.arts[over:]...)
 		}
 	}
-	if ack && !superseded && b.cfg.ArtifactDir != "" && b.cfg.SendArtifacts > 0 {
+	if ack && plan.Show && b.cfg.ArtifactDir != "" && b.cfg.SendArtifacts > 0 {
 		// Files out: the first artifacts go into the chat with the answer.
 		sent := 0
-		for _, a := range chatArts {
+		for _, pa := range plan.Artifacts {
+			a := chatArtifact{id: pa.ID, meta: pa.Meta}
 			if sent >= b.cfg.SendArtifacts {
 				break
 			}
@@ -284,8 +227,8 @@ func (c *chat) deliver(ctx context.Context, d queue.Delivery) {
 			sent++
 		}
 	}
-	if warn && ack {
-		c.reply(ctx, tr(lang, "budget.warn", used*100/b.cfg.DailyTokenBudget, Thousands(b.cfg.DailyTokenBudget), chatcore.HumanWait(chatcore.UntilMidnightUTC(now))))
+	if plan.Warn != "" && ack {
+		c.reply(ctx, plan.Warn)
 	}
 	if ack {
 		actx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"github.com/odekrun/odek/bot/chatcore"
+	"github.com/odekrun/odek/bot/tgformat"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -166,7 +167,7 @@ func (u upload) goalLine() string {
 		media = "unknown type"
 	}
 	return fmt.Sprintf("[Attachment: the user sent the %s %q (%s, %s). It is saved as %s in your working directory.]",
-		u.kind, u.name, media, HumanBytes(u.bytes), u.rel)
+		u.kind, u.name, media, tgformat.HumanBytes(u.bytes), u.rel)
 }
 
 // attachment returns the file of a document or photo message.
@@ -219,8 +220,7 @@ func (c *chat) admitFile(userID int64, lang string) string {
 	if ok, wait := b.users.allows(userID, b.cfg.Now()); !ok {
 		return tr(lang, "slow.down", b.cfg.UserJobsPerMinute, chatcore.HumanWait(wait))
 	}
-	_, refusal, _ := c.budgetGate(lang)
-	return refusal
+	return c.budgetGate(lang).Refusal
 }
 
 // saveUpload downloads a user's file into <ArtifactDir>/<chat id>/uploads
@@ -233,7 +233,7 @@ func (c *chat) admitFile(userID int64, lang string) string {
 func (b *Bot) saveUpload(ctx context.Context, chatID int64, lang string, m *tgbotapi.Message) (*upload, string) {
 	fileID, kind, name, mime, size, _ := attachment(m)
 	limit := b.cfg.MaxDownloadBytes
-	tooBig := tr(lang, "file.large", HumanBytes(limit))
+	tooBig := tr(lang, "file.large", tgformat.HumanBytes(limit))
 	if b.cfg.ArtifactDir == "" {
 		return nil, tr(lang, "file.off")
 	}
@@ -260,7 +260,7 @@ func (b *Bot) saveUpload(ctx context.Context, chatID int64, lang string, m *tgbo
 			return nil, tr(lang, "file.save")
 		}
 		free := max(quota-used, 0)
-		overQuota = tr(lang, "file.quota", HumanBytes(used), HumanBytes(quota), HumanBytes(free))
+		overQuota = tr(lang, "file.quota", tgformat.HumanBytes(used), tgformat.HumanBytes(quota), tgformat.HumanBytes(free))
 		if size > free || free == 0 {
 			b.log.WithFields(logrus.Fields{"chat_id": chatID, "used": used, "quota": quota, "size": size}).Info("bot: refused an upload over the chat's storage quota")
 			return nil, overQuota

@@ -3,6 +3,7 @@ package bot
 import (
 	"context"
 	"errors"
+	"github.com/odekrun/odek/bot/tgformat"
 	"hash/fnv"
 	"strings"
 	"time"
@@ -69,7 +70,7 @@ func (c *chat) stream(ctx context.Context, js *jobState, status string, now time
 			return status
 		}
 	}
-	room := MaxMessageLen - TextLen(status) - 2
+	room := tgformat.MaxMessageLen - tgformat.TextLen(status) - 2
 	if room < 100 {
 		return status
 	}

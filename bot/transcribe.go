@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/odekrun/odek/bot/tgformat"
 
 	tgbotapi "github.com/go-telegram-bot-api/telegram-bot-api/v5"
 )
@@ -62,7 +63,7 @@ func (c *chat) transcribe(ctx context.Context, lang string, m *tgbotapi.Message,
 	}
 	limit := min(b.cfg.MaxDownloadBytes, MaxTranscribeBytes)
 	if size > limit {
-		c.replyTo(ctx, replyTo, tr(lang, "voice.large", HumanBytes(limit)))
+		c.replyTo(ctx, replyTo, tr(lang, "voice.large", tgformat.HumanBytes(limit)))
 		return ""
 	}
 	b.tg.Call(ctx, tgbotapi.NewChatAction(c.id, tgbotapi.ChatTyping), false)

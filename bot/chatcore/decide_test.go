@@ -212,3 +212,22 @@ func TestMCPProgressInTheStatus(t *testing.T) {
 	}
 
 }
+
+func TestResultText(t *testing.T) {
+	tests := []struct {
+		res      queue.Result
+		timedOut bool
+		want     string
+	}{
+		{queue.Result{Status: queue.StatusCanceled}, false, "⏹ Stopped."},
+		{queue.Result{Status: queue.StatusCanceled}, true, "⏱ Stopped: the job ran longer than the limit of 15 min."},
+		{queue.Result{Status: queue.StatusFailed, Error: "llm_error\nretries exhausted"}, false, "❌ The job failed: llm_error retries exhausted."},
+		{queue.Result{Status: queue.StatusDeadLettered, JobID: "abc", Attempt: 3}, false, "❌ The job was abandoned by its worker 3 times and was dropped. An operator can retry it with: odek queue retry abc"},
+		{queue.Result{Status: queue.StatusSucceeded}, false, ""},
+	}
+	for _, tt := range tests {
+		if got := ResultText("en", tt.res, tt.timedOut, 15*time.Minute); got != tt.want {
+			t.Errorf("ResultText(%+v) = %q, want %q", tt.res, got, tt.want)
+		}
+	}
+}
