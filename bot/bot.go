@@ -61,6 +61,7 @@ const typingEvery = 4500 * time.Millisecond
 type Bot struct {
 	metrics  botMetrics
 	cfg      Config
+	policy   chatcore.Policy // cfg's limits as the chat core takes them
 	q        Queue
 	aq       ApprovalQueue // nil when the queue carries no approvals
 	access   Access
@@ -89,7 +90,7 @@ type chatState struct {
 	queue []string // unfinished jobs this bot enqueued, in order
 	// held are messages waiting behind the unfinished jobs, which reserve
 	// what is left of the day's budget (heldRequest), oldest first.
-	held    []heldRequest
+	held    heldQueue
 	session string // "" = the chat's default session
 	// userSessions are the members' sessions chosen with /new in a group
 	// with per-user sessions (not kept in the state file).
@@ -188,6 +189,8 @@ func New(cfg Config, q Queue) (*Bot, error) {
 		cfg: cfg, q: q, access: NewAccess(cfg.AllowedUsers, cfg.AllowedChats, cfg.AllowAll), log: cfg.Logger,
 		consumer: cfg.Consumer, users: newUserRates(cfg.UserJobsPerMinute),
 	}
+	b.policy = chatcore.Policy{DailyTokenBudget: cfg.DailyTokenBudget, JobMaxTokens: cfg.JobBudget.MaxTotalTokens,
+		AgentTimeout: cfg.AgentTimeout, AdminCommands: cfg.AdminCommands}
 	b.serial = newSerializer(b.newChat)
 	b.serial.publish = b.publish
 	if aq, ok := q.(ApprovalQueue); ok {
@@ -481,10 +484,10 @@ func (c *chat) handleMessage(ctx context.Context, updateID int, m *tgbotapi.Mess
 		text = stripMention(text, b.tg.Self().UserName)
 	}
 	in.Text = text
-	route := chatcore.RouteOf(in, b.policy())
+	route := chatcore.RouteOf(in, b.policy)
 	if route == chatcore.RouteNeedAdmin {
 		in.AdminChecked, in.CallerAdmin = true, b.isAdmin(ctx, chatID, userID)
-		route = chatcore.RouteOf(in, b.policy())
+		route = chatcore.RouteOf(in, b.policy)
 	}
 	replyTo := 0
 	if group {
@@ -516,8 +519,15 @@ func (c *chat) handleMessage(ctx context.Context, updateID int, m *tgbotapi.Mess
 	isVoice, isFile := in.Voice, in.File
 	if isVoice || isFile {
 		// Limits first: a chat over its budget or rate gets no file fetched.
-		if msg := c.admitFile(userID, lang); msg != "" {
-			c.replyTo(ctx, replyTo, msg)
+		// (the sender's rate is looked at, not taken: the job the file
+		// becomes takes it; a file that arrives while the unfinished jobs
+		// reserve the rest of the day is taken and its job held)
+		if ok, wait := b.users.allows(userID, b.cfg.Now()); !ok {
+			c.replyTo(ctx, replyTo, tr(lang, "slow.down", b.cfg.UserJobsPerMinute, chatcore.HumanWait(wait)))
+			return
+		}
+		if refusal := c.budgetGate(lang).Refusal; refusal != "" {
+			c.replyTo(ctx, replyTo, refusal)
 			return
 		}
 	}
@@ -593,7 +603,7 @@ func (c *chat) supersede(ctx context.Context, msgID int) {
 			cancel = append(cancel, id)
 		}
 	}
-	for _, m := range c.dropHeld(func(h heldRequest) bool { return h.req.srcMsg != msgID }) {
+	for _, m := range c.held.drop(func(h heldRequest) bool { return h.req.srcMsg != msgID }) {
 		b.tg.Remove(ctx, c.id, m)
 		c.ledgerDel(ctx, m)
 	}
@@ -721,12 +731,6 @@ func (c *chat) sessionFor(userID int64) string {
 	return fmt.Sprintf("telegram:%d:u%d", c.id, userID)
 }
 
-// policy is the operator's limits as the chat core takes them.
-func (b *Bot) policy() chatcore.Policy {
-	return chatcore.Policy{DailyTokenBudget: b.cfg.DailyTokenBudget, JobMaxTokens: b.cfg.JobBudget.MaxTotalTokens,
-		AgentTimeout: b.cfg.AgentTimeout, AdminCommands: b.cfg.AdminCommands}
-}
-
 // budgetGate asks the core (chatcore.Admit) what the chat's daily budget
 // says about a new job (or a file that would become one), given what the
 // chat's unfinished jobs reserve. It runs in the chat's actor.
@@ -736,7 +740,7 @@ func (c *chat) budgetGate(lang string) chatcore.Admission {
 	for _, js := range c.jobs {
 		reserved += js.reserved
 	}
-	return chatcore.Admit(c.b.policy(), c.use.Tokens, reserved, lang, c.b.cfg.Now())
+	return chatcore.Admit(c.b.policy, c.use.Tokens, reserved, lang, c.b.cfg.Now())
 }
 
 // heldRequest is a message that waits in the chat, not yet a job, because
@@ -825,20 +829,23 @@ func (c *chat) startHeld(ctx context.Context) {
 	}
 }
 
-// dropHeld forgets the held requests keep does not keep and returns their
-// status messages.
-func (c *chat) dropHeld(keep func(heldRequest) bool) []int {
+// heldQueue is a chat's held requests, oldest first.
+type heldQueue []heldRequest
+
+// drop forgets the requests keep does not keep and returns their status
+// messages.
+func (q *heldQueue) drop(keep func(heldRequest) bool) []int {
 	var msgs []int
-	kept := c.held[:0]
-	for _, h := range c.held {
+	kept := (*q)[:0]
+	for _, h := range *q {
 		if keep(h) {
 			kept = append(kept, h)
 		} else if h.statusMsg != 0 {
 			msgs = append(msgs, h.statusMsg)
 		}
 	}
-	clear(c.held[len(kept):])
-	c.held = kept
+	clear((*q)[len(kept):])
+	*q = kept
 	return msgs
 }
 
@@ -905,7 +912,7 @@ func (c *chat) enqueue(ctx context.Context, r jobRequest, adm chatcore.Admission
 	if statusMsg != 0 {
 		// The held request's "Queued" message becomes the job's status.
 		js.statusMsg = statusMsg
-		c.ledgerPut(ctx, js)
+		c.ledgerPutMsg(ctx, js.statusMsg, js.id, js.lang)
 		return
 	}
 	if position == 0 && b.cfg.StatusDelay > 0 {
@@ -920,7 +927,7 @@ func (c *chat) enqueue(ctx context.Context, r jobRequest, adm chatcore.Admission
 		return
 	}
 	js.statusMsg = m.MessageID
-	c.ledgerPut(ctx, js)
+	c.ledgerPutMsg(ctx, js.statusMsg, js.id, js.lang)
 }
 
 // ---- commands ----
@@ -959,7 +966,8 @@ func (c *chat) command(ctx context.Context, userID int64, cmd, arg string) {
 	case "compact":
 		c.compact(ctx, userID)
 	case "usage":
-		c.reply(ctx, c.usageText(b.lang(userID)))
+		c.roll()
+		c.reply(ctx, chatcore.UsageText(b.lang(userID), c.use, c.hist, b.cfg.DailyTokenBudget, b.cfg.Now()))
 	case "artifact":
 		c.sendArtifact(ctx, b.lang(userID), arg)
 	case "model":
@@ -980,43 +988,6 @@ func (b *Bot) helpText(userID int64) string {
 	}
 	lim = append(lim, tr(lang, "lim.timeout", chatcore.HumanWait(b.cfg.AgentTimeout)))
 	return tr(lang, "help", strings.Join(lim, ", "), userID)
-}
-
-func (c *chat) usageLine(lang string) string {
-	b := c.b
-	s := tr(lang, "use.today", tgformat.Thousands(c.use.Tokens))
-	if b.cfg.DailyTokenBudget > 0 {
-		s += tr(lang, "use.of", tgformat.Thousands(b.cfg.DailyTokenBudget), c.use.Tokens*100/b.cfg.DailyTokenBudget)
-	}
-	if c.use.CostUSD > 0 {
-		s += fmt.Sprintf(", $%.4f", c.use.CostUSD)
-	}
-	s += chatcore.CachedLine(lang, c.use.Prompt, c.use.Cached)
-	return s + tr(lang, "use.jobs", c.use.Jobs)
-}
-
-func (c *chat) usageText(lang string) string {
-	c.roll()
-	now := c.b.cfg.Now()
-	text := c.usageLine(lang) + tr(lang, "use.resets", chatcore.HumanWait(chatcore.UntilMidnightUTC(now)))
-	week, month := c.use.Total(), c.use.Total()
-	weekStart, monthPrefix := chatcore.UTCDay(now.AddDate(0, 0, -6)), now.UTC().Format("2006-01")
-	for _, d := range c.hist {
-		if d.Day >= weekStart {
-			week = week.Add(d)
-		}
-		if strings.HasPrefix(d.Day, monthPrefix) {
-			month = month.Add(d)
-		}
-	}
-	text += "\n" + tr(lang, "use.week", week.LineIn(lang)) + "\n" + chatcore.MonthName(lang, int(now.UTC().Month())) + now.UTC().Format(" 2006") + ": " + month.LineIn(lang)
-	if n := len(c.hist); n > 0 {
-		text += "\n" + tr(lang, "use.earlier")
-		for i := n - 1; i >= max(0, n-7); i-- {
-			text += "\n" + c.hist[i].Day + ": " + c.hist[i].LineIn(lang)
-		}
-	}
-	return text
 }
 
 func (c *chat) statusText(lang string, userID int64) string {
@@ -1040,10 +1011,20 @@ func (c *chat) statusText(lang string, userID int64) string {
 	if m := c.jobModel(); m != "" {
 		lines = append(lines, tr(lang, "model.status", m))
 	}
-	if g := c.gaugeLine(lang, userID); g != "" {
-		lines = append(lines, g)
+	if g := c.gauge; g.Session == c.sessionFor(userID) {
+		window := 0
+		if f := c.b.cfg.ContextWindow; f != nil {
+			m := g.Model
+			if m == "" {
+				m = c.jobModel()
+			}
+			window = f(m)
+		}
+		if line := g.Text(lang, window, now); line != "" {
+			lines = append(lines, line)
+		}
 	}
-	lines = append(lines, c.usageLine(lang))
+	lines = append(lines, chatcore.UsageLine(lang, c.use, c.b.cfg.DailyTokenBudget))
 	return strings.Join(lines, "\n")
 }
 

@@ -134,7 +134,7 @@ func (c *chat) cancelAll(ctx context.Context) (int, []int) {
 			js.stopped = true
 		}
 	}
-	statusMsgs := c.dropHeld(func(heldRequest) bool { return false })
+	statusMsgs := c.held.drop(func(heldRequest) bool { return false })
 	n := len(statusMsgs)
 	for i := len(ids) - 1; i >= 0; i-- {
 		err := b.q.Cancel(ctx, ids[i])

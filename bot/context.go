@@ -35,24 +35,6 @@ type Compacted struct {
 	SideInputTokens, SideOutput int // the digest call's usage
 }
 
-// gaugeLine is the chat's context line for /status of userID's
-// conversation ("" when unknown).
-func (c *chat) gaugeLine(lang string, userID int64) string {
-	g := c.gauge
-	if g.Session != c.sessionFor(userID) {
-		return ""
-	}
-	window := 0
-	if f := c.b.cfg.ContextWindow; f != nil {
-		m := g.Model
-		if m == "" {
-			m = c.jobModel()
-		}
-		window = f(m)
-	}
-	return g.Text(lang, window, c.b.cfg.Now())
-}
-
 // compact runs /compact for userID's conversation. It runs in the chat's
 // actor, so the chat waits for the side call (as it would for Telegram).
 func (c *chat) compact(ctx context.Context, userID int64) {

@@ -138,7 +138,7 @@ func (c *chat) deliver(ctx context.Context, d queue.Delivery) {
 		statusMsg, replyTo, srcMsg = js.statusMsg, js.replyTo, js.srcMsg
 		f = chatcore.Finished{Lang: b.lang(js.userID), TimedOut: js.timedOut, Superseded: js.superseded, Uploads: js.uploads}
 	}
-	plan := chatcore.PlanResult(b.policy(), res, f, c.use, c.nextArt, now)
+	plan := chatcore.PlanResult(b.policy, res, f, c.use, c.nextArt, now)
 	lang := f.Lang
 	var arts []tgformat.Artifact
 	for _, a := range plan.Artifacts {
@@ -194,7 +194,7 @@ func (c *chat) deliver(ctx context.Context, d queue.Delivery) {
 			// The events the last tick did not read (a bounded number of
 			// pages: the gauge wants the latest ones).
 			for range 10 {
-				if n, ok := c.readProgress(ctx, js); !ok || n < progressPage {
+				if n, ok := js.readProgress(ctx, c.b); !ok || n < progressPage {
 					break
 				}
 			}
@@ -286,7 +286,7 @@ func (c *chat) progress(ctx context.Context) {
 	}
 	if len(c.queue) > 0 {
 		if js := c.jobs[c.queue[0]]; js != nil {
-			if _, ok := c.readProgress(ctx, js); ok && js.st.Started && js.startedAt.IsZero() {
+			if _, ok := js.readProgress(ctx, c.b); ok && js.st.Started && js.startedAt.IsZero() {
 				js.startedAt = b.cfg.Now()
 			}
 		}
@@ -300,11 +300,11 @@ const progressPage = 200
 // readProgress folds the job's progress entries since the last read (at
 // most progressPage) into its status. It reports how many it read and
 // whether the read worked.
-func (c *chat) readProgress(ctx context.Context, js *jobState) (int, bool) {
-	entries, err := c.b.q.ReadProgress(ctx, js.id, js.after, progressPage, 0)
+func (js *jobState) readProgress(ctx context.Context, b *Bot) (int, bool) {
+	entries, err := b.q.ReadProgress(ctx, js.id, js.after, progressPage, 0)
 	if err != nil {
 		if ctx.Err() == nil {
-			c.b.log.WithError(err).WithField("job_id", js.id).Debug("bot: reading progress failed")
+			b.log.WithError(err).WithField("job_id", js.id).Debug("bot: reading progress failed")
 		}
 		return 0, false
 	}
@@ -346,7 +346,7 @@ func (c *chat) refreshStatus(ctx context.Context) {
 			m, kind, err := b.tg.SendPlainReply(ctx, chatID, js.replyTo, js.lastText, nil)
 			if c.checkSend(ctx, kind, err) && kind == tgOK {
 				js.statusMsg = m.MessageID
-				c.ledgerPut(ctx, js)
+				c.ledgerPutMsg(ctx, js.statusMsg, js.id, js.lang)
 			}
 			break
 		}

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/odekrun/odek/bot/chatcore"
 	"github.com/odekrun/odek/bot/tgformat"
 	"os"
 	"path/filepath"
@@ -207,20 +206,6 @@ func safeFileName(name string) string {
 		return "file"
 	}
 	return name
-}
-
-// admitFile decides, before any byte of a user's file (document, photo,
-// voice or audio) is fetched, whether the chat may take one now: the
-// sender's job rate has room (looked at, not taken: the job the file
-// becomes takes it) and the chat's daily budget is not spent (a file that
-// arrives while the unfinished jobs reserve the rest is taken and its job
-// held). It returns the refusal for the user, or "". It runs in the chat's actor.
-func (c *chat) admitFile(userID int64, lang string) string {
-	b := c.b
-	if ok, wait := b.users.allows(userID, b.cfg.Now()); !ok {
-		return tr(lang, "slow.down", b.cfg.UserJobsPerMinute, chatcore.HumanWait(wait))
-	}
-	return c.budgetGate(lang).Refusal
 }
 
 // saveUpload downloads a user's file into <ArtifactDir>/<chat id>/uploads

@@ -32,12 +32,8 @@ func ledgerKey(chatID int64, msgID int) string {
 	return strconv.FormatInt(chatID, 10) + "_" + strconv.Itoa(msgID)
 }
 
-// ledgerPut records a job's status message. It runs in the chat's actor.
-func (c *chat) ledgerPut(ctx context.Context, js *jobState) {
-	c.ledgerPutMsg(ctx, js.statusMsg, js.id, js.lang)
-}
-
-// ledgerPutMsg records status message msg of job (""= a held request).
+// ledgerPutMsg records status message msg of job ("" = a held request)
+// in the asker's language. It runs in the chat's actor.
 func (c *chat) ledgerPutMsg(ctx context.Context, msg int, job, lang string) {
 	l := c.b.cfg.Ledger
 	if l == nil || msg == 0 {

@@ -122,3 +122,16 @@ func TestPlanResult(t *testing.T) {
 		t.Run(c.name, func(t *testing.T) { c.check(t, PlanResult(p, c.res, c.f, c.use, 4, now)) })
 	}
 }
+
+func TestUsageText(t *testing.T) {
+	now := time.Date(2026, 3, 10, 22, 0, 0, 0, time.UTC)
+	u := Usage{Day: "2026-03-10", Tokens: 1500, Prompt: 1000, Cached: 250, CostUSD: 0.25, Jobs: 2}
+	hist := []DayTotal{{Day: "2026-02-27", Tokens: 100, Jobs: 1}, {Day: "2026-03-08", Tokens: 500, Prompt: 400, Cached: 400, Jobs: 1}}
+	want := "Today (UTC): 1,500 tokens of 10,000 (15 %), $0.2500, 250 input tokens from the prompt cache (25 %), 2 job(s). Resets in 2 h 0 min.\n" +
+		"Last 7 days: 2,000 tokens, $0.2500, 650 input tokens from the prompt cache (46 %), 3 job(s)\n" +
+		"March 2026: 2,000 tokens, $0.2500, 650 input tokens from the prompt cache (46 %), 3 job(s)\n" +
+		"Earlier days:\n2026-03-08: 500 tokens, 400 input tokens from the prompt cache (100 %), 1 job(s)\n2026-02-27: 100 tokens, 1 job(s)"
+	if got := UsageText("en", u, hist, 10000, now); got != want {
+		t.Errorf("got\n%s\nwant\n%s", got, want)
+	}
+}

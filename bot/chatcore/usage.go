@@ -2,6 +2,7 @@ package chatcore
 
 import (
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/odekrun/odek/bot/tgformat"
@@ -144,4 +145,44 @@ func AppendHistory(h []DayTotal, d DayTotal, now time.Time) []DayTotal {
 		h = append([]DayTotal(nil), h[i:]...)
 	}
 	return h
+}
+
+// UsageLine is today's usage for /status and /usage: "Today (UTC): 1,234
+// tokens of 200,000 (0 %), $0.0012, 40 input tokens from the prompt cache
+// (3 %), 2 job(s)." Pure.
+func UsageLine(lang string, u Usage, budget int64) string {
+	s := Tr(lang, "use.today", tgformat.Thousands(u.Tokens))
+	if budget > 0 {
+		s += Tr(lang, "use.of", tgformat.Thousands(budget), u.Tokens*100/budget)
+	}
+	if u.CostUSD > 0 {
+		s += fmt.Sprintf(", $%.4f", u.CostUSD)
+	}
+	s += CachedLine(lang, u.Prompt, u.Cached)
+	return s + Tr(lang, "use.jobs", u.Jobs)
+}
+
+// UsageText is /usage: today (u, already rolled to now), when the budget
+// resets, the last 7 days, this month and the last 7 days of hist one by
+// one. Pure.
+func UsageText(lang string, u Usage, hist []DayTotal, budget int64, now time.Time) string {
+	text := UsageLine(lang, u, budget) + Tr(lang, "use.resets", HumanWait(UntilMidnightUTC(now)))
+	week, month := u.Total(), u.Total()
+	weekStart, monthPrefix := UTCDay(now.AddDate(0, 0, -6)), now.UTC().Format("2006-01")
+	for _, d := range hist {
+		if d.Day >= weekStart {
+			week = week.Add(d)
+		}
+		if strings.HasPrefix(d.Day, monthPrefix) {
+			month = month.Add(d)
+		}
+	}
+	text += "\n" + Tr(lang, "use.week", week.LineIn(lang)) + "\n" + MonthName(lang, int(now.UTC().Month())) + now.UTC().Format(" 2006") + ": " + month.LineIn(lang)
+	if n := len(hist); n > 0 {
+		text += "\n" + Tr(lang, "use.earlier")
+		for i := n - 1; i >= max(0, n-7); i-- {
+			text += "\n" + hist[i].Day + ": " + hist[i].LineIn(lang)
+		}
+	}
+	return text
 }
