@@ -105,13 +105,13 @@ type chatState struct {
 	last        map[int64]jobRequest
 	model       string // chosen with /model; "" = the workers' default
 	answerOrder []int
-	use         chatcore.Usage
-	arts        []chatArtifact
-	nextArt     int
-	lastEdit    time.Time
-	lastTyping  time.Time
-	// gauge is how full the conversation is (context.go).
-	gauge chatcore.Gauge
+	// books are the chat's usage, history, reservations and context
+	// gauge: the core's decision state (chatcore.Books).
+	books      chatcore.Books
+	arts       []chatArtifact
+	nextArt    int
+	lastEdit   time.Time
+	lastTyping time.Time
 }
 
 type chatArtifact struct {
@@ -139,7 +139,6 @@ type jobState struct {
 	srcMsg    int       // the user's message that asked for the job
 	lang      string    // the asker's language of the built-in texts ("" = English)
 	session   string    // the conversation it continues (queue.Job.SessionID)
-	reserved  int64     // tokens of the chat's daily budget it holds: its cap (0 = none)
 	// Streaming (stream.go): the draft length last shown, when, and
 	// whether drafts failed for this job.
 	draftShown int
@@ -731,16 +730,12 @@ func (c *chat) sessionFor(userID int64) string {
 	return fmt.Sprintf("telegram:%d:u%d", c.id, userID)
 }
 
-// budgetGate asks the core (chatcore.Admit) what the chat's daily budget
-// says about a new job (or a file that would become one), given what the
-// chat's unfinished jobs reserve. It runs in the chat's actor.
+// budgetGate asks the chat's books (chatcore.Books.Request) what the
+// daily budget says about a new job (or a file that would become one),
+// given what the chat's unfinished jobs reserve and the requests already
+// held. It runs in the chat's actor.
 func (c *chat) budgetGate(lang string) chatcore.Admission {
-	c.roll()
-	var reserved int64
-	for _, js := range c.jobs {
-		reserved += js.reserved
-	}
-	return chatcore.Admit(c.b.policy, c.use.Tokens, reserved, lang, c.b.cfg.Now())
+	return c.books.Request(c.b.policy, len(c.held), lang, c.b.cfg.Now())
 }
 
 // heldRequest is a message that waits in the chat, not yet a job, because
@@ -812,7 +807,7 @@ func (c *chat) hold(ctx context.Context, r jobRequest, lang string) {
 func (c *chat) startHeld(ctx context.Context) {
 	for len(c.held) > 0 {
 		h := c.held[0]
-		adm := c.budgetGate(h.lang)
+		adm := c.books.Next(c.b.policy, h.lang, c.b.cfg.Now())
 		if adm.Verdict == chatcore.BudgetHeld {
 			return
 		}
@@ -903,11 +898,12 @@ func (c *chat) enqueue(ctx context.Context, r jobRequest, adm chatcore.Admission
 	}
 	c.last[userID] = r
 	js := &jobState{id: stored.ID, chatID: chatID, userID: userID, userName: userName, replyTo: r.replyTo, uploads: r.uploads, srcMsg: r.srcMsg, lang: lang,
-		reserved: adm.Reserve, session: session}
+		session: session}
 	c.roll()
 	position := len(c.queue)
 	c.queue = append(c.queue, stored.ID)
 	c.jobs[stored.ID] = js
+	c.books.Started(stored.ID, adm)
 	js.askedAt = now
 	if statusMsg != 0 {
 		// The held request's "Queued" message becomes the job's status.
@@ -967,7 +963,7 @@ func (c *chat) command(ctx context.Context, userID int64, cmd, arg string) {
 		c.compact(ctx, userID)
 	case "usage":
 		c.roll()
-		c.reply(ctx, chatcore.UsageText(b.lang(userID), c.use, c.hist, b.cfg.DailyTokenBudget, b.cfg.Now()))
+		c.reply(ctx, chatcore.UsageText(b.lang(userID), c.books.Use, c.books.Hist, b.cfg.DailyTokenBudget, b.cfg.Now()))
 	case "artifact":
 		c.sendArtifact(ctx, b.lang(userID), arg)
 	case "model":
@@ -1011,7 +1007,7 @@ func (c *chat) statusText(lang string, userID int64) string {
 	if m := c.jobModel(); m != "" {
 		lines = append(lines, tr(lang, "model.status", m))
 	}
-	if g := c.gauge; g.Session == c.sessionFor(userID) {
+	if g := c.books.Gauge; g.Session == c.sessionFor(userID) {
 		window := 0
 		if f := c.b.cfg.ContextWindow; f != nil {
 			m := g.Model
@@ -1024,7 +1020,7 @@ func (c *chat) statusText(lang string, userID int64) string {
 			lines = append(lines, line)
 		}
 	}
-	lines = append(lines, chatcore.UsageLine(lang, c.use, c.b.cfg.DailyTokenBudget))
+	lines = append(lines, chatcore.UsageLine(lang, c.books.Use, c.b.cfg.DailyTokenBudget))
 	return strings.Join(lines, "\n")
 }
 

@@ -739,8 +739,8 @@ func TestStateSurvivesRestart(t *testing.T) {
 	h.tg.Wait(t, wait, "the restored job's reservation", func(*bottest.Server) bool {
 		var reserved int64
 		h.bot.inspect(alice, func(c *chat) {
-			for _, js := range c.jobs {
-				reserved += js.reserved
+			for id := range c.jobs {
+				reserved += c.books.Reserved[id]
 			}
 		})
 		return reserved == 10000-850
@@ -789,7 +789,7 @@ func TestRestoreRejectsBadSnapshots(t *testing.T) {
 		t.Fatal(err)
 	}
 	b.inspect(-100, func(c *chat) {
-		if c.use.Tokens != 5 || c.jobs["j1"] == nil || c.jobs["j1"].userID != 7 {
+		if c.books.Use.Tokens != 5 || c.jobs["j1"] == nil || c.jobs["j1"].userID != 7 {
 			t.Errorf("restored %+v %+v", c.chatState, c.jobs["j1"])
 		}
 	})

@@ -3,7 +3,6 @@ package bot
 import (
 	"context"
 	"errors"
-	"github.com/odekrun/odek/bot/chatcore"
 	"slices"
 	"time"
 
@@ -42,7 +41,7 @@ func (b *Bot) publish(c *chat) published {
 		p.snap = &s
 		p.jobs = map[string]jobSnap{}
 		for id, j := range c.jobs {
-			p.jobs[id] = jobSnap{Chat: j.chatID, User: j.userID, UserName: j.userName, StatusMsg: j.statusMsg, StartedAt: j.startedAt, Reserved: j.reserved, Session: j.session}
+			p.jobs[id] = jobSnap{Chat: j.chatID, User: j.userID, UserName: j.userName, StatusMsg: j.statusMsg, StartedAt: j.startedAt, Reserved: c.books.Reserved[id], Session: j.session}
 		}
 	}
 	return p
@@ -50,15 +49,15 @@ func (b *Bot) publish(c *chat) published {
 
 // snap is the chat's part of the state file, sharing no memory with it.
 func (c *chat) snap() chatSnap {
-	cs := chatSnap{Queue: slices.Clone(c.queue), Session: c.session, Day: c.use.Day, Tokens: c.use.Tokens, Prompt: c.use.Prompt, Cached: c.use.Cached, CostUSD: c.use.CostUSD,
-		Jobs: c.use.Jobs, Warned: c.use.Warned, NextArt: c.nextArt, History: slices.Clone(c.hist), Model: c.model}
+	cs := chatSnap{Queue: slices.Clone(c.queue), Session: c.session, Day: c.books.Use.Day, Tokens: c.books.Use.Tokens, Prompt: c.books.Use.Prompt, Cached: c.books.Use.Cached, CostUSD: c.books.Use.CostUSD,
+		Jobs: c.books.Use.Jobs, Warned: c.books.Use.Warned, NextArt: c.nextArt, History: slices.Clone(c.books.Hist), Model: c.model}
 	for _, a := range c.arts {
 		cs.Arts = append(cs.Arts, artSnap{ID: a.id, Meta: a.meta})
 	}
 	for _, h := range c.held {
 		cs.Held = append(cs.Held, h.snap())
 	}
-	if g := c.gauge; g.Session != "" {
+	if g := c.books.Gauge; g.Session != "" {
 		cs.Context = &gaugeSnap{Session: g.Session, Model: g.Model, Tokens: g.Tokens, At: g.At, CompactedAt: g.CompactedAt, Before: g.Before, After: g.After}
 	}
 	return cs
@@ -67,11 +66,7 @@ func (c *chat) snap() chatSnap {
 // roll moves yesterday's usage into the history when the UTC day changed
 // (what chatLocked did before each use of a chat).
 func (c *chat) roll() *chat {
-	now := c.b.cfg.Now()
-	if c.use.Day != "" && c.use.Day != chatcore.UTCDay(now) && (c.use.Tokens > 0 || c.use.Jobs > 0) {
-		c.hist = chatcore.AppendHistory(c.hist, c.use.Total(), now)
-	}
-	c.use = c.use.Rollover(now)
+	c.books.Roll(c.b.cfg.Now())
 	return c
 }
 
@@ -79,15 +74,13 @@ func (c *chat) roll() *chat {
 // holds nothing a later message would miss: no unfinished job, no session
 // chosen with /new, no artifact ids, and no usage today.
 func (c *chat) prune(now time.Time) {
-	c.hist = chatcore.AppendHistory(c.hist, chatcore.DayTotal{}, now) // drops days past chatcore.KeepDays
+	c.books.Prune(now) // drops days past chatcore.KeepDays
 	c.prunable = c.empty(now)
 }
 
 func (c *chat) empty(now time.Time) bool {
-	today := chatcore.UTCDay(now)
-	return len(c.hist) == 0 && len(c.queue) == 0 && len(c.held) == 0 && c.session == "" && len(c.userSessions) == 0 && len(c.arts) == 0 && c.nextArt == 0 &&
-		len(c.jobs) == 0 && len(c.approvals) == 0 && len(c.batches) == 0 && c.model == "" &&
-		(c.use.Day != today || c.use == chatcore.Usage{Day: today})
+	return c.books.Empty(now) && len(c.queue) == 0 && len(c.held) == 0 && c.session == "" && len(c.userSessions) == 0 && len(c.arts) == 0 && c.nextArt == 0 &&
+		len(c.jobs) == 0 && len(c.approvals) == 0 && len(c.batches) == 0 && c.model == ""
 }
 
 // reply sends plain text, logging failures. It reports whether the chat is
@@ -162,6 +155,7 @@ func (c *chat) forgetJob(id string) int {
 		msg = js.statusMsg
 	}
 	delete(c.jobs, id)
+	c.books.Ended(id)
 	return msg
 }
 

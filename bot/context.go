@@ -57,8 +57,7 @@ func (c *chat) compact(ctx context.Context, userID int64) {
 	session := c.sessionFor(userID)
 	res, err := b.cfg.Compactor.Compact(ctx, CompactRequest{ChatID: c.id, Session: session, Model: c.jobModel()})
 	if side := int64(res.SideInputTokens + res.SideOutput); side > 0 {
-		c.roll()
-		c.use.Tokens += side // the digest call is the chat's spending too
+		c.books.Spend(side, b.cfg.Now()) // the digest call is the chat's spending too
 	}
 	switch {
 	case errors.Is(err, context.Canceled) && ctx.Err() != nil:
@@ -72,13 +71,13 @@ func (c *chat) compact(ctx context.Context, userID int64) {
 		return
 	}
 	now := b.cfg.Now()
-	g := c.gauge
+	g := c.books.Gauge
 	if g.Session != session {
 		g = chatcore.Gauge{Session: session}
 	}
 	g.Tokens, g.At = int64(res.AfterTokens), now
 	g.CompactedAt, g.Before, g.After = now, int64(res.BeforeTokens), int64(res.AfterTokens)
-	c.gauge = g
+	c.books.Gauge = g
 	c.reply(ctx, tr(lang, "compact.done", res.Folded, tgformat.Thousands(int64(res.BeforeTokens)), tgformat.Thousands(int64(res.AfterTokens)),
 		tgformat.Thousands(int64(res.SideInputTokens+res.SideOutput))))
 }

@@ -138,7 +138,7 @@ func (c *chat) deliver(ctx context.Context, d queue.Delivery) {
 		statusMsg, replyTo, srcMsg = js.statusMsg, js.replyTo, js.srcMsg
 		f = chatcore.Finished{Lang: b.lang(js.userID), TimedOut: js.timedOut, Superseded: js.superseded, Uploads: js.uploads}
 	}
-	plan := chatcore.PlanResult(b.policy, res, f, c.use, c.nextArt, now)
+	plan := chatcore.PlanResult(b.policy, res, f, c.books.Use, c.nextArt, now)
 	lang := f.Lang
 	var arts []tgformat.Artifact
 	for _, a := range plan.Artifacts {
@@ -188,8 +188,7 @@ func (c *chat) deliver(ctx context.Context, d queue.Delivery) {
 		log.WithError(err).WithField("chunk", i).Error("bot: Telegram refused a reply chunk; skipping it")
 	}
 	if ack {
-		c.roll()
-		c.use = plan.Use
+		c.books.Settled(res.JobID, plan)
 		if js != nil && js.session != "" {
 			// The events the last tick did not read (a bounded number of
 			// pages: the gauge wants the latest ones).
@@ -198,7 +197,7 @@ func (c *chat) deliver(ctx context.Context, d queue.Delivery) {
 					break
 				}
 			}
-			c.gauge = c.gauge.Record(js.session, js.st.CI, now)
+			c.books.Gauge = c.books.Gauge.Record(js.session, js.st.CI, now)
 		}
 		c.nextArt = max(c.nextArt, plan.NextArt)
 		c.rememberAnswer(srcMsg, sentIDs)
@@ -238,6 +237,7 @@ func (c *chat) deliver(ctx context.Context, d queue.Delivery) {
 		}
 	}
 	delete(c.jobs, res.JobID)
+	c.books.Ended(res.JobID) // a result left for redelivery holds nothing meanwhile
 	log.Info("bot: result delivered")
 	if ack {
 		c.startHeld(ctx) // its reservation is released: a held message may start

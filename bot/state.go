@@ -143,10 +143,11 @@ func (b *Bot) restore(data []byte) error {
 			return fmt.Errorf("bot: state snapshot has chat id %q", clipStr(key, 32))
 		}
 		c := b.newChat(id)
-		c.chatState = chatState{queue: cs.Queue, session: cs.Session, nextArt: cs.NextArt, hist: cs.History, model: cs.Model,
-			use: chatcore.Usage{Day: cs.Day, Tokens: cs.Tokens, Prompt: cs.Prompt, Cached: cs.Cached, CostUSD: cs.CostUSD, Jobs: cs.Jobs, Warned: cs.Warned}}
+		c.chatState = chatState{queue: cs.Queue, session: cs.Session, nextArt: cs.NextArt, model: cs.Model,
+			books: chatcore.Books{Hist: cs.History,
+				Use: chatcore.Usage{Day: cs.Day, Tokens: cs.Tokens, Prompt: cs.Prompt, Cached: cs.Cached, CostUSD: cs.CostUSD, Jobs: cs.Jobs, Warned: cs.Warned}}}
 		if g := cs.Context; g != nil {
-			c.gauge = chatcore.Gauge{Session: g.Session, Model: g.Model, Tokens: g.Tokens, At: g.At, CompactedAt: g.CompactedAt, Before: g.Before, After: g.After}
+			c.books.Gauge = chatcore.Gauge{Session: g.Session, Model: g.Model, Tokens: g.Tokens, At: g.At, CompactedAt: g.CompactedAt, Before: g.Before, After: g.After}
 		}
 		for _, a := range cs.Arts {
 			c.arts = append(c.arts, chatArtifact{id: a.ID, meta: a.Meta})
@@ -157,7 +158,7 @@ func (b *Bot) restore(data []byte) error {
 		chats[id] = c
 	}
 	for id, j := range s.Jobs {
-		js := &jobState{id: id, chatID: j.Chat, userID: j.User, userName: j.UserName, statusMsg: j.StatusMsg, startedAt: j.StartedAt, reserved: j.Reserved, session: j.Session}
+		js := &jobState{id: id, chatID: j.Chat, userID: j.User, userName: j.UserName, statusMsg: j.StatusMsg, startedAt: j.StartedAt, session: j.Session}
 		js.st.Started = !j.StartedAt.IsZero()
 		c := chats[j.Chat]
 		if c == nil {
@@ -165,6 +166,7 @@ func (b *Bot) restore(data []byte) error {
 			chats[j.Chat] = c
 		}
 		c.jobs[id] = js
+		c.books.Started(id, chatcore.Admission{Reserve: j.Reserved})
 	}
 	for _, c := range chats {
 		b.serial.put(c, b.publish(c))
@@ -251,6 +253,9 @@ func (b *Bot) dropLostJobs(ctx context.Context) {
 				c.ledgerDel(ctx, j.statusMsg)
 			}
 		}
+		for id := range c.jobs {
+			c.books.Ended(id)
+		}
 		clear(c.jobs)
 		if had {
 			c.reply(ctx, tr(lang, "lost"))
@@ -300,6 +305,7 @@ func (b *Bot) notifyShutdown(ctx context.Context) {
 		if b.cfg.VolatileQueue {
 			for _, id := range c.queue {
 				delete(c.jobs, id)
+				c.books.Ended(id)
 			}
 			c.queue = nil
 		}
