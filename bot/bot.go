@@ -98,9 +98,6 @@ type chatState struct {
 	// answers are the bot's answer messages by the user message they
 	// answer (the latest maxAnswersKept), for edits.
 	answers map[int][]int
-	// hist is the usage of earlier days (at most chatcore.KeepDays back), oldest
-	// first, for /usage.
-	hist []chatcore.DayTotal
 	// last is each user's last request in this chat, for /retry.
 	last        map[int64]jobRequest
 	model       string // chosen with /model; "" = the workers' default
