@@ -3,9 +3,10 @@
 // of an update, the chat's books and the operator's Policy, it decides
 //
 //   - message in → route (RouteOf): a job, a command, a reply, or nothing;
-//   - a request → its budget decision (Admit): the job's token cap and what
-//     it reserves of the chat's day, a wait behind the chat's unfinished
-//     jobs (BudgetHeld), or a refusal;
+//   - a request → its budget decision (Books.Request, Admit): the job's
+//     token cap and what it reserves of the chat's day, a wait behind the
+//     chat's unfinished jobs (BudgetHeld), or a refusal; Books is the
+//     chat's usage, reservations and context gauge as a state machine;
 //   - job progress → status (Status.Apply, Status.TextIn) and how full the
 //     conversation is (ContextInfo, Gauge);
 //   - result → reply plan (PlanResult): the notice, the answer, the
