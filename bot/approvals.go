@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/odekrun/odek/bot/chatcore"
 	"sort"
 	"strings"
 	"time"
@@ -75,7 +76,7 @@ func parseApprovalData(s string) (id string, allow, ok bool) {
 // classWords says in chat words what a danger class of a tool call means
 // (internal/tools' classes: texts "class.<name>"); "" for another class.
 func classWords(lang, class string) string {
-	if _, ok := lookup("en", "class."+class); !ok {
+	if _, ok := chatcore.Lookup("en", "class."+class); !ok {
 		return ""
 	}
 	return tr(lang, "class."+class)
@@ -163,7 +164,7 @@ func (c *chat) ask(ctx context.Context, a queue.Approval) {
 	var text string
 	var markup any
 	if requester != 0 {
-		text = tr(lang, "ap.needed") + "\n\n" + q + "\n\n" + tr(lang, "ap.only", who, deadline, humanWait(max(time.Until(a.Deadline), time.Second)))
+		text = tr(lang, "ap.needed") + "\n\n" + q + "\n\n" + tr(lang, "ap.only", who, deadline, chatcore.HumanWait(max(time.Until(a.Deadline), time.Second)))
 		markup = tgbotapi.NewInlineKeyboardMarkup(tgbotapi.NewInlineKeyboardRow(
 			tgbotapi.NewInlineKeyboardButtonData(tr(lang, "ap.approve"), approvalData(a.ID, true)),
 			tgbotapi.NewInlineKeyboardButtonData(tr(lang, "ap.deny"), approvalData(a.ID, false))))

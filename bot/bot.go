@@ -7,9 +7,10 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/odekrun/odek/bot/chatcore"
+	"github.com/odekrun/odek/bot/tgformat"
 	"os"
 	"path/filepath"
-	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -61,6 +62,7 @@ const typingEvery = 4500 * time.Millisecond
 type Bot struct {
 	metrics  botMetrics
 	cfg      Config
+	policy   chatcore.Policy // cfg's limits as the chat core takes them
 	q        Queue
 	aq       ApprovalQueue // nil when the queue carries no approvals
 	access   Access
@@ -86,26 +88,28 @@ type Bot struct {
 }
 
 type chatState struct {
-	queue   []string // unfinished jobs this bot enqueued, in order
-	session string   // "" = the chat's default session
+	queue []string // unfinished jobs this bot enqueued, in order
+	// held are messages waiting behind the unfinished jobs, which reserve
+	// what is left of the day's budget (heldRequest), oldest first.
+	held    heldQueue
+	session string // "" = the chat's default session
 	// userSessions are the members' sessions chosen with /new in a group
 	// with per-user sessions (not kept in the state file).
 	userSessions map[int64]string
 	// answers are the bot's answer messages by the user message they
 	// answer (the latest maxAnswersKept), for edits.
 	answers map[int][]int
-	// hist is the usage of earlier days (at most keepDays back), oldest
-	// first, for /usage.
-	hist []dayTotal
 	// last is each user's last request in this chat, for /retry.
 	last        map[int64]jobRequest
 	model       string // chosen with /model; "" = the workers' default
 	answerOrder []int
-	use         usage
-	arts        []chatArtifact
-	nextArt     int
-	lastEdit    time.Time
-	lastTyping  time.Time
+	// books are the chat's usage, history, reservations and context
+	// gauge: the core's decision state (chatcore.Books).
+	books      chatcore.Books
+	arts       []chatArtifact
+	nextArt    int
+	lastEdit   time.Time
+	lastTyping time.Time
 }
 
 type chatArtifact struct {
@@ -119,7 +123,7 @@ type jobState struct {
 	userID    int64
 	userName  string
 	statusMsg int
-	st        status
+	st        chatcore.Status
 	after     string // last progress entry read
 	startedAt time.Time
 	lastText  string
@@ -132,7 +136,7 @@ type jobState struct {
 	uploads   []string  // artifact paths of the files the user sent with it
 	srcMsg    int       // the user's message that asked for the job
 	lang      string    // the asker's language of the built-in texts ("" = English)
-	reserved  int64     // tokens of the chat's daily budget it holds: its cap (0 = none)
+	session   string    // the conversation it continues (queue.Job.SessionID)
 	// Streaming (stream.go): the draft length last shown, when, and
 	// whether drafts failed for this job.
 	draftShown int
@@ -182,6 +186,8 @@ func New(cfg Config, q Queue) (*Bot, error) {
 		cfg: cfg, q: q, access: NewAccess(cfg.AllowedUsers, cfg.AllowedChats, cfg.AllowAll), log: cfg.Logger,
 		consumer: cfg.Consumer, users: newUserRates(cfg.UserJobsPerMinute),
 	}
+	b.policy = chatcore.Policy{DailyTokenBudget: cfg.DailyTokenBudget, JobMaxTokens: cfg.JobBudget.MaxTotalTokens,
+		AgentTimeout: cfg.AgentTimeout, AdminCommands: cfg.AdminCommands}
 	b.serial = newSerializer(b.newChat)
 	b.serial.publish = b.publish
 	if aq, ok := q.(ApprovalQueue); ok {
@@ -277,6 +283,7 @@ var commands = []tgbotapi.BotCommand{
 	{Command: "artifact", Description: "Send an artifact: /artifact <id>"},
 	{Command: "retry", Description: "Run your last request again"},
 	{Command: "model", Description: "Choose the model for this chat"},
+	{Command: "compact", Description: "Fold the older conversation into a digest now"},
 }
 
 func (b *Bot) setCommands(ctx context.Context) {
@@ -501,46 +508,65 @@ func (c *chat) handleMessage(ctx context.Context, updateID int, m *tgbotapi.Mess
 		text = m.Caption
 	}
 	group := isGroup(m)
+	// The core routes the message (chatcore.RouteOf); the shell parsed it
+	// out of the update and does what the route says.
+	in := chatcore.Incoming{Group: group, Unsupported: unsupportedKind(m)}
+	_, _, _, _, _, in.Voice = voiceFile(m)
+	_, _, _, _, _, in.File = attachment(m)
 	if m.IsCommand() {
+		in.Command = m.Command()
+		at := m.CommandWithAt()
+		in.OtherBot = strings.Contains(at, "@") && !strings.EqualFold(at[strings.Index(at, "@")+1:], b.tg.Self().UserName)
 		c.flushBatch(ctx, userID) // what was sent before the command runs first
-		if at := m.CommandWithAt(); strings.Contains(at, "@") && !strings.EqualFold(at[strings.Index(at, "@")+1:], b.tg.Self().UserName) {
-			return // addressed to another bot in a group
-		}
-		if group && slices.Contains(b.cfg.AdminCommands, strings.ToLower(m.Command())) && !b.isAdmin(ctx, chatID, userID) {
-			c.replyTo(ctx, m.MessageID, tr(lang, "admins.only", m.Command()))
-			return
-		}
-		if m.Command() == "retry" {
-			c.retry(ctx, updateID, userID, userName, m.MessageID, group)
-			return
-		}
-		c.command(ctx, userID, m.Command(), strings.TrimSpace(m.CommandArguments()))
-		return
-	}
-	if group {
-		if !b.addressed(m, text) {
-			return // group chatter not meant for the bot
-		}
+	} else if group {
+		in.Addressed = b.addressed(m, text)
 		text = stripMention(text, b.tg.Self().UserName)
+	}
+	in.Text = text
+	route := chatcore.RouteOf(in, b.policy)
+	if route == chatcore.RouteNeedAdmin {
+		in.AdminChecked, in.CallerAdmin = true, b.isAdmin(ctx, chatID, userID)
+		route = chatcore.RouteOf(in, b.policy)
 	}
 	replyTo := 0
 	if group {
 		replyTo = m.MessageID
 	}
-	if kind := unsupportedKind(m); kind != "" {
-		k := tr(lang, "kind."+kind)
+	switch route {
+	case chatcore.RouteIgnore:
+		return // another bot's command, or group chatter not meant for the bot
+	case chatcore.RouteAdminsOnly:
+		c.replyTo(ctx, m.MessageID, tr(lang, "admins.only", m.Command()))
+		return
+	case chatcore.RouteRetry:
+		c.retry(ctx, updateID, userID, userName, m.MessageID, group)
+		return
+	case chatcore.RouteCommand:
+		c.command(ctx, userID, m.Command(), strings.TrimSpace(m.CommandArguments()))
+		return
+	case chatcore.RouteUnsupported:
+		k := tr(lang, "kind."+in.Unsupported)
 		if lang == "de" {
 			k = strings.ToUpper(k[:1]) + k[1:]
 		}
 		c.replyTo(ctx, replyTo, tr(lang, "unsupported", k))
 		return
+	case chatcore.RouteTextOnly:
+		c.replyTo(ctx, replyTo, tr(lang, "text.only"))
+		return
 	}
-	_, _, _, _, _, isVoice := voiceFile(m)
-	_, _, _, _, _, isFile := attachment(m)
+	isVoice, isFile := in.Voice, in.File
 	if isVoice || isFile {
 		// Limits first: a chat over its budget or rate gets no file fetched.
-		if msg := c.admitFile(userID, lang); msg != "" {
-			c.replyTo(ctx, replyTo, msg)
+		// (the sender's rate is looked at, not taken: the job the file
+		// becomes takes it; a file that arrives while the unfinished jobs
+		// reserve the rest of the day is taken and its job held)
+		if ok, wait := b.users.allows(userID, b.cfg.Now()); !ok {
+			c.replyTo(ctx, replyTo, tr(lang, "slow.down", b.cfg.UserJobsPerMinute, chatcore.HumanWait(wait)))
+			return
+		}
+		if refusal := c.budgetGate(lang).Refusal; refusal != "" {
+			c.replyTo(ctx, replyTo, refusal)
 			return
 		}
 	}
@@ -583,7 +609,7 @@ func (c *chat) handleMessage(ctx context.Context, updateID int, m *tgbotapi.Mess
 			r.images = append(r.images, up.rel)
 		}
 	}
-	c.submit(ctx, r, m.MediaGroupID, TextLen(text) >= splitPasteLen)
+	c.submit(ctx, r, m.MediaGroupID, tgformat.TextLen(text) >= splitPasteLen)
 }
 
 // goal is the job's goal: the text, then a line per file that arrived.
@@ -615,6 +641,10 @@ func (c *chat) supersede(ctx context.Context, msgID int) {
 			js.superseded, js.stopped = true, true
 			cancel = append(cancel, id)
 		}
+	}
+	for _, m := range c.held.drop(func(h heldRequest) bool { return h.req.srcMsg != msgID }) {
+		b.tg.Remove(ctx, c.id, m)
+		c.ledgerDel(ctx, m)
 	}
 	old := c.answers[msgID]
 	delete(c.answers, msgID)
@@ -740,64 +770,133 @@ func (c *chat) sessionFor(userID int64) string {
 	return fmt.Sprintf("telegram:%d:u%d", c.id, userID)
 }
 
-// budgetGate applies the chat's daily budget to a new job (or a file that
-// would become one): the job's cap (0 = none) and reservation, or the
-// refusal for the user. It runs in the chat's actor.
-func (c *chat) budgetGate(lang string) (int64, string) {
-	b := c.b
-	now := b.cfg.Now()
-	c.roll()
-	var reserved int64
-	held := 0
-	for _, js := range c.jobs {
-		if js.reserved > 0 {
-			reserved += js.reserved
-			held++
-		}
-	}
-	allowance, verdict := jobAllowance(b.cfg.DailyTokenBudget, c.use.tokens, reserved)
-	switch verdict {
-	case budgetSpent:
-		return 0, tr(lang, "budget.spent", Thousands(b.cfg.DailyTokenBudget), humanWait(untilMidnightUTC(now)))
-	case budgetHeld:
-		return 0, tr(lang, "budget.held", Thousands(b.cfg.DailyTokenBudget), held)
-	}
-	return allowance, ""
+// budgetGate asks the chat's books (chatcore.Books.Request) what the
+// daily budget says about a new job (or a file that would become one),
+// given what the chat's unfinished jobs reserve and the requests already
+// held. It runs in the chat's actor.
+func (c *chat) budgetGate(lang string) chatcore.Admission {
+	return c.books.Request(c.b.policy, len(c.held), lang, c.b.cfg.Now())
+}
+
+// heldRequest is a message that waits in the chat, not yet a job, because
+// what is left of the chat's daily budget is reserved by its unfinished
+// jobs (each may spend the rest of the day): it becomes a job, with what
+// the day then has left as its cap, once they end (startHeld). Held
+// requests are part of the chat's state (saved with it) and show a
+// "Queued" status message like a queued job.
+type heldRequest struct {
+	req       jobRequest
+	lang      string
+	statusMsg int
 }
 
 // startJob applies the limits, enqueues the message as a job and posts its
-// status message. It runs in the chat's actor.
+// status message, or holds it behind the chat's unfinished jobs when they
+// reserve what is left of the day. It runs in the chat's actor.
 func (c *chat) startJob(ctx context.Context, r jobRequest) {
 	b := c.b
-	updateID, chatID, userID, userName, edited := r.updateID, r.chatID, r.userID, r.userName, r.edited
+	userID := r.userID
 	now := b.cfg.Now()
 	lang := b.lang(userID)
 	if ok, wait := b.users.allows(userID, now); !ok {
-		c.reply(ctx, tr(lang, "slow.down", b.cfg.UserJobsPerMinute, humanWait(wait)))
+		c.reply(ctx, tr(lang, "slow.down", b.cfg.UserJobsPerMinute, chatcore.HumanWait(wait)))
 		return
 	}
-	allowance, refusal := c.budgetGate(lang)
-	if refusal != "" {
-		c.reply(ctx, refusal)
+	adm := c.budgetGate(lang)
+	if adm.Refusal != "" {
+		c.reply(ctx, adm.Refusal)
 		return
 	}
 	if ok, wait := b.users.take(userID, now); !ok {
-		c.reply(ctx, tr(lang, "slow.down", b.cfg.UserJobsPerMinute, humanWait(wait)))
+		c.reply(ctx, tr(lang, "slow.down", b.cfg.UserJobsPerMinute, chatcore.HumanWait(wait)))
 		return
 	}
+	if adm.Verdict == chatcore.BudgetHeld {
+		c.hold(ctx, r, lang)
+		return
+	}
+	c.enqueue(ctx, r, adm, lang, 0)
+}
+
+// hold keeps r in the chat until its unfinished jobs end and shows it as
+// queued. A request already held (the same update, redelivered) is not
+// held twice. It runs in the chat's actor.
+func (c *chat) hold(ctx context.Context, r jobRequest, lang string) {
+	for _, h := range c.held {
+		if h.req.updateID == r.updateID {
+			return
+		}
+	}
+	h := heldRequest{req: r, lang: lang}
+	text := tr(lang, "st.queued", len(c.queue)+len(c.held))
+	c.lastEdit = c.b.cfg.Now()
+	m, kind, err := c.b.tg.SendPlainReply(ctx, c.id, r.replyTo, text, nil)
+	if !c.checkSend(ctx, kind, err) {
+		return
+	}
+	h.statusMsg = m.MessageID
+	c.held = append(c.held, h)
+	c.b.log.WithFields(logrus.Fields{"chat_id": c.id, "update_id": r.updateID, "held": len(c.held)}).Info("bot: message held until the chat's unfinished jobs end (they reserve the rest of the daily budget)")
+	c.ledgerPutMsg(ctx, h.statusMsg, "", lang)
+}
+
+// startHeld turns the held requests into jobs, oldest first, while the
+// day's budget has room that no unfinished job reserves; a request that
+// comes up when the day is spent is told so and dropped. It runs in the
+// chat's actor whenever a job ends (and on progress ticks).
+func (c *chat) startHeld(ctx context.Context) {
+	for len(c.held) > 0 {
+		h := c.held[0]
+		adm := c.books.Next(c.b.policy, h.lang, c.b.cfg.Now())
+		if adm.Verdict == chatcore.BudgetHeld {
+			return
+		}
+		c.held = c.held[1:]
+		if refusal := adm.Refusal; refusal != "" {
+			if h.statusMsg != 0 {
+				c.b.tg.Remove(ctx, c.id, h.statusMsg)
+				c.ledgerDel(ctx, h.statusMsg)
+			}
+			c.replyTo(ctx, h.req.replyTo, refusal)
+			continue
+		}
+		c.enqueue(ctx, h.req, adm, h.lang, h.statusMsg)
+	}
+}
+
+// heldQueue is a chat's held requests, oldest first.
+type heldQueue []heldRequest
+
+// drop forgets the requests keep does not keep and returns their status
+// messages.
+func (q *heldQueue) drop(keep func(heldRequest) bool) []int {
+	var msgs []int
+	kept := (*q)[:0]
+	for _, h := range *q {
+		if keep(h) {
+			kept = append(kept, h)
+		} else if h.statusMsg != 0 {
+			msgs = append(msgs, h.statusMsg)
+		}
+	}
+	clear((*q)[len(kept):])
+	*q = kept
+	return msgs
+}
+
+// enqueue makes r a job with the cap and reservation adm gives and posts
+// its status message, or reuses statusMsg, the one it showed while held.
+// It runs in the chat's actor.
+func (c *chat) enqueue(ctx context.Context, r jobRequest, adm chatcore.Admission, lang string, statusMsg int) {
+	b := c.b
+	updateID, chatID, userID, userName, edited := r.updateID, r.chatID, r.userID, r.userName, r.edited
+	now := b.cfg.Now()
 	session := c.sessionFor(userID)
 
 	goal := r.goal()
 	job := queue.Job{ChatID: chatID, UserID: userID, Goal: goal, SessionID: session, Budget: b.jobBudget(),
 		IdempotencyKey: fmt.Sprintf("telegram:%d:%d", b.tg.Self().ID, updateID), Model: c.jobModel()}
-	if allowance > 0 && (job.Budget.MaxTotalTokens == 0 || int64(job.Budget.MaxTotalTokens) > allowance) {
-		job.Budget.MaxTotalTokens = int(allowance)
-	}
-	if allowance > 0 {
-		// A job reserves what it may spend, its own cap when the operator's
-		// per-job cap is the lower: the rest stays for the chat's next job.
-		allowance = int64(job.Budget.MaxTotalTokens)
-	}
+	job.Budget.MaxTotalTokens = adm.Cap
 	if len(r.images) > 0 {
 		job.Images, job.Vision = r.images, b.cfg.Vision
 		if job.Vision == "" {
@@ -811,17 +910,25 @@ func (c *chat) startJob(ctx context.Context, r jobRequest) {
 	ectx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
 	stored, dup, err := b.q.Enqueue(ectx, job)
 	cancel()
+	dropStatus := func() {
+		if statusMsg != 0 {
+			b.tg.Remove(ctx, chatID, statusMsg)
+			c.ledgerDel(ctx, statusMsg)
+		}
+	}
 	if err != nil {
 		log.WithError(err).Error("bot: enqueue failed")
 		msg := tr(lang, "enqueue.fail")
 		if errors.Is(err, queue.ErrPayloadTooLarge) {
 			msg = tr(lang, "enqueue.large")
 		}
+		dropStatus()
 		c.reply(ctx, msg)
 		return
 	}
 	if dup {
 		log.WithField("job_id", stored.ID).Info("bot: update already enqueued (redelivered); ignoring")
+		dropStatus()
 		return
 	}
 	log = log.WithField("job_id", stored.ID)
@@ -831,25 +938,32 @@ func (c *chat) startJob(ctx context.Context, r jobRequest) {
 	}
 	c.last[userID] = r
 	js := &jobState{id: stored.ID, chatID: chatID, userID: userID, userName: userName, replyTo: r.replyTo, uploads: r.uploads, srcMsg: r.srcMsg, lang: lang,
-		reserved: allowance}
+		session: session}
 	c.roll()
 	position := len(c.queue)
 	c.queue = append(c.queue, stored.ID)
 	c.jobs[stored.ID] = js
+	c.books.Started(stored.ID, adm)
 	js.askedAt = now
+	if statusMsg != 0 {
+		// The held request's "Queued" message becomes the job's status.
+		js.statusMsg = statusMsg
+		c.ledgerPutMsg(ctx, js.statusMsg, js.id, js.lang)
+		return
+	}
 	if position == 0 && b.cfg.StatusDelay > 0 {
 		// Sent by the progress tick once due, unless the answer came first.
 		js.statusDue = now.Add(b.cfg.StatusDelay)
 		return
 	}
-	js.lastText = js.st.textIn(lang, position, 0)
+	js.lastText = js.st.TextIn(lang, position, 0)
 	c.lastEdit = now
 	m, kind, err := b.tg.SendPlainReply(ctx, chatID, r.replyTo, js.lastText, nil)
 	if !c.checkSend(ctx, kind, err) {
 		return
 	}
 	js.statusMsg = m.MessageID
-	c.ledgerPut(ctx, js)
+	c.ledgerPutMsg(ctx, js.statusMsg, js.id, js.lang)
 }
 
 // ---- commands ----
@@ -884,9 +998,12 @@ func (c *chat) command(ctx context.Context, userID int64, cmd, arg string) {
 		}
 		c.reply(ctx, tr(b.lang(userID), "stopping", n))
 	case "status":
-		c.reply(ctx, c.statusText(b.lang(userID)))
+		c.reply(ctx, c.statusText(b.lang(userID), userID))
+	case "compact":
+		c.compact(ctx, userID)
 	case "usage":
-		c.reply(ctx, c.usageText(b.lang(userID)))
+		c.roll()
+		c.reply(ctx, chatcore.UsageText(b.lang(userID), c.books.Use, c.books.Hist, b.cfg.DailyTokenBudget, b.cfg.Now()))
 	case "artifact":
 		c.sendArtifact(ctx, b.lang(userID), arg)
 	case "model":
@@ -900,69 +1017,50 @@ func (b *Bot) helpText(userID int64) string {
 	lang := b.lang(userID)
 	var lim []string
 	if b.cfg.DailyTokenBudget > 0 {
-		lim = append(lim, tr(lang, "lim.budget", Thousands(b.cfg.DailyTokenBudget)))
+		lim = append(lim, tr(lang, "lim.budget", tgformat.Thousands(b.cfg.DailyTokenBudget)))
 	}
 	if b.cfg.UserJobsPerMinute > 0 {
 		lim = append(lim, tr(lang, "lim.rate", b.cfg.UserJobsPerMinute))
 	}
-	lim = append(lim, tr(lang, "lim.timeout", humanWait(b.cfg.AgentTimeout)))
+	lim = append(lim, tr(lang, "lim.timeout", chatcore.HumanWait(b.cfg.AgentTimeout)))
 	return tr(lang, "help", strings.Join(lim, ", "), userID)
 }
 
-func (c *chat) usageLine(lang string) string {
-	b := c.b
-	s := tr(lang, "use.today", Thousands(c.use.tokens))
-	if b.cfg.DailyTokenBudget > 0 {
-		s += tr(lang, "use.of", Thousands(b.cfg.DailyTokenBudget), c.use.tokens*100/b.cfg.DailyTokenBudget)
-	}
-	if c.use.costUSD > 0 {
-		s += fmt.Sprintf(", $%.4f", c.use.costUSD)
-	}
-	return s + tr(lang, "use.jobs", c.use.jobs)
-}
-
-func (c *chat) usageText(lang string) string {
-	c.roll()
-	now := c.b.cfg.Now()
-	text := c.usageLine(lang) + tr(lang, "use.resets", humanWait(untilMidnightUTC(now)))
-	week, month := c.use.total(), c.use.total()
-	weekStart, monthPrefix := utcDay(now.AddDate(0, 0, -6)), now.UTC().Format("2006-01")
-	for _, d := range c.hist {
-		if d.Day >= weekStart {
-			week = week.add(d)
-		}
-		if strings.HasPrefix(d.Day, monthPrefix) {
-			month = month.add(d)
-		}
-	}
-	text += "\n" + tr(lang, "use.week", week.lineIn(lang)) + "\n" + months[lang][now.UTC().Month()-1] + now.UTC().Format(" 2006") + ": " + month.lineIn(lang)
-	if n := len(c.hist); n > 0 {
-		text += "\n" + tr(lang, "use.earlier")
-		for i := n - 1; i >= max(0, n-7); i-- {
-			text += "\n" + c.hist[i].Day + ": " + c.hist[i].lineIn(lang)
-		}
-	}
-	return text
-}
-
-func (c *chat) statusText(lang string) string {
+func (c *chat) statusText(lang string, userID int64) string {
 	c.roll()
 	now := c.b.cfg.Now()
 	var lines []string
 	if len(c.queue) == 0 {
-		lines = append(lines, tr(lang, "st.idle"))
+		if len(c.held) > 0 {
+			lines = append(lines, tr(lang, "st.queued", 1))
+		} else {
+			lines = append(lines, tr(lang, "st.idle"))
+		}
 	} else {
 		if js := c.jobs[c.queue[0]]; js != nil {
 			lines = append(lines, js.statusText(0, now))
 		}
-		if n := len(c.queue) - 1; n > 0 {
-			lines = append(lines, tr(lang, "st.more", n))
-		}
+	}
+	if n := len(c.queue) + len(c.held) - 1; n > 0 {
+		lines = append(lines, tr(lang, "st.more", n))
 	}
 	if m := c.jobModel(); m != "" {
 		lines = append(lines, tr(lang, "model.status", m))
 	}
-	lines = append(lines, c.usageLine(lang))
+	if g := c.books.Gauge; g.Session == c.sessionFor(userID) {
+		window := 0
+		if f := c.b.cfg.ContextWindow; f != nil {
+			m := g.Model
+			if m == "" {
+				m = c.jobModel()
+			}
+			window = f(m)
+		}
+		if line := g.Text(lang, window, now); line != "" {
+			lines = append(lines, line)
+		}
+	}
+	lines = append(lines, chatcore.UsageLine(lang, c.books.Use, c.b.cfg.DailyTokenBudget))
 	return strings.Join(lines, "\n")
 }
 
@@ -973,9 +1071,9 @@ func (js *jobState) statusText(pos int, now time.Time) string {
 	if !js.askedAt.IsZero() && !js.startedAt.IsZero() && js.startedAt.Sub(js.askedAt) < 5*time.Second {
 		from = js.askedAt // started at once: count from the question, not from when the bot noticed
 	}
-	text := js.st.textIn(js.lang, pos, elapsedSince(from, now))
+	text := js.st.TextIn(js.lang, pos, elapsedSince(from, now))
 	if js.waiting > 0 && pos == 0 {
-		if !js.st.started {
+		if !js.st.Started {
 			return tr(js.lang, "st.approval")
 		}
 		text = strings.Replace(text, tr(js.lang, "st.working"), tr(js.lang, "st.approval"), 1)
@@ -1038,7 +1136,7 @@ func (c *chat) sendArtifactFile(ctx context.Context, lang, id string, meta queue
 		b.log.WithError(err).WithFields(logrus.Fields{"chat_id": chatID, "artifact": id}).Warn("bot: artifact failed validation")
 		switch {
 		case errors.Is(err, artifacts.ErrTooLarge):
-			return tr(lang, "art.large", HumanBytes(limit))
+			return tr(lang, "art.large", tgformat.HumanBytes(limit))
 		case errors.Is(err, errArtifactUnread):
 			return tr(lang, "art.unread")
 		}
@@ -1113,26 +1211,6 @@ func readArtifact(dir string, chatID int64, meta queue.ArtifactMeta, limit int64
 		if got := hex.EncodeToString(sum[:]); got != meta.SHA256 {
 			return nil, fmt.Errorf("%w: sha256 is %.12s… but the file hashes to %.12s…", artifacts.ErrHashMismatch, meta.SHA256, got)
 		}
-	}
-	return data, nil
-}
-
-func readAtMost(path string, limit int64) ([]byte, error) {
-	f, err := os.Open(path)
-	if err != nil {
-		return nil, err
-	}
-	defer f.Close()
-	fi, err := f.Stat()
-	if err != nil {
-		return nil, err
-	}
-	if fi.Size() > limit {
-		return nil, fmt.Errorf("%w: %d bytes, limit %d", artifacts.ErrTooLarge, fi.Size(), limit)
-	}
-	data := make([]byte, fi.Size())
-	if _, err := f.ReadAt(data, 0); err != nil && fi.Size() > 0 {
-		return nil, err
 	}
 	return data, nil
 }

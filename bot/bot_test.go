@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/odekrun/odek/bot/tgformat"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -379,8 +380,8 @@ func TestLongAnswerSplitAtParagraphsAndCodeBlocks(t *testing.T) {
 	}
 	for i, c := range sent {
 		text := c.Params.Get("text")
-		if TextLen(text) > MaxMessageLen || strings.Count(text, "<pre>") != strings.Count(text, "</pre>") {
-			t.Errorf("message %d: %d units, %d pre, %d /pre", i, TextLen(text), strings.Count(text, "<pre>"), strings.Count(text, "</pre>"))
+		if tgformat.TextLen(text) > tgformat.MaxMessageLen || strings.Count(text, "<pre>") != strings.Count(text, "</pre>") {
+			t.Errorf("message %d: %d units, %d pre, %d /pre", i, tgformat.TextLen(text), strings.Count(text, "<pre>"), strings.Count(text, "</pre>"))
 		}
 	}
 }
@@ -738,8 +739,8 @@ func TestStateSurvivesRestart(t *testing.T) {
 	h.tg.Wait(t, wait, "the restored job's reservation", func(*bottest.Server) bool {
 		var reserved int64
 		h.bot.inspect(alice, func(c *chat) {
-			for _, js := range c.jobs {
-				reserved += js.reserved
+			for id := range c.jobs {
+				reserved += c.books.Reserved[id]
 			}
 		})
 		return reserved == 10000-850
@@ -788,7 +789,7 @@ func TestRestoreRejectsBadSnapshots(t *testing.T) {
 		t.Fatal(err)
 	}
 	b.inspect(-100, func(c *chat) {
-		if c.use.tokens != 5 || c.jobs["j1"] == nil || c.jobs["j1"].userID != 7 {
+		if c.books.Use.Tokens != 5 || c.jobs["j1"] == nil || c.jobs["j1"].userID != 7 {
 			t.Errorf("restored %+v %+v", c.chatState, c.jobs["j1"])
 		}
 	})

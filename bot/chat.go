@@ -35,13 +35,13 @@ func (b *Bot) newChat(id int64) *chat {
 // publish is what the chat shows the router after each function it ran:
 // whether it has unfinished jobs and, with a state store, its snapshot.
 func (b *Bot) publish(c *chat) published {
-	p := published{busy: len(c.queue) > 0, drop: c.prunable && c.empty(b.cfg.Now())}
+	p := published{busy: len(c.queue) > 0 || len(c.held) > 0, drop: c.prunable && c.empty(b.cfg.Now())}
 	if b.cfg.State != nil {
 		s := c.snap()
 		p.snap = &s
 		p.jobs = map[string]jobSnap{}
 		for id, j := range c.jobs {
-			p.jobs[id] = jobSnap{Chat: j.chatID, User: j.userID, UserName: j.userName, StatusMsg: j.statusMsg, StartedAt: j.startedAt, Reserved: j.reserved}
+			p.jobs[id] = jobSnap{Chat: j.chatID, User: j.userID, UserName: j.userName, StatusMsg: j.statusMsg, StartedAt: j.startedAt, Reserved: c.books.Reserved[id], Session: j.session}
 		}
 	}
 	return p
@@ -49,10 +49,16 @@ func (b *Bot) publish(c *chat) published {
 
 // snap is the chat's part of the state file, sharing no memory with it.
 func (c *chat) snap() chatSnap {
-	cs := chatSnap{Queue: slices.Clone(c.queue), Session: c.session, Day: c.use.day, Tokens: c.use.tokens, CostUSD: c.use.costUSD,
-		Jobs: c.use.jobs, Warned: c.use.warned, NextArt: c.nextArt, History: slices.Clone(c.hist), Model: c.model}
+	cs := chatSnap{Queue: slices.Clone(c.queue), Session: c.session, Day: c.books.Use.Day, Tokens: c.books.Use.Tokens, Prompt: c.books.Use.Prompt, Cached: c.books.Use.Cached, CostUSD: c.books.Use.CostUSD,
+		Jobs: c.books.Use.Jobs, Warned: c.books.Use.Warned, NextArt: c.nextArt, History: slices.Clone(c.books.Hist), Model: c.model}
 	for _, a := range c.arts {
 		cs.Arts = append(cs.Arts, artSnap{ID: a.id, Meta: a.meta})
+	}
+	for _, h := range c.held {
+		cs.Held = append(cs.Held, h.snap())
+	}
+	if g := c.books.Gauge; g.Session != "" {
+		cs.Context = &gaugeSnap{Session: g.Session, Model: g.Model, Tokens: g.Tokens, At: g.At, CompactedAt: g.CompactedAt, Before: g.Before, After: g.After}
 	}
 	return cs
 }
@@ -60,27 +66,21 @@ func (c *chat) snap() chatSnap {
 // roll moves yesterday's usage into the history when the UTC day changed
 // (what chatLocked did before each use of a chat).
 func (c *chat) roll() *chat {
-	now := c.b.cfg.Now()
-	if c.use.day != "" && c.use.day != utcDay(now) && (c.use.tokens > 0 || c.use.jobs > 0) {
-		c.hist = appendHistory(c.hist, dayTotal{Day: c.use.day, Tokens: c.use.tokens, CostUSD: c.use.costUSD, Jobs: c.use.jobs}, now)
-	}
-	c.use = c.use.rollover(now)
+	c.books.Roll(c.b.cfg.Now())
 	return c
 }
 
-// prune drops history past keepDays and marks the chat droppable when it
+// prune drops history past chatcore.KeepDays and marks the chat droppable when it
 // holds nothing a later message would miss: no unfinished job, no session
 // chosen with /new, no artifact ids, and no usage today.
 func (c *chat) prune(now time.Time) {
-	c.hist = appendHistory(c.hist, dayTotal{}, now) // drops days past keepDays
+	c.books.Prune(now) // drops days past chatcore.KeepDays
 	c.prunable = c.empty(now)
 }
 
 func (c *chat) empty(now time.Time) bool {
-	today := utcDay(now)
-	return len(c.hist) == 0 && len(c.queue) == 0 && c.session == "" && len(c.userSessions) == 0 && len(c.arts) == 0 && c.nextArt == 0 &&
-		len(c.jobs) == 0 && len(c.approvals) == 0 && len(c.batches) == 0 && c.model == "" &&
-		(c.use.day != today || c.use == usage{day: today})
+	return c.books.Empty(now) && len(c.queue) == 0 && len(c.held) == 0 && c.session == "" && len(c.userSessions) == 0 && len(c.arts) == 0 && c.nextArt == 0 &&
+		len(c.jobs) == 0 && len(c.approvals) == 0 && len(c.batches) == 0 && c.model == ""
 }
 
 // reply sends plain text, logging failures. It reports whether the chat is
@@ -113,11 +113,12 @@ func (c *chat) checkSend(ctx context.Context, kind tgKind, err error) bool {
 	}
 }
 
-// cancelAll cancels every unfinished job of the chat, newest first so the
-// queued ones never start. A job the queue does not know (any more: the
+// cancelAll forgets the chat's held requests and cancels every unfinished
+// job of the chat, newest first so the queued ones never start. A job the queue does not know (any more: the
 // embedded queue after a restart, a finished job) is forgotten at once, as
 // no result for it may ever come; the status messages of forgotten jobs
-// are returned. It reports how many jobs were canceled or forgotten.
+// and of held requests are returned. It reports how many jobs and requests
+// were canceled or forgotten.
 func (c *chat) cancelAll(ctx context.Context) (int, []int) {
 	b := c.b
 	ids := slices.Clone(c.queue)
@@ -126,8 +127,8 @@ func (c *chat) cancelAll(ctx context.Context) (int, []int) {
 			js.stopped = true
 		}
 	}
-	n := 0
-	var statusMsgs []int
+	statusMsgs := c.held.drop(func(heldRequest) bool { return false })
+	n := len(statusMsgs)
 	for i := len(ids) - 1; i >= 0; i-- {
 		err := b.q.Cancel(ctx, ids[i])
 		switch {
@@ -154,6 +155,7 @@ func (c *chat) forgetJob(id string) int {
 		msg = js.statusMsg
 	}
 	delete(c.jobs, id)
+	c.books.Ended(id)
 	return msg
 }
 

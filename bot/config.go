@@ -110,7 +110,16 @@ type Config struct {
 	// Transcriber turns voice and audio messages into text (shown back to
 	// the user, then run as the request). nil means voice messages get a
 	// reply saying they cannot be transcribed here.
-	Transcriber *Transcriber
+	Transcriber Transcriber
+
+	// Compactor runs /compact (context.go). nil means /compact answers
+	// that it is not available on this bot.
+	Compactor Compactor
+
+	// ContextWindow is the context window, in tokens, of a model ("" =
+	// the workers' default), for /status's context gauge. nil or 0 shows
+	// the tokens without the share.
+	ContextWindow func(model string) int
 
 	// Vision says whether photos go to the model as image input besides
 	// being saved: "auto" (the default) sends them and, when the model

@@ -6,12 +6,11 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/odekrun/odek/bot/chatcore"
 	"io"
 	"net"
 	"net/http"
 	"net/url"
-	"slices"
-	"strings"
 	"sync"
 	"time"
 
@@ -20,6 +19,7 @@ import (
 	"github.com/sirupsen/logrus"
 
 	"github.com/odekrun/odek/bot/tgclient"
+	"github.com/odekrun/odek/bot/tgformat"
 	"github.com/odekrun/odek/queue"
 )
 
@@ -112,37 +112,6 @@ func (b *Bot) resultsLoop(ctx context.Context) error {
 	return nil
 }
 
-// resultText is the text of a reply to a result that did not succeed.
-// Pure.
-func resultText(res queue.Result, timedOut bool, timeout time.Duration) string {
-	return resultTextIn("en", res, timedOut, timeout)
-}
-
-// dayCapExhausted is in the error of a job stopped by its total-token cap
-// (agent.BudgetExceededError for budget.LimitTotalTokens), the cap the bot
-// sets from the chat's daily budget.
-const dayCapExhausted = "budget: total_tokens limit exhausted"
-
-// resultTextIn is resultText in lang.
-func resultTextIn(lang string, res queue.Result, timedOut bool, timeout time.Duration) string {
-	switch res.Status {
-	case queue.StatusCanceled:
-		if timedOut {
-			return tr(lang, "timed.out", humanWait(timeout))
-		}
-		return tr(lang, "stopped")
-	case queue.StatusDeadLettered:
-		return tr(lang, "dead", res.Attempt, res.JobID)
-	case queue.StatusFailed:
-		msg := tr(lang, "failed")
-		if e := oneLine(res.Error, 300); e != "" {
-			msg += ": " + e
-		}
-		return msg + "."
-	}
-	return ""
-}
-
 // deliver sends one result to its chat and acknowledges it. It runs in the
 // chat's actor.
 func (c *chat) deliver(ctx context.Context, d queue.Delivery) {
@@ -160,33 +129,21 @@ func (c *chat) deliver(ctx context.Context, d queue.Delivery) {
 			break
 		}
 	}
-	// Usage and artifact ids are worked out here but recorded only once
-	// the result is settled (see commit below): a result left for
-	// redelivery must not count twice.
-	tokens := res.Usage.PromptTokens + res.Usage.CompletionTokens
-	use := c.use
-	use.tokens += tokens
-	warn := shouldWarn(use, b.cfg.DailyTokenBudget)
-	var arts []Artifact
-	var chatArts []chatArtifact
-	nextArt := c.nextArt
-	for _, m := range res.Artifacts {
-		if js != nil && slices.Contains(js.uploads, strings.TrimPrefix(m.Path, "/")) {
-			continue // the user's own file, new to the worker: not an answer
-		}
-		nextArt++
-		id := fmt.Sprintf("a%d", nextArt)
-		chatArts = append(chatArts, chatArtifact{id: id, meta: m})
-		arts = append(arts, Artifact{ID: id, Name: m.Name, MediaType: m.MIME, Bytes: m.Bytes, SHA256: m.SHA256})
-	}
+	// The core plans the reply and the books (usage, artifact ids); they
+	// are recorded only once the result is settled (see below): a result
+	// left for redelivery must not count twice.
 	var statusMsg, replyTo, srcMsg int
-	timedOut, superseded := false, false
-	lang := "en"
+	f := chatcore.Finished{Lang: "en"}
 	if js != nil {
-		statusMsg, timedOut, replyTo, srcMsg, superseded = js.statusMsg, js.timedOut, js.replyTo, js.srcMsg, js.superseded
-		lang = b.lang(js.userID)
+		statusMsg, replyTo, srcMsg = js.statusMsg, js.replyTo, js.srcMsg
+		f = chatcore.Finished{Lang: b.lang(js.userID), TimedOut: js.timedOut, Superseded: js.superseded, Uploads: js.uploads}
 	}
-	used := use.tokens
+	plan := chatcore.PlanResult(b.policy, res, f, c.books.Use, c.nextArt, now)
+	lang := f.Lang
+	var arts []tgformat.Artifact
+	for _, a := range plan.Artifacts {
+		arts = append(arts, tgformat.Artifact{ID: a.ID, Name: a.Meta.Name, MediaType: a.Meta.MIME, Bytes: a.Meta.Bytes, SHA256: a.Meta.SHA256})
+	}
 
 	if statusMsg != 0 {
 		if kind, err := b.tg.Remove(ctx, chatID, statusMsg); kind != tgOK && kind != tgCanceled {
@@ -197,21 +154,10 @@ func (c *chat) deliver(ctx context.Context, d queue.Delivery) {
 	c.closeApprovals(ctx, res.JobID, "ap.c.ended")
 	// One message per job: the notice, the answer, its artifact lines and
 	// the usage footer go out together.
-	footer := Footer(res.Usage.PromptTokens, res.Usage.CompletionTokens, res.Usage.CostUSD, time.Duration(res.DurationMS)*time.Millisecond)
-	reply := Reply{Answer: res.Answer, Artifacts: arts, Footer: footer}
-	if res.Status == queue.StatusSucceeded {
-		if strings.TrimSpace(res.Answer) == "" {
-			reply.Answer = tr(lang, "no.answer")
-		}
-	} else {
-		reply.Head = resultTextIn(lang, res, timedOut, b.cfg.AgentTimeout)
-		if res.Status == queue.StatusFailed && b.cfg.DailyTokenBudget > 0 && strings.Contains(res.Error, dayCapExhausted) {
-			// The job reached its cap: what was left of the chat's day.
-			reply.Head = tr(lang, "budget.stopped", Thousands(b.cfg.DailyTokenBudget), humanWait(untilMidnightUTC(now)))
-		}
-	}
-	chunks := FormatReply(reply, MaxMessageLen)
-	if superseded {
+	footer := tgformat.Footer(res.Usage.PromptTokens, res.Usage.CompletionTokens, res.Usage.CostUSD, time.Duration(res.DurationMS)*time.Millisecond)
+	reply := tgformat.Reply{Head: plan.Head, Answer: plan.Answer, Artifacts: arts, Footer: footer}
+	chunks := tgformat.FormatReply(reply, tgformat.MaxMessageLen)
+	if !plan.Show {
 		chunks = nil // the user edited the message: the edited text's job answers
 	}
 	ack := true
@@ -242,22 +188,31 @@ func (c *chat) deliver(ctx context.Context, d queue.Delivery) {
 		log.WithError(err).WithField("chunk", i).Error("bot: Telegram refused a reply chunk; skipping it")
 	}
 	if ack {
-		c.roll()
-		c.use.tokens += tokens
-		c.use.costUSD += res.Usage.CostUSD
-		c.use.jobs++
-		c.use.warned = c.use.warned || warn
-		c.nextArt = max(c.nextArt, nextArt)
+		c.books.Settled(res.JobID, plan)
+		if js != nil && js.session != "" {
+			// The events the last tick did not read (a bounded number of
+			// pages: the gauge wants the latest ones).
+			for range 10 {
+				if n, ok := js.readProgress(ctx, c.b); !ok || n < progressPage {
+					break
+				}
+			}
+			c.books.Gauge = c.books.Gauge.Record(js.session, js.st.CI, now)
+		}
+		c.nextArt = max(c.nextArt, plan.NextArt)
 		c.rememberAnswer(srcMsg, sentIDs)
-		c.arts = append(c.arts, chatArts...)
+		for _, a := range plan.Artifacts {
+			c.arts = append(c.arts, chatArtifact{id: a.ID, meta: a.Meta})
+		}
 		if over := len(c.arts) - maxChatArtifacts; over > 0 {
 			c.arts = append([]chatArtifact(nil), c.arts[over:]...)
 		}
 	}
-	if ack && !superseded && b.cfg.ArtifactDir != "" && b.cfg.SendArtifacts > 0 {
+	if ack && plan.Show && b.cfg.ArtifactDir != "" && b.cfg.SendArtifacts > 0 {
 		// Files out: the first artifacts go into the chat with the answer.
 		sent := 0
-		for _, a := range chatArts {
+		for _, pa := range plan.Artifacts {
+			a := chatArtifact{id: pa.ID, meta: pa.Meta}
 			if sent >= b.cfg.SendArtifacts {
 				break
 			}
@@ -271,8 +226,8 @@ func (c *chat) deliver(ctx context.Context, d queue.Delivery) {
 			sent++
 		}
 	}
-	if warn && ack {
-		c.reply(ctx, tr(lang, "budget.warn", used*100/b.cfg.DailyTokenBudget, Thousands(b.cfg.DailyTokenBudget), humanWait(untilMidnightUTC(now))))
+	if plan.Warn != "" && ack {
+		c.reply(ctx, plan.Warn)
 	}
 	if ack {
 		actx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
@@ -282,7 +237,11 @@ func (c *chat) deliver(ctx context.Context, d queue.Delivery) {
 		}
 	}
 	delete(c.jobs, res.JobID)
+	c.books.Ended(res.JobID) // a result left for redelivery holds nothing meanwhile
 	log.Info("bot: result delivered")
+	if ack {
+		c.startHeld(ctx) // its reservation is released: a held message may start
+	}
 }
 
 // ---- progress ----
@@ -322,25 +281,38 @@ func (b *Bot) progressTick(ctx context.Context) {
 // status. It runs in the chat's actor.
 func (c *chat) progress(ctx context.Context) {
 	b := c.b
+	if len(c.jobs) == 0 {
+		c.startHeld(ctx) // held requests restored with no job left to wait for
+	}
 	if len(c.queue) > 0 {
 		if js := c.jobs[c.queue[0]]; js != nil {
-			entries, err := b.q.ReadProgress(ctx, js.id, js.after, 200, 0)
-			if err != nil {
-				if ctx.Err() == nil {
-					b.log.WithError(err).WithField("job_id", js.id).Debug("bot: reading progress failed")
-				}
-			} else {
-				for _, e := range entries {
-					js.st = js.st.apply(e.Data)
-					js.after = e.ID
-				}
-				if js.st.started && js.startedAt.IsZero() {
-					js.startedAt = b.cfg.Now()
-				}
+			if _, ok := js.readProgress(ctx, c.b); ok && js.st.Started && js.startedAt.IsZero() {
+				js.startedAt = b.cfg.Now()
 			}
 		}
 	}
 	c.refreshStatus(ctx)
+}
+
+// progressPage is how many progress entries one read takes.
+const progressPage = 200
+
+// readProgress folds the job's progress entries since the last read (at
+// most progressPage) into its status. It reports how many it read and
+// whether the read worked.
+func (js *jobState) readProgress(ctx context.Context, b *Bot) (int, bool) {
+	entries, err := b.q.ReadProgress(ctx, js.id, js.after, progressPage, 0)
+	if err != nil {
+		if ctx.Err() == nil {
+			b.log.WithError(err).WithField("job_id", js.id).Debug("bot: reading progress failed")
+		}
+		return 0, false
+	}
+	for _, e := range entries {
+		js.st = js.st.Apply(e.Data)
+		js.after = e.ID
+	}
+	return len(entries), true
 }
 
 // editInterval is the least time between two status edits in a chat:
@@ -374,14 +346,14 @@ func (c *chat) refreshStatus(ctx context.Context) {
 			m, kind, err := b.tg.SendPlainReply(ctx, chatID, js.replyTo, js.lastText, nil)
 			if c.checkSend(ctx, kind, err) && kind == tgOK {
 				js.statusMsg = m.MessageID
-				c.ledgerPut(ctx, js)
+				c.ledgerPutMsg(ctx, js.statusMsg, js.id, js.lang)
 			}
 			break
 		}
 		if js == nil || js.statusMsg == 0 || js.stopped {
 			continue
 		}
-		if pos == 0 && js.st.started && !js.st.finished {
+		if pos == 0 && js.st.Started && !js.st.Finished {
 			if now.Sub(c.lastTyping) >= typingEvery {
 				c.lastTyping = now
 				typing = true

@@ -7,7 +7,7 @@
 // Bot.Run long-polls the Bot API (or serves a webhook), authorizes every
 // update against the allowlists before anything else, answers the commands
 // (/start, /help, /new, /stop, /status, /usage, /artifact <id>, /retry,
-// /model), enqueues a
+// /model, /compact), enqueues a
 // job per message (idempotency key = the update id, so a redelivered update
 // never runs twice), keeps one status message per running job edited from
 // its progress stream, shows tool approvals as inline keyboards, and
@@ -18,11 +18,21 @@
 // (after the sender's rate and the chat's budget are checked, within the
 // chat's storage quota: quota.go) and named in the goal; each job carries
 // what is left of its chat's daily token budget as its cap, reserved while
-// it is unfinished; voice and audio messages are transcribed
+// it is unfinished, and a message that finds the rest of the day reserved
+// waits in the chat until its jobs end; voice and audio messages are transcribed
 // (Transcriber) and shown back first; the answer streams while it is
 // written (sendMessageDraft or status edits, stream.go); a status ledger
-// (StatusLedger) lets the next start clean status messages a crash left;
+// (StatusLedger, kept by queue) lets the next start clean status messages a crash left;
 // in groups it answers only when addressed.
+//
+// The bot is the shell around a Telegram-free core, bot/chatcore, which
+// decides: how a message is routed (chatcore.RouteOf), what the chat's
+// daily budget says about a request (chatcore.Admit: a cap, a hold, a
+// refusal), what progress shows (chatcore.Status) and what a result's
+// reply and books are (chatcore.PlanResult). The shell parses updates into
+// the core's terms, keeps the chat's state and turns decisions into Bot
+// API calls. It reaches a model endpoint only through Config.Transcriber
+// and Config.Compactor (/compact), both optional.
 //
 // Formatting lives in bot/tgformat (goldmark's Markdown AST rendered to
 // Telegram HTML, with a plain-text twin of every chunk sent when Telegram

@@ -8,7 +8,6 @@ import (
 	"time"
 
 	"github.com/odekrun/odek/bot/bottest"
-	"github.com/odekrun/odek/internal/ext"
 	"github.com/odekrun/odek/queue"
 )
 
@@ -46,61 +45,6 @@ func TestStatusAndApprovalInTheUsersLanguage(t *testing.T) {
 	h.waitVisible(alice, "fertig")
 	h.tg.Send(bottest.Incoming{Chat: alice, User: alice, Text: "/status", Lang: "de"})
 	h.waitVisible(alice, "Untätig: kein Auftrag läuft.")
-}
-
-// The status line in German, pure.
-func TestStatusTextInGerman(t *testing.T) {
-	s := status{started: true, iteration: 3, tool: "shell", detail: "go", planDone: 2, planTotal: 5, tokens: 1234, attempt: 2}
-	want := "⏳ Arbeitet · Schritt 3 · 🔧 shell: go · Plan 2/5 · 1,234 Tokens · 12 s · Versuch 2"
-	if got := s.textIn("de", 0, 12*time.Second); got != want {
-		t.Errorf("got  %q\nwant %q", got, want)
-	}
-	if got := (status{}).textIn("de", 2, 0); got != "📥 In der Warteschlange — Position 2. /stop bricht ab." {
-		t.Errorf("queued: %q", got)
-	}
-}
-
-// MCP progress (tool_call_progress events on the progress stream, as the
-// worker streams every event) shows in the status line: the share done of
-// a known total and the server's message, cleaned and clipped; the next
-// tool call clears it.
-func TestMCPProgressInTheStatus(t *testing.T) {
-	if toolCallProgress != ext.EventToolCallProgress {
-		t.Fatalf("event type %q, internal/ext emits %q", toolCallProgress, ext.EventToolCallProgress)
-	}
-	var s status
-	s = s.apply([]byte(`{"schema":"odek.event/v1","type":"tool_call_started","seq":1,"run_id":"r","iteration":1,"tool":"docs__search","timestamp":"2026-01-01T00:00:00Z"}`))
-	s = s.apply([]byte(`{"schema":"odek.event/v1","type":"tool_call_progress","seq":2,"run_id":"r","iteration":1,"timestamp":"2026-01-01T00:00:00Z","data":{"tool":"docs__search","server":"docs","mcp_tool":"search","progress":3,"total":10,"message":"indexing\nfiles"}}`))
-	if got, want := s.text(0, 2*time.Second), "⏳ Working · step 1 · 🔧 docs__search · 30 % · indexing files · 2.0 s"; got != want {
-		t.Errorf("got  %q\nwant %q", got, want)
-	}
-	s = s.apply([]byte(`{"schema":"odek.event/v1","type":"tool_call_progress","seq":3,"run_id":"r","iteration":1,"timestamp":"2026-01-01T00:00:00Z","data":{"tool":"docs__search","progress":7}}`))
-	if !strings.Contains(s.text(0, 0), "🔧 docs__search · 7 ·") {
-		t.Errorf("progress without total: %q", s.text(0, 0))
-	}
-	s = s.apply([]byte(`{"schema":"odek.event/v1","type":"tool_call_completed","seq":4,"run_id":"r","iteration":1,"tool":"docs__search","timestamp":"2026-01-01T00:00:00Z"}`))
-	if strings.Contains(s.text(0, 0), "7") {
-		t.Errorf("progress kept after the call ended: %q", s.text(0, 0))
-	}
-	if got := mcpProgress(map[string]any{"progress": 5.0, "total": 4.0, "message": strings.Repeat("x", 300)}); !strings.HasPrefix(got, "100 % · ") || len([]rune(got)) > 8+maxMCPMessage {
-		t.Errorf("overshoot/long message: %q", got)
-	}
-
-	// End to end: the worker's events reach the status message.
-	q := queue.NewMemory(queue.Options{})
-	h := startBot(t, q, nil)
-	release := make(chan struct{})
-	worker(t, q, func(ctx context.Context, l queue.Lease) queue.Result {
-		summary(t, q, l.Job.ID, queue.ProgressSummary{State: "started", Iteration: 1})
-		event(t, q, l.Job.ID, `{"schema":"odek.event/v1","type":"tool_call_started","seq":1,"run_id":"r","iteration":1,"tool":"docs__search","timestamp":"2026-01-01T00:00:00Z"}`)
-		event(t, q, l.Job.ID, `{"schema":"odek.event/v1","type":"tool_call_progress","seq":2,"run_id":"r","iteration":1,"timestamp":"2026-01-01T00:00:00Z","data":{"tool":"docs__search","progress":1,"total":4,"message":"page 1 of 4"}}`)
-		<-release
-		return queue.Result{Answer: "found it"}
-	})
-	h.tg.UserMessage(alice, alice, "search the docs")
-	h.waitVisible(alice, "🔧 docs__search · 25 % · page 1 of 4")
-	close(release)
-	h.waitVisible(alice, "found it")
 }
 
 // /model: the operator's models as buttons; the choice goes on every later
@@ -176,4 +120,24 @@ func TestPhotosTravelAsImages(t *testing.T) {
 			t.Errorf("images %q vision %q", j.Images, j.Vision)
 		}
 	}
+}
+
+// MCP progress on the progress stream reaches the status message (the
+// rendering is chatcore.TestMCPProgressInTheStatus).
+func TestMCPProgressReachesTheStatusMessage(t *testing.T) {
+	// End to end: the worker's events reach the status message.
+	q := queue.NewMemory(queue.Options{})
+	h := startBot(t, q, nil)
+	release := make(chan struct{})
+	worker(t, q, func(ctx context.Context, l queue.Lease) queue.Result {
+		summary(t, q, l.Job.ID, queue.ProgressSummary{State: "started", Iteration: 1})
+		event(t, q, l.Job.ID, `{"schema":"odek.event/v1","type":"tool_call_started","seq":1,"run_id":"r","iteration":1,"tool":"docs__search","timestamp":"2026-01-01T00:00:00Z"}`)
+		event(t, q, l.Job.ID, `{"schema":"odek.event/v1","type":"tool_call_progress","seq":2,"run_id":"r","iteration":1,"timestamp":"2026-01-01T00:00:00Z","data":{"tool":"docs__search","progress":1,"total":4,"message":"page 1 of 4"}}`)
+		<-release
+		return queue.Result{Answer: "found it"}
+	})
+	h.tg.UserMessage(alice, alice, "search the docs")
+	h.waitVisible(alice, "🔧 docs__search · 25 % · page 1 of 4")
+	close(release)
+	h.waitVisible(alice, "found it")
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/odekrun/odek/bot/tgformat"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -167,7 +168,7 @@ func (u upload) goalLine() string {
 		media = "unknown type"
 	}
 	return fmt.Sprintf("[Attachment: the user sent the %s %q (%s, %s). It is saved as %s in your working directory.]",
-		u.kind, u.name, media, HumanBytes(u.bytes), u.rel)
+		u.kind, u.name, media, tgformat.HumanBytes(u.bytes), u.rel)
 }
 
 // attachment returns the file of a document or photo message.
@@ -209,21 +210,6 @@ func safeFileName(name string) string {
 	return name
 }
 
-// admitFile decides, before any byte of a user's file (document, photo,
-// voice or audio) is fetched, whether the chat may take one now: the
-// sender's job rate has room (looked at, not taken: the job the file
-// becomes takes it) and the chat's daily budget is neither spent nor held
-// by its unfinished jobs. It returns the refusal for
-// the user, or "". It runs in the chat's actor.
-func (c *chat) admitFile(userID int64, lang string) string {
-	b := c.b
-	if ok, wait := b.users.allows(userID, b.cfg.Now()); !ok {
-		return tr(lang, "slow.down", b.cfg.UserJobsPerMinute, humanWait(wait))
-	}
-	_, refusal := c.budgetGate(lang)
-	return refusal
-}
-
 // saveUpload downloads a user's file into <ArtifactDir>/<chat id>/uploads
 // through an os.Root on the chat's directory, so no name or symlink leads
 // out of it, within the chat's storage quota (Config.ChatStorageBytes): a
@@ -234,7 +220,7 @@ func (c *chat) admitFile(userID int64, lang string) string {
 func (b *Bot) saveUpload(ctx context.Context, chatID int64, lang string, m *tgbotapi.Message) (*upload, string) {
 	fileID, kind, name, mime, size, _ := attachment(m)
 	limit := b.cfg.MaxDownloadBytes
-	tooBig := tr(lang, "file.large", HumanBytes(limit))
+	tooBig := tr(lang, "file.large", tgformat.HumanBytes(limit))
 	if b.cfg.ArtifactDir == "" {
 		return nil, tr(lang, "file.off")
 	}
@@ -263,7 +249,7 @@ func (b *Bot) saveUpload(ctx context.Context, chatID int64, lang string, m *tgbo
 			return nil, tr(lang, "file.save")
 		}
 		free := max(quota-used, 0)
-		overQuota = tr(lang, "file.quota", HumanBytes(used), HumanBytes(quota), HumanBytes(free))
+		overQuota = tr(lang, "file.quota", tgformat.HumanBytes(used), tgformat.HumanBytes(quota), tgformat.HumanBytes(free))
 		if size > free || free == 0 {
 			b.log.WithFields(logrus.Fields{"chat_id": chatID, "used": used, "quota": quota, "size": size}).Info("bot: refused an upload over the chat's storage quota")
 			return nil, overQuota

@@ -3,6 +3,7 @@ package bot
 import (
 	"context"
 	"fmt"
+	"github.com/odekrun/odek/bot/chatcore"
 	"strings"
 	"sync"
 	"testing"
@@ -140,7 +141,7 @@ func TestFastAnswerHasNoStatusFlash(t *testing.T) {
 
 func TestStatusCountsFromTheQuestion(t *testing.T) {
 	now := time.Unix(1000, 0)
-	js := &jobState{askedAt: now, startedAt: now.Add(1500 * time.Millisecond), st: status{started: true}}
+	js := &jobState{askedAt: now, startedAt: now.Add(1500 * time.Millisecond), st: chatcore.Status{Started: true}}
 	if got := js.statusText(0, now.Add(2500*time.Millisecond)); !strings.Contains(got, "2.0 s") {
 		t.Errorf("status %q, want the 2 s since the question", got)
 	}
@@ -287,16 +288,6 @@ func TestUsageHistory(t *testing.T) {
 		if !hasText(h.tg.Visible(alice), want) {
 			t.Errorf("/usage lacks %q: %q", want, h.tg.Visible(alice))
 		}
-	}
-}
-
-func TestAppendHistoryKeepsTwoMonths(t *testing.T) {
-	now := time.Date(2026, 12, 31, 0, 0, 0, 0, time.UTC)
-	h := appendHistory(nil, dayTotal{Day: "2026-09-01", Tokens: 1}, now)
-	h = appendHistory(h, dayTotal{Day: "2026-12-30", Tokens: 2}, now)
-	h = appendHistory(h, dayTotal{Day: "2026-12-30", Tokens: 3}, now)
-	if len(h) != 1 || h[0].Tokens != 5 {
-		t.Errorf("history = %+v", h)
 	}
 }
 

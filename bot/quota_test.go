@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/odekrun/odek/bot/bottest"
+	"github.com/odekrun/odek/internal/llm/speech"
 	"github.com/odekrun/odek/queue"
 )
 
@@ -102,7 +103,7 @@ func TestUploadsOverBudgetOrRateAreNotFetched(t *testing.T) {
 		c.ArtifactDir = dir
 		c.UserJobsPerMinute = 2
 		c.DailyTokenBudget = 1000
-		c.Transcriber = &Transcriber{BaseURL: stt.URL(), APIKey: stt.Key, Model: "whisper-1"}
+		c.Transcriber = &speech.Transcriber{BaseURL: stt.URL(), APIKey: stt.Key, Model: "whisper-1"}
 	})
 	worker(t, q, func(_ context.Context, l queue.Lease) queue.Result {
 		res := queue.Result{Answer: "answer for " + fmt.Sprint(l.Job.UserID)}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/odekrun/odek/bot/chatcore"
 	"net/http"
 	"net/url"
 	"strings"
@@ -196,10 +197,10 @@ func TestIdleChatsAndUsersArePruned(t *testing.T) {
 		c.chatState = st
 		b.serial.put(c, b.publish(c))
 	}
-	put(7, chatState{use: usage{day: "2026-03-01", tokens: 10, jobs: 1}}) // usage of an earlier day
-	put(8, chatState{session: "telegram:8:1"})                            // chose /new
-	put(9, chatState{queue: []string{"j"}})                               // a job running
-	put(10, chatState{arts: []chatArtifact{{id: "a1"}}, nextArt: 1})      // artifact ids
+	put(7, chatState{books: chatcore.Books{Use: chatcore.Usage{Day: "2026-03-01", Tokens: 10, Jobs: 1}}}) // usage of an earlier day
+	put(8, chatState{session: "telegram:8:1"})                                                            // chose /new
+	put(9, chatState{queue: []string{"j"}})                                                               // a job running
+	put(10, chatState{arts: []chatArtifact{{id: "a1"}}, nextArt: 1})                                      // artifact ids
 
 	now = t0.Add(5 * time.Second)
 	b.prune(now)
@@ -210,7 +211,7 @@ func TestIdleChatsAndUsersArePruned(t *testing.T) {
 		t.Errorf("a chat with usage today was pruned")
 	}
 	now = t0.Add(24 * time.Hour)
-	put(11, chatState{use: usage{day: "2026-03-02", tokens: 10}}) // today's usage
+	put(11, chatState{books: chatcore.Books{Use: chatcore.Usage{Day: "2026-03-02", Tokens: 10}}}) // today's usage
 	b.prune(now)
 	if b.users.len() != 0 {
 		t.Errorf("users with full buckets kept: %d", b.users.len())

@@ -5,6 +5,8 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"github.com/odekrun/odek/bot/chatcore"
+	"slices"
 	"strconv"
 	"sync"
 	"time"
@@ -38,6 +40,8 @@ type chatSnap struct {
 	Session string    `json:"session,omitempty"`
 	Day     string    `json:"day,omitempty"`
 	Tokens  int64     `json:"tokens,omitempty"`
+	Prompt  int64     `json:"prompt_tokens,omitempty"`
+	Cached  int64     `json:"cached_tokens,omitempty"`
 	CostUSD float64   `json:"cost_usd,omitempty"`
 	Jobs    int       `json:"jobs,omitempty"`
 	Warned  bool      `json:"warned,omitempty"`
@@ -45,9 +49,54 @@ type chatSnap struct {
 	NextArt int       `json:"next_artifact,omitempty"`
 	// History is the usage of earlier days (added after version 1 files
 	// were written; absent = none).
-	History []dayTotal `json:"history,omitempty"`
+	History []chatcore.DayTotal `json:"history,omitempty"`
 	// Model is the model chosen with /model (absent = the default).
 	Model string `json:"model,omitempty"`
+	// Held are the messages waiting behind the chat's unfinished jobs
+	// (absent = none).
+	Held []heldSnap `json:"held,omitempty"`
+	// Context is how full the conversation is (absent = unknown).
+	Context *gaugeSnap `json:"context,omitempty"`
+}
+
+// gaugeSnap is a chat's gauge in the state file.
+type gaugeSnap struct {
+	Session     string    `json:"session"`
+	Model       string    `json:"model,omitempty"`
+	Tokens      int64     `json:"tokens,omitempty"`
+	At          time.Time `json:"at,omitzero"`
+	CompactedAt time.Time `json:"compacted_at,omitzero"`
+	Before      int64     `json:"before,omitempty"`
+	After       int64     `json:"after,omitempty"`
+}
+
+// heldSnap is a held request (heldRequest) in the state file.
+type heldSnap struct {
+	Update    int      `json:"update"`
+	User      int64    `json:"user,omitempty"`
+	UserName  string   `json:"user_name,omitempty"`
+	Text      string   `json:"text"`
+	Files     []string `json:"files,omitempty"`
+	Uploads   []string `json:"uploads,omitempty"`
+	Images    []string `json:"images,omitempty"`
+	Group     bool     `json:"group,omitempty"`
+	SrcMsg    int      `json:"src_msg,omitempty"`
+	ReplyTo   int      `json:"reply_to,omitempty"`
+	Lang      string   `json:"lang,omitempty"`
+	StatusMsg int      `json:"status_msg,omitempty"`
+}
+
+func (h heldRequest) snap() heldSnap {
+	r := h.req
+	return heldSnap{Update: r.updateID, User: r.userID, UserName: r.userName, Text: r.text, Files: slices.Clone(r.files),
+		Uploads: slices.Clone(r.uploads), Images: slices.Clone(r.images), Group: r.group, SrcMsg: r.srcMsg, ReplyTo: r.replyTo,
+		Lang: h.lang, StatusMsg: h.statusMsg}
+}
+
+func (s heldSnap) request(chatID int64) heldRequest {
+	return heldRequest{req: jobRequest{updateID: s.Update, chatID: chatID, userID: s.User, userName: s.UserName, text: s.Text,
+		files: s.Files, uploads: s.Uploads, images: s.Images, group: s.Group, srcMsg: s.SrcMsg, replyTo: s.ReplyTo},
+		lang: langOf(s.Lang), statusMsg: s.StatusMsg}
 }
 
 type artSnap struct {
@@ -63,6 +112,8 @@ type jobSnap struct {
 	StartedAt time.Time `json:"started_at,omitzero"`
 	// Reserved is the job's share of the chat's daily budget (its cap).
 	Reserved int64 `json:"reserved,omitempty"`
+	// Session is the conversation the job continues.
+	Session string `json:"session,omitempty"`
 }
 
 // snapshot encodes what the chat actors last published.
@@ -92,22 +143,30 @@ func (b *Bot) restore(data []byte) error {
 			return fmt.Errorf("bot: state snapshot has chat id %q", clipStr(key, 32))
 		}
 		c := b.newChat(id)
-		c.chatState = chatState{queue: cs.Queue, session: cs.Session, nextArt: cs.NextArt, hist: cs.History, model: cs.Model,
-			use: usage{day: cs.Day, tokens: cs.Tokens, costUSD: cs.CostUSD, jobs: cs.Jobs, warned: cs.Warned}}
+		c.chatState = chatState{queue: cs.Queue, session: cs.Session, nextArt: cs.NextArt, model: cs.Model,
+			books: chatcore.Books{Hist: cs.History,
+				Use: chatcore.Usage{Day: cs.Day, Tokens: cs.Tokens, Prompt: cs.Prompt, Cached: cs.Cached, CostUSD: cs.CostUSD, Jobs: cs.Jobs, Warned: cs.Warned}}}
+		if g := cs.Context; g != nil {
+			c.books.Gauge = chatcore.Gauge{Session: g.Session, Model: g.Model, Tokens: g.Tokens, At: g.At, CompactedAt: g.CompactedAt, Before: g.Before, After: g.After}
+		}
 		for _, a := range cs.Arts {
 			c.arts = append(c.arts, chatArtifact{id: a.ID, meta: a.Meta})
+		}
+		for _, h := range cs.Held {
+			c.held = append(c.held, h.request(id))
 		}
 		chats[id] = c
 	}
 	for id, j := range s.Jobs {
-		js := &jobState{id: id, chatID: j.Chat, userID: j.User, userName: j.UserName, statusMsg: j.StatusMsg, startedAt: j.StartedAt, reserved: j.Reserved}
-		js.st.started = !j.StartedAt.IsZero()
+		js := &jobState{id: id, chatID: j.Chat, userID: j.User, userName: j.UserName, statusMsg: j.StatusMsg, startedAt: j.StartedAt, session: j.Session}
+		js.st.Started = !j.StartedAt.IsZero()
 		c := chats[j.Chat]
 		if c == nil {
 			c = b.newChat(j.Chat)
 			chats[j.Chat] = c
 		}
 		c.jobs[id] = js
+		c.books.Started(id, chatcore.Admission{Reserve: j.Reserved})
 	}
 	for _, c := range chats {
 		b.serial.put(c, b.publish(c))
@@ -194,6 +253,9 @@ func (b *Bot) dropLostJobs(ctx context.Context) {
 				c.ledgerDel(ctx, j.statusMsg)
 			}
 		}
+		for id := range c.jobs {
+			c.books.Ended(id)
+		}
 		clear(c.jobs)
 		if had {
 			c.reply(ctx, tr(lang, "lost"))
@@ -243,8 +305,20 @@ func (b *Bot) notifyShutdown(ctx context.Context) {
 		if b.cfg.VolatileQueue {
 			for _, id := range c.queue {
 				delete(c.jobs, id)
+				c.books.Ended(id)
 			}
 			c.queue = nil
+		}
+		if b.cfg.State == nil {
+			// Held requests live only in this process: they are lost.
+			for _, h := range c.held {
+				if h.statusMsg != 0 {
+					if kind, _ := b.tg.EditPlain(ctx, c.id, h.statusMsg, tr(h.lang, "interrupt"), nil); kind == tgOK {
+						c.ledgerDel(ctx, h.statusMsg)
+					}
+				}
+			}
+			c.held = nil
 		}
 		told := false
 		for _, msg := range msgs {

@@ -3,6 +3,7 @@ package bot
 import (
 	"context"
 	"errors"
+	"github.com/odekrun/odek/bot/tgformat"
 	"hash/fnv"
 	"strings"
 	"time"
@@ -45,18 +46,18 @@ func (c *chat) useDrafts(js *jobState) bool {
 // refreshStatus, so drafts are throttled to the chat's edit interval too.
 func (c *chat) stream(ctx context.Context, js *jobState, status string, now time.Time) string {
 	b := c.b
-	if b.cfg.Stream == "off" || js.st.draft == "" {
+	if b.cfg.Stream == "off" || js.st.Draft == "" {
 		return status
 	}
 	if c.useDrafts(js) {
-		if js.st.draftLen == js.draftShown || now.Sub(js.lastDraft) < editInterval(c.id, b.cfg.ProgressInterval) {
+		if js.st.DraftLen == js.draftShown || now.Sub(js.lastDraft) < editInterval(c.id, b.cfg.ProgressInterval) {
 			return status
 		}
 		js.lastDraft = now
-		kind, err := b.tg.SendDraft(ctx, c.id, draftID(js.id), tail(js.st.draft, maxDraftShown))
+		kind, err := b.tg.SendDraft(ctx, c.id, draftID(js.id), tail(js.st.Draft, maxDraftShown))
 		switch {
 		case kind == tgOK:
-			js.draftShown = js.st.draftLen
+			js.draftShown = js.st.DraftLen
 			return status
 		case errors.Is(err, tgclient.ErrNoDrafts):
 			b.log.WithError(err).WithField("chat_id", c.id).Info("bot: sendMessageDraft is not available; answers stream by editing the status message")
@@ -69,11 +70,11 @@ func (c *chat) stream(ctx context.Context, js *jobState, status string, now time
 			return status
 		}
 	}
-	room := MaxMessageLen - TextLen(status) - 2
+	room := tgformat.MaxMessageLen - tgformat.TextLen(status) - 2
 	if room < 100 {
 		return status
 	}
-	return status + "\n\n" + tail(js.st.draft, min(room, maxDraftShown))
+	return status + "\n\n" + tail(js.st.Draft, min(room, maxDraftShown))
 }
 
 // isMethodMissing reports whether err is Telegram's answer to an unknown

@@ -118,23 +118,3 @@ func TestAnswerStreamsByEditsInGroups(t *testing.T) {
 		t.Errorf("sendMessageDraft called %d times in a group", n)
 	}
 }
-
-// Deltas fold into the draft: a later call starts over, a gap shows "…",
-// late and repeated pieces are ignored. Pure.
-func TestAddDelta(t *testing.T) {
-	var s status
-	for _, d := range []queue.AnswerDelta{{Call: 1, Offset: 0, Text: "Let me check."}, {Call: 2, Offset: 0, Text: "Found"}, {Call: 2, Offset: 5, Text: " it"}, {Call: 1, Offset: 13, Text: "late"}, {Call: 2, Offset: 0, Text: "Found"}} {
-		s = s.addDelta(d)
-	}
-	if s.draft != "Found it" || s.draftCall != 2 || s.draftLen != 8 {
-		t.Errorf("draft %+v", s)
-	}
-	s = s.addDelta(queue.AnswerDelta{Call: 2, Offset: 20, Text: "end"})
-	if s.draft != "…end" || s.draftLen != 23 {
-		t.Errorf("after a gap: %q %d", s.draft, s.draftLen)
-	}
-	s = s.addDelta(queue.AnswerDelta{Call: 3, Text: strings.Repeat("é", maxDraftKept)})
-	if len(s.draft) > maxDraftKept+len("…") || !strings.HasPrefix(s.draft, "…é") {
-		t.Errorf("long draft kept %d bytes, starts %q", len(s.draft), s.draft[:8])
-	}
-}

@@ -40,6 +40,6 @@ func connect(ctx context.Context, cfg Config, m *botMetrics) (*tgclient.Client, 
 }
 
 // sendChunk sends one formatted chunk with the plain-text fallback.
-func (b *Bot) sendChunk(ctx context.Context, chatID int64, replyTo int, c Chunk, markup any) (tgbotapi.Message, tgKind, error) {
+func (b *Bot) sendChunk(ctx context.Context, chatID int64, replyTo int, c tgformat.Chunk, markup any) (tgbotapi.Message, tgKind, error) {
 	return b.tg.SendFormattedReply(ctx, chatID, replyTo, tgformat.Mode, c.HTML, c.Plain, markup)
 }

@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/odekrun/odek/bot/bottest"
+	"github.com/odekrun/odek/internal/llm/speech"
 	"github.com/odekrun/odek/queue"
 )
 
@@ -24,7 +25,7 @@ func TestVoiceMessageIsTranscribedAndShownFirst(t *testing.T) {
 	stt.Say("please list the files")
 	q := queue.NewMemory(queue.Options{})
 	h := startBot(t, q, func(c *Config) {
-		c.Transcriber = &Transcriber{BaseURL: stt.URL(), APIKey: stt.Key, Model: "whisper-1"}
+		c.Transcriber = &speech.Transcriber{BaseURL: stt.URL(), APIKey: stt.Key, Model: "whisper-1"}
 	})
 	goals := make(chan string, 2)
 	worker(t, q, func(ctx context.Context, l queue.Lease) queue.Result {
@@ -68,7 +69,7 @@ func TestVoiceWithoutTranscription(t *testing.T) {
 	stt.Missing()
 	q := queue.NewMemory(queue.Options{})
 	h := startBot(t, q, func(c *Config) {
-		c.Transcriber = &Transcriber{BaseURL: stt.URL(), APIKey: stt.Key, Model: "whisper-1"}
+		c.Transcriber = &speech.Transcriber{BaseURL: stt.URL(), APIKey: stt.Key, Model: "whisper-1"}
 	})
 	h.tg.Send(bottest.Incoming{Chat: alice, User: alice, Voice: &bottest.File{Data: oggVoice}})
 	h.waitVisible(alice, "the model endpoint has no speech-to-text (/audio/transcriptions answered 404)")
@@ -84,16 +85,16 @@ func TestVoiceWithoutTranscription(t *testing.T) {
 func TestTranscriberErrors(t *testing.T) {
 	stt := bottest.NewTranscriber(t)
 	ctx := context.Background()
-	bad := &Transcriber{BaseURL: stt.URL(), APIKey: "sk-wrong-key", Model: "whisper-1"}
+	bad := &speech.Transcriber{BaseURL: stt.URL(), APIKey: "sk-wrong-key", Model: "whisper-1"}
 	_, err := bad.Transcribe(ctx, "voice.ogg", "audio/ogg", oggVoice)
 	if err == nil || !strings.Contains(err.Error(), "HTTP 401") || strings.Contains(err.Error(), "sk-wrong-key") {
 		t.Errorf("wrong key: %v", err)
 	}
-	noModel := &Transcriber{BaseURL: stt.URL(), APIKey: stt.Key}
+	noModel := &speech.Transcriber{BaseURL: stt.URL(), APIKey: stt.Key}
 	if _, err := noModel.Transcribe(ctx, "voice.ogg", "audio/ogg", oggVoice); err == nil || !strings.Contains(err.Error(), "Missing required parameter: 'model'") {
 		t.Errorf("no model: %v", err)
 	}
-	good := &Transcriber{BaseURL: stt.URL(), APIKey: stt.Key, Model: "whisper-1"}
+	good := &speech.Transcriber{BaseURL: stt.URL(), APIKey: stt.Key, Model: "whisper-1"}
 	if got, err := good.Transcribe(ctx, "notes.txt", "audio/x-flac", oggVoice); err != nil || got != "hello from the fake" {
 		t.Errorf("flac by MIME type: %q, %v", got, err)
 	}
@@ -101,7 +102,7 @@ func TestTranscriberErrors(t *testing.T) {
 		t.Errorf("name for a .txt audio: %q", r[len(r)-1].FileName)
 	}
 	stt.Missing()
-	if _, err := good.Transcribe(ctx, "voice.ogg", "audio/ogg", oggVoice); !errors.Is(err, ErrNoTranscription) {
+	if _, err := good.Transcribe(ctx, "voice.ogg", "audio/ogg", oggVoice); !errors.Is(err, speech.ErrNoTranscription) || !unsupported(err) {
 		t.Errorf("404: %v", err)
 	}
 }

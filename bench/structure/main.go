@@ -57,6 +57,11 @@ func main() {
 		os.Exit(1)
 	}
 	report(os.Stdout, stats, funcs, *top)
+	reportTypes(os.Stdout, funcs, 10)
+	if err := reportTelegramPath(os.Stdout, *root); err != nil {
+		fmt.Fprintln(os.Stderr, "structure:", err)
+		os.Exit(1)
+	}
 }
 
 func scan(root string) (map[string]*pkgStat, []fn, error) {

@@ -25,9 +25,11 @@ var version = "dev"
 
 // embeddedWorkers are the in-process workers of embedded mode.
 type embeddedWorkers struct {
-	w    *worker.Worker
-	jobs *host.JobRunner
-	done chan error
+	w        *worker.Worker
+	jobs     *host.JobRunner
+	done     chan error
+	cfg      *config.Config // the workers' resolved configuration
+	sessions session.Store
 }
 
 // storeOptions configures embedded mode's queue: 30 s leases (a restart
@@ -68,7 +70,8 @@ func startEmbedded(ctx context.Context, q *estore.Store, e env, log *logrus.Logg
 		return nil, err
 	}
 	// One LLM client and one set of extension servers serve every job.
-	r := &host.JobRunner{Config: cfg, Sessions: &session.FileStore{Dir: filepath.Join(home, "sessions")},
+	sessions := &session.FileStore{Dir: filepath.Join(home, "sessions")}
+	r := &host.JobRunner{Config: cfg, Sessions: sessions,
 		Logger: log, WorkDir: wd, ArtifactsDir: e.ArtifactsDir, Environ: os.Environ(), ClientVersion: version,
 		AllowedModels: host.ParseModels(e.Models)}
 	if err := r.Start(ctx, config.ApproveMCP()); err != nil {
@@ -85,7 +88,7 @@ func startEmbedded(ctx context.Context, q *estore.Store, e env, log *logrus.Logg
 		r.Close()
 		return nil, err
 	}
-	ew := &embeddedWorkers{w: w, jobs: r, done: make(chan error, 1)}
+	ew := &embeddedWorkers{w: w, jobs: r, done: make(chan error, 1), cfg: cfg, sessions: sessions}
 	go func() { ew.done <- w.Run(context.WithoutCancel(ctx)) }()
 	return ew, nil
 }

@@ -30,6 +30,7 @@ import (
 	"github.com/odekrun/odek/bot"
 	"github.com/odekrun/odek/internal/config"
 	"github.com/odekrun/odek/internal/host"
+	"github.com/odekrun/odek/internal/llm/speech"
 	"github.com/odekrun/odek/internal/sandbox"
 	"github.com/odekrun/odek/queue"
 	"github.com/odekrun/odek/worker"
@@ -153,8 +154,13 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 			return &codeErr{exitSetup, fmt.Errorf("connecting to Redis at %s: %w", addr, err)}
 		}
 		q = rq
+		if mcfg, _, err := config.Load(config.Options{}); err != nil {
+			log.WithError(err).Warn("odek-bot: odek's configuration could not be read; /compact is off and /status shows no context window")
+		} else {
+			cfg.Compactor, cfg.ContextWindow = modelSide(mcfg, redisSessions(rc, e.QueuePrefix), false, log)
+		}
 		if e.StatusLedger == "" {
-			cfg.Ledger = bot.RedisLedger{Client: rc, Key: e.QueuePrefix + "telegram:status-ledger"}
+			cfg.Ledger = queue.RedisStatusLedger{Client: rc, Key: queue.StatusLedgerKey(e.QueuePrefix)}
 		}
 		log.WithField("redis", addr).Info("odek-bot: distributed mode: jobs go to Redis for `odek worker` processes")
 	} else {
@@ -177,6 +183,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		if err != nil {
 			return &codeErr{exitSetup, err}
 		}
+		cfg.Compactor, cfg.ContextWindow = modelSide(embedded.cfg, embedded.sessions, true, log)
 		log.WithFields(logrus.Fields{"workers": e.Workers, "store": st.Path()}).Info("odek-bot: embedded mode: no REDIS_URL, jobs run inside this process")
 	}
 
@@ -230,11 +237,11 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 // endpoint odek's configuration names (or ODEK_TELEGRAM_TRANSCRIBE_URL),
 // with its API key. nil when turned off or when no endpoint is known
 // (logged): voice messages are then declined with a reply saying so.
-func transcriber(ctx context.Context, e env, log logrus.FieldLogger) *bot.Transcriber {
+func transcriber(ctx context.Context, e env, log logrus.FieldLogger) bot.Transcriber {
 	if strings.EqualFold(e.STTModel, "off") || e.STTModel == "" {
 		return nil
 	}
-	declined := func(err error) *bot.Transcriber {
+	declined := func(err error) bot.Transcriber {
 		log.WithError(err).Warn("odek-bot: no endpoint for transcribing voice messages; they are declined (set ODEK_TELEGRAM_TRANSCRIBE_URL and _API_KEY, or ODEK_TELEGRAM_TRANSCRIBE_MODEL=off)")
 		return nil
 	}
@@ -259,7 +266,7 @@ func transcriber(ctx context.Context, e env, log logrus.FieldLogger) *bot.Transc
 	if key == "" && sameHost(base, cfg.BaseURL) {
 		key = cfg.APIKey // the model endpoint's key goes to its own host only
 	}
-	return &bot.Transcriber{BaseURL: base, APIKey: key, Model: e.STTModel}
+	return &speech.Transcriber{BaseURL: base, APIKey: key, Model: e.STTModel}
 }
 
 // sameHost reports whether two URLs name the same scheme, host and port.
@@ -349,7 +356,7 @@ func botConfig(e env, log logrus.FieldLogger) (bot.Config, error) {
 		if err != nil {
 			return bot.Config{}, fmt.Errorf("ODEK_TELEGRAM_STATUS_LEDGER: %w", err)
 		}
-		ledger = bot.FileLedger{Dir: p}
+		ledger = queue.FileStatusLedger{Dir: p}
 	}
 	var state bot.StateStore
 	if e.StateFile != "" {

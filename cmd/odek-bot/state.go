@@ -16,6 +16,7 @@ import (
 
 	"github.com/odekrun/odek/bot"
 	"github.com/odekrun/odek/internal/atomicfile"
+	"github.com/odekrun/odek/queue"
 	estore "github.com/odekrun/odek/queue/embedded"
 )
 
@@ -54,7 +55,7 @@ func (f fileState) Save(ctx context.Context, data []byte) error {
 // Buckets and keys of the bot's own data in the embedded store.
 const (
 	botBucket    = "bot"           // "state": the chat-state snapshot
-	ledgerBucket = "status-ledger" // "<chat>_<msg>": bot.LedgerEntry JSON
+	ledgerBucket = "status-ledger" // "<chat>_<msg>": queue.StatusEntry JSON
 	importBucket = "imported"      // "state:<path>", "ledger:<dir>": when imported
 	stateKey     = "state"
 )
@@ -78,7 +79,7 @@ func ledgerKey(chat int64, msg int) string {
 	return strconv.FormatInt(chat, 10) + "_" + strconv.Itoa(msg)
 }
 
-func (l storeLedger) Put(ctx context.Context, e bot.LedgerEntry) error {
+func (l storeLedger) Put(ctx context.Context, e queue.StatusEntry) error {
 	b, err := json.Marshal(e)
 	if err != nil {
 		return err
@@ -90,13 +91,10 @@ func (l storeLedger) Delete(ctx context.Context, chat int64, msg int) error {
 	return l.s.Delete(ctx, ledgerBucket, ledgerKey(chat, msg))
 }
 
-// maxLedgerEntryBytes bounds one ledger entry read back.
-const maxLedgerEntryBytes = 4096
-
-func (l storeLedger) List(ctx context.Context) ([]bot.LedgerEntry, error) {
-	var out []bot.LedgerEntry
+func (l storeLedger) List(ctx context.Context) ([]queue.StatusEntry, error) {
+	var out []queue.StatusEntry
 	var bad []string
-	err := l.s.List(ctx, ledgerBucket, 100000, func(k string, v []byte) error {
+	err := l.s.List(ctx, ledgerBucket, queue.MaxStatusEntries, func(k string, v []byte) error {
 		e, err := parseLedger(v)
 		if err != nil {
 			bad = append(bad, k)
@@ -112,20 +110,8 @@ func (l storeLedger) List(ctx context.Context) ([]bot.LedgerEntry, error) {
 }
 
 // parseLedger decodes one ledger entry (from the store or an old ledger
-// file). Pure.
-func parseLedger(v []byte) (bot.LedgerEntry, error) {
-	var e bot.LedgerEntry
-	if len(v) > maxLedgerEntryBytes {
-		return e, fmt.Errorf("ledger entry of %d bytes (limit %d)", len(v), maxLedgerEntryBytes)
-	}
-	if err := json.Unmarshal(v, &e); err != nil {
-		return e, fmt.Errorf("ledger entry is not valid JSON: %w", err)
-	}
-	if e.Chat == 0 || e.Msg <= 0 {
-		return e, fmt.Errorf("ledger entry names no message (chat %d, msg %d)", e.Chat, e.Msg)
-	}
-	return e, nil
-}
+// file) with the queue's rules. Pure.
+func parseLedger(v []byte) (queue.StatusEntry, error) { return queue.ParseStatusEntry(v) }
 
 // importNote is written beside an imported state file or into an imported
 // ledger directory.
@@ -184,7 +170,7 @@ func importOld(ctx context.Context, s *estore.Store, statePath, ledgerDir string
 				if !de.Type().IsRegular() || !strings.HasSuffix(de.Name(), ".json") {
 					continue
 				}
-				b, err := readSmall(filepath.Join(ledgerDir, de.Name()), maxLedgerEntryBytes)
+				b, err := readSmall(filepath.Join(ledgerDir, de.Name()), queue.MaxStatusEntryBytes)
 				if err != nil {
 					continue
 				}

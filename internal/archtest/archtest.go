@@ -99,6 +99,9 @@ var Rules = []Rule{
 	},
 	{From: "worker/...", Never: []string{"bot/..."}, Why: "worker and bot meet only through queue"},
 	{From: "bot/...", Never: []string{"worker/...", "agent/..."}, Why: "bot talks to workers through queue, never runs the agent itself"},
+	{From: "bot/chatcore", Only: []string{Std, "queue", "events", "bot/tgformat"}, Why: "the chat core decides and holds no Telegram type: no Bot API client, no tgbotapi, no I/O package of the bot"},
+	{From: "bot/...", Never: []string{"github.com/redis/go-redis"}, Why: "bot reaches Redis only through queue (jobs, results, progress, the status ledger)"},
+	{From: "bot/...", Except: []string{"bot/bottest"}, Never: []string{"internal/llm/..."}, Why: "bot reaches the model endpoint only through the small interfaces of its Config (Transcriber, Compactor) that cmd/odek-bot may leave unset"},
 }
 
 // Violation is one import that breaks a rule.

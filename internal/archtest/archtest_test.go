@@ -141,6 +141,10 @@ func TestCheckCatchesViolations(t *testing.T) {
 		{"prefix look-alike is not a match", Package{m("internal/tools"), []string{m("agentx")}}, nil},
 		{"worker importing bot", Package{m("worker"), []string{m("bot"), m("agent"), m("queue")}}, []string{m("bot")}},
 		{"bot importing agent", Package{m("bot"), []string{m("agent"), m("queue")}}, []string{m("agent")}},
+		{"bot importing go-redis (the status ledger lives in queue)", Package{m("bot"), []string{"github.com/redis/go-redis/v9", m("queue")}}, []string{"github.com/redis/go-redis/v9"}},
+		{"bot importing the model client or its speech side", Package{m("bot/tgclient"), []string{m("internal/llm"), m("internal/llm/speech")}}, []string{m("internal/llm"), m("internal/llm/speech")}},
+		{"the chat core importing Telegram", Package{m("bot/chatcore"), []string{"github.com/go-telegram-bot-api/telegram-bot-api/v5", m("bot/tgclient"), m("queue"), m("bot/tgformat")}}, []string{"github.com/go-telegram-bot-api/telegram-bot-api/v5", m("bot/tgclient")}},
+		{"bottest may import the model side (its fakes)", Package{m("bot/bottest"), []string{m("internal/llm/speech")}}, nil},
 		{"package outside the module is ignored", Package{"example.com/other", []string{m("cmd/odek")}}, nil},
 	}
 	for _, tt := range tests {

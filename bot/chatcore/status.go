@@ -1,4 +1,4 @@
-package bot
+package chatcore
 
 import (
 	"encoding/json"
@@ -8,15 +8,16 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/odekrun/odek/bot/tgformat"
 	"github.com/odekrun/odek/events"
 	"github.com/odekrun/odek/queue"
 )
 
-// status is what a job's status message shows. It is built from the job's
-// progress entries by apply and rendered by text; both are pure.
-type status struct {
-	started   bool
-	finished  bool
+// Status is what a job's status message shows. It is built from the job's
+// progress entries by Apply and rendered by TextIn; both are pure.
+type Status struct {
+	Started   bool // the job has begun (any entry of its run arrived)
+	Finished  bool // its run ended
 	attempt   int
 	iteration int
 	tool      string // tool name of the latest call
@@ -25,13 +26,15 @@ type status struct {
 	// The answer as the model writes it (odek.delta/v1 entries): the
 	// current model call, the bytes of its text received, and the text's
 	// last maxDraftKept bytes.
-	draftCall int
-	draftLen  int
-	draft     string
+	DraftCall int
+	DraftLen  int
+	Draft     string
 	planDone  int
 	planTotal int
 	tokens    int64
 	elapsed   time.Duration
+	// CI is what the events say about the conversation (gauge.go).
+	CI ContextInfo
 }
 
 // maxDetail caps the tool detail shown, in characters.
@@ -40,7 +43,7 @@ const maxDetail = 60
 // apply folds one progress entry (an odek.progress/v1 summary or an
 // odek.event/v1 line) into s. Entries that do not parse are ignored: the
 // progress stream is informational and never fails a job.
-func (s status) apply(data []byte) status {
+func (s Status) Apply(data []byte) Status {
 	var head struct {
 		Schema string `json:"schema"`
 	}
@@ -53,12 +56,12 @@ func (s status) apply(data []byte) status {
 		if json.Unmarshal(data, &p) != nil {
 			return s
 		}
-		s.started = true
-		s.finished = s.finished || p.State == "finished"
+		s.Started = true
+		s.Finished = s.Finished || p.State == "finished"
 		s.attempt = max(s.attempt, p.Attempt)
 		s.iteration = max(s.iteration, p.Iteration)
 		if p.LastTool != "" && p.LastTool != s.tool {
-			s.tool, s.detail = oneLine(p.LastTool, 40), ""
+			s.tool, s.detail = tgformat.OneLine(p.LastTool, 40), ""
 		}
 		s.tokens = max(s.tokens, p.InputTokens+p.OutputTokens)
 		s.elapsed = max(s.elapsed, time.Duration(p.ElapsedMS)*time.Millisecond)
@@ -67,18 +70,19 @@ func (s status) apply(data []byte) status {
 		if json.Unmarshal(data, &d) != nil {
 			return s
 		}
-		s.started = true
-		s = s.addDelta(d)
+		s.Started = true
+		s = s.AddDelta(d)
 	case events.Schema:
 		var ev events.Event
 		if json.Unmarshal(data, &ev) != nil {
 			return s
 		}
-		s.started = true
+		s.Started = true
 		s.iteration = max(s.iteration, ev.Iteration)
+		s.CI = s.CI.Apply(&ev)
 		switch ev.Type {
 		case events.ToolCallStarted:
-			s.tool = oneLine(ev.Tool, 40)
+			s.tool = tgformat.OneLine(ev.Tool, 40)
 			var d events.ToolCallStartedData
 			d.Decode(ev.Data)
 			s.detail = argsDetail(d.ArgsSummary)
@@ -87,7 +91,7 @@ func (s status) apply(data []byte) status {
 			s.mcp = ""
 		case toolCallProgress:
 			if t, _ := ev.Data["tool"].(string); t != "" && s.tool == "" {
-				s.tool = oneLine(t, 40)
+				s.tool = tgformat.OneLine(t, 40)
 			}
 			s.mcp = mcpProgress(ev.Data)
 		case events.IterationCompleted, events.RunCompleted:
@@ -105,40 +109,40 @@ func (s status) apply(data []byte) status {
 			}
 		}
 		if ev.Type == events.RunCompleted || ev.Type == events.RunFailed {
-			s.finished = true
+			s.Finished = true
 		}
 	}
 	return s
 }
 
-// maxDraftKept bounds the streamed answer text a status keeps (its tail).
+// maxDraftKept bounds the streamed answer text a Status keeps (its tail).
 const maxDraftKept = 8 << 10
 
 // addDelta folds a piece of the streamed answer into s: a later call
 // starts a new text, a piece that does not continue the text (an entry
 // was missed) starts it again after "…". Pure.
-func (s status) addDelta(d queue.AnswerDelta) status {
+func (s Status) AddDelta(d queue.AnswerDelta) Status {
 	switch {
-	case d.Call < s.draftCall || d.Offset < 0:
+	case d.Call < s.DraftCall || d.Offset < 0:
 		return s // an older call's late piece
-	case d.Call > s.draftCall:
-		s.draftCall, s.draftLen, s.draft = d.Call, 0, ""
+	case d.Call > s.DraftCall:
+		s.DraftCall, s.DraftLen, s.Draft = d.Call, 0, ""
 	}
 	switch {
-	case d.Offset == s.draftLen:
-		s.draft += d.Text
-	case d.Offset > s.draftLen:
-		s.draft = "…" + d.Text
+	case d.Offset == s.DraftLen:
+		s.Draft += d.Text
+	case d.Offset > s.DraftLen:
+		s.Draft = "…" + d.Text
 	default:
 		return s // a repeat
 	}
-	s.draftLen = d.Offset + len(d.Text)
-	if over := len(s.draft) - maxDraftKept; over > 0 {
+	s.DraftLen = d.Offset + len(d.Text)
+	if over := len(s.Draft) - maxDraftKept; over > 0 {
 		i := over
-		for i < len(s.draft) && !utf8.RuneStart(s.draft[i]) {
+		for i < len(s.Draft) && !utf8.RuneStart(s.Draft[i]) {
 			i++
 		}
-		s.draft = "…" + s.draft[i:]
+		s.Draft = "…" + s.Draft[i:]
 	}
 	return s
 }
@@ -166,7 +170,7 @@ func mcpProgress(d map[string]any) string {
 		out = strconv.FormatFloat(p, 'f', -1, 64)
 	}
 	if m, _ := d["message"].(string); strings.TrimSpace(m) != "" {
-		m = oneLine(m, maxMCPMessage)
+		m = tgformat.OneLine(m, maxMCPMessage)
 		if out != "" {
 			out += " · "
 		}
@@ -185,34 +189,34 @@ func argsDetail(v any) string {
 	}
 	for _, k := range []string{"argv0", "path", "host"} {
 		if s, ok := m[k].(string); ok && s != "" {
-			return oneLine(s, maxDetail)
+			return tgformat.OneLine(s, maxDetail)
 		}
 	}
 	return ""
 }
 
-// text renders the status line(s) shown while a job runs, e.g.
+// text renders the Status line(s) shown while a job runs, e.g.
 //
 //	⏳ Working · step 3 · shell: go · plan 2/5 · 1,234 tokens · 12 s
 //
 // queuedAt is the job's queue position (0 = next or running). elapsed is
 // the bot's own measure since the job started, used when no summary said
 // more. Plain text, no parse mode.
-func (s status) text(position int, elapsed time.Duration) string {
-	return s.textIn("en", position, elapsed)
+func (s Status) Text(position int, elapsed time.Duration) string {
+	return s.TextIn("en", position, elapsed)
 }
 
 // textIn is text in lang.
-func (s status) textIn(lang string, position int, elapsed time.Duration) string {
-	if !s.started {
+func (s Status) TextIn(lang string, position int, elapsed time.Duration) string {
+	if !s.Started {
 		if position > 0 {
-			return tr(lang, "st.queued", position)
+			return Tr(lang, "st.queued", position)
 		}
-		return tr(lang, "st.starting")
+		return Tr(lang, "st.starting")
 	}
-	parts := []string{tr(lang, "st.working")}
+	parts := []string{Tr(lang, "st.working")}
 	if s.iteration > 0 {
-		parts = append(parts, tr(lang, "st.step", s.iteration))
+		parts = append(parts, Tr(lang, "st.step", s.iteration))
 	}
 	if s.tool != "" {
 		t := "🔧 " + s.tool
@@ -225,14 +229,14 @@ func (s status) textIn(lang string, position int, elapsed time.Duration) string 
 		}
 	}
 	if s.planTotal > 0 {
-		parts = append(parts, tr(lang, "st.plan", s.planDone, s.planTotal))
+		parts = append(parts, Tr(lang, "st.plan", s.planDone, s.planTotal))
 	}
 	if s.tokens > 0 {
-		parts = append(parts, tr(lang, "st.tokens", Thousands(s.tokens)))
+		parts = append(parts, Tr(lang, "st.tokens", tgformat.Thousands(s.tokens)))
 	}
-	parts = append(parts, Seconds(max(elapsed, s.elapsed).Truncate(time.Second)))
+	parts = append(parts, tgformat.Seconds(max(elapsed, s.elapsed).Truncate(time.Second)))
 	if s.attempt > 1 {
-		parts = append(parts, tr(lang, "st.attempt", s.attempt))
+		parts = append(parts, Tr(lang, "st.attempt", s.attempt))
 	}
 	return strings.Join(parts, " · ")
 }

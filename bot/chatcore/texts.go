@@ -1,4 +1,4 @@
-package bot
+package chatcore
 
 // The built-in texts beyond help and commands: status lines, approval
 // prompts, notices, limits and errors, in English and German (see texts).
@@ -6,6 +6,17 @@ package bot
 // TestEveryTextInEveryLanguage).
 var moreTexts = map[string]map[string]string{
 	"en": {
+		// context and compaction
+		"ctx.used":        "Context: ~%s tokens",
+		"ctx.of":          "Context: ~%s of %s tokens (%d %%)",
+		"ctx.compacted":   "compacted %s ago (%s → %s tokens)",
+		"ctx.never":       "not compacted yet",
+		"compact.off":     "/compact is not available on this bot (it has no model endpoint of its own). The conversation is still compacted automatically when it fills the model's context.",
+		"compact.busy":    "⏳ A job of this chat is unfinished: send /compact again when it has finished.",
+		"compact.failed":  "❌ The conversation could not be compacted (%s); it is unchanged.",
+		"compact.nothing": "Nothing to compact yet: the conversation is short.",
+		"compact.done":    "🗜 Compacted: %d older message group(s) folded into the digest, about %s → %s tokens (the digest took %s tokens).",
+		"use.cached":      ", %s input tokens from the prompt cache (%d %%)",
 		// status lines
 		"st.queued":   "📥 Queued — position %d. /stop cancels.",
 		"st.starting": "⏳ Starting…",
@@ -100,17 +111,28 @@ var moreTexts = map[string]map[string]string{
 		"orphan.lost":   "⚠️ Interrupted: odek-bot stopped unexpectedly while this request was running, and it was lost with it. Please send it again.",
 	},
 	"de": {
-		"st.queued":   "📥 In der Warteschlange — Position %d. /stop bricht ab.",
-		"st.starting": "⏳ Startet…",
-		"st.working":  "⏳ Arbeitet",
-		"st.step":     "Schritt %d",
-		"st.plan":     "Plan %d/%d",
-		"st.tokens":   "%s Tokens",
-		"st.attempt":  "Versuch %d",
-		"st.approval": "🔐 Wartet auf deine Freigabe",
-		"st.idle":     "Untätig: kein Auftrag läuft.",
-		"st.more":     "%d weitere in der Warteschlange.",
-		"st.mcp":      "%s: %s",
+		// Kontext und Verdichtung
+		"ctx.used":        "Kontext: ~%s Tokens",
+		"ctx.of":          "Kontext: ~%s von %s Tokens (%d %%)",
+		"ctx.compacted":   "verdichtet vor %s (%s → %s Tokens)",
+		"ctx.never":       "noch nicht verdichtet",
+		"compact.off":     "/compact ist auf diesem Bot nicht verfügbar (er hat keinen eigenen Modellzugang). Das Gespräch wird trotzdem automatisch verdichtet, wenn es den Kontext des Modells füllt.",
+		"compact.busy":    "⏳ Ein Auftrag dieses Chats ist noch nicht fertig: sende /compact noch einmal, wenn er fertig ist.",
+		"compact.failed":  "❌ Das Gespräch konnte nicht verdichtet werden (%s); es ist unverändert.",
+		"compact.nothing": "Noch nichts zu verdichten: das Gespräch ist kurz.",
+		"compact.done":    "🗜 Verdichtet: %d ältere Nachrichtengruppe(n) in die Zusammenfassung übernommen, etwa %s → %s Tokens (die Zusammenfassung kostete %s Tokens).",
+		"use.cached":      ", %s Eingabe-Tokens aus dem Prompt-Cache (%d %%)",
+		"st.queued":       "📥 In der Warteschlange — Position %d. /stop bricht ab.",
+		"st.starting":     "⏳ Startet…",
+		"st.working":      "⏳ Arbeitet",
+		"st.step":         "Schritt %d",
+		"st.plan":         "Plan %d/%d",
+		"st.tokens":       "%s Tokens",
+		"st.attempt":      "Versuch %d",
+		"st.approval":     "🔐 Wartet auf deine Freigabe",
+		"st.idle":         "Untätig: kein Auftrag läuft.",
+		"st.more":         "%d weitere in der Warteschlange.",
+		"st.mcp":          "%s: %s",
 
 		"ap.wants":             "Der Agent möchte %s verwenden.",
 		"ap.class":             "Klasse: %s",
@@ -200,8 +222,8 @@ var months = map[string][12]string{
 	"de": {"Januar", "Februar", "März", "April", "Mai", "Juni", "Juli", "August", "September", "Oktober", "November", "Dezember"},
 }
 
-// lookup finds a text key in lang, then in English.
-func lookup(lang, key string) (string, bool) {
+// Lookup finds a text key in lang, then in English.
+func Lookup(lang, key string) (string, bool) {
 	for _, l := range []string{lang, "en"} {
 		if f, ok := texts[l][key]; ok {
 			return f, true
