@@ -37,8 +37,9 @@ import (
 // Which hierarchy: cgroup v2 when its pids controller is available to
 // this process's cgroup (delegated, or root), else cgroup v1's pids
 // hierarchy. On v2 a cgroup with processes cannot hand controllers to
-// its children, so the processes of this process's cgroup move into a
-// leaf, odek-leaf, first (what a container with a delegated cgroup
+// its children, so the processes of this process's cgroup — when they
+// are only this process and its parent (a container's init) — move into
+// a leaf, odek-leaf, first (what a container with a delegated cgroup
 // expects); the job cgroups are its siblings. Without either, jobs fall
 // back to RLIMIT_NPROC, which binds every user but root (CgroupStatus
 // says which; a worker running as root then warns at start).
@@ -252,13 +253,21 @@ func v2Base(dir string) (*cgroupBase, error) {
 			if !errors.Is(err, unix.EBUSY) {
 				return nil, fmt.Errorf("enable pids: %v", err)
 			}
-			// Processes live in dir: move them all into a leaf.
-			leaf := filepath.Join(dir, leafName)
-			if err := os.Mkdir(leaf, 0o755); err != nil && !errors.Is(err, os.ErrExist) {
-				return nil, err
-			}
+			// Processes live in dir: move them into a leaf — only when
+			// they are this process and its parent (a container's init, a
+			// service of its own), never someone else's (a login
+			// session's processes, for `odek run --confine` as root).
 			procs, err := os.ReadFile(filepath.Join(dir, "cgroup.procs"))
 			if err != nil {
+				return nil, err
+			}
+			for _, pid := range strings.Fields(string(procs)) {
+				if pid != strconv.Itoa(os.Getpid()) && pid != strconv.Itoa(os.Getppid()) {
+					return nil, fmt.Errorf("%s holds processes other than odek and its parent (pid %s); give odek a cgroup of its own", dir, pid)
+				}
+			}
+			leaf := filepath.Join(dir, leafName)
+			if err := os.Mkdir(leaf, 0o755); err != nil && !errors.Is(err, os.ErrExist) {
 				return nil, err
 			}
 			for _, pid := range strings.Fields(string(procs)) {

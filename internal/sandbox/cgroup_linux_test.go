@@ -144,3 +144,22 @@ func TestUnescapeMountAndInCgroup(t *testing.T) {
 		t.Error("inCgroup")
 	}
 }
+
+func TestCgroupUnderMount(t *testing.T) {
+	for _, c := range []struct {
+		root, point, path, want string
+		ok                      bool
+	}{
+		{"/", "/sys/fs/cgroup", "/system.slice/odek.service", "/sys/fs/cgroup/system.slice/odek.service", true},
+		{"/", "/sys/fs/cgroup/pids", "/", "/sys/fs/cgroup/pids", true},
+		{"/docker/abc", "/sys/fs/cgroup", "/docker/abc", "/sys/fs/cgroup", true},
+		{"/docker/abc", "/sys/fs/cgroup", "/docker/abc/sub", "/sys/fs/cgroup/sub", true},
+		{"/docker/abc", "/sys/fs/cgroup", "/docker/abcdef", "", false},
+		{"/docker/abc", "/sys/fs/cgroup", "/other", "", false},
+	} {
+		got, ok := under(mount{root: c.root, point: c.point}, c.path)
+		if ok != c.ok || (ok && got != c.want) {
+			t.Errorf("under(%s on %s, %s) = %q %v, want %q %v", c.root, c.point, c.path, got, ok, c.want, c.ok)
+		}
+	}
+}

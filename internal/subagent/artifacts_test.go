@@ -500,3 +500,24 @@ func BenchmarkCollectArtifacts(b *testing.B) {
 		}
 	}
 }
+
+// A run's private directories carry 128 random bits in their names, so
+// another chat's confined job cannot find them by stat(2).
+func TestPrivateDirsAreUnguessable(t *testing.T) {
+	home := t.TempDir()
+	a, err := PrivateArtifactsDir(home)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := PrivateArtifactsDir(home)
+	if err != nil {
+		t.Fatal(err)
+	}
+	name := filepath.Base(a)
+	if a == b || !strings.HasPrefix(name, "run-") || len(name) != len("run-")+32 {
+		t.Fatalf("private dirs %s %s", a, b)
+	}
+	if fi, err := os.Stat(a); err != nil || fi.Mode().Perm() != 0o700 {
+		t.Fatalf("mode: %v %v", fi, err)
+	}
+}

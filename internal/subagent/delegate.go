@@ -438,7 +438,7 @@ func (d *Delegate) spawn(ctx context.Context, ci agent.CallInfo, i int, task Tas
 			return nil, fmt.Errorf("subagent: find the odek executable: %v", err)
 		}
 	}
-	tmp, err := os.MkdirTemp("", "odek-task-")
+	tmp, err := unguessableDir(os.TempDir(), "odek-task-")
 	if err != nil {
 		return nil, fmt.Errorf("subagent: task file directory: %v", err)
 	}

@@ -1,6 +1,7 @@
 package subagent
 
 import (
+	"crypto/rand"
 	"crypto/sha256"
 	"encoding/hex"
 	"errors"
@@ -234,14 +235,37 @@ func PrivateArtifactsDir(home string) (string, error) {
 	if home != "" {
 		base := filepath.Join(home, PrivateDirName)
 		if err := os.MkdirAll(base, 0o700); err == nil {
-			if dir, err := os.MkdirTemp(base, "run-"); err == nil {
+			if dir, err := unguessableDir(base, "run-"); err == nil {
 				return dir, nil
 			}
 		}
 	}
-	dir, err := os.MkdirTemp("", "odek-subagents-")
+	dir, err := unguessableDir(os.TempDir(), "odek-subagents-")
 	if err != nil {
 		return "", fmt.Errorf("subagent: private artifact directory: %w", err)
 	}
 	return dir, nil
+}
+
+// unguessableDir makes a new 0700 directory in parent named prefix and
+// 128 random bits. A confined job may stat(2) any path it can name
+// (Landlock does not mediate lookups), and os.MkdirTemp's 32 random bits
+// can be enumerated; these cannot, so another chat's job learns nothing
+// of this run's files.
+func unguessableDir(parent, prefix string) (string, error) {
+	for range 10 {
+		var b [16]byte
+		if _, err := rand.Read(b[:]); err != nil {
+			return "", err
+		}
+		dir := filepath.Join(parent, prefix+hex.EncodeToString(b[:]))
+		err := os.Mkdir(dir, 0o700)
+		if err == nil {
+			return dir, nil
+		}
+		if !errors.Is(err, os.ErrExist) {
+			return "", err
+		}
+	}
+	return "", errors.New("subagent: no unused directory name in 10 tries")
 }
