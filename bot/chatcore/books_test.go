@@ -157,3 +157,25 @@ func FuzzBooks(f *testing.F) {
 		}
 	})
 }
+
+// A chat whose only record is yesterday's usage is not empty: pruning it
+// would lose the day from /usage's history (it did, when the prune came
+// before the chat's next message).
+func TestBooksYesterdayIsNotEmpty(t *testing.T) {
+	day1 := time.Date(2026, 12, 1, 10, 0, 0, 0, time.UTC)
+	b := Books{Use: Usage{Day: "2026-12-01", Tokens: 1500, Jobs: 1}}
+	day2 := day1.Add(24 * time.Hour)
+	if b.Empty(day2) {
+		t.Fatal("yesterday's usage counts as empty")
+	}
+	b.Prune(day2)
+	if b.Empty(day2) || len(b.Hist) != 1 || b.Hist[0].Tokens != 1500 || b.Use != (Usage{Day: "2026-12-02"}) {
+		t.Fatalf("after the prune: %+v", b)
+	}
+	if b.Prune(day1.AddDate(0, 0, KeepDays+2)); !b.Empty(day1.AddDate(0, 0, KeepDays+2)) {
+		t.Errorf("history past KeepDays kept: %+v", b)
+	}
+	if !(&Books{}).Empty(day2) || !(&Books{Use: Usage{Day: "2026-12-02"}}).Empty(day2) {
+		t.Error("empty books not empty")
+	}
+}
