@@ -212,14 +212,22 @@ func TestIdleChatsAndUsersArePruned(t *testing.T) {
 	}
 	now = t0.Add(24 * time.Hour)
 	put(11, chatState{books: chatcore.Books{Use: chatcore.Usage{Day: "2026-03-02", Tokens: 10}}}) // today's usage
+	put(12, chatState{})                                                                          // nothing
 	b.prune(now)
 	if b.users.len() != 0 {
 		t.Errorf("users with full buckets kept: %d", b.users.len())
 	}
-	for id, keep := range map[int64]bool{7: false, 8: true, 9: true, 10: true, 11: true} {
+	// Chat 7's usage of yesterday is its /usage history now (62 days are
+	// kept): it stays until that history is older than KeepDays.
+	for id, keep := range map[int64]bool{7: true, 8: true, 9: true, 10: true, 11: true, 12: false} {
 		if ok := b.serial.kept(id); ok != keep {
 			t.Errorf("chat %d kept=%v, want %v", id, ok, keep)
 		}
+	}
+	now = t0.AddDate(0, 0, chatcore.KeepDays+2)
+	b.prune(now)
+	if b.serial.kept(7) {
+		t.Errorf("chat 7 kept with history older than %d days", chatcore.KeepDays)
 	}
 }
 

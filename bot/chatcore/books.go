@@ -86,12 +86,17 @@ func (b *Books) Spend(tokens int64, now time.Time) {
 	b.Use.Tokens += tokens
 }
 
-// Prune drops history older than KeepDays.
-func (b *Books) Prune(now time.Time) { b.Hist = AppendHistory(b.Hist, DayTotal{}, now) }
+// Prune rolls the books to now (a past day's usage goes into the
+// history) and drops history older than KeepDays.
+func (b *Books) Prune(now time.Time) {
+	b.Roll(now)
+	b.Hist = AppendHistory(b.Hist, DayTotal{}, now)
+}
 
 // Empty reports whether the books hold nothing worth keeping at now: no
-// history, no reservation and no usage today.
+// history, no reservation and no usage today. A past day's usage not yet
+// rolled into the history (Prune rolls it) is worth keeping.
 func (b *Books) Empty(now time.Time) bool {
 	today := UTCDay(now)
-	return len(b.Hist) == 0 && len(b.Reserved) == 0 && (b.Use.Day != today || b.Use == Usage{Day: today})
+	return len(b.Hist) == 0 && len(b.Reserved) == 0 && (b.Use == Usage{} || b.Use == Usage{Day: today})
 }
