@@ -109,8 +109,8 @@ type ReplicationStats struct {
 	Degraded bool `json:"degraded"`
 }
 
-// Replication returns the WAIT counts of the queue values on c (health and
-// metrics: odek_redis_unreplicated_writes_total).
+// Replication returns the WAIT counts of the queue values on c (the
+// worker's /healthz, and its metric odek_redis_unreplicated_writes_total).
 func Replication(c redis.UniversalClient) ReplicationStats {
 	s := stateOf(c)
 	return ReplicationStats{Confirmed: s.confirmed.Load(), Unconfirmed: s.shortfalls.Load(), Degraded: s.degraded.Load()}
