@@ -44,6 +44,8 @@ type scriptCall struct {
 	// durable calls are writes a user sees acknowledged: their batch
 	// waits for the replicas (coalescer.w).
 	durable bool
+	// reloaded: the call met NOSCRIPT and was sent again after the load.
+	reloaded bool
 }
 
 // errNoKeys refuses a script call that declares no key: a cluster client
@@ -248,12 +250,17 @@ func (co *coalescer) send(batch []*scriptCall) {
 			switch {
 			case c.err == nil:
 			case strings.HasPrefix(c.err.Error(), "NOSCRIPT"):
-				if loaded[c.script] {
-					continue // loaded once already: keep the error
+				// Load each missing script once per send, and send each
+				// call that missed it once more.
+				if c.reloaded {
+					continue // missing again after a load: keep the error
 				}
-				loaded[c.script] = true
-				if err := c.script.Load(ctx, co.c).Err(); err != nil {
-					continue // keep the NOSCRIPT error
+				c.reloaded = true
+				if !loaded[c.script] {
+					loaded[c.script] = true
+					if err := c.script.Load(ctx, co.c).Err(); err != nil {
+						continue // keep the NOSCRIPT error
+					}
 				}
 				retry = append(retry, c)
 			case cc != nil && (notRunHere(c.err) || Unreachable(c.err)):

@@ -45,7 +45,8 @@ func TestEveryScriptCallDeclaresKeys(t *testing.T) {
 	files = append(files, sub...)
 	keyArg := map[string]int{ // method name → index of the keys argument
 		"Run": 2, "RunRO": 2, "Eval": 2, "EvalRO": 2, "EvalSha": 2, "EvalShaRO": 2, // script.X(ctx, c, keys) or pipe.EvalSha(ctx, sha, keys)
-		"run": 2, "runAll": 2, "runDurable": 2, // co.run(ctx, script, keys, ...)
+		"run": 2, "runAll": 2, "runDurable": 2, // co.run(ctx, script, keys, ...), cw.runDurable(...)
+		"call": 3, // co.call(ctx, durable, script, keys, args)
 	}
 	checked := 0
 	fset := token.NewFileSet()
@@ -74,10 +75,10 @@ func TestEveryScriptCallDeclaresKeys(t *testing.T) {
 			if !ok || len(call.Args) <= i {
 				return true
 			}
-			if sel.Sel.Name == "Run" || sel.Sel.Name == "run" || sel.Sel.Name == "runAll" || sel.Sel.Name == "runDurable" {
-				// Only script runs: the receiver names a script or the coalescer.
+			if sel.Sel.Name == "Run" || sel.Sel.Name == "run" || sel.Sel.Name == "runAll" || sel.Sel.Name == "runDurable" || sel.Sel.Name == "call" {
+				// Only script runs: the receiver names a script or a coalescer.
 				recv := exprText(sel.X)
-				if !strings.HasSuffix(recv, "Script") && !strings.HasSuffix(recv, "co") && !strings.HasSuffix(recv, "NX") {
+				if !strings.HasSuffix(recv, "Script") && !strings.HasSuffix(recv, "co") && !strings.HasSuffix(recv, "cw") && !strings.HasSuffix(recv, "NX") {
 					return true
 				}
 			}

@@ -29,7 +29,11 @@
 //
 // On Redis, concurrent script calls of one Redis value share a pipelined
 // round trip (see coalescer), which is where most of its throughput comes
-// from.
+// from. The writes a user is told of (Enqueue, Ack, Cancel, AckResult)
+// wait until a replica holds them, with WAIT on the write's own connection
+// (Options.MinReplicas; on by default when the master has a replica), so
+// a master's failover does not lose them; a wait that times out is
+// counted (Replication), not failed.
 //
 // # Connecting
 //
@@ -40,7 +44,10 @@
 // its key, so the same code runs on all three; NewRedis refuses data in the
 // untagged layout of older versions (ErrLegacyLayout; Migrate moves it).
 // DescribeRedis and TopologyWatcher report the deployment for health,
-// metrics and doctor.
+// metrics and doctor. A cluster client from NewRedisClient follows a
+// failover within moments of the promotion (its nodes do not retry on their
+// own; any node's connection error reloads the slot map), and Migrate moves
+// an old layout on one node or across a cluster's slots.
 //
 // # Concurrency and ownership
 //

@@ -306,3 +306,34 @@ func checkDescribe(t *testing.T, tp *queuetest.Topology, c redis.UniversalClient
 		t.Errorf("watcher without a failover: %d changes, %v", n, err)
 	}
 }
+
+// TestRedisScriptsReloadedForEveryCallOfABatch: after Redis lost its
+// scripts (restart, SCRIPT FLUSH), every call of a shared round trip that
+// met NOSCRIPT is sent again once the script is loaded, not only the first
+// call of each script (which a version of the coalescer did: the second
+// Ack of a batch failed with NOSCRIPT).
+func TestRedisScriptsReloadedForEveryCallOfABatch(t *testing.T) {
+	c := queuetest.StartRedis(t)
+	ctx := context.Background()
+	q, err := queue.NewRedis(ctx, c, queue.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range 3 {
+		if _, _, err := q.Enqueue(ctx, queue.Job{ChatID: int64(i + 1), Goal: "g"}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	ls, err := q.Claim(ctx, "w", 3, time.Second)
+	if err != nil || len(ls) != 3 {
+		t.Fatalf("claim: %d leases, %v", len(ls), err)
+	}
+	if err := c.ScriptFlush(ctx).Err(); err != nil {
+		t.Fatal(err)
+	}
+	for i, err := range q.HeartbeatBatch(ctx, ls) {
+		if err != nil {
+			t.Errorf("heartbeat %d of one batch after SCRIPT FLUSH: %v", i, err)
+		}
+	}
+}

@@ -109,8 +109,8 @@ type ReplicationStats struct {
 	Degraded bool `json:"degraded"`
 }
 
-// Replication returns the WAIT counts of the queue values on c (health and
-// metrics: odek_redis_unreplicated_writes_total).
+// Replication returns the WAIT counts of the queue values on c (the
+// worker's /healthz, and its metric odek_redis_unreplicated_writes_total).
 func Replication(c redis.UniversalClient) ReplicationStats {
 	s := stateOf(c)
 	return ReplicationStats{Confirmed: s.confirmed.Load(), Unconfirmed: s.shortfalls.Load(), Degraded: s.degraded.Load()}
@@ -223,9 +223,9 @@ func (a *waitTimeout) MarshalBinary() ([]byte, error) {
 }
 
 // settle counts writes (the durable calls of the pipeline) by the WAIT's
-// answer. A wait that failed outright (the connection broke) counts
-// nothing (the writes' own errors tell the callers) but makes the next
-// waits short.
+// answer. A wait that failed outright makes the next waits short; when
+// the connection broke, no write of the batch succeeded (their own errors
+// tell the callers), so only a refused WAIT counts writes as unconfirmed.
 func (w *replicaWaiter) settle(cmd *redis.IntCmd, writes int, cc *redis.ClusterClient, errs ...error) {
 	if cc != nil {
 		for _, err := range append(errs, cmd.Err()) {
@@ -243,8 +243,10 @@ func (w *replicaWaiter) settle(cmd *redis.IntCmd, writes int, cc *redis.ClusterC
 		// The connection broke or the node is no master: a failover may
 		// be under way, and a newly promoted master has no replica yet.
 		// Wait briefly until a write is confirmed again, rather than the
-		// full timeout on the first writes after it.
+		// full timeout on the first writes after it. Writes that succeeded
+		// all the same (a service that refuses WAIT) are unconfirmed.
 		w.st.degraded.Store(true)
+		w.st.shortfalls.Add(uint64(writes))
 		return
 	}
 	if writes == 0 {

@@ -115,6 +115,9 @@ func TestWriteWaitsForItsReplicaOnItsOwnConnection(t *testing.T) {
 				t.Fatal(err)
 			}
 			want("after AckResult", 5, 1, false)
+			if h := queue.NewTopologyWatcher(c, key).Health(); h["replica_waits"] != queue.Replication(c) {
+				t.Errorf("health shows replica_waits %v, want %+v", h["replica_waits"], queue.Replication(c))
+			}
 
 			// Every WAIT ran on the queue's master.
 			for _, n := range tp.Nodes {

@@ -224,10 +224,12 @@ func (w *TopologyWatcher) Snapshot() (TopologyInfo, uint64, error) {
 	return ti, w.changes, w.err
 }
 
-// Health is the snapshot as JSON fields for a /healthz answer.
+// Health is the snapshot as JSON fields for a /healthz answer, with the
+// replica waits of the queues on the watched client (Replication).
 func (w *TopologyWatcher) Health() map[string]any {
 	ti, n, err := w.Snapshot()
-	m := map[string]any{"mode": ti.Mode, "master": ti.Master, "replicas": ti.Replicas, "failovers_seen": n}
+	m := map[string]any{"mode": ti.Mode, "master": ti.Master, "replicas": ti.Replicas, "failovers_seen": n,
+		"replica_waits": Replication(w.c)}
 	if err != nil {
 		m["error"] = err.Error()
 	}

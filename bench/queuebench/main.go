@@ -391,7 +391,7 @@ func waitVsNoWait(n, producers, conc, rounds int) error {
 	st := queue.Replication(c)
 	fmt.Printf("\n| odek queue, master + 1 replica | throughput (best of %d, %d jobs, %d producers, concurrency %d) |\n", rounds, n, producers, conc)
 	fmt.Println("| --- | --- |")
-	fmt.Printf("| writes not waiting | %.0f jobs/s |\n| enqueue, ack, ack-result wait for the replica | %.0f jobs/s |\n", best[0], best[1])
+	fmt.Printf("| writes not waiting | %.0f jobs/s |\n| enqueue and ack wait for the replica | %.0f jobs/s |\n", best[0], best[1])
 	fmt.Printf("\nwith WAIT / without: %.2f× (writes confirmed %d, unconfirmed %d)\n", best[1]/best[0], st.Confirmed, st.Unconfirmed)
 	return nil
 }

@@ -289,6 +289,11 @@ func cmdWorker(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		func() float64 { _, n, _ := topo.Snapshot(); return float64(n) })); err != nil {
 		return withCode(exitSetup, err)
 	}
+	if err := w.Registry().Register(prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "odek_redis_unreplicated_writes_total",
+		Help: "Queue writes (enqueue, result, cancel) accepted although no replica confirmed them in time (docs/QUEUE.md, durability through failover)."},
+		func() float64 { return float64(queue.Replication(rc).Unconfirmed) })); err != nil {
+		return withCode(exitSetup, err)
+	}
 	if f.metricsAddr != "" {
 		ln, err := net.Listen("tcp", f.metricsAddr)
 		if err != nil {
