@@ -93,3 +93,17 @@ func TestImportOldOnce(t *testing.T) {
 		}
 	}
 }
+
+// FuzzParseLedger: ledger entries read back (from the store or an old
+// ledger directory) never panic, and what parses names a message.
+func FuzzParseLedger(f *testing.F) {
+	for _, s := range []string{`{"chat":5,"msg":7,"job":"j","lang":"de","since":"2026-01-01T00:00:00Z"}`, `{"chat":0,"msg":1}`, `{`, `null`, `{"chat":-100123,"msg":2147483647}`} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, b []byte) {
+		e, err := parseLedger(b)
+		if err == nil && (e.Chat == 0 || e.Msg <= 0 || len(b) > maxLedgerEntryBytes) {
+			t.Fatalf("accepted %q as %+v", b, e)
+		}
+	})
+}
