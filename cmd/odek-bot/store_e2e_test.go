@@ -194,7 +194,7 @@ func TestQueueCLIOnTheStore(t *testing.T) {
 	if out, code := cli("submit", "--store", store, "--chat", "1001", "--key", "k1", "say it"); code != 0 {
 		t.Fatalf("submit --store: exit %d: %s", code, out)
 	}
-	if out, code := cli("stats", "--store", store, "--json"); code != 0 || !strings.Contains(out, `"Queued":1`) {
+	if out, code := cli("stats", "--store", store, "--json"); code != 0 || !strings.Contains(out, `"queued":1`) {
 		t.Fatalf("stats --store: exit %d: %s; want one queued job", code, out)
 	}
 	env := []string{
