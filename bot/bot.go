@@ -355,7 +355,21 @@ func (b *Bot) poll(ctx context.Context) error {
 		}
 		b.settleUpdates(ctx, ups)
 	}
+	b.confirmUpdates(offset)
 	return nil
+}
+
+// confirmUpdates tells Telegram, when polling stops, that the updates
+// below offset were handled (the confirmation otherwise rides on the next
+// getUpdates, which a stopping bot does not send), so a restart does not
+// get the last batch again. Best effort, 2 s.
+func (b *Bot) confirmUpdates(offset int) {
+	if offset == 0 {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	defer cancel()
+	_, _ = b.tg.Once(ctx, tgbotapi.UpdateConfig{Offset: offset, Limit: 1, Timeout: 0})
 }
 
 // settleWait bounds how long poll waits for the chats of one batch of

@@ -115,7 +115,7 @@ func TestMessageWaitingAtShutdownIsStillEnqueued(t *testing.T) {
 	<-busy
 	tg.UserMessage(alice, alice, "hello")
 	tg.Wait(t, wait, "the message waiting in the chat's queue", func(*bottest.Server) bool {
-		return b.serial.pending(alice) == 1
+		return b.serial.pending(alice) >= 1 // the message (and poll's settle barrier behind it)
 	})
 	cancel()
 	close(release)

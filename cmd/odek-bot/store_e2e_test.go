@@ -1,19 +1,25 @@
 package main_test
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"math/rand/v2"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"regexp"
 	"strconv"
 	"strings"
+	"sync"
+	"syscall"
 	"testing"
 	"time"
 
 	"github.com/odekrun/odek/bot/bottest"
 	"github.com/odekrun/odek/internal/llm/llmtest"
+	"github.com/odekrun/odek/queue"
+	estore "github.com/odekrun/odek/queue/embedded"
 )
 
 var jobMark = regexp.MustCompile(`job-(\d+)-(\d+)`)
@@ -188,7 +194,7 @@ func TestQueueCLIOnTheStore(t *testing.T) {
 	if out, code := cli("submit", "--store", store, "--chat", "1001", "--key", "k1", "say it"); code != 0 {
 		t.Fatalf("submit --store: exit %d: %s", code, out)
 	}
-	if out, code := cli("stats", "--store", store, "--json"); code != 0 || !strings.Contains(out, `"Queued":1`) {
+	if out, code := cli("stats", "--store", store, "--json"); code != 0 || !strings.Contains(out, `"queued":1`) {
 		t.Fatalf("stats --store: exit %d: %s; want one queued job", code, out)
 	}
 	env := []string{
@@ -202,5 +208,89 @@ func TestQueueCLIOnTheStore(t *testing.T) {
 	out, code := cli("stats", "--store", store)
 	if want := fmt.Sprintf("in use by process %d", bot.cmd.Process.Pid); code != 69 || !strings.Contains(out, want) {
 		t.Fatalf("stats --store while the bot runs: exit %d: %s; want 69 and %q", code, out, want)
+	}
+}
+
+// BenchmarkStartWith10kFinished: odek-bot's start-up in embedded mode, from
+// exec to its first Bot API call, on a store holding 10,000 finished and
+// delivered jobs (sub-benchmark "10k") and on an empty one ("empty"); the
+// difference is the store's share (target ≤ 200 ms in all).
+func BenchmarkStartWith10kFinished(b *testing.B) {
+	_, odekBot := binaries(b)
+	for _, tc := range []struct {
+		name string
+		jobs int
+	}{{"empty", 0}, {"10k", 10000}} {
+		b.Run(tc.name, func(b *testing.B) {
+			home := b.TempDir()
+			fillStore(b, filepath.Join(home, "store.db"), tc.jobs)
+			llm := llmtest.New(b)
+			for b.Loop() {
+				tg := bottest.New(b)
+				cmd := exec.Command(odekBot)
+				cmd.Env = []string{"PATH=" + os.Getenv("PATH"), "HOME=" + b.TempDir(),
+					"TELEGRAM_BOT_TOKEN=" + bottest.Token, "TELEGRAM_API_ENDPOINT=" + tg.URL(),
+					"ODEK_TELEGRAM_ALLOWED_USERS=1001", "ODEK_WORKERS=1",
+					"ODEK_BASE_URL=" + llm.URL, "ODEK_MODEL=test-model", "ODEK_API_KEY=sk-test-key-0123456789abcdef",
+					"ODEK_HOME=" + home, "ODEK_ARTIFACTS_DIR=" + b.TempDir()}
+				start := time.Now()
+				if err := cmd.Start(); err != nil {
+					b.Fatal(err)
+				}
+				tg.WaitCalls(b, 30*time.Second, func(c []bottest.Call) bool { return len(c) > 0 })
+				b.ReportMetric(float64(time.Since(start).Microseconds())/1000, "start-ms")
+				b.StopTimer()
+				_ = cmd.Process.Signal(syscall.SIGTERM)
+				_ = cmd.Wait()
+				b.StartTimer()
+			}
+		})
+	}
+}
+
+// fillStore puts n finished, delivered jobs into a new store at path.
+func fillStore(b *testing.B, path string, n int) {
+	s, err := estore.Open(path, queue.Options{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer s.Close()
+	ctx := context.Background()
+	var wg sync.WaitGroup
+	for p := range 50 {
+		wg.Go(func() {
+			for i := range n / 50 {
+				if _, _, err := s.Enqueue(ctx, queue.Job{ChatID: int64(2000 + p), Goal: "job", IdempotencyKey: fmt.Sprint(p, "-", i)}); err != nil {
+					b.Error(err)
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+	for done := 0; done < n; {
+		ls, err := s.Claim(ctx, "w", 64, 0)
+		if err != nil {
+			b.Fatal(err)
+		}
+		for _, l := range ls {
+			wg.Go(func() { _ = s.Ack(ctx, l, queue.Result{Answer: "done"}) })
+		}
+		wg.Wait()
+		done += len(ls)
+		ds, _ := s.ReadResults(ctx, "bot", 1000, 0)
+		for _, d := range ds {
+			wg.Go(func() { _ = s.AckResult(ctx, d) })
+		}
+		wg.Wait()
+	}
+	for {
+		ds, _ := s.ReadResults(ctx, "bot", 1000, 0)
+		if len(ds) == 0 {
+			break
+		}
+		for _, d := range ds {
+			_ = s.AckResult(ctx, d)
+		}
 	}
 }

@@ -287,18 +287,36 @@ var errClosed = errors.New("embedded store: closed")
 func (s *Store) load() error {
 	now := s.o.Now()
 	var running []*job
-	err := s.db.Update(func(tx *bolt.Tx) error {
-		for _, b := range [][]byte{bMeta, bJobs, bDone, bDoneIdx, bResults, bIdem, bDead} {
-			if _, err := tx.CreateBucketIfNotExists(b); err != nil {
-				return err
-			}
+	buckets := [][]byte{bMeta, bJobs, bDone, bDoneIdx, bResults, bIdem, bDead}
+	fresh := false
+	_ = s.db.View(func(tx *bolt.Tx) error {
+		for _, b := range buckets {
+			fresh = fresh || tx.Bucket(b) == nil
 		}
-		meta := tx.Bucket(bMeta)
-		if v := meta.Get([]byte("format")); v == nil {
-			if err := meta.Put([]byte("format"), []byte(strconv.Itoa(formatVersion))); err != nil {
-				return err
+		return nil
+	})
+	if fresh { // a new file (or one from before a bucket was added)
+		err := s.db.Update(func(tx *bolt.Tx) error {
+			for _, b := range buckets {
+				if _, err := tx.CreateBucketIfNotExists(b); err != nil {
+					return err
+				}
 			}
-		} else if string(v) != strconv.Itoa(formatVersion) {
+			meta := tx.Bucket(bMeta)
+			if meta.Get([]byte("format")) == nil {
+				return meta.Put([]byte("format"), []byte(strconv.Itoa(formatVersion)))
+			}
+			return nil
+		})
+		if err != nil {
+			return fmt.Errorf("embedded store: initialise %s: %w", s.path, err)
+		}
+	}
+	// Reading needs no write transaction: a start with nothing to reclaim
+	// costs no fsync.
+	err := s.db.View(func(tx *bolt.Tx) error {
+		meta := tx.Bucket(bMeta)
+		if v := meta.Get([]byte("format")); string(v) != strconv.Itoa(formatVersion) {
 			return fmt.Errorf("embedded store: %s has format %q; this odek reads format %d", s.path, v, formatVersion)
 		}
 		if v := meta.Get([]byte("seq")); len(v) == 8 {
