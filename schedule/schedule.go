@@ -225,7 +225,9 @@ func Prepare(s Schedule, lim Limits, now time.Time) (Schedule, Spec, error) {
 	if err != nil {
 		return s, Spec{}, err
 	}
-	if sp.Kind != KindAt {
+	// A 5-field cron fires at most once a minute: probe its gaps only
+	// when the limit is above that.
+	if sp.Kind == KindEvery || (sp.Kind == KindCron && lim.MinInterval > time.Minute) {
 		if mi := sp.MinInterval(now); mi < lim.MinInterval {
 			return s, Spec{}, fmt.Errorf("%w: spec %q fires every %s, more often than the minimum interval of %s", ErrLimit, sp.Text, mi, lim.MinInterval)
 		}

@@ -2,10 +2,9 @@ package schedule
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"time"
-
-	"github.com/sirupsen/logrus"
 )
 
 // Owner is who asks the Service: a chat member, or an operator.
@@ -30,7 +29,6 @@ type Service struct {
 	Now func() time.Time
 	// Lease of a run-now fire; 0 means 30 s.
 	Lease time.Duration
-	Log   logrus.FieldLogger
 }
 
 func (sv *Service) now() time.Time {
@@ -159,13 +157,16 @@ func (sv *Service) RunNow(ctx context.Context, o Owner, id string) (string, erro
 	if err != nil {
 		return "", err
 	}
-	log := sv.Log
-	if log == nil {
-		log = (&Runner{}).logger()
-	}
-	if _, err := enqueueFire(ctx, sv.Store, sv.Queue, f, sv.now, log, nil, nil); err != nil {
+	res, _, err := enqueueOne(ctx, sv.Queue, f)
+	if err != nil {
 		// The fire stays pending; a runner enqueues it after its lease.
 		return job.ID, fmt.Errorf("schedule: run %s: enqueue (a runner retries it after %s): %w", id, lease, err)
+	}
+	if err := sv.Store.Complete(ctx, f, res); err != nil && !errors.Is(err, ErrConflict) {
+		return job.ID, err
+	}
+	if res.Err != "" {
+		return "", fmt.Errorf("%w: the queue refused the job: %s", ErrInvalid, res.Err)
 	}
 	return job.ID, nil
 }

@@ -238,22 +238,32 @@ func TestStoreOnCluster(t *testing.T) {
 }
 
 // Every script call passes its keys (a cluster routes by them, and a
-// script may only touch keys it declared).
+// script may only touch keys it declared), and every key list is built
+// from the store's own key names (the hash tag).
 func TestEveryScriptCallDeclaresKeys(t *testing.T) {
-	src, err := os.ReadFile("redis.go")
+	b, err := os.ReadFile("redis.go")
 	if err != nil {
 		t.Fatal(err)
 	}
-	calls := regexp.MustCompile(`Script\.Run\(ctx, r\.c, ([^,]+),`).FindAllStringSubmatch(string(src), -1)
-	if len(calls) < 6 {
-		t.Fatalf("found %d script calls, want the 6 of redis.go", len(calls))
+	src := string(b)
+	calls := regexp.MustCompile(`Script\.(Run|EvalSha)\(ctx, [a-z.]+, ([^,]+),`).FindAllStringSubmatch(src, -1)
+	if len(calls) < 10 {
+		t.Fatalf("found %d script calls, want the 10 of redis.go", len(calls))
 	}
 	for _, c := range calls {
-		if !strings.HasPrefix(c[1], "[]string{r.k") {
-			t.Errorf("script call with keys %s: want a literal list of the store's keys", c[1])
+		if k := strings.TrimSpace(c[2]); k == "nil" || k == "[]string{}" {
+			t.Errorf("script call without keys: %s", c[0])
 		}
 	}
-	if n := strings.Count(string(src), "redis.call("); n == 0 || strings.Contains(string(src), "r.p ..") {
+	lists := regexp.MustCompile(`\[\]string\{([^}]*)\}`).FindAllStringSubmatch(src, -1)
+	for _, l := range lists {
+		for _, k := range strings.Split(l[1], ",") {
+			if k = strings.TrimSpace(k); k != "" && !strings.HasPrefix(k, "r.k") {
+				t.Errorf("key %q in %s is not one of the store's key names", k, l[0])
+			}
+		}
+	}
+	if strings.Contains(src, "r.p ..") || strings.Contains(src, "'sched:") {
 		t.Error("a script builds a key name itself")
 	}
 }
