@@ -42,7 +42,7 @@ func BenchmarkFireLag1000Due3Runners(b *testing.B) {
 						b.Error(err)
 						return
 					}
-					if err := st.Create(ctx, s); err != nil {
+					if err := st.Create(ctx, s, 0); err != nil {
 						b.Error(err)
 						return
 					}
@@ -101,7 +101,7 @@ func BenchmarkClaimComplete(b *testing.B) {
 	ctx := context.Background()
 	st := NewRedis(c, "")
 	s := mk(&testing.T{}, 1, "every 1s", t0)
-	if err := st.Create(ctx, s); err != nil {
+	if err := st.Create(ctx, s, 0); err != nil {
 		b.Fatal(err)
 	}
 	next := s.Next
@@ -148,7 +148,7 @@ func TestRedisMemoryPerSchedule(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if err := st.Create(ctx, s); err != nil {
+		if err := st.Create(ctx, s, 0); err != nil {
 			t.Fatal(err)
 		}
 	}

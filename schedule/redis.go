@@ -48,11 +48,17 @@ func msOrEmpty(t time.Time) string {
 	return strconv.FormatInt(t.UnixMilli(), 10)
 }
 
-// KEYS: sched, due, all, chat. ARGV: def, chat, next ms, id, enabled.
+// KEYS: sched, due, all, chat. ARGV: def, chat, next ms, id, enabled,
+// max per chat (0: none). Returns 1 created, 0 id taken, -n chat full.
 var createScript = redis.NewScript(`
 if redis.call('EXISTS', KEYS[1]) == 1 then
   if redis.call('HGET', KEYS[1], 'def') == ARGV[1] then return 1 end
   return 0
+end
+local max = tonumber(ARGV[6])
+if max > 0 then
+  local n = redis.call('SCARD', KEYS[4])
+  if n >= max then return -n end
 end
 redis.call('HSET', KEYS[1], 'def', ARGV[1], 'chat', ARGV[2], 'enabled', ARGV[5], 'next', ARGV[3], 'fires', 0, 'misses', 0)
 if ARGV[5] == '1' then redis.call('ZADD', KEYS[2], ARGV[3], ARGV[4]) end
@@ -146,7 +152,7 @@ func redisErr(op string, err error) error {
 }
 
 // Create implements Store.
-func (r *Redis) Create(ctx context.Context, s Schedule) error {
+func (r *Redis) Create(ctx context.Context, s Schedule, maxPerChat int) error {
 	if !validID(s.ID) {
 		return invalid("id", "%q", clip(s.ID, 40))
 	}
@@ -159,9 +165,12 @@ func (r *Redis) Create(ctx context.Context, s Schedule) error {
 		en = "1"
 	}
 	n, err := createScript.Run(ctx, r.c, []string{r.kSched(s.ID), r.kDue(), r.kAll(), r.kChat(s.ChatID)},
-		def, s.ChatID, msOrEmpty(s.Next), s.ID, en).Int()
+		def, s.ChatID, msOrEmpty(s.Next), s.ID, en, maxPerChat).Int()
 	if err != nil {
 		return redisErr("create", err)
+	}
+	if n < 0 {
+		return limitErr(-n)
 	}
 	if n == 0 {
 		return fmt.Errorf("%w: id %s exists", ErrConflict, s.ID)

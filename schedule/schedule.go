@@ -169,6 +169,10 @@ var (
 	ErrConflict = errors.New("schedule: changed concurrently")
 )
 
+func limitErr(have int) error {
+	return fmt.Errorf("%w: the chat has %d schedules, the most allowed (delete one first)", ErrLimit, have)
+}
+
 func invalid(field, format string, args ...any) error {
 	return fmt.Errorf("%w: %s: %s", ErrInvalid, field, fmt.Sprintf(format, args...))
 }

@@ -51,14 +51,7 @@ func (sv *Service) Create(ctx context.Context, o Owner, s Schedule) (Schedule, e
 	if err != nil {
 		return s, err
 	}
-	have, err := sv.Store.List(ctx, s.ChatID)
-	if err != nil {
-		return s, err
-	}
-	if max := sv.Limits.withDefaults().MaxPerChat; len(have) >= max {
-		return s, fmt.Errorf("%w: the chat has %d schedules, the most allowed (delete one first)", ErrLimit, len(have))
-	}
-	if err := sv.Store.Create(ctx, s); err != nil {
+	if err := sv.Store.Create(ctx, s, sv.Limits.withDefaults().MaxPerChat); err != nil {
 		return s, err
 	}
 	return s, nil
