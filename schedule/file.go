@@ -131,7 +131,7 @@ func (st fileState) clone() fileState {
 }
 
 // Create implements Store.
-func (f *File) Create(ctx context.Context, s Schedule) error {
+func (f *File) Create(ctx context.Context, s Schedule, maxPerChat int) error {
 	if !validID(s.ID) {
 		return invalid("id", "%q", clip(s.ID, 40))
 	}
@@ -139,6 +139,17 @@ func (f *File) Create(ctx context.Context, s Schedule) error {
 	return f.update(true, func(st *fileState) error {
 		if _, ok := st.Schedules[s.ID]; ok {
 			return fmt.Errorf("%w: id %s exists", ErrConflict, s.ID)
+		}
+		if maxPerChat > 0 {
+			n := 0
+			for _, o := range st.Schedules {
+				if o.ChatID == s.ChatID {
+					n++
+				}
+			}
+			if n >= maxPerChat {
+				return limitErr(n)
+			}
 		}
 		st.Schedules[s.ID] = &s
 		return nil

@@ -48,11 +48,17 @@ func msOrEmpty(t time.Time) string {
 	return strconv.FormatInt(t.UnixMilli(), 10)
 }
 
-// KEYS: sched, due, all, chat. ARGV: def, chat, next ms, id, enabled.
+// KEYS: sched, due, all, chat. ARGV: def, chat, next ms, id, enabled,
+// max per chat (0: none). Returns 1 created, 0 id taken, -n chat full.
 var createScript = redis.NewScript(`
 if redis.call('EXISTS', KEYS[1]) == 1 then
   if redis.call('HGET', KEYS[1], 'def') == ARGV[1] then return 1 end
   return 0
+end
+local max = tonumber(ARGV[6])
+if max > 0 then
+  local n = redis.call('SCARD', KEYS[4])
+  if n >= max then return -n end
 end
 redis.call('HSET', KEYS[1], 'def', ARGV[1], 'chat', ARGV[2], 'enabled', ARGV[5], 'next', ARGV[3], 'fires', 0, 'misses', 0)
 if ARGV[5] == '1' then redis.call('ZADD', KEYS[2], ARGV[3], ARGV[4]) end
@@ -146,7 +152,7 @@ func redisErr(op string, err error) error {
 }
 
 // Create implements Store.
-func (r *Redis) Create(ctx context.Context, s Schedule) error {
+func (r *Redis) Create(ctx context.Context, s Schedule, maxPerChat int) error {
 	if !validID(s.ID) {
 		return invalid("id", "%q", clip(s.ID, 40))
 	}
@@ -159,9 +165,12 @@ func (r *Redis) Create(ctx context.Context, s Schedule) error {
 		en = "1"
 	}
 	n, err := createScript.Run(ctx, r.c, []string{r.kSched(s.ID), r.kDue(), r.kAll(), r.kChat(s.ChatID)},
-		def, s.ChatID, msOrEmpty(s.Next), s.ID, en).Int()
+		def, s.ChatID, msOrEmpty(s.Next), s.ID, en, maxPerChat).Int()
 	if err != nil {
 		return redisErr("create", err)
+	}
+	if n < 0 {
+		return limitErr(-n)
 	}
 	if n == 0 {
 		return fmt.Errorf("%w: id %s exists", ErrConflict, s.ID)
@@ -304,20 +313,18 @@ func (r *Redis) Due(ctx context.Context, now time.Time, max int) ([]Schedule, er
 	return due, err
 }
 
-// Claim implements Store.
-func (r *Redis) Claim(ctx context.Context, c Claim) (Fire, error) {
+// claimCall is one Claim's script keys and arguments, and the fire it
+// records if it wins.
+func (r *Redis) claimCall(c Claim) (keys []string, args []any, f Fire, err error) {
 	if err := validateClaim(c); err != nil {
-		return Fire{}, err
+		return nil, nil, Fire{}, err
 	}
 	field := fireField(c.ID, c.At)
-	fire := c.Job.IdempotencyKey != ""
-	var f Fire
 	var job []byte
 	fireArg := "0"
-	if fire {
-		var err error
+	if c.Job.IdempotencyKey != "" {
 		if job, err = json.Marshal(c.Job); err != nil {
-			return Fire{}, fmt.Errorf("schedule: encode job: %w", err)
+			return nil, nil, Fire{}, fmt.Errorf("schedule: encode job: %w", err)
 		}
 		f = Fire{ScheduleID: c.ID, At: c.At.UTC().Truncate(time.Millisecond), Job: c.Job, Owner: c.Owner, Token: newToken(),
 			Deadline: c.Now.Add(c.Lease).UTC().Truncate(time.Millisecond)}
@@ -327,39 +334,135 @@ func (r *Redis) Claim(ctx context.Context, c Claim) (Fire, error) {
 	if c.Manual {
 		manual = "1"
 	}
-	n, err := claimScript.Run(ctx, r.c, []string{r.kSched(c.ID), r.kDue(), r.kFire(field), r.kFiring()},
-		manual, msOrEmpty(c.Expected), msOrEmpty(c.Next), fireArg, c.At.UnixMilli(), string(c.Status), c.Missed,
-		job, c.Owner, f.Token, msOrEmpty(f.Deadline), c.ID, field).Int()
+	return []string{r.kSched(c.ID), r.kDue(), r.kFire(field), r.kFiring()},
+		[]any{manual, msOrEmpty(c.Expected), msOrEmpty(c.Next), fireArg, c.At.UnixMilli(), string(c.Status), c.Missed,
+			job, c.Owner, f.Token, msOrEmpty(f.Deadline), c.ID, field}, f, nil
+}
+
+func claimOutcome(c Claim, n int64) error {
+	switch n {
+	case 0:
+		return fmt.Errorf("%w: %q", ErrNotFound, c.ID)
+	case -1:
+		return ErrConflict
+	case -2:
+		return fmt.Errorf("%w: fire %s is pending", ErrConflict, fireField(c.ID, c.At))
+	}
+	return nil
+}
+
+// Claim implements Store.
+func (r *Redis) Claim(ctx context.Context, c Claim) (Fire, error) {
+	keys, args, f, err := r.claimCall(c)
+	if err != nil {
+		return Fire{}, err
+	}
+	n, err := claimScript.Run(ctx, r.c, keys, args...).Int64()
 	if err != nil {
 		return Fire{}, redisErr("claim", err)
 	}
-	switch n {
-	case 0:
-		return Fire{}, fmt.Errorf("%w: %q", ErrNotFound, c.ID)
-	case -1:
-		return Fire{}, ErrConflict
-	case -2:
-		return Fire{}, fmt.Errorf("%w: fire %s is pending", ErrConflict, field)
+	if err := claimOutcome(c, n); err != nil {
+		return Fire{}, err
 	}
 	return f, nil
 }
 
-// Complete implements Store.
-func (r *Redis) Complete(ctx context.Context, f Fire, res FireResult) error {
+// ClaimAll implements BatchStore: one pipeline of claim scripts.
+func (r *Redis) ClaimAll(ctx context.Context, cs []Claim) ([]Fire, []error) {
+	fires, errs := make([]Fire, len(cs)), make([]error, len(cs))
+	pipe := r.c.Pipeline()
+	cmds := make([]*redis.Cmd, len(cs))
+	type call struct {
+		keys []string
+		args []any
+	}
+	calls := make([]call, len(cs))
+	for i, c := range cs {
+		keys, args, f, err := r.claimCall(c)
+		if err != nil {
+			errs[i] = err
+			continue
+		}
+		fires[i], calls[i] = f, call{keys, args}
+		cmds[i] = claimScript.EvalSha(ctx, pipe, keys, args...)
+	}
+	_, _ = pipe.Exec(ctx)
+	for i, cmd := range cmds {
+		if cmd == nil {
+			continue
+		}
+		n, err := cmd.Int64()
+		if err != nil && redis.HasErrorPrefix(err, "NOSCRIPT") {
+			// Not run: load the script (Run does) and send this one again.
+			n, err = claimScript.Run(ctx, r.c, calls[i].keys, calls[i].args...).Int64()
+		}
+		if err != nil {
+			errs[i] = redisErr("claim", err)
+			continue
+		}
+		errs[i] = claimOutcome(cs[i], n)
+	}
+	for i := range fires {
+		if errs[i] != nil {
+			fires[i] = Fire{}
+		}
+	}
+	return fires, errs
+}
+
+func (r *Redis) completeCall(f Fire, res FireResult) ([]string, []any) {
 	field := fireField(f.ScheduleID, f.At)
 	st := StatusEnqueued
 	if res.Err != "" {
 		st = StatusFailed
 	}
-	n, err := completeScript.Run(ctx, r.c, []string{r.kFire(field), r.kFiring(), r.kSched(f.ScheduleID)},
-		f.Token, field, f.At.UnixMilli(), res.JobID, res.Err, string(st)).Int()
+	return []string{r.kFire(field), r.kFiring(), r.kSched(f.ScheduleID)},
+		[]any{f.Token, field, f.At.UnixMilli(), res.JobID, res.Err, string(st)}
+}
+
+func completeOutcome(f Fire, n int64) error {
+	if n == 0 {
+		return fmt.Errorf("%w: fire %s is no longer held by this token", ErrConflict, fireField(f.ScheduleID, f.At))
+	}
+	return nil
+}
+
+// Complete implements Store.
+func (r *Redis) Complete(ctx context.Context, f Fire, res FireResult) error {
+	keys, args := r.completeCall(f, res)
+	n, err := completeScript.Run(ctx, r.c, keys, args...).Int64()
 	if err != nil {
 		return redisErr("complete", err)
 	}
-	if n == 0 {
-		return fmt.Errorf("%w: fire %s is no longer held by this token", ErrConflict, field)
+	return completeOutcome(f, n)
+}
+
+// CompleteAll implements BatchStore: one pipeline of complete scripts.
+func (r *Redis) CompleteAll(ctx context.Context, fs []Fire, rs []FireResult) []error {
+	errs := make([]error, len(fs))
+	if len(fs) == 0 {
+		return errs
 	}
-	return nil
+	pipe := r.c.Pipeline()
+	cmds := make([]*redis.Cmd, len(fs))
+	for i := range fs {
+		keys, args := r.completeCall(fs[i], rs[i])
+		cmds[i] = completeScript.EvalSha(ctx, pipe, keys, args...)
+	}
+	_, _ = pipe.Exec(ctx)
+	for i, cmd := range cmds {
+		n, err := cmd.Int64()
+		if err != nil && redis.HasErrorPrefix(err, "NOSCRIPT") {
+			keys, args := r.completeCall(fs[i], rs[i])
+			n, err = completeScript.Run(ctx, r.c, keys, args...).Int64()
+		}
+		if err != nil {
+			errs[i] = redisErr("complete", err)
+			continue
+		}
+		errs[i] = completeOutcome(fs[i], n)
+	}
+	return errs
 }
 
 // Reclaim implements Store.

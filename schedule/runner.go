@@ -102,11 +102,6 @@ func (r *Runner) init() {
 	})
 }
 
-func (r *Runner) logger() logrus.FieldLogger {
-	r.init()
-	return r.Log
-}
-
 type discard struct{}
 
 func (discard) Write(p []byte) (int, error) { return len(p), nil }
@@ -143,18 +138,18 @@ func (r *Runner) Tick(ctx context.Context) (int, error) {
 			emu.Unlock()
 		}
 	}
-	for {
+	// Until nothing is due (or a bounded number of rounds: a schedule that
+	// stays due would otherwise hold the tick).
+	for round := 0; round < maxRounds; round++ {
 		now := r.Now()
 		fires, err := r.Store.Reclaim(ctx, now, r.Name, r.Lease, r.Batch)
 		keep(err)
 		r.stats.Reclaimed.Add(int64(len(fires)))
-		r.parallel(len(fires), func(i int) {
-			ok, err := r.finish(ctx, fires[i])
+		if len(fires) > 0 {
+			n, err := r.finishAll(ctx, fires)
 			keep(err)
-			if ok {
-				fired.Add(1)
-			}
-		})
+			fired.Add(int64(n))
+		}
 		due, err := r.Store.Due(ctx, now, r.Batch)
 		keep(err)
 		// Replicas read the same due list: start at a random place so
@@ -163,14 +158,13 @@ func (r *Runner) Tick(ctx context.Context) (int, error) {
 			off := rand.IntN(len(due))
 			due = append(due[off:], due[:off]...)
 		}
-		r.parallel(len(due), func(i int) {
-			ok, err := r.fire(ctx, due[i], r.Now())
+		chunks := (len(due) + chunk - 1) / chunk
+		r.parallel(chunks, func(i int) {
+			n, err := r.fireAll(ctx, due[i*chunk:min((i+1)*chunk, len(due))], r.Now())
 			keep(err)
-			if ok {
-				fired.Add(1)
-			}
+			fired.Add(int64(n))
 		})
-		if len(due) < r.Batch || ctx.Err() != nil || len(errs) > 0 {
+		if len(due) == 0 && len(fires) == 0 || ctx.Err() != nil || len(errs) > 0 {
 			break
 		}
 	}
@@ -198,6 +192,13 @@ func (r *Runner) parallel(n int, f func(i int)) {
 	}
 	wg.Wait()
 }
+
+// maxRounds bounds the due reads of one Tick.
+const maxRounds = 64
+
+// chunk is how many due schedules one batch claims (one pipelined round
+// trip on Redis) before their jobs are enqueued together.
+const chunk = 32
 
 // Decision is what a due schedule's claim does (Decide).
 type Decision struct {
@@ -250,92 +251,195 @@ func Decide(s Schedule, sp Spec, now time.Time, grace time.Duration) Decision {
 	return d
 }
 
-// fire claims s's due fire and enqueues it. It reports whether it
-// enqueued a job. Losing the claim to another runner is not an error.
-func (r *Runner) fire(ctx context.Context, s Schedule, now time.Time) (bool, error) {
-	if !s.Enabled || s.Next.IsZero() || s.Next.After(now) {
-		return false, nil // not due (yet): a caller's stale read
-	}
-	sp, err := s.ParsedSpec()
-	if err != nil {
-		// A stored spec that no longer parses (zone database changed):
-		// disable the schedule rather than retry it every tick.
-		_, cerr := r.Store.Claim(ctx, Claim{ID: s.ID, Expected: s.Next, At: s.Next, Status: StatusFailed, Now: now})
-		r.Log.WithError(err).WithField("schedule", s.ID).Error("schedule: stored spec does not parse; schedule disabled")
-		if errors.Is(cerr, ErrConflict) || errors.Is(cerr, ErrNotFound) {
-			cerr = nil
+// fireAll claims the due fires of ss (one batch: a pipelined round trip
+// on a BatchStore), enqueues the jobs of the claims it won (concurrently,
+// so the queue can share round trips) and completes them (one more
+// batch). It returns how many jobs it enqueued. Losing a claim to another
+// runner is not an error.
+func (r *Runner) fireAll(ctx context.Context, ss []Schedule, now time.Time) (int, error) {
+	var claims []Claim
+	var decisions []Decision
+	for _, s := range ss {
+		if !s.Enabled || s.Next.IsZero() || s.Next.After(now) {
+			continue // not due (yet): a stale read
 		}
-		return false, cerr
-	}
-	d := Decide(s, sp, now, r.Grace)
-	c := Claim{ID: s.ID, Expected: s.Next, Next: d.Next, At: d.At, Status: d.Status, Missed: d.Missed, Owner: r.Name, Lease: r.Lease, Now: now}
-	if d.Fire {
-		c.Job = BuildJob(s, d.At)
-	}
-	f, err := r.Store.Claim(ctx, c)
-	if errors.Is(err, ErrConflict) || errors.Is(err, ErrNotFound) {
-		r.stats.Conflicts.Add(1)
-		return false, nil
-	}
-	if err != nil {
-		return false, err
-	}
-	r.stats.Missed.Add(d.Missed)
-	if !d.Fire {
-		if d.Status == StatusInactive {
-			r.stats.Inactive.Add(1)
+		sp, err := s.ParsedSpec()
+		if err != nil {
+			// A stored spec that no longer parses (zone database changed):
+			// disable the schedule rather than retry it every tick.
+			r.Log.WithError(err).WithField("schedule", s.ID).Error("schedule: stored spec does not parse; schedule disabled")
+			claims = append(claims, Claim{ID: s.ID, Expected: s.Next, At: s.Next, Status: StatusFailed, Now: now})
+			decisions = append(decisions, Decision{At: s.Next, Status: StatusFailed})
+			continue
 		}
-		r.Log.WithFields(logrus.Fields{"schedule": s.ID, "at": d.At, "status": d.Status, "missed": d.Missed}).Info("schedule: fire skipped")
-		return false, nil
+		d := Decide(s, sp, now, r.Grace)
+		c := Claim{ID: s.ID, Expected: s.Next, Next: d.Next, At: d.At, Status: d.Status, Missed: d.Missed, Owner: r.Name, Lease: r.Lease, Now: now}
+		if d.Fire {
+			c.Job = BuildJob(s, d.At)
+		}
+		claims = append(claims, c)
+		decisions = append(decisions, d)
 	}
-	if d.Late {
-		r.stats.Late.Add(1)
+	if len(claims) == 0 {
+		return 0, nil
 	}
-	return r.finish(ctx, f)
+	fires, errs := claimAll(ctx, r.Store, claims)
+	var won []Fire
+	var firstErr error
+	for i, err := range errs {
+		d := decisions[i]
+		switch {
+		case errors.Is(err, ErrConflict) || errors.Is(err, ErrNotFound):
+			r.stats.Conflicts.Add(1)
+			continue
+		case err != nil:
+			if firstErr == nil {
+				firstErr = err
+			}
+			continue
+		}
+		r.stats.Missed.Add(d.Missed)
+		if !d.Fire {
+			if d.Status == StatusInactive {
+				r.stats.Inactive.Add(1)
+			}
+			r.Log.WithFields(logrus.Fields{"schedule": claims[i].ID, "at": d.At, "status": d.Status, "missed": d.Missed}).Info("schedule: fire skipped")
+			continue
+		}
+		if d.Late {
+			r.stats.Late.Add(1)
+		}
+		won = append(won, fires[i])
+	}
+	n, err := r.finishAll(ctx, won)
+	if firstErr == nil {
+		firstErr = err
+	}
+	return n, firstErr
 }
 
-// finish enqueues a claimed fire's job and completes the fire. A
-// transient queue error leaves the fire pending: its lease ends and a
+// finishAll enqueues the jobs of claimed fires and completes the fires.
+// A transient queue error leaves a fire pending: its lease ends and a
 // runner tries again with the same idempotency key.
-func (r *Runner) finish(ctx context.Context, f Fire) (bool, error) {
-	if r.afterClaim != nil && !r.afterClaim(f) {
-		return false, nil
+func (r *Runner) finishAll(ctx context.Context, fires []Fire) (int, error) {
+	if r.afterClaim != nil {
+		kept := fires[:0]
+		for _, f := range fires {
+			if r.afterClaim(f) {
+				kept = append(kept, f)
+			}
+		}
+		fires = kept
 	}
-	return enqueueFire(ctx, r.Store, r.Queue, f, r.Now, r.Log, r.Observe, &r.stats)
+	return enqueueFires(ctx, r.Store, r.Queue, fires, r.Now, r.Log, r.Observe, &r.stats)
 }
 
-func enqueueFire(ctx context.Context, st Store, q Enqueuer, f Fire, now func() time.Time, log logrus.FieldLogger,
-	observe func(Fire, time.Duration, bool), stats *RunnerStats) (bool, error) {
+// claimAll claims cs in one batch when st can, else one by one.
+func claimAll(ctx context.Context, st Store, cs []Claim) ([]Fire, []error) {
+	if b, ok := st.(BatchStore); ok {
+		return b.ClaimAll(ctx, cs)
+	}
+	fires, errs := make([]Fire, len(cs)), make([]error, len(cs))
+	for i, c := range cs {
+		fires[i], errs[i] = st.Claim(ctx, c)
+	}
+	return fires, errs
+}
+
+func completeAll(ctx context.Context, st Store, fs []Fire, rs []FireResult) []error {
+	if b, ok := st.(BatchStore); ok {
+		return b.CompleteAll(ctx, fs, rs)
+	}
+	errs := make([]error, len(fs))
+	for i := range fs {
+		errs[i] = st.Complete(ctx, fs[i], rs[i])
+	}
+	return errs
+}
+
+// BatchStore is a Store that claims and completes many fires in one round
+// trip; the Runner uses it when the Store has it. Each element's result is
+// the one Claim or Complete would give.
+type BatchStore interface {
+	ClaimAll(ctx context.Context, cs []Claim) ([]Fire, []error)
+	CompleteAll(ctx context.Context, fs []Fire, rs []FireResult) []error
+}
+
+// enqueueFires enqueues the jobs of fires concurrently, then completes
+// every fire whose job is in the queue (or that the queue refused for
+// good) in one batch. It returns how many jobs are in the queue.
+func enqueueFires(ctx context.Context, st Store, q Enqueuer, fires []Fire, now func() time.Time, log logrus.FieldLogger,
+	observe func(Fire, time.Duration, bool), stats *RunnerStats) (int, error) {
+	if len(fires) == 0 {
+		return 0, nil
+	}
+	res := make([]FireResult, len(fires))
+	dups := make([]bool, len(fires))
+	errs := make([]error, len(fires))
+	var wg sync.WaitGroup
+	for i := range fires {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			res[i], dups[i], errs[i] = enqueueOne(ctx, q, fires[i])
+		}()
+	}
+	wg.Wait()
+	var done []Fire
+	var doneRes []FireResult
+	var idx []int
+	var firstErr error
+	for i, err := range errs {
+		if err != nil {
+			if firstErr == nil {
+				firstErr = err
+			}
+			continue // stays pending; retried after its lease
+		}
+		done, doneRes, idx = append(done, fires[i]), append(doneRes, res[i]), append(idx, i)
+	}
+	n := 0
+	for k, err := range completeAll(ctx, st, done, doneRes) {
+		if err != nil && !errors.Is(err, ErrConflict) {
+			if firstErr == nil {
+				firstErr = err
+			}
+			continue
+		}
+		f, r, dup := done[k], doneRes[k], dups[idx[k]]
+		if r.Err != "" {
+			if stats != nil {
+				stats.Failed.Add(1)
+			}
+			log.WithFields(logrus.Fields{"schedule": f.ScheduleID, "at": f.At}).Error("schedule: the queue refused the fire's job: " + r.Err)
+			continue
+		}
+		n++
+		lag := now().Sub(f.At)
+		if stats != nil {
+			stats.Fired.Add(1)
+		}
+		if observe != nil {
+			observe(f, lag, dup)
+		}
+		log.WithFields(logrus.Fields{"schedule": f.ScheduleID, "at": f.At, "job_id": r.JobID, "lag_ms": lag.Milliseconds(), "dup": dup}).Info("schedule: fired")
+	}
+	return n, firstErr
+}
+
+// enqueueOne enqueues a fire's job. A nil error with r.Err set is a
+// permanent refusal (complete the fire as failed); an error is transient.
+func enqueueOne(ctx context.Context, q Enqueuer, f Fire) (r FireResult, dup bool, err error) {
 	stored, dup, err := q.Enqueue(ctx, f.Job)
-	res := FireResult{JobID: stored.ID}
 	switch {
 	case err == nil:
+		return FireResult{JobID: stored.ID}, dup, nil
 	case errors.Is(err, queue.ErrInvalidJob) && strings.Contains(err.Error(), "already exists"):
 		// The deterministic job id exists: an earlier attempt enqueued it
 		// and the dedupe window has passed since.
-		res.JobID, dup = f.Job.ID, true
+		return FireResult{JobID: f.Job.ID}, true, nil
 	case errors.Is(err, queue.ErrInvalidJob) || errors.Is(err, queue.ErrPayloadTooLarge):
-		res.Err = err.Error()
-		if stats != nil {
-			stats.Failed.Add(1)
-		}
-	default:
-		return false, err
+		return FireResult{Err: err.Error()}, false, nil
 	}
-	if err := st.Complete(ctx, f, res); err != nil && !errors.Is(err, ErrConflict) {
-		return false, err
-	}
-	if res.Err != "" {
-		log.WithFields(logrus.Fields{"schedule": f.ScheduleID, "at": f.At}).Error("schedule: the queue refused the fire's job: " + res.Err)
-		return false, nil
-	}
-	lag := now().Sub(f.At)
-	if stats != nil {
-		stats.Fired.Add(1)
-	}
-	if observe != nil {
-		observe(f, lag, dup)
-	}
-	log.WithFields(logrus.Fields{"schedule": f.ScheduleID, "at": f.At, "job_id": res.JobID, "lag_ms": lag.Milliseconds(), "dup": dup}).Info("schedule: fired")
-	return true, nil
+	return FireResult{}, false, err
 }

@@ -116,7 +116,7 @@ func TestRunnerReplicasFireEachOnce(t *testing.T) {
 		st := e.newStore()
 		for i := 0; i < 20; i++ {
 			s := mk(t, int64(100+i), "every 1s", t0)
-			if err := st.Create(ctx, s); err != nil {
+			if err := st.Create(ctx, s, 0); err != nil {
 				t.Fatal(err)
 			}
 			scheds = append(scheds, s)
@@ -206,7 +206,7 @@ func TestRunnerCrashBetweenClaimAndEnqueue(t *testing.T) {
 				ctx := context.Background()
 				clk := &clock{t: t0}
 				s := mk(t, 5, "every 1m", t0)
-				if err := e.newStore().Create(ctx, s); err != nil {
+				if err := e.newStore().Create(ctx, s, 0); err != nil {
 					t.Fatal(err)
 				}
 				cq := newCount(e.newQueue())
@@ -270,7 +270,7 @@ func TestRunnerProcessKilledAfterClaim(t *testing.T) {
 	st := NewRedis(srv.Client(), "")
 	now := time.Now()
 	s := mk(t, 5, "every 1m", now.Add(-time.Minute-time.Second)) // due a second ago
-	if err := st.Create(ctx, s); err != nil {
+	if err := st.Create(ctx, s, 0); err != nil {
 		t.Fatal(err)
 	}
 	cmd := exec.Command(os.Args[0], "-test.run=^TestRunnerChildKillsItself$", "-test.v")
@@ -372,7 +372,7 @@ func TestRunnerCatchUpAfterDowntime(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			_ = st.Create(ctx, s)
+			_ = st.Create(ctx, s, 0)
 			r := &Runner{Store: st, Queue: cq, Now: clk.Now}
 			n, err := r.Tick(ctx)
 			if err != nil {

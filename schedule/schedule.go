@@ -169,6 +169,10 @@ var (
 	ErrConflict = errors.New("schedule: changed concurrently")
 )
 
+func limitErr(have int) error {
+	return fmt.Errorf("%w: the chat has %d schedules, the most allowed (delete one first)", ErrLimit, have)
+}
+
 func invalid(field, format string, args ...any) error {
 	return fmt.Errorf("%w: %s: %s", ErrInvalid, field, fmt.Sprintf(format, args...))
 }
@@ -225,7 +229,9 @@ func Prepare(s Schedule, lim Limits, now time.Time) (Schedule, Spec, error) {
 	if err != nil {
 		return s, Spec{}, err
 	}
-	if sp.Kind != KindAt {
+	// A 5-field cron fires at most once a minute: probe its gaps only
+	// when the limit is above that.
+	if sp.Kind == KindEvery || (sp.Kind == KindCron && lim.MinInterval > time.Minute) {
 		if mi := sp.MinInterval(now); mi < lim.MinInterval {
 			return s, Spec{}, fmt.Errorf("%w: spec %q fires every %s, more often than the minimum interval of %s", ErrLimit, sp.Text, mi, lim.MinInterval)
 		}

@@ -2,10 +2,9 @@ package schedule
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"time"
-
-	"github.com/sirupsen/logrus"
 )
 
 // Owner is who asks the Service: a chat member, or an operator.
@@ -30,7 +29,6 @@ type Service struct {
 	Now func() time.Time
 	// Lease of a run-now fire; 0 means 30 s.
 	Lease time.Duration
-	Log   logrus.FieldLogger
 }
 
 func (sv *Service) now() time.Time {
@@ -53,14 +51,7 @@ func (sv *Service) Create(ctx context.Context, o Owner, s Schedule) (Schedule, e
 	if err != nil {
 		return s, err
 	}
-	have, err := sv.Store.List(ctx, s.ChatID)
-	if err != nil {
-		return s, err
-	}
-	if max := sv.Limits.withDefaults().MaxPerChat; len(have) >= max {
-		return s, fmt.Errorf("%w: the chat has %d schedules, the most allowed (delete one first)", ErrLimit, len(have))
-	}
-	if err := sv.Store.Create(ctx, s); err != nil {
+	if err := sv.Store.Create(ctx, s, sv.Limits.withDefaults().MaxPerChat); err != nil {
 		return s, err
 	}
 	return s, nil
@@ -159,13 +150,16 @@ func (sv *Service) RunNow(ctx context.Context, o Owner, id string) (string, erro
 	if err != nil {
 		return "", err
 	}
-	log := sv.Log
-	if log == nil {
-		log = (&Runner{}).logger()
-	}
-	if _, err := enqueueFire(ctx, sv.Store, sv.Queue, f, sv.now, log, nil, nil); err != nil {
+	res, _, err := enqueueOne(ctx, sv.Queue, f)
+	if err != nil {
 		// The fire stays pending; a runner enqueues it after its lease.
 		return job.ID, fmt.Errorf("schedule: run %s: enqueue (a runner retries it after %s): %w", id, lease, err)
+	}
+	if err := sv.Store.Complete(ctx, f, res); err != nil && !errors.Is(err, ErrConflict) {
+		return job.ID, err
+	}
+	if res.Err != "" {
+		return "", fmt.Errorf("%w: the queue refused the job: %s", ErrInvalid, res.Err)
 	}
 	return job.ID, nil
 }

@@ -134,3 +134,16 @@ func TestBuildJob(t *testing.T) {
 		t.Fatal("QuietSilent")
 	}
 }
+
+func TestPrepareCronUnderAnOperatorMinimum(t *testing.T) {
+	lim := Limits{MinInterval: 10 * time.Minute}
+	if _, _, err := Prepare(Schedule{ChatID: 1, Spec: "*/5 * * * *", Text: "x"}, lim, t0); !errors.Is(err, ErrLimit) || !strings.Contains(err.Error(), "5m0s") {
+		t.Fatalf("*/5 under a 10m minimum: %v", err)
+	}
+	if _, _, err := Prepare(Schedule{ChatID: 1, Spec: "0,59 0,23 * * *", Text: "x"}, lim, t0); !errors.Is(err, ErrLimit) || !strings.Contains(err.Error(), "1m0s") {
+		t.Fatalf("a one-minute gap across midnight: %v", err)
+	}
+	if _, _, err := Prepare(Schedule{ChatID: 1, Spec: "*/15 * * * *", Text: "x"}, lim, t0); err != nil {
+		t.Fatal(err)
+	}
+}

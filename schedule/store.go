@@ -15,8 +15,9 @@ import (
 // exactly once across processes (see the package doc).
 type Store interface {
 	// Create stores a schedule made by Prepare. ErrConflict if its id is
-	// taken.
-	Create(ctx context.Context, s Schedule) error
+	// taken; ErrLimit if its chat has maxPerChat schedules already (0: no
+	// limit), checked in the same atomic step.
+	Create(ctx context.Context, s Schedule, maxPerChat int) error
 	// Get returns one schedule; ErrNotFound if unknown.
 	Get(ctx context.Context, id string) (Schedule, error)
 	// List returns the schedules of chatID (0: all), by id.

@@ -50,11 +50,11 @@ func storeCRUD(t *testing.T, ns func() Store) {
 	ctx := context.Background()
 	a, b, c := mk(t, 1, "every 1m", t0), mk(t, 1, "0 9 * * *", t0), mk(t, 2, "at 2026-12-03T09:00:00Z", t0)
 	for _, s := range []Schedule{a, b, c} {
-		if err := ns().Create(ctx, s); err != nil {
+		if err := ns().Create(ctx, s, 0); err != nil {
 			t.Fatal(err)
 		}
 	}
-	if err := ns().Create(ctx, Schedule{ID: a.ID, ChatID: 9, Text: "x", Spec: "every 1m"}); !errors.Is(err, ErrConflict) {
+	if err := ns().Create(ctx, Schedule{ID: a.ID, ChatID: 9, Text: "x", Spec: "every 1m"}, 0); !errors.Is(err, ErrConflict) {
 		t.Fatalf("create of a taken id: %v, want ErrConflict", err)
 	}
 	got, err := ns().Get(ctx, a.ID)
@@ -101,7 +101,7 @@ func TestStoreClaimCompleteReclaim(t *testing.T) { stores(t, storeClaim) }
 func storeClaim(t *testing.T, ns func() Store) {
 	ctx := context.Background()
 	s := mk(t, 1, "every 1m", t0)
-	if err := ns().Create(ctx, s); err != nil {
+	if err := ns().Create(ctx, s, 0); err != nil {
 		t.Fatal(err)
 	}
 	at := s.Next
@@ -172,7 +172,7 @@ func storeClaim(t *testing.T, ns func() Store) {
 	}
 	// A deleted schedule's pending fire still completes.
 	s2 := mk(t, 1, "every 1m", t0)
-	_ = ns().Create(ctx, s2)
+	_ = ns().Create(ctx, s2, 0)
 	f2, err := ns().Claim(ctx, Claim{ID: s2.ID, Expected: s2.Next, Next: s2.Next.Add(time.Minute), Job: BuildJob(s2, s2.Next), At: s2.Next, Owner: "a", Lease: time.Second, Now: now})
 	if err != nil {
 		t.Fatal(err)
@@ -191,7 +191,7 @@ func TestStoreClaimRace(t *testing.T) { stores(t, storeRace) }
 func storeRace(t *testing.T, ns func() Store) {
 	ctx := context.Background()
 	s := mk(t, 1, "every 1m", t0)
-	if err := ns().Create(ctx, s); err != nil {
+	if err := ns().Create(ctx, s, 0); err != nil {
 		t.Fatal(err)
 	}
 	for round := 0; round < 5; round++ {
@@ -223,6 +223,38 @@ func storeRace(t *testing.T, ns func() Store) {
 	}
 }
 
+// The per-chat limit holds under concurrent creates: it is checked in the
+// same atomic step as the create.
+func TestStoreLimitPerChatUnderRace(t *testing.T) { stores(t, storeLimit) }
+
+func storeLimit(t *testing.T, ns func() Store) {
+	ctx := context.Background()
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	created, limited := 0, 0
+	for i := 0; i < 12; i++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			err := ns().Create(ctx, mk(t, 77, "every 1m", t0), 5)
+			mu.Lock()
+			defer mu.Unlock()
+			switch {
+			case err == nil:
+				created++
+			case errors.Is(err, ErrLimit) && strings.Contains(err.Error(), "5 schedules"):
+				limited++
+			default:
+				t.Error(err)
+			}
+		}()
+	}
+	wg.Wait()
+	if l, _ := ns().List(ctx, 77); created != 5 || limited != 7 || len(l) != 5 {
+		t.Fatalf("12 concurrent creates with a limit of 5: %d created, %d refused, %d stored", created, limited, len(l))
+	}
+}
+
 // The store's scripts run on a real 3+3 Redis Cluster: every key of a
 // script shares the queue's hash tag and is declared.
 func TestStoreOnCluster(t *testing.T) {
@@ -235,25 +267,36 @@ func TestStoreOnCluster(t *testing.T) {
 	t.Run("crud", func(t *testing.T) { storeCRUD(t, ns) })
 	t.Run("claim", func(t *testing.T) { storeClaim(t, ns) })
 	t.Run("race", func(t *testing.T) { storeRace(t, ns) })
+	t.Run("limit", func(t *testing.T) { storeLimit(t, ns) })
 }
 
 // Every script call passes its keys (a cluster routes by them, and a
-// script may only touch keys it declared).
+// script may only touch keys it declared), and every key list is built
+// from the store's own key names (the hash tag).
 func TestEveryScriptCallDeclaresKeys(t *testing.T) {
-	src, err := os.ReadFile("redis.go")
+	b, err := os.ReadFile("redis.go")
 	if err != nil {
 		t.Fatal(err)
 	}
-	calls := regexp.MustCompile(`Script\.Run\(ctx, r\.c, ([^,]+),`).FindAllStringSubmatch(string(src), -1)
-	if len(calls) < 6 {
-		t.Fatalf("found %d script calls, want the 6 of redis.go", len(calls))
+	src := string(b)
+	calls := regexp.MustCompile(`Script\.(Run|EvalSha)\(ctx, [a-z.]+, ([^,]+),`).FindAllStringSubmatch(src, -1)
+	if len(calls) < 10 {
+		t.Fatalf("found %d script calls, want the 10 of redis.go", len(calls))
 	}
 	for _, c := range calls {
-		if !strings.HasPrefix(c[1], "[]string{r.k") {
-			t.Errorf("script call with keys %s: want a literal list of the store's keys", c[1])
+		if k := strings.TrimSpace(c[2]); k == "nil" || k == "[]string{}" {
+			t.Errorf("script call without keys: %s", c[0])
 		}
 	}
-	if n := strings.Count(string(src), "redis.call("); n == 0 || strings.Contains(string(src), "r.p ..") {
+	lists := regexp.MustCompile(`\[\]string\{([^}]*)\}`).FindAllStringSubmatch(src, -1)
+	for _, l := range lists {
+		for _, k := range strings.Split(l[1], ",") {
+			if k = strings.TrimSpace(k); k != "" && !strings.HasPrefix(k, "r.k") {
+				t.Errorf("key %q in %s is not one of the store's key names", k, l[0])
+			}
+		}
+	}
+	if strings.Contains(src, "r.p ..") || strings.Contains(src, "'sched:") {
 		t.Error("a script builds a key name itself")
 	}
 }

@@ -99,28 +99,38 @@ func cmdSchedule(ctx context.Context, args []string, stdout, stderr io.Writer) e
 		fmt.Fprint(stderr, scheduleUsage)
 		return usageErr("unknown schedule subcommand %q", sub)
 	}
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return withCode(exitOK, errors.Join(errReported, err))
+	// Flags may follow the id (`next ID --count 3`); add's goal words are
+	// taken as they are after the first one.
+	var pos []string
+	for {
+		if err := fs.Parse(args); err != nil {
+			if errors.Is(err, flag.ErrHelp) {
+				return withCode(exitOK, errors.Join(errReported, err))
+			}
+			return withCode(exitSetup, errors.Join(errReported, err))
 		}
-		return withCode(exitSetup, errors.Join(errReported, err))
+		if sub == "add" || fs.NArg() == 0 {
+			pos = append(pos, fs.Args()...)
+			break
+		}
+		pos, args = append(pos, fs.Arg(0)), fs.Args()[1:]
 	}
 	var id string
 	var req schedule.Schedule
 	switch sub {
 	case "add":
-		if req, err = a.schedule(fs.Args()); err != nil {
+		if req, err = a.schedule(pos); err != nil {
 			return err
 		}
 	case "list":
-		if fs.NArg() > 0 {
-			return usageErr("odek schedule list takes no arguments, got %q", fs.Args())
+		if len(pos) > 0 {
+			return usageErr("odek schedule list takes no arguments, got %q", pos)
 		}
 	default:
-		if fs.NArg() != 1 {
+		if len(pos) != 1 {
 			return usageErr("odek schedule %s needs exactly one schedule id", sub)
 		}
-		id = fs.Arg(0)
+		id = pos[0]
 		if sub == "next" && (a.count < 1 || a.count > 1000) {
 			return usageErr("--count must be 1..1000")
 		}

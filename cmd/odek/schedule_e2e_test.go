@@ -105,3 +105,49 @@ func TestScheduleFiresOnceAcrossWorkers(t *testing.T) {
 	}
 	t.Logf("%d fires, each once, over 3 workers with 2 SIGKILLs", k)
 }
+
+// Without Redis, `odek schedule` works on the embedded store file that
+// odek-bot fires from; bad input exits 3 with the field named.
+func TestScheduleCLIEmbeddedFile(t *testing.T) {
+	env := []string{"ODEK_SCHEDULE_FILE=" + t.TempDir() + "/s.json"}
+	run := func(args ...string) runOut {
+		t.Helper()
+		return runOdekEnv(t, "http://127.0.0.1:1", t.TempDir(), env, append([]string{"schedule"}, args...)...)
+	}
+	add := run("add", "--chat", "42", "--cron", "0 9 * * 1-5", "--tz", "Europe/Berlin", "summarise the open issues")
+	if add.code != 0 {
+		t.Fatalf("add: %d %s", add.code, add.stderr)
+	}
+	id := strings.TrimSpace(add.stdout)
+	for _, tc := range []struct {
+		args []string
+		code int
+		want string
+	}{
+		{[]string{"add", "--chat", "42", "--cron", "0 25 * * *", "x"}, 3, `cron hour "25"`},
+		{[]string{"add", "--chat", "42", "--every", "30s", "x"}, 3, "minimum interval of 1m0s"},
+		{[]string{"add", "--chat", "42", "--cron", "0 9 * * *", "--tz", "Mars/Base", "x"}, 3, `tz "Mars/Base": unknown`},
+		{[]string{"add", "--chat", "42", "--every", "1h", "--at", "2027-01-01T00:00:00Z", "x"}, 3, "exactly one of"},
+		{[]string{"add", "--every", "1h", "x"}, 3, "--chat"},
+		{[]string{"show", "0123456789abcdef"}, 1, "not found"},
+		{[]string{"next", id, "--count", "2"}, 0, "09:00:00 CET"},
+		{[]string{"pause", id}, 0, "enabled false"},
+		{[]string{"resume", id}, 0, "enabled true"},
+	} {
+		out := run(tc.args...)
+		if out.code != tc.code || !strings.Contains(out.stdout+out.stderr, tc.want) {
+			t.Errorf("%v: exit %d %q %q, want %d and %q", tc.args, out.code, out.stdout, out.stderr, tc.code, tc.want)
+		}
+	}
+	list := run("list", "--json")
+	var s schedule.Schedule
+	if err := json.Unmarshal([]byte(list.stdout), &s); err != nil || s.ID != id || s.Spec != "cron 0 9 * * 1-5" || s.TZ != "Europe/Berlin" || !s.Enabled {
+		t.Fatalf("list --json: %q %v", list.stdout, err)
+	}
+	if out := run("rm", id); out.code != 0 {
+		t.Fatalf("rm: %s", out.stderr)
+	}
+	if out := run("list"); strings.Contains(out.stdout, id) {
+		t.Fatalf("listed after rm: %s", out.stdout)
+	}
+}
