@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -13,6 +14,7 @@ import (
 	"testing"
 
 	"github.com/odekrun/odek/agent"
+	"github.com/odekrun/odek/internal/redact"
 )
 
 func script(t *testing.T, body string) string {
@@ -220,5 +222,23 @@ func BenchmarkWrappedToolNoMatch(b *testing.B) {
 	b.ReportAllocs()
 	for b.Loop() {
 		tool.Run(context.Background(), json.RawMessage(`{}`))
+	}
+}
+
+// What a hook receives passes the run's redactor: a secret the run knows
+// never reaches a hook's endpoint.
+func TestHookInputRedacted(t *testing.T) {
+	var body []byte
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		body, _ = io.ReadAll(r.Body)
+	}))
+	defer srv.Close()
+	red := redact.New()
+	red.AddValue("hunter2-very-secret-value")
+	r := NewRunner(cfgOf(t, `{"hooks":{"pre_tool":[{"url":"`+srv.URL+`"}]}}`), Options{Redactor: red})
+	tool := &recordTool{name: "x"}
+	r.WrapTools([]agent.Tool{tool})[0].Run(context.Background(), json.RawMessage(`{"password":"hunter2-very-secret-value"}`))
+	if strings.Contains(string(body), "hunter2") || !strings.Contains(string(body), redact.Marker) {
+		t.Fatalf("hook body: %s", body)
 	}
 }

@@ -155,6 +155,7 @@ func (r *Runner) Fire(ctx context.Context, in Input) (Decision, []Report) {
 		return Decision{}, nil
 	}
 	in.Schema = InputSchema
+	r.redactInput(&in)
 	body := r.encode(in)
 	var reps []Report
 	for i := range r.cfg.Hooks[in.Event] {
@@ -184,6 +185,30 @@ func (r *Runner) Fire(ctx context.Context, in Input) (Decision, []Report) {
 		}
 	}
 	return Decision{}, reps
+}
+
+// redactInput passes every text of in through the run's redactor: a hook,
+// above all an HTTP one, is an output path like the event stream. Masked
+// arguments that stop being JSON are left out.
+func (r *Runner) redactInput(in *Input) {
+	red := r.o.Redactor
+	if red == nil {
+		return
+	}
+	in.Prompt, in.Answer = red.String(in.Prompt), red.String(in.Answer)
+	if in.Tool != nil && len(in.Tool.Arguments) > 0 {
+		t := *in.Tool
+		t.Arguments = json.RawMessage(red.String(string(t.Arguments)))
+		if !json.Valid(t.Arguments) {
+			t.Arguments = nil
+		}
+		in.Tool = &t
+	}
+	if in.Result != nil {
+		res := *in.Result
+		res.Text = red.String(res.Text)
+		in.Result = &res
+	}
 }
 
 func canBlock(ev Event) bool {

@@ -45,7 +45,7 @@ import (
 	"github.com/odekrun/odek/internal/plan"
 	"github.com/odekrun/odek/internal/redact"
 	"github.com/odekrun/odek/internal/sandbox"
-	"github.com/odekrun/odek/internal/skills"
+	"github.com/odekrun/odek/internal/skills/skilltool"
 	"github.com/odekrun/odek/internal/subagent"
 	"github.com/odekrun/odek/internal/tools"
 	"github.com/odekrun/odek/queue"
@@ -319,9 +319,9 @@ func Build(ctx context.Context, opts Options) (*Runtime, error) {
 		return nil, err
 	}
 	// Wiring point (issue 28, Agent Skills): the skill list joins the
-	// system prompt and the skill tool reads them (internal/skills).
+	// system prompt and the skill tool reads them (internal/skills/skilltool).
 	systemPrompt := cfg.SystemPrompt
-	skillList, skillTool, skillWarns := skills.ForRun(cfg.Layers.Operator.Raw, cfg.Home, cfg.ProjectDir)
+	skillList, skillTool, skillWarns := skilltool.ForRun(cfg.Layers.Operator.Raw, cfg.Home, cfg.ProjectDir)
 	for _, w := range skillWarns {
 		warn(w)
 	}

@@ -144,6 +144,9 @@ func CheckName(name string) error {
 	return nil
 }
 
+// Clip cuts s to at most n bytes on a rune boundary, marking the cut.
+func Clip(s string, n int) string { return clip(s, n) }
+
 func clip(s string, n int) string {
 	if len(s) <= n {
 		return s

@@ -2,7 +2,9 @@
 // front matter with name and description, then instructions) and any
 // files beside it. A skill's name and description go into the system
 // prompt (within a size budget); the model reads the body, and the files
-// beside it, on demand through the skill tool. Skills come from the
+// beside it, on demand through the skill tool (package skilltool, which
+// also wires skills into a run). This package has no dependency on the
+// agent, so front ends can list skills and map them to chat commands. Skills come from the
 // operator's directories (default $ODEK_HOME/skills) and, only when the
 // operator file allows it, from the project's (default .odek/skills).
 //
@@ -308,6 +310,9 @@ func (s *Set) Prompt() string {
 	}
 	return b.String()
 }
+
+// OneLine is s with its whitespace runs folded to single spaces.
+func OneLine(s string) string { return oneLine(s) }
 
 func oneLine(s string) string { return strings.Join(strings.Fields(s), " ") }
 

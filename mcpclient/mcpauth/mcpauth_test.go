@@ -10,6 +10,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -287,5 +288,35 @@ func TestCallbackState(t *testing.T) {
 	}
 	if _, err := os.Stat(filepath.Join(mcpauth.Dir(t.TempDir()), "remote.json")); err == nil {
 		t.Fatal("record saved")
+	}
+}
+
+// Two holders of one store (two worker processes sharing an ODEK_HOME)
+// meet an expired token at once: one refreshes, the other takes the saved
+// result; the rotated refresh token is not spent twice.
+func TestConcurrentRefreshOnce(t *testing.T) {
+	as := authtest.New(t)
+	store := mcpauth.NewStore(t.TempDir())
+	rec := login(t, as, store)
+	as.ExpireAccessTokens()
+	var wg sync.WaitGroup
+	toks := make([]string, 4)
+	errs := make([]error, 4)
+	for i := range toks {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			src, _ := mcpauth.NewSource(store, "remote", as.MCPURL(), nil)
+			toks[i], errs[i] = src.Token(context.Background(), rec.AccessToken)
+		}()
+	}
+	wg.Wait()
+	for i := range toks {
+		if errs[i] != nil || toks[i] == rec.AccessToken || toks[i] != toks[0] {
+			t.Fatalf("holder %d: %v (same token as the others: %v)", i, errs[i], toks[i] == toks[0])
+		}
+	}
+	if _, n, _ := as.Counts(); n != 1 {
+		t.Fatalf("%d refreshes, want 1", n)
 	}
 }

@@ -1,4 +1,9 @@
-package skills
+// Package skilltool is the model's access to Agent Skills: the read-only
+// skill tool over a skills.Set, and ForRun, the whole wiring of skills into
+// one run (the prompt section and the tool). It is apart from package
+// skills so front ends (the bot's command menu) can use skills without the
+// agent's tool types.
+package skilltool
 
 import (
 	"context"
@@ -6,6 +11,7 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/odekrun/odek/internal/skills"
 	"github.com/odekrun/odek/internal/tools"
 )
 
@@ -15,10 +21,10 @@ const ToolName = "skill"
 // Tool is the skill tool: {"name": N} returns skill N's instructions and
 // the list of files beside them; {"name": N, "path": P} returns file P of
 // skill N; name "?" lists every skill. It only reads (class safe).
-type Tool struct{ set *Set }
+type Tool struct{ set *skills.Set }
 
 // NewTool is the skill tool of set.
-func NewTool(set *Set) *Tool { return &Tool{set: set} }
+func NewTool(set *skills.Set) *Tool { return &Tool{set: set} }
 
 var _ tools.Tool = (*Tool)(nil)
 
@@ -55,9 +61,9 @@ func (t *Tool) Assess(args json.RawMessage) (tools.Assessment, error) {
 	if err != nil {
 		return tools.Assessment{}, err
 	}
-	sum := map[string]any{"skill": clip(a.Name, 64)}
+	sum := map[string]any{"skill": skills.Clip(a.Name, 64)}
 	if a.Path != "" {
-		sum["path"] = clip(a.Path, 200)
+		sum["path"] = skills.Clip(a.Path, 200)
 	}
 	return tools.Assessment{Class: tools.ClassSafe, Summary: sum}, nil
 }
@@ -71,7 +77,7 @@ func (t *Tool) Run(_ context.Context, args json.RawMessage) (tools.Result, error
 	if a.Name == "?" {
 		var b strings.Builder
 		for _, sk := range t.set.List() {
-			fmt.Fprintf(&b, "- %s: %s\n", sk.Name, oneLine(sk.Description))
+			fmt.Fprintf(&b, "- %s: %s\n", sk.Name, skills.OneLine(sk.Description))
 		}
 		if b.Len() == 0 {
 			return tools.Result{Text: "no skills are installed"}, nil
@@ -87,7 +93,7 @@ func (t *Tool) Run(_ context.Context, args json.RawMessage) (tools.Result, error
 	}
 	sk, ok := t.set.Get(a.Name)
 	if !ok {
-		return tools.Result{Text: fmt.Sprintf("no skill named %q; call skill with name \"?\" for the list", clip(a.Name, 64)), IsError: true}, nil
+		return tools.Result{Text: fmt.Sprintf("no skill named %q; call skill with name \"?\" for the list", skills.Clip(a.Name, 64)), IsError: true}, nil
 	}
 	var b strings.Builder
 	fmt.Fprintf(&b, "# Skill %s\n(directory %s; its files are read-only: read them with this tool's path argument)\n\n%s", sk.Name, sk.Dir, sk.Body)
@@ -97,7 +103,7 @@ func (t *Tool) Run(_ context.Context, args json.RawMessage) (tools.Result, error
 			b.WriteString("- " + f + "\n")
 		}
 		if more {
-			fmt.Fprintf(&b, "- (more than %d files; only the first are listed)\n", MaxListedFiles)
+			fmt.Fprintf(&b, "- (more than %d files; only the first are listed)\n", skills.MaxListedFiles)
 		}
 	}
 	return tools.Result{Text: b.String()}, nil
@@ -109,11 +115,11 @@ func (t *Tool) Run(_ context.Context, args json.RawMessage) (tools.Result, error
 // bad section, then in warnings) it returns "" and a nil tool, so the run
 // is unchanged.
 func ForRun(operatorFile json.RawMessage, home, projectDir string) (promptSection string, tool tools.Tool, warnings []string) {
-	o, err := FromConfig(operatorFile, home, projectDir)
+	o, err := skills.FromConfig(operatorFile, home, projectDir)
 	if err != nil {
 		return "", nil, []string{err.Error()}
 	}
-	set, warnings := Load(o)
+	set, warnings := skills.Load(o)
 	if set.Len() == 0 {
 		return "", nil, warnings
 	}
