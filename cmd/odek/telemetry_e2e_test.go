@@ -115,7 +115,7 @@ func TestQueueJobTraceInJaeger(t *testing.T) {
 	if out.code != 0 {
 		t.Fatalf("submit exit %d\nstderr: %s", out.code, out.stderr)
 	}
-	spans := j.WaitTrace(t, givenTrace, 7, 60*time.Second)
+	spans := j.WaitTrace(t, givenTrace, 9, 60*time.Second) // submit + 8 of the worker (job, claim, run, ack, agent, 2 chats, tool)
 	by := map[string]telemetrytest.Span{}
 	for _, s := range spans {
 		by[s.Operation] = s

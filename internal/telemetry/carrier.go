@@ -173,6 +173,11 @@ func FromHTTP(ctx context.Context, h http.Header) context.Context {
 	return FromMap(ctx, m)
 }
 
+// Carried reports whether ctx carries a trace to pass on (a span of ours
+// or a remote one), without allocating: guard the building of a child's
+// environment with it.
+func Carried(ctx context.Context) bool { return trace.SpanContextFromContext(ctx).IsValid() }
+
 // IDs returns ctx's trace and span ids in hex, or empty strings.
 func IDs(ctx context.Context) (traceID, spanID string) {
 	sc := trace.SpanContextFromContext(ctx)

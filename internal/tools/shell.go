@@ -14,6 +14,7 @@ import (
 
 	"github.com/odekrun/odek/internal/clip"
 	"github.com/odekrun/odek/internal/sandbox"
+	"github.com/odekrun/odek/internal/telemetry"
 )
 
 // shellWaitDelay bounds how long Wait waits for the output pipes after the
@@ -107,6 +108,11 @@ func (c *config) runShell(ctx context.Context, command string, timeout time.Dura
 	cmd := exec.CommandContext(tctx, "sh", "-c", command)
 	cmd.Dir = c.workDir
 	cmd.Env = c.env // with the git guard (newConfig)
+	if telemetry.Carried(ctx) {
+		// telemetry (issue 24): the command continues the run's trace
+		// (TRACEPARENT/TRACESTATE); nothing is copied while none is carried.
+		cmd.Env = telemetry.WithEnv(ctx, c.env)
+	}
 	killGroupOnCancel(cmd)
 	cmd.WaitDelay = shellWaitDelay
 	stdout := newStreamCap(c.maxStreamBytes)
