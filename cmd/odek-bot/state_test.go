@@ -102,7 +102,7 @@ func FuzzParseLedger(f *testing.F) {
 	}
 	f.Fuzz(func(t *testing.T, b []byte) {
 		e, err := parseLedger(b)
-		if err == nil && (e.Chat == 0 || e.Msg <= 0 || len(b) > maxLedgerEntryBytes) {
+		if err == nil && (e.Chat == 0 || e.Msg <= 0 || len(b) > queue.MaxStatusEntryBytes) {
 			t.Fatalf("accepted %q as %+v", b, e)
 		}
 	})
