@@ -5,10 +5,13 @@
 // job's progress stream, and acknowledges the job with its result.
 //
 // The worker does not know how a run is assembled: it hands the RunFunc the
-// job, an events.Sink bound to the job's progress stream and a
+// job, an events.Sink bound to the job's progress stream, a signal handler
+// that turns the run's streamed answer (agent.SignalAnswerDelta, redacted
+// by the run) into odek.delta/v1 entries on that stream, and an
 // agent.Prompter that asks the job's chat over the queue (when the queue
 // implements queue.Approvals). That keeps this package free of
-// configuration and of the LLM client.
+// configuration and of the LLM client: everything it publishes is what
+// the run gave off through agent's API.
 //
 // # Job outcomes
 //
@@ -54,7 +57,6 @@ import (
 	"github.com/odekrun/odek/agent"
 	"github.com/odekrun/odek/events"
 	"github.com/odekrun/odek/internal/backoff"
-	"github.com/odekrun/odek/internal/llm"
 	"github.com/odekrun/odek/queue"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/sirupsen/logrus"
@@ -69,7 +71,10 @@ type Queue interface {
 }
 
 // RunFunc runs one job. sink receives the run's events (pass it as
-// agent.Config.EventSink); approver asks the job's chat (pass it as
+// agent.Config.EventSink); signals its agent signals (pass it as
+// agent.Config.AgentSignalHandler: the answer's SignalAnswerStart and
+// SignalAnswerDelta, already redacted by the run, become odek.delta/v1
+// progress entries); approver asks the job's chat (pass it as
 // agent.Config.Prompter; nil when the queue cannot carry approvals). ctx is
 // canceled when the job is canceled, its lease is lost or the worker's
 // shutdown timeout passes.
@@ -79,7 +84,7 @@ type Queue interface {
 // with one) and a zero DurationMS. A non-nil error with an empty
 // Result.Error puts err's text in the result: it reaches the chat, so the
 // RunFunc must return redacted errors.
-type RunFunc func(ctx context.Context, job queue.Job, sink events.Sink, approver agent.Prompter) (queue.Result, error)
+type RunFunc func(ctx context.Context, job queue.Job, sink events.Sink, signals func(agent.SignalEvent), approver agent.Prompter) (queue.Result, error)
 
 // Config configures a Worker. Queue and Run are required; every other
 // field works at its zero value.
@@ -505,7 +510,7 @@ func (w *Worker) runJob(l queue.Lease) {
 		prompter = &approver{a: a, job: l.Job, timeout: w.cfg.ApprovalTimeout, now: time.Now}
 	}
 	deltas := newDeltaSink(sink) // delta.go: the answer as it streams
-	res, panicked, err := w.call(llm.WithDeltaHook(runCtx, deltas.hook()), l.Job, sink, prompter)
+	res, panicked, err := w.call(runCtx, l.Job, sink, deltas.signal, prompter)
 	deltas.stop()
 	dur := time.Since(start)
 	cause := context.Cause(runCtx)
@@ -580,13 +585,13 @@ func decideResult(res queue.Result, err error, canceled bool, dur time.Duration)
 }
 
 // call runs the RunFunc, turning a panic into panicked.
-func (w *Worker) call(ctx context.Context, job queue.Job, sink events.Sink, p agent.Prompter) (res queue.Result, panicked any, err error) {
+func (w *Worker) call(ctx context.Context, job queue.Job, sink events.Sink, signals func(agent.SignalEvent), p agent.Prompter) (res queue.Result, panicked any, err error) {
 	defer func() {
 		if v := recover(); v != nil {
 			panicked = v
 		}
 	}()
-	res, err = w.cfg.Run(ctx, job, sink, p)
+	res, err = w.cfg.Run(ctx, job, sink, signals, p)
 	return res, nil, err
 }
 

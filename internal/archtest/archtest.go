@@ -93,6 +93,7 @@ var Rules = []Rule{
 		Why:    "internal packages sit below agent (only internal/subagent, which runs child agents, internal/host, which assembles agent.Config, and the implementations of agent's interfaces internal/llm, internal/tools and internal/budget may import it)",
 	},
 	{From: "worker/...", Never: []string{"bot/..."}, Why: "worker and bot meet only through queue"},
+	{From: "worker/...", Never: []string{"internal/llm/..."}, Why: "a run's output reaches the worker through agent (events and signals, redacted by the run), never from the model client"},
 	{From: "bot/...", Never: []string{"worker/...", "agent/..."}, Why: "bot talks to workers through queue, never runs the agent itself"},
 }
 

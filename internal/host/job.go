@@ -21,7 +21,6 @@ import (
 	"github.com/odekrun/odek/internal/budget"
 	"github.com/odekrun/odek/internal/config"
 	"github.com/odekrun/odek/internal/ext"
-	"github.com/odekrun/odek/internal/llm"
 	"github.com/odekrun/odek/internal/sandbox"
 	"github.com/odekrun/odek/internal/session"
 	"github.com/odekrun/odek/internal/tools"
@@ -225,9 +224,12 @@ var discardLogger = func() *logrus.Logger {
 	return l
 }()
 
-// Run runs one job to its result. The error, when not nil, is the run's
-// failure, redacted; the result is filled in either way.
-func (j *JobRunner) Run(ctx context.Context, job queue.Job, sink events.Sink, approver tools.Prompter) (queue.Result, error) {
+// Run runs one job to its result (it fits worker.RunFunc): sink receives
+// the run's events, signals its agent signals (the answer as it streams,
+// redacted; nil ⇒ none), approver answers the approvals the policy asks
+// for. The error, when not nil, is the run's failure, redacted; the result
+// is filled in either way.
+func (j *JobRunner) Run(ctx context.Context, job queue.Job, sink events.Sink, signals func(agent.SignalEvent), approver tools.Prompter) (queue.Result, error) {
 	var log logrus.FieldLogger = logrus.NewEntry(discardLogger)
 	if j.Logger != nil {
 		log = j.Logger
@@ -264,10 +266,11 @@ func (j *JobRunner) Run(ctx context.Context, job queue.Job, sink events.Sink, ap
 	}
 	start := time.Now()
 	goal := JobGoal(job, sess.Messages)
-	oc, runErr := j.host.Run(j.withImages(ctx, job, dir, goal, log), RunSpec{ // jobimages.go
+	oc, runErr := j.host.Run(ctx, RunSpec{
 		Goal: goal, Model: cfg.Model, WorkDir: dir, Confine: j.sandbox.Active,
 		Session: sess, Store: j.Sessions, Lower: jobLower(job.Budget),
-		Sink: sink, Prompter: approver, Start: start,
+		Sink: sink, Signals: signals, Prompter: approver, Start: start,
+		Images: jobImages(job, dir, log), ImagesOptional: job.Vision == "auto", // jobimages.go
 		Logger: log, Warn: func(w string) { log.Warn(w) },
 	})
 	if errors.Is(runErr, ErrSetup) {
@@ -307,12 +310,12 @@ const ResumeNote = "[odek: the previous attempt at this request was interrupted 
 // JobGoal is the user message a job's run starts with: its goal, or, when
 // an earlier attempt of this job already saved the goal as the latest
 // user message, ResumeNote, so the model is not asked twice.
-func JobGoal(job queue.Job, history []llm.Message) string {
+func JobGoal(job queue.Job, history []agent.Message) string {
 	if job.Attempt <= 1 {
 		return job.Goal
 	}
 	for i := len(history) - 1; i >= 0; i-- {
-		if history[i].Role == llm.RoleUser {
+		if history[i].Role == agent.RoleUser {
 			if history[i].Content == job.Goal {
 				return ResumeNote
 			}

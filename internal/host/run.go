@@ -184,6 +184,17 @@ type RunSpec struct {
 	Logger logrus.FieldLogger
 	// Warn, when set, replaces the Host's for this run.
 	Warn func(string)
+	// Signals receives the run's agent signals, among them the answer as
+	// the model writes it (agent.SignalAnswerStart, SignalAnswerDelta),
+	// masked by the run's redactor; nil ⇒ none, and nothing streams.
+	Signals func(agent.SignalEvent)
+	// Images go to the model with the goal's message; nil ⇒ text only.
+	// They are never saved with the session.
+	Images []agent.Image
+	// ImagesOptional: a model that refuses the images is asked again
+	// without them (a job's vision "auto"); otherwise the refusal ends the
+	// run.
+	ImagesOptional bool
 }
 
 // Outcome is how a run ended, in the one shape every front end reports:
@@ -284,6 +295,8 @@ func (h *Host) Prepare(ctx context.Context, spec RunSpec) (*Runtime, error) {
 	if err != nil {
 		return nil, setupError{err}
 	}
+	rt.Agent.AgentSignalHandler = spec.Signals
+	rt.Agent.GoalImages, rt.Agent.DropRefusedImages = spec.Images, spec.ImagesOptional
 	if s := spec.Session; s != nil {
 		rt.Agent.History = s.Messages
 		rt.Agent.Persist = func(msgs []agent.Message) error {
@@ -308,10 +321,7 @@ func (h *Host) Run(ctx context.Context, spec RunSpec) (Outcome, error) {
 	}
 	defer rt.Close()
 	acfg := rt.Agent
-	var flushDeltas func()
-	ctx, flushDeltas = redactDeltas(ctx, rt.Redactor)
 	res, runErr := agent.Run(ctx, acfg, spec.Goal)
-	flushDeltas()
 	out := Outcome{
 		Answer: rt.Redactor.String(res.Answer), RunID: res.RunID, SessionID: acfg.SessionID, Iterations: res.Iterations,
 		Usage: res.Usage, CostUSD: rt.Budget.Snapshot().CostUSD, Duration: res.Duration, Extensions: rt.Extensions,
