@@ -58,7 +58,6 @@ import (
 	"github.com/odekrun/odek/events"
 	"github.com/odekrun/odek/internal/backoff"
 	"github.com/odekrun/odek/queue"
-	"github.com/prometheus/client_golang/prometheus"
 	"github.com/sirupsen/logrus"
 )
 
@@ -156,12 +155,13 @@ var (
 
 // Worker claims and runs jobs. Create it with New.
 type Worker struct {
-	cfg      Config
-	log      logrus.FieldLogger
-	metrics  *Metrics
-	registry *prometheus.Registry
-	pub      *publisher
-	hb       *heartbeater
+	cfg     Config
+	log     logrus.FieldLogger
+	metrics *Metrics
+	extraMu sync.Mutex
+	extra   []scalar // AddCounterFunc
+	pub     *publisher
+	hb      *heartbeater
 
 	started atomic.Bool
 	// stopClaims ends the claim loop (Shutdown); stopJobs cancels running
@@ -229,11 +229,6 @@ func New(cfg Config) (*Worker, error) {
 	w := &Worker{cfg: cfg, log: log.WithField("worker", cfg.Name), metrics: cfg.Metrics, finished: make(chan struct{})}
 	w.pub = newPublisher(cfg.Queue, w.log, w.metrics)
 	w.hb = newHeartbeater(w)
-	reg, err := w.newRegistry()
-	if err != nil {
-		return nil, fmt.Errorf("worker: metrics: %w", err)
-	}
-	w.registry = reg
 	w.stopCtx, w.stopClaims = context.WithCancel(context.Background())
 	w.jobsCtx, w.stopJobs = context.WithCancelCause(context.Background())
 	return w, nil

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"flag"
 	"fmt"
-	"github.com/prometheus/client_golang/prometheus"
 	"io"
 	"net"
 	"net/http"
@@ -278,9 +277,9 @@ func cmdWorker(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	if err != nil {
 		return withCode(exitSetup, err)
 	}
-	if err := w.Registry().Register(prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "odek_redis_master_changes_total",
-		Help: "Changes of the Redis master of the queue's slot (failovers, master restarts) this worker saw."},
-		func() float64 { _, n, _ := topo.Snapshot(); return float64(n) })); err != nil {
+	if err := w.AddCounterFunc("odek_redis_master_changes_total",
+		"Changes of the Redis master of the queue's slot (failovers, master restarts) this worker saw.",
+		func() float64 { _, n, _ := topo.Snapshot(); return float64(n) }); err != nil {
 		return withCode(exitSetup, err)
 	}
 	if f.metricsAddr != "" {
