@@ -84,12 +84,9 @@ type JobRunner struct {
 	// nil ⇒ those listed in ODEK_TELEGRAM_MODELS of Environ (jobmodel.go).
 	AllowedModels []string
 
-	host    *Host // Start builds it from the fields above; every job is one host.Run
-	ownExt  bool  // Start loaded Extensions; Close stops them
+	host    *Host // Start builds it with New from the fields above; every job is one host.Run
 	started bool  // Start succeeded: Run refuses to run unprepared (unconfined) jobs
 	sandbox SandboxStatus
-	// template is the ruleset every job's is made from (Start).
-	template *sandbox.Template
 	// chatsDir holds the chats' directories: ArtifactsDir, or, without
 	// one, $ODEK_HOME/chats when jobs are confined.
 	chatsDir string
@@ -136,30 +133,25 @@ func (j *JobRunner) Start(ctx context.Context, approveMCP bool) error {
 	if err := j.startSandbox(); err != nil {
 		return err
 	}
-	if j.LLM == nil {
-		c, err := NewLLM(j.Config)
-		if err != nil {
-			return err
-		}
-		j.LLM = c
+	// Every job is one Run of this Host, built like any other (New): the
+	// model client, the shared extension servers and, when jobs are
+	// confined, the ruleset template that never grants ODEK_HOME or the
+	// other chats' directories.
+	h, err := New(ctx, j.Config, HostOptions{
+		Logger: log, Warn: func(w string) { log.Warn(w) }, Environ: j.Environ, ClientVersion: j.ClientVersion,
+		ApproveMCP: approveMCP, WorkDir: j.WorkDir, SandboxABI: j.SandboxABI,
+		LLM: j.LLM, ExtensionSet: j.Extensions, Extensions: j.Extensions == nil,
+		Confine: j.sandbox.Active, SandboxDeny: []string{j.chatsDir},
+	})
+	if err != nil {
+		return err
 	}
 	if j.Extensions == nil {
-		set, err := LoadExtensions(ctx, Options{
-			Config: j.Config, WorkDir: j.WorkDir, Logger: log, Environ: j.Environ, ClientVersion: j.ClientVersion,
-			ApproveMCP: approveMCP, Warn: func(w string) { log.Warn(w) },
-		})
-		if err != nil {
-			return err
-		}
-		j.Extensions, j.ownExt = set, true
-		for _, r := range set.Report() {
+		for _, r := range h.Extensions() {
 			log.WithField("server", r.Name).Info("extension " + r.String())
 		}
 	}
-	j.host = &Host{cfg: j.Config, llm: j.LLM, ext: j.Extensions, template: j.template, opts: HostOptions{
-		Logger: log, Warn: func(w string) { log.Warn(w) }, Environ: j.Environ, ClientVersion: j.ClientVersion,
-		ApproveMCP: approveMCP, WorkDir: j.WorkDir, SandboxABI: j.SandboxABI,
-	}}
+	j.host, j.LLM, j.Extensions = h, h.llm, h.ext
 	j.started = true
 	return nil
 }
@@ -197,7 +189,6 @@ func (j *JobRunner) startSandbox() error {
 			return fmt.Errorf("chats directory: %w", err)
 		}
 	}
-	j.template = sandbox.NewTemplate(settings, []string{j.Config.Home, j.chatsDir}, sandbox.Host)
 	log.WithFields(fields).WithField("chats_dir", j.chatsDir).Info("sandbox on: each job is confined to its chat's directory (Landlock)")
 	if os.Geteuid() == 0 {
 		// The kernel never applies RLIMIT_NPROC to root: one chat's fork
@@ -210,11 +201,7 @@ func (j *JobRunner) startSandbox() error {
 
 // Close stops the extension servers Start started, within closeTimeout.
 func (j *JobRunner) Close() error {
-	if !j.ownExt {
-		return nil
-	}
-	j.ownExt = false
-	return closeSet(context.Background(), j.Extensions)()
+	return j.host.Close()
 }
 
 // discardLogger is the logger of a JobRunner without one.

@@ -30,6 +30,7 @@ type Host struct {
 	opts     HostOptions
 	llm      agent.Model
 	ext      *ext.Set
+	ownExt   bool // New started ext; Close stops it
 	template *sandbox.Template
 }
 
@@ -48,6 +49,10 @@ type HostOptions struct {
 	// Extensions starts the extension servers of scope "shared" once, in
 	// New; off ⇒ no MCP tools.
 	Extensions bool
+	// ExtensionSet, when set, are shared servers already started (a
+	// JobRunner given its Extensions): every run offers their tools,
+	// Extensions is ignored, and Close leaves them running.
+	ExtensionSet *ext.Set
 	// ApproveMCP grants every extension approval without asking
 	// (ODEK_APPROVE_MCP=1).
 	ApproveMCP bool
@@ -96,12 +101,15 @@ func New(ctx context.Context, cfg *config.Config, o HostOptions) (*Host, error) 
 		}
 		h.template = sandbox.NewTemplate(SandboxSettings(cfg), append([]string{cfg.Home}, o.SandboxDeny...), sandbox.Host)
 	}
-	if o.Extensions {
+	switch {
+	case o.ExtensionSet != nil:
+		h.ext = o.ExtensionSet
+	case o.Extensions:
 		set, err := LoadExtensions(ctx, h.options())
 		if err != nil {
 			return nil, err
 		}
-		h.ext = set
+		h.ext, h.ownExt = set, true
 	}
 	return h, nil
 }
@@ -129,9 +137,10 @@ func (h *Host) Config() *config.Config { return h.cfg }
 
 // Close stops the extension servers New started.
 func (h *Host) Close() error {
-	if h == nil || h.ext == nil {
+	if h == nil || h.ext == nil || !h.ownExt {
 		return nil
 	}
+	h.ownExt = false
 	return closeSet(context.Background(), h.ext)()
 }
 
