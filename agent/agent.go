@@ -111,9 +111,19 @@ type Config struct {
 	// budget_exceeded.
 	Budget Budget
 	// AgentSignalHandler receives the run's signals: notices that are not
-	// odek.event/v1 events (SignalBudgetWarning). It is called from the
-	// loop's goroutine and must return quickly. nil ⇒ none.
+	// odek.event/v1 events (SignalBudgetWarning, and the answer as it
+	// streams: SignalAnswerStart, SignalAnswerDelta, already redacted). It
+	// is called from the goroutine that runs the loop or the model call,
+	// one call at a time, and must return quickly. nil ⇒ none (and the
+	// model is never asked to stream).
 	AgentSignalHandler func(SignalEvent)
+	// GoalImages are sent with the goal's user message (Message.Images);
+	// nil ⇒ text only.
+	GoalImages []Image
+	// DropRefusedImages: when the model refuses the images
+	// (ErrImagesRefused), drop every image of the run and ask once more
+	// instead of failing the run.
+	DropRefusedImages bool
 	// ContextWindow is the model's context window in tokens; 0 ⇒ unknown,
 	// no compaction (survival trimming after a provider's context-length
 	// error still applies). odek's host always sets one (see

@@ -131,7 +131,7 @@ func (r *run) run(ctx context.Context, goal string) (*Result, error) {
 	msgs := make([]Message, 0, len(r.cfg.History)+2+2*min(r.maxIter, 8))
 	msgs = append(msgs, Message{Role: RoleSystem, Content: system})
 	msgs = append(msgs, r.cfg.History...)
-	msgs = append(msgs, Message{Role: RoleUser, Content: goal})
+	msgs = append(msgs, Message{Role: RoleUser, Content: goal, Images: r.cfg.GoalImages})
 
 	err := r.loopWithBudget(ctx, &msgs, res)
 
@@ -195,13 +195,17 @@ func (r *run) loop(ctx context.Context, msgs *[]Message, res *Result) error {
 		if err := r.compact(ctx, iter, msgs, res); err != nil {
 			return err
 		}
-		resp, err := r.cfg.LLM.Complete(ctx, r.request(*msgs))
+		resp, err := r.complete(ctx, iter, *msgs) // stream.go
+		if err != nil && errors.Is(err, ErrImagesRefused) && r.cfg.DropRefusedImages && ctx.Err() == nil && dropImages(*msgs) {
+			r.log.WithField("run_id", r.runID).WithError(err).Warn("the model refused the images; asking again without them")
+			resp, err = r.complete(ctx, iter, *msgs)
+		}
 		if err != nil && errors.Is(err, ErrContextLength) && ctx.Err() == nil {
 			// Survival: cut to the bone and retry this iteration once.
 			trimmed, dropped, truncated := trimSurvival(*msgs)
 			*msgs = trimmed
 			emit(r.em, iter, "", events.ContextTrimmedData{Mode: "survival", DroppedGroups: dropped, TruncatedResults: truncated})
-			resp, err = r.cfg.LLM.Complete(ctx, r.request(*msgs))
+			resp, err = r.complete(ctx, iter, *msgs)
 		}
 		if err != nil {
 			if ctx.Err() != nil {

@@ -3,6 +3,7 @@ package agent
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"time"
 )
 
@@ -42,8 +43,12 @@ const (
 // non-null member back into Extra, and reads content sent as an array of
 // parts as the concatenation of their text.
 //
-// Fields may be added (content parts for images, for one); a Model that
-// does not know a field ignores it.
+// Images are pictures sent with a user message (Config.GoalImages puts
+// them on the goal's message). They are for the model alone: the JSON form
+// leaves them out, so a saved session keeps the text. A Model that cannot
+// send them fails the call with an error wrapping ErrImagesRefused.
+//
+// Fields may be added; a Model that does not know a field ignores it.
 type Message struct {
 	Role       string     `json:"role"`
 	Content    string     `json:"content"`
@@ -52,6 +57,45 @@ type Message struct {
 	Name       string     `json:"name,omitempty"`
 	// Extra is a JSON object of provider fields, or nil.
 	Extra json.RawMessage `json:"-"`
+	// Images go with a user message's Content; nil ⇒ text only.
+	Images []Image `json:"-"`
+}
+
+// Image is a picture a user message carries (Message.Images). odek's
+// client sends it as an OpenAI-compatible image_url content part holding a
+// data URL.
+type Image struct {
+	MediaType string // image/jpeg, image/png, image/gif or image/webp
+	Data      []byte
+}
+
+// ErrImagesRefused, wrapped by a Model's error, says the endpoint refused
+// the request's images (a model without vision). With
+// Config.DropRefusedImages the loop drops every image of the run and makes
+// the call once more; otherwise the run ends with the error.
+var ErrImagesRefused = errors.New("agent: the model refused the request's images")
+
+// StreamingModel is a Model that hands over the answer's text as it is
+// generated. When the run has an AgentSignalHandler the loop calls
+// CompleteStream instead of Complete and turns the pieces, redacted, into
+// SignalAnswerStart and SignalAnswerDelta signals.
+//
+// CompleteStream is Complete plus delta, called synchronously with each
+// piece of answer content (never reasoning, never tool-call arguments), in
+// order, from one goroutine at a time, never after CompleteStream
+// returned. A Delta with Restart set says the pieces before it are void:
+// a failed attempt is being retried and the answer starts over.
+type StreamingModel interface {
+	Model
+	CompleteStream(ctx context.Context, req Request, delta func(Delta)) (*Response, error)
+}
+
+// Delta is one piece of a streamed answer (StreamingModel).
+type Delta struct {
+	// Restart starts the answer over: the text delivered before is void.
+	Restart bool
+	// Text continues the answer; may be empty with Restart.
+	Text string
 }
 
 // ToolCall is a function call requested by the model. Extra carries the

@@ -8,6 +8,20 @@ type SignalType string
 // and run, after the model response or tool batch that got it there.
 const SignalBudgetWarning SignalType = "budget_warning"
 
+// SignalAnswerStart: the model starts writing an answer (every model call
+// starts one, and a retried attempt starts its call's answer over); the
+// SignalAnswerDelta signals that follow continue it, until the next
+// SignalAnswerStart. Sent only when the Model is a StreamingModel.
+const SignalAnswerStart SignalType = "answer_start"
+
+// SignalAnswerDelta: the next piece (SignalEvent.Text) of the answer the
+// model is writing, masked by the run's Redactor as a stream, so a secret
+// split across pieces is masked too; only text that may still turn out to
+// be part of a secret is held back, and it follows at the end of the
+// model call. Concatenated, the pieces of one answer are the Redactor's
+// String of the answer's text.
+const SignalAnswerDelta SignalType = "answer_delta"
+
 // SignalEvent is a notice to the program that embeds the loop, delivered
 // through Config.AgentSignalHandler. Signals are not odek.event/v1 events:
 // they never reach an event sink.
@@ -17,6 +31,8 @@ type SignalEvent struct {
 	Iteration int // 1-based; the iteration that raised the signal
 	// Budget is set for SignalBudgetWarning.
 	Budget *BudgetLevel
+	// Text is set for SignalAnswerDelta: redacted answer text.
+	Text string
 }
 
 // BudgetLevel is the use of one limit, in the units of

@@ -28,6 +28,12 @@ const (
 	SubagentSpawned         Type = "subagent_spawned"
 	SubagentCompleted       Type = "subagent_completed"
 	SubagentConcurrencyWait Type = "subagent_concurrency_wait"
+	// ToolCallProgress is an MCP server's notifications/progress about a
+	// running call (internal/ext emits it; docs/EVENTS.md): data tool
+	// (qualified name), server, mcp_tool, progress, and when the server
+	// sent them total and message (untrusted server text, at most 200
+	// characters, redacted like every event).
+	ToolCallProgress Type = "tool_call_progress"
 )
 
 // Event is one odek.event/v1 record. Field order here is the wire order.

@@ -7,9 +7,14 @@ import (
 	"github.com/redis/go-redis/v9"
 )
 
-// SummarySchema is the schema field of a ProgressSummary entry. Progress
-// entries are either odek.event/v1 lines or summaries; a reader tells them
-// apart by this field.
+// A job's progress stream holds one schema per concept, told apart by the
+// entry's "schema" field: the run's events (events.Schema,
+// odek.event/v1), the job's compact state (SummarySchema,
+// ProgressSummary) and the answer as it is written (DeltaSchema,
+// AnswerDelta). All three are written by the worker, from what the run
+// gave it, already masked by the run's redactor.
+
+// SummarySchema is the schema field of a ProgressSummary entry.
 const SummarySchema = "odek.progress/v1"
 
 // ProgressSummary is the compact state of a running job that a worker
@@ -33,6 +38,23 @@ type ProgressSummary struct {
 	// (run_completed or run_failed) and its error_class, if any.
 	Outcome    string `json:"outcome,omitempty"`
 	ErrorClass string `json:"error_class,omitempty"`
+}
+
+// DeltaSchema is the schema field of an AnswerDelta progress entry.
+const DeltaSchema = "odek.delta/v1"
+
+// AnswerDelta is a piece of the answer a running job's model is writing,
+// which a worker appends to the job's progress stream from the run's
+// answer signals (coalesced, a few a second) so a front end can show the
+// answer as it is generated. Call numbers the model calls (attempts) of
+// the run from 1: a higher Call starts a new text. Offset is how many bytes of this call's text came
+// before Text, so a reader that missed an entry sees the gap.
+type AnswerDelta struct {
+	Schema string `json:"schema"` // DeltaSchema
+	JobID  string `json:"job_id"`
+	Call   int    `json:"call"`
+	Offset int    `json:"offset"`
+	Text   string `json:"text"`
 }
 
 // ProgressEntry is one entry for PublishProgressBatch.

@@ -1,17 +1,24 @@
 package schedule
 
 import (
+	"math"
+	"sync/atomic"
 	"time"
-
-	"github.com/prometheus/client_golang/prometheus"
 )
 
-// Register adds the runner's metrics to reg and makes the runner observe
-// fire lag: odek_schedule_fires_total, _missed_total, _inactive_total,
-// _late_total, _claims_lost_total, _reclaimed_total, _failed_total and the
-// histogram odek_schedule_fire_lag_seconds (scheduled time to job
-// enqueued). Call it before Run.
-func (r *Runner) Register(reg prometheus.Registerer) error {
+// AddCounter registers one counter read at scrape time (worker.Worker's
+// AddCounterFunc has this shape). The package takes a function, not a
+// metrics library's registry, so a binary that hosts a runner does not
+// link one for it.
+type AddCounter func(name, help string, value func() float64) error
+
+// Register adds the runner's metrics through add and makes the runner
+// observe fire lag: odek_schedule_fires_total, _missed_total,
+// _inactive_total, _late_total, _claims_lost_total, _reclaimed_total,
+// _failed_total, and odek_schedule_fire_lag_seconds_total (scheduled time
+// to job enqueued, summed over fires: divided by fires_total it is the
+// mean lag). Call it before Run.
+func (r *Runner) Register(add AddCounter) error {
 	r.init()
 	counters := []struct {
 		name, help string
@@ -27,19 +34,24 @@ func (r *Runner) Register(reg prometheus.Registerer) error {
 	}
 	for _, c := range counters {
 		v := c.v
-		if err := reg.Register(prometheus.NewCounterFunc(prometheus.CounterOpts{Name: c.name, Help: c.help}, func() float64 { return float64(v()) })); err != nil {
+		if err := add(c.name, c.help, func() float64 { return float64(v()) }); err != nil {
 			return err
 		}
 	}
-	lag := prometheus.NewHistogram(prometheus.HistogramOpts{Name: "odek_schedule_fire_lag_seconds",
-		Help:    "Time from a fire's scheduled time to its job being enqueued.",
-		Buckets: []float64{.01, .05, .1, .25, .5, 1, 2, 5, 10, 30, 60, 300}})
-	if err := reg.Register(lag); err != nil {
+	var lagBits atomic.Uint64 // float64 seconds, summed
+	if err := add("odek_schedule_fire_lag_seconds_total",
+		"Seconds from fires' scheduled times to their jobs being enqueued, summed (divide by odek_schedule_fires_total for the mean).",
+		func() float64 { return math.Float64frombits(lagBits.Load()) }); err != nil {
 		return err
 	}
 	prev := r.Observe
 	r.Observe = func(f Fire, d time.Duration, dup bool) {
-		lag.Observe(d.Seconds())
+		for {
+			old := lagBits.Load()
+			if lagBits.CompareAndSwap(old, math.Float64bits(math.Float64frombits(old)+d.Seconds())) {
+				break
+			}
+		}
 		if prev != nil {
 			prev(f, d, dup)
 		}

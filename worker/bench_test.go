@@ -44,7 +44,7 @@ func noopRun(url string) worker.RunFunc {
 	if err != nil {
 		panic(err)
 	}
-	return func(ctx context.Context, job queue.Job, sink events.Sink, p tools.Prompter) (queue.Result, error) {
+	return func(ctx context.Context, job queue.Job, sink events.Sink, _ func(agent.SignalEvent), p tools.Prompter) (queue.Result, error) {
 		res, err := agent.Run(ctx, agent.Config{LLM: client, Model: "m", EventSink: sink, Prompter: p}, job.Goal)
 		return queue.Result{Answer: res.Answer}, err
 	}

@@ -1,14 +1,18 @@
 package worker
 
 import (
+	"bufio"
+	"context"
+
+	"bytes"
 	"errors"
-	"net/http/httptest"
+	"github.com/odekrun/odek/agent"
+	dto "github.com/prometheus/client_model/go"
+	"github.com/prometheus/common/expfmt"
+	"github.com/prometheus/common/model"
 	"strings"
 	"testing"
 	"time"
-
-	"github.com/prometheus/client_golang/prometheus"
-	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"github.com/odekrun/odek/events"
 	"github.com/odekrun/odek/queue"
@@ -76,13 +80,11 @@ func TestHistogramBuckets(t *testing.T) {
 	m.observeEvent(&events.Event{Type: events.ToolCallFailed, Tool: "files__read"})
 	m.observeEvent(&events.Event{Type: events.ToolCallCompleted, Tool: "shell"}) // built-in: not MCP
 	m.observeResult(queue.Result{Status: queue.StatusSucceeded, Usage: queue.Usage{PromptTokens: 10, CompletionTokens: 4, CachedTokens: 6, CostUSD: 0.25}}, 2*time.Second)
-	reg := prometheus.NewRegistry()
-	if err := m.Register(reg, fixedDead{2, 5}); err != nil {
-		t.Fatal(err)
-	}
-	rec := httptest.NewRecorder()
-	promhttp.HandlerFor(reg, promhttp.HandlerOpts{}).ServeHTTP(rec, httptest.NewRequest("GET", "/metrics", nil))
-	body := rec.Body.String()
+	var buf bytes.Buffer
+	e := &expo{w: bufio.NewWriter(&buf)}
+	m.write(e, fixedDead{2, 5})
+	e.w.Flush()
+	body := buf.String()
 	for _, want := range []string{
 		`odek_worker_run_duration_seconds_bucket{le="0.005"} 1` + "\n",
 		`odek_worker_run_duration_seconds_bucket{le="0.5"} 1` + "\n",
@@ -107,5 +109,56 @@ func TestHistogramBuckets(t *testing.T) {
 	}
 	if strings.Contains(body, "odek_queue_depth") || strings.Contains(body, `server="shell"`) {
 		t.Error("queue gauges written without a queue, or a built-in tool counted as MCP")
+	}
+}
+
+// The hand-written exposition is read back by Prometheus's own text
+// parser (prometheus/common/expfmt, test-only): every family parses, with
+// the type declared, and label values that need escaping survive.
+func TestExpositionParsesWithPrometheus(t *testing.T) {
+	var m Metrics
+	m.ObserveRun(2 * time.Second)
+	m.observeEvent(&events.Event{Type: events.ToolCallCompleted, Tool: "we\"ird\\name\nx__t"})
+	m.observeResult(queue.Result{Status: queue.StatusFailed, Usage: queue.Usage{PromptTokens: 3}}, time.Second)
+	var buf bytes.Buffer
+	e := &expo{w: bufio.NewWriter(&buf)}
+	m.write(e, fixedDead{1, 0})
+	writeRuntime(e)
+	e.w.Flush()
+	p := expfmt.NewTextParser(model.UTF8Validation)
+	fams, err := p.TextToMetricFamilies(bytes.NewReader(buf.Bytes()))
+	if err != nil {
+		t.Fatalf("%v in\n%s", err, buf.String())
+	}
+	h := fams["odek_worker_run_duration_seconds"]
+	if h == nil || h.GetType() != dto.MetricType_HISTOGRAM || h.Metric[0].GetHistogram().GetSampleCount() != 1 || h.Metric[0].GetHistogram().GetSampleSum() != 2 {
+		t.Fatalf("run duration %v", h)
+	}
+	c := fams["odek_worker_mcp_calls_total"]
+	if c == nil || c.Metric[0].Label[0].GetValue() != "we\"ird\\name\nx" {
+		t.Fatalf("mcp calls %v", c)
+	}
+	if fams["go_goroutines"] == nil || fams["odek_worker_jobs_dead_lettered_total"].GetType() != dto.MetricType_COUNTER {
+		t.Fatal("runtime or dead-letter families missing")
+	}
+}
+
+func TestAddCounterFuncRefusesBadNames(t *testing.T) {
+	w, err := New(Config{Queue: queue.NewMemory(queue.Options{}), Run: func(context.Context, queue.Job, events.Sink, func(agent.SignalEvent), agent.Prompter) (queue.Result, error) {
+		return queue.Result{}, nil
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range []string{"", "9x", "a-b", "odek_worker_x", "go_x"} {
+		if w.AddCounterFunc(name, "h", func() float64 { return 0 }) == nil {
+			t.Errorf("%q accepted", name)
+		}
+	}
+	if err := w.AddCounterFunc("odek_redis_master_changes_total", "h", func() float64 { return 1 }); err != nil {
+		t.Fatal(err)
+	}
+	if w.AddCounterFunc("odek_redis_master_changes_total", "h", func() float64 { return 1 }) == nil {
+		t.Error("a name added twice")
 	}
 }

@@ -5,7 +5,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/odekrun/odek/internal/llm"
+	"github.com/odekrun/odek/agent"
 	"github.com/odekrun/odek/queue"
 )
 
@@ -18,10 +18,11 @@ const deltaEvery = 250 * time.Millisecond
 // limit); a longer run of deltas is split.
 const maxDeltaBytes = 16 << 10
 
-// deltaSink turns one job's streamed answer text (an llm.DeltaHook on the
-// run's context) into queue.AnswerDelta progress entries on the job's
-// stream, at most one per deltaEvery. Safe for concurrent use (the hook
-// runs on the model client's goroutine, flushes on a timer's).
+// deltaSink turns one job's streamed answer (the run's agent signals
+// SignalAnswerStart and SignalAnswerDelta, text the run already masked)
+// into queue.AnswerDelta progress entries on the job's stream, at most one
+// per deltaEvery. Safe for concurrent use (signals come from the run's
+// goroutines, flushes on a timer's).
 type deltaSink struct {
 	s     *jobSink
 	jobID string
@@ -37,9 +38,15 @@ type deltaSink struct {
 
 func newDeltaSink(s *jobSink) *deltaSink { return &deltaSink{s: s, jobID: s.sum.JobID} }
 
-// hook is the llm.DeltaHook to install with llm.WithDeltaHook.
-func (d *deltaSink) hook() *llm.DeltaHook {
-	return &llm.DeltaHook{Begin: d.begin, Delta: d.delta}
+// signal is the run's agent.Config.AgentSignalHandler; signals other than
+// the answer's are ignored.
+func (d *deltaSink) signal(ev agent.SignalEvent) {
+	switch ev.Type {
+	case agent.SignalAnswerStart:
+		d.begin()
+	case agent.SignalAnswerDelta:
+		d.delta(ev.Text)
+	}
 }
 
 func (d *deltaSink) begin() {

@@ -90,7 +90,7 @@ func runFailover(t *testing.T, mode, how string) failoverRun {
 	starts := map[int64][]int{} // chat → seq of every run start, in order
 	replies := map[string]int{}
 	var dead atomic.Int64
-	run := func(ctx context.Context, job queue.Job, _ events.Sink, _ agent.Prompter) (queue.Result, error) {
+	run := func(ctx context.Context, job queue.Job, _ events.Sink, _ func(agent.SignalEvent), _ agent.Prompter) (queue.Result, error) {
 		seq, _ := strconv.Atoi(strings.TrimPrefix(job.Goal, "seq "))
 		mu.Lock()
 		starts[job.ChatID] = append(starts[job.ChatID], seq)

@@ -5,10 +5,13 @@
 // job's progress stream, and acknowledges the job with its result.
 //
 // The worker does not know how a run is assembled: it hands the RunFunc the
-// job, an events.Sink bound to the job's progress stream and a
+// job, an events.Sink bound to the job's progress stream, a signal handler
+// that turns the run's streamed answer (agent.SignalAnswerDelta, redacted
+// by the run) into odek.delta/v1 entries on that stream, and an
 // agent.Prompter that asks the job's chat over the queue (when the queue
 // implements queue.Approvals). That keeps this package free of
-// configuration and of the LLM client.
+// configuration and of the LLM client: everything it publishes is what
+// the run gave off through agent's API.
 //
 // # Job outcomes
 //
@@ -54,10 +57,8 @@ import (
 	"github.com/odekrun/odek/agent"
 	"github.com/odekrun/odek/events"
 	"github.com/odekrun/odek/internal/backoff"
-	"github.com/odekrun/odek/internal/llm"
 	"github.com/odekrun/odek/internal/telemetry"
 	"github.com/odekrun/odek/queue"
-	"github.com/prometheus/client_golang/prometheus"
 	"github.com/sirupsen/logrus"
 )
 
@@ -70,7 +71,10 @@ type Queue interface {
 }
 
 // RunFunc runs one job. sink receives the run's events (pass it as
-// agent.Config.EventSink); approver asks the job's chat (pass it as
+// agent.Config.EventSink); signals its agent signals (pass it as
+// agent.Config.AgentSignalHandler: the answer's SignalAnswerStart and
+// SignalAnswerDelta, already redacted by the run, become odek.delta/v1
+// progress entries); approver asks the job's chat (pass it as
 // agent.Config.Prompter; nil when the queue cannot carry approvals). ctx is
 // canceled when the job is canceled, its lease is lost or the worker's
 // shutdown timeout passes.
@@ -80,7 +84,7 @@ type Queue interface {
 // with one) and a zero DurationMS. A non-nil error with an empty
 // Result.Error puts err's text in the result: it reaches the chat, so the
 // RunFunc must return redacted errors.
-type RunFunc func(ctx context.Context, job queue.Job, sink events.Sink, approver agent.Prompter) (queue.Result, error)
+type RunFunc func(ctx context.Context, job queue.Job, sink events.Sink, signals func(agent.SignalEvent), approver agent.Prompter) (queue.Result, error)
 
 // Config configures a Worker. Queue and Run are required; every other
 // field works at its zero value.
@@ -152,12 +156,13 @@ var (
 
 // Worker claims and runs jobs. Create it with New.
 type Worker struct {
-	cfg      Config
-	log      logrus.FieldLogger
-	metrics  *Metrics
-	registry *prometheus.Registry
-	pub      *publisher
-	hb       *heartbeater
+	cfg     Config
+	log     logrus.FieldLogger
+	metrics *Metrics
+	extraMu sync.Mutex
+	extra   []scalar // AddCounterFunc
+	pub     *publisher
+	hb      *heartbeater
 
 	started atomic.Bool
 	// stopClaims ends the claim loop (Shutdown); stopJobs cancels running
@@ -225,11 +230,6 @@ func New(cfg Config) (*Worker, error) {
 	w := &Worker{cfg: cfg, log: log.WithField("worker", cfg.Name), metrics: cfg.Metrics, finished: make(chan struct{})}
 	w.pub = newPublisher(cfg.Queue, w.log, w.metrics)
 	w.hb = newHeartbeater(w)
-	reg, err := w.newRegistry()
-	if err != nil {
-		return nil, fmt.Errorf("worker: metrics: %w", err)
-	}
-	w.registry = reg
 	w.stopCtx, w.stopClaims = context.WithCancel(context.Background())
 	w.jobsCtx, w.stopJobs = context.WithCancelCause(context.Background())
 	return w, nil
@@ -515,7 +515,7 @@ func (w *Worker) runJob(l queue.Lease) {
 	deltas := newDeltaSink(sink) // delta.go: the answer as it streams
 	claimSpan.End()
 	runSpanCtx, runSpan := telemetry.Start(runCtx, "odek.job.run")
-	res, panicked, err := w.call(llm.WithDeltaHook(runSpanCtx, deltas.hook()), l.Job, telemetry.EventSpans(runSpanCtx, sink), prompter)
+	res, panicked, err := w.call(runSpanCtx, l.Job, telemetry.EventSpans(runSpanCtx, sink), deltas.signal, prompter)
 	runSpan.End()
 	deltas.stop()
 	dur := time.Since(start)
@@ -597,13 +597,13 @@ func decideResult(res queue.Result, err error, canceled bool, dur time.Duration)
 }
 
 // call runs the RunFunc, turning a panic into panicked.
-func (w *Worker) call(ctx context.Context, job queue.Job, sink events.Sink, p agent.Prompter) (res queue.Result, panicked any, err error) {
+func (w *Worker) call(ctx context.Context, job queue.Job, sink events.Sink, signals func(agent.SignalEvent), p agent.Prompter) (res queue.Result, panicked any, err error) {
 	defer func() {
 		if v := recover(); v != nil {
 			panicked = v
 		}
 	}()
-	res, err = w.cfg.Run(ctx, job, sink, p)
+	res, err = w.cfg.Run(ctx, job, sink, signals, p)
 	return res, nil, err
 }
 

@@ -91,8 +91,8 @@ func enqueue(t *testing.T, q queue.Queue, j queue.Job) queue.Job {
 
 // agentRun is a RunFunc around the real agent loop against llmURL.
 func agentRun(llmURL string) worker.RunFunc {
-	return func(ctx context.Context, job queue.Job, sink events.Sink, p tools.Prompter) (queue.Result, error) {
-		res, err := agent.Run(ctx, agent.Config{LLM: mustClient(llmURL), Model: "test-model", EventSink: sink, Prompter: p}, job.Goal)
+	return func(ctx context.Context, job queue.Job, sink events.Sink, signals func(agent.SignalEvent), p tools.Prompter) (queue.Result, error) {
+		res, err := agent.Run(ctx, agent.Config{LLM: mustClient(llmURL), Model: "test-model", EventSink: sink, AgentSignalHandler: signals, Prompter: p}, job.Goal)
 		return queue.Result{Answer: res.Answer, Usage: queue.Usage{PromptTokens: int64(res.Usage.PromptTokens), CompletionTokens: int64(res.Usage.CompletionTokens)}}, err
 	}
 }
@@ -165,7 +165,7 @@ func newQueue(t *testing.T, impl string, o queue.Options) queue.Queue {
 
 // blockUntilCanceled is a RunFunc that signals started and waits for ctx.
 func blockUntilCanceled(started chan<- string) worker.RunFunc {
-	return func(ctx context.Context, job queue.Job, _ events.Sink, _ tools.Prompter) (queue.Result, error) {
+	return func(ctx context.Context, job queue.Job, _ events.Sink, _ func(agent.SignalEvent), _ tools.Prompter) (queue.Result, error) {
 		started <- job.ID
 		<-ctx.Done()
 		return queue.Result{Answer: "partial"}, ctx.Err()
@@ -210,7 +210,7 @@ func TestPanickingRunIsDeadLetteredAfterMaxAttempts(t *testing.T) {
 			q := newQueue(t, impl, queue.Options{LeaseTTL: 150 * time.Millisecond, MaxAttempts: 2})
 			var calls atomic.Int32
 			w := start(t, worker.Config{Queue: q, HeartbeatInterval: 20 * time.Millisecond,
-				Run: func(ctx context.Context, job queue.Job, _ events.Sink, _ tools.Prompter) (queue.Result, error) {
+				Run: func(ctx context.Context, job queue.Job, _ events.Sink, _ func(agent.SignalEvent), _ tools.Prompter) (queue.Result, error) {
 					if job.Goal == "poison" {
 						calls.Add(1)
 						panic("boom")
@@ -245,7 +245,7 @@ func TestPanickingRunIsDeadLetteredAfterMaxAttempts(t *testing.T) {
 func TestShutdownLetsRunningJobFinish(t *testing.T) {
 	q := queue.NewMemory(queue.Options{})
 	started, release := make(chan string, 1), make(chan struct{})
-	w, _ := worker.New(worker.Config{Queue: q, Run: func(ctx context.Context, job queue.Job, _ events.Sink, _ tools.Prompter) (queue.Result, error) {
+	w, _ := worker.New(worker.Config{Queue: q, Run: func(ctx context.Context, job queue.Job, _ events.Sink, _ func(agent.SignalEvent), _ tools.Prompter) (queue.Result, error) {
 		started <- job.ID
 		<-release
 		return queue.Result{Answer: "drained"}, nil
@@ -296,7 +296,7 @@ func TestShutdownTimeoutLeavesJobForRedelivery(t *testing.T) {
 	}
 	// A second worker gets it after the lease, as attempt 2.
 	var attempt atomic.Int32
-	start(t, worker.Config{Queue: q, Run: func(ctx context.Context, job queue.Job, _ events.Sink, _ tools.Prompter) (queue.Result, error) {
+	start(t, worker.Config{Queue: q, Run: func(ctx context.Context, job queue.Job, _ events.Sink, _ func(agent.SignalEvent), _ tools.Prompter) (queue.Result, error) {
 		attempt.Store(int32(job.Attempt))
 		return queue.Result{Answer: "again"}, nil
 	}})
@@ -310,7 +310,7 @@ func TestApprovalOverQueue(t *testing.T) {
 		t.Run(impl, func(t *testing.T) {
 			q := newQueue(t, impl, queue.Options{})
 			start(t, worker.Config{Queue: q, ApprovalTimeout: 300 * time.Millisecond,
-				Run: func(ctx context.Context, job queue.Job, _ events.Sink, p tools.Prompter) (queue.Result, error) {
+				Run: func(ctx context.Context, job queue.Job, _ events.Sink, _ func(agent.SignalEvent), p tools.Prompter) (queue.Result, error) {
 					ok, err := p.Confirm(ctx, "allow "+job.Goal+"?")
 					if err != nil {
 						return queue.Result{}, err
@@ -351,7 +351,7 @@ func TestRedisOutageReconnects(t *testing.T) {
 	}
 	var runs atomic.Int32
 	w := start(t, worker.Config{Queue: q, RetryBase: 10 * time.Millisecond, RetryMax: 100 * time.Millisecond,
-		Run: func(ctx context.Context, job queue.Job, _ events.Sink, _ tools.Prompter) (queue.Result, error) {
+		Run: func(ctx context.Context, job queue.Job, _ events.Sink, _ func(agent.SignalEvent), _ tools.Prompter) (queue.Result, error) {
 			runs.Add(1)
 			return queue.Result{Answer: "ok"}, nil
 		}})
@@ -398,7 +398,7 @@ func waitStatus(t *testing.T, url string, want int) {
 
 func TestMetricsEndpoint(t *testing.T) {
 	q := queue.NewMemory(queue.Options{})
-	w := start(t, worker.Config{Queue: q, Run: func(ctx context.Context, job queue.Job, _ events.Sink, _ tools.Prompter) (queue.Result, error) {
+	w := start(t, worker.Config{Queue: q, Run: func(ctx context.Context, job queue.Job, _ events.Sink, _ func(agent.SignalEvent), _ tools.Prompter) (queue.Result, error) {
 		if job.Goal == "fail" {
 			return queue.Result{}, errors.New("model said no")
 		}
@@ -530,7 +530,7 @@ func (lostAckQueue) Ack(context.Context, queue.Lease, queue.Result) error { retu
 func TestLostAckCountsAsLeaseLostOnly(t *testing.T) {
 	mem := queue.NewMemory(queue.Options{})
 	ran := make(chan struct{}, 1)
-	w := start(t, worker.Config{Queue: lostAckQueue{mem}, Run: func(context.Context, queue.Job, events.Sink, tools.Prompter) (queue.Result, error) {
+	w := start(t, worker.Config{Queue: lostAckQueue{mem}, Run: func(context.Context, queue.Job, events.Sink, func(agent.SignalEvent), tools.Prompter) (queue.Result, error) {
 		ran <- struct{}{}
 		return queue.Result{Answer: "late"}, nil
 	}})
@@ -573,7 +573,7 @@ func TestUnrenewableLeaseStopsTheRun(t *testing.T) {
 	q := &cutOffQueue{Queue: mem}
 	stopped := make(chan error, 1)
 	w := start(t, worker.Config{Queue: q, LeaseTTL: 300 * time.Millisecond, HeartbeatInterval: 20 * time.Millisecond,
-		Run: func(ctx context.Context, _ queue.Job, _ events.Sink, _ tools.Prompter) (queue.Result, error) {
+		Run: func(ctx context.Context, _ queue.Job, _ events.Sink, _ func(agent.SignalEvent), _ tools.Prompter) (queue.Result, error) {
 			<-ctx.Done() // a long run; only the worker can end it
 			stopped <- context.Cause(ctx)
 			return queue.Result{Answer: "too late"}, ctx.Err()
@@ -637,7 +637,7 @@ func TestBusyWorkerDrainsForAStarvingSuspect(t *testing.T) {
 				succ  = make(chan struct{}) // closed when the next job starts
 			)
 			start(t, worker.Config{Queue: q, Concurrency: 2, LeaseTTL: 200 * time.Millisecond, HeartbeatInterval: 20 * time.Millisecond,
-				Run: func(ctx context.Context, job queue.Job, _ events.Sink, _ tools.Prompter) (queue.Result, error) {
+				Run: func(ctx context.Context, job queue.Job, _ events.Sink, _ func(agent.SignalEvent), _ tools.Prompter) (queue.Result, error) {
 					mu.Lock()
 					order = append(order, job.Goal)
 					close(succ)

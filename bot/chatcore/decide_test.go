@@ -6,7 +6,6 @@ import (
 	"time"
 
 	"github.com/odekrun/odek/bot/tgformat"
-	"github.com/odekrun/odek/internal/ext"
 	"github.com/odekrun/odek/queue"
 )
 
@@ -190,9 +189,6 @@ func TestStatusTextInGerman(t *testing.T) {
 // a known total and the server's message, cleaned and clipped; the next
 // tool call clears it.
 func TestMCPProgressInTheStatus(t *testing.T) {
-	if toolCallProgress != ext.EventToolCallProgress {
-		t.Fatalf("event type %q, internal/ext emits %q", toolCallProgress, ext.EventToolCallProgress)
-	}
 	var s Status
 	s = s.Apply([]byte(`{"schema":"odek.event/v1","type":"tool_call_started","seq":1,"run_id":"r","iteration":1,"tool":"docs__search","timestamp":"2026-01-01T00:00:00Z"}`))
 	s = s.Apply([]byte(`{"schema":"odek.event/v1","type":"tool_call_progress","seq":2,"run_id":"r","iteration":1,"timestamp":"2026-01-01T00:00:00Z","data":{"tool":"docs__search","server":"docs","mcp_tool":"search","progress":3,"total":10,"message":"indexing\nfiles"}}`))

@@ -148,10 +148,10 @@ func (s Status) AddDelta(d queue.AnswerDelta) Status {
 }
 
 // toolCallProgress is the event an MCP server's notifications/progress
-// becomes (internal/ext.EventToolCallProgress, an additive odek.event/v1
-// type): data tool, server, mcp_tool, progress, total (absent when
-// unknown) and message (the server's untrusted text, ≤ 200 characters).
-const toolCallProgress events.Type = "tool_call_progress"
+// becomes (events.ToolCallProgress): data tool, server, mcp_tool,
+// progress, total (absent when unknown) and message (the server's
+// untrusted text, ≤ 200 characters).
+const toolCallProgress = events.ToolCallProgress
 
 // maxMCPMessage caps the server's progress message shown, in characters.
 const maxMCPMessage = 60

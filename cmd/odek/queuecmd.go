@@ -10,6 +10,7 @@ import (
 	"io"
 	"net"
 	"os"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -27,24 +28,166 @@ import (
 // (sysexits' EX_UNAVAILABLE): retry later, or check the address.
 const exitUnavailable = 69
 
-const queueUsage = `Usage:
-  odek queue stats                                 queued (all, also behind a busy chat), ready, suspects, running per worker, oldest queued, dead, unread results
-  odek queue show ID                               one job: state, worker, lease left, attempts and why each ended, result
-  odek queue submit --chat ID [--key K] [--wait] "<goal>"
-                                                   enqueue a goal; with --wait print the answer and exit as odek run would
-  odek queue cancel ID                             cancel a queued or running job
-  odek queue dead [--max N]                        list dead-lettered jobs
-  odek queue retry ID | --all [--yes]              requeue dead jobs as new jobs (--all asks first unless --yes)
-  odek queue purge-dead --older-than D             delete dead letters older than D (e.g. 72h)
-  odek queue workers                               live workers: name, version, concurrency, running jobs, last heartbeat
-  odek queue tail [ID]                             follow the progress of one job (until it ends) or of all running jobs
-  odek queue config [--lease D] [--max-attempts N] show or set the lease and max attempts every worker uses
-  odek queue migrate                               move queue keys of the old layout ("odek:jobs") to the hash-tagged one ("{odek}:jobs"); idempotent, run with workers and bot stopped
-Every subcommand takes --redis URL (env REDIS_URL), --prefix and --json (one JSON value per line on stdout).
+// queueSub is one `odek queue` subcommand: its usage lines, its flags, the
+// check of its arguments (before connecting) and what it does. Every
+// subcommand also takes the connection flags and --json.
+type queueSub struct {
+	name string
+	// usage is the subcommand's line(s) of queueUsage, without the
+	// leading "  odek queue ".
+	usage string
+	// flags registers the subcommand's own flags into a; nil ⇒ none.
+	flags func(fs *flag.FlagSet, a *queueArgs)
+	// args checks the positional arguments and returns the one the
+	// subcommand uses (a goal or a job id); nil ⇒ none allowed.
+	args func(a *queueArgs, rest []string) (string, error)
+	// run does it: with the connected queue, or, for migrate, c.q nil.
+	run func(ctx context.Context, c *queueCLI, arg string) error
+	// noConnect: run connects by itself (migrate).
+	noConnect bool
+}
+
+// queueSubs are the subcommands, in the order of the usage text.
+var queueSubs = []queueSub{
+	{name: "stats", usage: "stats                                 queued (all, also behind a busy chat), ready, suspects, running per worker, oldest queued, dead, unread results",
+		run: func(ctx context.Context, c *queueCLI, _ string) error { return c.stats(ctx) }},
+	{name: "show", usage: "show ID                               one job: state, worker, lease left, attempts and why each ended, result",
+		args: oneJobID("show"), run: func(ctx context.Context, c *queueCLI, id string) error { return c.show(ctx, id) }},
+	{name: "submit", usage: "submit --chat ID [--key K] [--wait] \"<goal>\"\n                                                   enqueue a goal; with --wait print the answer and exit as odek run would",
+		flags: func(fs *flag.FlagSet, a *queueArgs) {
+			fs.Int64Var(&a.chat, "chat", 0, "chat id the job belongs to (required; jobs of one chat run one at a time, in order)")
+			fs.Int64Var(&a.user, "user", 0, "user id (optional)")
+			fs.StringVar(&a.sessionID, "session", "", "session to continue (default: the chat's)")
+			fs.StringVar(&a.idemKey, "key", "", "idempotency key: a second submit with the same key within the dedupe window is the same job")
+			fs.StringVar(&a.budgetJSON, "budget", "", `job budget as a limits JSON object, e.g. {"max_tool_calls":5} (may only lower the workers' limits)`)
+			fs.BoolVar(&a.wait, "wait", false, "wait for the result, print the answer on stdout and exit with the run's exit code")
+			fs.DurationVar(&a.timeout, "timeout", 0, "with --wait: give up after this long (exit 2; the job goes on); 0 waits forever")
+		},
+		args: func(a *queueArgs, rest []string) (string, error) {
+			goal := strings.TrimSpace(strings.Join(rest, " "))
+			if a.chat == 0 {
+				return "", usageErr("odek queue submit needs --chat ID (a non-zero chat id)")
+			}
+			if goal == "" {
+				return "", usageErr(`odek queue submit needs a goal: odek queue submit --chat ID "<goal>"`)
+			}
+			if a.budgetJSON != "" {
+				if _, err := parseBudget(a.budgetJSON); err != nil {
+					return "", usageErr("%v", err)
+				}
+			}
+			return goal, nil
+		},
+		run: func(ctx context.Context, c *queueCLI, goal string) error { return c.submit(ctx, goal) }},
+	{name: "cancel", usage: "cancel ID                             cancel a queued or running job",
+		args: oneJobID("cancel"), run: func(ctx context.Context, c *queueCLI, id string) error { return c.cancel(ctx, id) }},
+	{name: "dead", usage: "dead [--max N]                        list dead-lettered jobs",
+		flags: func(fs *flag.FlagSet, a *queueArgs) {
+			fs.Int64Var(&a.maxDead, "max", 0, "list at most this many (0: all)")
+		},
+		run: func(ctx context.Context, c *queueCLI, _ string) error { return c.dead(ctx) }},
+	{name: "retry", usage: "retry ID | --all [--yes]              requeue dead jobs as new jobs (--all asks first unless --yes)",
+		flags: func(fs *flag.FlagSet, a *queueArgs) {
+			fs.BoolVar(&a.all, "all", false, "retry every dead-lettered job")
+			fs.BoolVar(&a.yes, "yes", false, "with --all: do not ask for confirmation")
+		},
+		args: func(a *queueArgs, rest []string) (string, error) {
+			switch {
+			case a.all && len(rest) != 0:
+				return "", usageErr("odek queue retry takes either one job id or --all, not both")
+			case !a.all && len(rest) != 1:
+				return "", usageErr("odek queue retry needs exactly one job id, or --all")
+			case a.yes && !a.all:
+				return "", usageErr("--yes only goes with --all")
+			}
+			if a.all {
+				return "", nil
+			}
+			return rest[0], nil
+		},
+		run: func(ctx context.Context, c *queueCLI, id string) error {
+			if c.a.all {
+				return c.retryAll(ctx)
+			}
+			return c.retry(ctx, id)
+		}},
+	{name: "purge-dead", usage: "purge-dead --older-than D             delete dead letters older than D (e.g. 72h)",
+		flags: func(fs *flag.FlagSet, a *queueArgs) {
+			fs.DurationVar(&a.olderThan, "older-than", -1, "delete dead letters older than this (required, e.g. 72h; 0 deletes all)")
+		},
+		args: func(a *queueArgs, rest []string) (string, error) {
+			if a.olderThan < 0 {
+				return "", usageErr("odek queue purge-dead needs --older-than D (e.g. 72h; 0 deletes every dead letter)")
+			}
+			return noArgs("purge-dead")(a, rest)
+		},
+		run: func(ctx context.Context, c *queueCLI, _ string) error { return c.purgeDead(ctx) }},
+	{name: "workers", usage: "workers                               live workers: name, version, concurrency, running jobs, last heartbeat",
+		run: func(ctx context.Context, c *queueCLI, _ string) error { return c.workers(ctx) }},
+	{name: "tail", usage: "tail [ID]                             follow the progress of one job (until it ends) or of all running jobs",
+		args: func(_ *queueArgs, rest []string) (string, error) {
+			if len(rest) > 1 {
+				return "", usageErr("odek queue tail takes at most one job id")
+			}
+			if len(rest) == 0 {
+				return "", nil
+			}
+			return rest[0], nil
+		},
+		run: func(ctx context.Context, c *queueCLI, id string) error { return c.tail(ctx, id) }},
+	{name: "config", usage: "config [--lease D] [--max-attempts N] show or set the lease and max attempts every worker uses",
+		flags: func(fs *flag.FlagSet, a *queueArgs) {
+			fs.DurationVar(&a.lease, "lease", 0, "set the lease of a claimed job without heartbeat before another worker takes it over")
+			fs.IntVar(&a.maxAttempts, "max-attempts", 0, "set the deaths of a job's worker, while the job ran alone, before it is dead-lettered")
+		},
+		args: func(a *queueArgs, rest []string) (string, error) {
+			if _, err := noArgs("config")(a, rest); err != nil {
+				return "", err
+			}
+			if a.lease < 0 || a.maxAttempts < 0 || (a.lease > 0 && a.lease < 100*time.Millisecond) {
+				return "", usageErr("odek queue config: --lease must be ≥ 100ms and --max-attempts ≥ 1 when given")
+			}
+			return "", nil
+		},
+		run: func(ctx context.Context, c *queueCLI, _ string) error { return c.config(ctx) }},
+	{name: "migrate", usage: `migrate                               move queue keys of the old layout ("odek:jobs") to the hash-tagged one ("{odek}:jobs"); idempotent, run with workers and bot stopped`,
+		noConnect: true},
+}
+
+// queueUsage is `odek queue`'s help, built from queueSubs.
+var queueUsage = func() string {
+	var b strings.Builder
+	b.WriteString("Usage:\n")
+	for _, s := range queueSubs {
+		b.WriteString("  odek queue " + s.usage + "\n")
+	}
+	b.WriteString(`Every subcommand takes --redis URL (env REDIS_URL), --prefix and --json (one JSON value per line on stdout).
 --store PATH works on odek-bot's embedded store ($ODEK_HOME/store.db) instead of Redis, while the bot
 is stopped (stats, show, submit without --wait, cancel, dead, retry, purge-dead).
 Exit codes: 0 ok, 1 the job or the request failed, 3 bad flags or arguments, 69 Redis unreachable.
-`
+`)
+	return b.String()
+}()
+
+// oneJobID is the argument check of a subcommand that takes one job id.
+func oneJobID(sub string) func(*queueArgs, []string) (string, error) {
+	return func(_ *queueArgs, rest []string) (string, error) {
+		if len(rest) != 1 {
+			return "", usageErr("odek queue %s needs exactly one job id", sub)
+		}
+		return rest[0], nil
+	}
+}
+
+// noArgs is the argument check of a subcommand that takes none.
+func noArgs(sub string) func(*queueArgs, []string) (string, error) {
+	return func(_ *queueArgs, rest []string) (string, error) {
+		if len(rest) > 0 {
+			return "", usageErr("odek queue %s takes no arguments, got %q", sub, rest)
+		}
+		return "", nil
+	}
+}
 
 // queueArgs are the parsed flags of one `odek queue` subcommand.
 type queueArgs struct {
@@ -65,6 +208,16 @@ func cmdQueue(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 		return withCode(exitSetup, errors.Join(errReported, errors.New("odek queue needs a subcommand")))
 	}
 	sub, args := args[0], args[1:]
+	if sub == "-h" || sub == "--help" || sub == "help" {
+		fmt.Fprint(stdout, queueUsage)
+		return nil
+	}
+	i := slices.IndexFunc(queueSubs, func(s queueSub) bool { return s.name == sub })
+	if i < 0 {
+		fmt.Fprint(stderr, queueUsage)
+		return usageErr("unknown queue subcommand %q", sub)
+	}
+	cmd := queueSubs[i]
 	var qf queueFlags
 	env, err := workerEnv()
 	if err != nil {
@@ -77,32 +230,8 @@ func cmdQueue(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 	var storePath string
 	fs.StringVar(&storePath, "store", "", "work on odek-bot's embedded store at this path ($ODEK_HOME/store.db) instead of Redis; the bot must be stopped")
 	fs.BoolVar(&a.jsonOut, "json", false, "print JSON (one value per line) instead of text")
-	switch sub {
-	case "stats", "show", "cancel", "workers", "tail", "migrate":
-	case "submit":
-		fs.Int64Var(&a.chat, "chat", 0, "chat id the job belongs to (required; jobs of one chat run one at a time, in order)")
-		fs.Int64Var(&a.user, "user", 0, "user id (optional)")
-		fs.StringVar(&a.sessionID, "session", "", "session to continue (default: the chat's)")
-		fs.StringVar(&a.idemKey, "key", "", "idempotency key: a second submit with the same key within the dedupe window is the same job")
-		fs.StringVar(&a.budgetJSON, "budget", "", `job budget as a limits JSON object, e.g. {"max_tool_calls":5} (may only lower the workers' limits)`)
-		fs.BoolVar(&a.wait, "wait", false, "wait for the result, print the answer on stdout and exit with the run's exit code")
-		fs.DurationVar(&a.timeout, "timeout", 0, "with --wait: give up after this long (exit 2; the job goes on); 0 waits forever")
-	case "dead":
-		fs.Int64Var(&a.maxDead, "max", 0, "list at most this many (0: all)")
-	case "retry":
-		fs.BoolVar(&a.all, "all", false, "retry every dead-lettered job")
-		fs.BoolVar(&a.yes, "yes", false, "with --all: do not ask for confirmation")
-	case "purge-dead":
-		fs.DurationVar(&a.olderThan, "older-than", -1, "delete dead letters older than this (required, e.g. 72h; 0 deletes all)")
-	case "config":
-		fs.DurationVar(&a.lease, "lease", 0, "set the lease of a claimed job without heartbeat before another worker takes it over")
-		fs.IntVar(&a.maxAttempts, "max-attempts", 0, "set the deaths of a job's worker, while the job ran alone, before it is dead-lettered")
-	case "-h", "--help", "help":
-		fmt.Fprint(stdout, queueUsage)
-		return nil
-	default:
-		fmt.Fprint(stderr, queueUsage)
-		return usageErr("unknown queue subcommand %q", sub)
+	if cmd.flags != nil {
+		cmd.flags(fs, &a)
 	}
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
@@ -111,53 +240,13 @@ func cmdQueue(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 		return withCode(exitSetup, errors.Join(errReported, err))
 	}
 	// Validate the arguments before connecting.
-	var goal, id string
-	switch sub {
-	case "submit":
-		goal = strings.TrimSpace(strings.Join(fs.Args(), " "))
-		if a.chat == 0 {
-			return usageErr("odek queue submit needs --chat ID (a non-zero chat id)")
-		}
-		if goal == "" {
-			return usageErr(`odek queue submit needs a goal: odek queue submit --chat ID "<goal>"`)
-		}
-		if a.budgetJSON != "" {
-			if _, err := parseBudget(a.budgetJSON); err != nil {
-				return usageErr("%v", err)
-			}
-		}
-	case "show", "cancel":
-		if fs.NArg() != 1 {
-			return usageErr("odek queue %s needs exactly one job id", sub)
-		}
-		id = fs.Arg(0)
-	case "retry":
-		switch {
-		case a.all && fs.NArg() != 0:
-			return usageErr("odek queue retry takes either one job id or --all, not both")
-		case !a.all && fs.NArg() != 1:
-			return usageErr("odek queue retry needs exactly one job id, or --all")
-		case a.yes && !a.all:
-			return usageErr("--yes only goes with --all")
-		}
-		id = fs.Arg(0)
-	case "tail":
-		if fs.NArg() > 1 {
-			return usageErr("odek queue tail takes at most one job id")
-		}
-		id = fs.Arg(0)
-	case "purge-dead":
-		if a.olderThan < 0 {
-			return usageErr("odek queue purge-dead needs --older-than D (e.g. 72h; 0 deletes every dead letter)")
-		}
-		fallthrough
-	default:
-		if fs.NArg() > 0 {
-			return usageErr("odek queue %s takes no arguments, got %q", sub, fs.Args())
-		}
+	check := cmd.args
+	if check == nil {
+		check = noArgs(sub)
 	}
-	if sub == "config" && (a.lease < 0 || a.maxAttempts < 0 || (a.lease > 0 && a.lease < 100*time.Millisecond)) {
-		return usageErr("odek queue config: --lease must be ≥ 100ms and --max-attempts ≥ 1 when given")
+	arg, err := check(&a, fs.Args())
+	if err != nil {
+		return err
 	}
 	if sub == "submit" && a.idemKey == "" {
 		fmt.Fprintln(stderr, "odek: warning: no --key given; if this submit is retried (a timeout, a script run twice) the goal is enqueued twice")
@@ -172,7 +261,7 @@ func cmdQueue(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 	var c *queueCLI
 	if storePath != "" {
 		switch {
-		case sub == "workers" || sub == "tail" || sub == "config" || sub == "migrate":
+		case sub == "workers" || sub == "tail" || sub == "config" || cmd.noConnect:
 			return usageErr("odek queue %s does not apply to the embedded store (--store): it has no separate workers", sub)
 		case a.wait:
 			return usageErr("odek queue submit --wait does not go with --store: the job runs when odek-bot starts")
@@ -184,7 +273,7 @@ func cmdQueue(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 		defer st.Close()
 		c = &queueCLI{q: st, addr: storePath, what: "odek queue " + sub, a: a, stdin: stdin, stdout: stdout, stderr: stderr}
 	} else {
-		if sub == "migrate" {
+		if cmd.noConnect {
 			return migrateQueue(ctx, &qf, a.jsonOut, stdout)
 		}
 		rc, q, err := qf.connect(ctx, "odek queue "+sub, qf.optionsDefault())
@@ -194,39 +283,7 @@ func cmdQueue(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 		defer rc.Close()
 		c = &queueCLI{q: q, addr: queue.ClientAddr(rc), what: "odek queue " + sub, a: a, stdin: stdin, stdout: stdout, stderr: stderr, prefix: qf.prefix}
 	}
-	q := c.q
-	switch sub {
-	case "stats":
-		return c.stats(ctx)
-	case "show":
-		return c.show(ctx, id)
-	case "dead":
-		return c.dead(ctx)
-	case "retry":
-		if a.all {
-			return c.retryAll(ctx)
-		}
-		return c.retry(ctx, id)
-	case "purge-dead":
-		return c.purgeDead(ctx)
-	case "workers":
-		return c.workers(ctx)
-	case "tail":
-		return c.tail(ctx, id)
-	case "config":
-		return c.config(ctx)
-	case "cancel":
-		if err := q.Cancel(ctx, id); errors.Is(err, queue.ErrNotFound) {
-			return withCode(exitError, fmt.Errorf("job %q is unknown or already finished", id))
-		} else if err != nil {
-			return c.fail(err)
-		}
-		if a.jsonOut {
-			return c.json(map[string]any{"job_id": id, "cancel_requested": true})
-		}
-		return nil
-	}
-	return c.submit(ctx, goal)
+	return cmd.run(ctx, c, arg)
 }
 
 // cliQueue is what the subcommands use of a queue: *queue.Redis, or the
@@ -254,6 +311,18 @@ func (c *queueCLI) fail(err error) error { return redisErr(c.what, c.addr, err) 
 func (c *queueCLI) json(v any) error {
 	if err := json.NewEncoder(c.stdout).Encode(v); err != nil {
 		return withCode(exitError, err)
+	}
+	return nil
+}
+
+func (c *queueCLI) cancel(ctx context.Context, id string) error {
+	if err := c.q.Cancel(ctx, id); errors.Is(err, queue.ErrNotFound) {
+		return withCode(exitError, fmt.Errorf("job %q is unknown or already finished", id))
+	} else if err != nil {
+		return c.fail(err)
+	}
+	if c.a.jsonOut {
+		return c.json(map[string]any{"job_id": id, "cancel_requested": true})
 	}
 	return nil
 }

@@ -302,7 +302,7 @@ func (p *progressSink) Write(ev *events.Event) error {
 		var s events.ToolCallStartedData
 		s.Decode(d)
 		line = fmt.Sprintf("· [%d] %s%s", ev.Iteration, ev.Tool, summaryText(s.ArgsSummary))
-	case ext.EventToolCallProgress:
+	case events.ToolCallProgress:
 		line = progressLine(d)
 	case events.ToolCallFailed:
 		var f events.ToolCallFailedData

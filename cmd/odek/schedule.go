@@ -17,7 +17,6 @@ import (
 	"github.com/odekrun/odek/queue"
 	"github.com/odekrun/odek/schedule"
 	"github.com/odekrun/odek/worker"
-	"github.com/prometheus/client_golang/prometheus"
 	"github.com/redis/go-redis/v9"
 	"github.com/sirupsen/logrus"
 )
@@ -422,7 +421,7 @@ func clipText(s string, n int) string {
 // once) and registers its metrics. A fire this worker claimed and did not
 // finish is taken over after lease (the queue's job lease).
 // ODEK_SCHEDULES=off turns it off. The returned func stops it.
-func hostSchedules(ctx context.Context, rc redis.UniversalClient, q queue.Queue, prefix, name string, lease time.Duration, reg prometheus.Registerer, log logrus.FieldLogger) func() {
+func hostSchedules(ctx context.Context, rc redis.UniversalClient, q queue.Queue, prefix, name string, lease time.Duration, reg schedule.AddCounter, log logrus.FieldLogger) func() {
 	if os.Getenv("ODEK_SCHEDULES") == "off" {
 		return func() {}
 	}

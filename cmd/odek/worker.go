@@ -5,7 +5,6 @@ import (
 	"errors"
 	"flag"
 	"fmt"
-	"github.com/prometheus/client_golang/prometheus"
 	"io"
 	"net"
 	"net/http"
@@ -284,14 +283,14 @@ func cmdWorker(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	if err != nil {
 		return withCode(exitSetup, err)
 	}
-	if err := w.Registry().Register(prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "odek_redis_master_changes_total",
-		Help: "Changes of the Redis master of the queue's slot (failovers, master restarts) this worker saw."},
-		func() float64 { _, n, _ := topo.Snapshot(); return float64(n) })); err != nil {
+	if err := w.AddCounterFunc("odek_redis_master_changes_total",
+		"Changes of the Redis master of the queue's slot (failovers, master restarts) this worker saw.",
+		func() float64 { _, n, _ := topo.Snapshot(); return float64(n) }); err != nil {
 		return withCode(exitSetup, err)
 	}
-	if err := w.Registry().Register(prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "odek_redis_unreplicated_writes_total",
-		Help: "Queue writes (enqueue, result, cancel) accepted although no replica confirmed them in time (docs/QUEUE.md, durability through failover)."},
-		func() float64 { return float64(queue.Replication(rc).Unconfirmed) })); err != nil {
+	if err := w.AddCounterFunc("odek_redis_unreplicated_writes_total",
+		"Queue writes (enqueue, result, cancel) accepted although no replica confirmed them in time (docs/QUEUE.md, durability through failover).",
+		func() float64 { return float64(queue.Replication(rc).Unconfirmed) }); err != nil {
 		return withCode(exitSetup, err)
 	}
 	if f.metricsAddr != "" {
@@ -304,7 +303,7 @@ func cmdWorker(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		defer srv.Close()
 		log.WithField("addr", ln.Addr().String()).Info("odek worker: serving /healthz and /metrics")
 	}
-	defer hostSchedules(ctx, rc, q, f.q.prefix, w.Name(), f.q.lease, w.Registry(), log)()
+	defer hostSchedules(ctx, rc, q, f.q.prefix, w.Name(), f.q.lease, w.AddCounterFunc, log)()
 	log.WithFields(logrus.Fields{"concurrency": f.concurrency, "prefix": f.q.prefix}).Infof("odek worker %s: waiting for jobs", w.Name())
 
 	runDone := make(chan error, 1)

@@ -98,6 +98,7 @@ var Rules = []Rule{
 		Why:    "internal packages sit below agent (only internal/subagent, which runs child agents, internal/host, which assembles agent.Config, and the implementations of agent's interfaces internal/llm, internal/tools and internal/budget, and internal/hooks, which wraps agent's tools, may import it)",
 	},
 	{From: "worker/...", Never: []string{"bot/..."}, Why: "worker and bot meet only through queue"},
+	{From: "worker/...", Never: []string{"internal/llm/..."}, Why: "a run's output reaches the worker through agent (events and signals, redacted by the run), never from the model client"},
 	{From: "bot/...", Never: []string{"worker/...", "agent/..."}, Why: "bot talks to workers through queue, never runs the agent itself"},
 	{From: "bot/chatcore", Only: []string{Std, "queue", "events", "bot/tgformat"}, Why: "the chat core decides and holds no Telegram type: no Bot API client, no tgbotapi, no I/O package of the bot"},
 	{From: "bot/...", Never: []string{"github.com/redis/go-redis"}, Why: "bot reaches Redis only through queue (jobs, results, progress, the status ledger)"},

@@ -79,7 +79,7 @@ type Options struct {
 	OnProgress func(ToolProgress)
 	// Emit, when set, sends an event of the run ctx belongs to
 	// (agent.Emit; ext sits below agent and cannot import it): progress
-	// signals become EventToolCallProgress events through it.
+	// signals become events.ToolCallProgress events through it.
 	Emit func(ctx context.Context, typ events.Type, data map[string]any)
 	// Only, when not empty, names the servers to consider; every other
 	// configured server is reported as skipped and never started, and a

@@ -166,14 +166,6 @@ func clipRunes(s string, n int) string {
 	return s
 }
 
-// EventToolCallProgress is the event type of an MCP server's
-// notifications/progress about a running call: an additive extension of
-// odek.event/v1 (docs/EVENTS.md). Data: tool (qualified name), server,
-// mcp_tool, progress, and when the server sent them total and message
-// (untrusted server text, at most 200 characters, redacted like every
-// event). At most one per call every ProgressInterval.
-const EventToolCallProgress events.Type = "tool_call_progress"
-
 // ProgressInterval is the least time between two progress signals of one
 // call (a server may send hundreds a second).
 const ProgressInterval = 250 * time.Millisecond
@@ -190,8 +182,9 @@ type ToolProgress struct {
 	Message string
 }
 
-// EventType is EventToolCallProgress (ToolProgress is an events.Payload).
-func (ToolProgress) EventType() events.Type { return EventToolCallProgress }
+// EventType is events.ToolCallProgress (ToolProgress is an events.Payload);
+// at most one per call every ProgressInterval.
+func (ToolProgress) EventType() events.Type { return events.ToolCallProgress }
 
 // Decode reads event data back (see events.Payload); unknown fields are
 // ignored.
@@ -231,7 +224,7 @@ func (t *Tool) progressFunc(ctx context.Context) func(mcpclient.Progress) {
 		mu.Unlock()
 		tp := ToolProgress{Tool: t.qualified, Server: t.server, MCPTool: t.mcp.Name, Progress: p.Progress, Total: p.Total, Message: p.Message}
 		if t.emit != nil {
-			t.emit(ctx, EventToolCallProgress, tp.Data())
+			t.emit(ctx, events.ToolCallProgress, tp.Data())
 		}
 		if t.onProgress != nil {
 			t.onProgress(tp)

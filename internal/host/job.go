@@ -22,7 +22,6 @@ import (
 	"github.com/odekrun/odek/internal/chatdir"
 	"github.com/odekrun/odek/internal/config"
 	"github.com/odekrun/odek/internal/ext"
-	"github.com/odekrun/odek/internal/llm"
 	"github.com/odekrun/odek/internal/sandbox"
 	"github.com/odekrun/odek/internal/session"
 	"github.com/odekrun/odek/internal/tools"
@@ -86,12 +85,9 @@ type JobRunner struct {
 	// nil ⇒ those listed in ODEK_TELEGRAM_MODELS of Environ (jobmodel.go).
 	AllowedModels []string
 
-	host    *Host // Start builds it from the fields above; every job is one host.Run
-	ownExt  bool  // Start loaded Extensions; Close stops them
+	host    *Host // Start builds it with New from the fields above; every job is one host.Run
 	started bool  // Start succeeded: Run refuses to run unprepared (unconfined) jobs
 	sandbox SandboxStatus
-	// template is the ruleset every job's is made from (Start).
-	template *sandbox.Template
 	// chatsDir holds the chats' directories: ArtifactsDir, or, without
 	// one, $ODEK_HOME/chats when jobs are confined.
 	chatsDir string
@@ -138,30 +134,25 @@ func (j *JobRunner) Start(ctx context.Context, approveMCP bool) error {
 	if err := j.startSandbox(); err != nil {
 		return err
 	}
-	if j.LLM == nil {
-		c, err := NewLLM(j.Config)
-		if err != nil {
-			return err
-		}
-		j.LLM = c
+	// Every job is one Run of this Host, built like any other (New): the
+	// model client, the shared extension servers and, when jobs are
+	// confined, the ruleset template that never grants ODEK_HOME or the
+	// other chats' directories.
+	h, err := New(ctx, j.Config, HostOptions{
+		Logger: log, Warn: func(w string) { log.Warn(w) }, Environ: j.Environ, ClientVersion: j.ClientVersion,
+		ApproveMCP: approveMCP, WorkDir: j.WorkDir, SandboxABI: j.SandboxABI,
+		LLM: j.LLM, ExtensionSet: j.Extensions, Extensions: j.Extensions == nil,
+		Confine: j.sandbox.Active, SandboxDeny: []string{j.chatsDir},
+	})
+	if err != nil {
+		return err
 	}
 	if j.Extensions == nil {
-		set, err := LoadExtensions(ctx, Options{
-			Config: j.Config, WorkDir: j.WorkDir, Logger: log, Environ: j.Environ, ClientVersion: j.ClientVersion,
-			ApproveMCP: approveMCP, Warn: func(w string) { log.Warn(w) },
-		})
-		if err != nil {
-			return err
-		}
-		j.Extensions, j.ownExt = set, true
-		for _, r := range set.Report() {
+		for _, r := range h.Extensions() {
 			log.WithField("server", r.Name).Info("extension " + r.String())
 		}
 	}
-	j.host = &Host{cfg: j.Config, llm: j.LLM, ext: j.Extensions, template: j.template, opts: HostOptions{
-		Logger: log, Warn: func(w string) { log.Warn(w) }, Environ: j.Environ, ClientVersion: j.ClientVersion,
-		ApproveMCP: approveMCP, WorkDir: j.WorkDir, SandboxABI: j.SandboxABI,
-	}}
+	j.host, j.LLM, j.Extensions = h, h.llm, h.ext
 	j.started = true
 	return nil
 }
@@ -199,7 +190,6 @@ func (j *JobRunner) startSandbox() error {
 			return fmt.Errorf("chats directory: %w", err)
 		}
 	}
-	j.template = sandbox.NewTemplate(settings, []string{j.Config.Home, j.chatsDir}, sandbox.Host)
 	log.WithFields(fields).WithField("chats_dir", j.chatsDir).Info("sandbox on: each job is confined to its chat's directory (Landlock)")
 	// Each job gets a cgroup of its own where the worker can make one:
 	// sandbox.max_processes then bounds the job as a whole (pids.max),
@@ -217,11 +207,7 @@ func (j *JobRunner) startSandbox() error {
 
 // Close stops the extension servers Start started, within closeTimeout.
 func (j *JobRunner) Close() error {
-	if !j.ownExt {
-		return nil
-	}
-	j.ownExt = false
-	return closeSet(context.Background(), j.Extensions)()
+	return j.host.Close()
 }
 
 // discardLogger is the logger of a JobRunner without one.
@@ -231,9 +217,12 @@ var discardLogger = func() *logrus.Logger {
 	return l
 }()
 
-// Run runs one job to its result. The error, when not nil, is the run's
-// failure, redacted; the result is filled in either way.
-func (j *JobRunner) Run(ctx context.Context, job queue.Job, sink events.Sink, approver tools.Prompter) (queue.Result, error) {
+// Run runs one job to its result (it fits worker.RunFunc): sink receives
+// the run's events, signals its agent signals (the answer as it streams,
+// redacted; nil ⇒ none), approver answers the approvals the policy asks
+// for. The error, when not nil, is the run's failure, redacted; the result
+// is filled in either way.
+func (j *JobRunner) Run(ctx context.Context, job queue.Job, sink events.Sink, signals func(agent.SignalEvent), approver tools.Prompter) (queue.Result, error) {
 	var log logrus.FieldLogger = logrus.NewEntry(discardLogger)
 	if j.Logger != nil {
 		log = j.Logger
@@ -273,10 +262,11 @@ func (j *JobRunner) Run(ctx context.Context, job queue.Job, sink events.Sink, ap
 	}
 	start := time.Now()
 	goal := JobGoal(job, sess.Messages)
-	oc, runErr := j.host.Run(j.withImages(ctx, job, dir, goal, log), RunSpec{ // jobimages.go
+	oc, runErr := j.host.Run(ctx, RunSpec{
 		Goal: goal, Model: cfg.Model, WorkDir: dir, Confine: j.sandbox.Active,
 		Session: sess, Store: j.Sessions, Lower: jobLower(job.Budget),
-		Sink: sink, Prompter: approver, Start: start,
+		Sink: sink, Signals: signals, Prompter: approver, Start: start,
+		Images: jobImages(job, dir, log), ImagesOptional: job.Vision == "auto", // jobimages.go
 		Logger: log, Warn: func(w string) { log.Warn(w) },
 	})
 	if errors.Is(runErr, ErrSetup) {
@@ -316,12 +306,12 @@ const ResumeNote = "[odek: the previous attempt at this request was interrupted 
 // JobGoal is the user message a job's run starts with: its goal, or, when
 // an earlier attempt of this job already saved the goal as the latest
 // user message, ResumeNote, so the model is not asked twice.
-func JobGoal(job queue.Job, history []llm.Message) string {
+func JobGoal(job queue.Job, history []agent.Message) string {
 	if job.Attempt <= 1 {
 		return job.Goal
 	}
 	for i := len(history) - 1; i >= 0; i-- {
-		if history[i].Role == llm.RoleUser {
+		if history[i].Role == agent.RoleUser {
 			if history[i].Content == job.Goal {
 				return ResumeNote
 			}

@@ -148,7 +148,7 @@ func TestJobRunnerRefusesToStartWithoutLandlock(t *testing.T) {
 					t.Fatalf("Start = %v, want ErrSandboxUnavailable saying %q and how to opt out", err, tc.wantErr)
 				}
 				// A runner that did not start runs no job.
-				if _, rerr := j.Run(context.Background(), queue.Job{ID: "j", ChatID: 1, Goal: "x"}, nil, nil); !errors.Is(rerr, errNotStarted) {
+				if _, rerr := j.Run(context.Background(), queue.Job{ID: "j", ChatID: 1, Goal: "x"}, nil, nil, nil); !errors.Is(rerr, errNotStarted) {
 					t.Fatalf("Run after a failed Start = %v", rerr)
 				}
 				return

@@ -1,7 +1,6 @@
 package host
 
 import (
-	"context"
 	"errors"
 	"net/http"
 	"path"
@@ -9,8 +8,8 @@ import (
 
 	"github.com/sirupsen/logrus"
 
+	"github.com/odekrun/odek/agent"
 	"github.com/odekrun/odek/internal/beneath"
-	"github.com/odekrun/odek/internal/llm"
 	"github.com/odekrun/odek/queue"
 )
 
@@ -24,25 +23,25 @@ const (
 // imageTypes are the image types sent to vision models.
 var imageTypes = map[string]bool{"image/jpeg": true, "image/png": true, "image/gif": true, "image/webp": true}
 
-// withImages returns ctx carrying the job's pictures for the goal's
-// message (llm.WithImages) when the job asks for vision. Each path is
-// resolved beneath the chat's directory dir, opened once, with no symbolic
-// link followed (package beneath), so a job names only its own chat's
-// files; a FIFO or device is refused without blocking, and the size and
-// type checked are those of the bytes read from that one descriptor. A
-// file that is missing, not regular, too large or not a JPEG, PNG, GIF or
-// WebP (by its bytes) is skipped and logged.
-func (j *JobRunner) withImages(ctx context.Context, job queue.Job, dir, goal string, log logrus.FieldLogger) context.Context {
+// jobImages are the job's pictures for the goal's message when the job
+// asks for vision (nil otherwise). Each path is resolved beneath the
+// chat's directory dir, opened once, with no symbolic link followed
+// (package beneath), so a job names only its own chat's files; a FIFO or
+// device is refused without blocking, and the size and type checked are
+// those of the bytes read from that one descriptor. A file that is
+// missing, not regular, too large or not a JPEG, PNG, GIF or WebP (by its
+// bytes) is skipped and logged.
+func jobImages(job queue.Job, dir string, log logrus.FieldLogger) []agent.Image {
 	if (job.Vision != "true" && job.Vision != "auto") || len(job.Images) == 0 || dir == "" {
-		return ctx
+		return nil
 	}
 	root, err := beneath.OpenDir(dir)
 	if err != nil {
 		log.WithError(err).Warn("host: the job's pictures cannot be read; running without them")
-		return ctx
+		return nil
 	}
 	defer root.Close()
-	var imgs []llm.Image
+	var imgs []agent.Image
 	for _, p := range job.Images {
 		if len(imgs) == MaxJobImages {
 			log.WithField("images", len(job.Images)).Warn("host: more pictures than a job sends; the rest are left out")
@@ -53,12 +52,9 @@ func (j *JobRunner) withImages(ctx context.Context, job queue.Job, dir, goal str
 			log.WithError(err).WithField("image", p).Warn("host: a picture of the job is left out")
 			continue
 		}
-		imgs = append(imgs, llm.Image{MediaType: mt, Data: data})
+		imgs = append(imgs, agent.Image{MediaType: mt, Data: data})
 	}
-	if len(imgs) == 0 {
-		return ctx
-	}
-	return llm.WithImages(ctx, &llm.ImageHook{Match: goal, Images: imgs, Auto: job.Vision == "auto"})
+	return imgs
 }
 
 type imageError string

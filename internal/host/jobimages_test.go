@@ -1,7 +1,6 @@
 package host
 
 import (
-	"context"
 	"io"
 	"os"
 	"path/filepath"
@@ -10,7 +9,6 @@ import (
 
 	"github.com/sirupsen/logrus"
 
-	"github.com/odekrun/odek/internal/llm"
 	"github.com/odekrun/odek/queue"
 )
 
@@ -27,15 +25,13 @@ func TestJobImagesFromTheChatDirectory(t *testing.T) {
 	os.WriteFile(filepath.Join(dir, "uploads", "cat.png"), png, 0o600)
 	os.WriteFile(filepath.Join(dir, "uploads", "notes.txt"), []byte("plain text"), 0o600)
 	os.Symlink(outside, filepath.Join(dir, "uploads", "link.png"))
-	var j JobRunner
 	job := queue.Job{Vision: "auto", Images: []string{"uploads/cat.png", "uploads/notes.txt", "uploads/link.png", "../" + filepath.Base(filepath.Dir(outside)) + "/secret.png", "uploads/missing.png"}}
-	ctx := j.withImages(context.Background(), job, dir, "the goal", log)
-	h := llm.ImagesOf(ctx)
-	if h == nil || len(h.Images) != 1 || h.Images[0].MediaType != "image/png" || !h.Auto || h.Match != "the goal" {
-		t.Fatalf("hook %+v", h)
+	imgs := jobImages(job, dir, log)
+	if len(imgs) != 1 || imgs[0].MediaType != "image/png" {
+		t.Fatalf("images %+v", imgs)
 	}
 	job.Vision = ""
-	if llm.ImagesOf(j.withImages(context.Background(), job, dir, "g", log)) != nil {
+	if jobImages(job, dir, log) != nil {
 		t.Error("images sent without vision")
 	}
 }
@@ -52,10 +48,8 @@ func TestJobImagesRefuseAFIFO(t *testing.T) {
 	}
 	png := append([]byte("\x89PNG\r\n\x1a\n"), make([]byte, 64)...)
 	os.WriteFile(filepath.Join(dir, "uploads", "cat.png"), png, 0o600)
-	var j JobRunner
 	job := queue.Job{Vision: "true", Images: []string{"uploads/photo.jpg", "./uploads/cat.png"}}
-	h := llm.ImagesOf(j.withImages(context.Background(), job, dir, "g", log))
-	if h == nil || len(h.Images) != 1 {
-		t.Fatalf("hook %+v", h)
+	if imgs := jobImages(job, dir, log); len(imgs) != 1 {
+		t.Fatalf("images %+v", imgs)
 	}
 }

@@ -1,43 +1,12 @@
 package host
 
 import (
-	"context"
 	"strings"
 	"testing"
 
 	"github.com/odekrun/odek/agent"
-	"github.com/odekrun/odek/internal/llm"
 	"github.com/odekrun/odek/internal/redact"
 )
-
-func TestRedactDeltasMasksASecretSplitAcrossDeltas(t *testing.T) {
-	const key = "sk-test-0123456789abcdefXYZ"
-	red := redact.New()
-	red.AddValue(key)
-	text := "here it is: " + key + " — done"
-	for cut := 0; cut <= len(text); cut++ {
-		var got []string
-		begins := 0
-		ctx := llm.WithDeltaHook(context.Background(), &llm.DeltaHook{Begin: func() { begins++ }, Delta: func(s string) { got = append(got, s) }})
-		ctx, flush := redactDeltas(ctx, red)
-		h := llm.DeltaHookFrom(ctx)
-		h.Begin()
-		h.Delta(text[:cut])
-		h.Delta(text[cut:])
-		flush()
-		if all := strings.Join(got, ""); all != red.String(text) || strings.Contains(all, key) || begins != 1 {
-			t.Fatalf("cut %d: %q (begins %d)", cut, all, begins)
-		}
-	}
-}
-
-func TestRedactDeltasWithoutHook(t *testing.T) {
-	ctx, flush := redactDeltas(context.Background(), redact.New())
-	flush()
-	if llm.DeltaHookFrom(ctx) != nil {
-		t.Fatal("a hook appeared where the caller installed none")
-	}
-}
 
 func TestRedactMessagesCopiesOnlyWhatChanges(t *testing.T) {
 	const key = "sk-test-0123456789abcdefXYZ"

@@ -30,6 +30,7 @@ type Host struct {
 	opts     HostOptions
 	llm      agent.Model
 	ext      *ext.Set
+	ownExt   bool // New started ext; Close stops it
 	template *sandbox.Template
 }
 
@@ -48,6 +49,10 @@ type HostOptions struct {
 	// Extensions starts the extension servers of scope "shared" once, in
 	// New; off ⇒ no MCP tools.
 	Extensions bool
+	// ExtensionSet, when set, are shared servers already started (a
+	// JobRunner given its Extensions): every run offers their tools,
+	// Extensions is ignored, and Close leaves them running.
+	ExtensionSet *ext.Set
 	// ApproveMCP grants every extension approval without asking
 	// (ODEK_APPROVE_MCP=1).
 	ApproveMCP bool
@@ -96,12 +101,15 @@ func New(ctx context.Context, cfg *config.Config, o HostOptions) (*Host, error) 
 		}
 		h.template = sandbox.NewTemplate(SandboxSettings(cfg), append([]string{cfg.Home}, o.SandboxDeny...), sandbox.Host)
 	}
-	if o.Extensions {
+	switch {
+	case o.ExtensionSet != nil:
+		h.ext = o.ExtensionSet
+	case o.Extensions:
 		set, err := LoadExtensions(ctx, h.options())
 		if err != nil {
 			return nil, err
 		}
-		h.ext = set
+		h.ext, h.ownExt = set, true
 	}
 	return h, nil
 }
@@ -129,9 +137,10 @@ func (h *Host) Config() *config.Config { return h.cfg }
 
 // Close stops the extension servers New started.
 func (h *Host) Close() error {
-	if h == nil || h.ext == nil {
+	if h == nil || h.ext == nil || !h.ownExt {
 		return nil
 	}
+	h.ownExt = false
 	return closeSet(context.Background(), h.ext)()
 }
 
@@ -187,6 +196,17 @@ type RunSpec struct {
 	// CheckAnswer becomes agent.Config.CheckAnswer (issue 28: the
 	// --output-schema / output_schema Checker of internal/outschema).
 	CheckAnswer func(answer string) (corrective string, event events.Payload)
+	// Signals receives the run's agent signals, among them the answer as
+	// the model writes it (agent.SignalAnswerStart, SignalAnswerDelta),
+	// masked by the run's redactor; nil ⇒ none, and nothing streams.
+	Signals func(agent.SignalEvent)
+	// Images go to the model with the goal's message; nil ⇒ text only.
+	// They are never saved with the session.
+	Images []agent.Image
+	// ImagesOptional: a model that refuses the images is asked again
+	// without them (a job's vision "auto"); otherwise the refusal ends the
+	// run.
+	ImagesOptional bool
 }
 
 // Outcome is how a run ended, in the one shape every front end reports:
@@ -288,6 +308,8 @@ func (h *Host) Prepare(ctx context.Context, spec RunSpec) (*Runtime, error) {
 		return nil, setupError{err}
 	}
 	rt.Agent.CheckAnswer = spec.CheckAnswer // wiring point (issue 28)
+	rt.Agent.AgentSignalHandler = spec.Signals
+	rt.Agent.GoalImages, rt.Agent.DropRefusedImages = spec.Images, spec.ImagesOptional
 	if s := spec.Session; s != nil {
 		rt.Agent.History = s.Messages
 		rt.Agent.Persist = func(msgs []agent.Message) error {
@@ -317,10 +339,7 @@ func (h *Host) Run(ctx context.Context, spec RunSpec) (Outcome, error) {
 	if out, refused, err := rt.hooksBefore(ctx, &acfg, spec); refused {
 		return out, err
 	}
-	var flushDeltas func()
-	ctx, flushDeltas = redactDeltas(ctx, rt.Redactor)
 	res, runErr := agent.Run(ctx, acfg, spec.Goal)
-	flushDeltas()
 	defer rt.hooksAfter(ctx, acfg, res, runErr)
 	out := Outcome{
 		Answer: rt.Redactor.String(res.Answer), RunID: res.RunID, SessionID: acfg.SessionID, Iterations: res.Iterations,

@@ -6,6 +6,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/odekrun/odek/agent"
 	"io"
 	"math/rand/v2"
 	"mime"
@@ -65,12 +66,6 @@ type Config struct {
 	// Timeout should be 0 (per-attempt limits are RequestTimeout and
 	// IdleTimeout).
 	HTTPClient *http.Client
-	// OnDelta, when set, is called synchronously with each piece of answer
-	// content as it streams (never reasoning, never tool-call arguments);
-	// for a non-streamed reply, once with the whole content. If an attempt
-	// fails after delivering content, the next attempt's deltas start the
-	// answer over; OnRetry tells when (Retry.Partial). It must not block.
-	OnDelta func(text string)
 	// OnRetry, when set, is called before each wait between attempts.
 	OnRetry func(Retry)
 	// Provider is the name of a provider preset (see Presets), or "" to
@@ -102,7 +97,7 @@ type Retry struct {
 	Attempt int           // the attempt that failed, from 1
 	Wait    time.Duration // wait before the next attempt
 	Err     error         // why the attempt failed
-	Partial bool          // OnDelta had received content from the failed attempt
+	Partial bool          // CompleteStream's delta had received content from the failed attempt
 }
 
 // Client calls one chat-completions endpoint. It is safe for concurrent use
@@ -232,12 +227,15 @@ func sleepCtx(ctx context.Context, d time.Duration) error { return expbackoff.Sl
 // Retry-After beyond the cap, or a wait that would outlast ctx's deadline,
 // ends the call early with the last error. ErrInvalidRequest: the request
 // cannot be sent (nothing was sent).
-func (c *Client) completeOnce(ctx context.Context, req Request) (*Response, error) { // Complete: images.go
+//
+// With delta (CompleteStream), every attempt after the first begins with
+// delta(agent.Delta{Restart: true}), and each piece of answer content is
+// passed on as it streams (the whole content at once for a reply that is
+// not streamed).
+func (c *Client) completeOnce(ctx context.Context, req Request, delta func(agent.Delta)) (*Response, error) { // Complete: images.go
 	stream := !c.cfg.DisableStreaming
 	bp := bodyPool.Get().(*[]byte)
-	so := c.schema
-	so.images = imagesFrom(ctx) // images.go: a run's pictures
-	segs, body, err := encodeBody(&req, stream, &c.cache, *bp, so)
+	segs, body, err := encodeBody(&req, stream, &c.cache, *bp, c.schema)
 	if err != nil {
 		bodyPool.Put(bp)
 		return nil, err
@@ -260,13 +258,20 @@ func (c *Client) completeOnce(ctx context.Context, req Request) (*Response, erro
 			bodyPool.Put(bp)
 		}
 	}()
+	var onDelta func(string)
+	if delta != nil {
+		onDelta = func(s string) { delta(agent.Delta{Text: s}) }
+	}
 	for attempt := 1; ; attempt++ {
 		if err := ctx.Err(); err != nil {
 			return nil, err
 		}
+		if attempt > 1 && delta != nil {
+			delta(agent.Delta{Restart: true})
+		}
 		rb := &requestBody{segs: segs, size: size}
 		bodies = append(bodies, rb)
-		res, retryable, partial, err := c.attempt(ctx, rb)
+		res, retryable, partial, err := c.attempt(ctx, rb, onDelta)
 		if err == nil {
 			res.Timing.Attempts = attempt
 			return res, nil
@@ -300,12 +305,12 @@ func (c *Client) completeOnce(ctx context.Context, req Request) (*Response, erro
 	}
 }
 
-// attempt makes one HTTP attempt. partial reports that OnDelta received
-// content before a failure.
-func (c *Client) attempt(ctx context.Context, body *requestBody) (res *Response, retryable, partial bool, err error) {
+// attempt makes one HTTP attempt, passing answer content to onDelta (nil:
+// nobody listens). partial reports that onDelta received content before a
+// failure.
+func (c *Client) attempt(ctx context.Context, body *requestBody, onDelta func(string)) (res *Response, retryable, partial bool, err error) {
 	actx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
-	onDelta := c.onDelta(ctx) // delta.go: Config.OnDelta and the run's DeltaHook
 	hreq, err := http.NewRequestWithContext(actx, http.MethodPost, c.endpoint, body)
 	if err != nil {
 		return nil, false, false, fmt.Errorf("%w: %v", ErrInvalidRequest, err)

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/odekrun/odek/agent"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -61,9 +62,9 @@ func TestStreamTextAnswer(t *testing.T) {
 	srv := llmtest.New(t, llmtest.Turn{Content: "Hello, wörld! ✓ This is a streamed answer.", ChunkSize: 5})
 	srv.RequireAPIKey("sk-test-key")
 	var deltas []string
-	c := newClient(t, llm.Config{BaseURL: srv.URL + "/", APIKey: "sk-test-key", OnDelta: func(s string) { deltas = append(deltas, s) }})
+	c := newClient(t, llm.Config{BaseURL: srv.URL + "/", APIKey: "sk-test-key"})
 
-	res, err := c.Complete(context.Background(), userReq("hi"))
+	res, err := c.CompleteStream(context.Background(), userReq("hi"), texts(func(s string) { deltas = append(deltas, s) }))
 	if err != nil {
 		t.Fatalf("Complete: %v", err)
 	}
@@ -172,8 +173,8 @@ func TestReasoningNeverInContent(t *testing.T) {
 		t.Run(fmt.Sprintf("stream=%v", stream), func(t *testing.T) {
 			srv := llmtest.New(t, llmtest.Turn{Reasoning: "SECRET chain of thought", Content: "The answer is 42."})
 			var deltas strings.Builder
-			c := newClient(t, llm.Config{BaseURL: srv.URL, DisableStreaming: !stream, OnDelta: func(s string) { deltas.WriteString(s) }})
-			res, err := c.Complete(context.Background(), userReq("q"))
+			c := newClient(t, llm.Config{BaseURL: srv.URL, DisableStreaming: !stream})
+			res, err := c.CompleteStream(context.Background(), userReq("q"), texts(func(s string) { deltas.WriteString(s) }))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -181,7 +182,7 @@ func TestReasoningNeverInContent(t *testing.T) {
 				t.Errorf("content = %q", res.Message.Content)
 			}
 			if strings.Contains(deltas.String(), "SECRET") {
-				t.Errorf("reasoning delivered to OnDelta: %q", deltas.String())
+				t.Errorf("reasoning delivered as a delta: %q", deltas.String())
 			}
 			if deltas.String() != "The answer is 42." {
 				t.Errorf("deltas = %q", deltas.String())
@@ -462,9 +463,14 @@ func TestStreamCutThenRetrySucceeds(t *testing.T) {
 	)
 	var retries []llm.Retry
 	var deltas strings.Builder
-	c := newClient(t, llm.Config{BaseURL: srv.URL, OnRetry: func(r llm.Retry) { retries = append(retries, r) },
-		OnDelta: func(s string) { deltas.WriteString(s) }})
-	res, err := c.Complete(context.Background(), userReq("q"))
+	restarts := 0
+	c := newClient(t, llm.Config{BaseURL: srv.URL, OnRetry: func(r llm.Retry) { retries = append(retries, r) }})
+	res, err := c.CompleteStream(context.Background(), userReq("q"), func(d agent.Delta) {
+		if d.Restart {
+			restarts++
+		}
+		deltas.WriteString(d.Text)
+	})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -473,6 +479,9 @@ func TestStreamCutThenRetrySucceeds(t *testing.T) {
 	}
 	if len(retries) != 1 || !errors.Is(retries[0].Err, llm.ErrStreamInterrupted) || !retries[0].Partial {
 		t.Errorf("retries = %+v, want one partial ErrStreamInterrupted", retries)
+	}
+	if restarts != 1 {
+		t.Errorf("%d restarts, want 1 (before the second attempt)", restarts)
 	}
 	if got := deltas.String(); got != "partial "+"complete answer" {
 		t.Errorf("deltas = %q (first attempt's two content chunks, then the full answer)", got)
@@ -550,8 +559,8 @@ func TestCancellation(t *testing.T) {
 		srv := llmtest.New(t, llmtest.Turn{Content: "abcdefgh", ChunkSize: 2, StallAfterChunks: 2})
 		ctx, cancel := context.WithCancel(context.Background())
 		defer cancel()
-		c := newClient(t, llm.Config{BaseURL: srv.URL, OnDelta: func(string) { cancel() }})
-		_, err := c.Complete(ctx, userReq("q"))
+		c := newClient(t, llm.Config{BaseURL: srv.URL})
+		_, err := c.CompleteStream(ctx, userReq("q"), func(agent.Delta) { cancel() })
 		if !errors.Is(err, context.Canceled) || srv.Calls() != 1 {
 			t.Fatalf("err = %v calls %d, want context.Canceled after 1 call", err, srv.Calls())
 		}
@@ -701,4 +710,9 @@ func TestQueryStringInBaseURLIsKept(t *testing.T) {
 	if gotURL != "/openai/deployments/d/chat/completions?api-version=1" {
 		t.Errorf("URL = %q", gotURL)
 	}
+}
+
+// texts adapts a text callback to CompleteStream's delta.
+func texts(f func(string)) func(agent.Delta) {
+	return func(d agent.Delta) { f(d.Text) }
 }

@@ -95,20 +95,19 @@ func encodeBody(req *Request, stream bool, cache *msgCache, dst []byte, so schem
 		open = len(buf)
 	}
 	var misses []int
-	imgAt := so.images.at(req.Messages) // images.go: -1 when none
 	bpSys, bpLast := -1, -1
 	if slices.Contains(so.breakpoints, req.Model) {
 		bpSys, bpLast = breakpointsAt(req.Messages)
 	}
 	for i := range req.Messages {
-		if i == imgAt { // sent with its images, never cached
+		if len(req.Messages[i].Images) > 0 { // sent with its images (images.go), never cached
 			if i > 0 {
 				buf = append(buf, ',')
 			}
-			buf = so.images.appendMessage(buf, &req.Messages[i])
+			buf = appendImageMessage(buf, &req.Messages[i])
 			continue
 		}
-		if (i == bpSys || i == bpLast) && i != imgAt { // marked for this call only, never cached
+		if i == bpSys || i == bpLast { // marked for this call only, never cached
 			if i > 0 {
 				buf = append(buf, ',')
 			}
@@ -216,10 +215,9 @@ func appendBreakpoint(dst []byte, m *Message, drop []string) ([]byte, error) {
 type schemaOpts struct {
 	quirks       toolschema.Quirks
 	strictModels []string
-	dropEcho     []string   // Message.Extra members not sent (the endpoint rejects them)
-	noStreamOpts bool       // do not send stream_options
-	images       *ImageHook // a run's pictures for one user message (images.go); nil: none
-	breakpoints  []string   // models whose requests carry cache_control breakpoints
+	dropEcho     []string // Message.Extra members not sent (the endpoint rejects them)
+	noStreamOpts bool     // do not send stream_options
+	breakpoints  []string // models whose requests carry cache_control breakpoints
 }
 
 // encodeRest validates the tools and renders everything of the body but
@@ -451,6 +449,9 @@ func (c *msgCache) put(k msgKey, e *msgEntry) {
 func sameMessage(a, b *Message) bool {
 	if a.Role != b.Role || a.ToolCallID != b.ToolCallID || a.Name != b.Name ||
 		a.Content != b.Content || len(a.ToolCalls) != len(b.ToolCalls) {
+		return false
+	}
+	if len(a.Images) > 0 || len(b.Images) > 0 { // never cached (images.go)
 		return false
 	}
 	if !bytes.Equal(a.Extra, b.Extra) {

@@ -207,7 +207,7 @@ func TestMessageCacheIsBounded(t *testing.T) {
 // field that sameMessage does not compare (a stale cached encoding would
 // then be sent).
 func TestSameMessageCoversAllFields(t *testing.T) {
-	if n := reflect.TypeFor[Message]().NumField(); n != 6 {
+	if n := reflect.TypeFor[Message]().NumField(); n != 7 {
 		t.Errorf("Message has %d fields; update sameMessage and this test", n)
 	}
 	if n := reflect.TypeFor[ToolCall]().NumField(); n != 4 {

@@ -5,27 +5,31 @@ import (
 	"context"
 	"encoding/base64"
 	"encoding/json"
+	"errors"
 	"testing"
 
+	"github.com/odekrun/odek/agent"
 	"github.com/odekrun/odek/internal/llm"
 	"github.com/odekrun/odek/internal/llm/llmtest"
 )
 
 var png1 = []byte("\x89PNG\r\n\x1a\n-not-really-a-png")
 
-// The hook's message goes out as OpenAI content parts (text, then
-// image_url data URLs); other messages and other runs stay plain text.
+// A message's images go out as OpenAI content parts (text, then image_url
+// data URLs); other messages, and the same text without images, stay
+// plain text.
 func TestImagesGoWithTheirMessage(t *testing.T) {
 	srv := llmtest.New(t, llmtest.Reply("a cat"), llmtest.Reply("again"))
 	c := newClient(t, llm.Config{BaseURL: srv.URL})
-	h := &llm.ImageHook{Match: "what is in the picture?", Images: []llm.Image{{MediaType: "image/png", Data: png1}}}
+	imgs := []llm.Image{{MediaType: "image/png", Data: png1}}
 	req := llm.Request{Model: "test-model", Messages: []llm.Message{{Role: llm.RoleSystem, Content: "be brief"},
 		{Role: llm.RoleUser, Content: "what is in the picture?"}, {Role: llm.RoleAssistant, Content: "a dog"}, // an earlier turn, same words
-		{Role: llm.RoleUser, Content: "what is in the picture?"}}}
-	if _, err := c.Complete(llm.WithImages(context.Background(), h), req); err != nil {
+		{Role: llm.RoleUser, Content: "what is in the picture?", Images: imgs}}}
+	if _, err := c.Complete(context.Background(), req); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := c.Complete(context.Background(), req); err != nil { // no hook: plain again (the cache holds no image form)
+	req.Messages[3].Images = nil
+	if _, err := c.Complete(context.Background(), req); err != nil { // no images: plain again (the cache holds no image form)
 		t.Fatal(err)
 	}
 	reqs := srv.Requests()
@@ -59,27 +63,25 @@ func TestImagesGoWithTheirMessage(t *testing.T) {
 		t.Errorf("system content %s", body.Messages[0].Content)
 	}
 	if bytes.Contains(reqs[1].Body, []byte("image_url")) {
-		t.Errorf("a run without the hook sent images: %s", reqs[1].Body)
+		t.Errorf("a request without images sent images: %s", reqs[1].Body)
 	}
 }
 
-// Auto: an endpoint that refuses images (a model without vision) is asked
-// again without them; without Auto the refusal is the error.
-func TestImagesAutoFallsBackWithoutVision(t *testing.T) {
+// An endpoint that refuses images (a model without vision) fails the call
+// with an error matching agent.ErrImagesRefused; the same refusal of a
+// request without images does not.
+func TestImagesRefusedIsTyped(t *testing.T) {
 	refuse := llmtest.Turn{Status: 400, ErrorType: "invalid_request_error", ErrorMessage: "Invalid content type. image_url is only supported by certain models."}
-	srv := llmtest.New(t, refuse, llmtest.Reply("no picture, but hello"), refuse)
+	srv := llmtest.New(t, refuse, refuse)
 	c := newClient(t, llm.Config{BaseURL: srv.URL})
-	req := llm.Request{Model: "test-model", Messages: []llm.Message{{Role: llm.RoleUser, Content: "look"}}}
-	auto := &llm.ImageHook{Match: "look", Images: []llm.Image{{MediaType: "image/jpeg", Data: []byte("jpeg")}}, Auto: true}
-	res, err := c.Complete(llm.WithImages(context.Background(), auto), req)
-	if err != nil || res.Message.Content != "no picture, but hello" || !auto.Dropped() {
-		t.Fatalf("auto: %v %v dropped=%v", res, err, auto.Dropped())
+	req := llm.Request{Model: "test-model", Messages: []llm.Message{{Role: llm.RoleUser, Content: "look", Images: []llm.Image{{MediaType: "image/jpeg", Data: []byte("jpeg")}}}}}
+	_, err := c.Complete(context.Background(), req)
+	var ae *llm.APIError
+	if !errors.Is(err, agent.ErrImagesRefused) || !errors.As(err, &ae) || ae.StatusCode != 400 {
+		t.Fatalf("err = %v, want ErrImagesRefused wrapping the APIError", err)
 	}
-	if r := srv.Requests(); len(r) != 2 || !bytes.Contains(r[0].Body, []byte("image_url")) || bytes.Contains(r[1].Body, []byte("image_url")) {
-		t.Errorf("requests: want one with images, then one without")
-	}
-	strict := &llm.ImageHook{Match: "look", Images: []llm.Image{{MediaType: "image/jpeg", Data: []byte("jpeg")}}}
-	if _, err := c.Complete(llm.WithImages(context.Background(), strict), req); err == nil {
-		t.Error("vision true: the refusal did not surface")
+	req.Messages[0].Images = nil
+	if _, err := c.Complete(context.Background(), req); err == nil || errors.Is(err, agent.ErrImagesRefused) {
+		t.Errorf("no images: err = %v", err)
 	}
 }

@@ -84,7 +84,7 @@ type assembler struct {
 
 	// Leading <think> handling: think is 0 while undecided (nothing or a
 	// prefix of "<think>" seen), 1 once content is plain answer, 2 when
-	// disabled (KeepThinkTags). sent is how much of content OnDelta has.
+	// disabled (KeepThinkTags). sent is how much of content onDelta has.
 	think      byte
 	sent       int
 	onDelta    func(string)

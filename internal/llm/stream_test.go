@@ -506,7 +506,7 @@ func canonical(t *testing.T, b []byte) []byte {
 	return out
 }
 
-// A leading <think> block is reasoning: never streamed to OnDelta, never
+// A leading <think> block is reasoning: never streamed as a delta, never
 // in the answer; KeepThinkTags leaves it; a block that never closes is all
 // reasoning; text that only looks like the start of a tag is delivered.
 func TestThinkTags(t *testing.T) {

@@ -5,7 +5,7 @@
 //
 // A *Client is safe for concurrent use. It owns no goroutines between calls.
 // Complete does not retain the Request or anything in it; the returned
-// Response (strings and slices included) belongs to the caller. OnDelta and
+// Response (strings and slices included) belongs to the caller. CompleteStream's delta and
 // OnRetry callbacks run synchronously on the calling goroutine.
 //
 // Decisions are pure functions (classify, backoff, parseRetryAfter,
