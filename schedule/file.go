@@ -9,7 +9,6 @@ import (
 	"path/filepath"
 	"sort"
 	"sync"
-	"syscall"
 	"time"
 )
 
@@ -61,14 +60,10 @@ func (f *File) update(write bool, fn func(st *fileState) error) error {
 		return fmt.Errorf("schedule: open lock: %w", err)
 	}
 	defer lk.Close()
-	how := syscall.LOCK_SH
-	if write {
-		how = syscall.LOCK_EX
-	}
-	if err := syscall.Flock(int(lk.Fd()), how); err != nil {
+	if err := lockFile(lk, write); err != nil {
 		return fmt.Errorf("schedule: lock %s: %w", f.path, err)
 	}
-	defer func() { _ = syscall.Flock(int(lk.Fd()), syscall.LOCK_UN) }()
+	defer unlockFile(lk)
 	st := fileState{Version: 1, Schedules: map[string]*Schedule{}, Fires: map[string]*Fire{}}
 	b, err := os.ReadFile(f.path)
 	switch {

@@ -13,7 +13,6 @@ import (
 	"os/exec"
 	"strings"
 	"sync"
-	"syscall"
 	"time"
 	"unicode/utf8"
 
@@ -274,7 +273,7 @@ func (r *Runner) runCommand(ctx context.Context, h *Hook, ev Event, body []byte)
 	cmd.Stdin = bytes.NewReader(body)
 	var stdout, stderr limitBuffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	newProcessGroup(cmd)
 	cmd.WaitDelay = time.Second
 	start := cmd.Start
 	if r.o.Start != nil {
@@ -297,7 +296,7 @@ func (r *Runner) runCommand(ctx context.Context, h *Hook, ev Event, body []byte)
 		why = "cancelled: " + ctx.Err().Error()
 	}
 	if why != "" {
-		syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+		killProcessGroup(cmd)
 		<-done
 		return Report{Outcome: OutcomeFailed, Reason: why}
 	}

@@ -6,7 +6,6 @@ import (
 	"os"
 	"strconv"
 	"strings"
-	"syscall"
 )
 
 // LockedError is returned by Open when another process holds the store.
@@ -37,11 +36,11 @@ func lockFile(path, store string) (*os.File, error) {
 	if err != nil {
 		return nil, fmt.Errorf("embedded store: lock file: %w", err)
 	}
-	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
+	if held, err := tryLockExclusive(f); err != nil || held {
 		var b [32]byte
 		n, _ := f.ReadAt(b[:], 0)
 		f.Close()
-		if errors.Is(err, syscall.EWOULDBLOCK) {
+		if held {
 			pid, _ := strconv.Atoi(strings.TrimSpace(string(b[:n])))
 			return nil, &LockedError{Path: store, PID: pid}
 		}
