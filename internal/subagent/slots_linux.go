@@ -3,58 +3,18 @@
 package subagent
 
 import (
-	"fmt"
 	"os"
-	"path/filepath"
 	"syscall"
 
 	"golang.org/x/sys/unix"
 )
 
-// slotPool is the set of slots of one process tree: n lock files in dir.
-// A slot is held by an open-file-description lock (F_OFD_SETLK) on its
+// On Linux a slot is held by an open-file-description lock (F_OFD_SETLK) on its
 // file, and its holder writes its tenant's tag into it. Unlike flock, an
 // OFD lock can be tested without taking it (F_OFD_GETLK), so any process
 // of the tree can count who holds what (holders) and give each chat its
 // share; unlike classic POSIX locks, closing another descriptor of the
 // file does not drop it. The kernel drops it when the holder exits.
-type slotPool struct {
-	dir string
-	n   int
-	waiters
-}
-
-// newPool makes a private directory with n slot files.
-func newPool(n int) (*slotPool, error) {
-	dir, err := os.MkdirTemp("", "odek-subagent-slots-")
-	if err != nil {
-		return nil, fmt.Errorf("subagent: slot directory: %w", err)
-	}
-	for i := range n {
-		f, err := os.OpenFile(slotPath(dir, i), os.O_RDWR|os.O_CREATE|os.O_EXCL, 0o600)
-		if err != nil {
-			return nil, fmt.Errorf("subagent: slot file: %w", err)
-		}
-		f.Close()
-	}
-	return &slotPool{dir: dir, n: n}, nil
-}
-
-// openPool uses the slots a top-level process made in dir.
-func openPool(dir string) (*slotPool, error) {
-	n := 0
-	for ; ; n++ {
-		if _, err := os.Lstat(slotPath(dir, n)); err != nil {
-			break
-		}
-	}
-	if n == 0 {
-		return nil, fmt.Errorf("subagent: %s=%s holds no slot files", SlotsEnv, dir)
-	}
-	return &slotPool{dir: dir, n: n}, nil
-}
-
-func slotPath(dir string, i int) string { return filepath.Join(dir, fmt.Sprintf("slot-%02d", i)) }
 
 func openSlot(dir string, i int) (*os.File, error) {
 	return os.OpenFile(slotPath(dir, i), os.O_RDWR|syscall.O_NOFOLLOW, 0)
