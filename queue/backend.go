@@ -4,6 +4,10 @@ package queue
 // so every implementation validates, encodes and reclaims by the same
 // rules as Redis and Memory.
 
+// WithDefaults fills every zero option with the value Redis and Memory
+// use.
+func (o Options) WithDefaults() Options { return o.withDefaults() }
+
 // PrepareJob validates job, fills its ID and CreatedAt (o.Now, zero: now)
 // and checks its encoded size against o.MaxPayloadBytes (zero: the
 // default), as Enqueue does.

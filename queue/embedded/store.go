@@ -181,7 +181,7 @@ const DefaultFile = "store.db"
 // lock and loads the queue. o configures the queue as queue.Options does
 // (Prefix, Group and ResultsGroup do not apply).
 func Open(path string, o queue.Options) (*Store, error) {
-	o = withDefaults(o)
+	o = o.WithDefaults()
 	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
 		return nil, fmt.Errorf("embedded store: %w", err)
 	}
@@ -213,43 +213,6 @@ func Open(path string, o queue.Options) (*Store, error) {
 	}
 	go s.committer()
 	return s, nil
-}
-
-func withDefaults(o queue.Options) queue.Options {
-	if o.LeaseTTL <= 0 {
-		o.LeaseTTL = 30 * time.Second
-	}
-	if o.ResultLeaseTTL <= 0 {
-		o.ResultLeaseTTL = 30 * time.Second
-	}
-	if o.MaxAttempts <= 0 {
-		o.MaxAttempts = 3
-	}
-	if o.DedupeWindow <= 0 {
-		o.DedupeWindow = 24 * time.Hour
-	}
-	if o.MaxPayloadBytes <= 0 {
-		o.MaxPayloadBytes = 256 << 10
-	}
-	if o.ProgressMaxLen <= 0 {
-		o.ProgressMaxLen = 1000
-	}
-	if o.Retain <= 0 {
-		o.Retain = 24 * time.Hour
-	}
-	if o.ResultsRetain <= 0 {
-		o.ResultsRetain = 24 * time.Hour
-	}
-	if o.DeadRetain <= 0 {
-		o.DeadRetain = 7 * 24 * time.Hour
-	}
-	if o.DeadMaxLen <= 0 {
-		o.DeadMaxLen = 10000
-	}
-	if o.Now == nil {
-		o.Now = time.Now
-	}
-	return o
 }
 
 // Path is the store file.
