@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"errors"
+	"os"
 
 	"github.com/redis/go-redis/v9"
 	"github.com/sirupsen/logrus"
@@ -30,6 +31,7 @@ type compactor struct {
 	store  session.Store
 	client agent.Model
 	model  string // the default model
+	key    string // the endpoint's key, masked in the digest
 }
 
 func (c compactor) Compact(ctx context.Context, r bot.CompactRequest) (bot.Compacted, error) {
@@ -47,7 +49,7 @@ func (c compactor) Compact(ctx context.Context, r bot.CompactRequest) (bot.Compa
 	case s.Model != "":
 		model = s.Model
 	}
-	msgs, cp, err := agent.Compact(ctx, c.client, model, s.Messages, compactKeep)
+	msgs, cp, err := host.Compact(ctx, c.client, model, s.Messages, compactKeep, c.key, os.Environ())
 	out := bot.Compacted{SideInputTokens: cp.Usage.PromptTokens, SideOutput: cp.Usage.CompletionTokens}
 	if errors.Is(err, agent.ErrNothingToCompact) {
 		return out, nil
@@ -90,7 +92,7 @@ func modelSide(cfg *config.Config, store session.Store, embedded bool, log logru
 		log.WithError(err).Warn("odek-bot: no model client for /compact; it is turned off")
 		return nil, window
 	}
-	return compactor{store: store, client: client, model: cfg.Model}, window
+	return compactor{store: store, client: client, model: cfg.Model, key: cfg.APIKey}, window
 }
 
 // redisSessions is the workers' session store on rc (as `odek worker`

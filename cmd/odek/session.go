@@ -7,6 +7,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"os"
 	"path/filepath"
 	"time"
 
@@ -136,7 +137,7 @@ func compactSession(ctx context.Context, store session.Store, id string, keep in
 	if err != nil {
 		return withCode(exitSetup, err)
 	}
-	msgs, c, err := agent.Compact(ctx, client, model, s.Messages, keep)
+	msgs, c, err := host.Compact(ctx, client, model, s.Messages, keep, cfg.APIKey, os.Environ())
 	if errors.Is(err, agent.ErrNothingToCompact) {
 		fmt.Fprintf(stdout, "%s: nothing to compact (%d messages)\n", s.ID, len(s.Messages))
 		return nil

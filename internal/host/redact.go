@@ -1,6 +1,8 @@
 package host
 
 import (
+	"context"
+
 	"github.com/odekrun/odek/agent"
 	"github.com/odekrun/odek/internal/redact"
 )
@@ -35,4 +37,24 @@ func redactMessages(red *redact.Redactor, msgs []agent.Message) []agent.Message 
 		return msgs
 	}
 	return out
+}
+
+// Compact folds a saved conversation's oldest groups into a digest
+// (agent.Compact) outside a run — `odek session compact`, the bot's
+// /compact — and masks what it returns as a run masks its saved session:
+// the digest is model output and may repeat a secret the conversation
+// showed the model. The redactor knows the endpoint's key (cfgKey) and
+// the secrets named in environ (nil: none). On an error the conversation
+// comes back unchanged, as agent.Compact returns it.
+func Compact(ctx context.Context, m agent.Model, model string, msgs []agent.Message, keep int, cfgKey string, environ []string) ([]agent.Message, agent.Compaction, error) {
+	out, c, err := agent.Compact(ctx, m, model, msgs, keep)
+	if err != nil {
+		return out, c, err
+	}
+	red := redact.New()
+	red.AddValue(cfgKey)
+	if environ != nil {
+		red.AddFromEnv(environ)
+	}
+	return redactMessages(red, out), c, nil
 }
