@@ -369,7 +369,7 @@ type fakeModel struct {
 	mu       sync.Mutex
 	n        int
 	arrivals map[string]chan string // goal → caller IPs
-	first    map[string]time.Time     // goal → when its first call came
+	first    map[string]time.Time   // goal → when its first call came
 	released map[string]chan struct{}
 	seen     map[string]bool
 }
