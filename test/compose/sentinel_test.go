@@ -1,6 +1,7 @@
 package compose
 
 import (
+	"net"
 	"os"
 	"regexp"
 	"slices"
@@ -23,6 +24,13 @@ const sentinelFile = "../../docker-compose.sentinel.yml"
 type composeFile struct {
 	Services map[string]composeService `yaml:"services"`
 	Volumes  map[string]any            `yaml:"volumes"`
+	Networks map[string]struct {
+		IPAM struct {
+			Config []struct {
+				Subnet string `yaml:"subnet"`
+			} `yaml:"config"`
+		} `yaml:"ipam"`
+	} `yaml:"networks"`
 }
 
 type composeService struct {
@@ -35,8 +43,11 @@ type composeService struct {
 	Healthcheck *struct {
 		Test []string `yaml:"test"`
 	} `yaml:"healthcheck"`
-	Volumes []string `yaml:"volumes"`
-	Restart string   `yaml:"restart"`
+	Volumes  []string `yaml:"volumes"`
+	Restart  string   `yaml:"restart"`
+	Networks map[string]struct {
+		IPv4Address string `yaml:"ipv4_address"`
+	} `yaml:"networks"`
 }
 
 // passwordRef is how every service must take the Redis password: from
@@ -68,7 +79,27 @@ func TestSentinelComposeWiring(t *testing.T) {
 		return cmd[i+1], true
 	}
 
-	// The data nodes.
+	// The data nodes, at fixed addresses in the project network's fixed
+	// subnet: the sentinels must not resolve names (Redis does it
+	// synchronously, and a killed container's name stalled them).
+	var subnet *net.IPNet
+	if cfg := f.Networks["default"].IPAM.Config; len(cfg) == 1 {
+		_, subnet, _ = net.ParseCIDR(cfg[0].Subnet)
+	}
+	if subnet == nil {
+		t.Fatalf("networks.default.ipam.config: want one subnet, got %+v", f.Networks["default"])
+	}
+	addr := map[string]string{}
+	for _, name := range []string{"redis", "redis-replica"} {
+		a := f.Services[name].Networks["default"].IPv4Address
+		if ip := net.ParseIP(a); ip == nil || !subnet.Contains(ip) {
+			t.Fatalf("%s: networks.default.ipv4_address %q, want a fixed address in %s", name, a, subnet)
+		}
+		addr[name] = a
+	}
+	if addr["redis"] == addr["redis-replica"] {
+		t.Fatalf("redis and redis-replica share the address %s", addr["redis"])
+	}
 	for _, name := range []string{"redis", "redis-replica"} {
 		s, ok := f.Services[name]
 		if !ok {
@@ -83,16 +114,13 @@ func TestSentinelComposeWiring(t *testing.T) {
 				t.Errorf("%s: %s is %q, want ${REDIS_PASSWORD:?...}: after a failover either node is the master", name, flag, v)
 			}
 		}
-		if v, _ := arg(s.Command, "--replica-announce-ip"); v != name {
-			t.Errorf("%s: --replica-announce-ip %q, want its service name (what the sentinels resolve)", name, v)
-		}
 		if v, _ := arg(s.Command, "--appendonly"); v != "yes" {
 			t.Errorf("%s: --appendonly %q, want yes", name, v)
 		}
 	}
 	rep := f.Services["redis-replica"]
-	if i := slices.Index(rep.Command, "--replicaof"); i < 0 || i+2 >= len(rep.Command) || rep.Command[i+1] != "redis" || rep.Command[i+2] != "6379" {
-		t.Errorf("redis-replica: command %v does not replicate redis 6379", rep.Command)
+	if i := slices.Index(rep.Command, "--replicaof"); i < 0 || i+2 >= len(rep.Command) || rep.Command[i+1] != addr["redis"] || rep.Command[i+2] != "6379" {
+		t.Errorf("redis-replica: command %v does not replicate %s 6379", rep.Command, addr["redis"])
 	}
 	if !passwordRef.MatchString(rep.Environment["REDISCLI_AUTH"]) || rep.Healthcheck == nil {
 		t.Errorf("redis-replica: its health check needs REDISCLI_AUTH from REDIS_PASSWORD and a healthcheck: %+v", rep)
@@ -113,10 +141,13 @@ func TestSentinelComposeWiring(t *testing.T) {
 		}
 		sentinels = append(sentinels, name+":26379")
 		script := strings.Join(s.Command, "\n")
-		m := regexp.MustCompile(`'sentinel monitor (\S+) redis 6379 (\d+)'`).FindStringSubmatch(script)
+		m := regexp.MustCompile(`'sentinel monitor (\S+) ` + regexp.QuoteMeta(addr["redis"]) + ` 6379 (\d+)'`).FindStringSubmatch(script)
 		if m == nil {
-			t.Errorf("%s: no 'sentinel monitor <name> redis 6379 <quorum>' in %q", name, script)
+			t.Errorf("%s: no 'sentinel monitor <name> %s 6379 <quorum>' in %q", name, addr["redis"], script)
 			continue
+		}
+		if strings.Contains(script, "resolve-hostnames yes") {
+			t.Errorf("%s: resolve-hostnames yes: the sentinels must watch addresses, not names", name)
 		}
 		if master != "" && m[1] != master {
 			t.Errorf("%s monitors %q, another sentinel %q", name, m[1], master)
@@ -127,7 +158,6 @@ func TestSentinelComposeWiring(t *testing.T) {
 		}
 		for _, want := range []string{
 			"'port 26379'",
-			"'sentinel resolve-hostnames yes'",
 			`"sentinel auth-pass ` + master + ` $$REDIS_PASSWORD"`,
 			"'sentinel down-after-milliseconds " + master + " 1000'",
 			"exec redis-server /tmp/sentinel.conf --sentinel",
