@@ -112,7 +112,9 @@ func (e *env) checkSentinel(t *testing.T) {
 	// ---- the old master comes back as a replica ----
 	back := time.Now()
 	e.compose("start", "redis")
-	conv := ev.wait(t, "+convert-to-slave", "slave ", back)
+	// The sentinels see it claim the master role, then reconfigure it:
+	// "+role-change slave <addr> … new reported role is slave".
+	conv := ev.wait(t, "+role-change", "slave "+masterIP+":6379 ", back, "new reported role is slave")
 	e.waitHealthy(3)
 	if out := e.docker(t, "exec", master, "redis-cli", "info", "replication"); !strings.Contains(out, "role:slave") ||
 		!strings.Contains(out, "master_host:"+replicaIP) {
@@ -127,7 +129,7 @@ func (e *env) checkSentinel(t *testing.T) {
 	if n := e.count("answered with the old master back"); n != 1 {
 		t.Errorf("answers = %d, want exactly 1", n)
 	}
-	t.Logf("sentinel failover: old master started → +convert-to-slave %s; the Sentinel stage took %s",
+	t.Logf("sentinel failover: old master started → a replica again %s; the Sentinel stage took %s",
 		ms(conv.at.Sub(back)), time.Since(began).Round(time.Second))
 }
 
@@ -237,14 +239,15 @@ func (e *env) watchSentinel(t *testing.T, service string) *sentinelEvents {
 }
 
 // wait returns the first event on channel after since whose payload
-// starts with prefix.
-func (s *sentinelEvents) wait(t *testing.T, channel, prefix string, since time.Time) sentinelEvent {
+// starts with prefix (and ends with suffix, when given).
+func (s *sentinelEvents) wait(t *testing.T, channel, prefix string, since time.Time, suffix ...string) sentinelEvent {
 	t.Helper()
 	timeout := time.After(step)
 	for {
 		s.mu.Lock()
 		for _, ev := range s.events {
-			if ev.channel == channel && strings.HasPrefix(ev.payload, prefix) && !ev.at.Before(since) {
+			if ev.channel == channel && strings.HasPrefix(ev.payload, prefix) && !ev.at.Before(since) &&
+				(len(suffix) == 0 || strings.HasSuffix(ev.payload, suffix[0])) {
 				s.mu.Unlock()
 				return ev
 			}
