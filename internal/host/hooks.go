@@ -10,6 +10,7 @@ import (
 	"github.com/odekrun/odek/internal/redact"
 	"github.com/odekrun/odek/internal/sandbox"
 	"github.com/odekrun/odek/internal/session"
+	"github.com/odekrun/odek/internal/subagent"
 	"github.com/odekrun/odek/internal/tools"
 	"github.com/sirupsen/logrus"
 )
@@ -67,4 +68,48 @@ func (rt *Runtime) hooksAfter(ctx context.Context, acfg agent.Config, res *agent
 		rt.hooks.Fire(ctx, hooks.Input{Event: hooks.Stop, RunID: res.RunID, SessionID: acfg.SessionID, Answer: rt.Redactor.String(res.Answer), Status: status})
 	}
 	rt.hooks.Fire(ctx, hooks.Input{Event: hooks.SessionEnd, RunID: res.RunID, SessionID: acfg.SessionID, Status: status})
+}
+
+// subagentHook fires subagent_start (exit 2 or a block decision refuses
+// the task) and subagent_stop (fails open) for one delegated task, with
+// the hook_* events of each hook run in the parent's stream, as the tool
+// hooks report theirs.
+func (rt *Runtime) subagentHook(ctx context.Context, ev subagent.TaskEvent) string {
+	if rt.hooks == nil {
+		return ""
+	}
+	call, _ := agent.CallFrom(ctx)
+	in := hooks.Input{Event: hooks.SubagentStop, RunID: call.RunID, SessionID: call.SessionID, Prompt: ev.Goal, TaskID: ev.TaskID}
+	if ev.Start {
+		in.Event = hooks.SubagentStart
+	} else if ev.Result != nil {
+		in.Status, in.Answer = ev.Result.Status, ev.Result.Summary
+		if ev.Result.Status != subagent.StatusSuccess && ev.Result.Error != "" {
+			in.Answer = ev.Result.Error
+		}
+	}
+	if !rt.hooks.Has(in.Event) {
+		return ""
+	}
+	d, reps := rt.hooks.Fire(ctx, in)
+	hooks.EmitReports(call, subagent.ToolName, reps)
+	if d.Block && ev.Start {
+		return d.Reason
+	}
+	return ""
+}
+
+// RunAgent is agent.Run of acfg (this Runtime's Agent, adjusted by the
+// caller) with the operator's lifecycle hooks around it, as Host.Run
+// fires them: session_start and user_prompt before (a refusal is the
+// run's error, matching ErrRefusedByHook, and no model call is made),
+// stop and session_end after. For front ends that drive the loop
+// themselves (`odek subagent`).
+func (rt *Runtime) RunAgent(ctx context.Context, acfg agent.Config, goal string) (*agent.Result, error) {
+	if _, refused, err := rt.hooksBefore(ctx, &acfg, RunSpec{Goal: goal}); refused {
+		return &agent.Result{RunID: acfg.RunID}, err
+	}
+	res, err := agent.Run(ctx, acfg, goal)
+	rt.hooksAfter(ctx, acfg, res, err)
+	return res, err
 }
