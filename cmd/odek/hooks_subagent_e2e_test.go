@@ -100,4 +100,10 @@ func TestHooksAroundSubagents(t *testing.T) {
 	if !strings.Contains(string(ev), `"type":"hook_blocked"`) || !strings.Contains(string(ev), `"event":"subagent_start"`) || !strings.Contains(string(ev), `"event":"subagent_stop"`) {
 		t.Fatalf("no subagent hook_* events in the parent's stream:\n%s", ev)
 	}
+	// The lifecycle hook's report is in the stream too, after run_started
+	// and before the first model call's events.
+	started, hook, llm := strings.Index(string(ev), `"type":"run_started"`), strings.Index(string(ev), `"event":"session_start"`), strings.Index(string(ev), `"type":"tool_call_started"`)
+	if started < 0 || hook < started || llm < hook {
+		t.Fatalf("session_start hook event out of place (run_started %d, hook %d, first tool call %d):\n%s", started, hook, llm, ev)
+	}
 }

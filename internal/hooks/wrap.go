@@ -80,7 +80,8 @@ func (t *hookedTool) Run(ctx context.Context, args json.RawMessage) (agent.ToolR
 
 // EmitReports emits one hook_* event per hook run into the run's stream
 // (call's): hook_completed, hook_blocked or hook_failed, naming the
-// event, the hook and the tool whose call it was.
+// event, the hook and the tool whose call it was ("" for a lifecycle
+// hook: no tool field).
 func EmitReports(call agent.CallInfo, tool string, reps []Report) {
 	for _, rep := range reps {
 		typ := EventHookCompleted
@@ -90,7 +91,10 @@ func EmitReports(call agent.CallInfo, tool string, reps []Report) {
 		case OutcomeFailed:
 			typ = EventHookFailed
 		}
-		data := map[string]any{"event": string(rep.Event), "hook": rep.Hook, "tool": tool, "duration_ms": rep.Duration.Milliseconds()}
+		data := map[string]any{"event": string(rep.Event), "hook": rep.Hook, "duration_ms": rep.Duration.Milliseconds()}
+		if tool != "" {
+			data["tool"] = tool
+		}
 		if rep.Reason != "" {
 			data["reason"] = rep.Reason
 		}

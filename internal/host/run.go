@@ -352,11 +352,9 @@ func (h *Host) Run(ctx context.Context, spec RunSpec) (Outcome, error) {
 	}
 	defer rt.Close()
 	acfg := rt.Agent
-	// Wiring point (issue 28): session_start and user_prompt hooks may
-	// refuse the run; stop and session_end follow it (hooks.go).
-	if out, refused, err := rt.hooksBefore(ctx, &acfg, spec); refused {
-		return out, err
-	}
+	// Wiring point (issue 28): the lifecycle hooks fire inside the run
+	// (hooks.go); a session_start or user_prompt hook may refuse it.
+	rt.lifecycle(&acfg)
 	goal := spec.Goal
 	var checker *outschema.Checker
 	if spec.OutputSchema != nil {
@@ -365,7 +363,6 @@ func (h *Host) Run(ctx context.Context, spec RunSpec) (Outcome, error) {
 		acfg.CheckAnswer = checker.Check
 	}
 	res, runErr := agent.Run(ctx, acfg, goal)
-	defer rt.hooksAfter(ctx, acfg, res, runErr)
 	out := Outcome{
 		Answer: rt.Redactor.String(res.Answer), RunID: res.RunID, SessionID: acfg.SessionID, Iterations: res.Iterations,
 		Usage: res.Usage, CostUSD: rt.Budget.Snapshot().CostUSD, Duration: res.Duration, Extensions: rt.Extensions,
