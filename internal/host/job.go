@@ -237,6 +237,13 @@ func (j *JobRunner) Run(ctx context.Context, job queue.Job, sink events.Sink, si
 	if err := job.Budget.Validate(); err != nil {
 		return failed(ExitSetup, fmt.Errorf("job budget: %w", err))
 	}
+	switch job.Kind {
+	case "":
+	case queue.KindCompact:
+		return j.runCompact(ctx, job, sink, log) // jobcompact.go
+	default:
+		return failed(ExitSetup, fmt.Errorf("job kind %q: this worker knows only %q", job.Kind, queue.KindCompact))
+	}
 	dir := j.WorkDir
 	chats := j.ArtifactsDir
 	if j.sandbox.Active {
