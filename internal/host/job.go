@@ -155,6 +155,7 @@ func (j *JobRunner) Start(ctx context.Context, approveMCP bool) error {
 		}
 	}
 	j.host, j.LLM, j.Extensions = h, h.llm, h.ext
+	StartupWindow(j.Config, h.llm, log)
 	j.started = true
 	return nil
 }

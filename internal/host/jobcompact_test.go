@@ -1,6 +1,7 @@
 package host
 
 import (
+	"bytes"
 	"context"
 	"reflect"
 	"strings"
@@ -13,6 +14,7 @@ import (
 	"github.com/odekrun/odek/internal/llm/llmtest"
 	"github.com/odekrun/odek/internal/session"
 	"github.com/odekrun/odek/queue"
+	"github.com/sirupsen/logrus"
 )
 
 // eventLog is an events.Sink that keeps what it is given.
@@ -128,5 +130,30 @@ func TestJobRunnerCompactJob(t *testing.T) {
 	}
 	if !strings.Contains(digest, "Mimi") || strings.Contains(digest, "0123456789abcdef") || len(got.Messages) >= len(before) {
 		t.Errorf("saved session: %d messages (was %d), digest %q", len(got.Messages), len(before), digest)
+	}
+}
+
+// A worker states its model's context window when it starts (issue 29),
+// without asking the endpoint then: from the table for a cloud preset, or
+// "asked at the first job" with the fallback for an endpoint that may
+// report one.
+func TestJobRunnerStartStatesTheWindow(t *testing.T) {
+	for _, tc := range []struct{ conf, want string }{
+		{`{"model":"gpt-4o-startup-probe","base_url":"https://api.openai.com/v1","api_key":"sk-x-0123456789"}`, "context_window=128000 model=gpt-4o-startup-probe source=table"},
+		{`{"model":"local-thing","base_url":"http://127.0.0.1:1/v1"}`, "context window: asked of the endpoint at the first job\" model=local-thing otherwise=32768 otherwise_source=default"},
+	} {
+		var buf bytes.Buffer
+		log := logrus.New()
+		log.SetOutput(&buf)
+		log.SetFormatter(&logrus.TextFormatter{DisableTimestamp: true, DisableColors: true})
+		t.Chdir(t.TempDir())
+		j := &JobRunner{Config: load(t, tc.conf, ""), Sessions: &session.FileStore{Dir: t.TempDir()}, Logger: log}
+		if err := j.Start(context.Background(), false); err != nil {
+			t.Fatal(err)
+		}
+		j.Close()
+		if !strings.Contains(buf.String(), tc.want) {
+			t.Errorf("start-up log lacks %q:\n%s", tc.want, buf.String())
+		}
 	}
 }
