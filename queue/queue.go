@@ -146,6 +146,13 @@ type Job struct {
 	// the worker's spans join the front end's trace (issue 24). The worker
 	// ignores a malformed or oversized value; empty means no trace.
 	Trace map[string]string `json:"trace,omitempty"`
+	// Kind is what the worker does with the job: "" runs the goal as a
+	// turn of the chat's conversation; KindCompact folds the oldest turns
+	// of the conversation into its digest with one side call to the
+	// worker's model and runs no agent (the goal is ignored). A front end
+	// without a model key of its own (the compose bot) asks for a
+	// compaction this way.
+	Kind string `json:"kind,omitempty"`
 	// OutputSchema, when set, is a JSON Schema (a JSON object of at most
 	// MaxOutputSchemaBytes, draft 2020-12 unless its $schema says
 	// otherwise, no external $ref) the job's final answer must be valid
@@ -159,6 +166,11 @@ type Job struct {
 	// 0..MaxOutputRepairs; nil ⇒ 2.
 	OutputRepairs *int `json:"output_repairs,omitempty"`
 }
+
+// Job kinds (Job.Kind).
+const (
+	KindCompact = "compact"
+)
 
 // Limits of a job's output schema.
 const (
@@ -407,6 +419,9 @@ func prepareJob(job Job, o Options, newID func() string) (Job, []byte, error) {
 	}
 	if job.Goal == "" {
 		return job, nil, fmt.Errorf("%w: goal is empty", ErrInvalidJob)
+	}
+	if job.Kind != "" && job.Kind != KindCompact {
+		return job, nil, fmt.Errorf("%w: kind %q: want \"\" or %q", ErrInvalidJob, clip(job.Kind, 40), KindCompact)
 	}
 	if !utf8.ValidString(job.IdempotencyKey) || len(job.IdempotencyKey) > MaxIDLen {
 		return job, nil, fmt.Errorf("%w: idempotency_key must be valid UTF-8 of at most %d bytes (got %d bytes)", ErrInvalidJob, MaxIDLen, len(job.IdempotencyKey))

@@ -159,6 +159,10 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		} else {
 			cfg.Compactor, cfg.ContextWindow = modelSide(mcfg, redisSessions(rc, e.QueuePrefix), false, log)
 		}
+		if cfg.Compactor == nil {
+			// No model key here: a worker compacts (queue.KindCompact).
+			cfg.Compactor = &bot.QueueCompactor{Queue: rq}
+		}
 		if e.StatusLedger == "" {
 			cfg.Ledger = queue.RedisStatusLedger{Client: rc, Key: queue.StatusLedgerKey(e.QueuePrefix)}
 		}

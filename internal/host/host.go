@@ -484,6 +484,25 @@ func providerOf(cfg *config.Config) string {
 	return llm.PresetForURL(cfg.BaseURL)
 }
 
+// StartupWindow states the default model's context window in a worker's
+// start-up log (issue 29: every run is bounded, and the operator sees by
+// what). It asks no endpoint: when the window is the endpoint's to report
+// (odek's client, no operator value), it says it is asked at the first
+// job and what applies if the endpoint does not say; otherwise it logs
+// the resolution ContextWindow then repeats no more.
+func StartupWindow(cfg *config.Config, client agent.Model, log logrus.FieldLogger) {
+	if log == nil {
+		return
+	}
+	if c, ok := client.(*llm.Client); ok && cfg.Context.Window[cfg.Model] <= 0 && c.DiscoversWindow() {
+		res := llm.ResolveWindow(cfg.Model, 0, 0, providerOf(cfg))
+		log.WithFields(logrus.Fields{"model": cfg.Model, "otherwise": res.Tokens, "otherwise_source": res.Source}).
+			Info("context window: asked of the endpoint at the first job")
+		return
+	}
+	ContextWindow(context.Background(), cfg, client, log)
+}
+
 // windowLogged remembers the (model, window, source) triples already
 // stated in the log, so a worker says it once, not per job.
 var windowLogged sync.Map

@@ -155,6 +155,7 @@ func (j *JobRunner) Start(ctx context.Context, approveMCP bool) error {
 		}
 	}
 	j.host, j.LLM, j.Extensions = h, h.llm, h.ext
+	StartupWindow(j.Config, h.llm, log)
 	j.started = true
 	return nil
 }
@@ -238,6 +239,13 @@ func (j *JobRunner) Run(ctx context.Context, job queue.Job, sink events.Sink, si
 	}
 	if err := job.Budget.Validate(); err != nil {
 		return failed(ExitSetup, fmt.Errorf("job budget: %w", err))
+	}
+	switch job.Kind {
+	case "":
+	case queue.KindCompact:
+		return j.runCompact(ctx, job, sink, log) // jobcompact.go
+	default:
+		return failed(ExitSetup, fmt.Errorf("job kind %q: this worker knows only %q", job.Kind, queue.KindCompact))
 	}
 	dir := j.WorkDir
 	chats := j.ArtifactsDir
