@@ -142,6 +142,7 @@ type Store struct {
 	wake      chan struct{} // closed and replaced on every change
 	seq       uint64
 	jobs      map[string]*job
+	steer     map[string][]string // job id -> steer inbox, in memory only (steer.go)
 	chats     map[int64][]string
 	ready     []string
 	idem      map[string]idem
