@@ -311,6 +311,7 @@ func Build(ctx context.Context, opts Options) (*Runtime, error) {
 				Environ: opts.Environ, APIKey: cfg.APIKey, Model: cfg.Model, BaseURL: cfg.BaseURL,
 				WorkDir: workDir, ArtifactsDir: artifactsDir, Store: rt.Artifacts, Confine: confinement,
 				Settings: settings, Depth: opts.Depth, MaxRisk: opts.MaxRisk, Logger: log,
+				TaskHook: rt.subagentHook, // hooks.go: subagent_start/stop (rt.hooks is set below)
 			}))
 		}
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -22,6 +23,7 @@ import (
 	"github.com/odekrun/odek/internal/chatdir"
 	"github.com/odekrun/odek/internal/config"
 	"github.com/odekrun/odek/internal/ext"
+	"github.com/odekrun/odek/internal/outschema"
 	"github.com/odekrun/odek/internal/sandbox"
 	"github.com/odekrun/odek/internal/session"
 	"github.com/odekrun/odek/internal/tools"
@@ -251,6 +253,10 @@ func (j *JobRunner) Run(ctx context.Context, job queue.Job, sink events.Sink, si
 		}
 		dir = d
 	}
+	schema, repairs, err := jobOutputSchema(job)
+	if err != nil {
+		return failed(ExitSetup, err)
+	}
 	cfg := j.jobConfig(job, log)
 	sid := JobSessionID(job)
 	sess, err := j.Sessions.Load(ctx, sid)
@@ -268,6 +274,7 @@ func (j *JobRunner) Run(ctx context.Context, job queue.Job, sink events.Sink, si
 		Sink: sink, Signals: signals, Prompter: approver, Start: start,
 		Images: jobImages(job, dir, log), ImagesOptional: job.Vision == "auto", // jobimages.go
 		Logger: log, Warn: func(w string) { log.Warn(w) },
+		OutputSchema: schema, OutputRepairs: repairs,
 	})
 	if errors.Is(runErr, ErrSetup) {
 		return failed(ExitSetup, runErr)
@@ -287,9 +294,36 @@ func (j *JobRunner) Run(ctx context.Context, job queue.Job, sink events.Sink, si
 		out.Artifacts = CollectArtifacts(j.ArtifactsDir, dir, start, n)
 	}
 	if runErr != nil {
-		return out, errors.New(oc.Error)
+		msg := oc.Error
+		if oc.Status == StatusOutputInvalid {
+			msg = StatusOutputInvalid + ": " + msg
+		}
+		return out, errors.New(msg)
+	}
+	if oc.Output != nil {
+		if b, err := json.Marshal(oc.Output); err == nil {
+			out.Output = b
+		}
 	}
 	return out, nil
+}
+
+// jobOutputSchema compiles a job's output schema (nil, 0 for none). A
+// schema the queue accepted but that does not compile is the job's setup
+// failure, named as such.
+func jobOutputSchema(job queue.Job) (*outschema.Schema, int, error) {
+	if len(job.OutputSchema) == 0 {
+		return nil, 0, nil
+	}
+	s, err := outschema.Compile(job.OutputSchema)
+	if err != nil {
+		return nil, 0, fmt.Errorf("job output_schema: %w", err)
+	}
+	repairs := outschema.DefaultRepairs
+	if job.OutputRepairs != nil {
+		repairs = *job.OutputRepairs
+	}
+	return s, repairs, nil
 }
 
 // ResultExitCode is the exit code `odek run` gives a run that ended with
