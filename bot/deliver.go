@@ -137,6 +137,8 @@ func (c *chat) deliver(ctx context.Context, d queue.Delivery) {
 	if js != nil {
 		statusMsg, replyTo, srcMsg = js.statusMsg, js.replyTo, js.srcMsg
 		f = chatcore.Finished{Lang: b.lang(js.userID), TimedOut: js.timedOut, Superseded: js.superseded, Uploads: js.uploads}
+	} else {
+		replyTo = c.bgReplyTo(res.JobID) // a /bg job answers its message (schedule.go)
 	}
 	plan := chatcore.PlanResult(b.policy, res, f, c.books.Use, c.nextArt, now)
 	lang := f.Lang

@@ -146,6 +146,11 @@ type Job struct {
 	// the worker's spans join the front end's trace (issue 24). The worker
 	// ignores a malformed or oversized value; empty means no trace.
 	Trace map[string]string `json:"trace,omitempty"`
+	// Approved names tools a job that nobody can be asked about (a
+	// scheduled job, package schedule) may run without confirmation: the
+	// schedule's owner approved them ahead. Only front ends and operators
+	// set it; a worker denies every other confirmation of such a job.
+	Approved []string `json:"approved,omitempty"`
 }
 
 // Status is a Result's outcome.
@@ -197,6 +202,9 @@ type Result struct {
 	DurationMS int64          `json:"duration_ms,omitempty"`
 	Attempt    int            `json:"attempt,omitempty"`
 	Artifacts  []ArtifactMeta `json:"artifacts,omitempty"`
+	// Silent: a quiet check-in (package schedule) had nothing to report;
+	// front ends show nothing for it.
+	Silent bool `json:"silent,omitempty"`
 }
 
 // Lease is a claimed job. Pass it back unchanged to Heartbeat and Ack.
