@@ -619,4 +619,3 @@ func (c *chat) stopOne(ctx context.Context, id string) {
 		c.reply(ctx, "Could not stop "+id+" right now; try again.")
 	}
 }
-

@@ -79,4 +79,3 @@ func (w *Worker) runScheduled(ctx context.Context, job queue.Job, sink events.Si
 	}
 	return res, true, panicked, err
 }
-
