@@ -83,7 +83,7 @@ func startEmbedded(ctx context.Context, q *estore.Store, e env, log *logrus.Logg
 		return nil, fmt.Errorf("ODEK_APPROVAL_TIMEOUT: %w", err)
 	}
 	w, err := worker.New(worker.Config{Queue: q, Run: r.Run, Name: "embedded", Concurrency: e.Workers, Logger: log,
-		ApprovalTimeout: approvalWait})
+		ApprovalTimeout: approvalWait, AfterResult: retrySchedule(q, log)})
 	if err != nil {
 		r.Close()
 		return nil, err

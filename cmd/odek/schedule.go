@@ -436,3 +436,22 @@ func hostSchedules(ctx context.Context, rc redis.UniversalClient, q queue.Queue,
 	go func() { defer close(done); _ = r.Run(rctx) }()
 	return func() { cancel(); <-done }
 }
+
+// retrySchedule arms a failed one-shot schedule's retry after the worker
+// acknowledged its job's result (schedule.RetryFailed).
+func retrySchedule(rc redis.UniversalClient, prefix string, log logrus.FieldLogger) func(queue.Job, queue.Result) {
+	st := schedule.NewRedis(rc, prefix)
+	return func(job queue.Job, res queue.Result) {
+		if _, ok := schedule.ParseFireKey(job.IdempotencyKey); !ok {
+			return
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		next, err := schedule.RetryFailed(ctx, st, job, res, time.Now())
+		if err != nil {
+			log.WithError(err).WithField("job_id", job.ID).Warn("odek worker: arming a schedule's retry failed")
+		} else if !next.IsZero() {
+			log.WithFields(logrus.Fields{"job_id": job.ID, "next": next}).Info("odek worker: a one-shot schedule's job failed; it fires again")
+		}
+	}
+}

@@ -279,6 +279,7 @@ func cmdWorker(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		HeartbeatInterval: min(f.q.lease/3, 500*time.Millisecond),
 		LeaseTTL:          f.q.lease,
 		Version:           version,
+		AfterResult:       retrySchedule(rc, f.q.prefix, log), // schedule.go: a failed one-shot fires again
 	})
 	if err != nil {
 		return withCode(exitSetup, err)
