@@ -74,6 +74,7 @@ func startEmbedded(ctx context.Context, q *estore.Store, e env, log *logrus.Logg
 	r := &host.JobRunner{Config: cfg, Sessions: sessions,
 		Logger: log, WorkDir: wd, ArtifactsDir: e.ArtifactsDir, Environ: os.Environ(), ClientVersion: version,
 		AllowedModels: host.ParseModels(e.Models)}
+	r.JobTools = scheduleTools(q, log) // schedule.go: the model's schedule tool
 	if err := r.Start(ctx, config.ApproveMCP()); err != nil {
 		return nil, err
 	}

@@ -4,9 +4,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/odekrun/odek/agent"
+	"github.com/odekrun/odek/internal/tools"
+	"github.com/odekrun/odek/schedule/scheduletool"
 	"os"
 	"path/filepath"
-	"strconv"
 	"sync"
 	"time"
 
@@ -35,7 +37,7 @@ func startSchedules(ctx context.Context, e env, q schedule.Enqueuer, log logrus.
 	if os.Getenv("ODEK_SCHEDULES") == "off" {
 		return func() {}, nil
 	}
-	lim, err := scheduleLimits()
+	lim, err := schedule.LimitsFromEnv(os.Getenv)
 	if err != nil {
 		log.WithError(err).Error("odek-bot: schedules off")
 		return func() {}, nil
@@ -65,31 +67,6 @@ func startSchedules(ctx context.Context, e env, q schedule.Enqueuer, log logrus.
 	done := make(chan struct{})
 	go func() { defer close(done); _ = r.Run(rctx) }()
 	return func() { cancel(); <-done; closeStore() }, sv
-}
-
-// scheduleLimits reads the chats' schedule limits from the environment.
-func scheduleLimits() (schedule.Limits, error) {
-	var lim schedule.Limits
-	if v := os.Getenv("ODEK_SCHEDULE_MIN_INTERVAL"); v != "" {
-		d, err := time.ParseDuration(v)
-		if err != nil || d < time.Second {
-			return lim, fmt.Errorf("ODEK_SCHEDULE_MIN_INTERVAL: want a duration of at least 1s, got %q", v)
-		}
-		lim.MinInterval = d
-	}
-	for _, f := range []struct {
-		name string
-		to   *int
-	}{{"ODEK_SCHEDULE_MAX_PER_CHAT", &lim.MaxPerChat}, {"ODEK_SCHEDULE_MAX_PER_USER", &lim.MaxPerUser}, {"ODEK_SCHEDULE_MAX_DAILY_FIRES", &lim.MaxDailyFires}} {
-		if v := os.Getenv(f.name); v != "" {
-			n, err := strconv.Atoi(v)
-			if err != nil || n < 1 {
-				return lim, fmt.Errorf("%s: want a whole number ≥ 1, got %q", f.name, v)
-			}
-			*f.to = n
-		}
-	}
-	return lim, nil
 }
 
 // The embedded store's schedule Store: one per process, since it keeps
@@ -157,5 +134,26 @@ func retrySchedule(st *estore.Store, log logrus.FieldLogger) func(queue.Job, que
 		} else if !next.IsZero() {
 			log.WithFields(logrus.Fields{"job_id": job.ID, "next": next}).Info("odek-bot: a one-shot schedule's job failed; it fires again")
 		}
+	}
+}
+
+// scheduleTools gives every embedded job the schedule tool of its chat on
+// the embedded store; nil when ODEK_SCHEDULES=off or the limits do not
+// parse.
+func scheduleTools(st *estore.Store, log logrus.FieldLogger) func(queue.Job, tools.Prompter) []agent.Tool {
+	if os.Getenv("ODEK_SCHEDULES") == "off" {
+		return nil
+	}
+	lim, err := schedule.LimitsFromEnv(os.Getenv)
+	if err != nil {
+		log.WithError(err).Error("odek-bot: the schedule tool is off")
+		return nil
+	}
+	sv := &schedule.Service{Store: kvSchedules(st), Queue: st, Limits: lim}
+	return func(job queue.Job, ask tools.Prompter) []agent.Tool {
+		if job.ChatID == 0 {
+			return nil
+		}
+		return []agent.Tool{scheduletool.New(sv, job, ask)}
 	}
 }

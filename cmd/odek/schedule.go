@@ -6,6 +6,9 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"github.com/odekrun/odek/agent"
+	"github.com/odekrun/odek/internal/tools"
+	"github.com/odekrun/odek/schedule/scheduletool"
 	"io"
 	"os"
 	"path/filepath"
@@ -453,5 +456,26 @@ func retrySchedule(rc redis.UniversalClient, prefix string, log logrus.FieldLogg
 		} else if !next.IsZero() {
 			log.WithFields(logrus.Fields{"job_id": job.ID, "next": next}).Info("odek worker: a one-shot schedule's job failed; it fires again")
 		}
+	}
+}
+
+// scheduleTools gives every job the schedule tool of its chat
+// (schedule/scheduletool), on st with the chat limits of ODEK_SCHEDULE_*;
+// nil (no tool) when ODEK_SCHEDULES=off or the limits do not parse.
+func scheduleTools(st schedule.Store, q schedule.Enqueuer, log logrus.FieldLogger) func(queue.Job, tools.Prompter) []agent.Tool {
+	if os.Getenv("ODEK_SCHEDULES") == "off" {
+		return nil
+	}
+	lim, err := schedule.LimitsFromEnv(os.Getenv)
+	if err != nil {
+		log.WithError(err).Error("schedules: the schedule tool is off")
+		return nil
+	}
+	sv := &schedule.Service{Store: st, Queue: q, Limits: lim}
+	return func(job queue.Job, ask tools.Prompter) []agent.Tool {
+		if job.ChatID == 0 {
+			return nil
+		}
+		return []agent.Tool{scheduletool.New(sv, job, ask)}
 	}
 }

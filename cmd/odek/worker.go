@@ -5,6 +5,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"github.com/odekrun/odek/schedule"
 	"io"
 	"net"
 	"net/http"
@@ -260,6 +261,7 @@ func cmdWorker(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	jr := &host.JobRunner{Config: cfg, Sessions: store, Logger: log,
 		WorkDir: wd, ArtifactsDir: f.artifacts, Environ: os.Environ(), ClientVersion: version,
 		AllowedModels: host.ParseModels(env.Models)}
+	jr.JobTools = scheduleTools(schedule.NewRedis(rc, f.q.prefix), q, log) // schedule.go: the model's schedule tool
 	if err := jr.Start(ctx, penv.ApproveMCP); err != nil {
 		return withCode(exitSetup, err)
 	}

@@ -193,6 +193,9 @@ type RunSpec struct {
 	Logger logrus.FieldLogger
 	// Warn, when set, replaces the Host's for this run.
 	Warn func(string)
+	// ExtraTools are offered to the model after the built-ins (a job's
+	// own tools, such as the schedule tool of its chat).
+	ExtraTools []agent.Tool
 	// CheckAnswer becomes agent.Config.CheckAnswer (issue 28: the
 	// --output-schema / output_schema Checker of internal/outschema).
 	CheckAnswer func(answer string) (corrective string, event events.Payload)
@@ -271,6 +274,7 @@ func (h *Host) Prepare(ctx context.Context, spec RunSpec) (*Runtime, error) {
 	o.ExtensionSet = h.ext
 	o.Confine, o.SandboxTemplate = spec.Confine, h.template
 	o.LimitOverrides, o.Depth, o.Start, o.MaxRisk = spec.Budget, spec.Depth, spec.Start, spec.MaxRisk
+	o.ExtraTools = append(o.ExtraTools, spec.ExtraTools...)
 	lower, adjust := spec.Lower, spec.Adjust
 	if lower != (budget.Limits{}) || adjust != nil {
 		o.AdjustLimits = func(l *budget.Limits) {
