@@ -352,7 +352,10 @@ func (c *chat) scheduleList(ctx context.Context, sv *schedule.Service) (string, 
 			break
 		}
 		icon := "🔁"
+		done := !s.Enabled && !s.Last.IsZero() && strings.HasPrefix(s.Spec, "at ")
 		switch {
+		case done:
+			icon = "✔️"
 		case !s.Enabled:
 			icon = "⏸"
 		case s.Kind == schedule.KindMessage:
@@ -363,7 +366,7 @@ func (c *chat) scheduleList(ctx context.Context, sv *schedule.Service) (string, 
 		next := "paused"
 		if s.Enabled {
 			next = "next " + fmtWhen(s.Next, loc, now)
-		} else if !s.Last.IsZero() && s.Next.IsZero() && strings.HasPrefix(s.Spec, "at ") {
+		} else if done {
 			next = "done"
 		}
 		fmt.Fprintf(&b, "\n\n%s %s — %s — %s\n%s", icon, s.ID, describeSpec(s, loc), next, oneLine(s.Text, 120))

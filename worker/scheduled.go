@@ -25,6 +25,9 @@ import (
 //     denied as non_interactive unless the schedule's owner approved the
 //     tool ahead (queue.Job.Approved; never the schedule tool).
 
+// ReminderMark starts a reminder's answer, so it reads as one.
+const ReminderMark = "⏰ "
+
 // scheduledStats count what the rules did.
 type scheduledStats struct {
 	messages, silenced, denied atomic.Uint64
@@ -69,7 +72,7 @@ func (w *Worker) runScheduled(ctx context.Context, job queue.Job, sink events.Si
 	}
 	if fi.Message {
 		w.sched.messages.Add(1)
-		return queue.Result{Status: queue.StatusSucceeded, Answer: job.Goal}, true, nil, nil
+		return queue.Result{Status: queue.StatusSucceeded, Answer: ReminderMark + job.Goal}, true, nil, nil
 	}
 	p := scheduledPrompter{approved: job.Approved, denied: &w.sched.denied}
 	res, panicked, err = w.call(ctx, job, sink, signals, p)

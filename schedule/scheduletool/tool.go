@@ -161,7 +161,7 @@ func (t *Tool) confirm(ctx context.Context, fields string) (bool, string) {
 	if t.ask == nil {
 		return false, "nobody can confirm schedule changes here, so none was made"
 	}
-	ok, err := t.ask.Confirm(ctx, "odek: allow "+schedule.ToolName+" (system_write, "+fields+")? [y/N] ")
+	ok, err := t.ask.Confirm(ctx, "odek: allow "+schedule.ToolName+" (schedule, "+fields+")? [y/N] ")
 	switch {
 	case errors.Is(err, schedule.ErrNonInteractive):
 		return false, "a scheduled job cannot change schedules (nobody is there to confirm)"

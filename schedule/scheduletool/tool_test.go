@@ -58,7 +58,7 @@ func TestToolConfirmsChangesAndStaysInItsChat(t *testing.T) {
 		t.Fatalf("a declined create made %d schedules", len(l))
 	}
 	q := no.qs[0]
-	for _, want := range []string{"odek: allow schedule (system_write, ", "action=create", "kind=message", "next=Thu 3 Dec 09:00 CET", "text=renew the domain; odek.run"} {
+	for _, want := range []string{"odek: allow schedule (schedule, ", "action=create", "kind=message", "next=Thu 3 Dec 09:00 CET", "text=renew the domain; odek.run"} {
 		if !strings.Contains(q, want) {
 			t.Errorf("question %q lacks %q", q, want)
 		}
