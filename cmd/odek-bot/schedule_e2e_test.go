@@ -131,4 +131,3 @@ func TestE2EScheduleRemindToolAndQuiet(t *testing.T) {
 		}
 	}
 }
-
