@@ -11,6 +11,7 @@ import (
 	"github.com/odekrun/odek/bot/tgformat"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -81,6 +82,7 @@ type Bot struct {
 	langs    langTable
 	health   health
 	delivery deliveries
+	bg       bgJobs // background jobs (/bg) not yet answered (schedule.go)
 
 	// Used only by Run's own goroutines, one at a time.
 	lastSaved []byte    // the last state snapshot saved (loadState, then stateLoop, then Run)
@@ -293,7 +295,11 @@ var commands = []tgbotapi.BotCommand{
 }
 
 func (b *Bot) setCommands(ctx context.Context) {
-	if _, _, err := b.tg.Call(ctx, tgbotapi.NewSetMyCommands(commands...), false); err != nil {
+	cmds := commands
+	if b.cfg.Schedules != nil {
+		cmds = append(slices.Clip(cmds), scheduleCommands...)
+	}
+	if _, _, err := b.tg.Call(ctx, tgbotapi.NewSetMyCommands(cmds...), false); err != nil {
 		b.log.WithError(err).Warn("bot: setMyCommands failed; commands still work but are not suggested")
 	}
 }
@@ -562,6 +568,9 @@ func (c *chat) handleMessage(ctx context.Context, updateID int, m *tgbotapi.Mess
 		c.retry(ctx, updateID, userID, userName, m.MessageID, group)
 		return
 	case chatcore.RouteCommand:
+		if c.scheduleCommand(ctx, updateID, userID, m) {
+			return // schedule.go: /schedule, /remind, /tz, /bg, /jobs, /stop <id>
+		}
 		c.command(ctx, userID, m.Command(), strings.TrimSpace(m.CommandArguments()))
 		return
 	case chatcore.RouteUnsupported:

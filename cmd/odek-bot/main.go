@@ -187,7 +187,9 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		log.WithFields(logrus.Fields{"workers": e.Workers, "store": st.Path()}).Info("odek-bot: embedded mode: no REDIS_URL, jobs run inside this process")
 	}
 
-	defer startSchedules(ctx, e, q, log)()
+	stopSchedules, schedules := startSchedules(ctx, e, q, log) // schedule.go
+	defer stopSchedules()
+	cfg.Schedules = schedules
 	cfg.Transcriber = transcriber(ctx, e, log)
 	b, err := bot.New(cfg, q)
 	if err != nil {
