@@ -12,6 +12,7 @@ import (
 	"github.com/odekrun/odek/internal/ext"
 	"github.com/odekrun/odek/internal/sandbox"
 	"github.com/odekrun/odek/internal/session"
+	"github.com/odekrun/odek/internal/telemetry"
 	"github.com/sirupsen/logrus"
 )
 
@@ -303,9 +304,25 @@ func (h *Host) Prepare(ctx context.Context, spec RunSpec) (*Runtime, error) {
 	if spec.Confine && h.template == nil {
 		return nil, setupError{errors.New("host: a confined run needs a Host built with HostOptions.Confine")}
 	}
+	// telemetry (issue 24, trace.go): the run's span, and its model and
+	// tool calls traced where they happen.
+	var span telemetry.Span
+	if telemetry.On() {
+		if o.RunID == "" {
+			o.RunID = session.NewID()
+		}
+		ctx, span = startAgentSpan(ctx, o.RunID, o.SessionID, o.Config.Model)
+		o.EventSink, o.traced = telemetry.RunSink(span, o.EventSink), true
+	}
 	rt, err := Build(ctx, o)
 	if err != nil {
+		span.Fail("setup", err)
+		span.End()
 		return nil, setupError{err}
+	}
+	if span.Recording() {
+		rt.span = span
+		rt.closers = append([]func() error{func() error { span.End(); return nil }}, rt.closers...)
 	}
 	rt.Agent.CheckAnswer = spec.CheckAnswer // wiring point (issue 28)
 	rt.Agent.AgentSignalHandler = spec.Signals
@@ -339,7 +356,7 @@ func (h *Host) Run(ctx context.Context, spec RunSpec) (Outcome, error) {
 	if out, refused, err := rt.hooksBefore(ctx, &acfg, spec); refused {
 		return out, err
 	}
-	res, runErr := agent.Run(ctx, acfg, spec.Goal)
+	res, runErr := agent.Run(rt.Context(ctx), acfg, spec.Goal)
 	defer rt.hooksAfter(ctx, acfg, res, runErr)
 	out := Outcome{
 		Answer: rt.Redactor.String(res.Answer), RunID: res.RunID, SessionID: acfg.SessionID, Iterations: res.Iterations,

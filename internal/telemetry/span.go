@@ -285,3 +285,8 @@ func orDefaultDur(v, d time.Duration) time.Duration {
 	}
 	return v
 }
+
+// finishReasons is gen_ai.response.finish_reasons for one choice.
+func finishReasons(r string) attribute.KeyValue {
+	return attribute.StringSlice("gen_ai.response.finish_reasons", []string{clipText(r, 64)})
+}
