@@ -119,3 +119,20 @@ func (s Span) EndChat(c ChatCall, class string, err error) {
 	}
 	s.s.End(trace.WithTimestamp(end))
 }
+
+// StartLinked starts an internal span named name under ctx's span with a
+// link to the span carried in link (a job's Trace map, ToMap's form): the
+// bot's delivery of a result links back to the update that asked for it.
+// An empty or malformed link adds none.
+func StartLinked(ctx context.Context, name string, link map[string]string) (context.Context, Span) {
+	p := active.Load()
+	if p == nil {
+		return ctx, Span{}
+	}
+	opts := []trace.SpanStartOption{trace.WithSpanKind(trace.SpanKindInternal)}
+	if sc := trace.SpanContextFromContext(FromMap(context.Background(), link)); sc.IsValid() {
+		opts = append(opts, trace.WithLinks(trace.Link{SpanContext: sc}))
+	}
+	ctx, s := p.tracer.Start(ctx, clipText(name, 256), opts...)
+	return ctx, Span{s: s, p: p}
+}
