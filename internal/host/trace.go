@@ -3,7 +3,6 @@ package host
 import (
 	"context"
 	"encoding/json"
-	"errors"
 
 	"github.com/odekrun/odek/agent"
 	"github.com/odekrun/odek/internal/telemetry"
@@ -95,13 +94,15 @@ type tracedTool struct{ agent.Tool }
 func (t tracedTool) Run(ctx context.Context, args json.RawMessage) (agent.ToolResult, error) {
 	call, _ := agent.CallFrom(ctx)
 	ctx, s := telemetry.StartTool(ctx, t.Definition().Name, call.CallID)
-	s.Content(telemetry.KeyToolArguments, string(args))
+	if s.Capturing() {
+		s.Content(telemetry.KeyToolArguments, string(args))
+	}
 	res, err := t.Tool.Run(ctx, args)
 	switch {
 	case err != nil:
 		s.Fail(agent.ErrorClass(err), err)
 	case res.IsError:
-		s.Fail("tool_error", errors.New("the tool reported an error"))
+		s.Fail("tool_error", nil)
 	default:
 		s.Content(telemetry.KeyToolResult, res.Text)
 	}

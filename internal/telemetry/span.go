@@ -138,6 +138,10 @@ func (s Span) Usage(input, output, cached int) {
 	}
 }
 
+// Capturing reports whether Content would record anything: guard the
+// building of content (a conversion, a join) with it.
+func (s Span) Capturing() bool { return s.s != nil && s.p.capture && s.s.IsRecording() }
+
 // Content records text (a prompt, a completion, tool arguments) under key
 // only when the operator turned capture on: redacted, then clipped.
 func (s Span) Content(key, text string) {
