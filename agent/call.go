@@ -62,7 +62,12 @@ func Emit(ctx context.Context, typ events.Type, data map[string]any) {
 
 // withCall returns ctx carrying the run's CallInfo for tool name.
 func (r *run) withCall(ctx context.Context, runID, tool, callID string) context.Context {
-	return context.WithValue(ctx, callKey{}, CallInfo{
-		RunID: runID, SessionID: r.cfg.SessionID, Budget: r.cfg.Budget, Tool: tool, CallID: callID, em: r.em,
-	})
+	c := r.callInfo(runID)
+	c.Tool, c.CallID = tool, callID
+	return context.WithValue(ctx, callKey{}, c)
+}
+
+// callInfo is the run's CallInfo outside any tool call.
+func (r *run) callInfo(runID string) CallInfo {
+	return CallInfo{RunID: runID, SessionID: r.cfg.SessionID, Budget: r.cfg.Budget, em: r.em}
 }
