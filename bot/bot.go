@@ -121,6 +121,7 @@ type chatArtifact struct {
 }
 
 type jobState struct {
+	trace     jobTrace // tracing.go
 	id        string
 	chatID    int64
 	userID    int64
@@ -463,7 +464,8 @@ func (b *Bot) handleUpdate(ctx context.Context, u tgbotapi.Update) {
 			b.refuse(ctx, m.Chat.ID, userID, lang, u.UpdateID, "")
 			return
 		}
-		b.serial.Do(m.Chat.ID, func(c *chat) { c.handleMessage(ctx, u.UpdateID, m, edited) })
+		ctx, span := traceUpdate(ctx, u.UpdateID, m.Chat.ID) // tracing.go
+		b.serial.Do(m.Chat.ID, func(c *chat) { c.handleMessage(ctx, u.UpdateID, m, edited); span.End() })
 	}
 }
 
@@ -940,7 +942,9 @@ func (c *chat) enqueue(ctx context.Context, r jobRequest, adm chatcore.Admission
 	// waiting here when the bot shuts down is enqueued all the same (its
 	// reply comes after the restart), not dropped with the canceled ctx.
 	ectx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
+	ectx, span, jt := traceEnqueue(ectx, &job) // tracing.go
 	stored, dup, err := b.q.Enqueue(ectx, job)
+	traceEnqueued(span, stored, dup, err)
 	cancel()
 	dropStatus := func() {
 		if statusMsg != 0 {
@@ -970,7 +974,7 @@ func (c *chat) enqueue(ctx context.Context, r jobRequest, adm chatcore.Admission
 	}
 	c.last[userID] = r
 	js := &jobState{id: stored.ID, chatID: chatID, userID: userID, userName: userName, replyTo: r.replyTo, uploads: r.uploads, srcMsg: r.srcMsg, lang: lang,
-		session: session}
+		session: session, trace: jt}
 	c.roll()
 	position := len(c.queue)
 	c.queue = append(c.queue, stored.ID)

@@ -125,6 +125,12 @@ func (c *chat) deliver(ctx context.Context, d queue.Delivery) {
 	now := b.cfg.Now()
 
 	js := c.jobs[res.JobID]
+	var jt jobTrace
+	if js != nil {
+		jt = js.trace
+	}
+	ctx, span := traceDeliver(ctx, jt, res) // tracing.go
+	defer span.End()
 	c.roll()
 	for i, id := range c.queue {
 		if id == res.JobID {

@@ -117,6 +117,11 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		return &codeErr{exitSetup, fmt.Errorf("ODEK_LOG_LEVEL: %v", err)}
 	}
 	log.SetLevel(lvl)
+	endTrace, err := startTracing(ctx, log) // telemetry.go (issue 24)
+	if err != nil {
+		return &codeErr{exitSetup, err}
+	}
+	defer endTrace()
 
 	cfg, err := botConfig(e, log)
 	if err == nil {
