@@ -300,6 +300,7 @@ func (b *Bot) setCommands(ctx context.Context) {
 	if b.cfg.Schedules != nil {
 		cmds = append(slices.Clip(cmds), scheduleCommands...)
 	}
+	cmds = append(slices.Clip(cmds), b.skillMenu()...) // skills.go
 	if _, _, err := b.tg.Call(ctx, tgbotapi.NewSetMyCommands(cmds...), false); err != nil {
 		b.log.WithError(err).Warn("bot: setMyCommands failed; commands still work but are not suggested")
 	}
@@ -572,6 +573,9 @@ func (c *chat) handleMessage(ctx context.Context, updateID int, m *tgbotapi.Mess
 	case chatcore.RouteCommand:
 		if c.scheduleCommand(ctx, updateID, userID, m) {
 			return // schedule.go: /schedule, /remind, /tz, /bg, /jobs, /stop <id>
+		}
+		if c.skillCommand(ctx, updateID, userID, userName, m, group) {
+			return // skills.go: the operator's skills as commands
 		}
 		c.command(ctx, userID, m.Command(), strings.TrimSpace(m.CommandArguments()))
 		return

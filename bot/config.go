@@ -107,6 +107,11 @@ type Config struct {
 	// Schedules, when set, serves /schedule, /remind, /tz and /jobs'
 	// schedules (bot/schedule.go, docs/SCHEDULES.md); nil turns them off.
 	Schedules *schedule.Service
+	// Skills are the operator's Agent Skills offered as commands
+	// (bot/skills.go): at most what fits Telegram's menu beside the
+	// built-in commands, names not taken by them (skills.Set.Commands
+	// with BuiltinCommands). nil ⇒ none.
+	Skills []SkillCommand
 
 	// Keywords are words that address the bot in a group besides a
 	// mention, a reply to the bot or a command (case-insensitive, whole

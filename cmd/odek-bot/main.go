@@ -195,6 +195,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	stopSchedules, schedules := startSchedules(ctx, e, q, log) // schedule.go
 	defer stopSchedules()
 	cfg.Schedules = schedules
+	cfg.Skills = skillCommands(log) // skills.go
 	cfg.Transcriber = transcriber(ctx, e, log)
 	b, err := bot.New(cfg, q)
 	if err != nil {
