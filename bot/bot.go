@@ -101,7 +101,8 @@ type chatState struct {
 	answers map[int][]int
 	// last is each user's last request in this chat, for /retry.
 	last        map[int64]jobRequest
-	model       string // chosen with /model; "" = the workers' default
+	model       string        // chosen with /model; "" = the workers' default
+	busy        chatcore.Busy // chosen with /busy; "" = Config.Busy (busy.go)
 	answerOrder []int
 	// books are the chat's usage, history, reservations and context
 	// gauge: the core's decision state (chatcore.Books).
@@ -145,6 +146,10 @@ type jobState struct {
 	// superseded: the user edited the message; the job is canceled and its
 	// result is not shown.
 	superseded bool
+	// steered are the messages steered into the job (busy.go), oldest
+	// first; interrupted: a newer message stopped it.
+	steered     []jobRequest
+	interrupted bool
 }
 
 type approvalState struct {
@@ -284,6 +289,7 @@ var commands = []tgbotapi.BotCommand{
 	{Command: "retry", Description: "Run your last request again"},
 	{Command: "model", Description: "Choose the model for this chat"},
 	{Command: "compact", Description: "Fold the older conversation into a digest now"},
+	{Command: "busy", Description: "Messages sent while a job runs: queue, steer or interrupt"},
 }
 
 func (b *Bot) setCommands(ctx context.Context) {
@@ -825,6 +831,9 @@ func (c *chat) startJob(ctx context.Context, r jobRequest) {
 		c.reply(ctx, tr(lang, "slow.down", b.cfg.UserJobsPerMinute, chatcore.HumanWait(wait)))
 		return
 	}
+	if c.whileBusy(ctx, r, lang) { // busy.go: steered into the running job
+		return
+	}
 	if adm.Verdict == chatcore.BudgetHeld {
 		c.hold(ctx, r, lang)
 		return
@@ -1022,6 +1031,8 @@ func (c *chat) command(ctx context.Context, userID int64, cmd, arg string) {
 		c.sendArtifact(ctx, b.lang(userID), arg)
 	case "model":
 		c.chooseModel(ctx, b.lang(userID), arg)
+	case "busy":
+		c.busyCommand(ctx, b.lang(userID), arg)
 	default:
 		c.reply(ctx, tr(b.lang(userID), "unknown"))
 	}

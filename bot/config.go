@@ -7,6 +7,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/odekrun/odek/bot/chatcore"
 	"github.com/odekrun/odek/queue"
 	"github.com/sirupsen/logrus"
 )
@@ -134,6 +135,13 @@ type Config struct {
 	// "edit" always in the status message (throttled edits), "off" not at
 	// all. The formatted answer replaces it at the end.
 	Stream string
+
+	// Busy is the operator's default busy policy (issue 26): what a
+	// message sent while the chat's job runs does, "queue" (the default:
+	// it waits as a job of its own), "steer" (it joins the running job at
+	// its next model boundary) or "interrupt" (the running job stops and
+	// it runs next). Chats change it with /busy.
+	Busy string
 
 	// Models are the models users may choose per chat with /model (the
 	// operator's list, ODEK_TELEGRAM_MODELS); the choice travels on each
@@ -283,6 +291,9 @@ func (c Config) validate() error {
 	case "", "auto", "edit", "off":
 	default:
 		return fmt.Errorf("%w: stream must be auto, edit or off, got %q", ErrConfig, clipStr(c.Stream, 20))
+	}
+	if _, err := chatcore.ParseBusy(c.Busy); err != nil {
+		return fmt.Errorf("%w: ODEK_TELEGRAM_BUSY: %v", ErrConfig, err)
 	}
 	if c.GroupSession != "" && c.GroupSession != "user" && c.GroupSession != "group" {
 		return fmt.Errorf("%w: ODEK_TELEGRAM_GROUP_SESSION must be user or group, got %q", ErrConfig, c.GroupSession)

@@ -115,6 +115,9 @@ func (b *Bot) resultsLoop(ctx context.Context) error {
 // deliver sends one result to its chat and acknowledges it. It runs in the
 // chat's actor.
 func (c *chat) deliver(ctx context.Context, d queue.Delivery) {
+	if c.deliverCompact(ctx, d) { // compactjob.go
+		return
+	}
 	b := c.b
 	res := d.Result
 	chatID := c.id
@@ -136,7 +139,7 @@ func (c *chat) deliver(ctx context.Context, d queue.Delivery) {
 	f := chatcore.Finished{Lang: "en"}
 	if js != nil {
 		statusMsg, replyTo, srcMsg = js.statusMsg, js.replyTo, js.srcMsg
-		f = chatcore.Finished{Lang: b.lang(js.userID), TimedOut: js.timedOut, Superseded: js.superseded, Uploads: js.uploads}
+		f = chatcore.Finished{Lang: b.lang(js.userID), TimedOut: js.timedOut, Superseded: js.superseded, Uploads: js.uploads, Interrupted: js.interrupted}
 	}
 	plan := chatcore.PlanResult(b.policy, res, f, c.books.Use, c.nextArt, now)
 	lang := f.Lang
@@ -240,7 +243,8 @@ func (c *chat) deliver(ctx context.Context, d queue.Delivery) {
 	c.books.Ended(res.JobID) // a result left for redelivery holds nothing meanwhile
 	log.Info("bot: result delivered")
 	if ack {
-		c.startHeld(ctx) // its reservation is released: a held message may start
+		c.leftovers(ctx, js) // busy.go: steered messages the job did not take
+		c.startHeld(ctx)     // its reservation is released: a held message may start
 	}
 }
 

@@ -515,6 +515,7 @@ func (w *Worker) runJob(l queue.Lease) {
 	deltas := newDeltaSink(sink) // delta.go: the answer as it streams
 	claimSpan.End()
 	runSpanCtx, runSpan := telemetry.Start(runCtx, "odek.job.run")
+	runSpanCtx = withSteer(runSpanCtx, w.cfg.Queue, l.Job.ID, log) // steer.go
 	res, panicked, err := w.call(runSpanCtx, l.Job, telemetry.EventSpans(runSpanCtx, sink), deltas.signal, prompter)
 	runSpan.End()
 	deltas.stop()
