@@ -276,3 +276,51 @@ func dedupe(paths []string) []string {
 	}
 	return out
 }
+
+// WithReadOnly returns a Template whose jobs may also read and execute
+// each of dirs (the operator's skill directories: a skill's scripts and
+// files must be usable by a confined job) although they may lie inside
+// container, a denied path (ODEK_HOME). A dir is skipped, and returned in
+// skipped with the reason, when it is not an absolute path, does not
+// exist or is not a directory, is container itself, contains a denied
+// path, or lies inside a denied path other than container (another chat's
+// directory, say). Nothing is writable through these grants. t is not
+// modified.
+func (t *Template) WithReadOnly(dirs []string, container string, fsys Lister) (*Template, []string) {
+	out := &Template{spec: t.spec, deny: t.deny}
+	out.spec.ReadOnly = slices.Clone(t.spec.ReadOnly)
+	container = filepath.Clean(container)
+	var skipped []string
+	for _, dir := range dirs {
+		if !filepath.IsAbs(dir) {
+			skipped = append(skipped, dir+": not an absolute path")
+			continue
+		}
+		dir = filepath.Clean(dir)
+		why := ""
+		for _, d := range t.deny {
+			switch {
+			case within(dir, d):
+				why = "it holds " + d + ", which jobs may not read"
+			case d != container && within(d, dir):
+				why = "it lies inside " + d + ", which jobs may not read"
+			}
+			if why != "" {
+				break
+			}
+		}
+		if why == "" && fsys != nil {
+			if exists, isDir := fsys.Kind(dir); !exists || !isDir {
+				why = "not a directory"
+			}
+		}
+		if why != "" {
+			skipped = append(skipped, dir+": "+why)
+			continue
+		}
+		if !slices.Contains(out.spec.ReadOnly, dir) {
+			out.spec.ReadOnly = append(out.spec.ReadOnly, dir)
+		}
+	}
+	return out, skipped
+}
