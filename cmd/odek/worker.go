@@ -5,6 +5,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"github.com/odekrun/odek/schedule"
 	"io"
 	"net"
 	"net/http"
@@ -253,6 +254,7 @@ func cmdWorker(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	jr := &host.JobRunner{Config: cfg, Sessions: store, Logger: log,
 		WorkDir: wd, ArtifactsDir: f.artifacts, Environ: os.Environ(), ClientVersion: version,
 		AllowedModels: host.ParseModels(env.Models)}
+	jr.JobTools = scheduleTools(schedule.NewRedis(rc, f.q.prefix), q, log) // schedule.go: the model's schedule tool
 	if err := jr.Start(ctx, penv.ApproveMCP); err != nil {
 		return withCode(exitSetup, err)
 	}
@@ -272,6 +274,7 @@ func cmdWorker(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		HeartbeatInterval: min(f.q.lease/3, 500*time.Millisecond),
 		LeaseTTL:          f.q.lease,
 		Version:           version,
+		AfterResult:       retrySchedule(rc, f.q.prefix, log), // schedule.go: a failed one-shot fires again
 	})
 	if err != nil {
 		return withCode(exitSetup, err)

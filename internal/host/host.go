@@ -48,6 +48,7 @@ import (
 	"github.com/odekrun/odek/internal/sandbox"
 	"github.com/odekrun/odek/internal/skills/skilltool"
 	"github.com/odekrun/odek/internal/subagent"
+	"github.com/odekrun/odek/internal/telemetry"
 	"github.com/odekrun/odek/internal/tools"
 	"github.com/odekrun/odek/queue"
 	"github.com/sirupsen/logrus"
@@ -95,6 +96,10 @@ type Options struct {
 	ExtraTools []tools.Tool
 	// RunID and SessionID are passed through to agent.Config.
 	RunID, SessionID string
+
+	// traced: Prepare opened the run's span; Build wraps the model and
+	// the tools so their calls are spans (trace.go).
+	traced bool
 	// Extensions starts the MCP servers of the mcp_servers sections
 	// (package ext) and offers their approved tools. Off ⇒ none start.
 	Extensions bool
@@ -173,6 +178,9 @@ type Runtime struct {
 	plan *plan.Tool
 	// hooks runs the operator's hooks (issue 28); never nil after Build.
 	hooks *hooks.Runner
+
+	// span is the run's invoke_agent span (trace.go); zero when off.
+	span telemetry.Span
 
 	closeOnce sync.Once
 	closers   []func() error
@@ -373,8 +381,12 @@ func Build(ctx context.Context, opts Options) (*Runtime, error) {
 	if toolset, err = rt.wireHooks(cfg, opts, workDir, jail, red, log, toolset); err != nil {
 		return nil, err
 	}
+	var model agent.Model = client
+	if opts.traced { // telemetry (issue 24, trace.go)
+		model, toolset = traceModel(client, cfg.Model), traceTools(toolset)
+	}
 	rt.Agent = agent.Config{
-		LLM:                client,
+		LLM:                model,
 		Model:              cfg.Model,
 		SystemPrompt:       systemPrompt, // issue 28: cfg.SystemPrompt plus the skills
 		Tools:              toolset,
