@@ -116,6 +116,12 @@ type Sandbox struct {
 	// MaxFileSizeMB caps the size of a file a job's process writes, in
 	// MiB; 0 ⇒ 1024.
 	MaxFileSizeMB int `json:"max_file_size_mb" project:"lower" default:"1024" check:"min=0"`
+	// JobMemoryMB caps the memory of a job's processes together, in MiB
+	// (its cgroup's memory.max); 0 ⇒ 2048.
+	JobMemoryMB int `json:"job_memory_mb" project:"lower" default:"2048" check:"min=0"`
+	// JobCPUSeconds caps the CPU time of a job's processes together, in
+	// seconds; 0 ⇒ 1800.
+	JobCPUSeconds int `json:"job_cpu_seconds" project:"lower" default:"1800" check:"min=0"`
 }
 
 // Context is the pair of top-level keys that steer proactive trimming.

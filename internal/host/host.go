@@ -426,6 +426,7 @@ func SandboxSettings(cfg *config.Config) sandbox.Settings {
 		Mode: s.Mode, Confine: s.Confine, AllowConnectPorts: s.AllowConnectPorts, AllowBindPorts: s.AllowBindPorts,
 		ReadOnlyPaths: s.ReadOnlyPaths, DenyPaths: s.DenyPaths,
 		MaxMemoryMB: s.MaxMemoryMB, MaxCPUSeconds: s.MaxCPUSeconds, MaxProcesses: s.MaxProcesses, MaxFileSizeMB: s.MaxFileSizeMB,
+		JobMemoryMB: s.JobMemoryMB, JobCPUSeconds: s.JobCPUSeconds,
 	}
 }
 

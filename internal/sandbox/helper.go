@@ -61,9 +61,11 @@ func runHelper(args []string, stderr io.Writer) int {
 	if spec.Cgroup != "" {
 		// Before Landlock, which denies /sys: the job's processes are
 		// born in the job's cgroup and cannot leave it.
-		if err := joinCgroup(spec.Cgroup); err != nil {
-			fmt.Fprintf(stderr, "odek sandbox: not running the command, the sandbox could not be applied: join the job's cgroup %s: %v\n", spec.Cgroup, err)
-			return ExitNotConfined
+		for _, dir := range append([]string{spec.Cgroup}, spec.CgroupsV1...) {
+			if err := joinCgroup(dir); err != nil {
+				fmt.Fprintf(stderr, "odek sandbox: not running the command, the sandbox could not be applied: join the job's cgroup %s: %v\n", dir, err)
+				return ExitNotConfined
+			}
 		}
 	}
 	if err := enforce(spec); err != nil {
