@@ -4,6 +4,7 @@ package tools
 
 import (
 	"encoding/json"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -407,6 +408,48 @@ func FuzzGitIndex(f *testing.F) {
 				if l == "" || strings.HasPrefix(l, "/") || strings.HasPrefix(l, "../") {
 					t.Fatalf("gitlink %q", l)
 				}
+			}
+		}
+	})
+}
+
+// BenchmarkAssessGitStatus is what reading the repository adds to rating
+// a git command: the shell tool's Assess of `git status` in a clean
+// repository of 200 tracked files, against the classifier alone.
+func BenchmarkAssessGitStatus(b *testing.B) {
+	if _, err := exec.LookPath("git"); err != nil {
+		b.Skip("git not installed")
+	}
+	home := b.TempDir()
+	dir := filepath.Join(b.TempDir(), "w")
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		b.Fatal(err)
+	}
+	for i := range 200 {
+		if err := os.WriteFile(filepath.Join(dir, fmt.Sprintf("f%03d.txt", i)), []byte("x\n"), 0o644); err != nil {
+			b.Fatal(err)
+		}
+	}
+	for _, args := range [][]string{{"init", "-q"}, {"add", "."}, {"commit", "-q", "-m", "x"}} {
+		cmd := exec.Command("git", args...)
+		cmd.Dir, cmd.Env = dir, gitTestEnv(home)
+		if out, err := cmd.CombinedOutput(); err != nil {
+			b.Fatalf("git %v: %v %s", args, err, out)
+		}
+	}
+	tool := builtin(b, Options{WorkDir: dir, Env: gitTestEnv(home)}, "shell")
+	args := json.RawMessage(`{"command":"git status"}`)
+	b.Run("classifier alone", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			classifyShell("git status", dir, 0)
+		}
+	})
+	b.Run("Assess with the repository read", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			if a, err := tool.Assess(args); err != nil || a.Class != ClassSafe {
+				b.Fatal(a, err)
 			}
 		}
 	})
