@@ -101,7 +101,7 @@ func sandboxNote(j *sandbox.Jail) string {
 		net = "network connections only to TCP ports " + strings.Join(ports, ", ")
 	}
 	return " The command runs in a sandbox: it can write only in the working directory and $TMPDIR, read system files (/usr, /etc, …) but not /proc or other users' files, and has " + net +
-		" (TCP/UDP over IPv4/IPv6 only: no Unix, raw or netlink sockets, no TCP Fast Open" + listenNote(s) + "). Each process is limited in memory, CPU time and file size, and every process it leaves running ends with this job."
+		" (TCP/UDP over IPv4/IPv6 only: no Unix, raw or netlink sockets, no TCP Fast Open" + listenNote(s) + "). Each process is limited in memory, CPU time and file size, the whole job (where the host has per-job cgroups) in memory, CPU time and processes, and every process it leaves running ends with this job."
 }
 
 func listenNote(s sandbox.Spec) string {
