@@ -382,6 +382,7 @@ func (h *Host) Run(ctx context.Context, spec RunSpec) (Outcome, error) {
 		checker = outschema.NewChecker(spec.OutputSchema, spec.OutputRepairs)
 		goal += spec.OutputSchema.Instructions()
 		acfg.CheckAnswer = checker.Check
+		acfg.OutputSchema = spec.OutputSchema.Raw // native response_format for the models that take it
 	}
 	res, runErr := agent.Run(rt.Context(ctx), acfg, goal)
 	out := Outcome{
