@@ -454,3 +454,43 @@ func BenchmarkAssessGitStatus(b *testing.B) {
 		}
 	})
 }
+
+// A driver planted after the rating — by a parallel tool call, or a
+// process an earlier command left running — does not run: Run reads the
+// repository again and refuses a line rated below code_execution whose
+// repository now names a program. On the code before, the planted filter
+// ran (the marker appeared).
+func TestShellRunRechecksTheRepository(t *testing.T) {
+	if _, err := exec.LookPath("git"); err != nil {
+		t.Skip("git not installed")
+	}
+	home := t.TempDir()
+	marker := filepath.Join(t.TempDir(), "ran")
+	dir := filepath.Join(t.TempDir(), "w")
+	newDriverRepo(t, dir, home)
+	tool := builtin(t, Options{WorkDir: dir, Env: gitTestEnv(home)}, "shell")
+	const cmd = `{"command":"git add a.txt"}`
+	if a := assessShell(t, tool, "git add a.txt"); a.Class != ClassLocalWrite {
+		t.Fatalf("clean repository: %s", a.Class)
+	}
+	appendFile(t, filepath.Join(dir, ".git", "config"), "[filter \"x\"]\n\tclean = \"touch "+marker+"; cat\"\n")
+	appendFile(t, filepath.Join(dir, "a.txt"), "two\n")
+	res := run(t, tool, cmd)
+	if !res.IsError || !strings.Contains(res.Text, "filter.x.clean") {
+		t.Errorf("ran after the repository changed: %q", res.Text)
+	}
+	if _, err := os.Stat(marker); err == nil {
+		t.Fatal("the filter planted after the rating ran")
+	}
+	// Rated again, the line is code_execution; approved, it runs (the
+	// recheck does not stand in the way of an approval that covers it).
+	if a := assessShell(t, tool, "git add a.txt"); a.Class != ClassCodeExecution {
+		t.Fatalf("after planting: %s", a.Class)
+	}
+	if res := run(t, tool, cmd); res.IsError {
+		t.Fatalf("approved run refused: %q", res.Text)
+	}
+	if _, err := os.Stat(marker); err != nil {
+		t.Fatal("the approved command did not run the filter")
+	}
+}
