@@ -73,6 +73,14 @@ type Spec struct {
 	// it confines itself (a Jail sets it where per-job cgroups work; see
 	// cgroup_linux.go); "" ⇒ none.
 	Cgroup string `json:"cgroup,omitempty"`
+	// CgroupsV1 are the job's cgroups in other cgroup v1 hierarchies
+	// (memory, cpuacct), which the helper joins too.
+	CgroupsV1 []string `json:"cgroups_v1,omitempty"`
+	// JobMemoryMB is the memory limit of the job's cgroup in MiB; 0 ⇒
+	// none.
+	JobMemoryMB int `json:"job_memory_mb,omitempty"`
+	// JobCPUSeconds is the CPU time the job's cgroup may use; 0 ⇒ none.
+	JobCPUSeconds int `json:"job_cpu_seconds,omitempty"`
 }
 
 // HasLimits reports whether the spec sets any resource limit.
@@ -162,6 +170,8 @@ func systemSpec(s Settings, deny []string, fsys Lister) Spec {
 		MaxCPUSeconds: orDefault(s.MaxCPUSeconds, DefaultMaxCPUSeconds),
 		MaxProcesses:  orDefault(s.MaxProcesses, DefaultMaxProcesses),
 		MaxFileSizeMB: orDefault(s.MaxFileSizeMB, DefaultMaxFileSizeMB),
+		JobMemoryMB:   orDefault(s.JobMemoryMB, DefaultJobMemoryMB),
+		JobCPUSeconds: orDefault(s.JobCPUSeconds, DefaultJobCPUSeconds),
 	}
 	for _, ro := range cleanAll(append(slices.Clone(SystemReadOnly), s.ReadOnlyPaths...)) {
 		spec.ReadOnly = append(spec.ReadOnly, grant(ro, deny, fsys, 0)...)
