@@ -90,3 +90,20 @@ func TestQueueCompactorCancelsAnUnansweredJob(t *testing.T) {
 		t.Fatalf("a late worker claimed %d jobs (%v); the unanswered compaction must be canceled", len(ls), err)
 	}
 }
+
+// A worker that finished without its report reaching the stream: the
+// chat is told the report was lost, and the job's result (which says what
+// the worker did) is not suppressed but shown when it arrives.
+func TestQueueCompactorLostReportLeavesTheResult(t *testing.T) {
+	q := queue.NewMemory(queue.Options{})
+	jobs := fakeCompactWorker(t, q) // no events
+	qc := &QueueCompactor{Queue: q, Wait: 2 * time.Second}
+	_, err := qc.Compact(context.Background(), CompactRequest{ChatID: 7, Session: "s"})
+	job := <-jobs
+	if err == nil || !strings.Contains(err.Error(), "report was lost") {
+		t.Fatalf("err = %v", err)
+	}
+	if qc.reported[job.ID] {
+		t.Error("the finished job's result would be dropped although the chat was not told what it did")
+	}
+}
