@@ -43,6 +43,7 @@ import (
 	"github.com/odekrun/odek/internal/hooks"
 	"github.com/odekrun/odek/internal/llm"
 	"github.com/odekrun/odek/internal/plan"
+	"github.com/odekrun/odek/internal/privdir"
 	"github.com/odekrun/odek/internal/redact"
 	"github.com/odekrun/odek/internal/sandbox"
 	"github.com/odekrun/odek/internal/skills/skilltool"
@@ -454,7 +455,9 @@ func confine(cfg *config.Config, opts Options, workDir string, warn func(string)
 	if root, err = filepath.Abs(root); err != nil {
 		return nil, nil, fmt.Errorf("host: the run's root %s: %w", workDir, err)
 	}
-	tmp, err := os.MkdirTemp("", "odek-job-")
+	// 128 random bits: a confined job may stat any path it can name, and
+	// MkdirTemp's 32 bits can be enumerated or planted (privdir).
+	tmp, err := privdir.Make("", "odek-job-")
 	if err != nil {
 		return nil, nil, fmt.Errorf("host: the run's private temp dir: %w", err)
 	}
