@@ -48,6 +48,15 @@ type QueueCompactor struct {
 
 // Compact implements Compactor.
 func (q *QueueCompactor) Compact(ctx context.Context, r CompactRequest) (Compacted, error) {
+	if in, ok := q.Queue.(interface {
+		Workers(context.Context) ([]queue.WorkerInfo, error)
+	}); ok {
+		// Workers announce themselves when they start: with none, the
+		// chat would wait out Wait for nothing.
+		if ws, err := in.Workers(ctx); err == nil && len(ws) == 0 {
+			return Compacted{}, errors.New("no worker is running to compact it")
+		}
+	}
 	var b [12]byte
 	if _, err := rand.Read(b[:]); err != nil {
 		return Compacted{}, err
