@@ -18,8 +18,9 @@ import (
 // are durable first. queue/embedded, odek-bot's embedded store, is a
 // Memory with a bbolt journal. Safe for concurrent use.
 type Memory struct {
-	o Options
-	j Journal // nil: in memory only
+	o     Options
+	j     Journal       // nil: in memory only
+	newID func() string // names jobs without an id
 
 	mu        sync.Mutex
 	wake      chan struct{} // closed and replaced on every change
@@ -107,6 +108,7 @@ func newMemResult(seq uint64, res Result, at time.Time) *memResult {
 func NewMemory(opts Options) *Memory {
 	return &Memory{
 		o:         opts.withDefaults(),
+		newID:     newID,
 		wake:      make(chan struct{}),
 		jobs:      map[string]*memJob{},
 		chats:     map[int64][]string{},
@@ -141,7 +143,7 @@ func (m *Memory) Enqueue(ctx context.Context, job Job) (Job, bool, error) {
 		return job, false, err
 	}
 	ownID := job.ID != "" // a caller's id may name a job a previous process finished
-	job, _, err := prepareJob(job, m.o, newID)
+	job, _, err := prepareJob(job, m.o, m.newID)
 	if err != nil {
 		return job, false, err
 	}
