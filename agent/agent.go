@@ -70,6 +70,15 @@ type Config struct {
 	// MaxIterations and the budget); "" ends the run with the answer.
 	// (issue 28: internal/outschema's Checker for --output-schema.)
 	CheckAnswer func(answer string) (corrective string, event events.Payload)
+	// OnStart, when set, is called once after run_started and before the
+	// first model call, with the run's CallInfo (its Emit writes into the
+	// run's stream) and the goal; an error ends the run with that error
+	// before any model call. OnEnd, when set, is called once when the run
+	// ended, however, before its closing event, with the answer and the
+	// run's error. (issue 28: the operator's lifecycle hooks, whose hook_*
+	// events then sit inside the run's stream.)
+	OnStart func(ctx context.Context, call CallInfo, goal string) error
+	OnEnd   func(ctx context.Context, call CallInfo, answer string, err error)
 	// Tools available to the model; nil ⇒ none. Names must be unique and
 	// valid (ValidateToolName); Run refuses the config otherwise.
 	Tools []Tool

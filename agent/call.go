@@ -61,7 +61,12 @@ func Emit(ctx context.Context, typ events.Type, data map[string]any) {
 
 // withCall returns ctx carrying the run's CallInfo for tool name.
 func (r *run) withCall(ctx context.Context, runID, tool string) context.Context {
-	return context.WithValue(ctx, callKey{}, CallInfo{
-		RunID: runID, SessionID: r.cfg.SessionID, Budget: r.cfg.Budget, Tool: tool, em: r.em,
-	})
+	c := r.callInfo(runID)
+	c.Tool = tool
+	return context.WithValue(ctx, callKey{}, c)
+}
+
+// callInfo is the run's CallInfo outside any tool call.
+func (r *run) callInfo(runID string) CallInfo {
+	return CallInfo{RunID: runID, SessionID: r.cfg.SessionID, Budget: r.cfg.Budget, em: r.em}
 }

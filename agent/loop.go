@@ -133,7 +133,16 @@ func (r *run) run(ctx context.Context, goal string) (*Result, error) {
 	msgs = append(msgs, r.cfg.History...)
 	msgs = append(msgs, Message{Role: RoleUser, Content: goal, Images: r.cfg.GoalImages})
 
-	err := r.loopWithBudget(ctx, &msgs, res)
+	var err error
+	if r.cfg.OnStart != nil {
+		err = r.cfg.OnStart(ctx, r.callInfo(runID), goal)
+	}
+	if err == nil {
+		err = r.loopWithBudget(ctx, &msgs, res)
+	}
+	if r.cfg.OnEnd != nil {
+		r.cfg.OnEnd(context.WithoutCancel(ctx), r.callInfo(runID), res.Answer, err)
+	}
 
 	res.Duration = time.Since(start)
 	res.Messages = msgs[1:]

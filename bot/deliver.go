@@ -115,6 +115,9 @@ func (b *Bot) resultsLoop(ctx context.Context) error {
 // deliver sends one result to its chat and acknowledges it. It runs in the
 // chat's actor.
 func (c *chat) deliver(ctx context.Context, d queue.Delivery) {
+	if c.deliverCompact(ctx, d) { // compactjob.go
+		return
+	}
 	b := c.b
 	res := d.Result
 	chatID := c.id

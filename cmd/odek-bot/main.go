@@ -22,7 +22,6 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/ilyakaznacheev/cleanenv"
 	"github.com/redis/go-redis/v9"
 	"github.com/sirupsen/logrus"
 
@@ -97,14 +96,11 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	for _, a := range args {
 		switch a {
 		case "-h", "-help", "--help", "help":
-			h := helpHeader
-			text, err := cleanenv.GetDescription(&env{}, &h)
-			if err != nil {
-				return err
-			}
-			fmt.Fprintln(stdout, text)
-			// Embedded mode runs odek's own loop: its variables apply too.
-			fmt.Fprint(stdout, "\n"+config.EnvText(config.EnvGroups()[:2]))
+			fmt.Fprintln(stdout, helpHeader)
+			// The bot's own variables, those it shares with the workers,
+			// and (embedded mode runs odek's own loop) odek's.
+			g := config.EnvGroups()
+			fmt.Fprint(stdout, config.EnvText(append([]config.EnvGroup{{Title: "odek-bot", Vars: &env{}}, g[2]}, g[:2]...)))
 			return nil
 		default:
 			return &codeErr{exitSetup, fmt.Errorf("unknown argument %q; odek-bot is configured through the environment (see --help)", a)}
@@ -158,6 +154,10 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 			log.WithError(err).Warn("odek-bot: odek's configuration could not be read; /compact is off and /status shows no context window")
 		} else {
 			cfg.Compactor, cfg.ContextWindow = modelSide(mcfg, redisSessions(rc, e.QueuePrefix), false, log)
+		}
+		if cfg.Compactor == nil {
+			// No model key here: a worker compacts (queue.KindCompact).
+			cfg.Compactor = &bot.QueueCompactor{Queue: rq}
 		}
 		if e.StatusLedger == "" {
 			cfg.Ledger = queue.RedisStatusLedger{Client: rc, Key: queue.StatusLedgerKey(e.QueuePrefix)}

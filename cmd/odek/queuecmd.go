@@ -15,6 +15,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/odekrun/odek/internal/outschema"
 	"github.com/odekrun/odek/internal/redact"
 	"github.com/odekrun/odek/internal/telemetry"
 	"github.com/odekrun/odek/queue"
@@ -53,7 +54,7 @@ var queueSubs = []queueSub{
 		run: func(ctx context.Context, c *queueCLI, _ string) error { return c.stats(ctx) }},
 	{name: "show", usage: "show ID                               one job: state, worker, lease left, attempts and why each ended, result",
 		args: oneJobID("show"), run: func(ctx context.Context, c *queueCLI, id string) error { return c.show(ctx, id) }},
-	{name: "submit", usage: "submit --chat ID [--key K] [--wait] \"<goal>\"\n                                                   enqueue a goal; with --wait print the answer and exit as odek run would",
+	{name: "submit", usage: "submit --chat ID [--key K] [--wait] [--output-schema F] \"<goal>\"\n                                                   enqueue a goal; with --wait print the answer and exit as odek run would",
 		flags: func(fs *flag.FlagSet, a *queueArgs) {
 			fs.Int64Var(&a.chat, "chat", 0, "chat id the job belongs to (required; jobs of one chat run one at a time, in order)")
 			fs.Int64Var(&a.user, "user", 0, "user id (optional)")
@@ -62,6 +63,8 @@ var queueSubs = []queueSub{
 			fs.StringVar(&a.budgetJSON, "budget", "", `job budget as a limits JSON object, e.g. {"max_tool_calls":5} (may only lower the workers' limits)`)
 			fs.BoolVar(&a.wait, "wait", false, "wait for the result, print the answer on stdout and exit with the run's exit code")
 			fs.DurationVar(&a.timeout, "timeout", 0, "with --wait: give up after this long (exit 2; the job goes on); 0 waits forever")
+			fs.StringVar(&a.outputSchema, "output-schema", "", "JSON Schema file the answer must be valid against (as odek run --output-schema; the job fails with exit code 5 otherwise)")
+			fs.IntVar(&a.outputRepairs, "output-repairs", outschema.DefaultRepairs, "with --output-schema: corrective turns after an invalid answer (at most 5)")
 		},
 		args: func(a *queueArgs, rest []string) (string, error) {
 			goal := strings.TrimSpace(strings.Join(rest, " "))
@@ -75,6 +78,19 @@ var queueSubs = []queueSub{
 				if _, err := parseBudget(a.budgetJSON); err != nil {
 					return "", usageErr("%v", err)
 				}
+			}
+			if a.outputSchema != "" {
+				if a.outputRepairs < 0 || a.outputRepairs > outschema.MaxRepairs {
+					return "", usageErr("--output-repairs must be 0–%d, got %d", outschema.MaxRepairs, a.outputRepairs)
+				}
+				s, err := outschema.LoadFile(a.outputSchema)
+				if err != nil {
+					return "", withCode(exitSetup, fmt.Errorf("--output-schema: %w", err))
+				}
+				if len(s.Raw) > queue.MaxOutputSchemaBytes {
+					return "", withCode(exitSetup, fmt.Errorf("--output-schema: %s is %d bytes; a queued job's schema is at most %d", a.outputSchema, len(s.Raw), queue.MaxOutputSchemaBytes))
+				}
+				a.schema = s.Raw
 			}
 			return goal, nil
 		},
@@ -199,6 +215,9 @@ type queueArgs struct {
 	lease                   time.Duration
 	maxAttempts             int
 	budgetJSON              string
+	outputSchema            string // submit --output-schema FILE
+	outputRepairs           int
+	schema                  []byte // its document, loaded and compiled by submit's args check
 }
 
 // cmdQueue is the operator CLI of the Redis queue.
@@ -330,6 +349,10 @@ func (c *queueCLI) cancel(ctx context.Context, id string) error {
 func (c *queueCLI) submit(ctx context.Context, goal string) error {
 	a := c.a
 	job := queue.Job{ChatID: a.chat, UserID: a.user, Goal: goal, SessionID: a.sessionID, IdempotencyKey: a.idemKey}
+	if a.schema != nil {
+		repairs := a.outputRepairs
+		job.OutputSchema, job.OutputRepairs = a.schema, &repairs
+	}
 	if a.budgetJSON != "" {
 		b, err := parseBudget(a.budgetJSON)
 		if err != nil {

@@ -43,6 +43,7 @@ import (
 	"github.com/odekrun/odek/internal/hooks"
 	"github.com/odekrun/odek/internal/llm"
 	"github.com/odekrun/odek/internal/plan"
+	"github.com/odekrun/odek/internal/privdir"
 	"github.com/odekrun/odek/internal/redact"
 	"github.com/odekrun/odek/internal/sandbox"
 	"github.com/odekrun/odek/internal/skills/skilltool"
@@ -311,6 +312,7 @@ func Build(ctx context.Context, opts Options) (*Runtime, error) {
 				Environ: opts.Environ, APIKey: cfg.APIKey, Model: cfg.Model, BaseURL: cfg.BaseURL,
 				WorkDir: workDir, ArtifactsDir: artifactsDir, Store: rt.Artifacts, Confine: confinement,
 				Settings: settings, Depth: opts.Depth, MaxRisk: opts.MaxRisk, Logger: log,
+				TaskHook: rt.subagentHook, // hooks.go: subagent_start/stop (rt.hooks is set below)
 			}))
 		}
 	}
@@ -453,7 +455,9 @@ func confine(cfg *config.Config, opts Options, workDir string, warn func(string)
 	if root, err = filepath.Abs(root); err != nil {
 		return nil, nil, fmt.Errorf("host: the run's root %s: %w", workDir, err)
 	}
-	tmp, err := os.MkdirTemp("", "odek-job-")
+	// 128 random bits: a confined job may stat any path it can name, and
+	// MkdirTemp's 32 bits can be enumerated or planted (privdir).
+	tmp, err := privdir.Make("", "odek-job-")
 	if err != nil {
 		return nil, nil, fmt.Errorf("host: the run's private temp dir: %w", err)
 	}
@@ -478,6 +482,25 @@ func providerOf(cfg *config.Config) string {
 		return cfg.Provider
 	}
 	return llm.PresetForURL(cfg.BaseURL)
+}
+
+// StartupWindow states the default model's context window in a worker's
+// start-up log (issue 29: every run is bounded, and the operator sees by
+// what). It asks no endpoint: when the window is the endpoint's to report
+// (odek's client, no operator value), it says it is asked at the first
+// job and what applies if the endpoint does not say; otherwise it logs
+// the resolution ContextWindow then repeats no more.
+func StartupWindow(cfg *config.Config, client agent.Model, log logrus.FieldLogger) {
+	if log == nil {
+		return
+	}
+	if c, ok := client.(*llm.Client); ok && cfg.Context.Window[cfg.Model] <= 0 && c.DiscoversWindow() {
+		res := llm.ResolveWindow(cfg.Model, 0, 0, providerOf(cfg))
+		log.WithFields(logrus.Fields{"model": cfg.Model, "otherwise": res.Tokens, "otherwise_source": res.Source}).
+			Info("context window: asked of the endpoint at the first job")
+		return
+	}
+	ContextWindow(context.Background(), cfg, client, log)
 }
 
 // windowLogged remembers the (model, window, source) triples already

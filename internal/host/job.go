@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -22,6 +23,7 @@ import (
 	"github.com/odekrun/odek/internal/chatdir"
 	"github.com/odekrun/odek/internal/config"
 	"github.com/odekrun/odek/internal/ext"
+	"github.com/odekrun/odek/internal/outschema"
 	"github.com/odekrun/odek/internal/sandbox"
 	"github.com/odekrun/odek/internal/session"
 	"github.com/odekrun/odek/internal/tools"
@@ -157,6 +159,7 @@ func (j *JobRunner) Start(ctx context.Context, approveMCP bool) error {
 		}
 	}
 	j.host, j.LLM, j.Extensions = h, h.llm, h.ext
+	StartupWindow(j.Config, h.llm, log)
 	j.started = true
 	return nil
 }
@@ -241,6 +244,13 @@ func (j *JobRunner) Run(ctx context.Context, job queue.Job, sink events.Sink, si
 	if err := job.Budget.Validate(); err != nil {
 		return failed(ExitSetup, fmt.Errorf("job budget: %w", err))
 	}
+	switch job.Kind {
+	case "":
+	case queue.KindCompact:
+		return j.runCompact(ctx, job, sink, log) // jobcompact.go
+	default:
+		return failed(ExitSetup, fmt.Errorf("job kind %q: this worker knows only %q", job.Kind, queue.KindCompact))
+	}
 	dir := j.WorkDir
 	chats := j.ArtifactsDir
 	if j.sandbox.Active {
@@ -254,6 +264,10 @@ func (j *JobRunner) Run(ctx context.Context, job queue.Job, sink events.Sink, si
 			return failed(ExitSetup, fmt.Errorf("chat work directory: %v", err))
 		}
 		dir = d
+	}
+	schema, repairs, err := jobOutputSchema(job)
+	if err != nil {
+		return failed(ExitSetup, err)
 	}
 	cfg := j.jobConfig(job, log)
 	sid := JobSessionID(job)
@@ -272,6 +286,7 @@ func (j *JobRunner) Run(ctx context.Context, job queue.Job, sink events.Sink, si
 		Sink: sink, Signals: signals, Prompter: approver, Start: start,
 		Images: jobImages(job, dir, log), ImagesOptional: job.Vision == "auto", // jobimages.go
 		Logger: log, Warn: func(w string) { log.Warn(w) }, ExtraTools: j.jobTools(job, approver),
+		OutputSchema: schema, OutputRepairs: repairs,
 	})
 	if errors.Is(runErr, ErrSetup) {
 		return failed(ExitSetup, runErr)
@@ -291,9 +306,36 @@ func (j *JobRunner) Run(ctx context.Context, job queue.Job, sink events.Sink, si
 		out.Artifacts = CollectArtifacts(j.ArtifactsDir, dir, start, n)
 	}
 	if runErr != nil {
-		return out, errors.New(oc.Error)
+		msg := oc.Error
+		if oc.Status == StatusOutputInvalid {
+			msg = StatusOutputInvalid + ": " + msg
+		}
+		return out, errors.New(msg)
+	}
+	if oc.Output != nil {
+		if b, err := json.Marshal(oc.Output); err == nil {
+			out.Output = b
+		}
 	}
 	return out, nil
+}
+
+// jobOutputSchema compiles a job's output schema (nil, 0 for none). A
+// schema the queue accepted but that does not compile is the job's setup
+// failure, named as such.
+func jobOutputSchema(job queue.Job) (*outschema.Schema, int, error) {
+	if len(job.OutputSchema) == 0 {
+		return nil, 0, nil
+	}
+	s, err := outschema.Compile(job.OutputSchema)
+	if err != nil {
+		return nil, 0, fmt.Errorf("job output_schema: %w", err)
+	}
+	repairs := outschema.DefaultRepairs
+	if job.OutputRepairs != nil {
+		repairs = *job.OutputRepairs
+	}
+	return s, repairs, nil
 }
 
 // ResultExitCode is the exit code `odek run` gives a run that ended with

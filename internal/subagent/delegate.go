@@ -99,8 +99,25 @@ type Options struct {
 	Confine *Confinement
 	// Emit sends subagent_* events; nil ⇒ agent.Emit.
 	Emit EmitFunc
+	// TaskHook, when set, is told of each task before its child starts
+	// (TaskEvent.Start; a non-empty refusal blocks the task, which then
+	// fails with that reason and no child runs) and after it ended (the
+	// result; the refusal is ignored): the operator's subagent_start and
+	// subagent_stop hooks (issue 28). It runs on the tool call's
+	// goroutine for that task.
+	TaskHook func(ctx context.Context, ev TaskEvent) (refusal string)
 	// Logger receives diagnostics; nil ⇒ discarded.
 	Logger logrus.FieldLogger
+}
+
+// TaskEvent is what Options.TaskHook is told of a task.
+type TaskEvent struct {
+	// Start is set before the child starts; otherwise the task ended.
+	Start bool
+	// TaskID and Goal name the task.
+	TaskID, Goal string
+	// Result is the task's result when it ended (nil at the start).
+	Result *Result
 }
 
 // Delegate is the delegate_tasks tool.
@@ -374,7 +391,19 @@ func (d *Delegate) runOne(ctx context.Context, ci agent.CallInfo, runDir string,
 		}
 		task.Budget = Remaining(l, tr.Snapshot(), elapsed, !tr.CostCapInactive())
 	}
+	if d.o.TaskHook != nil {
+		if why := d.o.TaskHook(ctx, TaskEvent{Start: true, TaskID: out.taskID, Goal: t.Goal}); why != "" {
+			return fail("blocked by a subagent_start hook: %s", why)
+		}
+	}
 	res, err := d.spawn(ctx, ci, i, task)
+	if d.o.TaskHook != nil {
+		ev := TaskEvent{TaskID: out.taskID, Goal: t.Goal, Result: res}
+		if err != nil {
+			ev.Result = &Result{Status: StatusError, Error: err.Error()}
+		}
+		d.o.TaskHook(context.WithoutCancel(ctx), ev)
+	}
 	if err != nil {
 		return fail("%v", err)
 	}
