@@ -146,11 +146,6 @@ type Job struct {
 	// the worker's spans join the front end's trace (issue 24). The worker
 	// ignores a malformed or oversized value; empty means no trace.
 	Trace map[string]string `json:"trace,omitempty"`
-	// Approved names tools a job that nobody can be asked about (a
-	// scheduled job, package schedule) may run without confirmation: the
-	// schedule's owner approved them ahead. Only front ends and operators
-	// set it; a worker denies every other confirmation of such a job.
-	Approved []string `json:"approved,omitempty"`
 	// Kind is what the worker does with the job: "" runs the goal as a
 	// turn of the chat's conversation; KindCompact folds the oldest turns
 	// of the conversation into its digest with one side call to the
@@ -170,6 +165,11 @@ type Job struct {
 	// OutputRepairs is the number of corrective turns for OutputSchema,
 	// 0..MaxOutputRepairs; nil ⇒ 2.
 	OutputRepairs *int `json:"output_repairs,omitempty"`
+	// Approved names tools a job that nobody can be asked about (a
+	// scheduled job, package schedule) may run without confirmation: the
+	// schedule's owner approved them ahead. Only front ends and operators
+	// set it; a worker denies every other confirmation of such a job.
+	Approved []string `json:"approved,omitempty"`
 }
 
 // Job kinds (Job.Kind).
@@ -232,12 +232,12 @@ type Result struct {
 	DurationMS int64          `json:"duration_ms,omitempty"`
 	Attempt    int            `json:"attempt,omitempty"`
 	Artifacts  []ArtifactMeta `json:"artifacts,omitempty"`
-	// Silent: a quiet check-in (package schedule) had nothing to report;
-	// front ends show nothing for it.
-	Silent bool `json:"silent,omitempty"`
 	// Output is the parsed final answer of a job with an OutputSchema
 	// whose answer was valid (compact JSON); empty otherwise.
 	Output json.RawMessage `json:"output,omitempty"`
+	// Silent: a quiet check-in (package schedule) had nothing to report;
+	// front ends show nothing for it.
+	Silent bool `json:"silent,omitempty"`
 }
 
 // Lease is a claimed job. Pass it back unchanged to Heartbeat and Ack.

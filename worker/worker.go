@@ -521,6 +521,7 @@ func (w *Worker) runJob(l queue.Lease) {
 	deltas := newDeltaSink(sink) // delta.go: the answer as it streams
 	claimSpan.End()
 	runSpanCtx, runSpan := telemetry.Start(runCtx, "odek.job.run")
+	runSpanCtx = withSteer(runSpanCtx, w.cfg.Queue, l.Job.ID, log) // steer.go
 	// A schedule's fire runs by the rules of scheduled.go.
 	res, scheduled, panicked, err := w.runScheduled(runSpanCtx, l.Job, telemetry.EventSpans(runSpanCtx, sink), deltas.signal)
 	if !scheduled {

@@ -84,8 +84,8 @@ var Rules = []Rule{
 	},
 	{
 		From: "mcpclient",
-		Only: []string{Std, "artifacts", "events", "internal/backoff", "internal/redact", "github.com/sirupsen/logrus", "golang.org/x/sys"},
-		Why:  "mcpclient may use only the leaves, logrus and x/sys",
+		Only: []string{Std, "artifacts", "events", "internal/backoff", "internal/redact", "internal/telemetry", "github.com/sirupsen/logrus", "golang.org/x/sys", "go.opentelemetry.io/otel"},
+		Why:  "mcpclient may use only the leaves, logrus, x/sys and internal/telemetry (its request spans and the trace context it sends a server)",
 	},
 	{From: "...", Never: []string{"cmd/..."}, Why: "mains are never imported"},
 	{From: "queue/...", Never: []string{"worker/...", "bot/..."}, Why: "queue sits below worker and bot"},
