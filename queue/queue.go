@@ -158,6 +158,11 @@ type Job struct {
 	// OutputRepairs is the number of corrective turns for OutputSchema,
 	// 0..MaxOutputRepairs; nil ⇒ 2.
 	OutputRepairs *int `json:"output_repairs,omitempty"`
+	// Lane is the conversation within the chat the job belongs to (a
+	// forum topic): jobs of one chat and lane run one at a time in order,
+	// jobs of different lanes in parallel (lane.go). "" = the chat's main
+	// lane. At most MaxLaneLen bytes of [A-Za-z0-9_.:-].
+	Lane string `json:"lane,omitempty"`
 }
 
 // Limits of a job's output schema.
@@ -407,6 +412,9 @@ func prepareJob(job Job, o Options, newID func() string) (Job, []byte, error) {
 	}
 	if job.Goal == "" {
 		return job, nil, fmt.Errorf("%w: goal is empty", ErrInvalidJob)
+	}
+	if err := checkLane(job.Lane); err != nil {
+		return job, nil, err
 	}
 	if !utf8.ValidString(job.IdempotencyKey) || len(job.IdempotencyKey) > MaxIDLen {
 		return job, nil, fmt.Errorf("%w: idempotency_key must be valid UTF-8 of at most %d bytes (got %d bytes)", ErrInvalidJob, MaxIDLen, len(job.IdempotencyKey))

@@ -143,7 +143,7 @@ type Store struct {
 	seq       uint64
 	jobs      map[string]*job
 	steer     map[string][]string // job id -> steer inbox, in memory only (steer.go)
-	chats     map[int64][]string
+	chats     map[string][]string // by queue.LaneKey
 	ready     []string
 	idem      map[string]idem
 	dead      []deadRec
@@ -202,7 +202,7 @@ func Open(path string, o queue.Options) (*Store, error) {
 		return nil, fmt.Errorf("embedded store: open %s: %w", path, err)
 	}
 	s := &Store{o: o, path: path, db: db, lock: lk,
-		wake: make(chan struct{}), jobs: map[string]*job{}, chats: map[int64][]string{}, idem: map[string]idem{},
+		wake: make(chan struct{}), jobs: map[string]*job{}, chats: map[string][]string{}, idem: map[string]idem{},
 		delivered: map[string]time.Time{}, progress: map[string]*progress{}, running: map[string]*job{},
 		held: map[string]int{}, approvals: map[string]*approval{}, workers: map[string]worker{},
 		pending: batch{}, gen: 1, commitCh: make(chan struct{}), kick: make(chan struct{}, 1),
@@ -301,7 +301,8 @@ func (s *Store) load() error {
 		sort.Slice(all, func(a, b int) bool { return all[a].enq < all[b].enq })
 		for _, j := range all {
 			s.jobs[j.job.ID] = j
-			s.chats[j.job.ChatID] = append(s.chats[j.job.ChatID], j.job.ID)
+			lk := queue.LaneKey(j.job.ChatID, j.job.Lane)
+			s.chats[lk] = append(s.chats[lk], j.job.ID)
 			s.seq = max(s.seq, j.enq)
 		}
 		err = tx.Bucket(bIdem).ForEach(func(k, v []byte) error {
@@ -626,8 +627,9 @@ func (s *Store) Enqueue(ctx context.Context, jb queue.Job) (queue.Job, bool, err
 	s.seq++
 	j := &job{job: jb, state: stateQueued, enq: s.seq}
 	s.jobs[jb.ID] = j
-	s.chats[jb.ChatID] = append(s.chats[jb.ChatID], jb.ID)
-	if len(s.chats[jb.ChatID]) == 1 {
+	lk := queue.LaneKey(jb.ChatID, jb.Lane)
+	s.chats[lk] = append(s.chats[lk], jb.ID)
+	if len(s.chats[lk]) == 1 {
 		s.makeReadyLocked(j)
 	}
 	s.markJobLocked(j)
@@ -743,7 +745,8 @@ func (s *Store) finishLocked(j *job, res queue.Result) {
 	s.results = append(s.results, &result{seq: s.seq, id: strconv.FormatUint(s.seq, 10), res: res, at: j.doneAt, gen: s.gen})
 	s.pending.put(bResults, be64(s.seq), []byte(j.job.ID))
 	s.markJobLocked(j)
-	ids := s.chats[j.job.ChatID]
+	lk := queue.LaneKey(j.job.ChatID, j.job.Lane)
+	ids := s.chats[lk]
 	for i, id := range ids {
 		if id == j.job.ID {
 			ids = append(ids[:i:i], ids[i+1:]...)
@@ -751,9 +754,9 @@ func (s *Store) finishLocked(j *job, res queue.Result) {
 		}
 	}
 	if len(ids) == 0 {
-		delete(s.chats, j.job.ChatID)
+		delete(s.chats, lk)
 	} else {
-		s.chats[j.job.ChatID] = ids
+		s.chats[lk] = ids
 		if head := s.jobs[ids[0]]; head.state == stateQueued {
 			s.makeReadyLocked(head)
 		}
