@@ -103,9 +103,9 @@ func (b *Bot) resultsLoop(ctx context.Context) error {
 			if !b.delivery.start(d.Result.JobID) {
 				continue // handed back to us after the result lease while still being delivered
 			}
-			b.serial.Do(d.Result.ChatID, func(c *chat) {
+			b.serial.Do(b.jobKey(d.Result.ChatID, d.Result.JobID), func(c *chat) {
 				defer b.delivery.done(d.Result.JobID)
-				c.deliver(ctx, d)
+				c.deliver(c.inTopic(ctx), d)
 			})
 		}
 	}
@@ -237,6 +237,9 @@ func (c *chat) deliver(ctx context.Context, d queue.Delivery) {
 		}
 	}
 	delete(c.jobs, res.JobID)
+	if ack {
+		b.topics.drop(res.JobID)
+	}
 	c.books.Ended(res.JobID) // a result left for redelivery holds nothing meanwhile
 	log.Info("bot: result delivered")
 	if ack {
@@ -274,7 +277,7 @@ func (b *Bot) progressTick(ctx context.Context) {
 		b.lastPrune = now
 	}
 	for _, id := range b.serial.keys(true) {
-		b.serial.tick(id, func(c *chat) { c.progress(ctx) })
+		b.serial.tick(id, func(c *chat) { c.progress(c.inTopic(ctx)) })
 	}
 }
 
@@ -473,12 +476,16 @@ func (b *Bot) WebhookHandler(ctx context.Context) http.Handler {
 			http.Error(w, "unauthorized", http.StatusUnauthorized)
 			return
 		}
+		raw, err := io.ReadAll(io.LimitReader(r.Body, maxWebhookBody))
 		var u tgbotapi.Update
-		if err := json.NewDecoder(io.LimitReader(r.Body, maxWebhookBody)).Decode(&u); err != nil {
+		if err == nil {
+			err = json.Unmarshal(raw, &u)
+		}
+		if err != nil {
 			http.Error(w, "bad update", http.StatusBadRequest)
 			return
 		}
-		b.handleUpdate(ctx, u)
+		b.handleUpdate(ctx, u, threadOfUpdate(raw))
 		w.WriteHeader(http.StatusOK)
 	})
 }
