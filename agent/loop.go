@@ -405,7 +405,7 @@ func (r *run) runCall(ctx context.Context, iter int, c ToolCall) (msg Message) {
 	if allowed, reason := Authorize(ctx, r.cfg.Policy, r.cfg.Prompter, name, a); !allowed {
 		return fail("denied", reason)
 	}
-	res, err := t.Run(r.withCall(ctx, r.runID, name), raw)
+	res, err := t.Run(r.withCall(ctx, r.runID, name, c.ID), raw)
 	if err != nil {
 		return fail(ErrorClass(err), fmt.Sprintf("%s failed: %v", name, err))
 	}

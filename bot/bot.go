@@ -11,6 +11,7 @@ import (
 	"github.com/odekrun/odek/bot/tgformat"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -82,6 +83,7 @@ type Bot struct {
 	langs    langTable
 	health   health
 	delivery deliveries
+	bg       bgJobs // background jobs (/bg) not yet answered (schedule.go)
 
 	// Used only by Run's own goroutines, one at a time.
 	lastSaved []byte    // the last state snapshot saved (loadState, then stateLoop, then Run)
@@ -120,6 +122,7 @@ type chatArtifact struct {
 }
 
 type jobState struct {
+	trace     jobTrace // tracing.go
 	id        string
 	chatID    int64
 	userID    int64
@@ -294,7 +297,12 @@ var commands = []tgbotapi.BotCommand{
 }
 
 func (b *Bot) setCommands(ctx context.Context) {
-	if _, _, err := b.tg.Call(ctx, tgbotapi.NewSetMyCommands(commands...), false); err != nil {
+	cmds := commands
+	if b.cfg.Schedules != nil {
+		cmds = append(slices.Clip(cmds), scheduleCommands...)
+	}
+	cmds = append(slices.Clip(cmds), b.skillMenu()...) // skills.go
+	if _, _, err := b.tg.Call(ctx, tgbotapi.NewSetMyCommands(cmds...), false); err != nil {
 		b.log.WithError(err).Warn("bot: setMyCommands failed; commands still work but are not suggested")
 	}
 }
@@ -461,7 +469,8 @@ func (b *Bot) handleUpdate(ctx context.Context, u tgbotapi.Update, topic int) {
 			b.refuse(ctx, m.Chat.ID, userID, lang, u.UpdateID, "")
 			return
 		}
-		b.serial.Do(actorKey{chat: m.Chat.ID, topic: topic}, func(c *chat) { c.handleMessage(ctx, u.UpdateID, m, edited) })
+		ctx, span := traceUpdate(ctx, u.UpdateID, m.Chat.ID) // tracing.go
+		b.serial.Do(actorKey{chat: m.Chat.ID, topic: topic}, func(c *chat) { c.handleMessage(ctx, u.UpdateID, m, edited); span.End() })
 	}
 }
 
@@ -567,6 +576,12 @@ func (c *chat) handleMessage(ctx context.Context, updateID int, m *tgbotapi.Mess
 		c.retry(ctx, updateID, userID, userName, m.MessageID, group)
 		return
 	case chatcore.RouteCommand:
+		if c.scheduleCommand(ctx, updateID, userID, m) {
+			return // schedule.go: /schedule, /remind, /tz, /bg, /jobs, /stop <id>
+		}
+		if c.skillCommand(ctx, updateID, userID, userName, m, group) {
+			return // skills.go: the operator's skills as commands
+		}
 		c.command(ctx, userID, m.Command(), strings.TrimSpace(m.CommandArguments()))
 		return
 	case chatcore.RouteUnsupported:
@@ -939,7 +954,9 @@ func (c *chat) enqueue(ctx context.Context, r jobRequest, adm chatcore.Admission
 	// waiting here when the bot shuts down is enqueued all the same (its
 	// reply comes after the restart), not dropped with the canceled ctx.
 	ectx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
+	ectx, span, jt := traceEnqueue(ectx, &job) // tracing.go
 	stored, dup, err := b.q.Enqueue(ectx, job)
+	traceEnqueued(span, stored, dup, err)
 	cancel()
 	dropStatus := func() {
 		if statusMsg != 0 {
@@ -970,7 +987,7 @@ func (c *chat) enqueue(ctx context.Context, r jobRequest, adm chatcore.Admission
 	}
 	c.last[userID] = r
 	js := &jobState{id: stored.ID, chatID: chatID, userID: userID, userName: userName, replyTo: r.replyTo, uploads: r.uploads, srcMsg: r.srcMsg, lang: lang,
-		session: session}
+		session: session, trace: jt}
 	c.roll()
 	position := len(c.queue)
 	c.queue = append(c.queue, stored.ID)

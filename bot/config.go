@@ -3,6 +3,7 @@ package bot
 import (
 	"errors"
 	"fmt"
+	"github.com/odekrun/odek/schedule"
 	"strconv"
 	"strings"
 	"time"
@@ -103,6 +104,15 @@ type Config struct {
 	// AdminCommands are the commands (without "/") that only a group's
 	// administrators may use in that group; private chats are unaffected.
 	AdminCommands []string
+	// Schedules, when set, serves /schedule, /remind, /tz and /jobs'
+	// schedules (bot/schedule.go, docs/SCHEDULES.md); nil turns them off.
+	Schedules *schedule.Service
+	// Skills are the operator's Agent Skills offered as commands
+	// (bot/skills.go): at most what fits Telegram's menu beside the
+	// built-in commands, names not taken by them (skills.Set.Commands
+	// with BuiltinCommands). nil ⇒ none.
+	Skills []SkillCommand
+
 	// Keywords are words that address the bot in a group besides a
 	// mention, a reply to the bot or a command (case-insensitive, whole
 	// words).

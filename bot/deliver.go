@@ -115,6 +115,9 @@ func (b *Bot) resultsLoop(ctx context.Context) error {
 // deliver sends one result to its chat and acknowledges it. It runs in the
 // chat's actor.
 func (c *chat) deliver(ctx context.Context, d queue.Delivery) {
+	if c.deliverCompact(ctx, d) { // compactjob.go
+		return
+	}
 	b := c.b
 	res := d.Result
 	chatID := c.id
@@ -122,6 +125,12 @@ func (c *chat) deliver(ctx context.Context, d queue.Delivery) {
 	now := b.cfg.Now()
 
 	js := c.jobs[res.JobID]
+	var jt jobTrace
+	if js != nil {
+		jt = js.trace
+	}
+	ctx, span := traceDeliver(ctx, jt, res) // tracing.go
+	defer span.End()
 	c.roll()
 	for i, id := range c.queue {
 		if id == res.JobID {
@@ -137,6 +146,8 @@ func (c *chat) deliver(ctx context.Context, d queue.Delivery) {
 	if js != nil {
 		statusMsg, replyTo, srcMsg = js.statusMsg, js.replyTo, js.srcMsg
 		f = chatcore.Finished{Lang: b.lang(js.userID), TimedOut: js.timedOut, Superseded: js.superseded, Uploads: js.uploads, Interrupted: js.interrupted}
+	} else {
+		replyTo = c.bgReplyTo(res.JobID) // a /bg job answers its message (schedule.go)
 	}
 	plan := chatcore.PlanResult(b.policy, res, f, c.books.Use, c.nextArt, now)
 	lang := f.Lang
@@ -155,6 +166,9 @@ func (c *chat) deliver(ctx context.Context, d queue.Delivery) {
 	// One message per job: the notice, the answer, its artifact lines and
 	// the usage footer go out together.
 	footer := tgformat.Footer(res.Usage.PromptTokens, res.Usage.CompletionTokens, res.Usage.CostUSD, time.Duration(res.DurationMS)*time.Millisecond)
+	if res.Usage == (queue.Usage{}) && res.Status == queue.StatusSucceeded {
+		footer = "" // no model call (a reminder): nothing to account for
+	}
 	reply := tgformat.Reply{Head: plan.Head, Answer: plan.Answer, Artifacts: arts, Footer: footer}
 	chunks := tgformat.FormatReply(reply, tgformat.MaxMessageLen)
 	if !plan.Show {

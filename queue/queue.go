@@ -146,6 +146,13 @@ type Job struct {
 	// the worker's spans join the front end's trace (issue 24). The worker
 	// ignores a malformed or oversized value; empty means no trace.
 	Trace map[string]string `json:"trace,omitempty"`
+	// Kind is what the worker does with the job: "" runs the goal as a
+	// turn of the chat's conversation; KindCompact folds the oldest turns
+	// of the conversation into its digest with one side call to the
+	// worker's model and runs no agent (the goal is ignored). A front end
+	// without a model key of its own (the compose bot) asks for a
+	// compaction this way.
+	Kind string `json:"kind,omitempty"`
 	// OutputSchema, when set, is a JSON Schema (a JSON object of at most
 	// MaxOutputSchemaBytes, draft 2020-12 unless its $schema says
 	// otherwise, no external $ref) the job's final answer must be valid
@@ -163,7 +170,17 @@ type Job struct {
 	// jobs of different lanes in parallel (lane.go). "" = the chat's main
 	// lane. At most MaxLaneLen bytes of [A-Za-z0-9_.:-].
 	Lane string `json:"lane,omitempty"`
+	// Approved names tools a job that nobody can be asked about (a
+	// scheduled job, package schedule) may run without confirmation: the
+	// schedule's owner approved them ahead. Only front ends and operators
+	// set it; a worker denies every other confirmation of such a job.
+	Approved []string `json:"approved,omitempty"`
 }
+
+// Job kinds (Job.Kind).
+const (
+	KindCompact = "compact"
+)
 
 // Limits of a job's output schema.
 const (
@@ -223,6 +240,9 @@ type Result struct {
 	// Output is the parsed final answer of a job with an OutputSchema
 	// whose answer was valid (compact JSON); empty otherwise.
 	Output json.RawMessage `json:"output,omitempty"`
+	// Silent: a quiet check-in (package schedule) had nothing to report;
+	// front ends show nothing for it.
+	Silent bool `json:"silent,omitempty"`
 }
 
 // Lease is a claimed job. Pass it back unchanged to Heartbeat and Ack.
@@ -415,6 +435,9 @@ func prepareJob(job Job, o Options, newID func() string) (Job, []byte, error) {
 	}
 	if err := checkLane(job.Lane); err != nil {
 		return job, nil, err
+	}
+	if job.Kind != "" && job.Kind != KindCompact {
+		return job, nil, fmt.Errorf("%w: kind %q: want \"\" or %q", ErrInvalidJob, clip(job.Kind, 40), KindCompact)
 	}
 	if !utf8.ValidString(job.IdempotencyKey) || len(job.IdempotencyKey) > MaxIDLen {
 		return job, nil, fmt.Errorf("%w: idempotency_key must be valid UTF-8 of at most %d bytes (got %d bytes)", ErrInvalidJob, MaxIDLen, len(job.IdempotencyKey))

@@ -179,7 +179,9 @@ type Plan struct {
 // artifact counter. The front end sends what the plan says and records
 // Use and NextArt once the reply is settled. Pure.
 func PlanResult(p Policy, res queue.Result, f Finished, use Usage, nextArt int, now time.Time) Plan {
-	pl := Plan{Show: !f.Superseded, Answer: res.Answer, NextArt: nextArt}
+	// A quiet check-in with nothing to report (Result.Silent, decided by
+	// the worker) shows nothing; its usage still counts.
+	pl := Plan{Show: !f.Superseded && !res.Silent, Answer: res.Answer, NextArt: nextArt}
 	pl.Use = use.Rollover(now)
 	pl.Use.Tokens += res.Usage.PromptTokens + res.Usage.CompletionTokens
 	pl.Use.Prompt += res.Usage.PromptTokens

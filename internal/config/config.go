@@ -234,7 +234,7 @@ type Options struct {
 	// ProjectDir holds odek.json; "" means the working directory.
 	ProjectDir string
 	// Environ is the environment as KEY=VALUE pairs; nil means the process
-	// environment (read with cleanenv). An empty non-nil slice is an empty
+	// environment (read with ReadEnv). An empty non-nil slice is an empty
 	// environment.
 	Environ []string
 	// Flags are command-line overrides.

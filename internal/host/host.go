@@ -43,10 +43,12 @@ import (
 	"github.com/odekrun/odek/internal/hooks"
 	"github.com/odekrun/odek/internal/llm"
 	"github.com/odekrun/odek/internal/plan"
+	"github.com/odekrun/odek/internal/privdir"
 	"github.com/odekrun/odek/internal/redact"
 	"github.com/odekrun/odek/internal/sandbox"
 	"github.com/odekrun/odek/internal/skills/skilltool"
 	"github.com/odekrun/odek/internal/subagent"
+	"github.com/odekrun/odek/internal/telemetry"
 	"github.com/odekrun/odek/internal/tools"
 	"github.com/odekrun/odek/queue"
 	"github.com/sirupsen/logrus"
@@ -94,6 +96,10 @@ type Options struct {
 	ExtraTools []tools.Tool
 	// RunID and SessionID are passed through to agent.Config.
 	RunID, SessionID string
+
+	// traced: Prepare opened the run's span; Build wraps the model and
+	// the tools so their calls are spans (trace.go).
+	traced bool
 	// Extensions starts the MCP servers of the mcp_servers sections
 	// (package ext) and offers their approved tools. Off ⇒ none start.
 	Extensions bool
@@ -172,6 +178,9 @@ type Runtime struct {
 	plan *plan.Tool
 	// hooks runs the operator's hooks (issue 28); never nil after Build.
 	hooks *hooks.Runner
+
+	// span is the run's invoke_agent span (trace.go); zero when off.
+	span telemetry.Span
 
 	closeOnce sync.Once
 	closers   []func() error
@@ -372,8 +381,12 @@ func Build(ctx context.Context, opts Options) (*Runtime, error) {
 	if toolset, err = rt.wireHooks(cfg, opts, workDir, jail, red, log, toolset); err != nil {
 		return nil, err
 	}
+	var model agent.Model = client
+	if opts.traced { // telemetry (issue 24, trace.go)
+		model, toolset = traceModel(client, cfg.Model), traceTools(toolset)
+	}
 	rt.Agent = agent.Config{
-		LLM:                client,
+		LLM:                model,
 		Model:              cfg.Model,
 		SystemPrompt:       systemPrompt, // issue 28: cfg.SystemPrompt plus the skills
 		Tools:              toolset,
@@ -454,7 +467,9 @@ func confine(cfg *config.Config, opts Options, workDir string, warn func(string)
 	if root, err = filepath.Abs(root); err != nil {
 		return nil, nil, fmt.Errorf("host: the run's root %s: %w", workDir, err)
 	}
-	tmp, err := os.MkdirTemp("", "odek-job-")
+	// 128 random bits: a confined job may stat any path it can name, and
+	// MkdirTemp's 32 bits can be enumerated or planted (privdir).
+	tmp, err := privdir.Make("", "odek-job-")
 	if err != nil {
 		return nil, nil, fmt.Errorf("host: the run's private temp dir: %w", err)
 	}
@@ -479,6 +494,25 @@ func providerOf(cfg *config.Config) string {
 		return cfg.Provider
 	}
 	return llm.PresetForURL(cfg.BaseURL)
+}
+
+// StartupWindow states the default model's context window in a worker's
+// start-up log (issue 29: every run is bounded, and the operator sees by
+// what). It asks no endpoint: when the window is the endpoint's to report
+// (odek's client, no operator value), it says it is asked at the first
+// job and what applies if the endpoint does not say; otherwise it logs
+// the resolution ContextWindow then repeats no more.
+func StartupWindow(cfg *config.Config, client agent.Model, log logrus.FieldLogger) {
+	if log == nil {
+		return
+	}
+	if c, ok := client.(*llm.Client); ok && cfg.Context.Window[cfg.Model] <= 0 && c.DiscoversWindow() {
+		res := llm.ResolveWindow(cfg.Model, 0, 0, providerOf(cfg))
+		log.WithFields(logrus.Fields{"model": cfg.Model, "otherwise": res.Tokens, "otherwise_source": res.Source}).
+			Info("context window: asked of the endpoint at the first job")
+		return
+	}
+	ContextWindow(context.Background(), cfg, client, log)
 }
 
 // windowLogged remembers the (model, window, source) triples already

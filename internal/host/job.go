@@ -86,6 +86,10 @@ type JobRunner struct {
 	// AllowedModels are the models a job may choose (queue.Job.Model);
 	// nil ⇒ those listed in ODEK_TELEGRAM_MODELS of Environ (jobmodel.go).
 	AllowedModels []string
+	// JobTools, when set, gives each job tools of its own, built for the
+	// job and the approver that asks its chat (cmd/odek and odek-bot give
+	// every job the schedule tool of its chat this way).
+	JobTools func(job queue.Job, approver tools.Prompter) []agent.Tool
 
 	host    *Host // Start builds it with New from the fields above; every job is one host.Run
 	started bool  // Start succeeded: Run refuses to run unprepared (unconfined) jobs
@@ -155,6 +159,7 @@ func (j *JobRunner) Start(ctx context.Context, approveMCP bool) error {
 		}
 	}
 	j.host, j.LLM, j.Extensions = h, h.llm, h.ext
+	StartupWindow(j.Config, h.llm, log)
 	j.started = true
 	return nil
 }
@@ -239,6 +244,13 @@ func (j *JobRunner) Run(ctx context.Context, job queue.Job, sink events.Sink, si
 	if err := job.Budget.Validate(); err != nil {
 		return failed(ExitSetup, fmt.Errorf("job budget: %w", err))
 	}
+	switch job.Kind {
+	case "":
+	case queue.KindCompact:
+		return j.runCompact(ctx, job, sink, log) // jobcompact.go
+	default:
+		return failed(ExitSetup, fmt.Errorf("job kind %q: this worker knows only %q", job.Kind, queue.KindCompact))
+	}
 	dir := j.WorkDir
 	chats := j.ArtifactsDir
 	if j.sandbox.Active {
@@ -273,7 +285,7 @@ func (j *JobRunner) Run(ctx context.Context, job queue.Job, sink events.Sink, si
 		Session: sess, Store: j.Sessions, Lower: jobLower(job.Budget),
 		Sink: sink, Signals: signals, Prompter: approver, Start: start,
 		Images: jobImages(job, dir, log), ImagesOptional: job.Vision == "auto", // jobimages.go
-		Logger: log, Warn: func(w string) { log.Warn(w) },
+		Logger: log, Warn: func(w string) { log.Warn(w) }, ExtraTools: j.jobTools(job, approver),
 		OutputSchema: schema, OutputRepairs: repairs,
 	})
 	if errors.Is(runErr, ErrSetup) {
@@ -443,4 +455,11 @@ func jobLower(b *queue.Budget) budget.Limits {
 		l.MaxTotalTokens = b.MaxTotalTokens
 	}
 	return l
+}
+
+func (j *JobRunner) jobTools(job queue.Job, approver tools.Prompter) []agent.Tool {
+	if j.JobTools == nil {
+		return nil
+	}
+	return j.JobTools(job, approver)
 }

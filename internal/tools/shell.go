@@ -45,8 +45,24 @@ func (t *shellTool) Assess(args json.RawMessage) (Assessment, error) {
 	}
 	var a shellArgs
 	_ = decodeArgs("shell", args, &a)
-	v := classifyShell(deref(a.Command), t.c.workDir, 0)
-	return Assessment{Class: v.Class, Summary: map[string]any{"argv0": v.Argv0, "class": string(v.Class)}}, nil
+	g := &gitUse{}
+	v := classifyLine(deref(a.Command), t.c.workDir, 0, g)
+	// A git command is rated by the repositories it may use too: their
+	// configuration can name programs git runs (gitrepo.go). A confined
+	// job's HOME is its temp dir, whose global configuration it writes.
+	home := ""
+	if t.c.sandbox != nil {
+		home = t.c.sandbox.Spec().TempDir
+	}
+	before := v
+	v = gitRepoVerdict(v, g, t.c.workDir, home)
+	summary := map[string]any{"argv0": v.Argv0, "class": string(v.Class)}
+	if v != before {
+		// The question names what git would run (a driver the chat
+		// cannot see in the command line).
+		summary["git"] = v.Reason
+	}
+	return Assessment{Class: v.Class, Summary: summary}, nil
 }
 
 func (t *shellTool) Run(ctx context.Context, args json.RawMessage) (Result, error) {
