@@ -350,10 +350,20 @@ func (c *chat) refreshStatus(ctx context.Context) {
 	b := c.b
 	chatID := c.id
 	now := b.cfg.Now()
-	if len(c.queue) == 0 || now.Sub(c.lastEdit) < editInterval(chatID, b.cfg.ProgressInterval) {
+	if len(c.queue) == 0 {
 		return
 	}
-	var typing bool
+	// "typing…" shows as soon as the head job works, whether or not its
+	// status message is out yet (a delayed first status, issue 26 point
+	// 8) and whatever the edit interval: it is not an edit.
+	if js := c.jobs[c.queue[0]]; js != nil && !js.stopped && js.st.Started && !js.st.Finished && now.Sub(c.lastTyping) >= typingEvery {
+		c.lastTyping = now
+		_, kind, err := b.tg.Call(ctx, tgbotapi.NewChatAction(chatID, tgbotapi.ChatTyping), false)
+		c.checkSend(ctx, kind, err)
+	}
+	if now.Sub(c.lastEdit) < editInterval(chatID, b.cfg.ProgressInterval) {
+		return
+	}
 	var expired []string
 	for pos, id := range c.queue {
 		js := c.jobs[id]
@@ -372,10 +382,6 @@ func (c *chat) refreshStatus(ctx context.Context) {
 			continue
 		}
 		if pos == 0 && js.st.Started && !js.st.Finished {
-			if now.Sub(c.lastTyping) >= typingEvery {
-				c.lastTyping = now
-				typing = true
-			}
 			if !js.timedOut && !js.startedAt.IsZero() && now.Sub(js.startedAt) > b.cfg.AgentTimeout {
 				js.timedOut = true
 				expired = append(expired, id)
@@ -391,10 +397,6 @@ func (c *chat) refreshStatus(ctx context.Context) {
 			c.editStatus(ctx, js.statusMsg, text)
 			break // one edit per chat per interval
 		}
-	}
-	if typing {
-		_, kind, err := b.tg.Call(ctx, tgbotapi.NewChatAction(chatID, tgbotapi.ChatTyping), false)
-		c.checkSend(ctx, kind, err)
 	}
 	for _, id := range expired {
 		b.log.WithFields(logrus.Fields{"job_id": id, "timeout": b.cfg.AgentTimeout.String()}).Warn("bot: job over ODEK_TELEGRAM_AGENT_TIMEOUT; canceling")
