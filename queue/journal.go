@@ -178,7 +178,8 @@ func RestoreMemory(opts Options, j Journal, s Snapshot) *Memory {
 	for _, r := range jobs {
 		jb := jobFromRecord(r)
 		m.jobs[jb.job.ID] = jb
-		m.chats[jb.job.ChatID] = append(m.chats[jb.job.ChatID], jb.job.ID)
+		lk := LaneKey(jb.job.ChatID, jb.job.Lane)
+		m.chats[lk] = append(m.chats[lk], jb.job.ID)
 		m.seq = max(m.seq, jb.enq)
 		switch jb.state {
 		case stateRunning:

@@ -26,8 +26,8 @@ type Memory struct {
 	wake      chan struct{} // closed and replaced on every change
 	seq       uint64
 	jobs      map[string]*memJob
-	chats     map[int64][]string // arrival order of unfinished jobs per chat
-	ready     []string           // runnable job ids, at most one per chat
+	chats     map[string][]string // arrival order of unfinished jobs per chat lane (LaneKey)
+	ready     []string            // runnable job ids, at most one per chat
 	idem      map[string]memIdem
 	dead      []memDead
 	workers   map[string]memWorker
@@ -111,7 +111,7 @@ func NewMemory(opts Options) *Memory {
 		newID:     newID,
 		wake:      make(chan struct{}),
 		jobs:      map[string]*memJob{},
-		chats:     map[int64][]string{},
+		chats:     map[string][]string{},
 		idem:      map[string]memIdem{},
 		delivered: map[string]time.Time{},
 		progress:  map[string]*memProgress{},
@@ -181,8 +181,9 @@ func (m *Memory) Enqueue(ctx context.Context, job Job) (Job, bool, error) {
 	m.seq++
 	j := &memJob{job: job, state: stateQueued, enq: m.seq}
 	m.jobs[job.ID] = j
-	m.chats[job.ChatID] = append(m.chats[job.ChatID], job.ID)
-	if len(m.chats[job.ChatID]) == 1 {
+	lk := LaneKey(job.ChatID, job.Lane)
+	m.chats[lk] = append(m.chats[lk], job.ID)
+	if len(m.chats[lk]) == 1 {
 		m.makeReadyLocked(j)
 	}
 	m.recordJobLocked(j)
@@ -277,7 +278,8 @@ func (m *Memory) finishLocked(j *memJob, res Result) {
 	m.recordLocked(Change{Kind: ChangeResult, Key: r.seq, JobID: j.job.ID})
 	m.recordJobLocked(j)
 	r.gen = m.markLocked()
-	ids := m.chats[j.job.ChatID]
+	lk := LaneKey(j.job.ChatID, j.job.Lane)
+	ids := m.chats[lk]
 	for i, id := range ids {
 		if id == j.job.ID {
 			ids = append(ids[:i:i], ids[i+1:]...)
@@ -285,9 +287,9 @@ func (m *Memory) finishLocked(j *memJob, res Result) {
 		}
 	}
 	if len(ids) == 0 {
-		delete(m.chats, j.job.ChatID)
+		delete(m.chats, lk)
 	} else {
-		m.chats[j.job.ChatID] = ids
+		m.chats[lk] = ids
 		if head := m.jobs[ids[0]]; head.state == stateQueued {
 			m.makeReadyLocked(head)
 		}

@@ -12,6 +12,7 @@ import (
 	"sync"
 	"syscall"
 	"time"
+	"unicode/utf8"
 
 	"github.com/odekrun/odek/internal/clip"
 	"github.com/odekrun/odek/internal/sandbox"
@@ -84,7 +85,23 @@ func (t *shellTool) Assess(args json.RawMessage) (Assessment, error) {
 		// cannot see in the command line).
 		summary["git"] = v.Reason
 	}
-	return Assessment{Class: v.Class, Summary: summary}, nil
+	// The approval question shows the command line (never the events):
+	// a person approves what runs, not only its first word.
+	ask := map[string]string{"command": clipCommand(deref(a.Command), 500)}
+	return Assessment{Class: v.Class, Summary: summary, Ask: ask}, nil
+}
+
+// clipCommand is cmd on one line, at most max bytes (cut at a rune).
+func clipCommand(cmd string, max int) string {
+	cmd = strings.Join(strings.Fields(cmd), " ")
+	if len(cmd) <= max {
+		return cmd
+	}
+	cut := max
+	for cut > 0 && !utf8.RuneStart(cmd[cut]) {
+		cut--
+	}
+	return cmd[:cut] + "…"
 }
 
 func (t *shellTool) Run(ctx context.Context, args json.RawMessage) (Result, error) {
