@@ -173,6 +173,10 @@ type Config struct {
 	// system message before that call. It must be cheap and safe to call
 	// from the loop's goroutine. nil ⇒ none.
 	Notices func() string
+	// Steer, when set, is asked at every model boundary for messages the
+	// user sent into the run (steer.go); nil ⇒ the one WithSteer put in
+	// the run's context, if any.
+	Steer SteerFunc
 	// Sandboxed says the run's tools are confined to their root (file
 	// tools through os.Root, processes under Landlock); run_started's
 	// "sandbox" field reports it. It changes nothing by itself: the tools

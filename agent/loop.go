@@ -201,6 +201,7 @@ func (r *run) loop(ctx context.Context, msgs *[]Message, res *Result) error {
 				*msgs = append(*msgs, Message{Role: RoleSystem, Content: n})
 			}
 		}
+		r.takeSteer(ctx, msgs) // steer.go: messages the user sent meanwhile
 		if err := r.compact(ctx, iter, msgs, res); err != nil {
 			return err
 		}
@@ -250,6 +251,11 @@ func (r *run) loop(ctx context.Context, msgs *[]Message, res *Result) error {
 		if len(msg.ToolCalls) == 0 {
 			r.emitIteration(iter, res, resp, 0)
 			res.Answer = msg.Content
+			if iter < r.maxIter && r.takeSteer(ctx, msgs) {
+				// The user wrote meanwhile: the answer must cover it too.
+				r.persist(iter, *msgs)
+				continue
+			}
 			if r.cfg.CheckAnswer != nil { // wiring point (issue 28): schema-checked answers
 				fix, ev := r.cfg.CheckAnswer(msg.Content)
 				if ev != nil {

@@ -145,7 +145,9 @@ func (c *chat) deliver(ctx context.Context, d queue.Delivery) {
 	f := chatcore.Finished{Lang: "en"}
 	if js != nil {
 		statusMsg, replyTo, srcMsg = js.statusMsg, js.replyTo, js.srcMsg
-		f = chatcore.Finished{Lang: b.lang(js.userID), TimedOut: js.timedOut, Superseded: js.superseded, Uploads: js.uploads}
+		f = chatcore.Finished{Lang: b.lang(js.userID), TimedOut: js.timedOut, Superseded: js.superseded, Uploads: js.uploads, Interrupted: js.interrupted}
+	} else {
+		replyTo = c.bgReplyTo(res.JobID) // a /bg job answers its message (schedule.go)
 	}
 	plan := chatcore.PlanResult(b.policy, res, f, c.books.Use, c.nextArt, now)
 	lang := f.Lang
@@ -164,6 +166,9 @@ func (c *chat) deliver(ctx context.Context, d queue.Delivery) {
 	// One message per job: the notice, the answer, its artifact lines and
 	// the usage footer go out together.
 	footer := tgformat.Footer(res.Usage.PromptTokens, res.Usage.CompletionTokens, res.Usage.CostUSD, time.Duration(res.DurationMS)*time.Millisecond)
+	if res.Usage == (queue.Usage{}) && res.Status == queue.StatusSucceeded {
+		footer = "" // no model call (a reminder): nothing to account for
+	}
 	reply := tgformat.Reply{Head: plan.Head, Answer: plan.Answer, Artifacts: arts, Footer: footer}
 	chunks := tgformat.FormatReply(reply, tgformat.MaxMessageLen)
 	if !plan.Show {
@@ -249,7 +254,8 @@ func (c *chat) deliver(ctx context.Context, d queue.Delivery) {
 	c.books.Ended(res.JobID) // a result left for redelivery holds nothing meanwhile
 	log.Info("bot: result delivered")
 	if ack {
-		c.startHeld(ctx) // its reservation is released: a held message may start
+		c.leftovers(ctx, js) // busy.go: steered messages the job did not take
+		c.startHeld(ctx)     // its reservation is released: a held message may start
 	}
 }
 

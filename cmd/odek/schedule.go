@@ -6,6 +6,9 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"github.com/odekrun/odek/agent"
+	"github.com/odekrun/odek/internal/tools"
+	"github.com/odekrun/odek/schedule/scheduletool"
 	"io"
 	"os"
 	"path/filepath"
@@ -435,4 +438,44 @@ func hostSchedules(ctx context.Context, rc redis.UniversalClient, q queue.Queue,
 	done := make(chan struct{})
 	go func() { defer close(done); _ = r.Run(rctx) }()
 	return func() { cancel(); <-done }
+}
+
+// retrySchedule arms a failed one-shot schedule's retry after the worker
+// acknowledged its job's result (schedule.RetryFailed).
+func retrySchedule(rc redis.UniversalClient, prefix string, log logrus.FieldLogger) func(queue.Job, queue.Result) {
+	st := schedule.NewRedis(rc, prefix)
+	return func(job queue.Job, res queue.Result) {
+		if _, ok := schedule.ParseFireKey(job.IdempotencyKey); !ok {
+			return
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		next, err := schedule.RetryFailed(ctx, st, job, res, time.Now())
+		if err != nil {
+			log.WithError(err).WithField("job_id", job.ID).Warn("odek worker: arming a schedule's retry failed")
+		} else if !next.IsZero() {
+			log.WithFields(logrus.Fields{"job_id": job.ID, "next": next}).Info("odek worker: a one-shot schedule's job failed; it fires again")
+		}
+	}
+}
+
+// scheduleTools gives every job the schedule tool of its chat
+// (schedule/scheduletool), on st with the chat limits of ODEK_SCHEDULE_*;
+// nil (no tool) when ODEK_SCHEDULES=off or the limits do not parse.
+func scheduleTools(st schedule.Store, q schedule.Enqueuer, log logrus.FieldLogger) func(queue.Job, tools.Prompter) []agent.Tool {
+	if os.Getenv("ODEK_SCHEDULES") == "off" {
+		return nil
+	}
+	lim, err := schedule.LimitsFromEnv(os.Getenv)
+	if err != nil {
+		log.WithError(err).Error("schedules: the schedule tool is off")
+		return nil
+	}
+	sv := &schedule.Service{Store: st, Queue: q, Limits: lim}
+	return func(job queue.Job, ask tools.Prompter) []agent.Tool {
+		if job.ChatID == 0 {
+			return nil
+		}
+		return []agent.Tool{scheduletool.New(sv, job, ask)}
+	}
 }

@@ -101,7 +101,7 @@ func New(ctx context.Context, cfg *config.Config, o HostOptions) (*Host, error) 
 		if err := CheckSandbox(probe()); err != nil {
 			return nil, err
 		}
-		h.template = sandbox.NewTemplate(SandboxSettings(cfg), append([]string{cfg.Home}, o.SandboxDeny...), sandbox.Host)
+		h.template = sandbox.NewTemplate(cfg.Sandbox, append([]string{cfg.Home}, o.SandboxDeny...), sandbox.Host)
 	}
 	switch {
 	case o.ExtensionSet != nil:
@@ -206,6 +206,9 @@ type RunSpec struct {
 	// OutputRepairs is the number of corrective turns (clamped to
 	// 0..outschema.MaxRepairs).
 	OutputRepairs int
+	// ExtraTools are offered to the model after the built-ins (a job's
+	// own tools, such as the schedule tool of its chat).
+	ExtraTools []agent.Tool
 	// Signals receives the run's agent signals, among them the answer as
 	// the model writes it (agent.SignalAnswerStart, SignalAnswerDelta),
 	// masked by the run's redactor; nil ⇒ none, and nothing streams.
@@ -291,6 +294,7 @@ func (h *Host) Prepare(ctx context.Context, spec RunSpec) (*Runtime, error) {
 	o.ExtensionSet = h.ext
 	o.Confine, o.SandboxTemplate = spec.Confine, h.template
 	o.LimitOverrides, o.Depth, o.Start, o.MaxRisk = spec.Budget, spec.Depth, spec.Start, spec.MaxRisk
+	o.ExtraTools = append(o.ExtraTools, spec.ExtraTools...)
 	lower, adjust := spec.Lower, spec.Adjust
 	if lower != (budget.Limits{}) || adjust != nil {
 		o.AdjustLimits = func(l *budget.Limits) {
