@@ -194,3 +194,25 @@ func TestBackgroundJobsAndSilentResults(t *testing.T) {
 		}
 	}
 }
+
+// FuzzParseScheduleData: callback data is untrusted; whatever parses
+// names a known operation and an id of the schedule package's alphabet,
+// and writing it back gives the same data.
+func FuzzParseScheduleData(f *testing.F) {
+	for _, s := range []string{"sc:p:0123456789abcdef", "sc:d:x", "sc:n:", "sc:zz", "sc:r:AB", "ap:1:y", "sc:p:" + strings.Repeat("a", 33), "sc:p:a b"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, data string) {
+		op, id, ok := parseScheduleData(data)
+		if !ok {
+			return
+		}
+		code := map[string]byte{"pause": 'p', "resume": 'r', "rm": 'd', "run": 'n'}[op]
+		if code == 0 || id == "" || len(id) > 32 || strings.Trim(id, "abcdefghijklmnopqrstuvwxyz0123456789-") != "" {
+			t.Fatalf("%q parsed to %q %q", data, op, id)
+		}
+		if scheduleData(code, id) != data {
+			t.Fatalf("%q does not round-trip", data)
+		}
+	})
+}

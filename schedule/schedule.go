@@ -91,6 +91,7 @@ const (
 	StatusEnqueued FireStatus = "enqueued" // the job is in the queue
 	StatusMissed   FireStatus = "missed"   // skipped: too late (MissedSkip)
 	StatusInactive FireStatus = "inactive" // skipped: outside the active hours
+	StatusBusy     FireStatus = "busy"     // skipped: a quiet check-in while its chat had a job
 	StatusFailed   FireStatus = "failed"   // the queue refused the job (see LastError)
 )
 

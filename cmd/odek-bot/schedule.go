@@ -47,8 +47,7 @@ func startSchedules(ctx context.Context, e env, q schedule.Enqueuer, log logrus.
 	closeStore := func() {}
 	switch st := q.(type) {
 	case *estore.Store:
-		r.Store = kvSchedules(st)
-		importScheduleFile(ctx, st, log)
+		r.Store = kvSchedules(st, log)
 		log.WithField("store", st.Path()).Info("odek-bot: schedules are kept in the embedded store")
 	default:
 		if e.RedisURL == "" {
@@ -76,8 +75,14 @@ var kvStore struct {
 	s    *schedule.File
 }
 
-func kvSchedules(st *estore.Store) *schedule.File {
-	kvStore.once.Do(func() { kvStore.s = schedule.NewKV(st) })
+// kvSchedules is that Store; the first call imports an older version's
+// schedules file, before anything reads the store (the embedded workers
+// may finish a scheduled job before the firing loop starts).
+func kvSchedules(st *estore.Store, log logrus.FieldLogger) *schedule.File {
+	kvStore.once.Do(func() {
+		importScheduleFile(context.Background(), st, log)
+		kvStore.s = schedule.NewKV(st)
+	})
 	return kvStore.s
 }
 
@@ -128,7 +133,7 @@ func retrySchedule(st *estore.Store, log logrus.FieldLogger) func(queue.Job, que
 		}
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		defer cancel()
-		next, err := schedule.RetryFailed(ctx, kvSchedules(st), job, res, time.Now())
+		next, err := schedule.RetryFailed(ctx, kvSchedules(st, log), job, res, time.Now())
 		if err != nil {
 			log.WithError(err).WithField("job_id", job.ID).Warn("odek-bot: arming a schedule's retry failed")
 		} else if !next.IsZero() {
@@ -149,7 +154,7 @@ func scheduleTools(st *estore.Store, log logrus.FieldLogger) func(queue.Job, too
 		log.WithError(err).Error("odek-bot: the schedule tool is off")
 		return nil
 	}
-	sv := &schedule.Service{Store: kvSchedules(st), Queue: st, Limits: lim}
+	sv := &schedule.Service{Store: kvSchedules(st, log), Queue: st, Limits: lim}
 	return func(job queue.Job, ask tools.Prompter) []agent.Tool {
 		if job.ChatID == 0 {
 			return nil

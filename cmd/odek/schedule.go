@@ -28,6 +28,7 @@ const scheduleUsage = `Usage:
   odek schedule add --chat ID (--cron EXPR [--tz ZONE] | --every DURATION | --at TIME) ("<goal>" | --message TEXT)
                     [--user ID] [--session isolated|chat --session-id S] [--model M] [--budget JSON]
                     [--missed skip|run_once] [--quiet] [--active-hours HH:MM-HH:MM] [--min-interval D]
+                    [--approve TOOL,...] [--retry-max N]
                                       create a schedule; prints its id
   odek schedule list [--chat ID]      schedules: id, chat, kind, spec, next fire (in the schedule's zone), last status
   odek schedule show ID               one schedule, all fields
@@ -50,6 +51,8 @@ type scheduleArgs struct {
 	session, sessionID, model    string
 	budgetJSON, missed, active   string
 	quiet                        bool
+	approve                      string
+	retryMax                     int
 	minInterval                  time.Duration
 	count                        int
 }
@@ -89,6 +92,8 @@ func cmdSchedule(ctx context.Context, args []string, stdout, stderr io.Writer) e
 		fs.BoolVar(&a.quiet, "quiet", false, "quiet check-in: deliver the answer only when the model reports something")
 		fs.StringVar(&a.active, "active-hours", "", "fire only between these times of day in --tz, e.g. 08:00-20:00")
 		fs.DurationVar(&a.minInterval, "min-interval", 0, "shortest interval allowed (default 1m; lower it for tests)")
+		fs.StringVar(&a.approve, "approve", "", "tools the fired jobs may run without confirmation, comma-separated (nobody is there to confirm; never schedule)")
+		fs.IntVar(&a.retryMax, "retry-max", 0, "a one-shot goal whose job failed fires again up to this many times (0: 3, -1: never)")
 	case "list":
 		fs.Int64Var(&a.chat, "chat", 0, "only this chat's schedules")
 	case "next":
@@ -336,6 +341,12 @@ func (a *scheduleArgs) schedule(words []string) (schedule.Schedule, error) {
 	s.ChatID, s.UserID, s.TZ = a.chat, a.user, a.tz
 	s.Session, s.SessionID, s.Model = schedule.SessionMode(a.session), a.sessionID, a.model
 	s.Missed, s.Quiet, s.ActiveHours = schedule.MissedPolicy(a.missed), a.quiet, a.active
+	for _, t := range strings.Split(a.approve, ",") {
+		if t = strings.TrimSpace(t); t != "" {
+			s.Approve = append(s.Approve, t)
+		}
+	}
+	s.RetryMax = a.retryMax
 	return s, nil
 }
 

@@ -83,7 +83,9 @@ func (c *Config) LLMConfig() llm.Config {
 		RequestTimeout:   c.LLM.RequestTimeout(),
 		Provider:         c.Provider,
 		StrictToolModels: c.LLM.StrictToolModels,
-		KeepThinkTags:    c.LLM.KeepThinkTags,
+		// Native structured output, opt-in per model.
+		ResponseFormatModels: c.LLM.ResponseFormatModels,
+		KeepThinkTags:        c.LLM.KeepThinkTags,
 		// Explicit prompt-cache breakpoints, opt-in per model.
 		CacheBreakpointModels: c.Context.CacheBreakpointModels,
 	}

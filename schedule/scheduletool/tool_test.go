@@ -118,3 +118,26 @@ func TestToolConfirmsChangesAndStaysInItsChat(t *testing.T) {
 		t.Fatalf("class %s", a.Class)
 	}
 }
+
+// FuzzArgs: the model's arguments either parse to a known action and
+// kind or are refused; nothing panics, and no argument names a chat.
+func FuzzArgs(f *testing.F) {
+	for _, s := range []string{`{"action":"list"}`, `{"action":"create","when":"in 1m","text":"x"}`, `{"action":"cancel","id":"ab"}`,
+		`{"action":"create","chat_id":2}`, `{"action":"nuke"}`, `[]`, `{"action":"create","kind":"shell"}`, `{"action":"list"}{"x":1}`} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, raw string) {
+		a, err := parse(json.RawMessage(raw))
+		if err != nil {
+			return
+		}
+		switch a.Action {
+		case "create", "list", "cancel", "pause", "resume":
+		default:
+			t.Fatalf("%q: action %q accepted", raw, a.Action)
+		}
+		if a.Kind != "" && a.Kind != "message" && a.Kind != "goal" {
+			t.Fatalf("%q: kind %q accepted", raw, a.Kind)
+		}
+	})
+}
