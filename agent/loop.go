@@ -201,6 +201,7 @@ func (r *run) loop(ctx context.Context, msgs *[]Message, res *Result) error {
 				*msgs = append(*msgs, Message{Role: RoleSystem, Content: n})
 			}
 		}
+		r.takeSteer(ctx, msgs) // steer.go: messages the user sent meanwhile
 		if err := r.compact(ctx, iter, msgs, res); err != nil {
 			return err
 		}
@@ -250,6 +251,11 @@ func (r *run) loop(ctx context.Context, msgs *[]Message, res *Result) error {
 		if len(msg.ToolCalls) == 0 {
 			r.emitIteration(iter, res, resp, 0)
 			res.Answer = msg.Content
+			if iter < r.maxIter && r.takeSteer(ctx, msgs) {
+				// The user wrote meanwhile: the answer must cover it too.
+				r.persist(iter, *msgs)
+				continue
+			}
 			if r.cfg.CheckAnswer != nil { // wiring point (issue 28): schema-checked answers
 				fix, ev := r.cfg.CheckAnswer(msg.Content)
 				if ev != nil {
@@ -399,7 +405,7 @@ func (r *run) runCall(ctx context.Context, iter int, c ToolCall) (msg Message) {
 	if allowed, reason := Authorize(ctx, r.cfg.Policy, r.cfg.Prompter, name, a); !allowed {
 		return fail("denied", reason)
 	}
-	res, err := t.Run(r.withCall(ctx, r.runID, name), raw)
+	res, err := t.Run(r.withCall(ctx, r.runID, name, c.ID), raw)
 	if err != nil {
 		return fail(ErrorClass(err), fmt.Sprintf("%s failed: %v", name, err))
 	}
@@ -435,7 +441,7 @@ func (r *run) request(msgs []Message) Request {
 		copy(withPlan, msgs)
 		msgs = append(withPlan, pm)
 	}
-	return Request{Model: r.cfg.Model, Messages: msgs, Tools: r.specs}
+	return Request{Model: r.cfg.Model, Messages: msgs, Tools: r.specs, OutputSchema: r.cfg.OutputSchema}
 }
 
 // planMessage renders Config.Plan; ok is false when there is no plan.

@@ -276,6 +276,9 @@ func (c *chat) handleCallback(ctx context.Context, cq *tgbotapi.CallbackQuery) {
 		c.pressModel(ctx, cq, lang, i)
 		return
 	}
+	if c.pressSchedule(ctx, cq, lang) {
+		return // schedule.go: a /schedule list button
+	}
 	id, allow, ok := parseApprovalData(cq.Data)
 	if !ok || b.aq == nil {
 		b.answerCallback(ctx, cq.ID, tr(lang, "ap.unknown"), false)

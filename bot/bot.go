@@ -11,6 +11,7 @@ import (
 	"github.com/odekrun/odek/bot/tgformat"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -81,6 +82,7 @@ type Bot struct {
 	langs    langTable
 	health   health
 	delivery deliveries
+	bg       bgJobs // background jobs (/bg) not yet answered (schedule.go)
 
 	// Used only by Run's own goroutines, one at a time.
 	lastSaved []byte    // the last state snapshot saved (loadState, then stateLoop, then Run)
@@ -101,7 +103,8 @@ type chatState struct {
 	answers map[int][]int
 	// last is each user's last request in this chat, for /retry.
 	last        map[int64]jobRequest
-	model       string // chosen with /model; "" = the workers' default
+	model       string        // chosen with /model; "" = the workers' default
+	busy        chatcore.Busy // chosen with /busy; "" = Config.Busy (busy.go)
 	answerOrder []int
 	// books are the chat's usage, history, reservations and context
 	// gauge: the core's decision state (chatcore.Books).
@@ -118,6 +121,7 @@ type chatArtifact struct {
 }
 
 type jobState struct {
+	trace     jobTrace // tracing.go
 	id        string
 	chatID    int64
 	userID    int64
@@ -145,6 +149,10 @@ type jobState struct {
 	// superseded: the user edited the message; the job is canceled and its
 	// result is not shown.
 	superseded bool
+	// steered are the messages steered into the job (busy.go), oldest
+	// first; interrupted: a newer message stopped it.
+	steered     []jobRequest
+	interrupted bool
 }
 
 type approvalState struct {
@@ -284,10 +292,16 @@ var commands = []tgbotapi.BotCommand{
 	{Command: "retry", Description: "Run your last request again"},
 	{Command: "model", Description: "Choose the model for this chat"},
 	{Command: "compact", Description: "Fold the older conversation into a digest now"},
+	{Command: "busy", Description: "Messages sent while a job runs: queue, steer or interrupt"},
 }
 
 func (b *Bot) setCommands(ctx context.Context) {
-	if _, _, err := b.tg.Call(ctx, tgbotapi.NewSetMyCommands(commands...), false); err != nil {
+	cmds := commands
+	if b.cfg.Schedules != nil {
+		cmds = append(slices.Clip(cmds), scheduleCommands...)
+	}
+	cmds = append(slices.Clip(cmds), b.skillMenu()...) // skills.go
+	if _, _, err := b.tg.Call(ctx, tgbotapi.NewSetMyCommands(cmds...), false); err != nil {
 		b.log.WithError(err).Warn("bot: setMyCommands failed; commands still work but are not suggested")
 	}
 }
@@ -451,7 +465,8 @@ func (b *Bot) handleUpdate(ctx context.Context, u tgbotapi.Update) {
 			b.refuse(ctx, m.Chat.ID, userID, lang, u.UpdateID, "")
 			return
 		}
-		b.serial.Do(m.Chat.ID, func(c *chat) { c.handleMessage(ctx, u.UpdateID, m, edited) })
+		ctx, span := traceUpdate(ctx, u.UpdateID, m.Chat.ID) // tracing.go
+		b.serial.Do(m.Chat.ID, func(c *chat) { c.handleMessage(ctx, u.UpdateID, m, edited); span.End() })
 	}
 }
 
@@ -556,6 +571,12 @@ func (c *chat) handleMessage(ctx context.Context, updateID int, m *tgbotapi.Mess
 		c.retry(ctx, updateID, userID, userName, m.MessageID, group)
 		return
 	case chatcore.RouteCommand:
+		if c.scheduleCommand(ctx, updateID, userID, m) {
+			return // schedule.go: /schedule, /remind, /tz, /bg, /jobs, /stop <id>
+		}
+		if c.skillCommand(ctx, updateID, userID, userName, m, group) {
+			return // skills.go: the operator's skills as commands
+		}
 		c.command(ctx, userID, m.Command(), strings.TrimSpace(m.CommandArguments()))
 		return
 	case chatcore.RouteUnsupported:
@@ -825,6 +846,9 @@ func (c *chat) startJob(ctx context.Context, r jobRequest) {
 		c.reply(ctx, tr(lang, "slow.down", b.cfg.UserJobsPerMinute, chatcore.HumanWait(wait)))
 		return
 	}
+	if c.whileBusy(ctx, r, lang) { // busy.go: steered into the running job
+		return
+	}
 	if adm.Verdict == chatcore.BudgetHeld {
 		c.hold(ctx, r, lang)
 		return
@@ -922,7 +946,9 @@ func (c *chat) enqueue(ctx context.Context, r jobRequest, adm chatcore.Admission
 	// waiting here when the bot shuts down is enqueued all the same (its
 	// reply comes after the restart), not dropped with the canceled ctx.
 	ectx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
+	ectx, span, jt := traceEnqueue(ectx, &job) // tracing.go
 	stored, dup, err := b.q.Enqueue(ectx, job)
+	traceEnqueued(span, stored, dup, err)
 	cancel()
 	dropStatus := func() {
 		if statusMsg != 0 {
@@ -952,7 +978,7 @@ func (c *chat) enqueue(ctx context.Context, r jobRequest, adm chatcore.Admission
 	}
 	c.last[userID] = r
 	js := &jobState{id: stored.ID, chatID: chatID, userID: userID, userName: userName, replyTo: r.replyTo, uploads: r.uploads, srcMsg: r.srcMsg, lang: lang,
-		session: session}
+		session: session, trace: jt}
 	c.roll()
 	position := len(c.queue)
 	c.queue = append(c.queue, stored.ID)
@@ -1022,6 +1048,8 @@ func (c *chat) command(ctx context.Context, userID int64, cmd, arg string) {
 		c.sendArtifact(ctx, b.lang(userID), arg)
 	case "model":
 		c.chooseModel(ctx, b.lang(userID), arg)
+	case "busy":
+		c.busyCommand(ctx, b.lang(userID), arg)
 	default:
 		c.reply(ctx, tr(b.lang(userID), "unknown"))
 	}

@@ -125,6 +125,12 @@ func (c *chat) deliver(ctx context.Context, d queue.Delivery) {
 	now := b.cfg.Now()
 
 	js := c.jobs[res.JobID]
+	var jt jobTrace
+	if js != nil {
+		jt = js.trace
+	}
+	ctx, span := traceDeliver(ctx, jt, res) // tracing.go
+	defer span.End()
 	c.roll()
 	for i, id := range c.queue {
 		if id == res.JobID {
@@ -139,7 +145,9 @@ func (c *chat) deliver(ctx context.Context, d queue.Delivery) {
 	f := chatcore.Finished{Lang: "en"}
 	if js != nil {
 		statusMsg, replyTo, srcMsg = js.statusMsg, js.replyTo, js.srcMsg
-		f = chatcore.Finished{Lang: b.lang(js.userID), TimedOut: js.timedOut, Superseded: js.superseded, Uploads: js.uploads}
+		f = chatcore.Finished{Lang: b.lang(js.userID), TimedOut: js.timedOut, Superseded: js.superseded, Uploads: js.uploads, Interrupted: js.interrupted}
+	} else {
+		replyTo = c.bgReplyTo(res.JobID) // a /bg job answers its message (schedule.go)
 	}
 	plan := chatcore.PlanResult(b.policy, res, f, c.books.Use, c.nextArt, now)
 	lang := f.Lang
@@ -243,7 +251,8 @@ func (c *chat) deliver(ctx context.Context, d queue.Delivery) {
 	c.books.Ended(res.JobID) // a result left for redelivery holds nothing meanwhile
 	log.Info("bot: result delivered")
 	if ack {
-		c.startHeld(ctx) // its reservation is released: a held message may start
+		c.leftovers(ctx, js) // busy.go: steered messages the job did not take
+		c.startHeld(ctx)     // its reservation is released: a held message may start
 	}
 }
 

@@ -57,6 +57,8 @@ type chatSnap struct {
 	Held []heldSnap `json:"held,omitempty"`
 	// Context is how full the conversation is (absent = unknown).
 	Context *gaugeSnap `json:"context,omitempty"`
+	// Busy is the policy chosen with /busy (absent = the operator's).
+	Busy string `json:"busy,omitempty"`
 }
 
 // gaugeSnap is a chat's gauge in the state file.
@@ -143,7 +145,7 @@ func (b *Bot) restore(data []byte) error {
 			return fmt.Errorf("bot: state snapshot has chat id %q", clipStr(key, 32))
 		}
 		c := b.newChat(id)
-		c.chatState = chatState{queue: cs.Queue, session: cs.Session, nextArt: cs.NextArt, model: cs.Model,
+		c.chatState = chatState{queue: cs.Queue, session: cs.Session, nextArt: cs.NextArt, model: cs.Model, busy: chatcore.Busy(cs.Busy),
 			books: chatcore.Books{Hist: cs.History,
 				Use: chatcore.Usage{Day: cs.Day, Tokens: cs.Tokens, Prompt: cs.Prompt, Cached: cs.Cached, CostUSD: cs.CostUSD, Jobs: cs.Jobs, Warned: cs.Warned}}}
 		if g := cs.Context; g != nil {

@@ -165,6 +165,11 @@ type Job struct {
 	// OutputRepairs is the number of corrective turns for OutputSchema,
 	// 0..MaxOutputRepairs; nil ⇒ 2.
 	OutputRepairs *int `json:"output_repairs,omitempty"`
+	// Approved names tools a job that nobody can be asked about (a
+	// scheduled job, package schedule) may run without confirmation: the
+	// schedule's owner approved them ahead. Only front ends and operators
+	// set it; a worker denies every other confirmation of such a job.
+	Approved []string `json:"approved,omitempty"`
 }
 
 // Job kinds (Job.Kind).
@@ -230,6 +235,9 @@ type Result struct {
 	// Output is the parsed final answer of a job with an OutputSchema
 	// whose answer was valid (compact JSON); empty otherwise.
 	Output json.RawMessage `json:"output,omitempty"`
+	// Silent: a quiet check-in (package schedule) had nothing to report;
+	// front ends show nothing for it.
+	Silent bool `json:"silent,omitempty"`
 }
 
 // Lease is a claimed job. Pass it back unchanged to Heartbeat and Ack.

@@ -41,8 +41,12 @@ func main() {
 	burst := flag.Bool("burst", false, "send each streamed reply in one write (a server whose answer is ready) instead of one write per SSE event")
 	ratio := flag.String("ratio", "", "A,B: instead of one figure, compare CPU per model call at A and at B iterations (and at 1, the start-up baseline), interleaved within each run, and report B's figure over A's")
 	otelModes := flag.String("otel", "off", "comma-separated tracing modes, interleaved within each run: off, or an OTLP/HTTP base URL given to odek as OTEL_EXPORTER_OTLP_ENDPOINT (a live collector, or a dead port)")
+	baseline := flag.String("baseline", "", "another odek binary (main's) run with tracing off as one more interleaved mode, \"baseline\"")
 	flag.Parse()
 	modes := strings.Split(*otelModes, ",")
+	if *baseline != "" {
+		modes = append([]string{"baseline"}, modes...)
+	}
 	if *startup {
 		measureStartup(*bin, *runs)
 		return
@@ -88,14 +92,18 @@ func main() {
 		iterN.Store(0)
 		limit.Store(int64(n))
 		before := h.Calls()
-		cmd := exec.Command(*bin, "run", "--quiet", "--max-iter", strconv.Itoa(n+1), "read the file repeatedly")
+		exe := *bin
+		if mode == "baseline" {
+			exe = *baseline
+		}
+		cmd := exec.Command(exe, "run", "--quiet", "--max-iter", strconv.Itoa(n+1), "read the file repeatedly")
 		cmd.Dir = work
 		cmd.Env = []string{"PATH=" + os.Getenv("PATH"), "HOME=" + work, "ODEK_HOME=" + home,
 			"ODEK_BASE_URL=" + base, "ODEK_MODEL=bench", "ODEK_API_KEY=sk-bench-0123456789"}
 		if v, ok := os.LookupEnv("GOGC"); ok {
 			cmd.Env = append(cmd.Env, "GOGC="+v)
 		}
-		if mode != "off" {
+		if mode != "off" && mode != "baseline" {
 			cmd.Env = append(cmd.Env, "OTEL_EXPORTER_OTLP_ENDPOINT="+mode)
 		}
 		var se bytes.Buffer

@@ -71,13 +71,14 @@ func startEmbedded(ctx context.Context, q *estore.Store, e env, log *logrus.Logg
 	r := &host.JobRunner{Config: cfg, Sessions: sessions,
 		Logger: log, WorkDir: wd, ArtifactsDir: e.ArtifactsDir, Environ: os.Environ(), ClientVersion: version,
 		AllowedModels: host.ParseModels(e.Models)}
+	r.JobTools = scheduleTools(q, log) // schedule.go: the model's schedule tool
 	if err := r.Start(ctx, config.ApproveMCP()); err != nil {
 		return nil, err
 	}
 	// ODEK_APPROVAL_TIMEOUT is config.SharedEnv's, parsed as odek worker
 	// parses it (0 ⇒ the queue's default).
 	w, err := worker.New(worker.Config{Queue: q, Run: r.Run, Name: "embedded", Concurrency: e.Workers, Logger: log,
-		ApprovalTimeout: e.ApprovalTimeout.D()})
+		ApprovalTimeout: e.ApprovalTimeout.D(), AfterResult: retrySchedule(q, log)})
 	if err != nil {
 		r.Close()
 		return nil, err

@@ -117,6 +117,11 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		return &codeErr{exitSetup, fmt.Errorf("ODEK_LOG_LEVEL: %v", err)}
 	}
 	log.SetLevel(lvl)
+	endTrace, err := startTracing(ctx, log) // telemetry.go (issue 24)
+	if err != nil {
+		return &codeErr{exitSetup, err}
+	}
+	defer endTrace()
 
 	cfg, err := botConfig(e, log)
 	if err == nil {
@@ -187,7 +192,10 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		log.WithFields(logrus.Fields{"workers": e.Workers, "store": st.Path()}).Info("odek-bot: embedded mode: no REDIS_URL, jobs run inside this process")
 	}
 
-	defer startSchedules(ctx, e, q, log)()
+	stopSchedules, schedules := startSchedules(ctx, e, q, log) // schedule.go
+	defer stopSchedules()
+	cfg.Schedules = schedules
+	cfg.Skills = skillCommands(log) // skills.go
 	cfg.Transcriber = transcriber(ctx, e, log)
 	b, err := bot.New(cfg, q)
 	if err != nil {
@@ -367,7 +375,7 @@ func botConfig(e env, log logrus.FieldLogger) (bot.Config, error) {
 		state = fileState{path: p}
 	}
 	return bot.Config{
-		State: state, VolatileQueue: e.RedisURL == "", Ledger: ledger, Models: host.ParseModels(e.Models), Stream: e.Stream, Vision: e.Vision,
+		State: state, VolatileQueue: e.RedisURL == "", Ledger: ledger, Models: host.ParseModels(e.Models), Stream: e.Stream, Busy: e.Busy, Vision: e.Vision,
 		Token: e.Token, APIEndpoint: e.APIEndpoint,
 		AllowedUsers: users, AllowedChats: chats, AllowAll: e.AllowAll,
 		DailyTokenBudget: e.DailyBudget, UserJobsPerMinute: e.UserRate,

@@ -20,6 +20,7 @@ import (
 	"github.com/odekrun/odek/internal/telemetry"
 	"github.com/odekrun/odek/queue"
 	estore "github.com/odekrun/odek/queue/embedded"
+	"github.com/odekrun/odek/schedule"
 	"github.com/odekrun/odek/worker"
 	"github.com/redis/go-redis/v9"
 	"github.com/sirupsen/logrus"
@@ -481,6 +482,9 @@ type statsJSON struct {
 	OldestQueuedAge float64          `json:"oldest_queued_age_seconds"`
 	Dead            int64            `json:"dead"`
 	Results         int64            `json:"results"`
+	// Schedules are the schedules beside the queue (issue 27); absent when
+	// they cannot be counted.
+	Schedules *schedule.Counts `json:"schedules,omitempty"`
 }
 
 func (c *queueCLI) stats(ctx context.Context) error {
@@ -492,9 +496,10 @@ func (c *queueCLI) stats(ctx context.Context) error {
 	if !st.OldestQueued.IsZero() {
 		age = max(time.Since(st.OldestQueued), 0)
 	}
+	sc := c.scheduleCounts(ctx)
 	if c.a.jsonOut {
 		return c.json(statsJSON{Queued: st.Queued, Ready: st.Ready, Suspects: st.Suspects, Running: st.Running, RunningBy: st.RunningBy,
-			OldestQueuedAge: age.Seconds(), Dead: st.Dead, Results: st.Results})
+			OldestQueuedAge: age.Seconds(), Dead: st.Dead, Results: st.Results, Schedules: sc})
 	}
 	w := c.stdout
 	fmt.Fprintf(w, "queued\t%d\t(all waiting jobs, also behind a busy chat)\nready\t%d\t(heads of their chat)\nsuspects\t%d\t(waiting to run alone after a worker died)\nrunning\t%d\n",
@@ -503,6 +508,9 @@ func (c *queueCLI) stats(ctx context.Context) error {
 		fmt.Fprintf(w, "oldest queued\t%s\n", age.Round(time.Second))
 	}
 	fmt.Fprintf(w, "dead\t%d\nresults\t%d\t(not yet read by a front end)\n", st.Dead, st.Results)
+	if sc != nil {
+		fmt.Fprintf(w, "schedules\t%d\t(%d enabled, %d fires being enqueued)\n", sc.Schedules, sc.Enabled, sc.Pending)
+	}
 	names := make([]string, 0, len(st.RunningBy))
 	for n := range st.RunningBy {
 		names = append(names, n)
@@ -873,4 +881,24 @@ func migrateQueue(ctx context.Context, qf *queueFlags, jsonOut bool, stdout io.W
 		return withCode(exitError, fmt.Errorf("%s: %d keys could not be moved", what, len(rep.Skipped)))
 	}
 	return nil
+}
+
+// scheduleCounts counts the schedules beside the queue: in Redis under
+// the queue's prefix, or in the embedded store's database. nil when they
+// cannot be counted (the stats still print).
+func (c *queueCLI) scheduleCounts(ctx context.Context) *schedule.Counts {
+	var st schedule.Counter
+	switch q := c.q.(type) {
+	case *queue.Redis:
+		st = schedule.NewRedis(q.Client(), c.prefix)
+	case *estore.Store:
+		st = schedule.NewKV(q)
+	default:
+		return nil
+	}
+	n, err := st.Counts(ctx)
+	if err != nil {
+		return nil
+	}
+	return &n
 }

@@ -105,5 +105,5 @@ func (rt *Runtime) subagentHook(ctx context.Context, ev subagent.TaskEvent) stri
 // subagent`).
 func (rt *Runtime) RunAgent(ctx context.Context, acfg agent.Config, goal string) (*agent.Result, error) {
 	rt.lifecycle(&acfg)
-	return agent.Run(ctx, acfg, goal)
+	return agent.Run(rt.Context(ctx), acfg, goal) // the run's span (trace.go)
 }

@@ -86,6 +86,10 @@ type JobRunner struct {
 	// AllowedModels are the models a job may choose (queue.Job.Model);
 	// nil ⇒ those listed in ODEK_TELEGRAM_MODELS of Environ (jobmodel.go).
 	AllowedModels []string
+	// JobTools, when set, gives each job tools of its own, built for the
+	// job and the approver that asks its chat (cmd/odek and odek-bot give
+	// every job the schedule tool of its chat this way).
+	JobTools func(job queue.Job, approver tools.Prompter) []agent.Tool
 
 	host    *Host // Start builds it with New from the fields above; every job is one host.Run
 	started bool  // Start succeeded: Run refuses to run unprepared (unconfined) jobs
@@ -170,7 +174,7 @@ var errNotStarted = errors.New("host: JobRunner.Run called before a successful S
 // open. sandbox.mode "off" is logged as a warning at every start.
 func (j *JobRunner) startSandbox() error {
 	log := j.Logger
-	settings := SandboxSettings(j.Config)
+	settings := j.Config.Sandbox
 	probe := j.SandboxABI
 	if probe == nil {
 		probe = sandbox.ABI
@@ -198,7 +202,7 @@ func (j *JobRunner) startSandbox() error {
 	// sandbox.max_processes then bounds the job as a whole (pids.max),
 	// for root too.
 	if where, err := sandbox.CgroupStatus(); err == nil {
-		log.WithFields(fields).WithField("cgroups", where).Info("sandbox: each job runs in a cgroup of its own (pids.max = sandbox.max_processes)")
+		log.WithFields(fields).WithField("cgroups", where).Info("sandbox: each job runs in a cgroup of its own (pids.max = sandbox.max_processes, memory = sandbox.job_memory_mb, CPU time = sandbox.job_cpu_seconds)")
 	} else if os.Geteuid() == 0 {
 		// The kernel never applies RLIMIT_NPROC to root: one chat's fork
 		// bomb would then crowd every other chat's jobs (the image runs
@@ -281,7 +285,7 @@ func (j *JobRunner) Run(ctx context.Context, job queue.Job, sink events.Sink, si
 		Session: sess, Store: j.Sessions, Lower: jobLower(job.Budget),
 		Sink: sink, Signals: signals, Prompter: approver, Start: start,
 		Images: jobImages(job, dir, log), ImagesOptional: job.Vision == "auto", // jobimages.go
-		Logger: log, Warn: func(w string) { log.Warn(w) },
+		Logger: log, Warn: func(w string) { log.Warn(w) }, ExtraTools: j.jobTools(job, approver),
 		OutputSchema: schema, OutputRepairs: repairs,
 	})
 	if errors.Is(runErr, ErrSetup) {
@@ -451,4 +455,11 @@ func jobLower(b *queue.Budget) budget.Limits {
 		l.MaxTotalTokens = b.MaxTotalTokens
 	}
 	return l
+}
+
+func (j *JobRunner) jobTools(job queue.Job, approver tools.Prompter) []agent.Tool {
+	if j.JobTools == nil {
+		return nil
+	}
+	return j.JobTools(job, approver)
 }

@@ -13,6 +13,7 @@ import (
 	"github.com/odekrun/odek/internal/outschema"
 	"github.com/odekrun/odek/internal/sandbox"
 	"github.com/odekrun/odek/internal/session"
+	"github.com/odekrun/odek/internal/telemetry"
 	"github.com/sirupsen/logrus"
 )
 
@@ -100,7 +101,7 @@ func New(ctx context.Context, cfg *config.Config, o HostOptions) (*Host, error) 
 		if err := CheckSandbox(probe()); err != nil {
 			return nil, err
 		}
-		h.template = sandbox.NewTemplate(SandboxSettings(cfg), append([]string{cfg.Home}, o.SandboxDeny...), sandbox.Host)
+		h.template = withSkillDirs(sandbox.NewTemplate(cfg.Sandbox, append([]string{cfg.Home}, o.SandboxDeny...), sandbox.Host), cfg, o.Warn)
 	}
 	switch {
 	case o.ExtensionSet != nil:
@@ -205,6 +206,9 @@ type RunSpec struct {
 	// OutputRepairs is the number of corrective turns (clamped to
 	// 0..outschema.MaxRepairs).
 	OutputRepairs int
+	// ExtraTools are offered to the model after the built-ins (a job's
+	// own tools, such as the schedule tool of its chat).
+	ExtraTools []agent.Tool
 	// Signals receives the run's agent signals, among them the answer as
 	// the model writes it (agent.SignalAnswerStart, SignalAnswerDelta),
 	// masked by the run's redactor; nil ⇒ none, and nothing streams.
@@ -290,6 +294,7 @@ func (h *Host) Prepare(ctx context.Context, spec RunSpec) (*Runtime, error) {
 	o.ExtensionSet = h.ext
 	o.Confine, o.SandboxTemplate = spec.Confine, h.template
 	o.LimitOverrides, o.Depth, o.Start, o.MaxRisk = spec.Budget, spec.Depth, spec.Start, spec.MaxRisk
+	o.ExtraTools = append(o.ExtraTools, spec.ExtraTools...)
 	lower, adjust := spec.Lower, spec.Adjust
 	if lower != (budget.Limits{}) || adjust != nil {
 		o.AdjustLimits = func(l *budget.Limits) {
@@ -322,9 +327,25 @@ func (h *Host) Prepare(ctx context.Context, spec RunSpec) (*Runtime, error) {
 	if spec.Confine && h.template == nil {
 		return nil, setupError{errors.New("host: a confined run needs a Host built with HostOptions.Confine")}
 	}
+	// telemetry (issue 24, trace.go): the run's span, and its model and
+	// tool calls traced where they happen.
+	var span telemetry.Span
+	if telemetry.On() {
+		if o.RunID == "" {
+			o.RunID = session.NewID()
+		}
+		ctx, span = startAgentSpan(ctx, o.RunID, o.SessionID, o.Config.Model)
+		o.EventSink, o.traced = telemetry.RunSink(span, o.EventSink), true
+	}
 	rt, err := Build(ctx, o)
 	if err != nil {
+		span.Fail("setup", err)
+		span.End()
 		return nil, setupError{err}
+	}
+	if span.Recording() {
+		rt.span = span
+		rt.closers = append([]func() error{func() error { span.End(); return nil }}, rt.closers...)
 	}
 	rt.Agent.AgentSignalHandler = spec.Signals
 	rt.Agent.GoalImages, rt.Agent.DropRefusedImages = spec.Images, spec.ImagesOptional
@@ -361,8 +382,9 @@ func (h *Host) Run(ctx context.Context, spec RunSpec) (Outcome, error) {
 		checker = outschema.NewChecker(spec.OutputSchema, spec.OutputRepairs)
 		goal += spec.OutputSchema.Instructions()
 		acfg.CheckAnswer = checker.Check
+		acfg.OutputSchema = spec.OutputSchema.Raw // native response_format for the models that take it
 	}
-	res, runErr := agent.Run(ctx, acfg, goal)
+	res, runErr := agent.Run(rt.Context(ctx), acfg, goal)
 	out := Outcome{
 		Answer: rt.Redactor.String(res.Answer), RunID: res.RunID, SessionID: acfg.SessionID, Iterations: res.Iterations,
 		Usage: res.Usage, CostUSD: rt.Budget.Snapshot().CostUSD, Duration: res.Duration, Extensions: rt.Extensions,

@@ -25,6 +25,7 @@ import (
 	"github.com/odekrun/odek/internal/beneath"
 	"github.com/odekrun/odek/internal/budget"
 	"github.com/odekrun/odek/internal/sandbox"
+	"github.com/odekrun/odek/internal/telemetry"
 	"github.com/odekrun/odek/internal/tools"
 	"github.com/sirupsen/logrus"
 )
@@ -371,7 +372,7 @@ func (d *Delegate) runOne(ctx context.Context, ci agent.CallInfo, runDir string,
 	}
 	task := Task{
 		TaskID: out.taskID, Goal: t.Goal, Context: t.Context, Guidance: t.Guidance, MaxRisk: ClampRisk(t.MaxRisk, d.o.MaxRisk),
-		Model: d.o.Model, BaseURL: d.o.BaseURL, TimeoutSeconds: d.o.Settings.TaskTimeout.Seconds(),
+		Model: d.o.Model, BaseURL: d.o.BaseURL, TimeoutSeconds: d.o.Settings.TaskTimeoutSeconds,
 		Confine: d.o.Confine,
 	}
 	if d.o.ArtifactsDir != "" {
@@ -460,6 +461,24 @@ func childEnv(base []string, depth int, slots, tenant string) []string {
 
 // spawn runs one child to its result.
 func (d *Delegate) spawn(ctx context.Context, ci agent.CallInfo, i int, task Task) (*Result, error) {
+	// telemetry (issue 24): one span per child; the child's `odek subagent`
+	// continues it from TRACEPARENT, so its run joins this trace.
+	ctx, span := telemetry.Start(ctx, "odek.subagent")
+	defer span.End()
+	if span.Recording() {
+		span.String("odek.subagent.task_id", task.TaskID)
+		span.Int("odek.subagent.depth", int64(d.o.Depth+1))
+	}
+	res, err := d.spawnChild(ctx, ci, i, task)
+	if err != nil {
+		span.Fail("spawn", err)
+	} else if res != nil && res.Status != StatusSuccess {
+		span.Fail(res.Status, nil)
+	}
+	return res, err
+}
+
+func (d *Delegate) spawnChild(ctx context.Context, ci agent.CallInfo, i int, task Task) (*Result, error) {
 	exe := d.o.Executable
 	if exe == "" {
 		var err error
@@ -503,7 +522,7 @@ func (d *Delegate) spawn(ctx context.Context, ci agent.CallInfo, i int, task Tas
 	if p, err := d.pool(); err == nil {
 		slots = p.dir
 	}
-	cmd.Env = childEnv(base, d.o.Depth+1, slots, d.tenant())
+	cmd.Env = telemetry.WithEnv(ctx, childEnv(base, d.o.Depth+1, slots, d.tenant()))
 	cmd.ExtraFiles = []*os.File{keyR}
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout = &limitedBuffer{b: &stdout, max: MaxResultBytes}

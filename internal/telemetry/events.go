@@ -35,7 +35,9 @@ func EventSpans(ctx context.Context, next events.Sink) events.Sink {
 			return next
 		}
 		return events.SinkFunc(func(ev *events.Event) error {
-			ev.TraceID, ev.SpanID = tid, sid
+			if ev.TraceID == "" {
+				ev.TraceID, ev.SpanID = tid, sid
+			}
 			return next.Write(ev)
 		})
 	}
@@ -58,7 +60,11 @@ type eventSpans struct {
 }
 
 func (e *eventSpans) Write(ev *events.Event) error {
-	e.observe(ev)
+	// An event already stamped comes from a run traced in place (RunSink):
+	// its spans exist, rebuilding them would count the run twice.
+	if ev.TraceID == "" {
+		e.observe(ev)
+	}
 	if e.next == nil {
 		return nil
 	}
