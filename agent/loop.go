@@ -402,6 +402,13 @@ func (r *run) runCall(ctx context.Context, iter int, c ToolCall) (msg Message) {
 	started.ArgsSummary = summary
 	emitStarted()
 
+	if len(a.Ask) > 0 { // what the question shows beyond the summary is masked first
+		masked := make(map[string]string, len(a.Ask))
+		for k, v := range a.Ask {
+			masked[k] = r.cfg.Redactor.String(v)
+		}
+		a.Ask = masked
+	}
 	if allowed, reason := Authorize(ctx, r.cfg.Policy, r.cfg.Prompter, name, a); !allowed {
 		return fail("denied", reason)
 	}

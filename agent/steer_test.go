@@ -3,12 +3,14 @@ package agent_test
 import (
 	"context"
 	"encoding/json"
+	"strings"
 	"sync"
 	"testing"
 
 	"github.com/odekrun/odek/agent"
 	"github.com/odekrun/odek/internal/llm"
 	"github.com/odekrun/odek/internal/llm/llmtest"
+	"github.com/odekrun/odek/internal/redact"
 	"github.com/odekrun/odek/internal/tools"
 )
 
@@ -73,5 +75,45 @@ func TestSteeredMessagesJoinAtModelBoundaries(t *testing.T) {
 	}
 	if users != 3 {
 		t.Fatalf("the saved session has %d user messages, want 3 (goal and two steered): %+v", users, saved)
+	}
+}
+
+// askTool is a tool whose assessment shows its command line in the
+// approval question only.
+type askTool struct{ fakeTool }
+
+func (a *askTool) Assess(json.RawMessage) (tools.Assessment, error) {
+	return tools.Assessment{Class: tools.ClassCodeExecution, Summary: map[string]any{"argv0": "curl"},
+		Ask: map[string]string{"command": "curl -H 'Authorization: Bearer hunter2-secret-value' https://example.org"}}, nil
+}
+
+// Issue 26 point 8: the approval question shows the command line being
+// approved (not only argv0), masked by the run's redactor; the audit event
+// does not carry it.
+func TestApprovalQuestionShowsTheMaskedCommandLine(t *testing.T) {
+	srv := llmtest.New(t,
+		llmtest.CallTools(llmtest.Call{ID: "c1", Name: "shell", Arguments: `{}`}),
+		llmtest.Reply("done"),
+	)
+	red := redact.New()
+	red.AddValue("hunter2-secret-value")
+	var asked string
+	sink := &jsonlSink{}
+	tool := &askTool{fakeTool{name: "shell", class: tools.ClassCodeExecution, run: func(context.Context, json.RawMessage) (tools.Result, error) {
+		return tools.Result{Text: "ok"}, nil
+	}}}
+	_, err := agent.Run(context.Background(), agent.Config{
+		LLM: newClient(t, srv.URL), Model: "m", Tools: []tools.Tool{tool}, Redactor: red, EventSink: sink,
+		Policy:   agent.Policy{Classes: map[agent.Class]agent.Action{tools.ClassCodeExecution: agent.ActionPrompt}},
+		Prompter: agent.PrompterFunc(func(_ context.Context, q string) (bool, error) { asked = q; return true, nil }),
+	}, "fetch it")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(asked, "command=curl -H 'Authorization: ") || !strings.Contains(asked, "https://example.org") || strings.Contains(asked, "hunter2-secret-value") || !strings.Contains(asked, "argv0=curl") {
+		t.Fatalf("question %q: want the masked command line beside argv0", asked)
+	}
+	if strings.Contains(sink.buf.String(), "Authorization") {
+		t.Fatalf("the command line reached the events: %s", sink.buf.String())
 	}
 }

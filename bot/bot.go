@@ -79,6 +79,7 @@ type Bot struct {
 
 	users    *userRates
 	refused  refusals
+	topics   jobTopics // unfinished jobs' forum topics (topics.go)
 	langs    langTable
 	health   health
 	delivery deliveries
@@ -361,13 +362,14 @@ func (b *Bot) poll(ctx context.Context) error {
 		}
 		failures = 0
 		b.setHealth(func(h *healthState) { h.lastPoll, h.conflict, h.lastErr, h.started = b.cfg.Now(), false, "", true })
+		threads := threadsOf(resp.Result) // topics.go: forum topics by update id
 		for _, u := range ups {
 			if u.UpdateID >= offset {
 				offset = u.UpdateID + 1
 			}
-			b.handleUpdate(ctx, u)
+			b.handleUpdate(ctx, u, threads[u.UpdateID])
 		}
-		b.settleUpdates(ctx, ups)
+		b.settleUpdates(ctx, ups, threads)
 	}
 	b.confirmUpdates(offset)
 	return nil
@@ -396,8 +398,8 @@ const settleWait = 2 * time.Second
 // crash before that makes Telegram send the updates again (and their
 // update ids dedupe the jobs), instead of losing them. A chat busy longer
 // (a slow download) is not waited for.
-func (b *Bot) settleUpdates(ctx context.Context, ups []tgbotapi.Update) {
-	seen := map[int64]bool{}
+func (b *Bot) settleUpdates(ctx context.Context, ups []tgbotapi.Update, threads map[int]int) {
+	seen := map[actorKey]bool{}
 	var wg sync.WaitGroup
 	for _, u := range ups {
 		var chatID int64
@@ -409,12 +411,13 @@ func (b *Bot) settleUpdates(ctx context.Context, ups []tgbotapi.Update) {
 		case u.EditedMessage != nil && u.EditedMessage.Chat != nil:
 			chatID = u.EditedMessage.Chat.ID
 		}
-		if chatID == 0 || seen[chatID] {
+		k := actorKey{chat: chatID, topic: threads[u.UpdateID]}
+		if chatID == 0 || seen[k] {
 			continue
 		}
-		seen[chatID] = true
+		seen[k] = true
 		wg.Add(1)
-		b.serial.do(chatID, work{fn: func(*chat) {}, done: wg.Done})
+		b.serial.do(k, work{fn: func(*chat) {}, done: wg.Done})
 	}
 	done := make(chan struct{})
 	go func() { wg.Wait(); close(done) }()
@@ -435,7 +438,8 @@ func (b *Bot) setHealth(f func(*healthState)) {
 
 // handleUpdate authorizes an update and hands it to its chat's serial
 // queue. It never blocks on Telegram.
-func (b *Bot) handleUpdate(ctx context.Context, u tgbotapi.Update) {
+// topic is the update's forum topic (0 = none: topics.go).
+func (b *Bot) handleUpdate(ctx context.Context, u tgbotapi.Update, topic int) {
 	switch {
 	case u.CallbackQuery != nil:
 		cq := u.CallbackQuery
@@ -447,7 +451,7 @@ func (b *Bot) handleUpdate(ctx context.Context, u tgbotapi.Update) {
 			b.refuse(ctx, chatID, cq.From.ID, langOf(cq.From.LanguageCode), u.UpdateID, cq.ID)
 			return
 		}
-		b.serial.Do(chatID, func(c *chat) { c.handleCallback(ctx, cq) })
+		b.serial.Do(actorKey{chat: chatID, topic: topic}, func(c *chat) { c.handleCallback(ctx, cq) })
 	case u.Message != nil || u.EditedMessage != nil:
 		m, edited := u.Message, false
 		if m == nil {
@@ -466,7 +470,7 @@ func (b *Bot) handleUpdate(ctx context.Context, u tgbotapi.Update) {
 			return
 		}
 		ctx, span := traceUpdate(ctx, u.UpdateID, m.Chat.ID) // tracing.go
-		b.serial.Do(m.Chat.ID, func(c *chat) { c.handleMessage(ctx, u.UpdateID, m, edited); span.End() })
+		b.serial.Do(actorKey{chat: m.Chat.ID, topic: topic}, func(c *chat) { c.handleMessage(ctx, u.UpdateID, m, edited); span.End() })
 	}
 }
 
@@ -477,14 +481,14 @@ func (b *Bot) refuse(ctx context.Context, chatID, userID int64, lang string, upd
 	b.log.WithFields(logrus.Fields{"user_id": userID, "chat_id": chatID, "update_id": updateID, "replied": tell}).
 		Warn("bot: refused an update from a user and chat not on the allowlist")
 	if callbackID != "" {
-		b.serial.Do(chatID, func(*chat) { b.answerCallback(ctx, callbackID, tr(lang, "not.auth"), true) })
+		b.serial.Do(chatKey(chatID), func(*chat) { b.answerCallback(ctx, callbackID, tr(lang, "not.auth"), true) })
 		return
 	}
 	if !tell {
 		return
 	}
 	text := tr(lang, "not.allowed", userID)
-	b.serial.Do(chatID, func(c *chat) { c.reply(ctx, text) })
+	b.serial.Do(chatKey(chatID), func(c *chat) { c.reply(ctx, text) })
 }
 
 // refusals remembers when each refused user was last told, so a user is
@@ -523,6 +527,7 @@ const pruneEvery = time.Minute
 
 // handleMessage runs in the chat's actor.
 func (c *chat) handleMessage(ctx context.Context, updateID int, m *tgbotapi.Message, edited bool) {
+	ctx = c.inTopic(ctx) // topics.go: everything it sends goes to the message's topic
 	b := c.b
 	chatID := c.id
 	var userID int64
@@ -797,12 +802,15 @@ func (b *Bot) perUser(chatID int64) bool { return chatID < 0 && b.cfg.GroupSessi
 // sessionFor is the session a message of userID in the chat joins.
 func (c *chat) sessionFor(userID int64) string {
 	if !c.b.perUser(c.id) {
-		return sessionID(c.id, c.chatState.session)
+		if c.chatState.session != "" {
+			return c.chatState.session
+		}
+		return c.topicSession(sessionID(c.id, ""))
 	}
 	if s := c.userSessions[userID]; s != "" {
 		return s
 	}
-	return fmt.Sprintf("telegram:%d:u%d", c.id, userID)
+	return c.topicSession(fmt.Sprintf("telegram:%d:u%d", c.id, userID))
 }
 
 // budgetGate asks the chat's books (chatcore.Books.Request) what the
@@ -933,7 +941,7 @@ func (c *chat) enqueue(ctx context.Context, r jobRequest, adm chatcore.Admission
 
 	goal := r.goal()
 	job := queue.Job{ChatID: chatID, UserID: userID, Goal: goal, SessionID: session, Budget: b.jobBudget(),
-		IdempotencyKey: fmt.Sprintf("telegram:%d:%d", b.tg.Self().ID, updateID), Model: c.jobModel()}
+		IdempotencyKey: fmt.Sprintf("telegram:%d:%d", b.tg.Self().ID, updateID), Model: c.jobModel(), Lane: c.lane()}
 	job.Budget.MaxTotalTokens = adm.Cap
 	if len(r.images) > 0 {
 		job.Images, job.Vision = r.images, b.cfg.Vision
@@ -973,6 +981,7 @@ func (c *chat) enqueue(ctx context.Context, r jobRequest, adm chatcore.Admission
 	}
 	log = log.WithField("job_id", stored.ID)
 	log.Info("bot: job enqueued")
+	b.topics.set(stored.ID, c.topic)
 	if c.last == nil {
 		c.last = map[int64]jobRequest{}
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/odekrun/odek/bot/bottest"
 	"github.com/odekrun/odek/internal/llm/speech"
@@ -93,4 +94,24 @@ func TestBusyCommand(t *testing.T) {
 	if _, err := New(Config{Token: "x", AllowAll: true, Busy: "later"}, queue.NewMemory(queue.Options{})); err == nil || !strings.Contains(err.Error(), "ODEK_TELEGRAM_BUSY") {
 		t.Fatalf("New with Busy %q: %v; want an error naming ODEK_TELEGRAM_BUSY", "later", err)
 	}
+}
+
+// Issue 26 point 8: "typing…" shows as soon as the job works, before its
+// (delayed) first status message, not only once a status message exists.
+func TestTypingShowsBeforeTheFirstStatusMessage(t *testing.T) {
+	q := queue.NewMemory(queue.Options{})
+	h := startBot(t, q, func(c *Config) { c.StatusDelay = time.Hour })
+	release := make(chan struct{})
+	worker(t, q, func(ctx context.Context, l queue.Lease) queue.Result {
+		summary(t, q, l.Job.ID, queue.ProgressSummary{State: "started", Attempt: 1})
+		<-release
+		return queue.Result{Answer: "done"}
+	})
+	h.tg.UserMessage(alice, alice, "work")
+	h.tg.WaitCalls(t, wait, func(c []bottest.Call) bool { return len(c) > 0 }, "sendChatAction")
+	if n := len(h.tg.Messages(alice)); n != 0 {
+		t.Errorf("%d messages before typing; want typing first (the status is delayed)", n)
+	}
+	close(release)
+	h.waitVisible(alice, "done")
 }

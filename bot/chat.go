@@ -20,6 +20,7 @@ import (
 type chat struct {
 	chatState
 	id        int64
+	topic     int // the forum topic this actor serves (0 = the chat's main conversation; topics.go)
 	b         *Bot
 	jobs      map[string]*jobState      // this chat's unfinished jobs by id
 	approvals map[string]*approvalState // open approval prompts by approval id
@@ -28,8 +29,8 @@ type chat struct {
 	prunable bool
 }
 
-func (b *Bot) newChat(id int64) *chat {
-	return &chat{id: id, b: b, jobs: map[string]*jobState{}, approvals: map[string]*approvalState{}, batches: map[int64]*batch{}}
+func (b *Bot) newChat(k actorKey) *chat {
+	return &chat{id: k.chat, topic: k.topic, b: b, jobs: map[string]*jobState{}, approvals: map[string]*approvalState{}, batches: map[int64]*batch{}}
 }
 
 // publish is what the chat shows the router after each function it ran:
@@ -41,7 +42,7 @@ func (b *Bot) publish(c *chat) published {
 		p.snap = &s
 		p.jobs = map[string]jobSnap{}
 		for id, j := range c.jobs {
-			p.jobs[id] = jobSnap{Chat: j.chatID, User: j.userID, UserName: j.userName, StatusMsg: j.statusMsg, StartedAt: j.startedAt, Reserved: c.books.Reserved[id], Session: j.session}
+			p.jobs[id] = jobSnap{Chat: j.chatID, User: j.userID, UserName: j.userName, StatusMsg: j.statusMsg, StartedAt: j.startedAt, Reserved: c.books.Reserved[id], Session: j.session, Topic: c.topic}
 		}
 	}
 	return p

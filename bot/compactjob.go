@@ -48,6 +48,15 @@ type QueueCompactor struct {
 
 // Compact implements Compactor.
 func (q *QueueCompactor) Compact(ctx context.Context, r CompactRequest) (Compacted, error) {
+	if in, ok := q.Queue.(interface {
+		Workers(context.Context) ([]queue.WorkerInfo, error)
+	}); ok {
+		// Workers announce themselves when they start: with none, the
+		// chat would wait out Wait for nothing.
+		if ws, err := in.Workers(ctx); err == nil && len(ws) == 0 {
+			return Compacted{}, errors.New("no worker is running to compact it")
+		}
+	}
 	var b [12]byte
 	if _, err := rand.Read(b[:]); err != nil {
 		return Compacted{}, err
@@ -65,15 +74,21 @@ func (q *QueueCompactor) Compact(ctx context.Context, r CompactRequest) (Compact
 	wctx, cancel := context.WithTimeout(ctx, wait)
 	defer cancel()
 	out, err := waitCompaction(wctx, q.Queue, stored.ID)
+	told := ctx.Err() == nil
 	if err != nil && wctx.Err() != nil && ctx.Err() == nil {
 		// No report in time: a worker that claims the job later must not
 		// compact behind the chat's next job.
 		cctx, c2 := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
-		q.Queue.Cancel(cctx, stored.ID)
+		cerr := q.Queue.Cancel(cctx, stored.ID)
 		c2()
 		err = fmt.Errorf("no worker reported the compaction within %s", wait)
+		if errors.Is(cerr, queue.ErrNotFound) {
+			// The job has finished but its report was lost: its result,
+			// which says what it did, is shown when it arrives.
+			err, told = errors.New("the worker's report was lost; its answer follows"), false
+		}
 	}
-	if ctx.Err() == nil {
+	if told {
 		// The chat is told the outcome (or the failure) now: its result
 		// needs no message of its own.
 		q.mu.Lock()

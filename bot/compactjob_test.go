@@ -17,6 +17,9 @@ import (
 func fakeCompactWorker(t *testing.T, q queue.Queue, evs ...events.Payload) <-chan queue.Job {
 	t.Helper()
 	got := make(chan queue.Job, 1)
+	if err := q.(queue.Inspector).RegisterWorker(context.Background(), queue.WorkerInfo{Name: "w"}, time.Minute); err != nil {
+		t.Fatal(err)
+	}
 	go func() {
 		ctx := context.Background()
 		var ls []queue.Lease
@@ -81,6 +84,7 @@ func TestQueueCompactorReportsTheWorkersFailure(t *testing.T) {
 // chat's next job.
 func TestQueueCompactorCancelsAnUnansweredJob(t *testing.T) {
 	q := queue.NewMemory(queue.Options{})
+	q.RegisterWorker(context.Background(), queue.WorkerInfo{Name: "busy"}, time.Minute) // announced, never claims
 	_, err := (&QueueCompactor{Queue: q, Wait: 50 * time.Millisecond}).Compact(context.Background(), CompactRequest{ChatID: 7, Session: "s"})
 	if err == nil || !strings.Contains(err.Error(), "no worker reported") {
 		t.Fatalf("err = %v", err)
@@ -88,5 +92,35 @@ func TestQueueCompactorCancelsAnUnansweredJob(t *testing.T) {
 	ls, err := q.Claim(context.Background(), "late", 1, 0)
 	if err != nil || len(ls) != 0 {
 		t.Fatalf("a late worker claimed %d jobs (%v); the unanswered compaction must be canceled", len(ls), err)
+	}
+}
+
+// A worker that finished without its report reaching the stream: the
+// chat is told the report was lost, and the job's result (which says what
+// the worker did) is not suppressed but shown when it arrives.
+func TestQueueCompactorLostReportLeavesTheResult(t *testing.T) {
+	q := queue.NewMemory(queue.Options{})
+	jobs := fakeCompactWorker(t, q) // no events
+	qc := &QueueCompactor{Queue: q, Wait: 2 * time.Second}
+	_, err := qc.Compact(context.Background(), CompactRequest{ChatID: 7, Session: "s"})
+	job := <-jobs
+	if err == nil || !strings.Contains(err.Error(), "report was lost") {
+		t.Fatalf("err = %v", err)
+	}
+	if qc.reported[job.ID] {
+		t.Error("the finished job's result would be dropped although the chat was not told what it did")
+	}
+}
+
+// With no worker announced, /compact fails at once instead of holding
+// the chat for Wait, and enqueues nothing.
+func TestQueueCompactorWithoutWorkers(t *testing.T) {
+	q := queue.NewMemory(queue.Options{})
+	_, err := (&QueueCompactor{Queue: q}).Compact(context.Background(), CompactRequest{ChatID: 7, Session: "s"})
+	if err == nil || !strings.Contains(err.Error(), "no worker is running") {
+		t.Fatalf("err = %v", err)
+	}
+	if ls, _ := q.Claim(context.Background(), "late", 1, 0); len(ls) != 0 {
+		t.Fatal("a compaction job was enqueued with no worker to run it")
 	}
 }

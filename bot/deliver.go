@@ -103,9 +103,9 @@ func (b *Bot) resultsLoop(ctx context.Context) error {
 			if !b.delivery.start(d.Result.JobID) {
 				continue // handed back to us after the result lease while still being delivered
 			}
-			b.serial.Do(d.Result.ChatID, func(c *chat) {
+			b.serial.Do(b.jobKey(d.Result.ChatID, d.Result.JobID), func(c *chat) {
 				defer b.delivery.done(d.Result.JobID)
-				c.deliver(ctx, d)
+				c.deliver(c.inTopic(ctx), d)
 			})
 		}
 	}
@@ -248,6 +248,9 @@ func (c *chat) deliver(ctx context.Context, d queue.Delivery) {
 		}
 	}
 	delete(c.jobs, res.JobID)
+	if ack {
+		b.topics.drop(res.JobID)
+	}
 	c.books.Ended(res.JobID) // a result left for redelivery holds nothing meanwhile
 	log.Info("bot: result delivered")
 	if ack {
@@ -285,7 +288,7 @@ func (b *Bot) progressTick(ctx context.Context) {
 		b.lastPrune = now
 	}
 	for _, id := range b.serial.keys(true) {
-		b.serial.tick(id, func(c *chat) { c.progress(ctx) })
+		b.serial.tick(id, func(c *chat) { c.progress(c.inTopic(ctx)) })
 	}
 }
 
@@ -344,10 +347,20 @@ func (c *chat) refreshStatus(ctx context.Context) {
 	b := c.b
 	chatID := c.id
 	now := b.cfg.Now()
-	if len(c.queue) == 0 || now.Sub(c.lastEdit) < editInterval(chatID, b.cfg.ProgressInterval) {
+	if len(c.queue) == 0 {
 		return
 	}
-	var typing bool
+	// "typing…" shows as soon as the head job works, whether or not its
+	// status message is out yet (a delayed first status, issue 26 point
+	// 8) and whatever the edit interval: it is not an edit.
+	if js := c.jobs[c.queue[0]]; js != nil && !js.stopped && js.st.Started && !js.st.Finished && now.Sub(c.lastTyping) >= typingEvery {
+		c.lastTyping = now
+		_, kind, err := b.tg.Call(ctx, tgbotapi.NewChatAction(chatID, tgbotapi.ChatTyping), false)
+		c.checkSend(ctx, kind, err)
+	}
+	if now.Sub(c.lastEdit) < editInterval(chatID, b.cfg.ProgressInterval) {
+		return
+	}
 	var expired []string
 	for pos, id := range c.queue {
 		js := c.jobs[id]
@@ -366,10 +379,6 @@ func (c *chat) refreshStatus(ctx context.Context) {
 			continue
 		}
 		if pos == 0 && js.st.Started && !js.st.Finished {
-			if now.Sub(c.lastTyping) >= typingEvery {
-				c.lastTyping = now
-				typing = true
-			}
 			if !js.timedOut && !js.startedAt.IsZero() && now.Sub(js.startedAt) > b.cfg.AgentTimeout {
 				js.timedOut = true
 				expired = append(expired, id)
@@ -385,10 +394,6 @@ func (c *chat) refreshStatus(ctx context.Context) {
 			c.editStatus(ctx, js.statusMsg, text)
 			break // one edit per chat per interval
 		}
-	}
-	if typing {
-		_, kind, err := b.tg.Call(ctx, tgbotapi.NewChatAction(chatID, tgbotapi.ChatTyping), false)
-		c.checkSend(ctx, kind, err)
 	}
 	for _, id := range expired {
 		b.log.WithFields(logrus.Fields{"job_id": id, "timeout": b.cfg.AgentTimeout.String()}).Warn("bot: job over ODEK_TELEGRAM_AGENT_TIMEOUT; canceling")
@@ -484,12 +489,16 @@ func (b *Bot) WebhookHandler(ctx context.Context) http.Handler {
 			http.Error(w, "unauthorized", http.StatusUnauthorized)
 			return
 		}
+		raw, err := io.ReadAll(io.LimitReader(r.Body, maxWebhookBody))
 		var u tgbotapi.Update
-		if err := json.NewDecoder(io.LimitReader(r.Body, maxWebhookBody)).Decode(&u); err != nil {
+		if err == nil {
+			err = json.Unmarshal(raw, &u)
+		}
+		if err != nil {
 			http.Error(w, "bad update", http.StatusBadRequest)
 			return
 		}
-		b.handleUpdate(ctx, u)
+		b.handleUpdate(ctx, u, threadOfUpdate(raw))
 		w.WriteHeader(http.StatusOK)
 	})
 }

@@ -13,7 +13,9 @@ type ChatBusy interface {
 }
 
 // ChatBusy implements ChatBusy: the chat's list of unfinished jobs
-// (<P>chat:<id>, one entry per job until it finishes) is not empty.
+// (<P>chat:<id>, one entry per job until it finishes) is not empty. That
+// is the chat's main lane: jobs of a forum topic (Job.Lane) run in lanes
+// of their own and do not make the chat busy.
 func (r *Redis) ChatBusy(ctx context.Context, chatID int64) (bool, error) {
 	n, err := r.c.LLen(ctx, r.key("chat:", strconv.FormatInt(chatID, 10))).Result()
 	return n > 0, err
@@ -23,5 +25,5 @@ func (r *Redis) ChatBusy(ctx context.Context, chatID int64) (bool, error) {
 func (m *Memory) ChatBusy(ctx context.Context, chatID int64) (bool, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	return len(m.chats[chatID]) > 0, nil
+	return len(m.chats[LaneKey(chatID, "")]) > 0, nil
 }

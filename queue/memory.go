@@ -18,15 +18,16 @@ import (
 // are durable first. queue/embedded, odek-bot's embedded store, is a
 // Memory with a bbolt journal. Safe for concurrent use.
 type Memory struct {
-	o Options
-	j Journal // nil: in memory only
+	o     Options
+	j     Journal       // nil: in memory only
+	newID func() string // names jobs without an id
 
 	mu        sync.Mutex
 	wake      chan struct{} // closed and replaced on every change
 	seq       uint64
 	jobs      map[string]*memJob
-	chats     map[int64][]string // arrival order of unfinished jobs per chat
-	ready     []string           // runnable job ids, at most one per chat
+	chats     map[string][]string // arrival order of unfinished jobs per chat lane (LaneKey)
+	ready     []string            // runnable job ids, at most one per chat
 	idem      map[string]memIdem
 	dead      []memDead
 	workers   map[string]memWorker
@@ -107,9 +108,10 @@ func newMemResult(seq uint64, res Result, at time.Time) *memResult {
 func NewMemory(opts Options) *Memory {
 	return &Memory{
 		o:         opts.withDefaults(),
+		newID:     newID,
 		wake:      make(chan struct{}),
 		jobs:      map[string]*memJob{},
-		chats:     map[int64][]string{},
+		chats:     map[string][]string{},
 		idem:      map[string]memIdem{},
 		delivered: map[string]time.Time{},
 		progress:  map[string]*memProgress{},
@@ -141,7 +143,7 @@ func (m *Memory) Enqueue(ctx context.Context, job Job) (Job, bool, error) {
 		return job, false, err
 	}
 	ownID := job.ID != "" // a caller's id may name a job a previous process finished
-	job, _, err := prepareJob(job, m.o, newID)
+	job, _, err := prepareJob(job, m.o, m.newID)
 	if err != nil {
 		return job, false, err
 	}
@@ -179,8 +181,9 @@ func (m *Memory) Enqueue(ctx context.Context, job Job) (Job, bool, error) {
 	m.seq++
 	j := &memJob{job: job, state: stateQueued, enq: m.seq}
 	m.jobs[job.ID] = j
-	m.chats[job.ChatID] = append(m.chats[job.ChatID], job.ID)
-	if len(m.chats[job.ChatID]) == 1 {
+	lk := LaneKey(job.ChatID, job.Lane)
+	m.chats[lk] = append(m.chats[lk], job.ID)
+	if len(m.chats[lk]) == 1 {
 		m.makeReadyLocked(j)
 	}
 	m.recordJobLocked(j)
@@ -275,7 +278,8 @@ func (m *Memory) finishLocked(j *memJob, res Result) {
 	m.recordLocked(Change{Kind: ChangeResult, Key: r.seq, JobID: j.job.ID})
 	m.recordJobLocked(j)
 	r.gen = m.markLocked()
-	ids := m.chats[j.job.ChatID]
+	lk := LaneKey(j.job.ChatID, j.job.Lane)
+	ids := m.chats[lk]
 	for i, id := range ids {
 		if id == j.job.ID {
 			ids = append(ids[:i:i], ids[i+1:]...)
@@ -283,9 +287,9 @@ func (m *Memory) finishLocked(j *memJob, res Result) {
 		}
 	}
 	if len(ids) == 0 {
-		delete(m.chats, j.job.ChatID)
+		delete(m.chats, lk)
 	} else {
-		m.chats[j.job.ChatID] = ids
+		m.chats[lk] = ids
 		if head := m.jobs[ids[0]]; head.state == stateQueued {
 			m.makeReadyLocked(head)
 		}

@@ -165,6 +165,11 @@ type Job struct {
 	// OutputRepairs is the number of corrective turns for OutputSchema,
 	// 0..MaxOutputRepairs; nil ⇒ 2.
 	OutputRepairs *int `json:"output_repairs,omitempty"`
+	// Lane is the conversation within the chat the job belongs to (a
+	// forum topic): jobs of one chat and lane run one at a time in order,
+	// jobs of different lanes in parallel (lane.go). "" = the chat's main
+	// lane. At most MaxLaneLen bytes of [A-Za-z0-9_.:-].
+	Lane string `json:"lane,omitempty"`
 	// Approved names tools a job that nobody can be asked about (a
 	// scheduled job, package schedule) may run without confirmation: the
 	// schedule's owner approved them ahead. Only front ends and operators
@@ -427,6 +432,9 @@ func prepareJob(job Job, o Options, newID func() string) (Job, []byte, error) {
 	}
 	if job.Goal == "" {
 		return job, nil, fmt.Errorf("%w: goal is empty", ErrInvalidJob)
+	}
+	if err := checkLane(job.Lane); err != nil {
+		return job, nil, err
 	}
 	if job.Kind != "" && job.Kind != KindCompact {
 		return job, nil, fmt.Errorf("%w: kind %q: want \"\" or %q", ErrInvalidJob, clip(job.Kind, 40), KindCompact)

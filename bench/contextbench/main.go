@@ -109,6 +109,9 @@ func (rc *recorder) handle(r llmtest.Recorded) llmtest.Turn {
 	c.usage = llm.Usage{PromptTokens: len(r.Body) / 4, CachedTokens: n / 4}
 	if !rc.started {
 		c.firstCall, rc.started = true, true
+		if dir := os.Getenv("CONTEXTBENCH_DUMP"); dir != "" {
+			os.WriteFile(filepath.Join(dir, fmt.Sprintf("first-call-%03d.json", rc.message)), r.Body, 0o600)
+		}
 	}
 	var turn llmtest.Turn
 	if last := r.LastMessage(); last.Role == llm.RoleUser {

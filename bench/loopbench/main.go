@@ -40,7 +40,7 @@ func main() {
 	startup := flag.Bool("startup", false, "measure `odek version` wall time instead")
 	burst := flag.Bool("burst", false, "send each streamed reply in one write (a server whose answer is ready) instead of one write per SSE event")
 	ratio := flag.String("ratio", "", "A,B: instead of one figure, compare CPU per model call at A and at B iterations (and at 1, the start-up baseline), interleaved within each run, and report B's figure over A's")
-	otelModes := flag.String("otel", "off", "comma-separated tracing modes, interleaved within each run: off, or an OTLP/HTTP base URL given to odek as OTEL_EXPORTER_OTLP_ENDPOINT (a live collector, or a dead port)")
+	otelModes := flag.String("otel", "off", "comma-separated tracing modes, interleaved within each run: off, or an OTLP/HTTP base URL given to odek as OTEL_EXPORTER_OTLP_ENDPOINT (a live collector, or a dead port), optionally followed by ;KEY=VALUE variables for that mode (;OTEL_TRACES_SAMPLER=always_off)")
 	baseline := flag.String("baseline", "", "another odek binary (main's) run with tracing off as one more interleaved mode, \"baseline\"")
 	flag.Parse()
 	modes := strings.Split(*otelModes, ",")
@@ -104,7 +104,10 @@ func main() {
 			cmd.Env = append(cmd.Env, "GOGC="+v)
 		}
 		if mode != "off" && mode != "baseline" {
-			cmd.Env = append(cmd.Env, "OTEL_EXPORTER_OTLP_ENDPOINT="+mode)
+			// URL;KEY=V;… adds variables (a sampler) to that mode.
+			parts := strings.Split(mode, ";")
+			cmd.Env = append(cmd.Env, "OTEL_EXPORTER_OTLP_ENDPOINT="+parts[0])
+			cmd.Env = append(cmd.Env, parts[1:]...)
 		}
 		var se bytes.Buffer
 		cmd.Stderr = &se

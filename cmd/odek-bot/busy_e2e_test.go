@@ -21,15 +21,22 @@ func TestE2ESteerIntoAJobOnAnotherWorker(t *testing.T) {
 	t.Cleanup(func() { once.Do(func() { close(release) }) })
 	var mu sync.Mutex
 	var reqs [][]llm.Message
+	var firstEnded, steeredAt time.Time
 	model := llmtest.NewHandler(t, func(r llmtest.Recorded) llmtest.Turn {
 		mu.Lock()
 		reqs = append(reqs, r.Messages)
 		n := len(reqs)
+		if n == 2 {
+			steeredAt = time.Now()
+		}
 		mu.Unlock()
 		last := r.LastMessage()
 		switch {
 		case n == 1:
 			<-release // the model is still working when "second" arrives
+			mu.Lock()
+			firstEnded = time.Now()
+			mu.Unlock()
 			return llmtest.CallTools(llmtest.Call{ID: "c1", Name: "list_dir", Arguments: `{"path":"."}`})
 		case last.Role == "user" && strings.Contains(last.Content, "second"):
 			return llmtest.Reply("covered first and second")
@@ -61,6 +68,10 @@ func TestE2ESteerIntoAJobOnAnotherWorker(t *testing.T) {
 	if len(reqs) != 2 {
 		t.Fatalf("%d model calls, want 2 (one job)", len(reqs))
 	}
+	// The figure in docs/BENCHMARKS.md: from the end of the running model
+	// call to the model request that carries the steered message (the
+	// tool call between them included).
+	t.Logf("steer latency: %v after the running model call ended", steeredAt.Sub(firstEnded).Round(time.Millisecond))
 	second := reqs[1]
 	n := len(second)
 	if second[n-2].Role != "tool" || second[n-1].Role != "user" || second[n-1].Content != "second" {

@@ -169,6 +169,7 @@ var queueSubs = []queueSub{
 		run: func(ctx context.Context, c *queueCLI, _ string) error { return c.config(ctx) }},
 	{name: "migrate", usage: `migrate                               move queue keys of the old layout ("odek:jobs") to the hash-tagged one ("{odek}:jobs"); idempotent, run with workers and bot stopped`,
 		noConnect: true},
+	queueBackupSub,
 }
 
 // queueUsage is `odek queue`'s help, built from queueSubs.
@@ -180,7 +181,7 @@ var queueUsage = func() string {
 	}
 	b.WriteString(`Every subcommand takes --redis URL (env REDIS_URL), --prefix and --json (one JSON value per line on stdout).
 --store PATH works on odek-bot's embedded store ($ODEK_HOME/store.db) instead of Redis, while the bot
-is stopped (stats, show, submit without --wait, cancel, dead, retry, purge-dead).
+is stopped (stats, show, submit without --wait, cancel, dead, retry, purge-dead); backup works while it runs.
 Exit codes: 0 ok, 1 the job or the request failed, 3 bad flags or arguments, 69 Redis unreachable.
 `)
 	return b.String()
@@ -278,6 +279,9 @@ func cmdQueue(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 	rlog.SetOutput(stderr)
 	rlog.SetLevel(logrus.ErrorLevel)
 	redis.SetLogger(worker.RedisLogger{Log: rlog})
+	if sub == queueBackupSub.name {
+		return queueBackup(ctx, storePath, arg, a.jsonOut, stdout) // queuebackup.go
+	}
 	var c *queueCLI
 	if storePath != "" {
 		switch {

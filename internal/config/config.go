@@ -9,7 +9,8 @@
 //  3. the project file ./odek.json in the project directory (untrusted: it
 //     arrives with whatever repository odek is pointed at);
 //  4. the environment (ODEK_API_KEY, OPENAI_API_KEY, ODEK_BASE_URL,
-//     ODEK_MODEL; every variable odek reads is declared in environ.go and
+//     ODEK_MODEL, ODEK_PROVIDER; every variable odek and odek-bot read is
+//     declared once in this package, env.go, environ.go and botenv.go, and
 //     listed by `odek config env`);
 //  5. command-line flag overrides (Flags).
 //

@@ -445,7 +445,7 @@ func confine(cfg *config.Config, opts Options, workDir string, warn func(string)
 		if err := CheckSandbox(probe()); err != nil {
 			return nil, nil, err
 		}
-		tpl = sandbox.NewTemplate(settings, append([]string{cfg.Home}, opts.SandboxDeny...), sandbox.Host)
+		tpl = withSkillDirs(sandbox.NewTemplate(settings, append([]string{cfg.Home}, opts.SandboxDeny...), sandbox.Host), cfg, warn)
 	}
 	// The rules and os.Root see the real directory; a model naming the
 	// root by its real path must match it.

@@ -202,7 +202,7 @@ func (j *JobRunner) startSandbox() error {
 	// sandbox.max_processes then bounds the job as a whole (pids.max),
 	// for root too.
 	if where, err := sandbox.CgroupStatus(); err == nil {
-		log.WithFields(fields).WithField("cgroups", where).Info("sandbox: each job runs in a cgroup of its own (pids.max = sandbox.max_processes)")
+		log.WithFields(fields).WithField("cgroups", where).Info("sandbox: each job runs in a cgroup of its own (pids.max = sandbox.max_processes, memory = sandbox.job_memory_mb, CPU time = sandbox.job_cpu_seconds)")
 	} else if os.Geteuid() == 0 {
 		// The kernel never applies RLIMIT_NPROC to root: one chat's fork
 		// bomb would then crowd every other chat's jobs (the image runs

@@ -9,6 +9,7 @@ import (
 	"github.com/odekrun/odek/agent"
 	"github.com/odekrun/odek/events"
 	"github.com/odekrun/odek/internal/budget"
+	"github.com/odekrun/odek/internal/redact"
 	"github.com/odekrun/odek/internal/session"
 	"github.com/odekrun/odek/queue"
 	"github.com/sirupsen/logrus"
@@ -43,7 +44,15 @@ func (j *JobRunner) runCompact(ctx context.Context, job queue.Job, sink events.S
 	fail := func(err error) (queue.Result, error) {
 		d := events.RunFailedData{Duration: time.Since(start), ErrorClass: agent.ErrorClass(err)}
 		emit(d)
-		return queue.Result{Status: queue.StatusFailed, ExitCode: ExitError, DurationMS: time.Since(start).Milliseconds()}, err
+		// The error becomes the result's text, which leaves the worker
+		// like a run's failure: masked the same way (a provider may echo
+		// the key it refused).
+		red := redact.New()
+		red.AddValue(cfg.APIKey)
+		if j.Environ != nil {
+			red.AddFromEnv(j.Environ)
+		}
+		return queue.Result{Status: queue.StatusFailed, ExitCode: ExitError, DurationMS: time.Since(start).Milliseconds()}, errors.New(red.String(err.Error()))
 	}
 	sid := JobSessionID(job)
 	s, err := j.Sessions.Load(ctx, sid)

@@ -56,7 +56,7 @@ func TestJobRunnerCompactJob(t *testing.T) {
 			t.Errorf("a compact job made a call that is not the digest side call: %d tools, system %.40q", len(r.Tools), r.Messages[0].Content)
 		}
 		if fail {
-			return llmtest.Turn{Status: 400, ErrorMessage: "bad request"}
+			return llmtest.Turn{Status: 400, ErrorMessage: "bad request; the database password was correct-horse-battery-staple-42"}
 		}
 		turn := llmtest.Reply("## Facts\n- the cat is Mimi; key sk-worker-key-0123456789abcdef")
 		turn.Usage = &llm.Usage{PromptTokens: 500, CompletionTokens: 30}
@@ -65,7 +65,7 @@ func TestJobRunnerCompactJob(t *testing.T) {
 	cfg := load(t, `{"model":"m1","base_url":"`+model.URL+`","api_key":"sk-worker-key-0123456789abcdef"}`, "")
 	t.Chdir(t.TempDir())
 	store := &session.FileStore{Dir: t.TempDir()}
-	j := &JobRunner{Config: cfg, Sessions: store}
+	j := &JobRunner{Config: cfg, Sessions: store, Environ: []string{"DB_PASSWORD=correct-horse-battery-staple-42"}}
 	if err := j.Start(context.Background(), false); err != nil {
 		t.Fatal(err)
 	}
@@ -97,6 +97,9 @@ func TestJobRunnerCompactJob(t *testing.T) {
 	res, err = j.Run(ctx, job, &log, nil, nil)
 	if err == nil || res.Status != queue.StatusFailed || !reflect.DeepEqual(log.types(), []events.Type{events.RunFailed}) {
 		t.Fatalf("failed digest call: %+v %v %v", res, err, log.types())
+	}
+	if !strings.Contains(err.Error(), "bad request") || strings.Contains(err.Error(), "battery-staple") {
+		t.Errorf("the failure's text, masked: %v", err)
 	}
 	if got, _ := store.Load(ctx, sid); !reflect.DeepEqual(got.Messages, before) {
 		t.Fatal("a failed compaction changed the session")

@@ -101,7 +101,7 @@ func New(ctx context.Context, cfg *config.Config, o HostOptions) (*Host, error) 
 		if err := CheckSandbox(probe()); err != nil {
 			return nil, err
 		}
-		h.template = sandbox.NewTemplate(cfg.Sandbox, append([]string{cfg.Home}, o.SandboxDeny...), sandbox.Host)
+		h.template = withSkillDirs(sandbox.NewTemplate(cfg.Sandbox, append([]string{cfg.Home}, o.SandboxDeny...), sandbox.Host), cfg, o.Warn)
 	}
 	switch {
 	case o.ExtensionSet != nil:

@@ -48,7 +48,13 @@ func (t tracedModel) start(ctx context.Context, req agent.Request) (context.Cont
 	if model == "" {
 		model = t.model
 	}
-	return telemetry.StartChat(ctx, model, "")
+	ctx, s := telemetry.StartChat(ctx, model, "")
+	if s.Capturing() { // opt-in: the request's messages, masked and clipped by Content
+		if b, err := json.Marshal(req.Messages); err == nil {
+			s.Content(telemetry.KeyInputMessages, string(b))
+		}
+	}
+	return ctx, s
 }
 
 type tracedStreamingModel struct {
@@ -73,6 +79,11 @@ func endChat(s telemetry.Span, res *agent.Response, err error) {
 	class := ""
 	if err != nil {
 		class = agent.ErrorClass(err)
+	}
+	if res != nil && s.Capturing() {
+		if b, err := json.Marshal([]agent.Message{res.Message}); err == nil {
+			s.Content(telemetry.KeyOutputMessages, string(b))
+		}
 	}
 	s.EndChat(c, class, err)
 }

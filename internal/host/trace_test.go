@@ -11,6 +11,7 @@ import (
 	"github.com/odekrun/odek/events"
 	"github.com/odekrun/odek/internal/llm"
 	"github.com/odekrun/odek/internal/llm/llmtest"
+	"github.com/odekrun/odek/internal/redact"
 	"github.com/odekrun/odek/internal/telemetry"
 	"github.com/odekrun/odek/internal/telemetry/telemetrytest"
 	tracepb "go.opentelemetry.io/proto/otlp/trace/v1"
@@ -123,5 +124,44 @@ func TestRunIsTracedInPlace(t *testing.T) {
 				t.Errorf("span %s carries the prompt in %s with capture off", s.GetName(), a.GetKey())
 			}
 		}
+	}
+}
+
+// With content capture on (an operator's opt-in), a model call's span
+// carries the request's messages and the answer, masked by the redactor:
+// a secret the redactor knows never reaches the collector.
+func TestTracedModelCapturesMaskedContent(t *testing.T) {
+	rcv := telemetrytest.NewReceiver(t)
+	red := redact.New()
+	red.AddValue("sk-captured-secret-0123456789")
+	p, err := telemetry.Setup(context.Background(), telemetry.Config{Enabled: true, Endpoint: rcv.Endpoint(), CaptureContent: true},
+		telemetry.Options{Redactor: red})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Shutdown(context.Background())
+	srv := llmtest.New(t, llmtest.Reply("the answer sk-captured-secret-0123456789"))
+	client, err := llm.New(llm.Config{BaseURL: srv.URL, MaxAttempts: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := traceModel(client, "m1")
+	if _, err := m.Complete(context.Background(), agent.Request{Model: "m1", Messages: []agent.Message{{Role: agent.RoleUser, Content: "the question"}}}); err != nil {
+		t.Fatal(err)
+	}
+	if err := p.ForceFlush(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	chat := telemetrytest.ByName(rcv.Spans(), "chat m1")
+	if chat == nil {
+		t.Fatal("no chat span")
+	}
+	in, _ := telemetrytest.Attr(chat, telemetry.KeyInputMessages)
+	out, _ := telemetrytest.Attr(chat, telemetry.KeyOutputMessages)
+	if s, _ := in.(string); !strings.Contains(s, "the question") {
+		t.Errorf("input messages %v", in)
+	}
+	if s, _ := out.(string); !strings.Contains(s, "the answer") || strings.Contains(s, "sk-captured-secret") {
+		t.Errorf("output messages %v: want the answer, masked", out)
 	}
 }

@@ -142,3 +142,10 @@ func reachable(path string) bool {
 	fi, err := os.Stat(path)
 	return err == nil && fi.IsDir() && unix.Access(path, unix.X_OK) == nil
 }
+
+// ownedBySelfOrRoot reports whether fi's file belongs to root or to this
+// process's effective user.
+func ownedBySelfOrRoot(fi os.FileInfo) bool {
+	st, ok := fi.Sys().(*syscall.Stat_t)
+	return ok && (st.Uid == 0 || int(st.Uid) == os.Geteuid())
+}

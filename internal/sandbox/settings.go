@@ -30,6 +30,22 @@ const (
 	DefaultMaxFileSizeMB = 1024
 )
 
+// Default limits of a job as a whole, enforced through its cgroup where
+// the worker can make per-job cgroups (CgroupStatus), used where the
+// settings leave them at 0.
+const (
+	// DefaultJobMemoryMB is the memory all of a job's processes may use
+	// together (cgroup v2 memory.max, v1 memory.limit_in_bytes): 2 GiB.
+	// A job that needs more is OOM-killed inside its own cgroup; the
+	// worker and other chats' jobs are not.
+	DefaultJobMemoryMB = 2048
+	// DefaultJobCPUSeconds is the CPU time all of a job's processes may
+	// use together over the job's life (cgroup v2 cpu.stat, v1
+	// cpuacct.usage, read every CPUPollInterval): 30 minutes. A job
+	// that uses it up is killed, and its later commands are refused.
+	DefaultJobCPUSeconds = 1800
+)
+
 // Settings are the `sandbox` configuration section, declared once: config
 // decodes the files into it (config.Sandbox is this type) and checks and
 // merges it by the project and check tags (internal/config/sections.go
@@ -73,6 +89,12 @@ type Settings struct {
 	// MaxFileSizeMB caps the size of any file a job's process writes
 	// (RLIMIT_FSIZE), in MiB. 0 ⇒ DefaultMaxFileSizeMB.
 	MaxFileSizeMB int `json:"max_file_size_mb" project:"lower" default:"1024" check:"min=0"`
+	// JobMemoryMB caps the memory of a job's processes together, in MiB
+	// (its cgroup's memory.max). 0 ⇒ DefaultJobMemoryMB.
+	JobMemoryMB int `json:"job_memory_mb" project:"lower" default:"2048" check:"min=0"`
+	// JobCPUSeconds caps the CPU time of a job's processes together, in
+	// seconds, over the job. 0 ⇒ DefaultJobCPUSeconds.
+	JobCPUSeconds int `json:"job_cpu_seconds" project:"lower" default:"1800" check:"min=0"`
 }
 
 // Active reports whether the sandbox confines runs of a surface: server

@@ -22,6 +22,11 @@ import (
 //     time to first token and the call's tokens;
 //   - tool_call_started … tool_call_completed/failed: "execute_tool <tool>".
 //
+// It is the fallback for runs that are not traced in place: an event
+// that arrives already stamped (RunSink, a run internal/host assembled,
+// whose model and tool spans exist) passes through untouched, so no call
+// is counted twice.
+//
 // Events are written from the Emitter's one goroutine, so the rebuilt
 // spans never slow the loop. Off (and with no trace in ctx) it returns
 // next itself; off with a trace handed in (TRACEPARENT, a job's trace

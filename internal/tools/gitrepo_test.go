@@ -4,6 +4,7 @@ package tools
 
 import (
 	"encoding/json"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -410,4 +411,86 @@ func FuzzGitIndex(f *testing.F) {
 			}
 		}
 	})
+}
+
+// BenchmarkAssessGitStatus is what reading the repository adds to rating
+// a git command: the shell tool's Assess of `git status` in a clean
+// repository of 200 tracked files, against the classifier alone.
+func BenchmarkAssessGitStatus(b *testing.B) {
+	if _, err := exec.LookPath("git"); err != nil {
+		b.Skip("git not installed")
+	}
+	home := b.TempDir()
+	dir := filepath.Join(b.TempDir(), "w")
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		b.Fatal(err)
+	}
+	for i := range 200 {
+		if err := os.WriteFile(filepath.Join(dir, fmt.Sprintf("f%03d.txt", i)), []byte("x\n"), 0o644); err != nil {
+			b.Fatal(err)
+		}
+	}
+	for _, args := range [][]string{{"init", "-q"}, {"add", "."}, {"commit", "-q", "-m", "x"}} {
+		cmd := exec.Command("git", args...)
+		cmd.Dir, cmd.Env = dir, gitTestEnv(home)
+		if out, err := cmd.CombinedOutput(); err != nil {
+			b.Fatalf("git %v: %v %s", args, err, out)
+		}
+	}
+	tool := builtin(b, Options{WorkDir: dir, Env: gitTestEnv(home)}, "shell")
+	args := json.RawMessage(`{"command":"git status"}`)
+	b.Run("classifier alone", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			classifyShell("git status", dir, 0)
+		}
+	})
+	b.Run("Assess with the repository read", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			if a, err := tool.Assess(args); err != nil || a.Class != ClassSafe {
+				b.Fatal(a, err)
+			}
+		}
+	})
+}
+
+// A driver planted after the rating — by a parallel tool call, or a
+// process an earlier command left running — does not run: Run reads the
+// repository again and refuses a line rated below code_execution whose
+// repository now names a program. On the code before, the planted filter
+// ran (the marker appeared).
+func TestShellRunRechecksTheRepository(t *testing.T) {
+	if _, err := exec.LookPath("git"); err != nil {
+		t.Skip("git not installed")
+	}
+	home := t.TempDir()
+	marker := filepath.Join(t.TempDir(), "ran")
+	dir := filepath.Join(t.TempDir(), "w")
+	newDriverRepo(t, dir, home)
+	tool := builtin(t, Options{WorkDir: dir, Env: gitTestEnv(home)}, "shell")
+	const cmd = `{"command":"git add a.txt"}`
+	if a := assessShell(t, tool, "git add a.txt"); a.Class != ClassLocalWrite {
+		t.Fatalf("clean repository: %s", a.Class)
+	}
+	appendFile(t, filepath.Join(dir, ".git", "config"), "[filter \"x\"]\n\tclean = \"touch "+marker+"; cat\"\n")
+	appendFile(t, filepath.Join(dir, "a.txt"), "two\n")
+	res := run(t, tool, cmd)
+	if !res.IsError || !strings.Contains(res.Text, "filter.x.clean") {
+		t.Errorf("ran after the repository changed: %q", res.Text)
+	}
+	if _, err := os.Stat(marker); err == nil {
+		t.Fatal("the filter planted after the rating ran")
+	}
+	// Rated again, the line is code_execution; approved, it runs (the
+	// recheck does not stand in the way of an approval that covers it).
+	if a := assessShell(t, tool, "git add a.txt"); a.Class != ClassCodeExecution {
+		t.Fatalf("after planting: %s", a.Class)
+	}
+	if res := run(t, tool, cmd); res.IsError {
+		t.Fatalf("approved run refused: %q", res.Text)
+	}
+	if _, err := os.Stat(marker); err != nil {
+		t.Fatal("the approved command did not run the filter")
+	}
 }

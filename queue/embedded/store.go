@@ -57,6 +57,8 @@ type Store struct {
 	path string
 	db   *bolt.DB
 	lock *os.File
+	// stopAdmin stops the admin socket's server (ServeAdmin); nil: none.
+	stopAdmin func()
 }
 
 // DefaultFile is the store's file name under ODEK_HOME.
@@ -116,6 +118,9 @@ func (s *Store) Close() error {
 	}
 	s.j.closed = true
 	s.j.mu.Unlock()
+	if s.stopAdmin != nil {
+		s.stopAdmin()
+	}
 	close(s.j.quit)
 	<-s.j.stopped
 	err := s.db.Close()

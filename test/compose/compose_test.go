@@ -56,6 +56,12 @@ type env struct {
 	tg      *bottest.Server
 	llm     *fakeModel
 	redisPW string // REDIS_PASSWORD in the project's .env
+	// files are the compose files, in order (-f each); empty: Compose's
+	// default docker-compose.yml.
+	files []string
+	// services are the services waitHealthy wants running and healthy
+	// besides the workers, with how many of each (0: none running).
+	services map[string]int
 }
 
 func TestCompose(t *testing.T) {
@@ -70,7 +76,8 @@ func TestCompose(t *testing.T) {
 	if _, err := rand.Read(pw); err != nil {
 		t.Fatal(err)
 	}
-	e := &env{t: t, tg: bottest.New(t), llm: newFakeModel(t), redisPW: hex.EncodeToString(pw)}
+	e := &env{t: t, tg: bottest.New(t), llm: newFakeModel(t), redisPW: hex.EncodeToString(pw),
+		services: map[string]int{"redis": 1, "bot": 1}}
 	e.llm.secret = e.redisPW
 	gw := bridgeGateway(t)
 	tgURL := serve(t, reverseProxy(t, e.tg.URL()))
@@ -117,6 +124,7 @@ func TestCompose(t *testing.T) {
 	t.Run("kill", e.checkKill)
 	t.Run("redis-restart", e.checkRedisRestart)
 	t.Run("down-up", func(t *testing.T) { e.checkDownUp(t, artifact) })
+	t.Run("sentinel", e.checkSentinel)
 	t.Logf("compose test: %s in all", time.Since(began).Round(time.Second))
 }
 
@@ -361,18 +369,27 @@ type fakeModel struct {
 	mu       sync.Mutex
 	n        int
 	arrivals map[string]chan string // goal → caller IPs
+	first    map[string]time.Time   // goal → when its first call came
 	released map[string]chan struct{}
 	seen     map[string]bool
 }
 
 // held are the goals whose answers wait for release.
-var held = []string{"slow job", "outlast redis", "survive a kill"}
+var held = []string{"slow job", "outlast redis", "survive a kill", "ride out a failover"}
+
+// watched are goals whose callers and first call's time are recorded
+// without holding them.
+var watched = []string{"after the failover"}
 
 func newFakeModel(t *testing.T) *fakeModel {
-	f := &fakeModel{arrivals: map[string]chan string{}, released: map[string]chan struct{}{}, seen: map[string]bool{}}
+	f := &fakeModel{arrivals: map[string]chan string{}, first: map[string]time.Time{},
+		released: map[string]chan struct{}{}, seen: map[string]bool{}}
 	for _, g := range held {
 		f.arrivals[g] = make(chan string, 8)
 		f.released[g] = make(chan struct{})
+	}
+	for _, g := range watched {
+		f.arrivals[g] = make(chan string, 8)
 	}
 	f.h = llmtest.NewScriptHandler(f.turn).RequireAPIKey(apiKey)
 	t.Cleanup(func() {
@@ -403,9 +420,17 @@ func (f *fakeModel) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	// The script sees only the request; tell it the caller through the
 	// body's goal: record the caller here, before the handler runs.
-	for _, g := range held {
+	for g, ch := range f.arrivals { // not written after newFakeModel
 		if firstCallOf(body, g) {
-			f.arrivals[g] <- host
+			f.mu.Lock()
+			if _, ok := f.first[g]; !ok {
+				f.first[g] = time.Now()
+			}
+			f.mu.Unlock()
+			select {
+			case ch <- host:
+			default: // nobody reads more than a few
+			}
 		}
 	}
 	r.Body = io.NopCloser(bytes.NewReader(body))
@@ -418,6 +443,14 @@ func (f *fakeModel) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 func firstCallOf(body []byte, goal string) bool {
 	i := bytes.LastIndex(body, []byte(`"role":"user"`))
 	return i >= 0 && bytes.Contains(body[i:], []byte(goal)) && !bytes.Contains(body[i:], []byte(`"role":"tool"`))
+}
+
+// firstCall is when the model was first asked about goal (a watched or
+// held one), or zero.
+func (f *fakeModel) firstCall(goal string) time.Time {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.first[goal]
 }
 
 func (f *fakeModel) calls() int {
@@ -512,6 +545,23 @@ func (f *fakeModel) turn(r llmtest.Recorded) llmtest.Turn {
 	case strings.Contains(goal, "outlast redis"):
 		f.hold("outlast redis")
 		return llmtest.Reply("outlasted redis")
+	case strings.Contains(goal, "sentinel remembers"):
+		if strings.Contains(history, "hello compose") && strings.Contains(history, "compose says hello") {
+			return llmtest.Reply("sentinel kept the session")
+		}
+		return llmtest.Reply("sentinel lost the session")
+	case strings.Contains(goal, "ride out a failover"):
+		f.hold("ride out a failover")
+		return llmtest.Reply("rode out the failover")
+	case strings.Contains(goal, "after the failover"):
+		// The job before it in this chat was answered across the
+		// failover: its turn must be in the session.
+		if strings.Contains(history, "rode out the failover") {
+			return llmtest.Reply("answered after the failover, history kept")
+		}
+		return llmtest.Reply("answered after the failover, history LOST")
+	case strings.Contains(goal, "old master is back"):
+		return llmtest.Reply("answered with the old master back")
 	case strings.Contains(goal, "do you remember"):
 		if strings.Contains(history, "hello compose") && strings.Contains(history, "compose says hello") {
 			return llmtest.Reply("session kept")
@@ -591,7 +641,11 @@ func (e *env) timed(what string, f func()) {
 }
 
 func (e *env) composeErr(args ...string) (string, error) {
-	cmd := exec.Command("docker", append([]string{"compose"}, args...)...)
+	pre := []string{"compose"}
+	for _, f := range e.files {
+		pre = append(pre, "-f", f)
+	}
+	cmd := exec.Command("docker", append(pre, args...)...)
 	cmd.Dir = e.dir
 	cmd.Env = append(os.Environ(), "COMPOSE_PROJECT_NAME="+project)
 	out, err := cmd.CombinedOutput()
@@ -657,11 +711,15 @@ func (e *env) containerByIP(t *testing.T, service, ip string) string {
 	return ""
 }
 
-// waitHealthy waits until redis, the bot and the given number of workers
-// are running and healthy (healthchecks run every 5 s and 15 s).
+// waitHealthy waits until e.services (redis and the bot, and with the
+// Sentinel file the replica and the sentinels) and the given number of
+// workers are running and healthy (healthchecks run every 5 s and 15 s).
 func (e *env) waitHealthy(workers int) {
 	e.t.Helper()
-	want := map[string]int{"redis": 1, "bot": 1, "worker": workers}
+	want := map[string]int{"worker": workers}
+	for s, n := range e.services {
+		want[s] = n
+	}
 	deadline := time.Now().Add(stage)
 	var last string
 	for time.Now().Before(deadline) {

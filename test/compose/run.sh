@@ -92,5 +92,13 @@ export DOCKER_BUILDKIT=0
 # the bot and worker targets built at once: one at a time, the second reuses
 # the first's cached layers instead of compiling everything again.
 export COMPOSE_PARALLEL_LIMIT=1
-ODEK_COMPOSE=1 go test -count=1 -v -timeout 20m ./test/compose/
+# The test's figures (stage durations, the Sentinel failover's timeline)
+# are repeated as compose-test: lines, which .ci/run shows.
+testlog="$(mktemp)"
+rc=0
+ODEK_COMPOSE=1 go test -count=1 -v -timeout 25m ./test/compose/ 2>&1 | tee "$testlog" || rc=$?
+grep -E '^ +[a-z_]+_test\.go:[0-9]+: ' "$testlog" | grep -E ': [^:]+: [0-9.]+ ?(s|ms|m[0-9.]+s)$|sentinel failover:|compose test: ' |
+	sed -E 's/^ +[a-z_]+_test\.go:[0-9]+: /compose-test: /' >&2 || true
+rm -f "$testlog"
 say "done in $(($(date +%s) - began)) s"
+exit "$rc"

@@ -11,14 +11,13 @@ import (
 	"gopkg.in/yaml.v3"
 )
 
-// sentinelFile is the opt-in HA overlay of docker-compose.yml. Bringing it
-// up (two Redis nodes, three sentinels, a failover) in the compose test
-// would cost minutes of CI time for what worker.TestFailoverUnderLoad
-// already proves on the same redis-server; TestSentinelComposeWiring checks
-// what only the file can get wrong (names, ports, the password, who points
-// where), and .ci/run has Compose itself validate the merged files
-// (`docker-compose -f docker-compose.yml -f docker-compose.sentinel.yml
-// config -q`).
+// sentinelFile is the opt-in HA overlay of docker-compose.yml. The
+// compose test brings it up for real and fails its master over
+// (checkSentinel, in TestCompose; run.sh only); TestSentinelComposeWiring
+// checks in plain `go test`, without Docker, what only the file can get
+// wrong (names, ports, the password, who points where), and .ci/run has
+// Compose itself validate the merged files (`docker-compose -f
+// docker-compose.yml -f docker-compose.sentinel.yml config -q`).
 const sentinelFile = "../../docker-compose.sentinel.yml"
 
 type composeFile struct {

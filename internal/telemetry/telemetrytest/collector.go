@@ -52,12 +52,13 @@ func CollectorBin() string {
 }
 
 // StartCollector starts a Collector for t, stopped by t's cleanup. Without
-// a binary it skips the test, or fails it when ODEK_REQUIRE_OTEL is set.
+// a binary it skips the test, or fails it when ODEK_REQUIRE_OTEL names
+// "collector" (Required).
 func StartCollector(t testing.TB) *Collector {
 	t.Helper()
 	bin := CollectorBin()
 	if bin == "" {
-		if os.Getenv(EnvRequireOTel) != "" {
+		if Required("collector") {
 			t.Fatalf("no collector binary (set %s or put otelcol-odek on PATH; test/otel/build-otelcol.sh builds it) and %s is set", EnvCollectorBin, EnvRequireOTel)
 		}
 		t.Skipf("no collector binary (%s or PATH); test/otel/build-otelcol.sh builds one", EnvCollectorBin)
