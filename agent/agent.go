@@ -31,6 +31,7 @@ package agent
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"time"
 
@@ -70,6 +71,10 @@ type Config struct {
 	// MaxIterations and the budget); "" ends the run with the answer.
 	// (issue 28: internal/outschema's Checker for --output-schema.)
 	CheckAnswer func(answer string) (corrective string, event events.Payload)
+	// OutputSchema is sent with every model request (Request.OutputSchema)
+	// so a client may ask the endpoint for schema-shaped output natively;
+	// CheckAnswer still checks the answer. nil ⇒ none.
+	OutputSchema json.RawMessage
 	// OnStart, when set, is called once after run_started and before the
 	// first model call, with the run's CallInfo (its Emit writes into the
 	// run's stream) and the goal; an error ends the run with that error

@@ -448,7 +448,7 @@ func (r *run) request(msgs []Message) Request {
 		copy(withPlan, msgs)
 		msgs = append(withPlan, pm)
 	}
-	return Request{Model: r.cfg.Model, Messages: msgs, Tools: r.specs}
+	return Request{Model: r.cfg.Model, Messages: msgs, Tools: r.specs, OutputSchema: r.cfg.OutputSchema}
 }
 
 // planMessage renders Config.Plan; ok is false when there is no plan.

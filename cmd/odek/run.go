@@ -211,7 +211,7 @@ func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer, cont b
 	if err != nil {
 		return withCode(exitSetup, err)
 	}
-	confine := f.confine || host.SandboxSettings(cfg).Active(false)
+	confine := f.confine || cfg.Sandbox.Active(false)
 	hopts := host.HostOptions{
 		Warn:          func(w string) { fmt.Fprintln(stderr, "odek: warning:", w) },
 		Logger:        log,

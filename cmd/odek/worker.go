@@ -10,7 +10,6 @@ import (
 	"net"
 	"net/http"
 	"os"
-	"strings"
 	"time"
 
 	"github.com/odekrun/odek/internal/config"
@@ -153,23 +152,17 @@ func (q *queueFlags) connectWorker(ctx context.Context, log logrus.FieldLogger) 
 }
 
 // agree adopts the stored shared config, or fails when a flag given
-// explicitly disagrees with it.
+// explicitly disagrees with it (queue.AgreeShared).
 func (q *queueFlags) agree(sc queue.SharedConfig, log logrus.FieldLogger) error {
-	var clash []string
-	if sc.LeaseTTL != q.lease && q.explicit["lease"] {
-		clash = append(clash, fmt.Sprintf("--lease %s (the queue's is %s)", q.lease, sc.LeaseTTL))
-	}
-	if sc.MaxAttempts != q.maxAttempts && q.explicit["max-attempts"] {
-		clash = append(clash, fmt.Sprintf("--max-attempts %d (the queue's is %d)", q.maxAttempts, sc.MaxAttempts))
-	}
+	mine := queue.SharedConfig{LeaseTTL: q.lease, MaxAttempts: q.maxAttempts}
+	got, clash := queue.AgreeShared(sc, mine, queue.SharedExplicit{LeaseTTL: q.explicit["lease"], MaxAttempts: q.explicit["max-attempts"]})
 	if len(clash) > 0 {
-		return withCode(exitSetup, fmt.Errorf("odek worker: %s disagrees with the shared config in %sconfig; every worker must use the same. Drop the flag to adopt the queue's, or change it for all with `odek queue config --lease D --max-attempts N` and restart the workers",
-			strings.Join(clash, " and "), queue.KeyPrefix(q.prefix)))
+		return withCode(exitSetup, queue.SharedClashError(q.prefix, clash))
 	}
-	if sc.LeaseTTL != q.lease || sc.MaxAttempts != q.maxAttempts {
-		log.WithFields(logrus.Fields{"lease": sc.LeaseTTL.String(), "max_attempts": sc.MaxAttempts}).Info("odek worker: using the queue's shared lease and max attempts")
+	if got != mine {
+		log.WithFields(logrus.Fields{"lease": got.LeaseTTL.String(), "max_attempts": got.MaxAttempts}).Info("odek worker: using the queue's shared lease and max attempts")
 	}
-	q.lease, q.maxAttempts = sc.LeaseTTL, sc.MaxAttempts
+	q.lease, q.maxAttempts = got.LeaseTTL, got.MaxAttempts
 	return nil
 }
 

@@ -174,7 +174,7 @@ var errNotStarted = errors.New("host: JobRunner.Run called before a successful S
 // open. sandbox.mode "off" is logged as a warning at every start.
 func (j *JobRunner) startSandbox() error {
 	log := j.Logger
-	settings := SandboxSettings(j.Config)
+	settings := j.Config.Sandbox
 	probe := j.SandboxABI
 	if probe == nil {
 		probe = sandbox.ABI

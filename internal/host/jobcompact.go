@@ -58,7 +58,7 @@ func (j *JobRunner) runCompact(ctx context.Context, job queue.Job, sink events.S
 	msgs, cp, err := Compact(ctx, j.host.llm, model, s.Messages, CompactKeep, cfg.APIKey, j.Environ)
 	res := queue.Result{Usage: queue.Usage{PromptTokens: int64(cp.Usage.PromptTokens), CompletionTokens: int64(cp.Usage.CompletionTokens),
 		CachedTokens: int64(cp.Usage.CachedTokens)}}
-	_, prices := Limits(cfg)
+	prices := cfg.Limits.Prices(cfg.Preset())
 	if p, known := prices.For(model); known {
 		res.Usage.CostUSD = budget.CostCached(p, cp.Usage.PromptTokens, cp.Usage.CachedTokens, cp.Usage.CompletionTokens)
 	}

@@ -101,7 +101,7 @@ func New(ctx context.Context, cfg *config.Config, o HostOptions) (*Host, error) 
 		if err := CheckSandbox(probe()); err != nil {
 			return nil, err
 		}
-		h.template = sandbox.NewTemplate(SandboxSettings(cfg), append([]string{cfg.Home}, o.SandboxDeny...), sandbox.Host)
+		h.template = sandbox.NewTemplate(cfg.Sandbox, append([]string{cfg.Home}, o.SandboxDeny...), sandbox.Host)
 	}
 	switch {
 	case o.ExtensionSet != nil:
@@ -382,6 +382,7 @@ func (h *Host) Run(ctx context.Context, spec RunSpec) (Outcome, error) {
 		checker = outschema.NewChecker(spec.OutputSchema, spec.OutputRepairs)
 		goal += spec.OutputSchema.Instructions()
 		acfg.CheckAnswer = checker.Check
+		acfg.OutputSchema = spec.OutputSchema.Raw // native response_format for the models that take it
 	}
 	res, runErr := agent.Run(rt.Context(ctx), acfg, goal)
 	out := Outcome{

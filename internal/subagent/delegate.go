@@ -372,7 +372,7 @@ func (d *Delegate) runOne(ctx context.Context, ci agent.CallInfo, runDir string,
 	}
 	task := Task{
 		TaskID: out.taskID, Goal: t.Goal, Context: t.Context, Guidance: t.Guidance, MaxRisk: ClampRisk(t.MaxRisk, d.o.MaxRisk),
-		Model: d.o.Model, BaseURL: d.o.BaseURL, TimeoutSeconds: d.o.Settings.TaskTimeout.Seconds(),
+		Model: d.o.Model, BaseURL: d.o.BaseURL, TimeoutSeconds: d.o.Settings.TaskTimeoutSeconds,
 		Confine: d.o.Confine,
 	}
 	if d.o.ArtifactsDir != "" {
