@@ -93,7 +93,7 @@ func TestRemindScheduleAndButtons(t *testing.T) {
 	// The fire: a runner at the fire time enqueues the job; its answer
 	// (here the worker echoes the reminder) reaches alice.
 	worker(t, q, func(ctx context.Context, l queue.Lease) queue.Result {
-		return queue.Result{Answer: "⏰ " + l.Job.Goal}
+		return queue.Result{Answer: "⏰ " + l.Job.Goal, NoModel: true}
 	})
 	got, _ := sv.Store.Get(ctx, s.ID)
 	r := &schedule.Runner{Store: sv.Store, Queue: q, Now: func() time.Time { return got.Next }}
@@ -101,6 +101,12 @@ func TestRemindScheduleAndButtons(t *testing.T) {
 		t.Fatalf("tick %d %v", n, err)
 	}
 	h.waitVisible(alice, "⏰ stretch your legs")
+	// A reminder made no model call: it carries no usage line.
+	for _, m := range h.tg.Visible(alice) {
+		if strings.Contains(m, "⏰ stretch your legs") && strings.Contains(m, "tokens") {
+			t.Errorf("the reminder shows a usage line: %q", m)
+		}
+	}
 
 	h.tg.UserMessage(alice, alice, "/schedule rm "+s.ID)
 	h.waitVisible(alice, "🗑 Deleted "+s.ID)
