@@ -27,6 +27,7 @@ RUN go mod download \
 COPY . .
 RUN go build -trimpath -ldflags="-s -w" -o /out/odek ./cmd/odek \
  && go build -trimpath -ldflags="-s -w" -o /out/odek-bot ./cmd/odek-bot \
+ && go build -trimpath -ldflags="-s -w" -o /out/odek-sandbox ./cmd/odek-sandbox \
  && mkdir -p /out/data/artifacts /out/data/home /out/data/state
 # The worker's files as a tree to lay over its root in one COPY: the
 # binaries and the CA bundle (a COPY of only a file that the base image may
@@ -34,7 +35,7 @@ RUN go build -trimpath -ldflags="-s -w" -o /out/odek ./cmd/odek \
 # then fails the next COPY with "failed to get layer …: layer does not
 # exist", moby/moby#36573; seen with the compose test's base image).
 RUN mkdir -p /out/worker/usr/local/bin /out/worker/etc/ssl/certs \
- && cp /out/odek /out/odek-bot /out/worker/usr/local/bin/ \
+ && cp /out/odek /out/odek-bot /out/odek-sandbox /out/worker/usr/local/bin/ \
  && cp /etc/ssl/certs/ca-certificates.crt /out/worker/etc/ssl/certs/
 
 # Only what the final images take, in a stage of its own: each COPY --from
@@ -47,7 +48,7 @@ COPY --from=build /out/ /
 
 # The bot needs no userland: a static, shell-less image.
 FROM gcr.io/distroless/static-debian12:nonroot AS bot
-COPY --from=dist /odek /odek-bot /usr/local/bin/
+COPY --from=dist /odek /odek-bot /odek-sandbox /usr/local/bin/
 COPY --from=dist --chown=65532:65532 /data /data
 ENV ODEK_HOME=/data/home ODEK_ARTIFACTS_DIR=/data/artifacts
 WORKDIR /data

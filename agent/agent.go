@@ -31,6 +31,7 @@ package agent
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"time"
 
@@ -70,6 +71,19 @@ type Config struct {
 	// MaxIterations and the budget); "" ends the run with the answer.
 	// (issue 28: internal/outschema's Checker for --output-schema.)
 	CheckAnswer func(answer string) (corrective string, event events.Payload)
+	// OutputSchema is sent with every model request (Request.OutputSchema)
+	// so a client may ask the endpoint for schema-shaped output natively;
+	// CheckAnswer still checks the answer. nil ⇒ none.
+	OutputSchema json.RawMessage
+	// OnStart, when set, is called once after run_started and before the
+	// first model call, with the run's CallInfo (its Emit writes into the
+	// run's stream) and the goal; an error ends the run with that error
+	// before any model call. OnEnd, when set, is called once when the run
+	// ended, however, before its closing event, with the answer and the
+	// run's error. (issue 28: the operator's lifecycle hooks, whose hook_*
+	// events then sit inside the run's stream.)
+	OnStart func(ctx context.Context, call CallInfo, goal string) error
+	OnEnd   func(ctx context.Context, call CallInfo, answer string, err error)
 	// Tools available to the model; nil ⇒ none. Names must be unique and
 	// valid (ValidateToolName); Run refuses the config otherwise.
 	Tools []Tool
@@ -164,6 +178,10 @@ type Config struct {
 	// system message before that call. It must be cheap and safe to call
 	// from the loop's goroutine. nil ⇒ none.
 	Notices func() string
+	// Steer, when set, is asked at every model boundary for messages the
+	// user sent into the run (steer.go); nil ⇒ the one WithSteer put in
+	// the run's context, if any.
+	Steer SteerFunc
 	// Sandboxed says the run's tools are confined to their root (file
 	// tools through os.Root, processes under Landlock); run_started's
 	// "sandbox" field reports it. It changes nothing by itself: the tools

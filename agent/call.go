@@ -23,8 +23,9 @@ type CallInfo struct {
 	// Budget is the run's Budget, nil when the run is unlimited. A tool
 	// that spends on the run's behalf (children's tokens) adds to it.
 	Budget Budget
-	// Tool is the name of the calling tool.
-	Tool string
+	// Tool is the name of the calling tool; CallID the model's id of
+	// this call (a tracing wrapper names its span with it).
+	Tool, CallID string
 
 	em *events.Emitter
 }
@@ -60,8 +61,13 @@ func Emit(ctx context.Context, typ events.Type, data map[string]any) {
 }
 
 // withCall returns ctx carrying the run's CallInfo for tool name.
-func (r *run) withCall(ctx context.Context, runID, tool string) context.Context {
-	return context.WithValue(ctx, callKey{}, CallInfo{
-		RunID: runID, SessionID: r.cfg.SessionID, Budget: r.cfg.Budget, Tool: tool, em: r.em,
-	})
+func (r *run) withCall(ctx context.Context, runID, tool, callID string) context.Context {
+	c := r.callInfo(runID)
+	c.Tool, c.CallID = tool, callID
+	return context.WithValue(ctx, callKey{}, c)
+}
+
+// callInfo is the run's CallInfo outside any tool call.
+func (r *run) callInfo(runID string) CallInfo {
+	return CallInfo{RunID: runID, SessionID: r.cfg.SessionID, Budget: r.cfg.Budget, em: r.em}
 }

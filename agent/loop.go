@@ -133,7 +133,16 @@ func (r *run) run(ctx context.Context, goal string) (*Result, error) {
 	msgs = append(msgs, r.cfg.History...)
 	msgs = append(msgs, Message{Role: RoleUser, Content: goal, Images: r.cfg.GoalImages})
 
-	err := r.loopWithBudget(ctx, &msgs, res)
+	var err error
+	if r.cfg.OnStart != nil {
+		err = r.cfg.OnStart(ctx, r.callInfo(runID), goal)
+	}
+	if err == nil {
+		err = r.loopWithBudget(ctx, &msgs, res)
+	}
+	if r.cfg.OnEnd != nil {
+		r.cfg.OnEnd(context.WithoutCancel(ctx), r.callInfo(runID), res.Answer, err)
+	}
 
 	res.Duration = time.Since(start)
 	res.Messages = msgs[1:]
@@ -192,6 +201,7 @@ func (r *run) loop(ctx context.Context, msgs *[]Message, res *Result) error {
 				*msgs = append(*msgs, Message{Role: RoleSystem, Content: n})
 			}
 		}
+		r.takeSteer(ctx, msgs) // steer.go: messages the user sent meanwhile
 		if err := r.compact(ctx, iter, msgs, res); err != nil {
 			return err
 		}
@@ -241,6 +251,11 @@ func (r *run) loop(ctx context.Context, msgs *[]Message, res *Result) error {
 		if len(msg.ToolCalls) == 0 {
 			r.emitIteration(iter, res, resp, 0)
 			res.Answer = msg.Content
+			if iter < r.maxIter && r.takeSteer(ctx, msgs) {
+				// The user wrote meanwhile: the answer must cover it too.
+				r.persist(iter, *msgs)
+				continue
+			}
 			if r.cfg.CheckAnswer != nil { // wiring point (issue 28): schema-checked answers
 				fix, ev := r.cfg.CheckAnswer(msg.Content)
 				if ev != nil {
@@ -387,10 +402,17 @@ func (r *run) runCall(ctx context.Context, iter int, c ToolCall) (msg Message) {
 	started.ArgsSummary = summary
 	emitStarted()
 
+	if len(a.Ask) > 0 { // what the question shows beyond the summary is masked first
+		masked := make(map[string]string, len(a.Ask))
+		for k, v := range a.Ask {
+			masked[k] = r.cfg.Redactor.String(v)
+		}
+		a.Ask = masked
+	}
 	if allowed, reason := Authorize(ctx, r.cfg.Policy, r.cfg.Prompter, name, a); !allowed {
 		return fail("denied", reason)
 	}
-	res, err := t.Run(r.withCall(ctx, r.runID, name), raw)
+	res, err := t.Run(r.withCall(ctx, r.runID, name, c.ID), raw)
 	if err != nil {
 		return fail(ErrorClass(err), fmt.Sprintf("%s failed: %v", name, err))
 	}
@@ -426,7 +448,7 @@ func (r *run) request(msgs []Message) Request {
 		copy(withPlan, msgs)
 		msgs = append(withPlan, pm)
 	}
-	return Request{Model: r.cfg.Model, Messages: msgs, Tools: r.specs}
+	return Request{Model: r.cfg.Model, Messages: msgs, Tools: r.specs, OutputSchema: r.cfg.OutputSchema}
 }
 
 // planMessage renders Config.Plan; ok is false when there is no plan.

@@ -146,6 +146,10 @@ type Request struct {
 	Temperature *float64
 	// MaxTokens, when > 0, caps the completion length.
 	MaxTokens int
+	// OutputSchema, when set, is the JSON Schema the final answer must be
+	// valid against (Config.OutputSchema); a client that can ask the
+	// endpoint for it natively (response_format) does, others ignore it.
+	OutputSchema json.RawMessage
 }
 
 // Usage is the token accounting of one call (or a sum of calls).

@@ -37,6 +37,11 @@ type Definition struct {
 type Assessment struct {
 	Class   Class
 	Summary map[string]any
+	// Ask holds what a person needs to see to decide an approval but what
+	// does not belong in the audit events (the shell's command line): it
+	// is added to the approval question only, after the run's redactor
+	// masked it (issue 26 point 8). nil ⇒ nothing more.
+	Ask map[string]string
 }
 
 // ToolResult is what a tool call returns to the model.
@@ -208,6 +213,16 @@ func question(tool string, a Assessment) string {
 	fmt.Fprintf(&b, "odek: allow %s (%s", tool, a.Class)
 	for _, k := range keys {
 		fmt.Fprintf(&b, ", %s=%v", k, a.Summary[k])
+	}
+	asks := make([]string, 0, len(a.Ask))
+	for k := range a.Ask {
+		if _, dup := a.Summary[k]; !dup && k != "class" {
+			asks = append(asks, k)
+		}
+	}
+	sort.Strings(asks)
+	for _, k := range asks {
+		fmt.Fprintf(&b, ", %s=%s", k, a.Ask[k])
 	}
 	b.WriteString(")? [y/N] ")
 	return b.String()

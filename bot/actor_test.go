@@ -4,7 +4,7 @@ package bot
 // a chat's state without racing its owner.
 func (b *Bot) inspect(chatID int64, fn func(c *chat)) {
 	done := make(chan struct{})
-	b.serial.Do(chatID, func(c *chat) {
+	b.serial.Do(chatKey(chatID), func(c *chat) {
 		defer close(done)
 		fn(c)
 	})

@@ -35,7 +35,7 @@ func (b *Bot) approvalsLoop(ctx context.Context) error {
 		}
 		failures = 0
 		for _, a := range as {
-			b.serial.Do(a.ChatID, func(c *chat) { c.ask(ctx, a) })
+			b.serial.Do(b.jobKey(a.ChatID, a.JobID), func(c *chat) { c.ask(c.inTopic(ctx), a) })
 		}
 	}
 	return nil
@@ -190,7 +190,7 @@ func (c *chat) ask(ctx context.Context, a queue.Approval) {
 		if ctx.Err() != nil {
 			return
 		}
-		b.serial.Do(c.id, func(c *chat) {
+		b.serial.Do(c.key(), func(c *chat) {
 			if c.settle(a.ID) != nil {
 				b.tg.EditPlain(ctx, c.id, st.msgID, "🔐 "+q+"\n\n"+tr(lang, "ap.expired"), nil)
 			}
@@ -270,11 +270,15 @@ func (b *Bot) answerCallback(ctx context.Context, id, text string, alert bool) {
 // handleCallback settles an approval button press. It runs in the chat's
 // actor: only this chat's prompts can be answered from it.
 func (c *chat) handleCallback(ctx context.Context, cq *tgbotapi.CallbackQuery) {
+	ctx = c.inTopic(ctx)
 	b := c.b
 	lang := langOf(cq.From.LanguageCode)
 	if i, ok := parseModelData(cq.Data); ok {
 		c.pressModel(ctx, cq, lang, i)
 		return
+	}
+	if c.pressSchedule(ctx, cq, lang) {
+		return // schedule.go: a /schedule list button
 	}
 	id, allow, ok := parseApprovalData(cq.Data)
 	if !ok || b.aq == nil {

@@ -52,9 +52,9 @@ func (c *chat) submit(ctx context.Context, r jobRequest, mediaGroup string, long
 	}
 	bt = &batch{req: r, group: mediaGroup}
 	c.batches[r.userID] = bt
-	b, user := c.b, r.userID
+	b, user, key := c.b, r.userID, c.key()
 	bt.timer = time.AfterFunc(batchWindow, func() {
-		b.serial.Do(r.chatID, func(c *chat) {
+		b.serial.Do(key, func(c *chat) {
 			if c.batches[user] == bt {
 				c.flushBatch(ctx, user)
 			}

@@ -11,6 +11,7 @@ import (
 	"github.com/odekrun/odek/bot/tgformat"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -78,9 +79,12 @@ type Bot struct {
 
 	users    *userRates
 	refused  refusals
+	topics   jobTopics // unfinished jobs' forum topics (topics.go)
+	days     chatDays  // each forum conversation's share of its chat's day (topics.go)
 	langs    langTable
 	health   health
 	delivery deliveries
+	bg       bgJobs // background jobs (/bg) not yet answered (schedule.go)
 
 	// Used only by Run's own goroutines, one at a time.
 	lastSaved []byte    // the last state snapshot saved (loadState, then stateLoop, then Run)
@@ -101,7 +105,8 @@ type chatState struct {
 	answers map[int][]int
 	// last is each user's last request in this chat, for /retry.
 	last        map[int64]jobRequest
-	model       string // chosen with /model; "" = the workers' default
+	model       string        // chosen with /model; "" = the workers' default
+	busy        chatcore.Busy // chosen with /busy; "" = Config.Busy (busy.go)
 	answerOrder []int
 	// books are the chat's usage, history, reservations and context
 	// gauge: the core's decision state (chatcore.Books).
@@ -118,6 +123,7 @@ type chatArtifact struct {
 }
 
 type jobState struct {
+	trace     jobTrace // tracing.go
 	id        string
 	chatID    int64
 	userID    int64
@@ -145,6 +151,10 @@ type jobState struct {
 	// superseded: the user edited the message; the job is canceled and its
 	// result is not shown.
 	superseded bool
+	// steered are the messages steered into the job (busy.go), oldest
+	// first; interrupted: a newer message stopped it.
+	steered     []jobRequest
+	interrupted bool
 }
 
 type approvalState struct {
@@ -284,10 +294,16 @@ var commands = []tgbotapi.BotCommand{
 	{Command: "retry", Description: "Run your last request again"},
 	{Command: "model", Description: "Choose the model for this chat"},
 	{Command: "compact", Description: "Fold the older conversation into a digest now"},
+	{Command: "busy", Description: "Messages sent while a job runs: queue, steer or interrupt"},
 }
 
 func (b *Bot) setCommands(ctx context.Context) {
-	if _, _, err := b.tg.Call(ctx, tgbotapi.NewSetMyCommands(commands...), false); err != nil {
+	cmds := commands
+	if b.cfg.Schedules != nil {
+		cmds = append(slices.Clip(cmds), scheduleCommands...)
+	}
+	cmds = append(slices.Clip(cmds), b.skillMenu()...) // skills.go
+	if _, _, err := b.tg.Call(ctx, tgbotapi.NewSetMyCommands(cmds...), false); err != nil {
 		b.log.WithError(err).Warn("bot: setMyCommands failed; commands still work but are not suggested")
 	}
 }
@@ -347,13 +363,14 @@ func (b *Bot) poll(ctx context.Context) error {
 		}
 		failures = 0
 		b.setHealth(func(h *healthState) { h.lastPoll, h.conflict, h.lastErr, h.started = b.cfg.Now(), false, "", true })
+		threads := threadsOf(resp.Result) // topics.go: forum topics by update id
 		for _, u := range ups {
 			if u.UpdateID >= offset {
 				offset = u.UpdateID + 1
 			}
-			b.handleUpdate(ctx, u)
+			b.handleUpdate(ctx, u, threads[u.UpdateID])
 		}
-		b.settleUpdates(ctx, ups)
+		b.settleUpdates(ctx, ups, threads)
 	}
 	b.confirmUpdates(offset)
 	return nil
@@ -382,8 +399,8 @@ const settleWait = 2 * time.Second
 // crash before that makes Telegram send the updates again (and their
 // update ids dedupe the jobs), instead of losing them. A chat busy longer
 // (a slow download) is not waited for.
-func (b *Bot) settleUpdates(ctx context.Context, ups []tgbotapi.Update) {
-	seen := map[int64]bool{}
+func (b *Bot) settleUpdates(ctx context.Context, ups []tgbotapi.Update, threads map[int]int) {
+	seen := map[actorKey]bool{}
 	var wg sync.WaitGroup
 	for _, u := range ups {
 		var chatID int64
@@ -395,12 +412,13 @@ func (b *Bot) settleUpdates(ctx context.Context, ups []tgbotapi.Update) {
 		case u.EditedMessage != nil && u.EditedMessage.Chat != nil:
 			chatID = u.EditedMessage.Chat.ID
 		}
-		if chatID == 0 || seen[chatID] {
+		k := actorKey{chat: chatID, topic: threads[u.UpdateID]}
+		if chatID == 0 || seen[k] {
 			continue
 		}
-		seen[chatID] = true
+		seen[k] = true
 		wg.Add(1)
-		b.serial.do(chatID, work{fn: func(*chat) {}, done: wg.Done})
+		b.serial.do(k, work{fn: func(*chat) {}, done: wg.Done})
 	}
 	done := make(chan struct{})
 	go func() { wg.Wait(); close(done) }()
@@ -421,7 +439,8 @@ func (b *Bot) setHealth(f func(*healthState)) {
 
 // handleUpdate authorizes an update and hands it to its chat's serial
 // queue. It never blocks on Telegram.
-func (b *Bot) handleUpdate(ctx context.Context, u tgbotapi.Update) {
+// topic is the update's forum topic (0 = none: topics.go).
+func (b *Bot) handleUpdate(ctx context.Context, u tgbotapi.Update, topic int) {
 	switch {
 	case u.CallbackQuery != nil:
 		cq := u.CallbackQuery
@@ -433,7 +452,7 @@ func (b *Bot) handleUpdate(ctx context.Context, u tgbotapi.Update) {
 			b.refuse(ctx, chatID, cq.From.ID, langOf(cq.From.LanguageCode), u.UpdateID, cq.ID)
 			return
 		}
-		b.serial.Do(chatID, func(c *chat) { c.handleCallback(ctx, cq) })
+		b.serial.Do(actorKey{chat: chatID, topic: topic}, func(c *chat) { c.handleCallback(ctx, cq) })
 	case u.Message != nil || u.EditedMessage != nil:
 		m, edited := u.Message, false
 		if m == nil {
@@ -451,7 +470,8 @@ func (b *Bot) handleUpdate(ctx context.Context, u tgbotapi.Update) {
 			b.refuse(ctx, m.Chat.ID, userID, lang, u.UpdateID, "")
 			return
 		}
-		b.serial.Do(m.Chat.ID, func(c *chat) { c.handleMessage(ctx, u.UpdateID, m, edited) })
+		ctx, span := traceUpdate(ctx, u.UpdateID, m.Chat.ID) // tracing.go
+		b.serial.Do(actorKey{chat: m.Chat.ID, topic: topic}, func(c *chat) { c.handleMessage(ctx, u.UpdateID, m, edited); span.End() })
 	}
 }
 
@@ -462,14 +482,14 @@ func (b *Bot) refuse(ctx context.Context, chatID, userID int64, lang string, upd
 	b.log.WithFields(logrus.Fields{"user_id": userID, "chat_id": chatID, "update_id": updateID, "replied": tell}).
 		Warn("bot: refused an update from a user and chat not on the allowlist")
 	if callbackID != "" {
-		b.serial.Do(chatID, func(*chat) { b.answerCallback(ctx, callbackID, tr(lang, "not.auth"), true) })
+		b.serial.Do(chatKey(chatID), func(*chat) { b.answerCallback(ctx, callbackID, tr(lang, "not.auth"), true) })
 		return
 	}
 	if !tell {
 		return
 	}
 	text := tr(lang, "not.allowed", userID)
-	b.serial.Do(chatID, func(c *chat) { c.reply(ctx, text) })
+	b.serial.Do(chatKey(chatID), func(c *chat) { c.reply(ctx, text) })
 }
 
 // refusals remembers when each refused user was last told, so a user is
@@ -508,6 +528,7 @@ const pruneEvery = time.Minute
 
 // handleMessage runs in the chat's actor.
 func (c *chat) handleMessage(ctx context.Context, updateID int, m *tgbotapi.Message, edited bool) {
+	ctx = c.inTopic(ctx) // topics.go: everything it sends goes to the message's topic
 	b := c.b
 	chatID := c.id
 	var userID int64
@@ -556,6 +577,12 @@ func (c *chat) handleMessage(ctx context.Context, updateID int, m *tgbotapi.Mess
 		c.retry(ctx, updateID, userID, userName, m.MessageID, group)
 		return
 	case chatcore.RouteCommand:
+		if c.scheduleCommand(ctx, updateID, userID, m) {
+			return // schedule.go: /schedule, /remind, /tz, /bg, /jobs, /stop <id>
+		}
+		if c.skillCommand(ctx, updateID, userID, userName, m, group) {
+			return // skills.go: the operator's skills as commands
+		}
 		c.command(ctx, userID, m.Command(), strings.TrimSpace(m.CommandArguments()))
 		return
 	case chatcore.RouteUnsupported:
@@ -776,12 +803,15 @@ func (b *Bot) perUser(chatID int64) bool { return chatID < 0 && b.cfg.GroupSessi
 // sessionFor is the session a message of userID in the chat joins.
 func (c *chat) sessionFor(userID int64) string {
 	if !c.b.perUser(c.id) {
-		return sessionID(c.id, c.chatState.session)
+		if c.chatState.session != "" {
+			return c.chatState.session
+		}
+		return c.topicSession(sessionID(c.id, ""))
 	}
 	if s := c.userSessions[userID]; s != "" {
 		return s
 	}
-	return fmt.Sprintf("telegram:%d:u%d", c.id, userID)
+	return c.topicSession(fmt.Sprintf("telegram:%d:u%d", c.id, userID))
 }
 
 // budgetGate asks the chat's books (chatcore.Books.Request) what the
@@ -789,7 +819,7 @@ func (c *chat) sessionFor(userID int64) string {
 // given what the chat's unfinished jobs reserve and the requests already
 // held. It runs in the chat's actor.
 func (c *chat) budgetGate(lang string) chatcore.Admission {
-	return c.books.Request(c.b.policy, len(c.held), lang, c.b.cfg.Now())
+	return c.books.RequestBeside(c.b.policy, len(c.held), lang, c.b.cfg.Now(), c.beside()) // topics.go: the chat's other topics count
 }
 
 // heldRequest is a message that waits in the chat, not yet a job, because
@@ -823,6 +853,9 @@ func (c *chat) startJob(ctx context.Context, r jobRequest) {
 	}
 	if ok, wait := b.users.take(userID, now); !ok {
 		c.reply(ctx, tr(lang, "slow.down", b.cfg.UserJobsPerMinute, chatcore.HumanWait(wait)))
+		return
+	}
+	if c.whileBusy(ctx, r, lang) { // busy.go: steered into the running job
 		return
 	}
 	if adm.Verdict == chatcore.BudgetHeld {
@@ -861,7 +894,7 @@ func (c *chat) hold(ctx context.Context, r jobRequest, lang string) {
 func (c *chat) startHeld(ctx context.Context) {
 	for len(c.held) > 0 {
 		h := c.held[0]
-		adm := c.books.Next(c.b.policy, h.lang, c.b.cfg.Now())
+		adm := c.books.RequestBeside(c.b.policy, 0, h.lang, c.b.cfg.Now(), c.beside())
 		if adm.Verdict == chatcore.BudgetHeld {
 			return
 		}
@@ -909,7 +942,7 @@ func (c *chat) enqueue(ctx context.Context, r jobRequest, adm chatcore.Admission
 
 	goal := r.goal()
 	job := queue.Job{ChatID: chatID, UserID: userID, Goal: goal, SessionID: session, Budget: b.jobBudget(),
-		IdempotencyKey: fmt.Sprintf("telegram:%d:%d", b.tg.Self().ID, updateID), Model: c.jobModel()}
+		IdempotencyKey: fmt.Sprintf("telegram:%d:%d", b.tg.Self().ID, updateID), Model: c.jobModel(), Lane: c.lane()}
 	job.Budget.MaxTotalTokens = adm.Cap
 	if len(r.images) > 0 {
 		job.Images, job.Vision = r.images, b.cfg.Vision
@@ -922,7 +955,11 @@ func (c *chat) enqueue(ctx context.Context, r jobRequest, adm chatcore.Admission
 	// waiting here when the bot shuts down is enqueued all the same (its
 	// reply comes after the restart), not dropped with the canceled ctx.
 	ectx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
+	ectx, span, jt := traceEnqueue(ectx, &job) // tracing.go
+	unroute := c.routeJob(&job)                // topics.go: the result finds this topic even if it comes at once
 	stored, dup, err := b.q.Enqueue(ectx, job)
+	unroute(stored.ID, err)
+	traceEnqueued(span, stored, dup, err)
 	cancel()
 	dropStatus := func() {
 		if statusMsg != 0 {
@@ -952,7 +989,7 @@ func (c *chat) enqueue(ctx context.Context, r jobRequest, adm chatcore.Admission
 	}
 	c.last[userID] = r
 	js := &jobState{id: stored.ID, chatID: chatID, userID: userID, userName: userName, replyTo: r.replyTo, uploads: r.uploads, srcMsg: r.srcMsg, lang: lang,
-		session: session}
+		session: session, trace: jt}
 	c.roll()
 	position := len(c.queue)
 	c.queue = append(c.queue, stored.ID)
@@ -1022,6 +1059,8 @@ func (c *chat) command(ctx context.Context, userID int64, cmd, arg string) {
 		c.sendArtifact(ctx, b.lang(userID), arg)
 	case "model":
 		c.chooseModel(ctx, b.lang(userID), arg)
+	case "busy":
+		c.busyCommand(ctx, b.lang(userID), arg)
 	default:
 		c.reply(ctx, tr(b.lang(userID), "unknown"))
 	}

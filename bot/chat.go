@@ -20,6 +20,7 @@ import (
 type chat struct {
 	chatState
 	id        int64
+	topic     int // the forum topic this actor serves (0 = the chat's main conversation; topics.go)
 	b         *Bot
 	jobs      map[string]*jobState      // this chat's unfinished jobs by id
 	approvals map[string]*approvalState // open approval prompts by approval id
@@ -28,20 +29,21 @@ type chat struct {
 	prunable bool
 }
 
-func (b *Bot) newChat(id int64) *chat {
-	return &chat{id: id, b: b, jobs: map[string]*jobState{}, approvals: map[string]*approvalState{}, batches: map[int64]*batch{}}
+func (b *Bot) newChat(k actorKey) *chat {
+	return &chat{id: k.chat, topic: k.topic, b: b, jobs: map[string]*jobState{}, approvals: map[string]*approvalState{}, batches: map[int64]*batch{}}
 }
 
 // publish is what the chat shows the router after each function it ran:
 // whether it has unfinished jobs and, with a state store, its snapshot.
 func (b *Bot) publish(c *chat) published {
 	p := published{busy: len(c.queue) > 0 || len(c.held) > 0, drop: c.prunable && c.empty(b.cfg.Now())}
+	b.days.put(c) // topics.go: what this conversation spends of the chat's day
 	if b.cfg.State != nil {
 		s := c.snap()
 		p.snap = &s
 		p.jobs = map[string]jobSnap{}
 		for id, j := range c.jobs {
-			p.jobs[id] = jobSnap{Chat: j.chatID, User: j.userID, UserName: j.userName, StatusMsg: j.statusMsg, StartedAt: j.startedAt, Reserved: c.books.Reserved[id], Session: j.session}
+			p.jobs[id] = jobSnap{Chat: j.chatID, User: j.userID, UserName: j.userName, StatusMsg: j.statusMsg, StartedAt: j.startedAt, Reserved: c.books.Reserved[id], Session: j.session, Topic: c.topic}
 		}
 	}
 	return p
@@ -50,7 +52,7 @@ func (b *Bot) publish(c *chat) published {
 // snap is the chat's part of the state file, sharing no memory with it.
 func (c *chat) snap() chatSnap {
 	cs := chatSnap{Queue: slices.Clone(c.queue), Session: c.session, Day: c.books.Use.Day, Tokens: c.books.Use.Tokens, Prompt: c.books.Use.Prompt, Cached: c.books.Use.Cached, CostUSD: c.books.Use.CostUSD,
-		Jobs: c.books.Use.Jobs, Warned: c.books.Use.Warned, NextArt: c.nextArt, History: slices.Clone(c.books.Hist), Model: c.model}
+		Jobs: c.books.Use.Jobs, Warned: c.books.Use.Warned, NextArt: c.nextArt, History: slices.Clone(c.books.Hist), Model: c.model, Busy: string(c.busy)}
 	for _, a := range c.arts {
 		cs.Arts = append(cs.Arts, artSnap{ID: a.id, Meta: a.meta})
 	}
@@ -80,7 +82,7 @@ func (c *chat) prune(now time.Time) {
 
 func (c *chat) empty(now time.Time) bool {
 	return c.books.Empty(now) && len(c.queue) == 0 && len(c.held) == 0 && c.session == "" && len(c.userSessions) == 0 && len(c.arts) == 0 && c.nextArt == 0 &&
-		len(c.jobs) == 0 && len(c.approvals) == 0 && len(c.batches) == 0 && c.model == ""
+		len(c.jobs) == 0 && len(c.approvals) == 0 && len(c.batches) == 0 && c.model == "" && c.busy == ""
 }
 
 // reply sends plain text, logging failures. It reports whether the chat is

@@ -3,10 +3,12 @@ package bot
 import (
 	"errors"
 	"fmt"
+	"github.com/odekrun/odek/schedule"
 	"strconv"
 	"strings"
 	"time"
 
+	"github.com/odekrun/odek/bot/chatcore"
 	"github.com/odekrun/odek/queue"
 	"github.com/sirupsen/logrus"
 )
@@ -102,6 +104,15 @@ type Config struct {
 	// AdminCommands are the commands (without "/") that only a group's
 	// administrators may use in that group; private chats are unaffected.
 	AdminCommands []string
+	// Schedules, when set, serves /schedule, /remind, /tz and /jobs'
+	// schedules (bot/schedule.go, docs/SCHEDULES.md); nil turns them off.
+	Schedules *schedule.Service
+	// Skills are the operator's Agent Skills offered as commands
+	// (bot/skills.go): at most what fits Telegram's menu beside the
+	// built-in commands, names not taken by them (skills.Set.Commands
+	// with BuiltinCommands). nil ⇒ none.
+	Skills []SkillCommand
+
 	// Keywords are words that address the bot in a group besides a
 	// mention, a reply to the bot or a command (case-insensitive, whole
 	// words).
@@ -134,6 +145,13 @@ type Config struct {
 	// "edit" always in the status message (throttled edits), "off" not at
 	// all. The formatted answer replaces it at the end.
 	Stream string
+
+	// Busy is the operator's default busy policy (issue 26): what a
+	// message sent while the chat's job runs does, "queue" (the default:
+	// it waits as a job of its own), "steer" (it joins the running job at
+	// its next model boundary) or "interrupt" (the running job stops and
+	// it runs next). Chats change it with /busy.
+	Busy string
 
 	// Models are the models users may choose per chat with /model (the
 	// operator's list, ODEK_TELEGRAM_MODELS); the choice travels on each
@@ -283,6 +301,9 @@ func (c Config) validate() error {
 	case "", "auto", "edit", "off":
 	default:
 		return fmt.Errorf("%w: stream must be auto, edit or off, got %q", ErrConfig, clipStr(c.Stream, 20))
+	}
+	if _, err := chatcore.ParseBusy(c.Busy); err != nil {
+		return fmt.Errorf("%w: ODEK_TELEGRAM_BUSY: %v", ErrConfig, err)
 	}
 	if c.GroupSession != "" && c.GroupSession != "user" && c.GroupSession != "group" {
 		return fmt.Errorf("%w: ODEK_TELEGRAM_GROUP_SESSION must be user or group, got %q", ErrConfig, c.GroupSession)

@@ -10,10 +10,10 @@ import (
 // Compactor folds the oldest turns of a chat's conversation into its
 // digest now (Telegram's /compact), with one side call to the model: it
 // is, with Transcriber, the only way the bot reaches a model endpoint, and
-// it may be left unset (the compose bot, given no model key, has none):
-// /compact then says it is not available here. odek-bot's loads the
-// chat's session from the workers' session store, calls agent.Compact and
-// saves the result.
+// it may be left unset: /compact then says it is not available here.
+// odek-bot's, when it has a model key, loads the chat's session from the
+// workers' session store, calls host.Compact and saves the result; the
+// compose bot, given none, asks a worker (QueueCompactor, compactjob.go).
 type Compactor interface {
 	Compact(ctx context.Context, r CompactRequest) (Compacted, error)
 }

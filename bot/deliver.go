@@ -103,9 +103,9 @@ func (b *Bot) resultsLoop(ctx context.Context) error {
 			if !b.delivery.start(d.Result.JobID) {
 				continue // handed back to us after the result lease while still being delivered
 			}
-			b.serial.Do(d.Result.ChatID, func(c *chat) {
+			b.serial.Do(b.jobKey(d.Result.ChatID, d.Result.JobID), func(c *chat) {
 				defer b.delivery.done(d.Result.JobID)
-				c.deliver(ctx, d)
+				c.deliver(c.inTopic(ctx), d)
 			})
 		}
 	}
@@ -115,6 +115,9 @@ func (b *Bot) resultsLoop(ctx context.Context) error {
 // deliver sends one result to its chat and acknowledges it. It runs in the
 // chat's actor.
 func (c *chat) deliver(ctx context.Context, d queue.Delivery) {
+	if c.deliverCompact(ctx, d) { // compactjob.go
+		return
+	}
 	b := c.b
 	res := d.Result
 	chatID := c.id
@@ -122,6 +125,12 @@ func (c *chat) deliver(ctx context.Context, d queue.Delivery) {
 	now := b.cfg.Now()
 
 	js := c.jobs[res.JobID]
+	var jt jobTrace
+	if js != nil {
+		jt = js.trace
+	}
+	ctx, span := traceDeliver(ctx, jt, res) // tracing.go
+	defer span.End()
 	c.roll()
 	for i, id := range c.queue {
 		if id == res.JobID {
@@ -136,7 +145,9 @@ func (c *chat) deliver(ctx context.Context, d queue.Delivery) {
 	f := chatcore.Finished{Lang: "en"}
 	if js != nil {
 		statusMsg, replyTo, srcMsg = js.statusMsg, js.replyTo, js.srcMsg
-		f = chatcore.Finished{Lang: b.lang(js.userID), TimedOut: js.timedOut, Superseded: js.superseded, Uploads: js.uploads}
+		f = chatcore.Finished{Lang: b.lang(js.userID), TimedOut: js.timedOut, Superseded: js.superseded, Uploads: js.uploads, Interrupted: js.interrupted}
+	} else {
+		replyTo = c.bgReplyTo(res.JobID) // a /bg job answers its message (schedule.go)
 	}
 	plan := chatcore.PlanResult(b.policy, res, f, c.books.Use, c.nextArt, now)
 	lang := f.Lang
@@ -155,6 +166,9 @@ func (c *chat) deliver(ctx context.Context, d queue.Delivery) {
 	// One message per job: the notice, the answer, its artifact lines and
 	// the usage footer go out together.
 	footer := tgformat.Footer(res.Usage.PromptTokens, res.Usage.CompletionTokens, res.Usage.CostUSD, time.Duration(res.DurationMS)*time.Millisecond)
+	if res.NoModel {
+		footer = "" // a reminder: no model call, nothing to account for
+	}
 	reply := tgformat.Reply{Head: plan.Head, Answer: plan.Answer, Artifacts: arts, Footer: footer}
 	chunks := tgformat.FormatReply(reply, tgformat.MaxMessageLen)
 	if !plan.Show {
@@ -237,10 +251,14 @@ func (c *chat) deliver(ctx context.Context, d queue.Delivery) {
 		}
 	}
 	delete(c.jobs, res.JobID)
+	if ack {
+		b.topics.drop(res.JobID)
+	}
 	c.books.Ended(res.JobID) // a result left for redelivery holds nothing meanwhile
 	log.Info("bot: result delivered")
 	if ack {
-		c.startHeld(ctx) // its reservation is released: a held message may start
+		c.leftovers(ctx, js) // busy.go: steered messages the job did not take
+		c.startHeld(ctx)     // its reservation is released: a held message may start
 	}
 }
 
@@ -273,7 +291,7 @@ func (b *Bot) progressTick(ctx context.Context) {
 		b.lastPrune = now
 	}
 	for _, id := range b.serial.keys(true) {
-		b.serial.tick(id, func(c *chat) { c.progress(ctx) })
+		b.serial.tick(id, func(c *chat) { c.progress(c.inTopic(ctx)) })
 	}
 }
 
@@ -332,10 +350,20 @@ func (c *chat) refreshStatus(ctx context.Context) {
 	b := c.b
 	chatID := c.id
 	now := b.cfg.Now()
-	if len(c.queue) == 0 || now.Sub(c.lastEdit) < editInterval(chatID, b.cfg.ProgressInterval) {
+	if len(c.queue) == 0 {
 		return
 	}
-	var typing bool
+	// "typing…" shows as soon as the head job works, whether or not its
+	// status message is out yet (a delayed first status, issue 26 point
+	// 8) and whatever the edit interval: it is not an edit.
+	if js := c.jobs[c.queue[0]]; js != nil && !js.stopped && js.st.Started && !js.st.Finished && now.Sub(c.lastTyping) >= typingEvery {
+		c.lastTyping = now
+		_, kind, err := b.tg.Call(ctx, tgbotapi.NewChatAction(chatID, tgbotapi.ChatTyping), false)
+		c.checkSend(ctx, kind, err)
+	}
+	if now.Sub(c.lastEdit) < editInterval(chatID, b.cfg.ProgressInterval) {
+		return
+	}
 	var expired []string
 	for pos, id := range c.queue {
 		js := c.jobs[id]
@@ -354,10 +382,6 @@ func (c *chat) refreshStatus(ctx context.Context) {
 			continue
 		}
 		if pos == 0 && js.st.Started && !js.st.Finished {
-			if now.Sub(c.lastTyping) >= typingEvery {
-				c.lastTyping = now
-				typing = true
-			}
 			if !js.timedOut && !js.startedAt.IsZero() && now.Sub(js.startedAt) > b.cfg.AgentTimeout {
 				js.timedOut = true
 				expired = append(expired, id)
@@ -373,10 +397,6 @@ func (c *chat) refreshStatus(ctx context.Context) {
 			c.editStatus(ctx, js.statusMsg, text)
 			break // one edit per chat per interval
 		}
-	}
-	if typing {
-		_, kind, err := b.tg.Call(ctx, tgbotapi.NewChatAction(chatID, tgbotapi.ChatTyping), false)
-		c.checkSend(ctx, kind, err)
 	}
 	for _, id := range expired {
 		b.log.WithFields(logrus.Fields{"job_id": id, "timeout": b.cfg.AgentTimeout.String()}).Warn("bot: job over ODEK_TELEGRAM_AGENT_TIMEOUT; canceling")
@@ -472,12 +492,16 @@ func (b *Bot) WebhookHandler(ctx context.Context) http.Handler {
 			http.Error(w, "unauthorized", http.StatusUnauthorized)
 			return
 		}
+		raw, err := io.ReadAll(io.LimitReader(r.Body, maxWebhookBody))
 		var u tgbotapi.Update
-		if err := json.NewDecoder(io.LimitReader(r.Body, maxWebhookBody)).Decode(&u); err != nil {
+		if err == nil {
+			err = json.Unmarshal(raw, &u)
+		}
+		if err != nil {
 			http.Error(w, "bad update", http.StatusBadRequest)
 			return
 		}
-		b.handleUpdate(ctx, u)
+		b.handleUpdate(ctx, u, threadOfUpdate(raw))
 		w.WriteHeader(http.StatusOK)
 	})
 }

@@ -78,9 +78,9 @@ func (b *Bot) cleanOrphans(ctx context.Context) {
 	}
 	chats, jobs := b.serial.snapshots() // the jobs and held requests restored from Config.State
 	live := map[string]bool{}
-	for id, cs := range chats {
+	for k, cs := range chats {
 		for _, h := range cs.Held {
-			live[ledgerKey(id, h.StatusMsg)] = true
+			live[ledgerKey(k.chat, h.StatusMsg)] = true
 		}
 	}
 	for _, j := range jobs {

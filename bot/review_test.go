@@ -111,11 +111,11 @@ func TestMessageWaitingAtShutdownIsStillEnqueued(t *testing.T) {
 	go func() { done <- b.Run(ctx) }()
 	tg.WaitCalls(t, wait, func(c []bottest.Call) bool { return len(c) > 0 }, "setMyCommands")
 	release, busy := make(chan struct{}), make(chan struct{})
-	b.serial.Do(alice, func(*chat) { close(busy); <-release }) // the chat is busy (a long reply, say)
+	b.serial.Do(chatKey(alice), func(*chat) { close(busy); <-release }) // the chat is busy (a long reply, say)
 	<-busy
 	tg.UserMessage(alice, alice, "hello")
 	tg.Wait(t, wait, "the message waiting in the chat's queue", func(*bottest.Server) bool {
-		return b.serial.pending(alice) >= 1 // the message (and poll's settle barrier behind it)
+		return b.serial.pending(chatKey(alice)) >= 1 // the message (and poll's settle barrier behind it)
 	})
 	cancel()
 	close(release)
@@ -193,7 +193,7 @@ func TestIdleChatsAndUsersArePruned(t *testing.T) {
 	b.users.take(5, t0) // one token short until 60/burst s later
 	b.users.take(6, t0)
 	put := func(id int64, st chatState) {
-		c := b.newChat(id)
+		c := b.newChat(chatKey(id))
 		c.chatState = st
 		b.serial.put(c, b.publish(c))
 	}
@@ -207,7 +207,7 @@ func TestIdleChatsAndUsersArePruned(t *testing.T) {
 	if b.users.len() != 2 {
 		t.Errorf("users pruned before their bucket refilled: %d", b.users.len())
 	}
-	if !b.serial.kept(7) {
+	if !b.serial.kept(chatKey(7)) {
 		t.Errorf("a chat with usage today was pruned")
 	}
 	now = t0.Add(24 * time.Hour)
@@ -220,13 +220,13 @@ func TestIdleChatsAndUsersArePruned(t *testing.T) {
 	// Chat 7's usage of yesterday is its /usage history now (62 days are
 	// kept): it stays until that history is older than KeepDays.
 	for id, keep := range map[int64]bool{7: true, 8: true, 9: true, 10: true, 11: true, 12: false} {
-		if ok := b.serial.kept(id); ok != keep {
+		if ok := b.serial.kept(chatKey(id)); ok != keep {
 			t.Errorf("chat %d kept=%v, want %v", id, ok, keep)
 		}
 	}
 	now = t0.AddDate(0, 0, chatcore.KeepDays+2)
 	b.prune(now)
-	if b.serial.kept(7) {
+	if b.serial.kept(chatKey(7)) {
 		t.Errorf("chat 7 kept with history older than %d days", chatcore.KeepDays)
 	}
 }

@@ -15,10 +15,10 @@ import "sync"
 // mutex. Safe for concurrent use.
 type serializer struct {
 	mu     sync.Mutex
-	actors map[int64]*actor
+	actors map[actorKey]*actor
 	wg     sync.WaitGroup
 	// newChat makes a chat's state the first time work arrives for it.
-	newChat func(id int64) *chat
+	newChat func(k actorKey) *chat
 	// publish, when set, is called in the actor's goroutine after each
 	// function, to record what the router may read (see actor.pub).
 	publish func(c *chat) published
@@ -51,12 +51,12 @@ type published struct {
 	drop bool // it holds nothing worth keeping: forget it once idle
 }
 
-func newSerializer(newChat func(int64) *chat) *serializer {
-	return &serializer{actors: map[int64]*actor{}, newChat: newChat}
+func newSerializer(newChat func(actorKey) *chat) *serializer {
+	return &serializer{actors: map[actorKey]*actor{}, newChat: newChat}
 }
 
 // entry returns the actor of key, creating it. s.mu must be held.
-func (s *serializer) entry(key int64) *actor {
+func (s *serializer) entry(key actorKey) *actor {
 	a := s.actors[key]
 	if a == nil {
 		a = &actor{c: s.newChat(key)}
@@ -66,9 +66,9 @@ func (s *serializer) entry(key int64) *actor {
 }
 
 // Do queues fn behind the earlier functions of key.
-func (s *serializer) Do(key int64, fn func(*chat)) { s.do(key, work{fn: fn}) }
+func (s *serializer) Do(key actorKey, fn func(*chat)) { s.do(key, work{fn: fn}) }
 
-func (s *serializer) do(key int64, w work) {
+func (s *serializer) do(key actorKey, w work) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	a := s.entry(key)
@@ -83,7 +83,7 @@ func (s *serializer) do(key int64, w work) {
 
 // tick queues fn for key unless a tick queued earlier has not run yet. It
 // reports whether fn was queued.
-func (s *serializer) tick(key int64, fn func(*chat)) bool {
+func (s *serializer) tick(key actorKey, fn func(*chat)) bool {
 	s.mu.Lock()
 	a := s.actors[key]
 	if a == nil || a.tickQueued {
@@ -101,7 +101,7 @@ func (s *serializer) tick(key int64, fn func(*chat)) bool {
 	return true
 }
 
-func (s *serializer) drain(key int64, a *actor) {
+func (s *serializer) drain(key actorKey, a *actor) {
 	defer s.wg.Done()
 	for {
 		s.mu.Lock()
@@ -132,10 +132,10 @@ func (s *serializer) drain(key int64, a *actor) {
 
 // keys returns the chats that have an actor; busyOnly keeps those with
 // unfinished jobs.
-func (s *serializer) keys(busyOnly bool) []int64 {
+func (s *serializer) keys(busyOnly bool) []actorKey {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	out := make([]int64, 0, len(s.actors))
+	out := make([]actorKey, 0, len(s.actors))
 	for k, a := range s.actors {
 		if !busyOnly || a.pub.busy {
 			out = append(out, k)
@@ -157,7 +157,7 @@ func (s *serializer) all(fn func(*chat)) {
 
 // kept reports whether key has an actor that did not ask to be dropped
 // (tests).
-func (s *serializer) kept(key int64) bool {
+func (s *serializer) kept(key actorKey) bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	a := s.actors[key]
@@ -165,10 +165,10 @@ func (s *serializer) kept(key int64) bool {
 }
 
 // snapshots returns what the actors last published for the state file.
-func (s *serializer) snapshots() (map[int64]chatSnap, map[string]jobSnap) {
+func (s *serializer) snapshots() (map[actorKey]chatSnap, map[string]jobSnap) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	chats, jobs := map[int64]chatSnap{}, map[string]jobSnap{}
+	chats, jobs := map[actorKey]chatSnap{}, map[string]jobSnap{}
 	for k, a := range s.actors {
 		if a.pub.snap != nil {
 			chats[k] = *a.pub.snap
@@ -184,11 +184,11 @@ func (s *serializer) snapshots() (map[int64]chatSnap, map[string]jobSnap) {
 func (s *serializer) put(c *chat, p published) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	s.actors[c.id] = &actor{c: c, pub: p}
+	s.actors[c.key()] = &actor{c: c, pub: p}
 }
 
 // pending is how many functions wait in key's queue (tests).
-func (s *serializer) pending(key int64) int {
+func (s *serializer) pending(key actorKey) int {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if a := s.actors[key]; a != nil {

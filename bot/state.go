@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"github.com/odekrun/odek/bot/chatcore"
 	"slices"
-	"strconv"
 	"sync"
 	"time"
 
@@ -57,6 +56,8 @@ type chatSnap struct {
 	Held []heldSnap `json:"held,omitempty"`
 	// Context is how full the conversation is (absent = unknown).
 	Context *gaugeSnap `json:"context,omitempty"`
+	// Busy is the policy chosen with /busy (absent = the operator's).
+	Busy string `json:"busy,omitempty"`
 }
 
 // gaugeSnap is a chat's gauge in the state file.
@@ -114,14 +115,16 @@ type jobSnap struct {
 	Reserved int64 `json:"reserved,omitempty"`
 	// Session is the conversation the job continues.
 	Session string `json:"session,omitempty"`
+	// Topic is the forum topic the job belongs to (absent = none).
+	Topic int `json:"topic,omitempty"`
 }
 
 // snapshot encodes what the chat actors last published.
 func (b *Bot) snapshot() ([]byte, error) {
 	chats, jobs := b.serial.snapshots()
 	s := snapshot{Version: stateVersion, Chats: map[string]chatSnap{}, Jobs: jobs}
-	for id, cs := range chats {
-		s.Chats[strconv.FormatInt(id, 10)] = cs
+	for k, cs := range chats {
+		s.Chats[k.String()] = cs
 	}
 	return json.Marshal(s)
 }
@@ -136,14 +139,15 @@ func (b *Bot) restore(data []byte) error {
 	if s.Version != stateVersion {
 		return fmt.Errorf("bot: state snapshot version %d, this bot reads %d", s.Version, stateVersion)
 	}
-	chats := map[int64]*chat{}
+	chats := map[actorKey]*chat{}
 	for key, cs := range s.Chats {
-		id, err := strconv.ParseInt(key, 10, 64)
+		k, err := parseActorKey(key)
 		if err != nil {
-			return fmt.Errorf("bot: state snapshot has chat id %q", clipStr(key, 32))
+			return err
 		}
-		c := b.newChat(id)
-		c.chatState = chatState{queue: cs.Queue, session: cs.Session, nextArt: cs.NextArt, model: cs.Model,
+		id := k.chat
+		c := b.newChat(k)
+		c.chatState = chatState{queue: cs.Queue, session: cs.Session, nextArt: cs.NextArt, model: cs.Model, busy: chatcore.Busy(cs.Busy),
 			books: chatcore.Books{Hist: cs.History,
 				Use: chatcore.Usage{Day: cs.Day, Tokens: cs.Tokens, Prompt: cs.Prompt, Cached: cs.Cached, CostUSD: cs.CostUSD, Jobs: cs.Jobs, Warned: cs.Warned}}}
 		if g := cs.Context; g != nil {
@@ -155,15 +159,17 @@ func (b *Bot) restore(data []byte) error {
 		for _, h := range cs.Held {
 			c.held = append(c.held, h.request(id))
 		}
-		chats[id] = c
+		chats[k] = c
 	}
 	for id, j := range s.Jobs {
 		js := &jobState{id: id, chatID: j.Chat, userID: j.User, userName: j.UserName, statusMsg: j.StatusMsg, startedAt: j.StartedAt, session: j.Session}
 		js.st.Started = !j.StartedAt.IsZero()
-		c := chats[j.Chat]
+		k := actorKey{chat: j.Chat, topic: j.Topic}
+		b.topics.set(id, j.Topic)
+		c := chats[k]
 		if c == nil {
-			c = b.newChat(j.Chat)
-			chats[j.Chat] = c
+			c = b.newChat(k)
+			chats[k] = c
 		}
 		c.jobs[id] = js
 		c.books.Started(id, chatcore.Admission{Reserve: j.Reserved})

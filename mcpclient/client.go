@@ -14,6 +14,7 @@ import (
 
 	"github.com/odekrun/odek/artifacts"
 	"github.com/odekrun/odek/internal/backoff"
+	"github.com/odekrun/odek/internal/telemetry"
 	"github.com/sirupsen/logrus"
 )
 
@@ -437,7 +438,25 @@ func (c *Client) live(ctx context.Context) (transport, error) {
 // server and tool: transport failures, timeouts, a malformed envelope
 // (artifacts.ErrMalformedEnvelope) and artifact refs that fail validation
 // (*artifacts.RefError with the ref's id and reason).
-func (c *Client) Call(ctx context.Context, tool string, args json.RawMessage) (*ToolResult, error) {
+func (c *Client) Call(ctx context.Context, tool string, args json.RawMessage) (res *ToolResult, err error) {
+	// telemetry (issue 24): the request is a client span under the tool
+	// call's; its context goes to the server in params._meta (stdio and
+	// HTTP) and, over Streamable HTTP, in the traceparent header too.
+	ctx, span := telemetry.StartMCP(ctx, c.cfg.Name, "tools/call", tool)
+	if span.Recording() {
+		defer func() {
+			if err != nil {
+				span.Fail("mcp_error", err)
+			} else if res != nil && res.IsError {
+				span.Fail("tool_error", nil)
+			}
+			span.End()
+		}()
+	}
+	return c.call(ctx, tool, args)
+}
+
+func (c *Client) call(ctx context.Context, tool string, args json.RawMessage) (*ToolResult, error) {
 	if err := c.current.Load().callable(tool); err != nil {
 		return nil, &CallError{Server: c.cfg.Name, Tool: clipDisplay(tool, 80), Err: err}
 	}
@@ -453,7 +472,7 @@ func (c *Client) Call(ctx context.Context, tool string, args json.RawMessage) (*
 		token = c.watchProgress(fn)
 		defer c.unwatchProgress(token)
 	}
-	if err := callParams(buf, tool, args, token); err != nil {
+	if err := callParams(buf, tool, args, token, telemetry.ToMap(ctx)); err != nil {
 		return nil, &CallError{Server: c.cfg.Name, Tool: tool, Err: err}
 	}
 	var raw json.RawMessage

@@ -123,8 +123,8 @@ func TestHandshakeListsToolsAndSendsInitialized(t *testing.T) {
 
 func TestToolsListPages(t *testing.T) {
 	c := mcptest.Start(t, mcptest.Config(t, "fx", "-chaos", "-page-size=2"))
-	if n := len(c.Tools()); n != 26 {
-		t.Fatalf("got %d tools over pages, want 26", n)
+	if n := len(c.Tools()); n != 27 {
+		t.Fatalf("got %d tools over pages, want 27", n)
 	}
 }
 

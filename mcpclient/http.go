@@ -19,6 +19,7 @@ import (
 	"time"
 
 	"github.com/odekrun/odek/internal/backoff"
+	"github.com/odekrun/odek/internal/telemetry"
 	"github.com/sirupsen/logrus"
 )
 
@@ -272,6 +273,9 @@ func (h *httpConn) newRequest(ctx context.Context, method string, body []byte) (
 		req.GetBody = func() (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(body)), nil }
 	case http.MethodGet:
 		hdr["Accept"] = acceptStream
+	}
+	if method == http.MethodPost {
+		telemetry.InjectHTTP(ctx, hdr) // issue 24: the request's span, as traceparent/tracestate
 	}
 	if h.c.cfg.Auth != nil {
 		tok, err := h.c.cfg.Auth.Token(ctx, "")

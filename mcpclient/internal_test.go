@@ -261,16 +261,16 @@ func TestWireEncoding(t *testing.T) {
 		t.Fatalf("%s %v", got, err)
 	}
 	var buf bytes.Buffer
-	if err := callParams(&buf, "echo", []byte("{\n \"a\" : [1, 2]\n}"), 0); err != nil || buf.String() != `{"name":"echo","arguments":{"a":[1,2]}}` {
+	if err := callParams(&buf, "echo", []byte("{\n \"a\" : [1, 2]\n}"), 0, nil); err != nil || buf.String() != `{"name":"echo","arguments":{"a":[1,2]}}` {
 		t.Fatalf("%s %v", buf.String(), err)
 	}
 	buf.Reset()
-	if err := callParams(&buf, "files.read", nil, 7); err != nil || buf.String() != `{"name":"files.read","arguments":{},"_meta":{"progressToken":7}}` {
+	if err := callParams(&buf, "files.read", nil, 7, nil); err != nil || buf.String() != `{"name":"files.read","arguments":{},"_meta":{"progressToken":7}}` {
 		t.Fatalf("with a progress token: %s %v", buf.String(), err)
 	}
 	for _, bad := range []string{"[1]", "1", `"s"`, "{", "{} {}"} {
 		buf.Reset()
-		if err := callParams(&buf, "echo", []byte(bad), 0); !errors.Is(err, ErrInvalidArgs) {
+		if err := callParams(&buf, "echo", []byte(bad), 0, nil); !errors.Is(err, ErrInvalidArgs) {
 			t.Errorf("args %q: %v", bad, err)
 		}
 	}

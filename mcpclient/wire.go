@@ -281,8 +281,10 @@ func appendJSONString(b []byte, s string) []byte {
 // tool must be a valid name (no escaping needed, but it is quoted anyway).
 //
 // A non-zero progressToken is sent as _meta.progressToken, asking the
-// server for notifications/progress about this call.
-func callParams(buf *bytes.Buffer, tool string, args []byte, progressToken uint64) error {
+// server for notifications/progress about this call. trace (the W3C
+// traceparent and tracestate of the call's span, telemetry.ToMap) goes
+// into _meta under those names, where servers that trace read it.
+func callParams(buf *bytes.Buffer, tool string, args []byte, progressToken uint64, trace map[string]string) error {
 	buf.WriteString(`{"name":`)
 	buf.Write(strconv.AppendQuote(buf.AvailableBuffer(), tool))
 	buf.WriteString(`,"arguments":`)
@@ -297,9 +299,24 @@ func callParams(buf *bytes.Buffer, tool string, args []byte, progressToken uint6
 			return ErrInvalidArgs
 		}
 	}
-	if progressToken != 0 {
-		buf.WriteString(`,"_meta":{"progressToken":`)
-		buf.Write(strconv.AppendUint(buf.AvailableBuffer(), progressToken, 10))
+	if progressToken != 0 || len(trace) > 0 {
+		buf.WriteString(`,"_meta":{`)
+		sep := false
+		if progressToken != 0 {
+			buf.WriteString(`"progressToken":`)
+			buf.Write(strconv.AppendUint(buf.AvailableBuffer(), progressToken, 10))
+			sep = true
+		}
+		for _, k := range [...]string{"traceparent", "tracestate"} {
+			if v := trace[k]; v != "" {
+				if sep {
+					buf.WriteByte(',')
+				}
+				buf.WriteString(`"` + k + `":`)
+				buf.Write(appendJSONString(buf.AvailableBuffer(), v))
+				sep = true
+			}
+		}
 		buf.WriteByte('}')
 	}
 	buf.WriteByte('}')

@@ -119,7 +119,9 @@ func (m *Memory) Inspect(ctx context.Context, jobID string) (JobInfo, bool, erro
 	defer m.mu.Unlock()
 	j := m.jobs[jobID]
 	if j == nil {
-		return JobInfo{}, false, nil
+		if j, _ = m.finishedLocked(jobID); j == nil {
+			return JobInfo{}, false, nil
+		}
 	}
 	info := JobInfo{Job: j.job, Worker: j.consumer, Since: j.since, Attempt: j.attempt, Strikes: j.strikes,
 		History: append([]AttemptEnd(nil), j.history...)}
@@ -157,9 +159,12 @@ func (m *Memory) DeadEntries(ctx context.Context, max int64) ([]DeadLetter, erro
 	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	out := append([]DeadLetter(nil), m.dead...)
-	if max > 0 && int64(len(out)) > max {
-		out = out[:max]
+	out := make([]DeadLetter, 0, len(m.dead))
+	for _, d := range m.dead {
+		if max > 0 && int64(len(out)) == max {
+			break
+		}
+		out = append(out, d.DeadLetter)
 	}
 	return out, nil
 }
@@ -170,8 +175,8 @@ func (m *Memory) PurgeDead(ctx context.Context, age time.Duration) (int64, error
 		return 0, err
 	}
 	m.mu.Lock()
-	defer m.mu.Unlock()
-	return m.trimDeadLocked(m.o.Now(), age), nil
+	n := m.trimDeadLocked(m.o.Now(), age)
+	return n, m.unlockAndWait()
 }
 
 // RunningJobs implements Inspector.

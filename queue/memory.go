@@ -11,21 +11,25 @@ import (
 	"time"
 )
 
-// Memory is the in-process Queue: the embedded default when no Redis is
-// configured. It behaves as Redis does (see the package doc) but holds
-// everything in memory, so a process exit loses queued jobs. Safe for
-// concurrent use.
+// Memory is the in-process Queue. It behaves as Redis does (see the
+// package doc) but holds everything in memory: alone (NewMemory) a process
+// exit loses queued jobs; with a Journal (NewJournaledMemory,
+// RestoreMemory) every change is recorded and the steps it acknowledges
+// are durable first. queue/embedded, odek-bot's embedded store, is a
+// Memory with a bbolt journal. Safe for concurrent use.
 type Memory struct {
-	o Options
+	o     Options
+	j     Journal       // nil: in memory only
+	newID func() string // names jobs without an id
 
 	mu        sync.Mutex
 	wake      chan struct{} // closed and replaced on every change
 	seq       uint64
 	jobs      map[string]*memJob
-	chats     map[int64][]string // arrival order of unfinished jobs per chat
-	ready     []string           // runnable job ids, at most one per chat
+	chats     map[string][]string // arrival order of unfinished jobs per chat lane (LaneKey)
+	ready     []string            // runnable job ids, at most one per chat
 	idem      map[string]memIdem
-	dead      []DeadLetter
+	dead      []memDead
 	workers   map[string]memWorker
 	results   []*memResult
 	delivered map[string]time.Time // job id -> AckResult time
@@ -35,6 +39,7 @@ type Memory struct {
 	suspects  []string           // ids of jobs whose worker died, oldest first
 	lastSweep time.Time
 	approvals map[string]*memApproval
+	steer     map[string][]string // job id -> steer inbox (steer.go)
 	// deadLettered counts jobs moved to the dead letters.
 	deadLettered, suspected uint64
 }
@@ -51,6 +56,7 @@ const (
 
 type memJob struct {
 	job      Job
+	enq      uint64 // enqueue order
 	state    jobState
 	seq      uint64 // entry sequence of the current ready/running spell
 	attempt  int
@@ -71,7 +77,14 @@ type memIdem struct {
 	expires time.Time
 }
 
+type memDead struct {
+	key uint64
+	DeadLetter
+}
+
 type memResult struct {
+	seq      uint64
+	gen      uint64 // the journal's commit that holds it
 	id       string
 	at       time.Time
 	res      Result
@@ -87,13 +100,18 @@ type memProgress struct {
 	doneAt  time.Time
 }
 
+func newMemResult(seq uint64, res Result, at time.Time) *memResult {
+	return &memResult{seq: seq, id: strconv.FormatUint(seq, 10), res: res, at: at}
+}
+
 // NewMemory returns an empty in-process queue.
 func NewMemory(opts Options) *Memory {
 	return &Memory{
 		o:         opts.withDefaults(),
+		newID:     newID,
 		wake:      make(chan struct{}),
 		jobs:      map[string]*memJob{},
-		chats:     map[int64][]string{},
+		chats:     map[string][]string{},
 		idem:      map[string]memIdem{},
 		delivered: map[string]time.Time{},
 		progress:  map[string]*memProgress{},
@@ -124,35 +142,52 @@ func (m *Memory) Enqueue(ctx context.Context, job Job) (Job, bool, error) {
 	if err := ctx.Err(); err != nil {
 		return job, false, err
 	}
-	job, _, err := prepareJob(job, m.o, newID)
+	ownID := job.ID != "" // a caller's id may name a job a previous process finished
+	job, _, err := prepareJob(job, m.o, m.newID)
 	if err != nil {
 		return job, false, err
 	}
-	m.mu.Lock()
-	defer m.mu.Unlock()
+	if err := m.lockUsable(ctx); err != nil {
+		return job, false, err
+	}
 	now := m.o.Now()
 	m.sweepLocked(now)
 	if job.IdempotencyKey != "" {
 		if e, ok := m.idem[job.IdempotencyKey]; ok && now.Before(e.expires) {
-			if prev, ok := m.jobs[e.id]; ok {
-				return prev.job, true, nil
+			prev := Job{ID: e.id, IdempotencyKey: job.IdempotencyKey}
+			if p, ok := m.jobs[e.id]; ok {
+				prev = p.job
+			} else if p, ok := m.finishedLocked(e.id); ok {
+				prev = p.job
 			}
-			return Job{ID: e.id, IdempotencyKey: job.IdempotencyKey}, true, nil
+			// The first enqueue may not be durable yet: the duplicate
+			// answers only once it is.
+			return prev, true, m.unlockAndWait()
 		}
 	}
-	if _, ok := m.jobs[job.ID]; ok {
+	exists := m.jobs[job.ID] != nil
+	if !exists && ownID {
+		_, exists = m.finishedLocked(job.ID)
+	}
+	if exists {
+		m.mu.Unlock()
 		return job, false, fmt.Errorf("%w: id %q already exists", ErrInvalidJob, job.ID)
 	}
 	if job.IdempotencyKey != "" {
-		m.idem[job.IdempotencyKey] = memIdem{id: job.ID, expires: now.Add(m.o.DedupeWindow)}
+		exp := now.Add(m.o.DedupeWindow)
+		m.idem[job.IdempotencyKey] = memIdem{id: job.ID, expires: exp}
+		m.recordLocked(Change{Kind: ChangeIdem, IdemKey: job.IdempotencyKey, JobID: job.ID, Expires: exp})
 	}
-	j := &memJob{job: job, state: stateQueued}
+	m.seq++
+	j := &memJob{job: job, state: stateQueued, enq: m.seq}
 	m.jobs[job.ID] = j
-	m.chats[job.ChatID] = append(m.chats[job.ChatID], job.ID)
-	if len(m.chats[job.ChatID]) == 1 {
+	lk := LaneKey(job.ChatID, job.Lane)
+	m.chats[lk] = append(m.chats[lk], job.ID)
+	if len(m.chats[lk]) == 1 {
 		m.makeReadyLocked(j)
 	}
-	return job, false, nil
+	m.recordJobLocked(j)
+	return job, false, m.unlockAndWait()
 }
 
 func (m *Memory) makeReadyLocked(j *memJob) {
@@ -173,11 +208,12 @@ func (m *Memory) sweepLocked(now time.Time) {
 	for k, e := range m.idem {
 		if !now.Before(e.expires) {
 			delete(m.idem, k)
+			m.recordLocked(Change{Kind: ChangeIdemGone, IdemKey: k})
 		}
 	}
 	for id, j := range m.jobs {
 		if j.state == stateDone && now.Sub(j.doneAt) >= m.o.Retain {
-			delete(m.jobs, id)
+			delete(m.jobs, id) // a journal forgets its copy itself, after Retain
 		}
 	}
 	for id, p := range m.progress {
@@ -194,11 +230,16 @@ func (m *Memory) sweepLocked(now time.Time) {
 	for _, r := range m.results {
 		if !r.acked && now.Sub(r.at) < m.o.ResultsRetain {
 			kept = append(kept, r)
+		} else if !r.acked {
+			m.recordLocked(Change{Kind: ChangeResultGone, Key: r.seq})
 		}
 	}
 	m.results = kept
 	m.trimDeadLocked(now, m.o.DeadRetain)
 	if over := len(m.dead) - int(m.o.DeadMaxLen); over > 0 {
+		for _, d := range m.dead[:over] {
+			m.recordLocked(Change{Kind: ChangeDeadGone, Key: d.key})
+		}
 		m.dead = append(m.dead[:0:0], m.dead[over:]...)
 	}
 }
@@ -211,6 +252,7 @@ func (m *Memory) trimDeadLocked(now time.Time, age time.Duration) int64 {
 		if now.Sub(d.At) < age {
 			kept = append(kept, d)
 		} else {
+			m.recordLocked(Change{Kind: ChangeDeadGone, Key: d.key})
 			n++
 		}
 	}
@@ -231,8 +273,13 @@ func (m *Memory) finishLocked(j *memJob, res Result) {
 		p.doneAt = j.doneAt
 	}
 	m.seq++
-	m.results = append(m.results, &memResult{id: strconv.FormatUint(m.seq, 10), res: res, at: j.doneAt})
-	ids := m.chats[j.job.ChatID]
+	r := newMemResult(m.seq, res, j.doneAt)
+	m.results = append(m.results, r)
+	m.recordLocked(Change{Kind: ChangeResult, Key: r.seq, JobID: j.job.ID})
+	m.recordJobLocked(j)
+	r.gen = m.markLocked()
+	lk := LaneKey(j.job.ChatID, j.job.Lane)
+	ids := m.chats[lk]
 	for i, id := range ids {
 		if id == j.job.ID {
 			ids = append(ids[:i:i], ids[i+1:]...)
@@ -240,9 +287,9 @@ func (m *Memory) finishLocked(j *memJob, res Result) {
 		}
 	}
 	if len(ids) == 0 {
-		delete(m.chats, j.job.ChatID)
+		delete(m.chats, lk)
 	} else {
-		m.chats[j.job.ChatID] = ids
+		m.chats[lk] = ids
 		if head := m.jobs[ids[0]]; head.state == stateQueued {
 			m.makeReadyLocked(head)
 		}
@@ -259,42 +306,12 @@ func (m *Memory) Claim(ctx context.Context, consumer string, max int, block time
 }
 
 func (m *Memory) claimLocked(consumer string, max int) []Lease {
+	if m.errLocked() != nil {
+		return nil
+	}
 	now := m.o.Now()
 	var leases []Lease
-	// Every expired lease, oldest entry first: its worker died (or stalled
-	// past the lease), so the job is a suspect, or dead if it died alone
-	// MaxAttempts times.
-	var expired []*memJob
-	for _, j := range m.running {
-		if now.Sub(j.beat) >= m.o.LeaseTTL {
-			expired = append(expired, j)
-		}
-	}
-	sort.Slice(expired, func(a, b int) bool { return expired[a].seq < expired[b].seq })
-	for _, j := range expired {
-		how := "beside other jobs"
-		if j.alone {
-			j.strikes++
-			how = "alone"
-		}
-		j.history = append(j.history, AttemptEnd{Attempt: j.attempt, Worker: j.consumer, Reason: "lease expired: worker died or stalled (" + how + ")"})
-		switch decideReclaim(j.strikes, m.o.MaxAttempts, j.canceled) {
-		case reclaimCancel:
-			m.finishLocked(j, canceledResult(j.job, j.attempt))
-		case reclaimDead:
-			dj := j.job
-			dj.Attempt = j.attempt
-			m.dead = append(m.dead, DeadLetter{Job: dj, At: now, Strikes: j.strikes, History: append([]AttemptEnd(nil), j.history...)})
-			m.deadLettered++
-			m.finishLocked(j, deadResult(j.job, j.strikes, j.attempt, m.o.MaxAttempts))
-		default:
-			m.releaseLocked(j)
-			j.state, j.token, j.alone, j.since = stateSuspect, "", false, now
-			m.suspects = append(m.suspects, j.job.ID)
-			m.suspected++
-			m.notifyLocked()
-		}
-	}
+	m.reclaimExpiredLocked(now, "lease expired: worker died or stalled")
 	// A suspect goes only to a consumer that holds nothing, and alone.
 	if m.held[consumer] == 0 {
 		for len(m.suspects) > 0 {
@@ -326,11 +343,57 @@ func (m *Memory) claimLocked(consumer string, max int) []Lease {
 	return leases
 }
 
+// reclaimExpiredLocked handles every expired lease, oldest entry first: its
+// worker died (or stalled past the lease), so the job is a suspect, or
+// dead if it died alone MaxAttempts times, or canceled if a cancel waited.
+func (m *Memory) reclaimExpiredLocked(now time.Time, why string) {
+	var expired []*memJob
+	for _, j := range m.running {
+		if now.Sub(j.beat) >= m.o.LeaseTTL {
+			expired = append(expired, j)
+		}
+	}
+	sort.Slice(expired, func(a, b int) bool { return expired[a].seq < expired[b].seq })
+	for _, j := range expired {
+		how := "beside other jobs"
+		if j.alone {
+			j.strikes++
+			how = "alone"
+		}
+		j.history = append(j.history, AttemptEnd{Attempt: j.attempt, Worker: j.consumer, Reason: why + " (" + how + ")"})
+		switch decideReclaim(j.strikes, m.o.MaxAttempts, j.canceled) {
+		case reclaimCancel:
+			m.finishLocked(j, canceledResult(j.job, j.attempt))
+		case reclaimDead:
+			dj := j.job
+			dj.Attempt = j.attempt
+			m.seq++
+			d := memDead{key: m.seq, DeadLetter: DeadLetter{Job: dj, At: now, Strikes: j.strikes, History: append([]AttemptEnd(nil), j.history...)}}
+			m.dead = append(m.dead, d)
+			m.recordLocked(Change{Kind: ChangeDead, Key: d.key, Dead: &d.DeadLetter})
+			m.deadLettered++
+			m.finishLocked(j, deadResult(j.job, j.strikes, j.attempt, m.o.MaxAttempts))
+		default:
+			m.releaseLocked(j)
+			j.state, j.token, j.alone, j.since = stateSuspect, "", false, now
+			m.suspects = append(m.suspects, j.job.ID)
+			m.suspected++
+			m.recordJobLocked(j)
+			m.notifyLocked()
+		}
+	}
+}
+
 func (m *Memory) leaseLocked(j *memJob, consumer string, now time.Time) Lease {
 	j.attempt++
 	j.state, j.token, j.beat, j.consumer, j.since = stateRunning, newID(), now, consumer, now
 	m.running[j.job.ID] = j
 	m.held[consumer]++
+	// Recorded, not waited for: the record is in the next commit, long
+	// before a job could kill the process, so a process-killing job is
+	// still counted at the next start; a lease lost with a crash inside
+	// that instant just runs again.
+	m.recordJobLocked(j)
 	job := j.job
 	job.Attempt = j.attempt
 	return Lease{Job: job, Consumer: consumer, entry: strconv.FormatUint(j.seq, 10), token: j.token}
@@ -363,11 +426,14 @@ func (m *Memory) Heartbeat(ctx context.Context, l Lease) error {
 	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
+	if err := m.errLocked(); err != nil {
+		return err
+	}
 	j := m.ownedLocked(l)
 	if j == nil {
 		return ErrLeaseLost
 	}
-	j.beat = m.o.Now()
+	j.beat = m.o.Now() // not recorded: a restart reclaims every lease anyway
 	if j.canceled {
 		return ErrCanceled
 	}
@@ -383,25 +449,26 @@ func (m *Memory) Ack(ctx context.Context, l Lease, res Result) error {
 	if err != nil {
 		return err
 	}
-	m.mu.Lock()
-	defer m.mu.Unlock()
+	if err := m.lockUsable(ctx); err != nil {
+		return err
+	}
 	j := m.ownedLocked(l)
 	if j == nil {
+		m.mu.Unlock()
 		return ErrLeaseLost
 	}
 	m.finishLocked(j, res)
-	return nil
+	return m.unlockAndWait()
 }
 
 // Cancel implements Queue.
 func (m *Memory) Cancel(ctx context.Context, jobID string) error {
-	if err := ctx.Err(); err != nil {
+	if err := m.lockUsable(ctx); err != nil {
 		return err
 	}
-	m.mu.Lock()
-	defer m.mu.Unlock()
 	j := m.jobs[jobID]
 	if j == nil || j.state == stateDone {
+		m.mu.Unlock()
 		return ErrNotFound
 	}
 	switch j.state {
@@ -409,9 +476,10 @@ func (m *Memory) Cancel(ctx context.Context, jobID string) error {
 		m.finishLocked(j, canceledResult(j.job, j.attempt))
 	default:
 		j.canceled = true
+		m.recordJobLocked(j)
 		m.notifyLocked()
 	}
-	return nil
+	return m.unlockAndWait()
 }
 
 // PublishProgress implements Queue.
@@ -478,11 +546,12 @@ func (m *Memory) ReadResults(ctx context.Context, consumer string, max int, bloc
 			if len(out) == max {
 				break
 			}
-			if r.acked {
-				continue
+			if r.acked || !m.durableLocked(r.gen) {
+				continue // a chat never sees an answer a crash could take back
 			}
 			if _, ok := m.delivered[r.res.JobID]; ok {
 				r.acked = true
+				m.recordLocked(Change{Kind: ChangeResultGone, Key: r.seq})
 				continue
 			}
 			if r.read && now.Sub(r.readAt) < m.o.ResultLeaseTTL {
@@ -499,20 +568,26 @@ func (m *Memory) ReadResults(ctx context.Context, consumer string, max int, bloc
 
 // AckResult implements Queue.
 func (m *Memory) AckResult(ctx context.Context, d Delivery) error {
-	if err := ctx.Err(); err != nil {
+	if err := m.lockUsable(ctx); err != nil {
 		return err
 	}
-	m.mu.Lock()
-	defer m.mu.Unlock()
 	for _, r := range m.results {
-		if r.id == d.ID {
+		if r.id == d.ID && !r.acked {
 			r.acked = true
+			m.recordLocked(Change{Kind: ChangeResultGone, Key: r.seq})
 		}
 	}
 	if _, ok := m.delivered[d.Result.JobID]; !ok {
 		m.delivered[d.Result.JobID] = m.o.Now()
 	}
-	return nil
+	// Drop acknowledged results from the front of the list.
+	i := 0
+	for i < len(m.results) && m.results[i].acked {
+		i++
+	}
+	m.results = m.results[i:]
+	// Durable when it returns, so a restart does not send the answer again.
+	return m.unlockAndWait()
 }
 
 // waitFor calls poll under m.mu until it returns something, block passes or
@@ -524,6 +599,10 @@ func waitFor[T any](ctx context.Context, m *Memory, block time.Duration, poll fu
 			return nil, err
 		}
 		m.mu.Lock()
+		if err := m.errLocked(); err != nil {
+			m.mu.Unlock()
+			return nil, err
+		}
 		out := poll()
 		wake := m.wake
 		m.mu.Unlock()

@@ -197,11 +197,15 @@ func (m *Memory) Retry(ctx context.Context, jobID string) (Job, error) {
 	}
 	dead := m.dead[idx]
 	m.dead = append(m.dead[:idx:idx], m.dead[idx+1:]...)
+	m.recordLocked(Change{Kind: ChangeDeadGone, Key: dead.key})
 	m.mu.Unlock()
+	// The enqueue's commit holds the removal too: both are durable when
+	// Retry returns.
 	j, _, err := m.Enqueue(ctx, retryJob(dead.Job))
 	if err != nil {
 		m.mu.Lock()
 		m.dead = append(m.dead, dead)
+		m.recordLocked(Change{Kind: ChangeDead, Key: dead.key, Dead: &dead.DeadLetter})
 		m.mu.Unlock()
 		return Job{}, fmt.Errorf("queue: retry %s: %w", jobID, err)
 	}
@@ -316,6 +320,9 @@ func (m *Memory) JobResult(ctx context.Context, jobID string) (Result, bool, err
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	j := m.jobs[jobID]
+	if j == nil {
+		j, _ = m.finishedLocked(jobID)
+	}
 	if j == nil || j.state != stateDone {
 		return Result{}, false, nil
 	}

@@ -146,7 +146,47 @@ type Job struct {
 	// the worker's spans join the front end's trace (issue 24). The worker
 	// ignores a malformed or oversized value; empty means no trace.
 	Trace map[string]string `json:"trace,omitempty"`
+	// Kind is what the worker does with the job: "" runs the goal as a
+	// turn of the chat's conversation; KindCompact folds the oldest turns
+	// of the conversation into its digest with one side call to the
+	// worker's model and runs no agent (the goal is ignored). A front end
+	// without a model key of its own (the compose bot) asks for a
+	// compaction this way.
+	Kind string `json:"kind,omitempty"`
+	// OutputSchema, when set, is a JSON Schema (a JSON object of at most
+	// MaxOutputSchemaBytes, draft 2020-12 unless its $schema says
+	// otherwise, no external $ref) the job's final answer must be valid
+	// against (issue 28, as `odek run --output-schema`): the worker gives
+	// the model up to OutputRepairs corrective turns, then fails the job
+	// with exit code 5 and an error starting "output_invalid". A valid
+	// answer is also in Result.Output. The worker rejects a schema it
+	// cannot compile as a setup failure (exit code 3).
+	OutputSchema json.RawMessage `json:"output_schema,omitempty"`
+	// OutputRepairs is the number of corrective turns for OutputSchema,
+	// 0..MaxOutputRepairs; nil ⇒ 2.
+	OutputRepairs *int `json:"output_repairs,omitempty"`
+	// Lane is the conversation within the chat the job belongs to (a
+	// forum topic): jobs of one chat and lane run one at a time in order,
+	// jobs of different lanes in parallel (lane.go). "" = the chat's main
+	// lane. At most MaxLaneLen bytes of [A-Za-z0-9_.:-].
+	Lane string `json:"lane,omitempty"`
+	// Approved names tools a job that nobody can be asked about (a
+	// scheduled job, package schedule) may run without confirmation: the
+	// schedule's owner approved them ahead. Only front ends and operators
+	// set it; a worker denies every other confirmation of such a job.
+	Approved []string `json:"approved,omitempty"`
 }
+
+// Job kinds (Job.Kind).
+const (
+	KindCompact = "compact"
+)
+
+// Limits of a job's output schema.
+const (
+	MaxOutputSchemaBytes = 64 << 10
+	MaxOutputRepairs     = 5
+)
 
 // Status is a Result's outcome.
 type Status string
@@ -197,6 +237,15 @@ type Result struct {
 	DurationMS int64          `json:"duration_ms,omitempty"`
 	Attempt    int            `json:"attempt,omitempty"`
 	Artifacts  []ArtifactMeta `json:"artifacts,omitempty"`
+	// Output is the parsed final answer of a job with an OutputSchema
+	// whose answer was valid (compact JSON); empty otherwise.
+	Output json.RawMessage `json:"output,omitempty"`
+	// Silent: a quiet check-in (package schedule) had nothing to report;
+	// front ends show nothing for it.
+	Silent bool `json:"silent,omitempty"`
+	// NoModel: the job was answered without a model call (a schedule's
+	// reminder); front ends show no usage line for it.
+	NoModel bool `json:"no_model,omitempty"`
 }
 
 // Lease is a claimed job. Pass it back unchanged to Heartbeat and Ack.
@@ -387,10 +436,19 @@ func prepareJob(job Job, o Options, newID func() string) (Job, []byte, error) {
 	if job.Goal == "" {
 		return job, nil, fmt.Errorf("%w: goal is empty", ErrInvalidJob)
 	}
+	if err := checkLane(job.Lane); err != nil {
+		return job, nil, err
+	}
+	if job.Kind != "" && job.Kind != KindCompact {
+		return job, nil, fmt.Errorf("%w: kind %q: want \"\" or %q", ErrInvalidJob, clip(job.Kind, 40), KindCompact)
+	}
 	if !utf8.ValidString(job.IdempotencyKey) || len(job.IdempotencyKey) > MaxIDLen {
 		return job, nil, fmt.Errorf("%w: idempotency_key must be valid UTF-8 of at most %d bytes (got %d bytes)", ErrInvalidJob, MaxIDLen, len(job.IdempotencyKey))
 	}
 	if err := job.Budget.Validate(); err != nil {
+		return job, nil, err
+	}
+	if err := checkOutputSchema(job); err != nil {
 		return job, nil, err
 	}
 	job.Attempt = 0
@@ -465,4 +523,27 @@ func clip(s string, n int) string {
 		return s
 	}
 	return s[:n] + "…"
+}
+
+// checkOutputSchema checks what the queue can of a job's output schema:
+// its size, that it is one JSON object, and the repairs' range. Whether
+// it compiles is the worker's check (package outschema).
+func checkOutputSchema(job Job) error {
+	if job.OutputSchema == nil {
+		if job.OutputRepairs != nil {
+			return fmt.Errorf("%w: output_repairs without output_schema", ErrInvalidJob)
+		}
+		return nil
+	}
+	if n := len(job.OutputSchema); n > MaxOutputSchemaBytes {
+		return fmt.Errorf("%w: output_schema is %d bytes: at most %d (MaxOutputSchemaBytes)", ErrInvalidJob, n, MaxOutputSchemaBytes)
+	}
+	var obj map[string]json.RawMessage
+	if err := json.Unmarshal(job.OutputSchema, &obj); err != nil || obj == nil {
+		return fmt.Errorf("%w: output_schema must be a JSON object (a JSON Schema)", ErrInvalidJob)
+	}
+	if r := job.OutputRepairs; r != nil && (*r < 0 || *r > MaxOutputRepairs) {
+		return fmt.Errorf("%w: output_repairs is %d: want 0..%d", ErrInvalidJob, *r, MaxOutputRepairs)
+	}
+	return nil
 }

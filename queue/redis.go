@@ -170,7 +170,7 @@ local function finish(id, res)
   redis.call('PEXPIRE', h, RET)
   redis.call('PEXPIRE', P .. 'progress:' .. id, RET)
   redis.call('XADD', P .. 'results', '*', 'job', id, 'r', res)
-  local cl = P .. 'chat:' .. redis.call('HGET', h, 'chat')
+  local cl = P .. 'chat:' .. (redis.call('HGET', h, 'lane') or redis.call('HGET', h, 'chat'))
   redis.call('LREM', cl, 1, id)
   local head = redis.call('LINDEX', cl, 0)
   if head then
@@ -189,7 +189,8 @@ local function sysresult(id, status, attempt, err)
 end
 `
 
-// ARGV[4] id, [5] data, [6] chat, [7] idempotency key or "", [8] dedupe ms.
+// ARGV[4] id, [5] data, [6] chat, [7] idempotency key or "", [8] dedupe
+// ms, [9] lane key (LaneKey: the chat id for the main lane).
 var enqueueScript = redis.NewScript(luaPrelude + `
 local h = P .. 'job:' .. ARGV[4]
 -- The same call again (a client resending it after a lost reply) finds
@@ -205,9 +206,9 @@ if ARGV[7] ~= '' then
 elseif redis.call('EXISTS', h) == 1 then
   return {2}
 end
-redis.call('HSET', h, 'data', ARGV[5], 'chat', ARGV[6], 'attempt', 0, 'state', 'queued', 'owner', '', 'entry', '')
+redis.call('HSET', h, 'data', ARGV[5], 'chat', ARGV[6], 'lane', ARGV[9], 'attempt', 0, 'state', 'queued', 'owner', '', 'entry', '')
 redis.call('INCR', UNFIN)
-if redis.call('RPUSH', P .. 'chat:' .. ARGV[6], ARGV[4]) == 1 then
+if redis.call('RPUSH', P .. 'chat:' .. ARGV[9], ARGV[4]) == 1 then
   local e = redis.call('XADD', JOBS, '*', 'id', ARGV[4])
   redis.call('HSET', h, 'state', 'ready', 'entry', e)
 end
@@ -378,7 +379,7 @@ func (r *Redis) Enqueue(ctx context.Context, job Job) (Job, bool, error) {
 	if err != nil {
 		return job, false, err
 	}
-	args := append(r.base(), job.ID, data, job.ChatID, job.IdempotencyKey, r.o.DedupeWindow.Milliseconds())
+	args := append(r.base(), job.ID, data, job.ChatID, job.IdempotencyKey, r.o.DedupeWindow.Milliseconds(), LaneKey(job.ChatID, job.Lane))
 	res, err := asSlice(r.cw.runDurable(ctx, enqueueScript, r.ks, args...))
 	if err != nil {
 		return job, false, fmt.Errorf("queue: enqueue %s: %w", job.ID, err)

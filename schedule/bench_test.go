@@ -3,6 +3,7 @@ package schedule
 import (
 	"context"
 	"fmt"
+	"path/filepath"
 	"sort"
 	"strconv"
 	"strings"
@@ -11,6 +12,7 @@ import (
 	"time"
 
 	"github.com/odekrun/odek/queue"
+	"github.com/odekrun/odek/queue/embedded"
 	"github.com/odekrun/odek/queue/queuetest"
 )
 
@@ -156,5 +158,36 @@ func TestRedisMemoryPerSchedule(t *testing.T) {
 	t.Logf("Redis memory per schedule: %.0f bytes (%d schedules in 500 chats, a 41-byte goal)", per, n)
 	if per <= 0 {
 		t.Fatal("no memory measured")
+	}
+}
+
+// BenchmarkEmbeddedStoreCreate: one Service.Create per op on the embedded
+// store (the schedules in the embedded queue's bbolt file, one durable
+// write per change) against the file store it replaces (rewrite, fsync,
+// rename under a flock), in the same run.
+func BenchmarkEmbeddedStoreCreate(b *testing.B) {
+	for _, impl := range []string{"embedded", "file"} {
+		b.Run(impl, func(b *testing.B) {
+			dir := b.TempDir()
+			var st Store
+			if impl == "embedded" {
+				es, err := embedded.Open(filepath.Join(dir, "store.db"), queue.Options{})
+				if err != nil {
+					b.Fatal(err)
+				}
+				defer es.Close()
+				st = NewKV(es)
+			} else {
+				st = NewFile(filepath.Join(dir, "schedules.json"))
+			}
+			sv := &Service{Store: st, Limits: Limits{MaxPerChat: 1 << 20, MaxPerUser: 1 << 20, MaxDailyFires: 1 << 30}}
+			ctx := context.Background()
+			b.ResetTimer()
+			for i := 0; i < b.N; i++ {
+				if _, err := sv.Create(ctx, Owner{ChatID: int64(i%50 + 1), Operator: true}, Schedule{ChatID: int64(i%50 + 1), Spec: "every 1h", Text: "check the build"}); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
 	}
 }

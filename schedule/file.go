@@ -24,12 +24,17 @@ type File struct {
 	path string
 	mu   sync.Mutex
 	mem  fileState
+	// kv, when set, holds the state instead of path (NewKV).
+	kv       KV
+	kvLoaded bool
 }
 
 type fileState struct {
 	Version   int                  `json:"version"`
 	Schedules map[string]*Schedule `json:"schedules"`
 	Fires     map[string]*Fire     `json:"fires"`
+	// Zones are the chats' time zones by chat id.
+	Zones map[string]string `json:"zones,omitempty"`
 }
 
 // NewFile returns a File store at path ("" = in memory). The directory
@@ -43,6 +48,9 @@ func NewFile(path string) *File {
 func (f *File) update(write bool, fn func(st *fileState) error) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
+	if f.kv != nil {
+		return f.updateKV(write, fn)
+	}
 	if f.path == "" {
 		if !write {
 			return fn(&f.mem)
@@ -80,6 +88,9 @@ func (f *File) update(write bool, fn func(st *fileState) error) error {
 		if st.Fires == nil {
 			st.Fires = map[string]*Fire{}
 		}
+	}
+	if st.Zones == nil {
+		st.Zones = map[string]string{}
 	}
 	if err := fn(&st); err != nil || !write {
 		return err
@@ -121,6 +132,10 @@ func (st fileState) clone() fileState {
 	for k, v := range st.Fires {
 		fi := *v
 		cp.Fires[k] = &fi
+	}
+	cp.Zones = make(map[string]string, len(st.Zones))
+	for k, v := range st.Zones {
+		cp.Zones[k] = v
 	}
 	return cp
 }

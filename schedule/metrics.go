@@ -27,6 +27,7 @@ func (r *Runner) Register(add AddCounter) error {
 		{"odek_schedule_fires_total", "Schedule fires whose job this process enqueued.", r.stats.Fired.Load},
 		{"odek_schedule_missed_total", "Schedule fire times dropped or folded into one (missed-fire policy).", r.stats.Missed.Load},
 		{"odek_schedule_inactive_total", "Schedule fires skipped outside their active hours.", r.stats.Inactive.Load},
+		{"odek_schedule_busy_total", "Quiet check-ins skipped because their chat had a job queued or running.", r.stats.Busy.Load},
 		{"odek_schedule_late_total", "Schedule fires enqueued later than the grace after their time.", r.stats.Late.Load},
 		{"odek_schedule_claims_lost_total", "Schedule claims another process won first.", r.stats.Conflicts.Load},
 		{"odek_schedule_reclaimed_total", "Pending schedule fires taken over after their lease ended.", r.stats.Reclaimed.Load},

@@ -24,6 +24,10 @@ import (
 //	<P>sched:chat:<chat>     set: the chat's schedule ids
 //	<P>sched:fire:<id>@<ms>  hash: a pending fire: job (JSON), sid, at, owner, token, deadline, reclaimed
 //	<P>sched:firing          sorted set: pending fires (<id>@<ms>) by lease deadline (unix ms)
+//	<P>sched:zones           hash: chat id → the chat's time zone (/tz)
+//
+// A schedule's hash also holds retries (a one-shot's fires again after a
+// failed job, Store.Retry).
 type Redis struct {
 	c redis.UniversalClient
 	p string
@@ -199,6 +203,7 @@ func decodeSchedule(h map[string]string) (Schedule, error) {
 	s.LastStatus, s.LastJobID, s.LastError = FireStatus(h["last_status"]), h["last_job"], h["last_error"]
 	s.Fires, _ = strconv.ParseInt(h["fires"], 10, 64)
 	s.Misses, _ = strconv.ParseInt(h["misses"], 10, 64)
+	s.Retries, _ = strconv.Atoi(h["retries"])
 	return s, nil
 }
 

@@ -49,6 +49,11 @@ type Runner struct {
 	// the lag from the scheduled time (metrics, benchmarks).
 	Observe func(f Fire, lag time.Duration, dup bool)
 
+	// BeforeTick, if set, runs at the start of every Tick (odek-bot's
+	// embedded mode imports schedules `odek schedule` wrote to the file
+	// store).
+	BeforeTick func(ctx context.Context)
+
 	// afterClaim, in tests, runs between claim and enqueue; returning
 	// false abandons the fire there (a crash).
 	afterClaim func(Fire) bool
@@ -62,6 +67,7 @@ type RunnerStats struct {
 	Fired     atomic.Int64 // fires whose job this runner enqueued
 	Missed    atomic.Int64 // fire times dropped (MissedSkip) or folded (MissedRunOnce)
 	Inactive  atomic.Int64 // fires skipped outside active hours
+	Busy      atomic.Int64 // quiet check-ins skipped while their chat had a job
 	Late      atomic.Int64 // fires enqueued later than Grace after their time
 	Conflicts atomic.Int64 // claims lost to another runner
 	Reclaimed atomic.Int64 // pending fires taken over after their lease
@@ -128,6 +134,9 @@ func (r *Runner) Run(ctx context.Context) error {
 // schedule, and returns how many jobs it enqueued.
 func (r *Runner) Tick(ctx context.Context) (int, error) {
 	r.init()
+	if r.BeforeTick != nil {
+		r.BeforeTick(ctx)
+	}
 	var fired atomic.Int64
 	var errs []error
 	var emu sync.Mutex
@@ -273,6 +282,11 @@ func (r *Runner) fireAll(ctx context.Context, ss []Schedule, now time.Time) (int
 			continue
 		}
 		d := Decide(s, sp, now, r.Grace)
+		if d.Fire && s.Quiet && r.chatBusy(ctx, s.ChatID) {
+			// A quiet check-in stays quiet while the chat is busy: the
+			// chat is in a conversation already (issue 27, point 3).
+			d.Fire, d.Status = false, StatusBusy
+		}
 		c := Claim{ID: s.ID, Expected: s.Next, Next: d.Next, At: d.At, Status: d.Status, Missed: d.Missed, Owner: r.Name, Lease: r.Lease, Now: now}
 		if d.Fire {
 			c.Job = BuildJob(s, d.At)
@@ -300,8 +314,11 @@ func (r *Runner) fireAll(ctx context.Context, ss []Schedule, now time.Time) (int
 		}
 		r.stats.Missed.Add(d.Missed)
 		if !d.Fire {
-			if d.Status == StatusInactive {
+			switch d.Status {
+			case StatusInactive:
 				r.stats.Inactive.Add(1)
+			case StatusBusy:
+				r.stats.Busy.Add(1)
 			}
 			r.Log.WithFields(logrus.Fields{"schedule": claims[i].ID, "at": d.At, "status": d.Status, "missed": d.Missed}).Info("schedule: fire skipped")
 			continue
@@ -442,4 +459,16 @@ func enqueueOne(ctx context.Context, q Enqueuer, f Fire) (r FireResult, dup bool
 		return FireResult{Err: err.Error()}, false, nil
 	}
 	return FireResult{}, false, err
+}
+
+// chatBusy reports whether the chat has unfinished jobs, when the queue
+// can tell (queue.ChatBusy); false when it cannot or the question fails
+// (the check-in then runs: it is only a courtesy).
+func (r *Runner) chatBusy(ctx context.Context, chatID int64) bool {
+	cb, ok := r.Queue.(queue.ChatBusy)
+	if !ok {
+		return false
+	}
+	busy, err := cb.ChatBusy(ctx, chatID)
+	return err == nil && busy
 }

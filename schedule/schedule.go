@@ -91,6 +91,7 @@ const (
 	StatusEnqueued FireStatus = "enqueued" // the job is in the queue
 	StatusMissed   FireStatus = "missed"   // skipped: too late (MissedSkip)
 	StatusInactive FireStatus = "inactive" // skipped: outside the active hours
+	StatusBusy     FireStatus = "busy"     // skipped: a quiet check-in while its chat had a job
 	StatusFailed   FireStatus = "failed"   // the queue refused the job (see LastError)
 )
 
@@ -104,6 +105,12 @@ type Limits struct {
 	MaxTextBytes int
 	// MaxPerChat caps a chat's schedules (Service.Create); 0 means 50.
 	MaxPerChat int
+	// MaxPerUser caps the schedules one user made across chats
+	// (Service.Create); 0 means 20.
+	MaxPerUser int
+	// MaxDailyFires caps how many fires a chat's schedules together make
+	// in the next 24 hours, counted when one is created; 0 means 200.
+	MaxDailyFires int
 }
 
 func (l Limits) withDefaults() Limits {
@@ -115,6 +122,12 @@ func (l Limits) withDefaults() Limits {
 	}
 	if l.MaxPerChat <= 0 {
 		l.MaxPerChat = 50
+	}
+	if l.MaxPerUser <= 0 {
+		l.MaxPerUser = 20
+	}
+	if l.MaxDailyFires <= 0 {
+		l.MaxDailyFires = 200
 	}
 	return l
 }
@@ -143,6 +156,15 @@ type Schedule struct {
 	// ActiveHours ("08:00-20:00" in TZ; "" = always) skips fires outside.
 	ActiveHours string       `json:"active_hours,omitempty"`
 	Missed      MissedPolicy `json:"missed"`
+	// Approve names the tools the owner approved ahead for this schedule's
+	// jobs (queue.Job.Approved): a scheduled job cannot wait for a human,
+	// so any other call that needs confirmation is denied as
+	// non_interactive. The schedule tool itself can never be approved
+	// ahead (a job must not plant schedules unseen).
+	Approve []string `json:"approve,omitempty"`
+	// RetryMax is how often a one-shot goal whose job failed is fired
+	// again (with RetryBackoff between); 0 means DefaultRetries, -1 none.
+	RetryMax int `json:"retry_max,omitempty"`
 	// Anchor is where an every spec's intervals start (creation time).
 	Anchor    time.Time `json:"anchor"`
 	CreatedAt time.Time `json:"created_at"`
@@ -156,6 +178,8 @@ type Schedule struct {
 	LastError  string     `json:"last_error,omitempty"`
 	Fires      int64      `json:"fires"`
 	Misses     int64      `json:"misses"`
+	// Retries counts the one-shot's fires again after a failed job.
+	Retries int `json:"retries,omitempty"`
 }
 
 // Errors. Match with errors.Is.
@@ -224,6 +248,12 @@ func Prepare(s Schedule, lim Limits, now time.Time) (Schedule, Spec, error) {
 	}
 	if _, _, err := parseActiveHours(s.ActiveHours); err != nil {
 		return s, Spec{}, err
+	}
+	if err := validApprove(s.Approve); err != nil {
+		return s, Spec{}, err
+	}
+	if s.RetryMax < -1 || s.RetryMax > MaxRetries {
+		return s, Spec{}, invalid("retry_max", "%d: want -1 (none) to %d", s.RetryMax, MaxRetries)
 	}
 	sp, err := ParseSpec(s.Spec, s.TZ, now)
 	if err != nil {

@@ -47,9 +47,14 @@ func (sv *Service) Create(ctx context.Context, o Owner, s Schedule) (Schedule, e
 	}
 	s.ID = ""
 	now := sv.now()
-	s, _, err := Prepare(s, sv.Limits, now)
+	s, sp, err := Prepare(s, sv.Limits, now)
 	if err != nil {
 		return s, err
+	}
+	if !o.Operator {
+		if err := sv.checkQuota(ctx, s, sp, now); err != nil {
+			return s, err
+		}
 	}
 	if err := sv.Store.Create(ctx, s, sv.Limits.withDefaults().MaxPerChat); err != nil {
 		return s, err

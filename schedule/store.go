@@ -47,6 +47,16 @@ type Store interface {
 	Reclaim(ctx context.Context, now time.Time, owner string, lease time.Duration, max int) ([]Fire, error)
 	// Pending counts pending fires (claimed, not completed).
 	Pending(ctx context.Context) (int, error)
+	// Retry fires a one-shot again at next after its job at at failed: in
+	// one atomic step, if the schedule is disabled, its last fire is at
+	// and it has fired again fewer than max times, it is enabled with
+	// next and Retries rises by one. ErrConflict otherwise (another
+	// process retried it, or it was changed); ErrNotFound if gone.
+	Retry(ctx context.Context, id string, at, next time.Time, max int) (Schedule, error)
+	// Zone returns the chat's time zone ("" when none was set); SetZone
+	// sets it ("" clears it). Callers validate the zone (LoadZone).
+	Zone(ctx context.Context, chatID int64) (string, error)
+	SetZone(ctx context.Context, chatID int64, tz string) error
 }
 
 // Claim is one compare-and-set on a schedule's next fire.
@@ -158,6 +168,7 @@ func BuildJob(s Schedule, at time.Time) queue.Job {
 	j := queue.Job{
 		ID: JobID(s, at), ChatID: s.ChatID, UserID: s.UserID, Goal: s.Text,
 		Budget: s.Budget, Model: s.Model, IdempotencyKey: FireKey(s, at), CreatedAt: at,
+		Approved: append([]string(nil), s.Approve...),
 	}
 	if s.Kind == KindGoal && s.Quiet {
 		j.Goal += quietSuffix

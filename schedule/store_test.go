@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/odekrun/odek/queue"
+	"github.com/odekrun/odek/queue/embedded"
 	"github.com/odekrun/odek/queue/queuetest"
 )
 
@@ -30,6 +31,17 @@ func stores(t *testing.T, f func(t *testing.T, newStore func() Store)) {
 	t.Run("redis", func(t *testing.T) {
 		c := queuetest.StartRedis(t)
 		f(t, func() Store { return NewRedis(c, "") })
+	})
+	t.Run("embedded", func(t *testing.T) {
+		// The bbolt database of odek-bot's embedded queue; one process
+		// holds it (its flock), so one Store value serves every call.
+		es, err := embedded.Open(filepath.Join(t.TempDir(), "store.db"), queue.Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { es.Close() })
+		s := NewKV(es)
+		f(t, func() Store { return s })
 	})
 }
 

@@ -123,6 +123,10 @@ type Config struct {
 	// RetryBase and RetryMax bound the backoff between failed queue calls;
 	// 0 means 50 ms and 5 s.
 	RetryBase, RetryMax time.Duration
+	// AfterResult, when set, is called with each job whose result this
+	// worker acknowledged (cmd/odek arms a failed one-shot schedule's
+	// retry with it, schedule.RetryFailed). It must not block for long.
+	AfterResult func(job queue.Job, res queue.Result)
 	// Health, when set, adds fields to the /healthz JSON (the job
 	// runner's sandbox state, say); the worker's own "status" and
 	// "reason" win.
@@ -161,6 +165,7 @@ type Worker struct {
 	metrics *Metrics
 	extraMu sync.Mutex
 	extra   []scalar // AddCounterFunc
+	sched   scheduledStats
 	pub     *publisher
 	hb      *heartbeater
 
@@ -232,6 +237,7 @@ func New(cfg Config) (*Worker, error) {
 	w.hb = newHeartbeater(w)
 	w.stopCtx, w.stopClaims = context.WithCancel(context.Background())
 	w.jobsCtx, w.stopJobs = context.WithCancelCause(context.Background())
+	w.registerScheduled()
 	return w, nil
 }
 
@@ -515,7 +521,12 @@ func (w *Worker) runJob(l queue.Lease) {
 	deltas := newDeltaSink(sink) // delta.go: the answer as it streams
 	claimSpan.End()
 	runSpanCtx, runSpan := telemetry.Start(runCtx, "odek.job.run")
-	res, panicked, err := w.call(runSpanCtx, l.Job, telemetry.EventSpans(runSpanCtx, sink), deltas.signal, prompter)
+	runSpanCtx = withSteer(runSpanCtx, w.cfg.Queue, l.Job.ID, log) // steer.go
+	// A schedule's fire runs by the rules of scheduled.go.
+	res, scheduled, panicked, err := w.runScheduled(runSpanCtx, l.Job, telemetry.EventSpans(runSpanCtx, sink), deltas.signal)
+	if !scheduled {
+		res, panicked, err = w.call(runSpanCtx, l.Job, telemetry.EventSpans(runSpanCtx, sink), deltas.signal, prompter)
+	}
 	runSpan.End()
 	deltas.stop()
 	dur := time.Since(start)
@@ -561,6 +572,9 @@ func (w *Worker) runJob(l queue.Lease) {
 	if status != "" {
 		res.Status = status
 		w.metrics.observeResult(res, dur)
+		if w.cfg.AfterResult != nil {
+			w.cfg.AfterResult(l.Job, res)
+		}
 	}
 	switch status {
 	case queue.StatusSucceeded:

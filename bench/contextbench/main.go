@@ -109,6 +109,9 @@ func (rc *recorder) handle(r llmtest.Recorded) llmtest.Turn {
 	c.usage = llm.Usage{PromptTokens: len(r.Body) / 4, CachedTokens: n / 4}
 	if !rc.started {
 		c.firstCall, rc.started = true, true
+		if dir := os.Getenv("CONTEXTBENCH_DUMP"); dir != "" {
+			os.WriteFile(filepath.Join(dir, fmt.Sprintf("first-call-%03d.json", rc.message)), r.Body, 0o600)
+		}
 	}
 	var turn llmtest.Turn
 	if last := r.LastMessage(); last.Role == llm.RoleUser {
@@ -139,6 +142,8 @@ func main() {
 	bin := flag.String("odek", "odek", "path to the odek binary")
 	messages := flag.Int("messages", 200, "messages in the conversation")
 	resultBytes := flag.Int("result-bytes", 2048, "bytes each of the two read_file calls returns")
+	viaWorker := flag.Bool("worker", false, "send each message as a job of one chat to a real `odek worker` over a real redis-server (as odek-bot does) instead of `odek continue`")
+	switchAt := flag.Int("switch-at", 0, "with -worker: stop the first worker after this many messages and continue the chat on a second one (0: half the messages)")
 	flag.Parse()
 
 	work, _ := os.MkdirTemp("", "contextbench")
@@ -155,32 +160,70 @@ func main() {
 	go http.Serve(ln, h)
 	base := "http://" + ln.Addr().String() + "/v1"
 
+	env := []string{"PATH=" + os.Getenv("PATH"), "HOME=" + work, "ODEK_HOME=" + home,
+		"ODEK_BASE_URL=" + base, "ODEK_MODEL=bench-chat-model", "ODEK_API_KEY=sk-bench-0123456789"}
+	// send runs one message of the conversation; files is where its two
+	// files are written.
+	var send func(m int, goal string) error
+	files := work
+	if *viaWorker {
+		at := *switchAt
+		if at <= 0 {
+			at = *messages / 2
+		}
+		w, err := startWorkerChat(work, *bin, env, at)
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "contextbench:", err)
+			os.Exit(1)
+		}
+		defer w.close()
+		send, files = w.send, w.chatDir
+	} else {
+		send = func(m int, goal string) error {
+			args := []string{"continue", "--quiet", goal}
+			if m == 1 {
+				args = []string{"run", "--session", "--quiet", goal}
+			}
+			cmd := exec.Command(*bin, args...)
+			cmd.Dir = work
+			cmd.Env = env
+			var se bytes.Buffer
+			cmd.Stderr = &se
+			if err := cmd.Run(); err != nil {
+				return fmt.Errorf("odek failed: %v\n%s", err, se.String())
+			}
+			return nil
+		}
+	}
+
 	for m := 1; m <= *messages; m++ {
 		// Each message reads files whose content is new.
 		for _, f := range []string{"a.txt", "b.txt"} {
 			line := fmt.Sprintf("daily note %d of %s: ", m, f)
 			body := strings.Repeat(line, *resultBytes/len(line)+1)[:*resultBytes]
-			os.WriteFile(filepath.Join(work, f), []byte(body), 0o644)
+			os.WriteFile(filepath.Join(files, f), []byte(body), 0o644)
 		}
 		goal := fmt.Sprintf("message %d: read a.txt and b.txt and tell me what changed", m)
-		args := []string{"continue", "--quiet", goal}
 		switch m {
 		case 1:
-			args = []string{"run", "--session", "--quiet", fact + ". " + goal}
+			goal = fact + ". " + goal
 		case 2:
-			args = []string{"continue", "--quiet", fact2 + ". " + goal}
+			goal = fact2 + ". " + goal
 		}
 		rc.next(m)
-		cmd := exec.Command(*bin, args...)
-		cmd.Dir = work
-		cmd.Env = []string{"PATH=" + os.Getenv("PATH"), "HOME=" + work, "ODEK_HOME=" + home,
-			"ODEK_BASE_URL=" + base, "ODEK_MODEL=bench-chat-model", "ODEK_API_KEY=sk-bench-0123456789"}
-		var se bytes.Buffer
-		cmd.Stderr = &se
-		if err := cmd.Run(); err != nil {
-			fmt.Fprintf(os.Stderr, "message %d: odek failed: %v\n%s", m, err, se.String())
+		if err := send(m, goal); err != nil {
+			fmt.Fprintf(os.Stderr, "message %d: %v\n", m, err)
 			os.Exit(1)
 		}
+	}
+	if *viaWorker {
+		at := *switchAt
+		if at <= 0 {
+			at = *messages / 2
+		}
+		fmt.Printf("variant=worker (jobs of chat %d, session %s, through redis-server; worker 1 for messages 1-%d, worker 2 after)\n", benchChat, benchSession, at)
+	} else {
+		fmt.Println("variant=binary (odek run --session, then odek continue per message)")
 	}
 	report(rc.calls, *messages)
 }

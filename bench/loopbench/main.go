@@ -39,9 +39,14 @@ func main() {
 	stream := flag.Bool("stream", true, "let odek stream (false sets llm.stream=false via config)")
 	startup := flag.Bool("startup", false, "measure `odek version` wall time instead")
 	burst := flag.Bool("burst", false, "send each streamed reply in one write (a server whose answer is ready) instead of one write per SSE event")
-	otelModes := flag.String("otel", "off", "comma-separated tracing modes, interleaved within each run: off, or an OTLP/HTTP base URL given to odek as OTEL_EXPORTER_OTLP_ENDPOINT (a live collector, or a dead port)")
+	ratio := flag.String("ratio", "", "A,B: instead of one figure, compare CPU per model call at A and at B iterations (and at 1, the start-up baseline), interleaved within each run, and report B's figure over A's")
+	otelModes := flag.String("otel", "off", "comma-separated tracing modes, interleaved within each run: off, or an OTLP/HTTP base URL given to odek as OTEL_EXPORTER_OTLP_ENDPOINT (a live collector, or a dead port), optionally followed by ;KEY=VALUE variables for that mode (;OTEL_TRACES_SAMPLER=always_off)")
+	baseline := flag.String("baseline", "", "another odek binary (main's) run with tracing off as one more interleaved mode, \"baseline\"")
 	flag.Parse()
 	modes := strings.Split(*otelModes, ",")
+	if *baseline != "" {
+		modes = append([]string{"baseline"}, modes...)
+	}
 	if *startup {
 		measureStartup(*bin, *runs)
 		return
@@ -60,14 +65,14 @@ func main() {
 	// Iterations are counted by the handler (reset before each run), not
 	// from the transcript, which compaction shortens; a compaction's digest
 	// side call is answered with a short digest.
-	var iterN atomic.Int64
+	var iterN, limit atomic.Int64
 	h := llmtest.NewScriptHandler(func(r llmtest.Recorded) llmtest.Turn {
 		if len(r.Messages) > 0 && r.Messages[0].Content == agent.DigestPrompt {
 			return llmtest.Turn{Content: "## Facts\n- the file was read repeatedly", Burst: *burst}
 		}
 		n := int(iterN.Add(1)) - 1
 		u := &llm.Usage{PromptTokens: 100 + n*50, CompletionTokens: 20}
-		if n >= *iters {
+		if n >= int(limit.Load()) {
 			return llmtest.Turn{Content: "done", Usage: u, Burst: *burst}
 		}
 		return llmtest.Turn{Usage: u, ChunkSize: 64, Burst: *burst, ToolCalls: []llmtest.Call{{
@@ -80,35 +85,55 @@ func main() {
 	go http.Serve(ln, h)
 	base := "http://" + ln.Addr().String() + "/v1"
 
+	// runOnce runs `odek run` for n tool iterations in tracing mode mode
+	// and returns its CPU time (user, sys), the model calls it made and
+	// its peak RSS.
+	runOnce := func(n int, mode string) (user, sys time.Duration, calls int, rssMiB float64) {
+		iterN.Store(0)
+		limit.Store(int64(n))
+		before := h.Calls()
+		exe := *bin
+		if mode == "baseline" {
+			exe = *baseline
+		}
+		cmd := exec.Command(exe, "run", "--quiet", "--max-iter", strconv.Itoa(n+1), "read the file repeatedly")
+		cmd.Dir = work
+		cmd.Env = []string{"PATH=" + os.Getenv("PATH"), "HOME=" + work, "ODEK_HOME=" + home,
+			"ODEK_BASE_URL=" + base, "ODEK_MODEL=bench", "ODEK_API_KEY=sk-bench-0123456789"}
+		if v, ok := os.LookupEnv("GOGC"); ok {
+			cmd.Env = append(cmd.Env, "GOGC="+v)
+		}
+		if mode != "off" && mode != "baseline" {
+			// URL;KEY=V;… adds variables (a sampler) to that mode.
+			parts := strings.Split(mode, ";")
+			cmd.Env = append(cmd.Env, "OTEL_EXPORTER_OTLP_ENDPOINT="+parts[0])
+			cmd.Env = append(cmd.Env, parts[1:]...)
+		}
+		var se bytes.Buffer
+		cmd.Stderr = &se
+		if err := cmd.Run(); err != nil {
+			fmt.Fprintf(os.Stderr, "odek run failed: %v\n%s", err, se.String())
+			os.Exit(1)
+		}
+		ps := cmd.ProcessState
+		return ps.UserTime(), ps.SystemTime(), h.Calls() - before, peakRSSMiB(ps)
+	}
+	if *ratio != "" {
+		compareIters(*ratio, *runs, *resultBytes, runOnce)
+		return
+	}
+
 	cpus, users, syss, rss := map[string][]float64{}, map[string][]float64{}, map[string][]float64{}, map[string][]float64{}
 	var calls int
 	for i := 0; i < *runs; i++ {
 		for _, mode := range modes {
-			iterN.Store(0)
-			before := h.Calls()
-			cmd := exec.Command(*bin, "run", "--quiet", "--max-iter", strconv.Itoa(*iters+1), "read the file repeatedly")
-			cmd.Dir = work
-			cmd.Env = []string{"PATH=" + os.Getenv("PATH"), "HOME=" + work, "ODEK_HOME=" + home,
-				"ODEK_BASE_URL=" + base, "ODEK_MODEL=bench", "ODEK_API_KEY=sk-bench-0123456789"}
-			if v, ok := os.LookupEnv("GOGC"); ok {
-				cmd.Env = append(cmd.Env, "GOGC="+v)
-			}
-			if mode != "off" {
-				cmd.Env = append(cmd.Env, "OTEL_EXPORTER_OTLP_ENDPOINT="+mode)
-			}
-			var se bytes.Buffer
-			cmd.Stderr = &se
-			if err := cmd.Run(); err != nil {
-				fmt.Fprintf(os.Stderr, "odek run failed: %v\n%s", err, se.String())
-				os.Exit(1)
-			}
-			calls = h.Calls() - before
-			ps := cmd.ProcessState
-			user, sys := ps.UserTime(), ps.SystemTime()
+			var user, sys time.Duration
+			var r float64
+			user, sys, calls, r = runOnce(*iters, mode)
 			cpus[mode] = append(cpus[mode], float64(user+sys)/float64(time.Millisecond)/float64(calls))
 			users[mode] = append(users[mode], float64(user)/float64(time.Millisecond)/float64(calls))
 			syss[mode] = append(syss[mode], float64(sys)/float64(time.Millisecond)/float64(calls))
-			rss[mode] = append(rss[mode], peakRSSMiB(ps))
+			rss[mode] = append(rss[mode], r)
 		}
 	}
 	fmt.Printf("iterations=%d result_bytes=%d stream=%v model_calls=%d runs=%d\n", *iters, *resultBytes, *stream, calls, *runs)
@@ -165,4 +190,40 @@ func maxOf(v []float64) float64 {
 		m = max(m, x)
 	}
 	return m
+}
+
+// compareIters measures, interleaved within each of runs rounds so the
+// machine's load hits all alike, runs of 1, A and B tool iterations, and
+// reports CPU per model call at A and at B two ways: the whole process's
+// CPU over its calls (start-up included, so it falls as calls rise), and
+// the marginal cost of a call, (CPU(N) − CPU(1)) / (calls(N) − calls(1)),
+// which leaves start-up out and grows if a call's cost grows with the
+// conversation. Issue 29's target: B = 500's marginal figure within 1.3×
+// of A = 50's with 8 KiB results.
+func compareIters(spec string, runs, resultBytes int, runOnce func(n int, mode string) (time.Duration, time.Duration, int, float64)) {
+	var a, b int
+	if _, err := fmt.Sscanf(spec, "%d,%d", &a, &b); err != nil || a < 2 || b <= a {
+		fmt.Fprintf(os.Stderr, "-ratio %q: want A,B with 2 ≤ A < B\n", spec)
+		os.Exit(2)
+	}
+	var wholeA, wholeB, margA, margB, ratios []float64
+	var callsA, callsB int
+	ms := func(u, s time.Duration) float64 { return float64(u+s) / float64(time.Millisecond) }
+	for i := 0; i < runs; i++ {
+		u1, s1, c1, _ := runOnce(1, "off")
+		ua, sa, ca, _ := runOnce(a, "off")
+		ub, sb, cb, _ := runOnce(b, "off")
+		callsA, callsB = ca, cb
+		base := ms(u1, s1)
+		wholeA = append(wholeA, ms(ua, sa)/float64(ca))
+		wholeB = append(wholeB, ms(ub, sb)/float64(cb))
+		ma := (ms(ua, sa) - base) / float64(ca-c1)
+		mb := (ms(ub, sb) - base) / float64(cb-c1)
+		margA, margB = append(margA, ma), append(margB, mb)
+		ratios = append(ratios, mb/ma)
+	}
+	fmt.Printf("result_bytes=%d runs=%d (each: 1, %d and %d iterations, interleaved)\n", resultBytes, runs, a, b)
+	fmt.Printf("iterations=%d model_calls=%d cpu_ms_per_call whole=%.3f marginal=%.3f (medians)\n", a, callsA, median(wholeA), median(margA))
+	fmt.Printf("iterations=%d model_calls=%d cpu_ms_per_call whole=%.3f marginal=%.3f (medians)\n", b, callsB, median(wholeB), median(margB))
+	fmt.Printf("marginal_ratio %d/%d median=%.2f min=%.2f max=%.2f (target ≤ 1.30)\n", b, a, median(ratios), minOf(ratios), maxOf(ratios))
 }

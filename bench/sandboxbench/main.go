@@ -11,6 +11,9 @@
 //   - the re-executed helper (`odek __odek-sandbox-exec <spec> sh -c
 //     true`: the odek binary's start-up, the limits, the ruleset, the
 //     filter, then exec);
+//   - the lean helper (`odek-sandbox __odek-sandbox-exec …`, cmd/odek-sandbox,
+//     which odek re-executes instead of itself when it sits beside it),
+//     when this tree has one;
 //   - and, as this machine's baseline, the exec of an empty Go binary.
 //
 // All run interleaved, -n times each; it prints the median and the 90th
@@ -41,6 +44,7 @@ func main() {
 	sandbox.Main() // a Jail may re-execute this binary as its helper
 	n := flag.Int("n", 200, "calls of each kind")
 	odekBin := flag.String("odek", "", "the odek binary for the helper rows (default: build this tree's)")
+	leanBin := flag.String("lean", "", "the odek-sandbox binary for the lean helper row (default: build this tree's, if it has one)")
 	flag.Parse()
 	if abi := sandbox.ABI(); abi < sandbox.RequiredABI {
 		fmt.Fprintf(os.Stderr, "Landlock ABI %d < %d: nothing to measure\n", abi, sandbox.RequiredABI)
@@ -55,6 +59,15 @@ func main() {
 		build := exec.Command("go", "build", "-trimpath", "-ldflags=-s -w", "-o", odek, "github.com/odekrun/odek/cmd/odek")
 		build.Stderr = os.Stderr
 		check(build.Run())
+	}
+	lean := *leanBin
+	if lean == "" {
+		if _, err := os.Stat("cmd/odek-sandbox"); err == nil {
+			lean = filepath.Join(dir, "odek-sandbox")
+			build := exec.Command("go", "build", "-trimpath", "-ldflags=-s -w", "-o", lean, "./cmd/odek-sandbox")
+			build.Stderr = os.Stderr
+			check(build.Run())
+		}
 	}
 	empty := filepath.Join(dir, "empty")
 	check(os.WriteFile(filepath.Join(dir, "empty.go"), []byte("package main\nfunc main() {}\n"), 0o600))
@@ -94,6 +107,14 @@ func main() {
 		{"a job: Jail, sh -c true, Close", []string{"sh", "-c", "true"}, newJob, true},
 		{"sh -c true via the helper", []string{odek, sandbox.HelperArg, specJSON, "sh", "-c", "true"}, nil, false},
 		{"empty Go binary (baseline)", []string{empty}, nil, false},
+	}
+	if lean != "" {
+		kinds = append(kinds, struct {
+			name string
+			argv []string
+			jail func() *sandbox.Jail
+			job  bool
+		}{"sh -c true via the lean helper", []string{lean, sandbox.HelperArg, specJSON, "sh", "-c", "true"}, nil, false})
 	}
 	times := make([][]time.Duration, len(kinds))
 	// CPU time, which a loaded machine disturbs far less than wall time:
@@ -140,6 +161,10 @@ func main() {
 	}
 	fmt.Printf("added by the sandbox (medians): %.3f ms per call in a Jail (%.3f ms with its limits off), %.3f ms per job beyond its first call, %.3f ms through the helper; an empty Go binary's exec costs %.3f ms here\n",
 		ms(med[1]-med[0]), ms(med[2]-med[0]), ms(med[3]-med[1]), ms(med[4]-med[0]), ms(med[5]))
+	if len(kinds) > 6 {
+		fmt.Printf("the lean helper adds %.3f ms per call (odek as the helper: %.3f ms); its CPU per call, children: %.3f ms against odek's %.3f ms\n",
+			ms(med[6]-med[0]), ms(med[4]-med[0]), ms(cpuChildren[6]/time.Duration(*n)), ms(cpuChildren[4]/time.Duration(*n)))
+	}
 }
 
 // cpu is the user and system time of who (RUSAGE_SELF or

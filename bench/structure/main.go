@@ -62,6 +62,10 @@ func main() {
 		fmt.Fprintln(os.Stderr, "structure:", err)
 		os.Exit(1)
 	}
+	if err := reportSettings(os.Stdout, *root); err != nil {
+		fmt.Fprintln(os.Stderr, "structure:", err)
+		os.Exit(1)
+	}
 }
 
 func scan(root string) (map[string]*pkgStat, []fn, error) {

@@ -98,6 +98,9 @@ type Message struct {
 	Keyboard [][]string
 	Deleted  bool
 	Edits    int
+	// Thread is the forum topic it was sent to (message_thread_id; 0 =
+	// General or not a forum).
+	Thread int
 }
 
 type failRule struct {
@@ -122,6 +125,7 @@ type Server struct {
 	fails     []failRule
 	blocked   map[int64]bool
 	messages  map[int64]map[int]*Message
+	forums    map[int64]map[int]string // forum chats' topics: thread id -> name (topics.go)
 	msgSeq    int
 	callbacks map[string]bool
 	commands  string
@@ -170,8 +174,9 @@ type User struct {
 }
 
 type chat struct {
-	ID   int64  `json:"id"`
-	Type string `json:"type"`
+	ID      int64  `json:"id"`
+	Type    string `json:"type"`
+	IsForum bool   `json:"is_forum,omitempty"`
 }
 
 type message struct {
@@ -188,14 +193,20 @@ type message struct {
 	ReplyMarkup       *replyMarkup `json:"reply_markup,omitempty"`
 	ReplyToMessage    *message     `json:"reply_to_message,omitempty"`
 	MediaGroupID      string       `json:"media_group_id,omitempty"`
-	Caption           string       `json:"caption,omitempty"`
-	CaptionEntities   []msgEntity  `json:"caption_entities,omitempty"`
-	Document          *fileRef     `json:"document,omitempty"`
-	Photo             []fileRef    `json:"photo,omitempty"`
-	Voice             *fileRef     `json:"voice,omitempty"`
-	Audio             *fileRef     `json:"audio,omitempty"`
-	Sticker           *fileRef     `json:"sticker,omitempty"`
-	Location          *struct {
+	ThreadID          int          `json:"message_thread_id,omitempty"`
+	IsTopic           bool         `json:"is_topic_message,omitempty"`
+	TopicCreated      *struct {
+		Name      string `json:"name"`
+		IconColor int    `json:"icon_color"`
+	} `json:"forum_topic_created,omitempty"`
+	Caption         string      `json:"caption,omitempty"`
+	CaptionEntities []msgEntity `json:"caption_entities,omitempty"`
+	Document        *fileRef    `json:"document,omitempty"`
+	Photo           []fileRef   `json:"photo,omitempty"`
+	Voice           *fileRef    `json:"voice,omitempty"`
+	Audio           *fileRef    `json:"audio,omitempty"`
+	Sticker         *fileRef    `json:"sticker,omitempty"`
+	Location        *struct {
 		Latitude  float64 `json:"latitude"`
 		Longitude float64 `json:"longitude"`
 	} `json:"location,omitempty"`
@@ -264,7 +275,7 @@ func (s *Server) addUpdate(fill func(id int) map[string]any) int {
 func (s *Server) userMessage(chatID, userID int64, text string) message {
 	s.msgSeq++
 	m := message{MessageID: s.msgSeq, From: &User{ID: userID, FirstName: fmt.Sprintf("user%d", userID)},
-		Date: time.Now().Unix(), Chat: chat{ID: chatID, Type: chatType(chatID)}, Text: text}
+		Date: time.Now().Unix(), Chat: chat{ID: chatID, Type: chatType(chatID), IsForum: s.isForumLocked(chatID)}, Text: text}
 	if strings.HasPrefix(text, "/") {
 		end := strings.IndexAny(text, " \n")
 		if end < 0 {
@@ -501,7 +512,21 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 	} else if f := s.takeFailure(method, params); f != nil {
 		aerr = f
 	} else {
-		result, aerr = s.dispatch(r, method, params, fileName, file)
+		s.mu.Lock()
+		thread, terr := s.checkThreadLocked(method, params)
+		s.mu.Unlock()
+		if aerr = terr; aerr == nil {
+			result, aerr = s.dispatch(r, method, params, fileName, file)
+		}
+		if m, ok := result.(message); ok && aerr == nil && thread != 0 {
+			s.mu.Lock()
+			if sm := s.messages[m.Chat.ID][m.MessageID]; sm != nil {
+				sm.Thread = thread
+			}
+			s.mu.Unlock()
+			m.ThreadID, m.IsTopic = thread, true
+			result = m
+		}
 	}
 	s.mu.Lock()
 	if aerr != nil {
@@ -547,6 +572,9 @@ func readParams(r *http.Request) (url.Values, string, []byte, error) {
 			return nil, "", nil, err
 		}
 		vals := url.Values(r.MultipartForm.Value)
+		for k, v := range r.URL.Query() {
+			vals[k] = append(vals[k], v...)
+		}
 		for _, fhs := range r.MultipartForm.File {
 			if len(fhs) == 0 {
 				continue
@@ -568,7 +596,7 @@ func readParams(r *http.Request) (url.Values, string, []byte, error) {
 		if err := json.NewDecoder(r.Body).Decode(&m); err != nil {
 			return nil, "", nil, err
 		}
-		vals := url.Values{}
+		vals := r.URL.Query()
 		for k, v := range m {
 			if s, ok := v.(string); ok {
 				vals.Set(k, s)
@@ -876,7 +904,7 @@ func (s *Server) storeLocked(chatID int64, text, mode string, kb [][]string) *Me
 }
 
 func (s *Server) wireLocked(m *Message) message {
-	return message{MessageID: m.ID, Date: time.Now().Unix(), Chat: chat{ID: m.ChatID, Type: chatType(m.ChatID)}, Text: m.Text,
+	return message{MessageID: m.ID, Date: time.Now().Unix(), Chat: chat{ID: m.ChatID, Type: chatType(m.ChatID), IsForum: s.isForumLocked(m.ChatID)}, Text: m.Text,
 		From: &User{ID: BotID, IsBot: true, FirstName: "odek test", Username: BotUsername}}
 }
 

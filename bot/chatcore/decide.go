@@ -146,9 +146,11 @@ func ResultText(lang string, res queue.Result, timedOut bool, timeout time.Durat
 // Finished is what the chat knows of a job whose result arrived.
 type Finished struct {
 	Lang       string
-	TimedOut   bool     // the bot canceled it over AgentTimeout
-	Superseded bool     // the user edited the message: its edit's job answers
-	Uploads    []string // artifact paths of the files the user sent with it
+	TimedOut   bool // the bot canceled it over AgentTimeout
+	Superseded bool // the user edited the message: its edit's job answers
+	// Interrupted: a newer message stopped it (busy policy "interrupt").
+	Interrupted bool
+	Uploads     []string // artifact paths of the files the user sent with it
 }
 
 // PlannedArtifact is an artifact of a result with the id the chat gives it.
@@ -177,7 +179,9 @@ type Plan struct {
 // artifact counter. The front end sends what the plan says and records
 // Use and NextArt once the reply is settled. Pure.
 func PlanResult(p Policy, res queue.Result, f Finished, use Usage, nextArt int, now time.Time) Plan {
-	pl := Plan{Show: !f.Superseded, Answer: res.Answer, NextArt: nextArt}
+	// A quiet check-in with nothing to report (Result.Silent, decided by
+	// the worker) shows nothing; its usage still counts.
+	pl := Plan{Show: !f.Superseded && !res.Silent, Answer: res.Answer, NextArt: nextArt}
 	pl.Use = use.Rollover(now)
 	pl.Use.Tokens += res.Usage.PromptTokens + res.Usage.CompletionTokens
 	pl.Use.Prompt += res.Usage.PromptTokens
@@ -202,6 +206,9 @@ func PlanResult(p Policy, res queue.Result, f Finished, use Usage, nextArt int, 
 		return pl
 	}
 	pl.Head = ResultText(f.Lang, res, f.TimedOut, p.AgentTimeout)
+	if res.Status == queue.StatusCanceled && f.Interrupted && !f.TimedOut {
+		pl.Head = Tr(f.Lang, "busy.interrupted")
+	}
 	if res.Status == queue.StatusFailed && p.DailyTokenBudget > 0 && strings.Contains(res.Error, DayCapExhausted) {
 		// The job reached its cap: what was left of the chat's day.
 		pl.Head = Tr(f.Lang, "budget.stopped", tgformat.Thousands(p.DailyTokenBudget), HumanWait(UntilMidnightUTC(now)))

@@ -231,6 +231,9 @@ func Lookup(lang, key string) (string, bool) {
 		if f, ok := moreTexts[l][key]; ok {
 			return f, true
 		}
+		if f, ok := busyTexts[l][key]; ok {
+			return f, true
+		}
 	}
 	return "", false
 }

@@ -130,6 +130,7 @@ type ctxClient struct {
 }
 
 func (c ctxClient) Do(req *http.Request) (*http.Response, error) {
+	addThread(c.ctx, req) // thread.go: a forum topic's calls name it
 	resp, err := c.hc.Do(req.WithContext(c.ctx))
 	if err != nil {
 		var ue *url.Error

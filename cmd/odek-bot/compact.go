@@ -70,7 +70,8 @@ func (c compactor) Compact(ctx context.Context, r bot.CompactRequest) (bot.Compa
 // /status shows. The compactor is set only when this process may talk to
 // the model: in embedded mode (its workers do anyway) or when the
 // operator gave the bot a model key of its own; the compose bot, given
-// none, gets no compactor (/compact says so). The window comes from the
+// none, gets no compactor here and asks its workers instead
+// (bot.QueueCompactor: a queue.KindCompact job). The window comes from the
 // operator's context_window, else the built-in table and the provider
 // preset (llm.ResolveWindow), without asking the endpoint.
 func modelSide(cfg *config.Config, store session.Store, embedded bool, log logrus.FieldLogger) (bot.Compactor, func(string) int) {

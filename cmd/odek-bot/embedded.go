@@ -5,9 +5,6 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"reflect"
-	"strconv"
-	"strings"
 	"time"
 
 	"github.com/sirupsen/logrus"
@@ -74,16 +71,14 @@ func startEmbedded(ctx context.Context, q *estore.Store, e env, log *logrus.Logg
 	r := &host.JobRunner{Config: cfg, Sessions: sessions,
 		Logger: log, WorkDir: wd, ArtifactsDir: e.ArtifactsDir, Environ: os.Environ(), ClientVersion: version,
 		AllowedModels: host.ParseModels(e.Models)}
+	r.JobTools = scheduleTools(q, log) // schedule.go: the model's schedule tool
 	if err := r.Start(ctx, config.ApproveMCP()); err != nil {
 		return nil, err
 	}
-	approvalWait, err := parseWait(e.ApprovalWait)
-	if err != nil {
-		r.Close()
-		return nil, fmt.Errorf("ODEK_APPROVAL_TIMEOUT: %w", err)
-	}
+	// ODEK_APPROVAL_TIMEOUT is config.SharedEnv's, parsed as odek worker
+	// parses it (0 ⇒ the queue's default).
 	w, err := worker.New(worker.Config{Queue: q, Run: r.Run, Name: "embedded", Concurrency: e.Workers, Logger: log,
-		ApprovalTimeout: approvalWait})
+		ApprovalTimeout: e.ApprovalTimeout.D(), AfterResult: retrySchedule(q, log)})
 	if err != nil {
 		r.Close()
 		return nil, err
@@ -108,30 +103,6 @@ func (e *embeddedWorkers) shutdown(log logrus.FieldLogger) {
 	}
 }
 
-// parseWait reads a wait as odek worker reads it: seconds ("300") or a
-// Go duration ("5m"); empty means the default.
-func parseWait(v string) (time.Duration, error) {
-	v = strings.TrimSpace(v)
-	if v == "" {
-		return queue.DefaultApprovalTimeout, nil
-	}
-	if n, err := strconv.ParseFloat(v, 64); err == nil && n > 0 {
-		return time.Duration(n * float64(time.Second)), nil
-	}
-	if d, err := time.ParseDuration(v); err == nil && d > 0 {
-		return d, nil
-	}
-	return 0, fmt.Errorf("want a positive number of seconds or a duration like 5m, got %q", v)
-}
-
-// tagNames returns the env tag of every field of *v.
-func tagNames(v any) []string {
-	t := reflect.TypeOf(v).Elem()
-	var out []string
-	for i := range t.NumField() {
-		if n := t.Field(i).Tag.Get("env"); n != "" {
-			out = append(out, n)
-		}
-	}
-	return out
-}
+// tagNames returns the variables declared by *v, embedded structs
+// included.
+func tagNames(v any) []string { return config.EnvNames([]config.EnvGroup{{Vars: v}}) }

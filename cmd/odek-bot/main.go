@@ -22,7 +22,6 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/ilyakaznacheev/cleanenv"
 	"github.com/redis/go-redis/v9"
 	"github.com/sirupsen/logrus"
 
@@ -97,14 +96,11 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	for _, a := range args {
 		switch a {
 		case "-h", "-help", "--help", "help":
-			h := helpHeader
-			text, err := cleanenv.GetDescription(&env{}, &h)
-			if err != nil {
-				return err
-			}
-			fmt.Fprintln(stdout, text)
-			// Embedded mode runs odek's own loop: its variables apply too.
-			fmt.Fprint(stdout, "\n"+config.EnvText(config.EnvGroups()[:2]))
+			fmt.Fprintln(stdout, helpHeader)
+			// The bot's own variables, those it shares with the workers,
+			// and (embedded mode runs odek's own loop) odek's.
+			g := config.EnvGroups()
+			fmt.Fprint(stdout, config.EnvText(append([]config.EnvGroup{{Title: "odek-bot", Vars: &env{}}, g[2]}, g[:2]...)))
 			return nil
 		default:
 			return &codeErr{exitSetup, fmt.Errorf("unknown argument %q; odek-bot is configured through the environment (see --help)", a)}
@@ -121,6 +117,11 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		return &codeErr{exitSetup, fmt.Errorf("ODEK_LOG_LEVEL: %v", err)}
 	}
 	log.SetLevel(lvl)
+	endTrace, err := startTracing(ctx, log) // telemetry.go (issue 24)
+	if err != nil {
+		return &codeErr{exitSetup, err}
+	}
+	defer endTrace()
 
 	cfg, err := botConfig(e, log)
 	if err == nil {
@@ -159,6 +160,10 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		} else {
 			cfg.Compactor, cfg.ContextWindow = modelSide(mcfg, redisSessions(rc, e.QueuePrefix), false, log)
 		}
+		if cfg.Compactor == nil {
+			// No model key here: a worker compacts (queue.KindCompact).
+			cfg.Compactor = &bot.QueueCompactor{Queue: rq}
+		}
 		if e.StatusLedger == "" {
 			cfg.Ledger = queue.RedisStatusLedger{Client: rc, Key: queue.StatusLedgerKey(e.QueuePrefix)}
 		}
@@ -187,7 +192,10 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		log.WithFields(logrus.Fields{"workers": e.Workers, "store": st.Path()}).Info("odek-bot: embedded mode: no REDIS_URL, jobs run inside this process")
 	}
 
-	defer startSchedules(ctx, e, q, log)()
+	stopSchedules, schedules := startSchedules(ctx, e, q, log) // schedule.go
+	defer stopSchedules()
+	cfg.Schedules = schedules
+	cfg.Skills = skillCommands(log) // skills.go
 	cfg.Transcriber = transcriber(ctx, e, log)
 	b, err := bot.New(cfg, q)
 	if err != nil {
@@ -367,7 +375,7 @@ func botConfig(e env, log logrus.FieldLogger) (bot.Config, error) {
 		state = fileState{path: p}
 	}
 	return bot.Config{
-		State: state, VolatileQueue: e.RedisURL == "", Ledger: ledger, Models: host.ParseModels(e.Models), Stream: e.Stream, Vision: e.Vision,
+		State: state, VolatileQueue: e.RedisURL == "", Ledger: ledger, Models: host.ParseModels(e.Models), Stream: e.Stream, Busy: e.Busy, Vision: e.Vision,
 		Token: e.Token, APIEndpoint: e.APIEndpoint,
 		AllowedUsers: users, AllowedChats: chats, AllowAll: e.AllowAll,
 		DailyTokenBudget: e.DailyBudget, UserJobsPerMinute: e.UserRate,

@@ -227,6 +227,11 @@ func openStore(ctx context.Context, e env, cfg *bot.Config, home string, log log
 	if err != nil {
 		return nil, err
 	}
+	// `odek queue backup --store PATH` copies the store through this
+	// socket while the bot runs.
+	if err := s.ServeAdmin(); err != nil {
+		log.WithError(err).Warn("odek-bot: the store's admin socket is off; odek queue backup works only while the bot is stopped")
+	}
 	statePath := ""
 	if e.StateFile != "" {
 		if statePath, err = filepath.Abs(e.StateFile); err != nil {

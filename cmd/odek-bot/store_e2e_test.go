@@ -191,7 +191,11 @@ func TestQueueCLIOnTheStore(t *testing.T) {
 		out, _ := cmd.CombinedOutput()
 		return string(out), cmd.ProcessState.ExitCode()
 	}
-	if out, code := cli("submit", "--store", store, "--chat", "1001", "--key", "k1", "say it"); code != 0 {
+	out, code := cli("submit", "--store", store, "--json", "--chat", "1001", "--key", "k1", "say it")
+	var submitted struct {
+		JobID string `json:"job_id"`
+	}
+	if code != 0 || json.Unmarshal([]byte(out[strings.Index(out, "{"):]), &submitted) != nil || submitted.JobID == "" {
 		t.Fatalf("submit --store: exit %d: %s", code, out)
 	}
 	if out, code := cli("stats", "--store", store, "--json"); code != 0 || !strings.Contains(out, `"queued":1`) {
@@ -205,9 +209,22 @@ func TestQueueCLIOnTheStore(t *testing.T) {
 	}
 	bot := start(t, "odek-bot", odekBot, env)
 	tg.Wait(t, 30*time.Second, "the CLI's job answered by the bot", func(s *bottest.Server) bool { return visible(s, 1001, "from the cli job") })
-	out, code := cli("stats", "--store", store)
+	out, code = cli("stats", "--store", store)
 	if want := fmt.Sprintf("in use by process %d", bot.cmd.Process.Pid); code != 69 || !strings.Contains(out, want) {
 		t.Fatalf("stats --store while the bot runs: exit %d: %s; want 69 and %q", code, out, want)
+	}
+	// A hot backup goes through the running bot's admin socket; the copy
+	// holds the job the bot ran.
+	copyPath := filepath.Join(t.TempDir(), "copy.db")
+	if out, code := cli("backup", "--store", store, copyPath); code != 0 || !strings.Contains(out, "(checked)") {
+		t.Fatalf("backup --store while the bot runs: exit %d: %s", code, out)
+	}
+	if out, code := cli("show", "--store", copyPath, submitted.JobID); code != 0 || !strings.Contains(out, "from the cli job") {
+		t.Fatalf("show on the backup: exit %d: %s; want the job with its answer", code, out)
+	}
+	bot.kill()
+	if out, code := cli("backup", "--store", store, copyPath); code != 0 || !strings.Contains(out, "(checked)") {
+		t.Fatalf("backup --store of a stopped bot's store: exit %d: %s", code, out)
 	}
 }
 

@@ -73,7 +73,7 @@ func cmdDoctor(ctx context.Context, args []string, stdout, stderr io.Writer) err
 
 	// The kernel and a real confined process.
 	abi := sandbox.ABI()
-	settings := host.SandboxSettings(cfg)
+	settings := cfg.Sandbox
 	switch {
 	case abi < sandbox.RequiredABI && settings.Active(true):
 		add("landlock", checkFail, "%v", host.CheckSandbox(abi))

@@ -3,7 +3,6 @@ package main
 import (
 	"bytes"
 	"context"
-	"encoding/json"
 	"fmt"
 	"os"
 	"os/exec"
@@ -14,67 +13,8 @@ import (
 
 	"github.com/odekrun/odek/internal/ext"
 	"github.com/odekrun/odek/internal/tools"
-	"github.com/odekrun/odek/mcpclient"
 	"github.com/odekrun/odek/mcpclient/mcptest"
 )
-
-func TestParseCall(t *testing.T) {
-	tests := []struct {
-		in, tool, args, errHas string
-	}{
-		{in: "echo", tool: "echo", args: "{}"},
-		{in: "echo=", tool: "echo", args: "{}"},
-		{in: `echo={"text":"a=b"}`, tool: "echo", args: `{"text":"a=b"}`},
-		{in: `echo=[1]`, errHas: "must be a JSON object"},
-		{in: `echo=null`, errHas: "must be a JSON object"},
-		{in: `echo={bad`, errHas: "must be a JSON object"},
-		{in: `bad name={}`, errHas: "tool name"},
-		{in: `={}`, errHas: "tool name"},
-	}
-	for _, tc := range tests {
-		c, err := parseCall(tc.in)
-		if tc.errHas != "" {
-			if err == nil || !strings.Contains(err.Error(), tc.errHas) {
-				t.Errorf("parseCall(%q) err %v, want %q", tc.in, err, tc.errHas)
-			}
-			continue
-		}
-		if err != nil || c.tool != tc.tool || string(c.args) != tc.args {
-			t.Errorf("parseCall(%q) = %+v, %v", tc.in, c, err)
-		}
-	}
-}
-
-func TestServerNameFor(t *testing.T) {
-	for in, want := range map[string]string{
-		"/usr/bin/log-analyzer-mcp":     "log-analyzer-mcp",
-		"./srv.py":                      "srv-py",
-		"a__b":                          "a_-b",
-		"/x/" + strings.Repeat("n", 80): strings.Repeat("n", 32),
-		"/":                             "-",
-		"..":                            "--",
-	} {
-		if got := serverNameFor(in); got != want {
-			t.Errorf("serverNameFor(%q) = %q, want %q", in, got, want)
-		}
-	}
-}
-
-func TestLatencySummary(t *testing.T) {
-	if got := latencySummary(nil); got != "-" {
-		t.Error(got)
-	}
-	if got := latencySummary([]time.Duration{1500 * time.Microsecond}); got != "1.5ms" {
-		t.Error(got)
-	}
-	var d []time.Duration
-	for i := 100; i >= 1; i-- {
-		d = append(d, time.Duration(i)*time.Millisecond)
-	}
-	if got := latencySummary(d); got != "100 calls, p50 51ms, p99 100ms, max 100ms" {
-		t.Error(got)
-	}
-}
 
 func TestParseCheckArgsUsage(t *testing.T) {
 	for _, args := range [][]string{
@@ -327,27 +267,6 @@ func TestExtCheckProtocolVersionFlag(t *testing.T) {
 	err = cmdExt(context.Background(), []string{"check", "--protocol-version", "1999-01-01", "--", mcptest.FixturePath(t)}, &stdout, &stderr)
 	if err == nil || !strings.Contains(stdout.String(), "FAIL  config") || !strings.Contains(stdout.String(), "protocol_version") {
 		t.Fatalf("unsupported version: %v\n%s", err, stdout.String())
-	}
-}
-
-// ext check warns about every schema odek repairs before a provider sees
-// it, and about tools without a description.
-func TestExtCheckWarnsAboutRepairedSchemas(t *testing.T) {
-	var out strings.Builder
-	rep := &checkReport{w: &out}
-	checkToolNames(rep, "srv", []mcpclient.Tool{
-		{Name: "fine", Description: "ok", InputSchema: json.RawMessage(`{"type":"object","properties":{"a":{"type":"string"}}}`)},
-		{Name: "untyped", Description: "no type", InputSchema: json.RawMessage(`{"properties":{"a":{"type":"string"}}}`)},
-		{Name: "bare", InputSchema: json.RawMessage(`{"type":"object","properties":{},"required":["ghost"]}`)},
-	})
-	got := out.String()
-	for _, want := range []string{"tool untyped: inputSchema repaired at top level", "tool bare: inputSchema repaired", "tool bare has no description"} {
-		if !strings.Contains(got, want) {
-			t.Errorf("ext check output lacks %q:\n%s", want, got)
-		}
-	}
-	if strings.Contains(got, "tool fine:") {
-		t.Errorf("a valid schema was reported:\n%s", got)
 	}
 }
 

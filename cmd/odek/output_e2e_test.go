@@ -107,3 +107,26 @@ func TestOutputSchemaFails(t *testing.T) {
 		t.Fatalf("bad schema: exit %d %s", out.code, out.stderr)
 	}
 }
+
+// With the model listed in llm.response_format_models the schema also
+// goes to the endpoint natively (response_format json_schema, strict
+// here because the schema is closed); without it, no response_format is
+// sent (most endpoints refuse fields they do not know). The answer is
+// checked either way.
+func TestOutputSchemaNative(t *testing.T) {
+	srv := llmtest.New(t, llmtest.Reply(`{"city":"Oslo","population":709000}`), llmtest.Reply(`{"city":"Oslo","population":709000}`))
+	home, homeEnv := extOdekHome(t, `{}`)
+	os.WriteFile(filepath.Join(home, "config.json"), []byte(`{"llm":{"response_format_models":["test-model"]}}`), 0o600)
+	out := runOdekEnv(t, srv.URL, t.TempDir(), []string{homeEnv}, "run", "--quiet", "--output-schema", writeSchema(t), "largest city of Norway")
+	if out.code != 0 {
+		t.Fatalf("exit %d: %s", out.code, out.stderr)
+	}
+	rf := string(srv.Requests()[0].ResponseFormat)
+	if !strings.Contains(rf, `"type":"json_schema"`) || !strings.Contains(rf, `"strict":true`) || !strings.Contains(rf, `"population":{"type":"integer","minimum":0}`) {
+		t.Fatalf("response_format sent: %s", rf)
+	}
+	out = runOdek(t, srv.URL, t.TempDir(), "run", "--quiet", "--output-schema", writeSchema(t), "largest city of Norway")
+	if out.code != 0 || srv.Requests()[1].ResponseFormat != nil {
+		t.Fatalf("without the opt-in: exit %d, response_format %s", out.code, srv.Requests()[1].ResponseFormat)
+	}
+}

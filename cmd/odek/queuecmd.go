@@ -15,10 +15,12 @@ import (
 	"strings"
 	"time"
 
+	"github.com/odekrun/odek/internal/outschema"
 	"github.com/odekrun/odek/internal/redact"
 	"github.com/odekrun/odek/internal/telemetry"
 	"github.com/odekrun/odek/queue"
 	estore "github.com/odekrun/odek/queue/embedded"
+	"github.com/odekrun/odek/schedule"
 	"github.com/odekrun/odek/worker"
 	"github.com/redis/go-redis/v9"
 	"github.com/sirupsen/logrus"
@@ -53,7 +55,7 @@ var queueSubs = []queueSub{
 		run: func(ctx context.Context, c *queueCLI, _ string) error { return c.stats(ctx) }},
 	{name: "show", usage: "show ID                               one job: state, worker, lease left, attempts and why each ended, result",
 		args: oneJobID("show"), run: func(ctx context.Context, c *queueCLI, id string) error { return c.show(ctx, id) }},
-	{name: "submit", usage: "submit --chat ID [--key K] [--wait] \"<goal>\"\n                                                   enqueue a goal; with --wait print the answer and exit as odek run would",
+	{name: "submit", usage: "submit --chat ID [--key K] [--wait] [--output-schema F | --kind compact] \"<goal>\"\n                                                   enqueue a goal; with --wait print the answer and exit as odek run would",
 		flags: func(fs *flag.FlagSet, a *queueArgs) {
 			fs.Int64Var(&a.chat, "chat", 0, "chat id the job belongs to (required; jobs of one chat run one at a time, in order)")
 			fs.Int64Var(&a.user, "user", 0, "user id (optional)")
@@ -62,11 +64,24 @@ var queueSubs = []queueSub{
 			fs.StringVar(&a.budgetJSON, "budget", "", `job budget as a limits JSON object, e.g. {"max_tool_calls":5} (may only lower the workers' limits)`)
 			fs.BoolVar(&a.wait, "wait", false, "wait for the result, print the answer on stdout and exit with the run's exit code")
 			fs.DurationVar(&a.timeout, "timeout", 0, "with --wait: give up after this long (exit 2; the job goes on); 0 waits forever")
+			fs.StringVar(&a.outputSchema, "output-schema", "", "JSON Schema file the answer must be valid against (as odek run --output-schema; the job fails with exit code 5 otherwise)")
+			fs.IntVar(&a.outputRepairs, "output-repairs", outschema.DefaultRepairs, "with --output-schema: corrective turns after an invalid answer (at most 5)")
+			fs.StringVar(&a.kind, "kind", "", `"compact": fold the chat's older conversation (--session, else the chat's) into its digest on a worker, with the worker's model; no goal needed`)
 		},
 		args: func(a *queueArgs, rest []string) (string, error) {
 			goal := strings.TrimSpace(strings.Join(rest, " "))
 			if a.chat == 0 {
 				return "", usageErr("odek queue submit needs --chat ID (a non-zero chat id)")
+			}
+			switch a.kind {
+			case "":
+			case queue.KindCompact:
+				if goal != "" || a.outputSchema != "" {
+					return "", usageErr("odek queue submit --kind compact takes no goal and no --output-schema: it compacts the conversation of --session (else the chat's)")
+				}
+				return "/compact", nil
+			default:
+				return "", usageErr("odek queue submit --kind %q: want %q (or no --kind)", a.kind, queue.KindCompact)
 			}
 			if goal == "" {
 				return "", usageErr(`odek queue submit needs a goal: odek queue submit --chat ID "<goal>"`)
@@ -75,6 +90,19 @@ var queueSubs = []queueSub{
 				if _, err := parseBudget(a.budgetJSON); err != nil {
 					return "", usageErr("%v", err)
 				}
+			}
+			if a.outputSchema != "" {
+				if a.outputRepairs < 0 || a.outputRepairs > outschema.MaxRepairs {
+					return "", usageErr("--output-repairs must be 0–%d, got %d", outschema.MaxRepairs, a.outputRepairs)
+				}
+				s, err := outschema.LoadFile(a.outputSchema)
+				if err != nil {
+					return "", withCode(exitSetup, fmt.Errorf("--output-schema: %w", err))
+				}
+				if len(s.Raw) > queue.MaxOutputSchemaBytes {
+					return "", withCode(exitSetup, fmt.Errorf("--output-schema: %s is %d bytes; a queued job's schema is at most %d", a.outputSchema, len(s.Raw), queue.MaxOutputSchemaBytes))
+				}
+				a.schema = s.Raw
 			}
 			return goal, nil
 		},
@@ -152,6 +180,7 @@ var queueSubs = []queueSub{
 		run: func(ctx context.Context, c *queueCLI, _ string) error { return c.config(ctx) }},
 	{name: "migrate", usage: `migrate                               move queue keys of the old layout ("odek:jobs") to the hash-tagged one ("{odek}:jobs"); idempotent, run with workers and bot stopped`,
 		noConnect: true},
+	queueBackupSub,
 }
 
 // queueUsage is `odek queue`'s help, built from queueSubs.
@@ -163,7 +192,7 @@ var queueUsage = func() string {
 	}
 	b.WriteString(`Every subcommand takes --redis URL (env REDIS_URL), --prefix and --json (one JSON value per line on stdout).
 --store PATH works on odek-bot's embedded store ($ODEK_HOME/store.db) instead of Redis, while the bot
-is stopped (stats, show, submit without --wait, cancel, dead, retry, purge-dead).
+is stopped (stats, show, submit without --wait, cancel, dead, retry, purge-dead); backup works while it runs.
 Exit codes: 0 ok, 1 the job or the request failed, 3 bad flags or arguments, 69 Redis unreachable.
 `)
 	return b.String()
@@ -199,6 +228,10 @@ type queueArgs struct {
 	lease                   time.Duration
 	maxAttempts             int
 	budgetJSON              string
+	outputSchema            string // submit --output-schema FILE
+	outputRepairs           int
+	schema                  []byte // its document, loaded and compiled by submit's args check
+	kind                    string // submit --kind (queue.Job.Kind)
 }
 
 // cmdQueue is the operator CLI of the Redis queue.
@@ -258,6 +291,9 @@ func cmdQueue(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 	rlog.SetOutput(stderr)
 	rlog.SetLevel(logrus.ErrorLevel)
 	redis.SetLogger(worker.RedisLogger{Log: rlog})
+	if sub == queueBackupSub.name {
+		return queueBackup(ctx, storePath, arg, a.jsonOut, stdout) // queuebackup.go
+	}
 	var c *queueCLI
 	if storePath != "" {
 		switch {
@@ -329,7 +365,11 @@ func (c *queueCLI) cancel(ctx context.Context, id string) error {
 
 func (c *queueCLI) submit(ctx context.Context, goal string) error {
 	a := c.a
-	job := queue.Job{ChatID: a.chat, UserID: a.user, Goal: goal, SessionID: a.sessionID, IdempotencyKey: a.idemKey}
+	job := queue.Job{ChatID: a.chat, UserID: a.user, Goal: goal, SessionID: a.sessionID, IdempotencyKey: a.idemKey, Kind: a.kind}
+	if a.schema != nil {
+		repairs := a.outputRepairs
+		job.OutputSchema, job.OutputRepairs = a.schema, &repairs
+	}
 	if a.budgetJSON != "" {
 		b, err := parseBudget(a.budgetJSON)
 		if err != nil {
@@ -454,6 +494,9 @@ type statsJSON struct {
 	OldestQueuedAge float64          `json:"oldest_queued_age_seconds"`
 	Dead            int64            `json:"dead"`
 	Results         int64            `json:"results"`
+	// Schedules are the schedules beside the queue (issue 27); absent when
+	// they cannot be counted.
+	Schedules *schedule.Counts `json:"schedules,omitempty"`
 }
 
 func (c *queueCLI) stats(ctx context.Context) error {
@@ -465,9 +508,10 @@ func (c *queueCLI) stats(ctx context.Context) error {
 	if !st.OldestQueued.IsZero() {
 		age = max(time.Since(st.OldestQueued), 0)
 	}
+	sc := c.scheduleCounts(ctx)
 	if c.a.jsonOut {
 		return c.json(statsJSON{Queued: st.Queued, Ready: st.Ready, Suspects: st.Suspects, Running: st.Running, RunningBy: st.RunningBy,
-			OldestQueuedAge: age.Seconds(), Dead: st.Dead, Results: st.Results})
+			OldestQueuedAge: age.Seconds(), Dead: st.Dead, Results: st.Results, Schedules: sc})
 	}
 	w := c.stdout
 	fmt.Fprintf(w, "queued\t%d\t(all waiting jobs, also behind a busy chat)\nready\t%d\t(heads of their chat)\nsuspects\t%d\t(waiting to run alone after a worker died)\nrunning\t%d\n",
@@ -476,6 +520,9 @@ func (c *queueCLI) stats(ctx context.Context) error {
 		fmt.Fprintf(w, "oldest queued\t%s\n", age.Round(time.Second))
 	}
 	fmt.Fprintf(w, "dead\t%d\nresults\t%d\t(not yet read by a front end)\n", st.Dead, st.Results)
+	if sc != nil {
+		fmt.Fprintf(w, "schedules\t%d\t(%d enabled, %d fires being enqueued)\n", sc.Schedules, sc.Enabled, sc.Pending)
+	}
 	names := make([]string, 0, len(st.RunningBy))
 	for n := range st.RunningBy {
 		names = append(names, n)
@@ -846,4 +893,24 @@ func migrateQueue(ctx context.Context, qf *queueFlags, jsonOut bool, stdout io.W
 		return withCode(exitError, fmt.Errorf("%s: %d keys could not be moved", what, len(rep.Skipped)))
 	}
 	return nil
+}
+
+// scheduleCounts counts the schedules beside the queue: in Redis under
+// the queue's prefix, or in the embedded store's database. nil when they
+// cannot be counted (the stats still print).
+func (c *queueCLI) scheduleCounts(ctx context.Context) *schedule.Counts {
+	var st schedule.Counter
+	switch q := c.q.(type) {
+	case *queue.Redis:
+		st = schedule.NewRedis(q.Client(), c.prefix)
+	case *estore.Store:
+		st = schedule.NewKV(q)
+	default:
+		return nil
+	}
+	n, err := st.Counts(ctx)
+	if err != nil {
+		return nil
+	}
+	return &n
 }

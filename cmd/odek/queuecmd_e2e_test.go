@@ -102,6 +102,9 @@ func TestQueueCLIStatsShowWorkers(t *testing.T) {
 	if st["queued"] != 2.0 || st["ready"] != 1.0 || st["running"] != 1.0 || st["running_by"].(map[string]any)["w-cli"] != 1.0 || st["dead"] != 0.0 {
 		t.Fatalf("stats = %v; want 2 queued (one behind chat 1's running job), 1 ready, 1 running by w-cli", st)
 	}
+	if sc, ok := st["schedules"].(map[string]any); !ok || sc["schedules"] != 0.0 {
+		t.Fatalf("stats without schedules: %v", st["schedules"])
+	}
 	if age, _ := st["oldest_queued_age_seconds"].(float64); age < 0 {
 		t.Fatalf("oldest queued age %v", st["oldest_queued_age_seconds"])
 	}

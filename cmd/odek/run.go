@@ -156,7 +156,7 @@ func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer, cont b
 		return withCode(exitSetup, err)
 	}
 	defer endTrace()
-	var schema *outschema.Schema // issue 28: --output-schema (output.go)
+	var schema *outschema.Schema // issue 28: --output-schema (host.RunSpec.OutputSchema)
 	if f.outputSchema != "" {
 		if f.outputRepairs < 0 || f.outputRepairs > outschema.MaxRepairs {
 			return usageErr("--output-repairs must be 0–%d, got %d", outschema.MaxRepairs, f.outputRepairs)
@@ -211,7 +211,7 @@ func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer, cont b
 	if err != nil {
 		return withCode(exitSetup, err)
 	}
-	confine := f.confine || host.SandboxSettings(cfg).Active(false)
+	confine := f.confine || cfg.Sandbox.Active(false)
 	hopts := host.HostOptions{
 		Warn:          func(w string) { fmt.Fprintln(stderr, "odek: warning:", w) },
 		Logger:        log,
@@ -247,7 +247,8 @@ func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer, cont b
 		fmt.Fprintln(stderr, "odek: session", sess.ID)
 		spec.Session, spec.Store = sess, store
 	}
-	oc, output, runErr := runWithSchema(ctx, h, spec, schema, f.outputRepairs) // h.Run unless --output-schema
+	spec.OutputSchema, spec.OutputRepairs = schema, f.outputRepairs // issue 28: --output-schema
+	oc, runErr := h.Run(ctx, spec)
 	if errors.Is(runErr, host.ErrSetup) {
 		return withCode(exitSetup, runErr)
 	}
@@ -262,7 +263,7 @@ func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer, cont b
 		out := jsonResult{
 			Status: oc.Status, Answer: answer, RunID: oc.RunID, SessionID: oc.SessionID, Iterations: oc.Iterations,
 			Usage: oc.Usage, CachedShare: oc.Usage.CachedShare(), DurationMS: oc.Duration.Milliseconds(), CostUSD: oc.CostUSD, Error: oc.Error,
-			Output: output,
+			Output: oc.Output,
 		}
 		enc := json.NewEncoder(stdout)
 		enc.SetEscapeHTML(false)

@@ -6,6 +6,9 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"github.com/odekrun/odek/agent"
+	"github.com/odekrun/odek/internal/tools"
+	"github.com/odekrun/odek/schedule/scheduletool"
 	"io"
 	"os"
 	"path/filepath"
@@ -25,6 +28,7 @@ const scheduleUsage = `Usage:
   odek schedule add --chat ID (--cron EXPR [--tz ZONE] | --every DURATION | --at TIME) ("<goal>" | --message TEXT)
                     [--user ID] [--session isolated|chat --session-id S] [--model M] [--budget JSON]
                     [--missed skip|run_once] [--quiet] [--active-hours HH:MM-HH:MM] [--min-interval D]
+                    [--approve TOOL,...] [--retry-max N]
                                       create a schedule; prints its id
   odek schedule list [--chat ID]      schedules: id, chat, kind, spec, next fire (in the schedule's zone), last status
   odek schedule show ID               one schedule, all fields
@@ -47,6 +51,8 @@ type scheduleArgs struct {
 	session, sessionID, model    string
 	budgetJSON, missed, active   string
 	quiet                        bool
+	approve                      string
+	retryMax                     int
 	minInterval                  time.Duration
 	count                        int
 }
@@ -86,6 +92,8 @@ func cmdSchedule(ctx context.Context, args []string, stdout, stderr io.Writer) e
 		fs.BoolVar(&a.quiet, "quiet", false, "quiet check-in: deliver the answer only when the model reports something")
 		fs.StringVar(&a.active, "active-hours", "", "fire only between these times of day in --tz, e.g. 08:00-20:00")
 		fs.DurationVar(&a.minInterval, "min-interval", 0, "shortest interval allowed (default 1m; lower it for tests)")
+		fs.StringVar(&a.approve, "approve", "", "tools the fired jobs may run without confirmation, comma-separated (nobody is there to confirm; never schedule)")
+		fs.IntVar(&a.retryMax, "retry-max", 0, "a one-shot goal whose job failed fires again up to this many times (0: 3, -1: never)")
 	case "list":
 		fs.Int64Var(&a.chat, "chat", 0, "only this chat's schedules")
 	case "next":
@@ -333,6 +341,12 @@ func (a *scheduleArgs) schedule(words []string) (schedule.Schedule, error) {
 	s.ChatID, s.UserID, s.TZ = a.chat, a.user, a.tz
 	s.Session, s.SessionID, s.Model = schedule.SessionMode(a.session), a.sessionID, a.model
 	s.Missed, s.Quiet, s.ActiveHours = schedule.MissedPolicy(a.missed), a.quiet, a.active
+	for _, t := range strings.Split(a.approve, ",") {
+		if t = strings.TrimSpace(t); t != "" {
+			s.Approve = append(s.Approve, t)
+		}
+	}
+	s.RetryMax = a.retryMax
 	return s, nil
 }
 
@@ -435,4 +449,44 @@ func hostSchedules(ctx context.Context, rc redis.UniversalClient, q queue.Queue,
 	done := make(chan struct{})
 	go func() { defer close(done); _ = r.Run(rctx) }()
 	return func() { cancel(); <-done }
+}
+
+// retrySchedule arms a failed one-shot schedule's retry after the worker
+// acknowledged its job's result (schedule.RetryFailed).
+func retrySchedule(rc redis.UniversalClient, prefix string, log logrus.FieldLogger) func(queue.Job, queue.Result) {
+	st := schedule.NewRedis(rc, prefix)
+	return func(job queue.Job, res queue.Result) {
+		if _, ok := schedule.ParseFireKey(job.IdempotencyKey); !ok {
+			return
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		next, err := schedule.RetryFailed(ctx, st, job, res, time.Now())
+		if err != nil {
+			log.WithError(err).WithField("job_id", job.ID).Warn("odek worker: arming a schedule's retry failed")
+		} else if !next.IsZero() {
+			log.WithFields(logrus.Fields{"job_id": job.ID, "next": next}).Info("odek worker: a one-shot schedule's job failed; it fires again")
+		}
+	}
+}
+
+// scheduleTools gives every job the schedule tool of its chat
+// (schedule/scheduletool), on st with the chat limits of ODEK_SCHEDULE_*;
+// nil (no tool) when ODEK_SCHEDULES=off or the limits do not parse.
+func scheduleTools(st schedule.Store, q schedule.Enqueuer, log logrus.FieldLogger) func(queue.Job, tools.Prompter) []agent.Tool {
+	if os.Getenv("ODEK_SCHEDULES") == "off" {
+		return nil
+	}
+	lim, err := schedule.LimitsFromEnv(os.Getenv)
+	if err != nil {
+		log.WithError(err).Error("schedules: the schedule tool is off")
+		return nil
+	}
+	sv := &schedule.Service{Store: st, Queue: q, Limits: lim}
+	return func(job queue.Job, ask tools.Prompter) []agent.Tool {
+		if job.ChatID == 0 {
+			return nil
+		}
+		return []agent.Tool{scheduletool.New(sv, job, ask)}
+	}
 }

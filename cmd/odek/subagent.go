@@ -170,7 +170,7 @@ func cmdSubagent(ctx context.Context, args []string, stdout, stderr io.Writer) (
 			Denials: []subagent.Denial{}, DurationSeconds: time.Since(start).Seconds()})
 	}
 	acfg := rt.Agent
-	res := subagent.RunTask(ctx, subagent.RunOptions{Agent: acfg, Task: task, WorkDir: workDir, Start: start})
+	res := subagent.RunTask(rt.Context(ctx), subagent.RunOptions{Agent: acfg, Task: task, WorkDir: workDir, Start: start, Run: rt.RunAgent})
 	return report(res.ExitCode(), res)
 }
 

@@ -11,6 +11,7 @@ import (
 	"github.com/odekrun/odek/events"
 	"github.com/odekrun/odek/internal/llm/llmtest"
 	"github.com/odekrun/odek/internal/telemetry/telemetrytest"
+	tracepb "go.opentelemetry.io/proto/otlp/trace/v1"
 )
 
 // Tracing (issue 24, docs/OBSERVABILITY.md) through the real binary.
@@ -99,28 +100,38 @@ func TestRunTracingOffKeepsGivenTraceOnEvents(t *testing.T) {
 	}
 }
 
-// One trace across three processes in a real Jaeger: `odek queue submit`
-// (given a TRACEPARENT, as a CI step would) → Redis → `odek worker` → the
-// agent's model and tool spans.
-func TestQueueJobTraceInJaeger(t *testing.T) {
-	j := telemetrytest.StartJaeger(t)
+// One trace across three processes in a real OpenTelemetry Collector:
+// `odek queue submit` (given a TRACEPARENT, as a CI step would) → Redis →
+// `odek worker` → the agent's model and tool spans, each made where the
+// call happens, with nothing rebuilt twice from the events.
+func TestQueueJobTraceInCollector(t *testing.T) {
+	col := telemetrytest.StartCollector(t)
 	srv := llmtest.New(t,
 		llmtest.CallTools(llmtest.Call{ID: "r1", Name: "read_file", Arguments: `{"path":"missing.txt"}`}),
 		llmtest.Reply("done"),
 	)
 	e := newQueueEnv(t, srv.URL, false, 5*time.Second, 3)
-	e.env = append(e.env, "OTEL_EXPORTER_OTLP_ENDPOINT="+j.OTLPHTTP, "OTEL_BSP_SCHEDULE_DELAY=10")
+	e.env = append(e.env, "OTEL_EXPORTER_OTLP_ENDPOINT="+col.OTLPHTTP, "OTEL_BSP_SCHEDULE_DELAY=10")
 	e.startWorker("tw1")
 	out := runOdekEnv(t, srv.URL, t.TempDir(), append([]string{traceparent}, e.env...), "queue", "submit", "--chat", "42", "--wait", "read missing.txt")
 	if out.code != 0 {
 		t.Fatalf("submit exit %d\nstderr: %s", out.code, out.stderr)
 	}
-	spans := j.WaitTrace(t, givenTrace, 9, 60*time.Second) // submit + 8 of the worker (job, claim, run, ack, agent, 2 chats, tool)
-	by := map[string]telemetrytest.Span{}
+	// submit, then the worker's job, claim, run, ack, agent, 2 chats, tool.
+	spans := col.WaitSpans(t, 60*time.Second, func(s []*tracepb.Span) bool {
+		return telemetrytest.ByName(s, "odek.job") != nil && telemetrytest.ByName(s, "odek queue submit") != nil
+	})
+	count := map[string]int{}
 	for _, s := range spans {
-		by[s.Operation] = s
+		if telemetrytest.Hex(s.GetTraceId()) != givenTrace {
+			t.Errorf("span %s in trace %s", s.GetName(), telemetrytest.Hex(s.GetTraceId()))
+		}
+		count[s.GetName()]++
 	}
-	chain := []struct{ op, parent, service string }{
+	if count["chat test-model"] != 2 || count["execute_tool read_file"] != 1 || count["invoke_agent odek"] != 1 {
+		t.Errorf("span counts %v: want one per call, none rebuilt twice", count)
+	}
+	chain := []struct{ name, parent, service string }{
 		{"odek queue submit", "", "odek"},
 		{"odek.job", "odek queue submit", "odek-worker"},
 		{"odek.job.run", "odek.job", "odek-worker"},
@@ -129,27 +140,27 @@ func TestQueueJobTraceInJaeger(t *testing.T) {
 		{"execute_tool read_file", "invoke_agent odek", "odek-worker"},
 	}
 	for _, c := range chain {
-		s, ok := by[c.op]
-		if !ok {
-			t.Fatalf("no span %q in the trace: %v", c.op, spans)
+		s := telemetrytest.ByName(spans, c.name)
+		if s == nil {
+			t.Fatalf("no span %q in the trace: %v", c.name, count)
 		}
 		want := givenParent
 		if c.parent != "" {
-			want = by[c.parent].SpanID
+			want = telemetrytest.Hex(telemetrytest.ByName(spans, c.parent).GetSpanId())
 		}
-		if s.Parent() != want {
-			t.Errorf("%s: parent %s, want %s (%s)", c.op, s.Parent(), want, c.parent)
+		if got := telemetrytest.Hex(s.GetParentSpanId()); got != want {
+			t.Errorf("%s: parent %s, want %s (%s)", c.name, got, want, c.parent)
 		}
-		if s.Service != c.service {
-			t.Errorf("%s: service %q, want %q", c.op, s.Service, c.service)
+		if col.Service(s) != c.service {
+			t.Errorf("%s: service %q, want %q", c.name, col.Service(s), c.service)
 		}
 	}
-	if v, _ := by["odek.job"].Tag("gen_ai.conversation.id"); v == nil {
-		if v, _ := by["invoke_agent odek"].Tag("gen_ai.conversation.id"); v == nil {
+	if v, _ := telemetrytest.Attr(telemetrytest.ByName(spans, "odek.job"), "gen_ai.conversation.id"); v == nil {
+		if v, _ := telemetrytest.Attr(telemetrytest.ByName(spans, "invoke_agent odek"), "gen_ai.conversation.id"); v == nil {
 			t.Error("no gen_ai.conversation.id on the job or agent span")
 		}
 	}
-	if v, _ := by["execute_tool read_file"].Tag("gen_ai.tool.name"); v != "read_file" {
+	if v, _ := telemetrytest.Attr(telemetrytest.ByName(spans, "execute_tool read_file"), "gen_ai.tool.name"); v != "read_file" {
 		t.Errorf("gen_ai.tool.name = %v", v)
 	}
 }

@@ -122,3 +122,81 @@ func TestWorkerGitRepositoryProgramsDoNotRun(t *testing.T) {
 		}
 	}
 }
+
+// A filter driver a repository's configuration defines — which git has no
+// switch to turn off — makes the everyday git commands that would run it
+// ask: through a real worker with the default policy and real Redis, a
+// chat extracts an uploaded repository whose .git/config defines
+// filter "x" and whose .gitattributes selects it (approved, as
+// code_execution), and the next job's git status and add reach the chat
+// as a code_execution question naming filter.x.clean; denied, the filter
+// never runs. On the classifier before the repository inspection, that
+// job ran with no question and the filter ran.
+func TestWorkerPlantedGitDriverNeedsApproval(t *testing.T) {
+	if _, err := exec.LookPath("git"); err != nil {
+		t.Skip("git not installed")
+	}
+	steps := map[string]string{
+		"extract": "tar xf upload.tar",
+		"use":     "echo hi > f && git status && git add f",
+	}
+	srv := llmtest.NewHandler(t, func(r llmtest.Recorded) llmtest.Turn {
+		g, res := currentTurn(r)
+		if len(res) == 0 {
+			args, _ := json.Marshal(map[string]string{"command": steps[g]})
+			return llmtest.CallTools(llmtest.Call{ID: "s", Name: "shell", Arguments: string(args)})
+		}
+		return llmtest.Reply("done")
+	})
+	e := newQueueEnv(t, srv.URL, false, 5*time.Second, 3)
+	artifacts := t.TempDir()
+	src := t.TempDir()
+	for _, c := range []string{"git init -q .", `printf '* filter=x\n' > .gitattributes`,
+		`printf '[filter "x"]\n\tclean = "touch MARKER_FILTER; cat"\n' >> .git/config`} {
+		cmd := exec.Command("sh", "-c", c)
+		cmd.Dir = src
+		if out, err := cmd.CombinedOutput(); err != nil {
+			t.Fatalf("%s: %v\n%s", c, err, out)
+		}
+	}
+	dir := chatDir(t, artifacts, 3)
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if out, err := exec.Command("tar", "-C", src, "-cf", filepath.Join(dir, "upload.tar"), ".").CombinedOutput(); err != nil {
+		t.Fatalf("tar: %v\n%s", err, out)
+	}
+	w := e.startWorker("w1", "--artifacts", artifacts, "--approval-timeout", "30s")
+	run := func(goal string, approve bool) (question string) {
+		t.Helper()
+		j := e.enqueue(queue.Job{ChatID: 3, UserID: 3, Goal: goal, IdempotencyKey: "driver-" + goal})
+		got := map[string]queue.Result{}
+		for deadline := time.Now().Add(60 * time.Second); got[j.ID].JobID == ""; {
+			if time.Now().After(deadline) {
+				t.Fatalf("%s: no result; asked %q\n%s", goal, question, w.stderr.String())
+			}
+			qs, _ := e.q.ReadApprovals(context.Background(), "test-frontend", 10, 200*time.Millisecond)
+			for _, q := range qs {
+				question += q.Question
+				if err := e.q.Answer(context.Background(), q.ID, approve); err != nil {
+					t.Fatal(err)
+				}
+			}
+			e.drainResults(got, 100*time.Millisecond)
+		}
+		return question
+	}
+	if q := run("extract", true); !strings.Contains(q, "code_execution") {
+		t.Fatalf("extract: asked %q, want a code_execution question", q)
+	}
+	if _, err := os.Stat(filepath.Join(dir, ".git", "config")); err != nil {
+		t.Fatalf("the approved extraction did not happen: %v", err)
+	}
+	q := run("use", false)
+	if !strings.Contains(q, "code_execution") || !strings.Contains(q, "filter.x.clean") {
+		t.Errorf("use: asked %q, want a code_execution question naming filter.x.clean", q)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "MARKER_FILTER")); err == nil {
+		t.Errorf("the planted filter ran without approval")
+	}
+}

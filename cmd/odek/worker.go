@@ -5,11 +5,11 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"github.com/odekrun/odek/schedule"
 	"io"
 	"net"
 	"net/http"
 	"os"
-	"strings"
 	"time"
 
 	"github.com/odekrun/odek/internal/config"
@@ -36,8 +36,8 @@ type queueFlags struct {
 // registerConn adds --redis and --prefix (every command), their defaults
 // from env.
 func (q *queueFlags) registerConn(fs *flag.FlagSet, env config.WorkerEnv) {
-	fs.StringVar(&q.redisURL, "redis", env.RedisURL, "Redis URL, e.g. redis://localhost:6379/0 (env REDIS_URL)")
-	fs.StringVar(&q.prefix, "prefix", env.QueuePrefix, "key prefix of the queue and sessions (env ODEK_QUEUE_PREFIX)")
+	fs.StringVar(&q.redisURL, "redis", env.RedisURL, config.EnvUsage(&env, "REDIS_URL"))
+	fs.StringVar(&q.prefix, "prefix", env.QueuePrefix, config.EnvUsage(&env, "ODEK_QUEUE_PREFIX"))
 }
 
 // workerEnv reads the worker's and queue's variables; a value that does
@@ -54,8 +54,8 @@ func workerEnv() (config.WorkerEnv, error) {
 // first worker stores them in <prefix>config, later ones must agree).
 func (q *queueFlags) registerShared(fs *flag.FlagSet, env config.WorkerEnv) {
 	q.explicit = map[string]bool{"lease": config.EnvSet("ODEK_QUEUE_LEASE"), "max-attempts": config.EnvSet("ODEK_QUEUE_MAX_ATTEMPTS")}
-	fs.DurationVar(&q.lease, "lease", env.Lease.D(), "lease of a claimed job without heartbeat before another worker takes it over (env ODEK_QUEUE_LEASE; stored in the queue by the first worker)")
-	fs.IntVar(&q.maxAttempts, "max-attempts", env.MaxAttempts, "deaths of a job's worker, while the job ran alone, before it is dead-lettered (env ODEK_QUEUE_MAX_ATTEMPTS; stored in the queue by the first worker)")
+	fs.DurationVar(&q.lease, "lease", env.Lease.D(), config.EnvUsage(&env, "ODEK_QUEUE_LEASE"))
+	fs.IntVar(&q.maxAttempts, "max-attempts", env.MaxAttempts, config.EnvUsage(&env, "ODEK_QUEUE_MAX_ATTEMPTS"))
 }
 
 // markExplicit records which shared flags fs got on the command line.
@@ -152,23 +152,17 @@ func (q *queueFlags) connectWorker(ctx context.Context, log logrus.FieldLogger) 
 }
 
 // agree adopts the stored shared config, or fails when a flag given
-// explicitly disagrees with it.
+// explicitly disagrees with it (queue.AgreeShared).
 func (q *queueFlags) agree(sc queue.SharedConfig, log logrus.FieldLogger) error {
-	var clash []string
-	if sc.LeaseTTL != q.lease && q.explicit["lease"] {
-		clash = append(clash, fmt.Sprintf("--lease %s (the queue's is %s)", q.lease, sc.LeaseTTL))
-	}
-	if sc.MaxAttempts != q.maxAttempts && q.explicit["max-attempts"] {
-		clash = append(clash, fmt.Sprintf("--max-attempts %d (the queue's is %d)", q.maxAttempts, sc.MaxAttempts))
-	}
+	mine := queue.SharedConfig{LeaseTTL: q.lease, MaxAttempts: q.maxAttempts}
+	got, clash := queue.AgreeShared(sc, mine, queue.SharedExplicit{LeaseTTL: q.explicit["lease"], MaxAttempts: q.explicit["max-attempts"]})
 	if len(clash) > 0 {
-		return withCode(exitSetup, fmt.Errorf("odek worker: %s disagrees with the shared config in %sconfig; every worker must use the same. Drop the flag to adopt the queue's, or change it for all with `odek queue config --lease D --max-attempts N` and restart the workers",
-			strings.Join(clash, " and "), queue.KeyPrefix(q.prefix)))
+		return withCode(exitSetup, queue.SharedClashError(q.prefix, clash))
 	}
-	if sc.LeaseTTL != q.lease || sc.MaxAttempts != q.maxAttempts {
-		log.WithFields(logrus.Fields{"lease": sc.LeaseTTL.String(), "max_attempts": sc.MaxAttempts}).Info("odek worker: using the queue's shared lease and max attempts")
+	if got != mine {
+		log.WithFields(logrus.Fields{"lease": got.LeaseTTL.String(), "max_attempts": got.MaxAttempts}).Info("odek worker: using the queue's shared lease and max attempts")
 	}
-	q.lease, q.maxAttempts = sc.LeaseTTL, sc.MaxAttempts
+	q.lease, q.maxAttempts = got.LeaseTTL, got.MaxAttempts
 	return nil
 }
 
@@ -198,14 +192,14 @@ func cmdWorker(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	fs.SetOutput(stderr)
 	f.q.registerConn(fs, env)
 	f.q.registerShared(fs, env)
-	fs.IntVar(&f.concurrency, "concurrency", env.Concurrency, "jobs run at once (env ODEK_WORKER_CONCURRENCY)")
-	fs.StringVar(&f.name, "name", env.Name, "consumer name, unique per worker (default host-pid-random; env ODEK_WORKER_NAME)")
-	fs.StringVar(&f.metricsAddr, "metrics-addr", env.MetricsAddr, "serve /healthz and /metrics on this address, e.g. :9464 (default off; env ODEK_WORKER_METRICS_ADDR)")
-	fs.DurationVar(&f.shutdownTimeout, "shutdown-timeout", env.ShutdownTimeout.D(), "on SIGTERM, how long running jobs may finish before they are canceled and left for redelivery (env ODEK_WORKER_SHUTDOWN_TIMEOUT)")
-	fs.StringVar(&f.artifacts, "artifacts", env.ArtifactsDir, "directory shared with the front end; each chat works in <dir>/<chat id> and files a job writes there are reported as artifacts (default: the working directory, no artifacts; env ODEK_ARTIFACTS_DIR)")
-	fs.DurationVar(&f.approvalTimeout, "approval-timeout", env.ApprovalTimeout.D(), "how long a tool approval waits for the chat before denying (env ODEK_APPROVAL_TIMEOUT)")
-	fs.DurationVar(&f.sessionTTL, "session-ttl", env.SessionTTL.D(), "forget a chat's session this long after its last job (default never; env ODEK_SESSION_TTL)")
-	fs.StringVar(&f.logLevel, "log-level", env.LogLevel, "debug, info, warn or error (env ODEK_LOG_LEVEL)")
+	fs.IntVar(&f.concurrency, "concurrency", env.Concurrency, config.EnvUsage(&env, "ODEK_WORKER_CONCURRENCY"))
+	fs.StringVar(&f.name, "name", env.Name, config.EnvUsage(&env, "ODEK_WORKER_NAME"))
+	fs.StringVar(&f.metricsAddr, "metrics-addr", env.MetricsAddr, config.EnvUsage(&env, "ODEK_WORKER_METRICS_ADDR"))
+	fs.DurationVar(&f.shutdownTimeout, "shutdown-timeout", env.ShutdownTimeout.D(), config.EnvUsage(&env, "ODEK_WORKER_SHUTDOWN_TIMEOUT"))
+	fs.StringVar(&f.artifacts, "artifacts", env.ArtifactsDir, config.EnvUsage(&env, "ODEK_ARTIFACTS_DIR"))
+	fs.DurationVar(&f.approvalTimeout, "approval-timeout", env.ApprovalTimeout.D(), config.EnvUsage(&env, "ODEK_APPROVAL_TIMEOUT"))
+	fs.DurationVar(&f.sessionTTL, "session-ttl", env.SessionTTL.D(), config.EnvUsage(&env, "ODEK_SESSION_TTL"))
+	fs.StringVar(&f.logLevel, "log-level", env.LogLevel, config.EnvUsage(&env, "ODEK_LOG_LEVEL"))
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return withCode(exitOK, errors.Join(errReported, err))
@@ -260,6 +254,7 @@ func cmdWorker(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	jr := &host.JobRunner{Config: cfg, Sessions: store, Logger: log,
 		WorkDir: wd, ArtifactsDir: f.artifacts, Environ: os.Environ(), ClientVersion: version,
 		AllowedModels: host.ParseModels(env.Models)}
+	jr.JobTools = scheduleTools(schedule.NewRedis(rc, f.q.prefix), q, log) // schedule.go: the model's schedule tool
 	if err := jr.Start(ctx, penv.ApproveMCP); err != nil {
 		return withCode(exitSetup, err)
 	}
@@ -279,6 +274,7 @@ func cmdWorker(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		HeartbeatInterval: min(f.q.lease/3, 500*time.Millisecond),
 		LeaseTTL:          f.q.lease,
 		Version:           version,
+		AfterResult:       retrySchedule(rc, f.q.prefix, log), // schedule.go: a failed one-shot fires again
 	})
 	if err != nil {
 		return withCode(exitSetup, err)

@@ -74,8 +74,8 @@ var Rules = []Rule{
 	},
 	{
 		From: "internal/sandbox",
-		Only: []string{Std, "github.com/landlock-lsm/go-landlock", "golang.org/x/sys"},
-		Why:  "the sandbox is a leaf: the kernel interfaces (go-landlock, x/sys) and nothing of odek",
+		Only: []string{Std, "golang.org/x/sys"},
+		Why:  "the sandbox is a leaf: the kernel interfaces through x/sys and nothing of odek; Landlock is applied to the helper's own thread before exec, so go-landlock (and libcap's psx, which makes a cgo build wrap pthread_create) stays out of the binaries (go-landlock remains the tests' judge)",
 	},
 	{ // issue 24
 		From: "internal/telemetry",
@@ -84,8 +84,8 @@ var Rules = []Rule{
 	},
 	{
 		From: "mcpclient",
-		Only: []string{Std, "artifacts", "events", "internal/backoff", "internal/redact", "github.com/sirupsen/logrus", "golang.org/x/sys"},
-		Why:  "mcpclient may use only the leaves, logrus and x/sys",
+		Only: []string{Std, "artifacts", "events", "internal/backoff", "internal/redact", "internal/telemetry", "github.com/sirupsen/logrus", "golang.org/x/sys", "go.opentelemetry.io/otel"},
+		Why:  "mcpclient may use only the leaves, logrus, x/sys and internal/telemetry (its request spans and the trace context it sends a server)",
 	},
 	{From: "...", Never: []string{"cmd/..."}, Why: "mains are never imported"},
 	{From: "queue/...", Never: []string{"worker/...", "bot/..."}, Why: "queue sits below worker and bot"},
@@ -102,6 +102,13 @@ var Rules = []Rule{
 	{From: "bot/...", Never: []string{"worker/...", "agent/..."}, Why: "bot talks to workers through queue, never runs the agent itself"},
 	{From: "bot/chatcore", Only: []string{Std, "queue", "events", "bot/tgformat"}, Why: "the chat core decides and holds no Telegram type: no Bot API client, no tgbotapi, no I/O package of the bot"},
 	{From: "bot/...", Never: []string{"github.com/redis/go-redis"}, Why: "bot reaches Redis only through queue (jobs, results, progress, the status ledger)"},
+	{ // issue 27
+		From: "schedule",
+		Only: []string{Std, "queue", "github.com/robfig/cron/v3", "github.com/redis/go-redis", "github.com/sirupsen/logrus", "golang.org/x/sys"},
+		Why:  "schedules sit beside the queue: they store, claim and enqueue fires and know nothing of how a fire runs (agent, worker) or is shown (bot); what a running fire may do (a reminder without a model call, a quiet answer held back, confirmations denied as non_interactive) is decided by the worker, never by a front end's string matching",
+	},
+	{From: "schedule/scheduletool", Only: []string{Std, "agent", "queue", "schedule"}, Why: "the schedule tool is an agent tool over schedule.Service: no store, client or front end of its own"},
+	{From: "bot/...", Never: []string{"schedule/scheduletool"}, Why: "the bot never runs tools: a chat's schedule commands go through schedule.Service, the model's through the worker"},
 	{From: "bot/...", Except: []string{"bot/bottest"}, Never: []string{"internal/llm/..."}, Why: "bot reaches the model endpoint only through the small interfaces of its Config (Transcriber, Compactor) that cmd/odek-bot may leave unset"},
 }
 

@@ -204,3 +204,28 @@ func TestMatch(t *testing.T) {
 		}
 	}
 }
+
+// Issue 27's rules bite: the schedule package may not learn how a fire
+// runs or is shown, the schedule tool has no store of its own, and the
+// bot never imports the tool.
+func TestScheduleRulesCatchViolations(t *testing.T) {
+	m := func(p string) string { return module + "/" + p }
+	for _, c := range []struct{ from, imp string }{
+		{"schedule", m("agent")},
+		{"schedule", m("worker")},
+		{"schedule", m("bot")},
+		{"schedule", m("internal/host")},
+		{"schedule/scheduletool", "github.com/redis/go-redis/v9"},
+		{"schedule/scheduletool", m("worker")},
+		{"bot", m("schedule/scheduletool")},
+	} {
+		got := Check(module, []Package{{ImportPath: m(c.from), Imports: []string{c.imp}}}, Rules)
+		if len(got) == 0 {
+			t.Errorf("%s importing %s broke no rule", c.from, c.imp)
+		}
+	}
+	ok := Check(module, []Package{{ImportPath: m("schedule"), Imports: []string{m("queue"), "github.com/robfig/cron/v3", "time"}}}, Rules)
+	if len(ok) != 0 {
+		t.Errorf("schedule's own imports flagged: %v", ok)
+	}
+}

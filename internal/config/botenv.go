@@ -1,10 +1,11 @@
 package config
 
-// BotEnv is everything odek-bot reads from the environment (its Telegram
-// surface; embedded mode also reads the groups of EnvGroups). odek-bot
-// --help renders it; the compose test checks docker-compose.yml against
-// its tags.
+// BotEnv is everything odek-bot reads from the environment: its Telegram
+// surface and SharedEnv (embedded mode also reads the first two groups of
+// EnvGroups). odek-bot --help renders it; the compose test checks
+// docker-compose.yml against its tags.
 type BotEnv struct {
+	SharedEnv
 	Token        string `env:"TELEGRAM_BOT_TOKEN" env-description:"bot token from @BotFather (required; never logged)"`
 	APIEndpoint  string `env:"TELEGRAM_API_ENDPOINT" env-description:"Bot API root, e.g. http://telegram-bot-api:8081 for a self-hosted server (default https://api.telegram.org)"`
 	AllowedUsers string `env:"ODEK_TELEGRAM_ALLOWED_USERS" env-description:"comma-separated Telegram user ids allowed to use the bot"`
@@ -17,12 +18,8 @@ type BotEnv struct {
 	WebhookAddr  string `env:"ODEK_TELEGRAM_WEBHOOK_LISTEN" env-default:":8443" env-description:"address the webhook server listens on"`
 	WebhookKey   string `env:"ODEK_TELEGRAM_WEBHOOK_SECRET" env-description:"secret checked in the X-Telegram-Bot-Api-Secret-Token header (required with a webhook)"`
 	HealthAddr   string `env:"ODEK_HEALTH_ADDR" env-description:"serve GET /healthz on this address, e.g. :8080 (empty = off)"`
-	RedisURL     string `env:"REDIS_URL" env-description:"URL of the job queue: redis://, rediss://, redis+sentinel://host:port,.../master, redis+cluster://host:port,... (see docs/DEPLOY.md); empty = embedded mode (in-process queue and workers)"`
-	QueuePrefix  string `env:"ODEK_QUEUE_PREFIX" env-default:"odek:" env-description:"key prefix shared with the workers"`
 	Workers      int    `env:"ODEK_WORKERS" env-default:"2" env-description:"embedded mode: jobs run at once inside the bot"`
 	StateFile    string `env:"ODEK_TELEGRAM_STATE_FILE" env-description:"file keeping chat state (sessions, today's usage, artifact ids, unfinished jobs) across restarts (empty = memory only)"`
-	ArtifactsDir string `env:"ODEK_ARTIFACTS_DIR" env-description:"directory shared with the workers; /artifact sends files from <dir>/<chat id> (empty = /artifact off)"`
-	ApprovalWait string `env:"ODEK_APPROVAL_TIMEOUT" env-default:"300" env-description:"embedded mode: seconds (or a duration like 5m) a tool approval waits for the chat before denying; workers read the same variable"`
 	GroupSession string `env:"ODEK_TELEGRAM_GROUP_SESSION" env-default:"user" env-description:"groups: user = one conversation per member (default), group = one shared by the whole group"`
 	AdminCmds    string `env:"ODEK_TELEGRAM_ADMIN_COMMANDS" env-description:"comma-separated commands (e.g. new,stop) only a group's admins may use in that group"`
 	Keywords     string `env:"ODEK_TELEGRAM_KEYWORDS" env-description:"comma-separated words that address the bot in a group besides a mention, a reply to it or a command"`
@@ -31,10 +28,9 @@ type BotEnv struct {
 	ChatStorage  int64  `env:"ODEK_TELEGRAM_CHAT_STORAGE_BYTES" env-default:"1073741824" env-description:"each chat's storage quota in bytes: what its directory under ODEK_ARTIFACTS_DIR may hold on disk; an upload that would go past it is refused before it is written (negative = no quota)"`
 	Vision       string `env:"ODEK_TELEGRAM_VISION" env-default:"auto" env-description:"photos as image input to the model: auto = send them, and run without them if the model refuses images; true = send them; false = never (they are saved as files either way)"`
 	Stream       string `env:"ODEK_TELEGRAM_STREAM" env-default:"auto" env-description:"how answers show while they are written: auto = sendMessageDraft in private chats where the Bot API offers it, else edits of the status message; edit = always edits; off = only the final answer"`
-	Models       string `env:"ODEK_TELEGRAM_MODELS" env-description:"comma-separated models users may choose per chat with /model; workers read the same variable and run only a listed model (empty = no choice)"`
+	Busy         string `env:"ODEK_TELEGRAM_BUSY" env-default:"queue" env-description:"what a message sent while the chat's job runs does (chats change it with /busy): queue = it waits and runs as its own job; steer = it joins the running job at its next model call and the answer covers it; interrupt = the running job stops (its work so far is kept in the conversation) and the new message runs"`
 	STTModel     string `env:"ODEK_TELEGRAM_TRANSCRIBE_MODEL" env-default:"whisper-1" env-description:"model that transcribes voice and audio messages at the endpoint's /audio/transcriptions (off = voice messages are declined)"`
 	STTURL       string `env:"ODEK_TELEGRAM_TRANSCRIBE_URL" env-description:"OpenAI-compatible API root for transcription, e.g. https://api.openai.com/v1 (empty = the configured model endpoint, with its API key)"`
 	STTKey       string `env:"ODEK_TELEGRAM_TRANSCRIBE_API_KEY" env-description:"API key for ODEK_TELEGRAM_TRANSCRIBE_URL (the model endpoint's key is sent only to the model endpoint's own host; never logged)"`
 	StatusLedger string `env:"ODEK_TELEGRAM_STATUS_LEDGER" env-description:"where the bot notes its status messages so one left by a crash is marked interrupted at the next start: empty = in Redis (distributed) or $ODEK_HOME/telegram-status (embedded), a directory, or off"`
-	LogLevel     string `env:"ODEK_LOG_LEVEL" env-default:"info" env-description:"debug, info, warn or error"`
 }

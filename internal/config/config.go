@@ -9,7 +9,8 @@
 //  3. the project file ./odek.json in the project directory (untrusted: it
 //     arrives with whatever repository odek is pointed at);
 //  4. the environment (ODEK_API_KEY, OPENAI_API_KEY, ODEK_BASE_URL,
-//     ODEK_MODEL; every variable odek reads is declared in environ.go and
+//     ODEK_MODEL, ODEK_PROVIDER; every variable odek and odek-bot read is
+//     declared once in this package, env.go, environ.go and botenv.go, and
 //     listed by `odek config env`);
 //  5. command-line flag overrides (Flags).
 //
@@ -187,6 +188,11 @@ type LLM struct {
 	// StrictToolModels lists the models whose tools are declared in
 	// OpenAI's strict mode ("strict": true, schemas adapted). Empty: none.
 	StrictToolModels []string `json:"strict_tool_models"`
+	// ResponseFormatModels lists the models whose endpoint accepts
+	// OpenAI's response_format {"type":"json_schema"}: a run with an
+	// output schema (odek run --output-schema, a job's output_schema) sends
+	// it to them natively, besides checking the answer. Empty: none.
+	ResponseFormatModels []string `json:"response_format_models"`
 	// KeepThinkTags leaves a leading <think>…</think> block in the answer;
 	// false (the default) moves it out as reasoning.
 	KeepThinkTags bool `json:"keep_think_tags"`
@@ -234,7 +240,7 @@ type Options struct {
 	// ProjectDir holds odek.json; "" means the working directory.
 	ProjectDir string
 	// Environ is the environment as KEY=VALUE pairs; nil means the process
-	// environment (read with cleanenv). An empty non-nil slice is an empty
+	// environment (read with ReadEnv). An empty non-nil slice is an empty
 	// environment.
 	Environ []string
 	// Flags are command-line overrides.
@@ -331,6 +337,7 @@ func (c *Config) Settings() []Setting {
 		Setting{"llm.idle_timeout_seconds", strconv.Itoa(c.LLM.IdleTimeoutSeconds), src("llm.idle_timeout_seconds")},
 		Setting{"llm.request_timeout_seconds", strconv.Itoa(c.LLM.RequestTimeoutSeconds), src("llm.request_timeout_seconds")},
 		Setting{"llm.strict_tool_models", strings.Join(c.LLM.StrictToolModels, ","), src("llm.strict_tool_models")},
+		Setting{"llm.response_format_models", strings.Join(c.LLM.ResponseFormatModels, ","), src("llm.response_format_models")},
 		Setting{"llm.keep_think_tags", strconv.FormatBool(c.LLM.KeepThinkTags), src("llm.keep_think_tags")},
 		Setting{"tools.shell_timeout_seconds", strconv.Itoa(c.Tools.ShellTimeoutSeconds), src("tools.shell_timeout_seconds")},
 		Setting{"tools.max_output_bytes", strconv.Itoa(c.Tools.MaxOutputBytes), src("tools.max_output_bytes")},

@@ -4,16 +4,12 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"reflect"
 	"runtime"
 	"strings"
-
-	"github.com/ilyakaznacheev/cleanenv"
 )
 
-// envVars is the environment layer. The tags are cleanenv's: ReadEnv fills
-// the struct from the process environment and EnvUsage renders the
-// descriptions. Every field is a string; an empty value counts as unset.
+// envVars is the environment layer, declared like every variable
+// (environ.go). Every field is a string; an empty value counts as unset.
 type envVars struct {
 	Home         string `env:"ODEK_HOME" env-description:"odek home directory holding config.json and sessions (default ~/.odek)"`
 	APIKey       string `env:"ODEK_API_KEY" env-description:"API key for the chat-completions endpoint; overrides api_key in config.json"`
@@ -23,28 +19,13 @@ type envVars struct {
 	Provider     string `env:"ODEK_PROVIDER" env-description:"provider preset (deepseek, gemini, mistral, groq, openrouter, …; see docs/PROVIDERS.md): fills the base URL and model and reads the key from the provider's variable, e.g. DEEPSEEK_API_KEY"`
 }
 
-// readEnv fills envVars. A nil environ means the process environment, read
-// by cleanenv; otherwise the same tags are looked up in environ, with the
-// first KEY=VALUE occurrence winning as in os.Getenv.
+// readEnv fills envVars from environ (nil means the process
+// environment), with the first KEY=VALUE occurrence winning as in
+// os.Getenv.
 func readEnv(environ []string) (envVars, error) {
 	var v envVars
-	if environ == nil {
-		if err := cleanenv.ReadEnv(&v); err != nil {
-			return v, fmt.Errorf("%w: environment: %v", ErrInvalid, err)
-		}
-		return v, nil
-	}
-	rv := reflect.ValueOf(&v).Elem()
-	rt := rv.Type()
-	for i := range rt.NumField() {
-		for _, name := range strings.Split(rt.Field(i).Tag.Get(cleanenv.TagEnv), cleanenv.DefaultSeparator) {
-			if val, ok := lookup(environ, name); ok {
-				rv.Field(i).SetString(val)
-				break
-			}
-		}
-	}
-	return v, nil
+	err := ReadEnv(environ, &v)
+	return v, err
 }
 
 func lookup(environ []string, key string) (string, bool) {

@@ -61,10 +61,10 @@ func TestLoadHomeFromEnviron(t *testing.T) {
 	}
 }
 
-// TestReadEnvMatchesCleanenv pins the injected-environment reader to
-// cleanenv's reading of the process environment, the production path.
-// It sets every variable it reads, so the host environment cannot leak in.
-func TestReadEnvMatchesCleanenv(t *testing.T) {
+// TestReadEnvProcessMatchesSlice pins the reading of the process
+// environment (the production path) to the injected-environment one. It
+// sets every variable it reads, so the host environment cannot leak in.
+func TestReadEnvProcessMatchesSlice(t *testing.T) {
 	vars := map[string]string{
 		"ODEK_HOME":      "/srv/odek",
 		"ODEK_API_KEY":   "",
@@ -89,7 +89,7 @@ func TestReadEnvMatchesCleanenv(t *testing.T) {
 	}
 	want := envVars{Home: "/srv/odek", OpenAIAPIKey: "openai-key", BaseURL: "http://127.0.0.1:9/v1"}
 	if fromProcess != want || fromSlice != want {
-		t.Errorf("cleanenv %+v, slice %+v, want %+v", fromProcess, fromSlice, want)
+		t.Errorf("process %+v, slice %+v, want %+v", fromProcess, fromSlice, want)
 	}
 }
 
@@ -133,4 +133,75 @@ func TestReadEnvNamesTheVariable(t *testing.T) {
 	if err := ReadEnv([]string{"ODEK_APPROVE_MCP=1"}, &p); err != nil || !p.ApproveMCP {
 		t.Fatalf("approve: %+v %v", p, err)
 	}
+}
+
+// Every variable is declared by exactly one struct field, with a doc
+// line: the bot and the worker share theirs through SharedEnv instead of
+// declaring REDIS_URL, ODEK_APPROVAL_TIMEOUT and the rest twice (once
+// with two types).
+func TestEveryVariableIsDeclaredOnce(t *testing.T) {
+	seen := map[string]string{}
+	for _, v := range []any{&envVars{}, &ProcessEnv{}, &SharedEnv{}, &WorkerEnv{}, &BotEnv{}} {
+		owner := reflect.TypeOf(v).Elem().Name()
+		for _, d := range declared(v, false) {
+			if prev, dup := seen[d.name]; dup {
+				t.Errorf("%s is declared in %s and again in %s", d.name, prev, owner)
+			}
+			seen[d.name] = owner
+			if d.doc == "" {
+				t.Errorf("%s (%s) has no doc line", d.name, owner)
+			}
+		}
+	}
+	if len(seen) < 40 {
+		t.Fatalf("only %d variables found: the walk is broken", len(seen))
+	}
+	// `odek config env` lists each once, and odek-bot's shared ones too.
+	all := append(EnvGroups(), EnvGroup{"odek-bot", &BotEnv{}})
+	text := EnvText(all)
+	for name := range seen {
+		if n := strings.Count(text, "\n  "+name+" "); n != 1 {
+			t.Errorf("%s is listed %d times by EnvText", name, n)
+		}
+	}
+	if got := len(EnvNames([]EnvGroup{{Vars: &BotEnv{}}})); got != len(declared(&BotEnv{}, false))+len(declared(&SharedEnv{}, false)) {
+		t.Errorf("EnvNames of BotEnv: %d names, want its own and SharedEnv's", got)
+	}
+}
+
+// Both front ends read a shared variable the same way: one type, one
+// parser (ODEK_APPROVAL_TIMEOUT was a string for the bot and seconds for
+// the worker).
+func TestSharedVariablesReadAlikeByBotAndWorker(t *testing.T) {
+	environ := []string{"REDIS_URL=redis://q:6379/0", "ODEK_APPROVAL_TIMEOUT=5m", "ODEK_TELEGRAM_MODELS=a,b", "ODEK_QUEUE_PREFIX="}
+	var b BotEnv
+	var w WorkerEnv
+	if err := ReadEnv(environ, &b); err != nil {
+		t.Fatal(err)
+	}
+	if err := ReadEnv(environ, &w); err != nil {
+		t.Fatal(err)
+	}
+	if b.SharedEnv != w.SharedEnv {
+		t.Fatalf("bot read %+v, worker %+v", b.SharedEnv, w.SharedEnv)
+	}
+	if b.ApprovalTimeout.D() != 5*time.Minute || b.RedisURL != "redis://q:6379/0" || b.QueuePrefix != "odek:" || b.LogLevel != "info" {
+		t.Fatalf("shared: %+v", b.SharedEnv)
+	}
+	if err := ReadEnv([]string{"ODEK_APPROVAL_TIMEOUT=soon"}, &BotEnv{}); err == nil || !strings.Contains(err.Error(), "ODEK_APPROVAL_TIMEOUT") {
+		t.Fatalf("a bad shared value for the bot: %v", err)
+	}
+}
+
+func TestEnvUsageIsTheDocLine(t *testing.T) {
+	got := EnvUsage(&WorkerEnv{}, "ODEK_APPROVAL_TIMEOUT")
+	if !strings.HasPrefix(got, "seconds (or a duration like 5m) a tool approval waits") || !strings.HasSuffix(got, "(env ODEK_APPROVAL_TIMEOUT)") {
+		t.Fatalf("EnvUsage = %q", got)
+	}
+	defer func() {
+		if recover() == nil {
+			t.Fatal("EnvUsage of an undeclared variable did not panic")
+		}
+	}()
+	EnvUsage(&WorkerEnv{}, "ODEK_NOT_A_VARIABLE")
 }

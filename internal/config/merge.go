@@ -34,6 +34,7 @@ type llmFile struct {
 	IdleTimeoutSeconds    *int      `json:"idle_timeout_seconds"`
 	RequestTimeoutSeconds *int      `json:"request_timeout_seconds"`
 	StrictToolModels      *[]string `json:"strict_tool_models"`
+	ResponseFormatModels  *[]string `json:"response_format_models"`
 	KeepThinkTags         *bool     `json:"keep_think_tags"`
 }
 
@@ -178,7 +179,7 @@ func defaults() *Config {
 		"api_key", "base_url", "model", "max_iterations", "max_tool_parallel", "system_prompt",
 		"dangerous.non_interactive", "llm.stream", "llm.max_attempts", "llm.idle_timeout_seconds",
 		"llm.request_timeout_seconds", "tools.shell_timeout_seconds", "tools.max_output_bytes",
-		"provider", "llm.strict_tool_models", "llm.keep_think_tags",
+		"provider", "llm.strict_tool_models", "llm.response_format_models", "llm.keep_think_tags",
 	} {
 		c.Sources[k] = SourceDefault
 	}
@@ -201,6 +202,9 @@ func finish(c *Config) {
 	}
 	if len(c.LLM.StrictToolModels) == 0 {
 		c.LLM.StrictToolModels = nil
+	}
+	if len(c.LLM.ResponseFormatModels) == 0 {
+		c.LLM.ResponseFormatModels = nil
 	}
 }
 
@@ -229,6 +233,7 @@ func applySettings(c *Config, s *settingsFile, src string) {
 		set(c, &c.LLM.IdleTimeoutSeconds, l.IdleTimeoutSeconds, "llm.idle_timeout_seconds", src)
 		set(c, &c.LLM.RequestTimeoutSeconds, l.RequestTimeoutSeconds, "llm.request_timeout_seconds", src)
 		set(c, &c.LLM.StrictToolModels, l.StrictToolModels, "llm.strict_tool_models", src)
+		set(c, &c.LLM.ResponseFormatModels, l.ResponseFormatModels, "llm.response_format_models", src)
 		set(c, &c.LLM.KeepThinkTags, l.KeepThinkTags, "llm.keep_think_tags", src)
 	}
 	if t := s.Tools; t != nil {

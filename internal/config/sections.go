@@ -1,12 +1,22 @@
 package config
 
-import "encoding/json"
+import (
+	"encoding/json"
+
+	"github.com/odekrun/odek/internal/sandbox"
+	"github.com/odekrun/odek/internal/subagent"
+)
 
 // The typed sections below are decoded from both files once, in Load,
 // validated by their `check` tags and merged by their `project` tags
 // (tighten.go): the one rule for what a project file may set. Every
 // consumer (host, budget, subagent, sandbox) reads the merged values from
-// Config and never parses a file itself.
+// Config and never parses a file itself. Each section is declared once:
+// where its consumer can take the file's shape, the consumer's own type
+// is the section (Sandbox is sandbox.Settings, Subagent is
+// subagent.Settings); otherwise the section converts itself by a method
+// (Limits.Budget, Limits.Prices, Dangerous.Policy, Config.LLMConfig in
+// convert.go). A new setting is one field.
 //
 // Tags:
 //
@@ -65,58 +75,14 @@ type ModelPrice struct {
 	CachedInputCostPerMillionUSD *float64 `json:"cached_input_cost_per_million_usd" check:"min=0"`
 }
 
-// Subagent is the `subagent` section (delegate_tasks). Zero fields mean
-// the defaults of package subagent, which the default tags repeat (a
-// host test keeps them equal).
-type Subagent struct {
-	// MaxConcurrency bounds children running at once per delegate_tasks
-	// call (1–8; default 3).
-	MaxConcurrency int `json:"max_concurrency" project:"lower" default:"3" check:"min=0,max=8"`
-	// MaxProcesses bounds the sub-agent processes, of every depth, running
-	// at once under one worker or top-level odek process (1–64; default 8).
-	MaxProcesses int `json:"max_processes" project:"lower" default:"8" check:"min=0,max=64"`
-	// MaxDepth bounds nesting (1–8; default 2).
-	MaxDepth int `json:"max_depth" project:"lower" default:"2" check:"min=0,max=8"`
-	// BudgetInherit is "operator" (default) or "share"; a project may
-	// only switch to "share".
-	BudgetInherit string `json:"budget_inherit" project:"only=share" check:"oneof=|operator|share"`
-	// TaskTimeoutSeconds bounds one child's run, in seconds (default 600,
-	// at most 86400).
-	TaskTimeoutSeconds float64 `json:"task_timeout_seconds" project:"lower" default:"600" check:"min=0,max=86400"`
-}
+// Subagent is the `subagent` section (delegate_tasks): the subagent
+// package's own Settings, tags included.
+type Subagent = subagent.Settings
 
 // Sandbox is the `sandbox` section: how worker and bot jobs (and `odek
-// run --confine`) are confined. The zero value is the default: mode auto,
-// no TCP port reachable for connect or bind, and the sandbox package's
-// default resource limits (a limit left at 0 is that default; to lift one,
-// set a large value).
-type Sandbox struct {
-	// Mode is "" (auto: on for worker and bot, off for `odek run` unless
-	// Confine), "on" or "off" (operator only).
-	Mode string `json:"mode" project:"only=on" check:"oneof=|on|off"`
-	// Confine turns the sandbox on for `odek run` and `odek continue`.
-	Confine bool `json:"confine" project:"on"`
-	// AllowConnectPorts are the TCP ports a job's processes may connect
-	// to. Empty ⇒ none.
-	AllowConnectPorts []int `json:"allow_connect_ports" project:"subset" check:"min=1,max=65535,maxitems=64"`
-	// AllowBindPorts are the TCP ports a job's processes may bind and
-	// listen on. Empty ⇒ none, and listen(2) is refused.
-	AllowBindPorts []int `json:"allow_bind_ports" project:"subset" check:"min=1,max=65535,maxitems=64"`
-	// ReadOnlyPaths are extra absolute paths a job may read and execute.
-	ReadOnlyPaths []string `json:"read_only_paths" project:"never" check:"abs,maxitems=64"`
-	// DenyPaths are absolute paths never granted.
-	DenyPaths []string `json:"deny_paths" project:"append" check:"abs,maxitems=64"`
-	// MaxMemoryMB caps each process's address space, in MiB; 0 ⇒ 4096.
-	MaxMemoryMB int `json:"max_memory_mb" project:"lower" default:"4096" check:"min=0"`
-	// MaxCPUSeconds caps each process's CPU time, in seconds; 0 ⇒ 600.
-	MaxCPUSeconds int `json:"max_cpu_seconds" project:"lower" default:"600" check:"min=0"`
-	// MaxProcesses caps the processes of odek's user while a job's
-	// processes run (per user, not enforced for root); 0 ⇒ 1024.
-	MaxProcesses int `json:"max_processes" project:"lower" default:"1024" check:"min=0"`
-	// MaxFileSizeMB caps the size of a file a job's process writes, in
-	// MiB; 0 ⇒ 1024.
-	MaxFileSizeMB int `json:"max_file_size_mb" project:"lower" default:"1024" check:"min=0"`
-}
+// run --confine`) are confined. It is the sandbox package's own Settings,
+// tags included, so a new sandbox setting is one field there.
+type Sandbox = sandbox.Settings
 
 // Context is the pair of top-level keys that steer proactive trimming.
 type Context struct {

@@ -4,8 +4,11 @@ import (
 	"errors"
 	"reflect"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/odekrun/odek/internal/sandbox"
 )
 
 func f64(v float64) *float64 { return &v }
@@ -229,6 +232,26 @@ func assertTighter(t *testing.T, _ string, op, got reflect.Value, typ reflect.Ty
 			if g.String() != o.String() && g.String() != strings.TrimPrefix(rule, "only=") {
 				t.Fatalf("%s: %q -> %q", f.Name, o.String(), g.String())
 			}
+		}
+	}
+}
+
+// The defaults the sandbox section documents (and merges a project's
+// value against) are the ones the sandbox applies to a limit left at 0.
+func TestSandboxDefaultTagsMatchTheSandbox(t *testing.T) {
+	want := map[string]int{
+		"MaxMemoryMB": sandbox.DefaultMaxMemoryMB, "MaxCPUSeconds": sandbox.DefaultMaxCPUSeconds,
+		"MaxProcesses": sandbox.DefaultMaxProcesses, "MaxFileSizeMB": sandbox.DefaultMaxFileSizeMB,
+	}
+	typ := reflect.TypeFor[Sandbox]()
+	for name, def := range want {
+		f, ok := typ.FieldByName(name)
+		if !ok {
+			t.Errorf("Sandbox has no %s", name)
+			continue
+		}
+		if got := f.Tag.Get("default"); got != strconv.Itoa(def) {
+			t.Errorf("Sandbox.%s default %q, the sandbox applies %d", name, got, def)
 		}
 	}
 }

@@ -46,13 +46,14 @@ const starter = `{
     "non_interactive": "deny"
   },
 
-  "// llm": "Chat-completions client. stream: use server-sent events. max_attempts: HTTP attempts per call, retries included. idle_timeout_seconds: abort a silent stream. request_timeout_seconds: bound one attempt. 0 means the client's default; seconds are capped at 86400. strict_tool_models: models whose tools are sent in OpenAI's strict mode. keep_think_tags: leave a leading <think> block in the answer instead of treating it as reasoning.",
+  "// llm": "Chat-completions client. stream: use server-sent events. max_attempts: HTTP attempts per call, retries included. idle_timeout_seconds: abort a silent stream. request_timeout_seconds: bound one attempt. 0 means the client's default; seconds are capped at 86400. strict_tool_models: models whose tools are sent in OpenAI's strict mode. response_format_models: models whose endpoint takes response_format json_schema, sent natively for --output-schema runs. keep_think_tags: leave a leading <think> block in the answer instead of treating it as reasoning.",
   "llm": {
     "stream": true,
     "max_attempts": 0,
     "idle_timeout_seconds": 0,
     "request_timeout_seconds": 0,
     "strict_tool_models": [],
+    "response_format_models": [],
     "keep_think_tags": false
   },
 

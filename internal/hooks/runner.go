@@ -43,6 +43,8 @@ type Input struct {
 	// run ended (session_end, subagent_stop).
 	Answer string `json:"answer,omitempty"`
 	Status string `json:"status,omitempty"`
+	// TaskID names the delegated task (subagent_start, subagent_stop).
+	TaskID string `json:"task_id,omitempty"`
 }
 
 // ToolInput describes the call.

@@ -57,7 +57,7 @@ func (t *hookedTool) Run(ctx context.Context, args json.RawMessage) (agent.ToolR
 	if t.r.Has(PreTool) {
 		in.Event = PreTool
 		d, reps := t.r.Fire(ctx, in)
-		emitReports(call, name, reps)
+		EmitReports(call, name, reps)
 		if d.Block {
 			return agent.ToolResult{Text: "blocked by a pre_tool hook: " + d.Reason, IsError: true}, nil
 		}
@@ -73,12 +73,16 @@ func (t *hookedTool) Run(ctx context.Context, args json.RawMessage) (agent.ToolR
 		ri.Truncated = len(ri.Text) < len(text)
 		in.Result = ri
 		_, reps := t.r.Fire(ctx, in)
-		emitReports(call, name, reps)
+		EmitReports(call, name, reps)
 	}
 	return res, err
 }
 
-func emitReports(call agent.CallInfo, tool string, reps []Report) {
+// EmitReports emits one hook_* event per hook run into the run's stream
+// (call's): hook_completed, hook_blocked or hook_failed, naming the
+// event, the hook and the tool whose call it was ("" for a lifecycle
+// hook: no tool field).
+func EmitReports(call agent.CallInfo, tool string, reps []Report) {
 	for _, rep := range reps {
 		typ := EventHookCompleted
 		switch rep.Outcome {
@@ -87,7 +91,10 @@ func emitReports(call agent.CallInfo, tool string, reps []Report) {
 		case OutcomeFailed:
 			typ = EventHookFailed
 		}
-		data := map[string]any{"event": string(rep.Event), "hook": rep.Hook, "tool": tool, "duration_ms": rep.Duration.Milliseconds()}
+		data := map[string]any{"event": string(rep.Event), "hook": rep.Hook, "duration_ms": rep.Duration.Milliseconds()}
+		if tool != "" {
+			data["tool"] = tool
+		}
 		if rep.Reason != "" {
 			data["reason"] = rep.Reason
 		}

@@ -9,7 +9,7 @@ import (
 	"github.com/odekrun/odek/internal/hooks"
 	"github.com/odekrun/odek/internal/redact"
 	"github.com/odekrun/odek/internal/sandbox"
-	"github.com/odekrun/odek/internal/session"
+	"github.com/odekrun/odek/internal/subagent"
 	"github.com/odekrun/odek/internal/tools"
 	"github.com/sirupsen/logrus"
 )
@@ -37,34 +37,73 @@ func (rt *Runtime) wireHooks(cfg *config.Config, opts Options, workDir string, j
 	return rt.hooks.WrapTools(ts), nil
 }
 
-// hooksBefore fires session_start and user_prompt. The run id is fixed
-// here so the hooks and the event stream name the same run.
-func (rt *Runtime) hooksBefore(ctx context.Context, acfg *agent.Config, spec RunSpec) (out Outcome, refused bool, err error) {
-	if !rt.hooks.Has(hooks.SessionStart) && !rt.hooks.Has(hooks.UserPrompt) && !rt.hooks.Has(hooks.Stop) && !rt.hooks.Has(hooks.SessionEnd) {
-		return Outcome{}, false, nil
+// lifecycle makes acfg fire the operator's lifecycle hooks inside the
+// run (agent.Config.OnStart/OnEnd), so their hook_* events are in the
+// run's stream and name its run id: session_start and user_prompt after
+// run_started and before the first model call (a refusal ends the run
+// with an error matching ErrRefusedByHook, and no model call is made),
+// stop after an answer and session_end however the run ended, both
+// before the closing event and both failing open.
+func (rt *Runtime) lifecycle(acfg *agent.Config) {
+	h := rt.hooks
+	if !h.Has(hooks.SessionStart) && !h.Has(hooks.UserPrompt) && !h.Has(hooks.Stop) && !h.Has(hooks.SessionEnd) {
+		return
 	}
-	if acfg.RunID == "" {
-		acfg.RunID = session.NewID()
-	}
-	for _, ev := range []hooks.Event{hooks.SessionStart, hooks.UserPrompt} {
-		d, _ := rt.hooks.Fire(ctx, hooks.Input{Event: ev, RunID: acfg.RunID, SessionID: acfg.SessionID, Prompt: spec.Goal})
-		if d.Block {
-			err := errors.Join(ErrRefusedByHook, errors.New("a "+string(ev)+" hook refused the run: "+d.Reason))
-			return Outcome{Status: StatusError, ExitCode: ExitError, Error: rt.Redactor.String(err.Error()), RunID: acfg.RunID, SessionID: acfg.SessionID}, true, err
+	acfg.OnStart = func(ctx context.Context, call agent.CallInfo, goal string) error {
+		for _, ev := range []hooks.Event{hooks.SessionStart, hooks.UserPrompt} {
+			d, reps := h.Fire(ctx, hooks.Input{Event: ev, RunID: call.RunID, SessionID: call.SessionID, Prompt: goal})
+			hooks.EmitReports(call, "", reps)
+			if d.Block {
+				return errors.Join(ErrRefusedByHook, errors.New("a "+string(ev)+" hook refused the run: "+d.Reason))
+			}
 		}
+		return nil
 	}
-	return Outcome{}, false, nil
+	acfg.OnEnd = func(ctx context.Context, call agent.CallInfo, answer string, err error) {
+		status, _ := OutcomeOf(err)
+		if err == nil {
+			_, reps := h.Fire(ctx, hooks.Input{Event: hooks.Stop, RunID: call.RunID, SessionID: call.SessionID, Answer: rt.Redactor.String(answer), Status: status})
+			hooks.EmitReports(call, "", reps)
+		}
+		_, reps := h.Fire(ctx, hooks.Input{Event: hooks.SessionEnd, RunID: call.RunID, SessionID: call.SessionID, Status: status})
+		hooks.EmitReports(call, "", reps)
+	}
 }
 
-// hooksAfter fires stop (after an answer) and session_end; both fail open.
-func (rt *Runtime) hooksAfter(ctx context.Context, acfg agent.Config, res *agent.Result, runErr error) {
-	if res == nil {
-		res = &agent.Result{RunID: acfg.RunID}
+// subagentHook fires subagent_start (exit 2 or a block decision refuses
+// the task) and subagent_stop (fails open) for one delegated task, with
+// the hook_* events of each hook run in the parent's stream, as the tool
+// hooks report theirs.
+func (rt *Runtime) subagentHook(ctx context.Context, ev subagent.TaskEvent) string {
+	if rt.hooks == nil {
+		return ""
 	}
-	ctx = context.WithoutCancel(ctx)
-	status, _ := OutcomeOf(runErr)
-	if runErr == nil {
-		rt.hooks.Fire(ctx, hooks.Input{Event: hooks.Stop, RunID: res.RunID, SessionID: acfg.SessionID, Answer: rt.Redactor.String(res.Answer), Status: status})
+	call, _ := agent.CallFrom(ctx)
+	in := hooks.Input{Event: hooks.SubagentStop, RunID: call.RunID, SessionID: call.SessionID, Prompt: ev.Goal, TaskID: ev.TaskID}
+	if ev.Start {
+		in.Event = hooks.SubagentStart
+	} else if ev.Result != nil {
+		in.Status, in.Answer = ev.Result.Status, ev.Result.Summary
+		if ev.Result.Status != subagent.StatusSuccess && ev.Result.Error != "" {
+			in.Answer = ev.Result.Error
+		}
 	}
-	rt.hooks.Fire(ctx, hooks.Input{Event: hooks.SessionEnd, RunID: res.RunID, SessionID: acfg.SessionID, Status: status})
+	if !rt.hooks.Has(in.Event) {
+		return ""
+	}
+	d, reps := rt.hooks.Fire(ctx, in)
+	hooks.EmitReports(call, subagent.ToolName, reps)
+	if d.Block && ev.Start {
+		return d.Reason
+	}
+	return ""
+}
+
+// RunAgent is agent.Run of acfg (this Runtime's Agent, adjusted by the
+// caller) with the operator's lifecycle hooks fired inside it, as Host.Run
+// fires them. For front ends that drive the loop themselves (`odek
+// subagent`).
+func (rt *Runtime) RunAgent(ctx context.Context, acfg agent.Config, goal string) (*agent.Result, error) {
+	rt.lifecycle(&acfg)
+	return agent.Run(rt.Context(ctx), acfg, goal) // the run's span (trace.go)
 }

@@ -43,10 +43,12 @@ import (
 	"github.com/odekrun/odek/internal/hooks"
 	"github.com/odekrun/odek/internal/llm"
 	"github.com/odekrun/odek/internal/plan"
+	"github.com/odekrun/odek/internal/privdir"
 	"github.com/odekrun/odek/internal/redact"
 	"github.com/odekrun/odek/internal/sandbox"
 	"github.com/odekrun/odek/internal/skills/skilltool"
 	"github.com/odekrun/odek/internal/subagent"
+	"github.com/odekrun/odek/internal/telemetry"
 	"github.com/odekrun/odek/internal/tools"
 	"github.com/odekrun/odek/queue"
 	"github.com/sirupsen/logrus"
@@ -94,6 +96,10 @@ type Options struct {
 	ExtraTools []tools.Tool
 	// RunID and SessionID are passed through to agent.Config.
 	RunID, SessionID string
+
+	// traced: Prepare opened the run's span; Build wraps the model and
+	// the tools so their calls are spans (trace.go).
+	traced bool
 	// Extensions starts the MCP servers of the mcp_servers sections
 	// (package ext) and offers their approved tools. Off ⇒ none start.
 	Extensions bool
@@ -173,6 +179,9 @@ type Runtime struct {
 	// hooks runs the operator's hooks (issue 28); never nil after Build.
 	hooks *hooks.Runner
 
+	// span is the run's invoke_agent span (trace.go); zero when off.
+	span telemetry.Span
+
 	closeOnce sync.Once
 	closers   []func() error
 	closeErr  error
@@ -228,7 +237,7 @@ func Build(ctx context.Context, opts Options) (*Runtime, error) {
 		workDir = wd
 	}
 
-	limits, prices := Limits(cfg)
+	limits, prices := cfg.Limits.Budget(), cfg.Limits.Prices(cfg.Preset())
 	limits = Override(limits, opts.LimitOverrides)
 	if opts.AdjustLimits != nil {
 		opts.AdjustLimits(&limits)
@@ -305,12 +314,13 @@ func Build(ctx context.Context, opts Options) (*Runtime, error) {
 		toolset = append(toolset, artifactstore.NewReadTool(rt.Artifacts))
 	}
 	if opts.Delegate {
-		settings := SubagentSettings(cfg)
+		settings := cfg.Subagent.WithDefaults()
 		if opts.Depth < settings.MaxDepth {
 			toolset = append(toolset, subagent.NewDelegateTool(subagent.Options{
 				Environ: opts.Environ, APIKey: cfg.APIKey, Model: cfg.Model, BaseURL: cfg.BaseURL,
 				WorkDir: workDir, ArtifactsDir: artifactsDir, Store: rt.Artifacts, Confine: confinement,
 				Settings: settings, Depth: opts.Depth, MaxRisk: opts.MaxRisk, Logger: log,
+				TaskHook: rt.subagentHook, // hooks.go: subagent_start/stop (rt.hooks is set below)
 			}))
 		}
 	}
@@ -371,12 +381,16 @@ func Build(ctx context.Context, opts Options) (*Runtime, error) {
 	if toolset, err = rt.wireHooks(cfg, opts, workDir, jail, red, log, toolset); err != nil {
 		return nil, err
 	}
+	var model agent.Model = client
+	if opts.traced { // telemetry (issue 24, trace.go)
+		model, toolset = traceModel(client, cfg.Model), traceTools(toolset)
+	}
 	rt.Agent = agent.Config{
-		LLM:                client,
+		LLM:                model,
 		Model:              cfg.Model,
 		SystemPrompt:       systemPrompt, // issue 28: cfg.SystemPrompt plus the skills
 		Tools:              toolset,
-		Policy:             Policy(cfg.Dangerous),
+		Policy:             cfg.Dangerous.Policy(),
 		Prompter:           opts.Prompter,
 		MaxIterations:      cfg.MaxIterations,
 		MaxToolParallel:    cfg.MaxToolParallel,
@@ -417,24 +431,13 @@ func CheckSandbox(abi int) error {
 	return fmt.Errorf("%w: %v. To run jobs without confinement (every chat can then read the others' files and reach the network), set \"sandbox\": {\"mode\": \"off\"} in the operator config ($ODEK_HOME/config.json)", ErrSandboxUnavailable, what)
 }
 
-// SandboxSettings are the merged sandbox section (config.Load already
-// held the project file to tightening it).
-func SandboxSettings(cfg *config.Config) sandbox.Settings {
-	s := cfg.Sandbox
-	return sandbox.Settings{
-		Mode: s.Mode, Confine: s.Confine, AllowConnectPorts: s.AllowConnectPorts, AllowBindPorts: s.AllowBindPorts,
-		ReadOnlyPaths: s.ReadOnlyPaths, DenyPaths: s.DenyPaths,
-		MaxMemoryMB: s.MaxMemoryMB, MaxCPUSeconds: s.MaxCPUSeconds, MaxProcesses: s.MaxProcesses, MaxFileSizeMB: s.MaxFileSizeMB,
-	}
-}
-
 // confine builds the sandbox of a confined run: the settings, a check of
 // the kernel, the run's private temp dir and the jail its commands start
 // in. cleanup closes the jail and removes the temp dir.
 func confine(cfg *config.Config, opts Options, workDir string, warn func(string)) (*sandbox.Jail, func() error, error) {
 	tpl := opts.SandboxTemplate
 	if tpl == nil {
-		settings := SandboxSettings(cfg)
+		settings := cfg.Sandbox
 		probe := opts.SandboxABI
 		if probe == nil {
 			probe = sandbox.ABI
@@ -442,7 +445,7 @@ func confine(cfg *config.Config, opts Options, workDir string, warn func(string)
 		if err := CheckSandbox(probe()); err != nil {
 			return nil, nil, err
 		}
-		tpl = sandbox.NewTemplate(settings, append([]string{cfg.Home}, opts.SandboxDeny...), sandbox.Host)
+		tpl = withSkillDirs(sandbox.NewTemplate(settings, append([]string{cfg.Home}, opts.SandboxDeny...), sandbox.Host), cfg, warn)
 	}
 	// The rules and os.Root see the real directory; a model naming the
 	// root by its real path must match it.
@@ -453,7 +456,9 @@ func confine(cfg *config.Config, opts Options, workDir string, warn func(string)
 	if root, err = filepath.Abs(root); err != nil {
 		return nil, nil, fmt.Errorf("host: the run's root %s: %w", workDir, err)
 	}
-	tmp, err := os.MkdirTemp("", "odek-job-")
+	// 128 random bits: a confined job may stat any path it can name, and
+	// MkdirTemp's 32 bits can be enumerated or planted (privdir).
+	tmp, err := privdir.Make("", "odek-job-")
 	if err != nil {
 		return nil, nil, fmt.Errorf("host: the run's private temp dir: %w", err)
 	}
@@ -471,13 +476,23 @@ func confine(cfg *config.Config, opts Options, workDir string, warn func(string)
 	return jail, func() error { return errors.Join(jail.Close(), cleanup()) }, nil
 }
 
-// providerOf is the config's provider preset: named, or recognised from
-// the base URL ("" for none).
-func providerOf(cfg *config.Config) string {
-	if cfg.Provider != "" {
-		return cfg.Provider
+// StartupWindow states the default model's context window in a worker's
+// start-up log (issue 29: every run is bounded, and the operator sees by
+// what). It asks no endpoint: when the window is the endpoint's to report
+// (odek's client, no operator value), it says it is asked at the first
+// job and what applies if the endpoint does not say; otherwise it logs
+// the resolution ContextWindow then repeats no more.
+func StartupWindow(cfg *config.Config, client agent.Model, log logrus.FieldLogger) {
+	if log == nil {
+		return
 	}
-	return llm.PresetForURL(cfg.BaseURL)
+	if c, ok := client.(*llm.Client); ok && cfg.Context.Window[cfg.Model] <= 0 && c.DiscoversWindow() {
+		res := llm.ResolveWindow(cfg.Model, 0, 0, cfg.Preset())
+		log.WithFields(logrus.Fields{"model": cfg.Model, "otherwise": res.Tokens, "otherwise_source": res.Source}).
+			Info("context window: asked of the endpoint at the first job")
+		return
+	}
+	ContextWindow(context.Background(), cfg, client, log)
 }
 
 // windowLogged remembers the (model, window, source) triples already
@@ -499,7 +514,7 @@ func ContextWindow(ctx context.Context, cfg *config.Config, client agent.Model, 
 		}
 		endpoint = n
 	}
-	res := llm.ResolveWindow(cfg.Model, operator, endpoint, providerOf(cfg))
+	res := llm.ResolveWindow(cfg.Model, operator, endpoint, cfg.Preset())
 	if _, seen := windowLogged.LoadOrStore(fmt.Sprint(cfg.Model, res), true); !seen && log != nil {
 		// Info, not a warning: `odek run --quiet` prints warnings, and an
 		// unknown model is not an error (`odek config show` states it too).
@@ -513,23 +528,9 @@ func ContextWindow(ctx context.Context, cfg *config.Config, client agent.Model, 
 	return res
 }
 
-// NewLLM builds the chat-completions client the config describes.
-func NewLLM(cfg *config.Config) (*llm.Client, error) {
-	return llm.New(llm.Config{
-		BaseURL:          cfg.BaseURL,
-		APIKey:           cfg.APIKey,
-		DisableStreaming: !cfg.LLM.Stream,
-		MaxAttempts:      cfg.LLM.MaxAttempts,
-		IdleTimeout:      cfg.LLM.IdleTimeout(),
-		RequestTimeout:   cfg.LLM.RequestTimeout(),
-		Provider:         cfg.Provider,
-		StrictToolModels: cfg.LLM.StrictToolModels,
-		KeepThinkTags:    cfg.LLM.KeepThinkTags,
-		// Explicit prompt-cache breakpoints, opt-in per model (context
-		// section).
-		CacheBreakpointModels: cfg.Context.CacheBreakpointModels,
-	})
-}
+// NewLLM builds the chat-completions client the config describes
+// (Config.LLMConfig).
+func NewLLM(cfg *config.Config) (*llm.Client, error) { return llm.New(cfg.LLMConfig()) }
 
 // LoadExtensions starts the extension servers of opts.Config once, for
 // runs that share them through Options.ExtensionSet. The tool names a run
@@ -611,16 +612,6 @@ func toolNames(ts []tools.Tool) []string {
 // closeTimeout bounds the shutdown of the extension servers in Close.
 const closeTimeout = 15 * time.Second
 
-// SubagentSettings are the merged subagent section with subagent's
-// defaults filled in.
-func SubagentSettings(cfg *config.Config) subagent.Settings {
-	s := cfg.Subagent
-	return subagent.Settings{
-		MaxConcurrency: s.MaxConcurrency, MaxProcesses: s.MaxProcesses, MaxDepth: s.MaxDepth, BudgetInherit: s.BudgetInherit,
-		TaskTimeout: time.Duration(s.TaskTimeoutSeconds * float64(time.Second)),
-	}.WithDefaults()
-}
-
 // appendTools adds extra after base, refusing a name already taken.
 func appendTools(base, extra []tools.Tool) ([]tools.Tool, error) {
 	seen := make(map[string]bool, len(base)+len(extra))
@@ -637,42 +628,6 @@ func appendTools(base, extra []tools.Tool) ([]tools.Tool, error) {
 		out = append(out, t)
 	}
 	return out, nil
-}
-
-// Policy turns the dangerous section into a tools.Policy on top of the
-// defaults.
-func Policy(d config.Dangerous) tools.Policy {
-	p := tools.DefaultPolicy()
-	for class, action := range d.Classes {
-		p.Classes[tools.Class(class)] = tools.Action(action)
-	}
-	if d.NonInteractive != "" {
-		p.NonInteractive = tools.Action(d.NonInteractive)
-	}
-	return p
-}
-
-// Limits are the merged limits section as budget limits and prices.
-func Limits(cfg *config.Config) (budget.Limits, budget.PriceTable) {
-	s := cfg.Limits
-	limits := budget.Limits{
-		MaxRuntime:   time.Duration(s.MaxRuntimeSeconds * float64(time.Second)),
-		MaxToolCalls: s.MaxToolCalls, MaxInputTokens: s.MaxInputTokens, MaxOutputTokens: s.MaxOutputTokens,
-		MaxCostUSD: s.MaxCostUSD,
-	}
-	prices := budget.PriceTable{Flat: budget.Prices{InputPerMillionUSD: s.InputCostPerMillionUSD, OutputPerMillionUSD: s.OutputCostPerMillionUSD,
-		CachedInputPerMillionUSD: s.CachedInputCostPerMillionUSD}}
-	if p, ok := llm.LookupPreset(providerOf(cfg)); ok {
-		prices.CachedShare = p.CachedInputShare // the provider's documented cache discount
-	}
-	if len(s.ModelPrices) > 0 {
-		prices.Models = make(map[string]budget.Prices, len(s.ModelPrices))
-		for m, p := range s.ModelPrices {
-			prices.Models[m] = budget.Prices{InputPerMillionUSD: p.InputCostPerMillionUSD, OutputPerMillionUSD: p.OutputCostPerMillionUSD,
-				CachedInputPerMillionUSD: p.CachedInputCostPerMillionUSD}
-		}
-	}
-	return limits, prices
 }
 
 // JobLimits are a job's own budget as budget limits (nil ⇒ none).

@@ -142,8 +142,8 @@ func TestSectionDefaultsMatch(t *testing.T) {
 			t.Errorf("config.Subagent.%s default tag %q, subagent's default %v", name, f.Tag.Get("default"), want)
 		}
 	}
-	if got := SubagentSettings(load(t, "", "")); got != (subagent.Settings{}).WithDefaults() {
-		t.Errorf("SubagentSettings of no config = %+v", got)
+	if got := load(t, "", "").Subagent.WithDefaults(); got != (subagent.Settings{}).WithDefaults() {
+		t.Errorf("the subagent section of no config = %+v", got)
 	}
 }
 
@@ -152,7 +152,7 @@ func TestPolicy(t *testing.T) {
 	if err := json.Unmarshal([]byte(`{"classes":{"code_execution":"allow"},"non_interactive":"deny"}`), &d); err != nil {
 		t.Fatal(err)
 	}
-	p := Policy(d)
+	p := d.Policy()
 	if p.Classes[tools.ClassCodeExecution] != tools.Action("allow") || p.NonInteractive != tools.Action("deny") {
 		t.Fatalf("policy = %+v", p)
 	}

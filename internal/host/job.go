@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -22,6 +23,7 @@ import (
 	"github.com/odekrun/odek/internal/chatdir"
 	"github.com/odekrun/odek/internal/config"
 	"github.com/odekrun/odek/internal/ext"
+	"github.com/odekrun/odek/internal/outschema"
 	"github.com/odekrun/odek/internal/sandbox"
 	"github.com/odekrun/odek/internal/session"
 	"github.com/odekrun/odek/internal/tools"
@@ -84,6 +86,10 @@ type JobRunner struct {
 	// AllowedModels are the models a job may choose (queue.Job.Model);
 	// nil ⇒ those listed in ODEK_TELEGRAM_MODELS of Environ (jobmodel.go).
 	AllowedModels []string
+	// JobTools, when set, gives each job tools of its own, built for the
+	// job and the approver that asks its chat (cmd/odek and odek-bot give
+	// every job the schedule tool of its chat this way).
+	JobTools func(job queue.Job, approver tools.Prompter) []agent.Tool
 
 	host    *Host // Start builds it with New from the fields above; every job is one host.Run
 	started bool  // Start succeeded: Run refuses to run unprepared (unconfined) jobs
@@ -104,6 +110,9 @@ type SandboxStatus struct {
 	LandlockABI int `json:"landlock_abi"`
 	// RequiredABI is the ABI the sandbox needs.
 	RequiredABI int `json:"required_abi"`
+	// Helper is the binary run as the sandbox helper for every confined
+	// command (odek-sandbox beside odek, or odek itself; "" when off).
+	Helper string `json:"helper,omitempty"`
 }
 
 // Sandbox reports the sandbox state Start found.
@@ -153,6 +162,7 @@ func (j *JobRunner) Start(ctx context.Context, approveMCP bool) error {
 		}
 	}
 	j.host, j.LLM, j.Extensions = h, h.llm, h.ext
+	StartupWindow(j.Config, h.llm, log)
 	j.started = true
 	return nil
 }
@@ -167,7 +177,7 @@ var errNotStarted = errors.New("host: JobRunner.Run called before a successful S
 // open. sandbox.mode "off" is logged as a warning at every start.
 func (j *JobRunner) startSandbox() error {
 	log := j.Logger
-	settings := SandboxSettings(j.Config)
+	settings := j.Config.Sandbox
 	probe := j.SandboxABI
 	if probe == nil {
 		probe = sandbox.ABI
@@ -190,12 +200,16 @@ func (j *JobRunner) startSandbox() error {
 			return fmt.Errorf("chats directory: %w", err)
 		}
 	}
+	if helper, err := sandbox.Helper(); err == nil {
+		j.sandbox.Helper = helper
+		fields["sandbox_helper"] = helper
+	}
 	log.WithFields(fields).WithField("chats_dir", j.chatsDir).Info("sandbox on: each job is confined to its chat's directory (Landlock)")
 	// Each job gets a cgroup of its own where the worker can make one:
 	// sandbox.max_processes then bounds the job as a whole (pids.max),
 	// for root too.
 	if where, err := sandbox.CgroupStatus(); err == nil {
-		log.WithFields(fields).WithField("cgroups", where).Info("sandbox: each job runs in a cgroup of its own (pids.max = sandbox.max_processes)")
+		log.WithFields(fields).WithField("cgroups", where).Info("sandbox: each job runs in a cgroup of its own (pids.max = sandbox.max_processes, memory = sandbox.job_memory_mb, CPU time = sandbox.job_cpu_seconds)")
 	} else if os.Geteuid() == 0 {
 		// The kernel never applies RLIMIT_NPROC to root: one chat's fork
 		// bomb would then crowd every other chat's jobs (the image runs
@@ -237,6 +251,13 @@ func (j *JobRunner) Run(ctx context.Context, job queue.Job, sink events.Sink, si
 	if err := job.Budget.Validate(); err != nil {
 		return failed(ExitSetup, fmt.Errorf("job budget: %w", err))
 	}
+	switch job.Kind {
+	case "":
+	case queue.KindCompact:
+		return j.runCompact(ctx, job, sink, log) // jobcompact.go
+	default:
+		return failed(ExitSetup, fmt.Errorf("job kind %q: this worker knows only %q", job.Kind, queue.KindCompact))
+	}
 	dir := j.WorkDir
 	chats := j.ArtifactsDir
 	if j.sandbox.Active {
@@ -250,6 +271,10 @@ func (j *JobRunner) Run(ctx context.Context, job queue.Job, sink events.Sink, si
 			return failed(ExitSetup, fmt.Errorf("chat work directory: %v", err))
 		}
 		dir = d
+	}
+	schema, repairs, err := jobOutputSchema(job)
+	if err != nil {
+		return failed(ExitSetup, err)
 	}
 	cfg := j.jobConfig(job, log)
 	sid := JobSessionID(job)
@@ -267,7 +292,8 @@ func (j *JobRunner) Run(ctx context.Context, job queue.Job, sink events.Sink, si
 		Session: sess, Store: j.Sessions, Lower: jobLower(job.Budget),
 		Sink: sink, Signals: signals, Prompter: approver, Start: start,
 		Images: jobImages(job, dir, log), ImagesOptional: job.Vision == "auto", // jobimages.go
-		Logger: log, Warn: func(w string) { log.Warn(w) },
+		Logger: log, Warn: func(w string) { log.Warn(w) }, ExtraTools: j.jobTools(job, approver),
+		OutputSchema: schema, OutputRepairs: repairs,
 	})
 	if errors.Is(runErr, ErrSetup) {
 		return failed(ExitSetup, runErr)
@@ -287,9 +313,36 @@ func (j *JobRunner) Run(ctx context.Context, job queue.Job, sink events.Sink, si
 		out.Artifacts = CollectArtifacts(j.ArtifactsDir, dir, start, n)
 	}
 	if runErr != nil {
-		return out, errors.New(oc.Error)
+		msg := oc.Error
+		if oc.Status == StatusOutputInvalid {
+			msg = StatusOutputInvalid + ": " + msg
+		}
+		return out, errors.New(msg)
+	}
+	if oc.Output != nil {
+		if b, err := json.Marshal(oc.Output); err == nil {
+			out.Output = b
+		}
 	}
 	return out, nil
+}
+
+// jobOutputSchema compiles a job's output schema (nil, 0 for none). A
+// schema the queue accepted but that does not compile is the job's setup
+// failure, named as such.
+func jobOutputSchema(job queue.Job) (*outschema.Schema, int, error) {
+	if len(job.OutputSchema) == 0 {
+		return nil, 0, nil
+	}
+	s, err := outschema.Compile(job.OutputSchema)
+	if err != nil {
+		return nil, 0, fmt.Errorf("job output_schema: %w", err)
+	}
+	repairs := outschema.DefaultRepairs
+	if job.OutputRepairs != nil {
+		repairs = *job.OutputRepairs
+	}
+	return s, repairs, nil
 }
 
 // ResultExitCode is the exit code `odek run` gives a run that ended with
@@ -409,4 +462,11 @@ func jobLower(b *queue.Budget) budget.Limits {
 		l.MaxTotalTokens = b.MaxTotalTokens
 	}
 	return l
+}
+
+func (j *JobRunner) jobTools(job queue.Job, approver tools.Prompter) []agent.Tool {
+	if j.JobTools == nil {
+		return nil
+	}
+	return j.JobTools(job, approver)
 }

@@ -10,8 +10,10 @@ import (
 	"github.com/odekrun/odek/internal/budget"
 	"github.com/odekrun/odek/internal/config"
 	"github.com/odekrun/odek/internal/ext"
+	"github.com/odekrun/odek/internal/outschema"
 	"github.com/odekrun/odek/internal/sandbox"
 	"github.com/odekrun/odek/internal/session"
+	"github.com/odekrun/odek/internal/telemetry"
 	"github.com/sirupsen/logrus"
 )
 
@@ -99,7 +101,7 @@ func New(ctx context.Context, cfg *config.Config, o HostOptions) (*Host, error) 
 		if err := CheckSandbox(probe()); err != nil {
 			return nil, err
 		}
-		h.template = sandbox.NewTemplate(SandboxSettings(cfg), append([]string{cfg.Home}, o.SandboxDeny...), sandbox.Host)
+		h.template = withSkillDirs(sandbox.NewTemplate(cfg.Sandbox, append([]string{cfg.Home}, o.SandboxDeny...), sandbox.Host), cfg, o.Warn)
 	}
 	switch {
 	case o.ExtensionSet != nil:
@@ -193,9 +195,20 @@ type RunSpec struct {
 	Logger logrus.FieldLogger
 	// Warn, when set, replaces the Host's for this run.
 	Warn func(string)
-	// CheckAnswer becomes agent.Config.CheckAnswer (issue 28: the
-	// --output-schema / output_schema Checker of internal/outschema).
-	CheckAnswer func(answer string) (corrective string, event events.Payload)
+	// OutputSchema, when set, makes the final answer a JSON value valid
+	// against it (issue 28: `odek run --output-schema`, a queued job's
+	// output_schema): the goal carries the schema, an invalid answer gets
+	// up to OutputRepairs corrective turns in the same run (an
+	// output_invalid event each), and a run whose last answer is still
+	// invalid ends with StatusOutputInvalid and ExitOutputInvalid. The
+	// Outcome's Answer is then the JSON text and Output the parsed value.
+	OutputSchema *outschema.Schema
+	// OutputRepairs is the number of corrective turns (clamped to
+	// 0..outschema.MaxRepairs).
+	OutputRepairs int
+	// ExtraTools are offered to the model after the built-ins (a job's
+	// own tools, such as the schedule tool of its chat).
+	ExtraTools []agent.Tool
 	// Signals receives the run's agent signals, among them the answer as
 	// the model writes it (agent.SignalAnswerStart, SignalAnswerDelta),
 	// masked by the run's redactor; nil ⇒ none, and nothing streams.
@@ -234,6 +247,9 @@ type Outcome struct {
 	// Extensions are the outcomes of the run's extension servers (shared
 	// and per job).
 	Extensions []ext.ServerReport
+	// Output is the parsed answer of a run with an OutputSchema that
+	// ended valid; nil otherwise.
+	Output any
 }
 
 // Outcome statuses (`odek run --json` status): agent's.
@@ -242,7 +258,14 @@ const (
 	StatusError           = string(agent.StatusError)
 	StatusBudgetExhausted = string(agent.StatusBudgetExhausted)
 	StatusCanceled        = string(agent.StatusCanceled)
+	// StatusOutputInvalid: the answer stayed invalid against the run's
+	// OutputSchema (exit code ExitOutputInvalid).
+	StatusOutputInvalid = "output_invalid"
 )
+
+// ExitOutputInvalid is the exit code of a run whose answer stayed invalid
+// against its OutputSchema (distinct from the agent's 0–4 and 130).
+const ExitOutputInvalid = outschema.ExitOutputInvalid
 
 // OutcomeOf is agent.OutcomeOf's status and exit code.
 func OutcomeOf(err error) (status string, code int) {
@@ -271,6 +294,7 @@ func (h *Host) Prepare(ctx context.Context, spec RunSpec) (*Runtime, error) {
 	o.ExtensionSet = h.ext
 	o.Confine, o.SandboxTemplate = spec.Confine, h.template
 	o.LimitOverrides, o.Depth, o.Start, o.MaxRisk = spec.Budget, spec.Depth, spec.Start, spec.MaxRisk
+	o.ExtraTools = append(o.ExtraTools, spec.ExtraTools...)
 	lower, adjust := spec.Lower, spec.Adjust
 	if lower != (budget.Limits{}) || adjust != nil {
 		o.AdjustLimits = func(l *budget.Limits) {
@@ -303,11 +327,26 @@ func (h *Host) Prepare(ctx context.Context, spec RunSpec) (*Runtime, error) {
 	if spec.Confine && h.template == nil {
 		return nil, setupError{errors.New("host: a confined run needs a Host built with HostOptions.Confine")}
 	}
+	// telemetry (issue 24, trace.go): the run's span, and its model and
+	// tool calls traced where they happen.
+	var span telemetry.Span
+	if telemetry.On() {
+		if o.RunID == "" {
+			o.RunID = session.NewID()
+		}
+		ctx, span = startAgentSpan(ctx, o.RunID, o.SessionID, o.Config.Model)
+		o.EventSink, o.traced = telemetry.RunSink(span, o.EventSink), true
+	}
 	rt, err := Build(ctx, o)
 	if err != nil {
+		span.Fail("setup", err)
+		span.End()
 		return nil, setupError{err}
 	}
-	rt.Agent.CheckAnswer = spec.CheckAnswer // wiring point (issue 28)
+	if span.Recording() {
+		rt.span = span
+		rt.closers = append([]func() error{func() error { span.End(); return nil }}, rt.closers...)
+	}
 	rt.Agent.AgentSignalHandler = spec.Signals
 	rt.Agent.GoalImages, rt.Agent.DropRefusedImages = spec.Images, spec.ImagesOptional
 	if s := spec.Session; s != nil {
@@ -334,13 +373,18 @@ func (h *Host) Run(ctx context.Context, spec RunSpec) (Outcome, error) {
 	}
 	defer rt.Close()
 	acfg := rt.Agent
-	// Wiring point (issue 28): session_start and user_prompt hooks may
-	// refuse the run; stop and session_end follow it (hooks.go).
-	if out, refused, err := rt.hooksBefore(ctx, &acfg, spec); refused {
-		return out, err
+	// Wiring point (issue 28): the lifecycle hooks fire inside the run
+	// (hooks.go); a session_start or user_prompt hook may refuse it.
+	rt.lifecycle(&acfg)
+	goal := spec.Goal
+	var checker *outschema.Checker
+	if spec.OutputSchema != nil {
+		checker = outschema.NewChecker(spec.OutputSchema, spec.OutputRepairs)
+		goal += spec.OutputSchema.Instructions()
+		acfg.CheckAnswer = checker.Check
+		acfg.OutputSchema = spec.OutputSchema.Raw // native response_format for the models that take it
 	}
-	res, runErr := agent.Run(ctx, acfg, spec.Goal)
-	defer rt.hooksAfter(ctx, acfg, res, runErr)
+	res, runErr := agent.Run(rt.Context(ctx), acfg, goal)
 	out := Outcome{
 		Answer: rt.Redactor.String(res.Answer), RunID: res.RunID, SessionID: acfg.SessionID, Iterations: res.Iterations,
 		Usage: res.Usage, CostUSD: rt.Budget.Snapshot().CostUSD, Duration: res.Duration, Extensions: rt.Extensions,
@@ -348,6 +392,23 @@ func (h *Host) Run(ctx context.Context, spec RunSpec) (Outcome, error) {
 	out.Status, out.ExitCode = OutcomeOf(runErr)
 	if runErr != nil {
 		out.Error = rt.Redactor.String(runErr.Error())
+		return out, runErr
 	}
-	return out, runErr
+	if checker != nil {
+		// The checker saw the model's own answer; what leaves the run is
+		// the redacted one, so Output is parsed again from that (a value
+		// the redactor changed so that it no longer fits the schema is
+		// reported invalid rather than sent unmasked).
+		_, err := checker.Result()
+		var value any
+		if err == nil {
+			value, err = spec.OutputSchema.Check(out.Answer)
+		}
+		if err != nil {
+			out.Status, out.ExitCode, out.Error = StatusOutputInvalid, ExitOutputInvalid, rt.Redactor.String(err.Error())
+			return out, err
+		}
+		out.Answer, out.Output = outschema.Extract(out.Answer), value
+	}
+	return out, nil
 }

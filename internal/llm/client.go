@@ -76,6 +76,12 @@ type Config struct {
 	// StrictToolModels lists the models for which tools are declared with
 	// OpenAI's "strict": true (schemas adapted to strict mode). Empty: never.
 	StrictToolModels []string
+	// ResponseFormatModels lists the models whose endpoint accepts
+	// response_format {"type":"json_schema"}: a Request with an
+	// OutputSchema sends it to them (strict when the schema already meets
+	// strict mode's rules, else as guidance). Other models get none (the
+	// caller checks the answer either way). Empty: never.
+	ResponseFormatModels []string
 	// CacheBreakpointModels lists the models whose requests mark the
 	// system prompt and the last stable message as prompt-cache
 	// breakpoints (content part with cache_control; Anthropic models
@@ -153,7 +159,8 @@ func New(cfg Config) (*Client, error) {
 	preset, _ := LookupPreset(provider)
 	c := &Client{cfg: cfg, endpoint: endpoint, hc: cfg.HTTPClient, sleep: cfg.Sleep,
 		schema: schemaOpts{quirks: toolschema.QuirksFor(provider), strictModels: slices.Clone(cfg.StrictToolModels),
-			dropEcho: preset.dropEcho, noStreamOpts: preset.noStreamOptions, breakpoints: slices.Clone(cfg.CacheBreakpointModels)}}
+			dropEcho: preset.dropEcho, noStreamOpts: preset.noStreamOptions, breakpoints: slices.Clone(cfg.CacheBreakpointModels),
+			responseFormat: slices.Clone(cfg.ResponseFormatModels)}}
 	if cfg.APIKey != "" {
 		c.auth = "Bearer " + cfg.APIKey
 	}

@@ -21,7 +21,27 @@ type wireRest struct {
 	MaxTokens     int             `json:"max_tokens,omitempty"`
 	Stream        bool            `json:"stream,omitempty"`
 	StreamOptions *wireStreamOpts `json:"stream_options,omitempty"`
+	// ResponseFormat is sent for a Request with an OutputSchema to the
+	// models of schemaOpts.responseFormat.
+	ResponseFormat *wireResponseFormat `json:"response_format,omitempty"`
 }
+
+// wireResponseFormat is OpenAI's structured-output request field:
+// {"type":"json_schema","json_schema":{"name":…,"schema":…,"strict":…}}.
+type wireResponseFormat struct {
+	Type       string         `json:"type"`
+	JSONSchema wireJSONSchema `json:"json_schema"`
+}
+
+type wireJSONSchema struct {
+	Name   string          `json:"name"`
+	Schema json.RawMessage `json:"schema"`
+	Strict bool            `json:"strict"`
+}
+
+// responseFormatName names the schema in response_format (OpenAI requires
+// a name of a-z, A-Z, 0-9, '_' and '-').
+const responseFormatName = "odek_output"
 
 type wireStreamOpts struct {
 	IncludeUsage bool `json:"include_usage"`
@@ -218,6 +238,9 @@ type schemaOpts struct {
 	dropEcho     []string // Message.Extra members not sent (the endpoint rejects them)
 	noStreamOpts bool     // do not send stream_options
 	breakpoints  []string // models whose requests carry cache_control breakpoints
+	// responseFormat: models sent response_format json_schema for a
+	// Request with an OutputSchema
+	responseFormat []string
 }
 
 // encodeRest validates the tools and renders everything of the body but
@@ -234,6 +257,13 @@ func encodeRest(req *Request, stream bool, so schemaOpts) ([]byte, error) {
 		if !so.noStreamOpts {
 			rest.StreamOptions = &wireStreamOpts{IncludeUsage: true}
 		}
+	}
+	if len(req.OutputSchema) > 0 && slices.Contains(so.responseFormat, req.Model) {
+		if !json.Valid(req.OutputSchema) {
+			return nil, fmt.Errorf("%w: Request.OutputSchema is not valid JSON", ErrInvalidRequest)
+		}
+		rest.ResponseFormat = &wireResponseFormat{Type: "json_schema",
+			JSONSchema: wireJSONSchema{Name: responseFormatName, Schema: req.OutputSchema, Strict: meetsStrict(req.OutputSchema)}}
 	}
 	q := so.quirks
 	q.Strict = slices.Contains(so.strictModels, req.Model)
@@ -304,6 +334,7 @@ type restEntry struct {
 	temp      *float64
 	maxTokens int
 	stream    bool
+	schema    []byte // OutputSchema, cloned
 	enc       []byte
 }
 
@@ -317,7 +348,7 @@ func (c *msgCache) lookupRest(req *Request, stream bool) []byte {
 	c.mu.Unlock()
 	if e == nil || e.model != req.Model || e.maxTokens != req.MaxTokens || e.stream != stream ||
 		(e.temp == nil) != (req.Temperature == nil) || e.temp != nil && *e.temp != *req.Temperature ||
-		len(e.tools) != len(req.Tools) {
+		len(e.tools) != len(req.Tools) || !bytes.Equal(e.schema, req.OutputSchema) {
 		return nil
 	}
 	for i := range e.tools {
@@ -336,7 +367,7 @@ func (c *msgCache) storeRest(req *Request, stream bool, enc []byte) {
 		return
 	}
 	e := &restEntry{model: req.Model, maxTokens: req.MaxTokens, stream: stream, enc: enc,
-		tools: append([]ToolSpec(nil), req.Tools...)}
+		tools: append([]ToolSpec(nil), req.Tools...), schema: bytes.Clone(req.OutputSchema)}
 	for i := range e.tools {
 		e.tools[i].Function.Parameters = bytes.Clone(e.tools[i].Function.Parameters)
 	}
@@ -464,4 +495,17 @@ func sameMessage(a, b *Message) bool {
 		}
 	}
 	return true
+}
+
+// meetsStrict reports whether schema already follows OpenAI's strict
+// structured-output rules (every object closed, every property required,
+// only supported keywords): adapting it for strict mode would change
+// nothing. Such a schema is sent with "strict": true, so the endpoint
+// constrains the answer to it; any other is sent as guidance only,
+// because making it strict would change what it means (optional
+// properties would become required), and the answer is checked against
+// the schema as given either way.
+func meetsStrict(schema []byte) bool {
+	_, repairs, err := toolschema.Adapt(schema, toolschema.Quirks{Strict: true})
+	return err == nil && len(repairs) == 0
 }

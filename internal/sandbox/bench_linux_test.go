@@ -49,7 +49,7 @@ func BenchmarkJobCgroup(b *testing.B) {
 	}
 	b.ReportAllocs()
 	for b.Loop() {
-		cg, err := newJobCgroup(DefaultMaxProcesses)
+		cg, err := newJobCgroup(jobLimits{procs: DefaultMaxProcesses, memBytes: DefaultJobMemoryMB << 20})
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -65,7 +65,7 @@ func BenchmarkJoinCgroup(b *testing.B) {
 	if err != nil {
 		b.Skipf("no per-job cgroups: %v", err)
 	}
-	cg, err := newJobCgroup(DefaultMaxProcesses)
+	cg, err := newJobCgroup(jobLimits{procs: DefaultMaxProcesses, memBytes: DefaultJobMemoryMB << 20})
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -48,7 +48,20 @@ import (
 type cgroupBase struct {
 	dir string
 	v2  bool
+	// memory and cpu report whether a job cgroup in dir (v2) has
+	// memory.max and cpu.stat.
+	memory, cpu bool
+	// memV1 and cpuV1 are where job cgroups are made in cgroup v1's
+	// memory and cpuacct hierarchies, beside a v1 pids base ("" ⇒ none).
+	memV1, cpuV1 string
 }
+
+// Memory and CPU: beside pids.max, a job's cgroup carries its memory
+// limit (v2 memory.max; v1 memory.limit_in_bytes in the memory
+// hierarchy, a cgroup of the same name) and is where the Jail reads the
+// CPU time the job used (v2 cpu.stat, which every v2 cgroup has; v1
+// cpuacct.usage in the cpuacct hierarchy). A hierarchy that lacks one
+// leaves that limit unenforced, which CgroupStatus says.
 
 var (
 	cgroupOnce sync.Once
@@ -64,10 +77,29 @@ func CgroupStatus() (string, error) {
 	if err != nil {
 		return "", err
 	}
+	var s string
 	if b.v2 {
-		return "v2 " + b.dir, nil
+		s = "v2 " + b.dir
+	} else {
+		s = "v1 " + b.dir
 	}
-	return "v1 " + b.dir, nil
+	switch {
+	case b.memV1 != "":
+		s += ", memory (v1) " + b.memV1
+	case b.memory:
+		s += ", memory"
+	default:
+		s += ", no memory controller (job_memory_mb not enforced)"
+	}
+	switch {
+	case b.cpuV1 != "":
+		s += ", cpuacct (v1) " + b.cpuV1
+	case b.cpu:
+		s += ", cpu.stat"
+	default:
+		s += ", no CPU accounting (job_cpu_seconds not enforced)"
+	}
+	return s, nil
 }
 
 func jobCgroupBase() (*cgroupBase, error) {
@@ -198,17 +230,39 @@ func findCgroupBase() (*cgroupBase, error) {
 			if !ok {
 				continue
 			}
-			if err := probeDir(dir); err != nil {
+			if err := probeDir(dir, "pids.max"); err != nil {
 				reasons = append(reasons, "cgroup v1 pids: "+err.Error())
 				break
 			}
-			return &cgroupBase{dir: dir}, nil
+			b := &cgroupBase{dir: dir}
+			b.memV1 = v1Hierarchy(mounts, own, "memory", "memory.limit_in_bytes")
+			b.cpuV1 = v1Hierarchy(mounts, own, "cpuacct", "cpuacct.usage")
+			return b, nil
 		}
 	}
 	if len(reasons) == 0 {
 		reasons = append(reasons, "no cgroup hierarchy with the pids controller")
 	}
 	return nil, errors.New(strings.Join(reasons, "; "))
+}
+
+// v1Hierarchy is this process's cgroup in the v1 hierarchy of controller
+// when a job cgroup with file can be made in it, else "".
+func v1Hierarchy(mounts []mount, own map[string]string, controller, file string) string {
+	for ctrls, p := range own {
+		if !hasWord(strings.Split(ctrls, ","), controller) {
+			continue
+		}
+		for _, m := range mounts {
+			if m.fstype != "cgroup" || !hasWord(m.opts, controller) {
+				continue
+			}
+			if dir, ok := under(m, p); ok && probeDir(dir, file) == nil {
+				return dir
+			}
+		}
+	}
+	return ""
 }
 
 func hasWord(list []string, w string) bool {
@@ -220,17 +274,32 @@ func hasWord(list []string, w string) bool {
 	return false
 }
 
-// probeDir checks that a job cgroup can be made in dir.
-func probeDir(dir string) error {
+// probeDir checks that a job cgroup with each of files can be made in
+// dir.
+func probeDir(dir string, files ...string) error {
+	_, err := probeFiles(dir, files...)
+	return err
+}
+
+// probeFiles makes a job cgroup in dir and reports which of files it
+// has; the error says why none could be made, or names the first file
+// missing.
+func probeFiles(dir string, files ...string) (map[string]bool, error) {
 	p := filepath.Join(dir, fmt.Sprintf("odek-probe-%d", os.Getpid()))
 	if err := os.Mkdir(p, 0o755); err != nil {
-		return err
+		return nil, err
 	}
 	defer os.Remove(p)
-	if _, err := os.Stat(filepath.Join(p, "pids.max")); err != nil {
-		return fmt.Errorf("no pids.max in a new cgroup: %v", err)
+	has := map[string]bool{}
+	var missing error
+	for _, f := range files {
+		if _, err := os.Stat(filepath.Join(p, f)); err == nil {
+			has[f] = true
+		} else if missing == nil {
+			missing = fmt.Errorf("no %s in a new cgroup: %v", f, err)
+		}
 	}
-	return nil
+	return has, missing
 }
 
 // v2Base prepares dir, this process's v2 cgroup (or the leaf odek made
@@ -278,36 +347,124 @@ func v2Base(dir string) (*cgroupBase, error) {
 			}
 		}
 	}
-	if err := probeDir(dir); err != nil {
+	// Memory is wanted, not required: without it pids still bound a job.
+	if cur, _ := os.ReadFile(sub); hasWord(strings.Fields(string(ctrls)), "memory") && !hasWord(strings.Fields(string(cur)), "memory") {
+		_ = os.WriteFile(sub, []byte("+memory"), 0)
+	}
+	has, err := probeFiles(dir, "pids.max", "memory.max", "cpu.stat")
+	if !has["pids.max"] {
 		return nil, err
 	}
-	return &cgroupBase{dir: dir, v2: true}, nil
+	return &cgroupBase{dir: dir, v2: true, memory: has["memory.max"], cpu: has["cpu.stat"]}, nil
 }
 
 // jobCgroup is one job's cgroup.
 type jobCgroup struct {
 	base *cgroupBase
 	dir  string
+	// v1 are its cgroups of the same name in the other v1 hierarchies
+	// (memory, cpuacct) that exist.
+	v1 []string
 }
 
-// newJobCgroup makes a job cgroup with pids.max = maxProcs (when > 0).
-func newJobCgroup(maxProcs int) (*jobCgroup, error) {
+// jobOf is the job cgroup named like dir (in b.dir), with its v1
+// companions.
+func (b *cgroupBase) jobOf(dir string) *jobCgroup {
+	cg := &jobCgroup{base: b, dir: dir}
+	for _, h := range []string{b.memV1, b.cpuV1} {
+		if h != "" {
+			cg.v1 = append(cg.v1, filepath.Join(h, filepath.Base(dir)))
+		}
+	}
+	return cg
+}
+
+// jobLimits are what a job cgroup bounds; 0 ⇒ no bound.
+type jobLimits struct {
+	procs    int
+	memBytes int64
+}
+
+// newJobCgroup makes a job cgroup in this process's base.
+func newJobCgroup(l jobLimits) (*jobCgroup, error) {
 	b, err := jobCgroupBase()
 	if err != nil {
 		return nil, err
 	}
-	dir := filepath.Join(b.dir, fmt.Sprintf("%s%d-%d", ownerPrefix(), os.Getpid(), cgroupSeq.Add(1)))
-	if err := os.Mkdir(dir, 0o755); err != nil {
+	return b.newJob(l)
+}
+
+// newJob makes a job cgroup: pids.max = l.procs, the memory limit
+// l.memBytes where the hierarchy has memory.
+func (b *cgroupBase) newJob(l jobLimits) (*jobCgroup, error) {
+	cg := b.jobOf(filepath.Join(b.dir, fmt.Sprintf("%s%d-%d", ownerPrefix(), os.Getpid(), cgroupSeq.Add(1))))
+	if err := os.Mkdir(cg.dir, 0o755); err != nil {
 		return nil, err
 	}
-	cg := &jobCgroup{base: b, dir: dir}
-	if maxProcs > 0 {
-		if err := os.WriteFile(filepath.Join(dir, "pids.max"), []byte(strconv.Itoa(maxProcs)), 0); err != nil {
-			os.Remove(dir)
-			return nil, fmt.Errorf("pids.max: %v", err)
+	for _, d := range cg.v1 {
+		if err := os.Mkdir(d, 0o755); err != nil {
+			cg.removeDirs()
+			return nil, err
+		}
+	}
+	write := func(dir, file, value string) error {
+		if err := os.WriteFile(filepath.Join(dir, file), []byte(value), 0); err != nil {
+			cg.removeDirs()
+			return fmt.Errorf("%s: %v", file, err)
+		}
+		return nil
+	}
+	if l.procs > 0 {
+		if err := write(cg.dir, "pids.max", strconv.Itoa(l.procs)); err != nil {
+			return nil, err
+		}
+	}
+	if l.memBytes > 0 {
+		mem := strconv.FormatInt(l.memBytes, 10)
+		switch {
+		case b.memV1 != "":
+			if err := write(cg.v1[0], "memory.limit_in_bytes", mem); err != nil {
+				return nil, err
+			}
+			// With swap accounting, swap counts against the limit too.
+			_ = os.WriteFile(filepath.Join(cg.v1[0], "memory.memsw.limit_in_bytes"), []byte(mem), 0)
+		case b.v2 && b.memory:
+			if err := write(cg.dir, "memory.max", mem); err != nil {
+				return nil, err
+			}
+			_ = os.WriteFile(filepath.Join(cg.dir, "memory.swap.max"), []byte("0"), 0)
 		}
 	}
 	return cg, nil
+}
+
+// joins are the cgroup directories a process of the job joins.
+func (c *jobCgroup) joins() (primary string, v1 []string) { return c.dir, c.v1 }
+
+// cpuUsage is the CPU time the job's processes have used, and whether
+// this hierarchy reports it.
+func (c *jobCgroup) cpuUsage() (time.Duration, bool) {
+	switch {
+	case c.base.cpuV1 != "":
+		b, err := os.ReadFile(filepath.Join(c.v1[len(c.v1)-1], "cpuacct.usage"))
+		if err != nil {
+			return 0, false
+		}
+		n, err := strconv.ParseInt(strings.TrimSpace(string(b)), 10, 64)
+		return time.Duration(n), err == nil
+	case c.base.v2:
+		b, err := os.ReadFile(filepath.Join(c.dir, "cpu.stat"))
+		if err != nil {
+			return 0, false
+		}
+		for _, line := range strings.Split(string(b), "\n") {
+			if v, ok := strings.CutPrefix(line, "usage_usec "); ok {
+				n, err := strconv.ParseInt(strings.TrimSpace(v), 10, 64)
+				return time.Duration(n) * time.Microsecond, err == nil
+			}
+		}
+	}
+	return 0, false
 }
 
 // joinCgroup moves the calling process into the cgroup dir (the helper,
@@ -400,22 +557,37 @@ func inCgroup(procCgroup, dir string) bool {
 // (in the background: dying processes leave it when they are reaped).
 func (c *jobCgroup) remove() {
 	c.kill()
-	if removeCgroup(c.dir) {
+	if c.removeDirs() {
 		return
 	}
 	go func() {
 		for i := 0; i < 300; i++ {
 			time.Sleep(100 * time.Millisecond)
 			c.kill()
-			if removeCgroup(c.dir) {
+			if c.removeDirs() {
 				return
 			}
 		}
 	}()
 }
 
+// removeDirs removes the job's cgroups (the v1 companions first: they
+// hold the same processes).
+func (c *jobCgroup) removeDirs() bool {
+	ok := true
+	for _, d := range c.v1 {
+		ok = removeCgroup(d) && ok
+	}
+	return removeCgroup(c.dir) && ok
+}
+
 // removeCgroup removes dir and its child cgroups, deepest first.
 func removeCgroup(dir string) bool {
+	// A job cgroup has no children (a job cannot reach /sys): one rmdir,
+	// without listing a directory of some thirty control files.
+	if err := unix.Rmdir(dir); err == nil || errors.Is(err, unix.ENOENT) {
+		return true
+	}
 	var dirs []string
 	_ = filepath.WalkDir(dir, func(p string, d os.DirEntry, err error) error {
 		if err == nil && d.IsDir() {
@@ -440,7 +612,7 @@ func KillJobsOf(owner int) {
 		return
 	}
 	for _, dir := range ownedBy(b, func(pid int) bool { return pid == owner }) {
-		(&jobCgroup{base: b, dir: dir}).remove()
+		b.jobOf(dir).remove()
 	}
 }
 
@@ -484,6 +656,6 @@ func ownedBy(b *cgroupBase, match func(int) bool) []string {
 // killed before it could end its jobs).
 func sweepOrphans(b *cgroupBase) {
 	for _, dir := range ownedBy(b, func(pid int) bool { return pid != os.Getpid() && unix.Kill(pid, 0) == unix.ESRCH }) {
-		(&jobCgroup{base: b, dir: dir}).remove()
+		b.jobOf(dir).remove()
 	}
 }

@@ -226,13 +226,36 @@ func TestBPFAsmErrors(t *testing.T) {
 	}
 }
 
-// The Landlock preset the sandbox builds its rulesets from scopes signals
-// and abstract Unix sockets (ABI 6): the job's end relies on the first,
-// and the second keeps a job from a Unix socket of odek or another job.
-func TestLandlockPresetScopesIPC(t *testing.T) {
+// The rights the sandbox asks the kernel to handle are go-landlock's
+// presets, ABI by ABI (odek applied V7.BestEffort() through go-landlock
+// before it restricted the helper's thread itself), and from ABI 6 they
+// scope signals and abstract Unix sockets: the job's end relies on the
+// first, and the second keeps a job from a Unix socket of odek or another
+// job.
+func TestLandlockHandledRightsFollowGoLandlock(t *testing.T) {
+	presets := []landlock.Config{landlock.V1, landlock.V2, landlock.V3, landlock.V4, landlock.V5, landlock.V6, landlock.V7}
+	for i, p := range presets {
+		abi := i + 1
+		fs, net, scoped := llHandled(abi)
+		if fs != uint64(p.HandledAccessFS) || net != uint64(p.HandledAccessNet) || scoped != uint64(p.Scoped) {
+			t.Errorf("ABI %d: handled fs %#x net %#x scoped %#x, go-landlock V%d has %#x %#x %#x",
+				abi, fs, net, scoped, abi, uint64(p.HandledAccessFS), uint64(p.HandledAccessNet), uint64(p.Scoped))
+		}
+	}
 	want := uint64(llsyscall.ScopeSignal | llsyscall.ScopeAbstractUnixSocket)
-	if got := landlock.V7.Scoped; uint64(got)&want != want {
-		t.Errorf("landlock.V7 scopes %v, want signals and abstract Unix sockets", got)
+	if _, _, got := llHandled(7); got&want != want {
+		t.Errorf("ABI 7 scopes %#x, want signals and abstract Unix sockets", got)
+	}
+	if fs, _, _ := llHandled(8); fs&unix.LANDLOCK_ACCESS_FS_RESOLVE_UNIX != 0 {
+		t.Errorf("a newer kernel handles resolve_unix, which no rule grants: a job could not reach the name service socket")
+	}
+	for name, r := range map[string]uint64{"RODirs": llRODirs, "RWDirs": llRWDirs, "ROFiles": llROFiles, "RWFiles": llRWFiles} {
+		if r&^uint64(landlock.V7.HandledAccessFS) != 0 {
+			t.Errorf("%s grants %#x beyond what V7 handles", name, r)
+		}
+	}
+	if llRWDirs&unix.LANDLOCK_ACCESS_FS_REFER == 0 || llRWFiles&unix.LANDLOCK_ACCESS_FS_READ_DIR != 0 || llROFiles&unix.LANDLOCK_ACCESS_FS_WRITE_FILE != 0 {
+		t.Errorf("rule rights: RWDirs %#x, RWFiles %#x, ROFiles %#x", llRWDirs, llRWFiles, llROFiles)
 	}
 }
 

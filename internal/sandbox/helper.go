@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strings"
 	"sync"
 )
@@ -49,8 +50,13 @@ func runHelper(args []string, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "odek sandbox: usage: %s <spec JSON> <command> [args…]\n", HelperArg)
 		return ExitUsage
 	}
+	// Unknown fields fail: a helper older than the odek that starts it
+	// (odek-sandbox not upgraded with odek) would drop limits it does not
+	// know of; it refuses instead.
 	var spec Spec
-	if err := json.Unmarshal([]byte(args[0]), &spec); err != nil {
+	dec := json.NewDecoder(strings.NewReader(args[0]))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&spec); err != nil {
 		fmt.Fprintf(stderr, "odek sandbox: bad spec: %v\n", err)
 		return ExitUsage
 	}
@@ -61,9 +67,11 @@ func runHelper(args []string, stderr io.Writer) int {
 	if spec.Cgroup != "" {
 		// Before Landlock, which denies /sys: the job's processes are
 		// born in the job's cgroup and cannot leave it.
-		if err := joinCgroup(spec.Cgroup); err != nil {
-			fmt.Fprintf(stderr, "odek sandbox: not running the command, the sandbox could not be applied: join the job's cgroup %s: %v\n", spec.Cgroup, err)
-			return ExitNotConfined
+		for _, dir := range append([]string{spec.Cgroup}, spec.CgroupsV1...) {
+			if err := joinCgroup(dir); err != nil {
+				fmt.Fprintf(stderr, "odek sandbox: not running the command, the sandbox could not be applied: join the job's cgroup %s: %v\n", dir, err)
+				return ExitNotConfined
+			}
 		}
 	}
 	if err := enforce(spec); err != nil {
@@ -91,12 +99,54 @@ var (
 	exeErr  error
 )
 
-// executable is this process's binary, resolved once: the helper is the
-// same binary, so an upgrade on disk cannot change what runs as it
-// mid-process (the path is kept; a replaced file is the new version).
+// LeanHelper is the name of the helper-only binary (cmd/odek-sandbox)
+// that executable prefers when it sits beside this process's binary.
+const LeanHelper = "odek-sandbox"
+
+// executable is the binary re-executed as the helper, resolved once: the
+// lean helper beside this process's binary when it is there and safe to
+// run (leanHelper), else this binary itself, so an upgrade on disk cannot
+// change which one runs mid-process (the path is kept; a replaced file is
+// the new version).
 func executable() (string, error) {
-	exeOnce.Do(func() { exePath, exeErr = os.Executable() })
+	exeOnce.Do(func() {
+		exePath, exeErr = os.Executable()
+		if exeErr == nil {
+			if lean, ok := leanHelper(exePath); ok {
+				exePath = lean
+			}
+		}
+	})
 	return exePath, exeErr
+}
+
+// Helper is the binary this process runs as the sandbox helper for every
+// confined command: odek-sandbox beside this binary when it is there and
+// safe to run, else this binary itself. Resolved once per process; for
+// start-up logs and health reports, so an operator sees which one runs.
+func Helper() (string, error) { return executable() }
+
+// leanHelper is the odek-sandbox binary in the directory of exe (its
+// symlinks resolved), when it is a regular executable file that only
+// root or this process's user owns and can write: it is run unconfined,
+// so a file anyone else could have put or changed there is never used.
+func leanHelper(exe string) (string, bool) {
+	real, err := filepath.EvalSymlinks(exe)
+	if err != nil {
+		return "", false
+	}
+	p := filepath.Join(filepath.Dir(real), LeanHelper)
+	if p == real {
+		return "", false
+	}
+	fi, err := os.Lstat(p)
+	if err != nil || !fi.Mode().IsRegular() || fi.Mode().Perm()&0o111 == 0 || fi.Mode().Perm()&0o022 != 0 {
+		return "", false
+	}
+	if !ownedBySelfOrRoot(fi) {
+		return "", false
+	}
+	return p, true
 }
 
 // Command returns a command that runs argv confined by spec: this binary

@@ -8,36 +8,26 @@ import (
 	"runtime"
 	"syscall"
 
-	"github.com/landlock-lsm/go-landlock/landlock"
-	llsyscall "github.com/landlock-lsm/go-landlock/landlock/syscall"
 	"golang.org/x/sys/unix"
 )
 
-// ABI returns the Landlock ABI version of the running kernel, 0 when
-// Landlock is missing or disabled.
-func ABI() int {
-	v, err := llsyscall.LandlockGetABIVersion()
-	if err != nil || v < 0 {
-		return 0
-	}
-	return v
-}
-
 // enforce applies spec to the calling process: resource limits, the
 // Landlock ruleset and the seccomp filter. It fails closed: any step that
-// cannot be applied is an error, and the caller must not exec.
+// cannot be applied is an error, and the caller must not exec. The
+// Landlock domain is the calling thread's (landlock_linux.go): the
+// goroutine stays locked to it, and the caller execs from it.
 func enforce(spec Spec) error {
-	if err := Missing(ABI()); err != nil {
+	abi := ABI()
+	if err := Missing(abi); err != nil {
 		return err
 	}
 	if spec.Root == "" || spec.TempDir == "" {
 		return fmt.Errorf("the spec names no root or temp dir")
 	}
-	rules := landlockRules(spec)
-	// V7: filesystem, TCP bind/connect, IPC scopes (signals, abstract
+	// Filesystem, TCP bind/connect, IPC scopes (signals, abstract
 	// sockets). The ABI check above guarantees at least the TCP rules.
-	if err := landlock.V7.BestEffort().Restrict(rules...); err != nil {
-		return fmt.Errorf("landlock_restrict_self: %v", err)
+	if err := restrictThread(spec, abi); err != nil {
+		return err
 	}
 	if err := installSeccomp(specFilter(spec), unix.SECCOMP_FILTER_FLAG_TSYNC); err != nil {
 		return fmt.Errorf("seccomp: %v", err)
@@ -54,25 +44,6 @@ func newSession() error {
 	}
 	_, err := unix.Setsid()
 	return err
-}
-
-// landlockRules are the Landlock rules of spec.
-func landlockRules(spec Spec) []landlock.Rule {
-	// NewSpec sorted the read-only paths into directories and files:
-	// directory rights on a file are invalid.
-	rules := []landlock.Rule{
-		landlock.RWDirs(spec.Root, spec.TempDir).WithRefer(),
-		landlock.RODirs(spec.ReadOnly...),
-		landlock.ROFiles(spec.ReadOnlyFiles...),
-		landlock.RWFiles(spec.Devices...).IgnoreIfMissing(),
-	}
-	for _, p := range spec.ConnectPorts {
-		rules = append(rules, landlock.ConnectTCP(p))
-	}
-	for _, p := range spec.BindPorts {
-		rules = append(rules, landlock.BindTCP(p))
-	}
-	return rules
 }
 
 // specFilter is the seccomp filter of spec.
@@ -170,4 +141,11 @@ func reachable(path string) bool {
 	}
 	fi, err := os.Stat(path)
 	return err == nil && fi.IsDir() && unix.Access(path, unix.X_OK) == nil
+}
+
+// ownedBySelfOrRoot reports whether fi's file belongs to root or to this
+// process's effective user.
+func ownedBySelfOrRoot(fi os.FileInfo) bool {
+	st, ok := fi.Sys().(*syscall.Stat_t)
+	return ok && (st.Uid == 0 || int(st.Uid) == os.Geteuid())
 }

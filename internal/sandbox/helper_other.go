@@ -28,3 +28,6 @@ func reachable(path string) bool {
 func newSession() error { return errors.New("the sandbox needs Linux (Landlock)") }
 
 func joinCgroup(string) error { return errors.New("cgroups need Linux") }
+
+// ownedBySelfOrRoot: no lean helper off Linux (no sandbox to run).
+func ownedBySelfOrRoot(os.FileInfo) bool { return false }

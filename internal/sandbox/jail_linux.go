@@ -10,6 +10,7 @@ import (
 	"os/exec"
 	"sync"
 	"syscall"
+	"time"
 
 	"golang.org/x/sys/unix"
 )
@@ -42,10 +43,12 @@ type Jail struct {
 	spec Spec
 	json func() (string, error)
 
-	cg *jobCgroup // the job's cgroup; nil ⇒ none (process groups only)
+	cg   *jobCgroup    // the job's cgroup; nil ⇒ none (process groups only)
+	stop chan struct{} // closed by Close: ends watchCPU
 
 	mu     sync.Mutex
 	closed bool
+	cpuOut bool          // the job used its CPU time (watchCPU)
 	groups []int         // the process groups started
 	procs  []*os.Process // the commands started (signalled by pidfd)
 }
@@ -71,14 +74,58 @@ func NewJail(spec Spec) (*Jail, error) {
 	// A cgroup of the job's own where this process can make one: the
 	// bound on its processes that holds for root, and the way to end them
 	// all. Without, RLIMIT_NPROC and the process groups.
-	cg, err := newJobCgroup(spec.MaxProcesses)
+	return jailWith(spec, newJobCgroup), nil
+}
+
+// jailWith is NewJail's Jail of a checked spec, whose cgroup (if any)
+// newCgroup makes.
+func jailWith(spec Spec, newCgroup func(jobLimits) (*jobCgroup, error)) *Jail {
+	cg, err := newCgroup(jobLimits{procs: spec.MaxProcesses, memBytes: int64(spec.JobMemoryMB) << 20})
 	if err == nil {
-		spec.Cgroup = cg.dir
+		spec.Cgroup, spec.CgroupsV1 = cg.joins()
+	} else {
+		cg = nil
 	}
-	return &Jail{spec: spec, cg: cg, json: sync.OnceValues(func() (string, error) {
+	j := &Jail{spec: spec, cg: cg, stop: make(chan struct{}), json: sync.OnceValues(func() (string, error) {
 		b, err := json.Marshal(spec)
 		return string(b), err
-	})}, nil
+	})}
+	if cg != nil && spec.JobCPUSeconds > 0 {
+		if _, ok := cg.cpuUsage(); ok {
+			go j.watchCPU(time.Duration(spec.JobCPUSeconds) * time.Second)
+		}
+	}
+	return j
+}
+
+// CPUPollInterval is how often a Jail reads the CPU time its job used.
+const CPUPollInterval = 250 * time.Millisecond
+
+// ErrJobCPU is Start's error once the job used its CPU time
+// (Spec.JobCPUSeconds).
+var ErrJobCPU = errors.New("sandbox: the job used up its CPU time (sandbox.job_cpu_seconds); its processes were killed")
+
+// watchCPU kills the job's processes once they have used limit of CPU
+// time together, and refuses its later commands.
+func (j *Jail) watchCPU(limit time.Duration) {
+	t := time.NewTicker(CPUPollInterval)
+	defer t.Stop()
+	for {
+		select {
+		case <-j.stop:
+			return
+		case <-t.C:
+		}
+		used, ok := j.cg.cpuUsage()
+		if !ok || used < limit {
+			continue
+		}
+		j.mu.Lock()
+		j.cpuOut = true
+		j.mu.Unlock()
+		j.cg.kill()
+		return
+	}
 }
 
 // Spec is the jail's ruleset.
@@ -104,6 +151,9 @@ func (j *Jail) Start(cmd *exec.Cmd) error {
 	defer j.mu.Unlock()
 	if j.closed {
 		return ErrJailClosed
+	}
+	if j.cpuOut {
+		return ErrJobCPU
 	}
 	exe, err := executable()
 	if err != nil {
@@ -133,6 +183,7 @@ func (j *Jail) Close() error {
 		return nil
 	}
 	j.closed = true
+	close(j.stop)
 	groups, procs := j.groups, j.procs
 	j.groups, j.procs = nil, nil
 	j.mu.Unlock()

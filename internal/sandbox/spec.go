@@ -73,6 +73,14 @@ type Spec struct {
 	// it confines itself (a Jail sets it where per-job cgroups work; see
 	// cgroup_linux.go); "" ⇒ none.
 	Cgroup string `json:"cgroup,omitempty"`
+	// CgroupsV1 are the job's cgroups in other cgroup v1 hierarchies
+	// (memory, cpuacct), which the helper joins too.
+	CgroupsV1 []string `json:"cgroups_v1,omitempty"`
+	// JobMemoryMB is the memory limit of the job's cgroup in MiB; 0 ⇒
+	// none.
+	JobMemoryMB int `json:"job_memory_mb,omitempty"`
+	// JobCPUSeconds is the CPU time the job's cgroup may use; 0 ⇒ none.
+	JobCPUSeconds int `json:"job_cpu_seconds,omitempty"`
 }
 
 // HasLimits reports whether the spec sets any resource limit.
@@ -162,6 +170,8 @@ func systemSpec(s Settings, deny []string, fsys Lister) Spec {
 		MaxCPUSeconds: orDefault(s.MaxCPUSeconds, DefaultMaxCPUSeconds),
 		MaxProcesses:  orDefault(s.MaxProcesses, DefaultMaxProcesses),
 		MaxFileSizeMB: orDefault(s.MaxFileSizeMB, DefaultMaxFileSizeMB),
+		JobMemoryMB:   orDefault(s.JobMemoryMB, DefaultJobMemoryMB),
+		JobCPUSeconds: orDefault(s.JobCPUSeconds, DefaultJobCPUSeconds),
 	}
 	for _, ro := range cleanAll(append(slices.Clone(SystemReadOnly), s.ReadOnlyPaths...)) {
 		spec.ReadOnly = append(spec.ReadOnly, grant(ro, deny, fsys, 0)...)
@@ -275,4 +285,52 @@ func dedupe(paths []string) []string {
 		}
 	}
 	return out
+}
+
+// WithReadOnly returns a Template whose jobs may also read and execute
+// each of dirs (the operator's skill directories: a skill's scripts and
+// files must be usable by a confined job) although they may lie inside
+// container, a denied path (ODEK_HOME). A dir is skipped, and returned in
+// skipped with the reason, when it is not an absolute path, does not
+// exist or is not a directory, is container itself, contains a denied
+// path, or lies inside a denied path other than container (another chat's
+// directory, say). Nothing is writable through these grants. t is not
+// modified.
+func (t *Template) WithReadOnly(dirs []string, container string, fsys Lister) (*Template, []string) {
+	out := &Template{spec: t.spec, deny: t.deny}
+	out.spec.ReadOnly = slices.Clone(t.spec.ReadOnly)
+	container = filepath.Clean(container)
+	var skipped []string
+	for _, dir := range dirs {
+		if !filepath.IsAbs(dir) {
+			skipped = append(skipped, dir+": not an absolute path")
+			continue
+		}
+		dir = filepath.Clean(dir)
+		why := ""
+		for _, d := range t.deny {
+			switch {
+			case within(dir, d):
+				why = "it holds " + d + ", which jobs may not read"
+			case d != container && within(d, dir):
+				why = "it lies inside " + d + ", which jobs may not read"
+			}
+			if why != "" {
+				break
+			}
+		}
+		if why == "" && fsys != nil {
+			if exists, isDir := fsys.Kind(dir); !exists || !isDir {
+				why = "not a directory"
+			}
+		}
+		if why != "" {
+			skipped = append(skipped, dir+": "+why)
+			continue
+		}
+		if !slices.Contains(out.spec.ReadOnly, dir) {
+			out.spec.ReadOnly = append(out.spec.ReadOnly, dir)
+		}
+	}
+	return out, skipped
 }

@@ -102,8 +102,8 @@ func TestNewSpec(t *testing.T) {
 			want: Spec{Root: base.Root, TempDir: base.TempDir, ReadOnly: sys(), ReadOnlyFiles: etcFiles, Devices: Devices[:len(Devices)-1]}},
 		{name: "operator denies all of /usr/local", s: Settings{DenyPaths: []string{"/usr/local"}}, p: base,
 			want: Spec{Root: base.Root, TempDir: base.TempDir, ReadOnly: append([]string{"/usr/bin", "/usr/lib"}, sys()[1:]...), ReadOnlyFiles: etcFiles, Devices: Devices}},
-		{name: "limits pass through", s: Settings{MaxMemoryMB: 100, MaxProcesses: 5, MaxCPUSeconds: 7, MaxFileSizeMB: 9}, p: base,
-			want: Spec{Root: base.Root, TempDir: base.TempDir, ReadOnly: sys(), ReadOnlyFiles: etcFiles, Devices: Devices, MaxMemoryMB: 100, MaxProcesses: 5, MaxCPUSeconds: 7, MaxFileSizeMB: 9}},
+		{name: "limits pass through", s: Settings{MaxMemoryMB: 100, MaxProcesses: 5, MaxCPUSeconds: 7, MaxFileSizeMB: 9, JobMemoryMB: 300, JobCPUSeconds: 11}, p: base,
+			want: Spec{Root: base.Root, TempDir: base.TempDir, ReadOnly: sys(), ReadOnlyFiles: etcFiles, Devices: Devices, MaxMemoryMB: 100, MaxProcesses: 5, MaxCPUSeconds: 7, MaxFileSizeMB: 9, JobMemoryMB: 300, JobCPUSeconds: 11}},
 		{name: "bind ports sorted and deduplicated", s: Settings{AllowBindPorts: []int{8080, 3000, 8080}}, p: base,
 			want: Spec{Root: base.Root, TempDir: base.TempDir, ReadOnly: sys(), ReadOnlyFiles: etcFiles, Devices: Devices, BindPorts: []uint16{3000, 8080}}},
 		{name: "root holding odek home", p: Paths{Root: "/root", TempDir: "/tmp/x", Deny: []string{"/root/.odek"}}, isErr: ErrRootHoldsDenied},
@@ -127,6 +127,8 @@ func TestNewSpec(t *testing.T) {
 			tt.want.MaxCPUSeconds = orDefault(tt.want.MaxCPUSeconds, DefaultMaxCPUSeconds)
 			tt.want.MaxProcesses = orDefault(tt.want.MaxProcesses, DefaultMaxProcesses)
 			tt.want.MaxFileSizeMB = orDefault(tt.want.MaxFileSizeMB, DefaultMaxFileSizeMB)
+			tt.want.JobMemoryMB = orDefault(tt.want.JobMemoryMB, DefaultJobMemoryMB)
+			tt.want.JobCPUSeconds = orDefault(tt.want.JobCPUSeconds, DefaultJobCPUSeconds)
 			if !reflect.DeepEqual(got, tt.want) {
 				t.Errorf("got  %+v\nwant %+v", got, tt.want)
 			}

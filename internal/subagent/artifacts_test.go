@@ -171,7 +171,7 @@ func TestStuckChildKilledAtTimeout(t *testing.T) {
 	script := filepath.Join(dir, "stuck-odek")
 	os.WriteFile(script, []byte("#!/bin/sh\ntrap '' TERM\nsleep 60 &\necho $! > "+pidFile+"\nwait\n"), 0o700)
 	d := NewDelegateTool(Options{Executable: script, Environ: []string{"PATH=" + os.Getenv("PATH")},
-		Settings: Settings{TaskTimeout: 200 * time.Millisecond}, Emit: func(context.Context, events.Type, map[string]any) {}})
+		Settings: Settings{TaskTimeoutSeconds: 0.2}, Emit: func(context.Context, events.Type, map[string]any) {}})
 	d.killGrace = 100 * time.Millisecond
 	res, err := d.Run(context.Background(), []byte(`{"tasks":[{"goal":"hang"}]}`))
 	if err != nil || !res.IsError || !strings.Contains(res.Text, "timed out") || !strings.Contains(res.Text, "did not finish within 0.3s") {
@@ -343,7 +343,7 @@ func TestChildExitNotHeldByEscapedGrandchild(t *testing.T) {
 		}
 	})
 	d := NewDelegateTool(Options{Executable: script, Environ: []string{"PATH=" + os.Getenv("PATH")},
-		Settings: Settings{TaskTimeout: 20 * time.Second}, Emit: func(context.Context, events.Type, map[string]any) {}})
+		Settings: Settings{TaskTimeoutSeconds: 20}, Emit: func(context.Context, events.Type, map[string]any) {}})
 	d.killGrace = 100 * time.Millisecond
 	res, err := d.Run(context.Background(), []byte(`{"tasks":[{"goal":"g"}]}`))
 	if err != nil || res.IsError || !strings.Contains(res.Text, ": success") || strings.Contains(res.Text, "timed out") {

@@ -25,6 +25,7 @@ import (
 	"github.com/odekrun/odek/internal/beneath"
 	"github.com/odekrun/odek/internal/budget"
 	"github.com/odekrun/odek/internal/sandbox"
+	"github.com/odekrun/odek/internal/telemetry"
 	"github.com/odekrun/odek/internal/tools"
 	"github.com/sirupsen/logrus"
 )
@@ -99,8 +100,25 @@ type Options struct {
 	Confine *Confinement
 	// Emit sends subagent_* events; nil ⇒ agent.Emit.
 	Emit EmitFunc
+	// TaskHook, when set, is told of each task before its child starts
+	// (TaskEvent.Start; a non-empty refusal blocks the task, which then
+	// fails with that reason and no child runs) and after it ended (the
+	// result; the refusal is ignored): the operator's subagent_start and
+	// subagent_stop hooks (issue 28). It runs on the tool call's
+	// goroutine for that task.
+	TaskHook func(ctx context.Context, ev TaskEvent) (refusal string)
 	// Logger receives diagnostics; nil ⇒ discarded.
 	Logger logrus.FieldLogger
+}
+
+// TaskEvent is what Options.TaskHook is told of a task.
+type TaskEvent struct {
+	// Start is set before the child starts; otherwise the task ended.
+	Start bool
+	// TaskID and Goal name the task.
+	TaskID, Goal string
+	// Result is the task's result when it ended (nil at the start).
+	Result *Result
 }
 
 // Delegate is the delegate_tasks tool.
@@ -354,7 +372,7 @@ func (d *Delegate) runOne(ctx context.Context, ci agent.CallInfo, runDir string,
 	}
 	task := Task{
 		TaskID: out.taskID, Goal: t.Goal, Context: t.Context, Guidance: t.Guidance, MaxRisk: ClampRisk(t.MaxRisk, d.o.MaxRisk),
-		Model: d.o.Model, BaseURL: d.o.BaseURL, TimeoutSeconds: d.o.Settings.TaskTimeout.Seconds(),
+		Model: d.o.Model, BaseURL: d.o.BaseURL, TimeoutSeconds: d.o.Settings.TaskTimeoutSeconds,
 		Confine: d.o.Confine,
 	}
 	if d.o.ArtifactsDir != "" {
@@ -374,7 +392,19 @@ func (d *Delegate) runOne(ctx context.Context, ci agent.CallInfo, runDir string,
 		}
 		task.Budget = Remaining(l, tr.Snapshot(), elapsed, !tr.CostCapInactive())
 	}
+	if d.o.TaskHook != nil {
+		if why := d.o.TaskHook(ctx, TaskEvent{Start: true, TaskID: out.taskID, Goal: t.Goal}); why != "" {
+			return fail("blocked by a subagent_start hook: %s", why)
+		}
+	}
 	res, err := d.spawn(ctx, ci, i, task)
+	if d.o.TaskHook != nil {
+		ev := TaskEvent{TaskID: out.taskID, Goal: t.Goal, Result: res}
+		if err != nil {
+			ev.Result = &Result{Status: StatusError, Error: err.Error()}
+		}
+		d.o.TaskHook(context.WithoutCancel(ctx), ev)
+	}
 	if err != nil {
 		return fail("%v", err)
 	}
@@ -431,6 +461,24 @@ func childEnv(base []string, depth int, slots, tenant string) []string {
 
 // spawn runs one child to its result.
 func (d *Delegate) spawn(ctx context.Context, ci agent.CallInfo, i int, task Task) (*Result, error) {
+	// telemetry (issue 24): one span per child; the child's `odek subagent`
+	// continues it from TRACEPARENT, so its run joins this trace.
+	ctx, span := telemetry.Start(ctx, "odek.subagent")
+	defer span.End()
+	if span.Recording() {
+		span.String("odek.subagent.task_id", task.TaskID)
+		span.Int("odek.subagent.depth", int64(d.o.Depth+1))
+	}
+	res, err := d.spawnChild(ctx, ci, i, task)
+	if err != nil {
+		span.Fail("spawn", err)
+	} else if res != nil && res.Status != StatusSuccess {
+		span.Fail(res.Status, nil)
+	}
+	return res, err
+}
+
+func (d *Delegate) spawnChild(ctx context.Context, ci agent.CallInfo, i int, task Task) (*Result, error) {
 	exe := d.o.Executable
 	if exe == "" {
 		var err error
@@ -474,7 +522,7 @@ func (d *Delegate) spawn(ctx context.Context, ci agent.CallInfo, i int, task Tas
 	if p, err := d.pool(); err == nil {
 		slots = p.dir
 	}
-	cmd.Env = childEnv(base, d.o.Depth+1, slots, d.tenant())
+	cmd.Env = telemetry.WithEnv(ctx, childEnv(base, d.o.Depth+1, slots, d.tenant()))
 	cmd.ExtraFiles = []*os.File{keyR}
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout = &limitedBuffer{b: &stdout, max: MaxResultBytes}

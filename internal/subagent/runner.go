@@ -37,6 +37,10 @@ type RunOptions struct {
 	WorkDir string
 	// Start is when the child started (for duration_seconds); zero ⇒ now.
 	Start time.Time
+	// Run runs the loop; nil ⇒ agent.Run. `odek subagent` passes its
+	// Runtime's RunAgent, which fires the operator's lifecycle hooks
+	// around the loop as every other front end does.
+	Run func(ctx context.Context, cfg agent.Config, goal string) (*agent.Result, error)
 }
 
 // ChildPolicy is the child's policy: p with every prompt denied (nobody
@@ -105,7 +109,14 @@ func RunTask(ctx context.Context, o RunOptions) *Result {
 	if o.Task.TimeoutSeconds > 0 {
 		runCtx, cancel = context.WithTimeoutCause(ctx, time.Duration(o.Task.TimeoutSeconds*float64(time.Second)), errTaskTimeout)
 	}
-	ar, err := agent.Run(runCtx, cfg, Message(o.Task, stage))
+	run := o.Run
+	if run == nil {
+		run = agent.Run
+	}
+	ar, err := run(runCtx, cfg, Message(o.Task, stage))
+	if ar == nil {
+		ar = &agent.Result{}
+	}
 	timedOut := err != nil && ctx.Err() == nil && errors.Is(context.Cause(runCtx), errTaskTimeout)
 	cancel()
 

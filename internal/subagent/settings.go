@@ -27,25 +27,36 @@ const (
 	InheritShare = "share"
 )
 
-// Settings are the `subagent` config section. The zero value means the
-// defaults.
+// Settings are the `subagent` config section, declared once: config
+// decodes the files into it (config.Subagent is this type) and checks and
+// merges it by the project, check and default tags
+// (internal/config/sections.go explains them; a config test keeps the
+// default tags equal to the Default… constants). The zero value means
+// the defaults.
 type Settings struct {
 	// MaxConcurrency bounds children running at once per delegate_tasks
 	// call; 0 ⇒ DefaultMaxConcurrency, capped at HardMaxConcurrency.
-	MaxConcurrency int
+	MaxConcurrency int `json:"max_concurrency" project:"lower" default:"3" check:"min=0,max=8"`
 	// MaxProcesses bounds the sub-agent processes of every depth running
 	// at once under one top-level process (a worker, an `odek run`): a
 	// top-level run's task waits for a free slot, a nested run's task is
 	// refused at once (see slots.go). 0 ⇒ DefaultMaxProcesses, capped at
 	// HardMaxProcesses. Only the top-level process's value counts.
-	MaxProcesses int
+	MaxProcesses int `json:"max_processes" project:"lower" default:"8" check:"min=0,max=64"`
 	// MaxDepth bounds nesting: a top-level run has depth 0, its children 1,
 	// and a run at MaxDepth may not delegate. 0 ⇒ DefaultMaxDepth.
-	MaxDepth int
-	// BudgetInherit is InheritOperator or InheritShare; "" ⇒ InheritOperator.
-	BudgetInherit string
-	// TaskTimeout bounds one child's run; 0 ⇒ DefaultTaskTimeout.
-	TaskTimeout time.Duration
+	MaxDepth int `json:"max_depth" project:"lower" default:"2" check:"min=0,max=8"`
+	// BudgetInherit is InheritOperator or InheritShare; "" ⇒
+	// InheritOperator. A project may only switch to InheritShare.
+	BudgetInherit string `json:"budget_inherit" project:"only=share" check:"oneof=|operator|share"`
+	// TaskTimeoutSeconds bounds one child's run, in seconds; 0 ⇒
+	// DefaultTaskTimeout, capped at HardMaxTaskTimeout.
+	TaskTimeoutSeconds float64 `json:"task_timeout_seconds" project:"lower" default:"600" check:"min=0,max=86400"`
+}
+
+// TaskTimeout is TaskTimeoutSeconds as a Duration.
+func (s Settings) TaskTimeout() time.Duration {
+	return time.Duration(s.TaskTimeoutSeconds * float64(time.Second))
 }
 
 func orInt(v, def int) int {
@@ -63,10 +74,10 @@ func (s Settings) WithDefaults() Settings {
 	if s.BudgetInherit == "" {
 		s.BudgetInherit = InheritOperator
 	}
-	if s.TaskTimeout <= 0 {
-		s.TaskTimeout = DefaultTaskTimeout
+	if s.TaskTimeoutSeconds <= 0 {
+		s.TaskTimeoutSeconds = DefaultTaskTimeout.Seconds()
 	}
-	s.TaskTimeout = min(s.TaskTimeout, HardMaxTaskTimeout)
+	s.TaskTimeoutSeconds = min(s.TaskTimeoutSeconds, HardMaxTaskTimeout.Seconds())
 	return s
 }
 

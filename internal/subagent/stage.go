@@ -1,7 +1,6 @@
 package subagent
 
 import (
-	"crypto/rand"
 	"crypto/sha256"
 	"encoding/hex"
 	"errors"
@@ -18,6 +17,7 @@ import (
 
 	"github.com/odekrun/odek/artifacts"
 	"github.com/odekrun/odek/internal/beneath"
+	"github.com/odekrun/odek/internal/privdir"
 )
 
 // Limits of the artifact channel.
@@ -248,24 +248,8 @@ func PrivateArtifactsDir(home string) (string, error) {
 }
 
 // unguessableDir makes a new 0700 directory in parent named prefix and
-// 128 random bits. A confined job may stat(2) any path it can name
-// (Landlock does not mediate lookups), and os.MkdirTemp's 32 random bits
-// can be enumerated; these cannot, so another chat's job learns nothing
-// of this run's files.
+// 128 random bits (privdir.Make), so another chat's job learns nothing of
+// this run's files by naming them.
 func unguessableDir(parent, prefix string) (string, error) {
-	for range 10 {
-		var b [16]byte
-		if _, err := rand.Read(b[:]); err != nil {
-			return "", err
-		}
-		dir := filepath.Join(parent, prefix+hex.EncodeToString(b[:]))
-		err := os.Mkdir(dir, 0o700)
-		if err == nil {
-			return dir, nil
-		}
-		if !errors.Is(err, os.ErrExist) {
-			return "", err
-		}
-	}
-	return "", errors.New("subagent: no unused directory name in 10 tries")
+	return privdir.Make(parent, prefix)
 }

@@ -22,6 +22,11 @@ import (
 //     time to first token and the call's tokens;
 //   - tool_call_started … tool_call_completed/failed: "execute_tool <tool>".
 //
+// It is the fallback for runs that are not traced in place: an event
+// that arrives already stamped (RunSink, a run internal/host assembled,
+// whose model and tool spans exist) passes through untouched, so no call
+// is counted twice.
+//
 // Events are written from the Emitter's one goroutine, so the rebuilt
 // spans never slow the loop. Off (and with no trace in ctx) it returns
 // next itself; off with a trace handed in (TRACEPARENT, a job's trace
@@ -35,7 +40,9 @@ func EventSpans(ctx context.Context, next events.Sink) events.Sink {
 			return next
 		}
 		return events.SinkFunc(func(ev *events.Event) error {
-			ev.TraceID, ev.SpanID = tid, sid
+			if ev.TraceID == "" {
+				ev.TraceID, ev.SpanID = tid, sid
+			}
 			return next.Write(ev)
 		})
 	}
@@ -58,7 +65,11 @@ type eventSpans struct {
 }
 
 func (e *eventSpans) Write(ev *events.Event) error {
-	e.observe(ev)
+	// An event already stamped comes from a run traced in place (RunSink):
+	// its spans exist, rebuilding them would count the run twice.
+	if ev.TraceID == "" {
+		e.observe(ev)
+	}
 	if e.next == nil {
 		return nil
 	}

@@ -138,6 +138,10 @@ func (s Span) Usage(input, output, cached int) {
 	}
 }
 
+// Capturing reports whether Content would record anything: guard the
+// building of content (a conversion, a join) with it.
+func (s Span) Capturing() bool { return s.s != nil && s.p.capture && s.s.IsRecording() }
+
 // Content records text (a prompt, a completion, tool arguments) under key
 // only when the operator turned capture on: redacted, then clipped.
 func (s Span) Content(key, text string) {
@@ -284,4 +288,9 @@ func orDefaultDur(v, d time.Duration) time.Duration {
 		return d
 	}
 	return v
+}
+
+// finishReasons is gen_ai.response.finish_reasons for one choice.
+func finishReasons(r string) attribute.KeyValue {
+	return attribute.StringSlice("gen_ai.response.finish_reasons", []string{clipText(r, 64)})
 }

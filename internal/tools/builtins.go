@@ -182,7 +182,7 @@ func Builtins(opts Options) []Tool {
 	c := newConfig(opts)
 	return []Tool{
 		&readFileTool{c}, &writeFileTool{c}, &listDirTool{c},
-		&searchFilesTool{c}, &patchTool{c}, &shellTool{c},
+		&searchFilesTool{c}, &patchTool{c}, &shellTool{c: c},
 	}
 }
 

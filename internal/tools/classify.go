@@ -87,6 +87,12 @@ type classifier struct {
 	// cwdGit is set after a cd into a .git directory (or another place
 	// programFile names): later relative writes land there.
 	cwdGit bool
+	// cwds are the directories, relative to the working directory, the
+	// line may be in at this point (nil ⇒ "."): every static relative cd
+	// adds one, since the walk cannot tell which branch runs.
+	cwds []string
+	// gitUse, when not nil, records where the line runs git.
+	gitUse *gitUse
 	best   ShellVerdict
 	// src is the text being walked; expansions are quoted from it.
 	src string
@@ -108,6 +114,12 @@ func (c *classifier) raise(class Class, argv0, reason string) {
 }
 
 func classifyShell(cmdline, workDir string, depth int) ShellVerdict {
+	return classifyLine(cmdline, workDir, depth, nil)
+}
+
+// classifyLine is classifyShell recording, in g when not nil, where the
+// line runs git (gitrepo.go).
+func classifyLine(cmdline, workDir string, depth int, g *gitUse) ShellVerdict {
 	if depth > maxShellDepth {
 		return ShellVerdict{Class: ClassUnknown, Reason: "substitutions nested too deeply to classify"}
 	}
@@ -117,7 +129,7 @@ func classifyShell(cmdline, workDir string, depth int) ShellVerdict {
 	if strings.IndexByte(cmdline, 0) >= 0 {
 		// The parser skips NUL bytes; read each as a letter of the word
 		// it sits in, and never below unknown.
-		v := classifyShell(strings.ReplaceAll(cmdline, "\x00", "%"), workDir, depth)
+		v := classifyLine(strings.ReplaceAll(cmdline, "\x00", "%"), workDir, depth, g)
 		if Severity(v.Class) < Severity(ClassUnknown) {
 			v = ShellVerdict{Class: ClassUnknown, Reason: "the command line contains a NUL byte"}
 		}
@@ -132,7 +144,7 @@ func classifyShell(cmdline, workDir string, depth int) ShellVerdict {
 	if err != nil {
 		return salvage(cmdline, workDir, depth)
 	}
-	c := &classifier{workDir: workDir, depth: depth, src: cmdline}
+	c := &classifier{workDir: workDir, depth: depth, src: cmdline, gitUse: g}
 	c.best = ShellVerdict{Class: ClassSafe, Reason: "empty command"}
 	c.line(f.Stmts)
 	return c.best
@@ -483,7 +495,7 @@ func (c *classifier) program(name string, args []word) segResult {
 		r.interpreter = true
 		for i, a := range args {
 			if a.v == "-c" && i+1 < len(args) {
-				v := classifyShell(args[i+1].v, c.workDir, c.depth+1)
+				v := c.nested(args[i+1].v)
 				if args[i+1].dyn {
 					c.raise(ClassCodeExecution, name, name+" -c with a command decided at run time")
 				}
@@ -497,14 +509,14 @@ func (c *classifier) program(name string, args []word) segResult {
 		for i, a := range args {
 			joined[i] = a.v
 		}
-		v := classifyShell(strings.Join(joined, " "), c.workDir, c.depth+1)
+		v := c.nested(strings.Join(joined, " "))
 		c.raise(v.Class, v.Argv0, "eval: "+v.Reason)
 		r.interpreter = true // eval "$(curl ...)" runs what was downloaded
 		return set(ClassCodeExecution, "evaluates a string as shell code")
 	case "alias":
 		for _, a := range args {
 			if eq := strings.IndexByte(a.v, '='); eq > 0 {
-				v := classifyShell(a.v[eq+1:], c.workDir, c.depth+1)
+				v := c.nested(a.v[eq+1:])
 				c.raise(v.Class, v.Argv0, "alias: "+v.Reason)
 			}
 		}
@@ -740,6 +752,9 @@ func (c *classifier) program(name string, args []word) segResult {
 		if len(ops) > 0 && programFile(ops[0].v+"/x") != "" {
 			c.cwdGit = true
 		}
+		if len(ops) > 0 && !ops[0].dyn {
+			c.addCwd(ops[0].v)
+		}
 		switch {
 		case len(ops) == 0:
 		case ops[0].dyn || strings.HasPrefix(ops[0].v, "/") || strings.HasPrefix(ops[0].v, "~") || ops[0].v == "-" ||
@@ -956,7 +971,7 @@ func (c *classifier) find(args []word, r segResult) segResult {
 			if len(inner) == 0 {
 				class, why = maxClass(class, ClassUnknown), "find "+args[i].v+" without a command"
 			}
-			sub := &classifier{workDir: c.workDir, depth: c.depth + 1, cwdMoved: c.cwdMoved, cwdTop: c.cwdTop, cwdGit: c.cwdGit}
+			sub := &classifier{workDir: c.workDir, depth: c.depth + 1, cwdMoved: c.cwdMoved, cwdTop: c.cwdTop, cwdGit: c.cwdGit, cwds: c.cwds, gitUse: c.gitUse}
 			sub.best = ShellVerdict{Class: ClassSafe}
 			sub.command(inner)
 			c.raise(sub.best.Class, sub.best.Argv0, "find "+args[i].v+": "+sub.best.Reason)
@@ -993,7 +1008,17 @@ func (c *classifier) git(args []word, r segResult) segResult {
 		}
 	}
 	i := 0
+	// Where git starts: each directory the line may be in, moved by -C
+	// (and the directory above a --git-dir, where its worktree is).
+	starts := c.currentDirs()
 	for i < len(args) && strings.HasPrefix(args[i].v, "-") {
+		if move, ok := gitStartOption(args, i); ok {
+			if move.dyn {
+				c.raise(ClassCodeExecution, "git", "git "+args[i].v+" names a directory decided at run time, whose repository cannot be inspected")
+			} else {
+				starts = moveDirs(starts, move.v, c.workDir)
+			}
+		}
 		if strings.HasPrefix(args[i].v, "-c") || strings.HasPrefix(args[i].v, "--config-env") {
 			// Configuration on the command line can name programs to run.
 			c.raise(ClassCodeExecution, "git", "git -c can run configured programs")
@@ -1018,6 +1043,9 @@ func (c *classifier) git(args []word, r segResult) segResult {
 			i++
 		}
 		i++
+	}
+	if c.gitUse != nil {
+		c.gitUse.dirs = append(c.gitUse.dirs, starts...)
 	}
 	if i >= len(args) {
 		return set(ClassSafe, "git without a subcommand")

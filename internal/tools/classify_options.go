@@ -824,7 +824,7 @@ func (c *classifier) shellString(name string, w word) {
 	if w.dyn {
 		c.raise(ClassCodeExecution, name, name+" runs a command decided at run time")
 	}
-	v := classifyShell(w.v, c.workDir, c.depth+1)
+	v := c.nested(w.v)
 	c.raise(v.Class, v.Argv0, name+": "+v.Reason)
 	if v.Class == ClassUnknown {
 		// What a wrapper runs is at least code execution when it cannot

@@ -16,11 +16,12 @@ import (
 // archive, a symlink). guard_test.go proves each entry against the real
 // git.
 //
-// What git offers no switch for is listed in docs/SECURITY.md: drivers
-// that .gitattributes selects (filter.<x>.clean/smudge/process,
-// diff.<x>.command/textconv, merge.<x>.driver), diff.external, and
-// remote.<x>.uploadpack/receivepack. Those need a planted configuration
-// file, which the classifier rates code_execution (gitPath).
+// What git offers no switch for — drivers that .gitattributes selects
+// (filter.<x>.clean/smudge/process, diff.<x>.command/textconv,
+// merge.<x>.driver), diff.external, remote.<x>.uploadpack/receivepack —
+// is read from the repository before a git command is rated
+// (gitrepo.go): a command whose repositories define one is
+// code_execution. Keys this guard overrides are left to it there.
 var gitGuard = [][2]string{
 	// Symlinks in a tree (from git apply, checkout, merge, stash, clone)
 	// are written as plain files holding the target, so a patch cannot

@@ -9,8 +9,10 @@ import (
 	"os/exec"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
+	"unicode/utf8"
 
 	"github.com/odekrun/odek/internal/clip"
 	"github.com/odekrun/odek/internal/sandbox"
@@ -21,7 +23,21 @@ import (
 // shell exited or was killed (a background grandchild may hold them).
 const shellWaitDelay = 2 * time.Second
 
-type shellTool struct{ c *config }
+type shellTool struct {
+	c *config
+	// rated holds, per command line, the class Assess gave it while a
+	// Run of it may follow: Run reads the repositories git would use
+	// again, and refuses a line rated below code_execution whose
+	// repository has since come to name a program (gitrepo.go).
+	rated sync.Map // string → *ratedLine
+}
+
+// ratedLine counts the assessments of one command line below
+// code_execution that no Run has consumed yet.
+type ratedLine struct {
+	mu sync.Mutex
+	n  int
+}
 
 type shellArgs struct {
 	Command        *string  `json:"command"`
@@ -45,8 +61,47 @@ func (t *shellTool) Assess(args json.RawMessage) (Assessment, error) {
 	}
 	var a shellArgs
 	_ = decodeArgs("shell", args, &a)
-	v := classifyShell(deref(a.Command), t.c.workDir, 0)
-	return Assessment{Class: v.Class, Summary: map[string]any{"argv0": v.Argv0, "class": string(v.Class)}}, nil
+	g := &gitUse{}
+	v := classifyLine(deref(a.Command), t.c.workDir, 0, g)
+	// A git command is rated by the repositories it may use too: their
+	// configuration can name programs git runs (gitrepo.go). A confined
+	// job's HOME is its temp dir, whose global configuration it writes.
+	home := ""
+	if t.c.sandbox != nil {
+		home = t.c.sandbox.Spec().TempDir
+	}
+	before := v
+	v = gitRepoVerdict(v, g, t.c.workDir, home)
+	if len(g.dirs) > 0 && Severity(v.Class) < Severity(ClassCodeExecution) {
+		r, _ := t.rated.LoadOrStore(deref(a.Command), &ratedLine{})
+		rl := r.(*ratedLine)
+		rl.mu.Lock()
+		rl.n++
+		rl.mu.Unlock()
+	}
+	summary := map[string]any{"argv0": v.Argv0, "class": string(v.Class)}
+	if v != before {
+		// The question names what git would run (a driver the chat
+		// cannot see in the command line).
+		summary["git"] = v.Reason
+	}
+	// The approval question shows the command line (never the events):
+	// a person approves what runs, not only its first word.
+	ask := map[string]string{"command": clipCommand(deref(a.Command), 500)}
+	return Assessment{Class: v.Class, Summary: summary, Ask: ask}, nil
+}
+
+// clipCommand is cmd on one line, at most max bytes (cut at a rune).
+func clipCommand(cmd string, max int) string {
+	cmd = strings.Join(strings.Fields(cmd), " ")
+	if len(cmd) <= max {
+		return cmd
+	}
+	cut := max
+	for cut > 0 && !utf8.RuneStart(cmd[cut]) {
+		cut--
+	}
+	return cmd[:cut] + "…"
 }
 
 func (t *shellTool) Run(ctx context.Context, args json.RawMessage) (Result, error) {
@@ -56,6 +111,9 @@ func (t *shellTool) Run(ctx context.Context, args json.RawMessage) (Result, erro
 	}
 	if a.Command == nil || strings.TrimSpace(*a.Command) == "" {
 		return errResult(&argError{"shell", "command", "required"}), nil
+	}
+	if why := t.recheckGit(*a.Command); why != "" {
+		return errResult(fmt.Errorf("shell: not run: %s since the command was rated (no approval covers it); run it again to be asked", why)), nil
 	}
 	timeout := t.c.shellTimeout
 	if a.TimeoutSeconds != nil {
@@ -67,6 +125,36 @@ func (t *shellTool) Run(ctx context.Context, args json.RawMessage) (Result, erro
 		timeout = time.Duration(s * float64(time.Second))
 	}
 	return t.c.runShell(ctx, *a.Command, timeout)
+}
+
+// recheckGit reads the repositories of a command line Assess rated
+// below code_execution again, right before it runs, and returns why it
+// may not run when one of them now names a program (a parallel tool call
+// or a process left running wrote it after the rating); "" otherwise,
+// and for lines not rated that way.
+func (t *shellTool) recheckGit(command string) string {
+	r, ok := t.rated.Load(command)
+	if !ok {
+		return ""
+	}
+	rl := r.(*ratedLine)
+	rl.mu.Lock()
+	if rl.n == 0 {
+		rl.mu.Unlock()
+		return ""
+	}
+	rl.n--
+	rl.mu.Unlock()
+	g := &gitUse{}
+	v := classifyLine(command, t.c.workDir, 0, g)
+	home := ""
+	if t.c.sandbox != nil {
+		home = t.c.sandbox.Spec().TempDir
+	}
+	if after := gitRepoVerdict(v, g, t.c.workDir, home); after != v && Severity(after.Class) >= Severity(ClassCodeExecution) {
+		return after.Reason
+	}
+	return ""
 }
 
 // sandboxNote tells the model what a confined shell can reach, so a
@@ -85,7 +173,7 @@ func sandboxNote(j *sandbox.Jail) string {
 		net = "network connections only to TCP ports " + strings.Join(ports, ", ")
 	}
 	return " The command runs in a sandbox: it can write only in the working directory and $TMPDIR, read system files (/usr, /etc, …) but not /proc or other users' files, and has " + net +
-		" (TCP/UDP over IPv4/IPv6 only: no Unix, raw or netlink sockets, no TCP Fast Open" + listenNote(s) + "). Each process is limited in memory, CPU time and file size, and every process it leaves running ends with this job."
+		" (TCP/UDP over IPv4/IPv6 only: no Unix, raw or netlink sockets, no TCP Fast Open" + listenNote(s) + "). Each process is limited in memory, CPU time and file size, the whole job (where the host has per-job cgroups) in memory, CPU time and processes, and every process it leaves running ends with this job."
 }
 
 func listenNote(s sandbox.Spec) string {

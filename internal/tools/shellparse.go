@@ -71,7 +71,7 @@ func (c *classifier) substitution(body []*syntax.Stmt) (ShellVerdict, bool) {
 	if c.depth+1 > maxShellDepth {
 		return ShellVerdict{Class: ClassUnknown, Reason: "substitutions nested too deeply to classify"}, false
 	}
-	sub := &classifier{workDir: c.workDir, depth: c.depth + 1, src: c.src}
+	sub := &classifier{workDir: c.workDir, depth: c.depth + 1, src: c.src, cwds: c.cwds, cwdMoved: c.cwdMoved, gitUse: c.gitUse}
 	sub.best = ShellVerdict{Class: ClassSafe, Reason: "empty command"}
 	sub.line(body)
 	return sub.best, sub.fetched

@@ -269,7 +269,7 @@ func (s *server) tools() []map[string]any {
 		t = append(t, map[string]any{"name": "link_result", "description": "Return resource links: one under the root, two elsewhere.", "inputSchema": schema("")})
 	}
 	if *chaos {
-		for _, n := range []string{"huge_line", "wrong_id", "double_response", "close_mid_line", "crash", "spawn_grandchild", "stderr_flood", "server_request", "mixed_content", "stats", "env", "progress", "change_tools", "client_caps", "http_info", "expire_session", "ping_later", "last_answer", "drop_get"} {
+		for _, n := range []string{"huge_line", "wrong_id", "double_response", "close_mid_line", "crash", "spawn_grandchild", "stderr_flood", "server_request", "mixed_content", "stats", "env", "progress", "change_tools", "client_caps", "http_info", "expire_session", "ping_later", "last_answer", "drop_get", "trace_seen"} {
 			t = append(t, map[string]any{"name": n, "description": "chaos: " + n, "inputSchema": schema("")})
 		}
 	}
@@ -643,6 +643,19 @@ func (s *server) chaosCall(req request, name string, a args) bool {
 			map[string]any{"type": "resource_link", "uri": "file:///docs/big.bin", "name": "big.bin", "mimeType": "application/octet-stream", "size": 123456},
 			map[string]any{"type": "text", "text": "after"},
 		}})
+	case "trace_seen":
+		// The W3C trace context this call arrived with: params._meta and,
+		// over HTTP, the POST's headers (issue 24).
+		var p struct {
+			Meta map[string]any `json:"_meta"`
+		}
+		json.Unmarshal(req.Params, &p)
+		front.mu.Lock()
+		hdr := front.lastTrace
+		front.mu.Unlock()
+		b, _ := json.Marshal(map[string]any{"meta_traceparent": p.Meta["traceparent"], "meta_tracestate": p.Meta["tracestate"],
+			"header_traceparent": hdr, "meta_progress": p.Meta["progressToken"]})
+		s.result(req.ID, text(string(b)))
 	case "progress":
 		var p struct {
 			Meta struct {
@@ -738,6 +751,7 @@ type httpFront struct {
 	partial   []byte
 	lastProto string
 	lastSess  string
+	lastTrace string // the traceparent header of the last POST
 	authSeen  bool
 	deletes   int
 	eventID   int
@@ -827,6 +841,9 @@ func serveHTTP(s *server) {
 		}
 		front.mu.Lock()
 		front.lastProto = r.Header.Get("Mcp-Protocol-Version")
+		if r.Method == http.MethodPost {
+			front.lastTrace = r.Header.Get("Traceparent")
+		}
 		front.authSeen = r.Header.Get("Authorization") != ""
 		front.mu.Unlock()
 		if *httpAuth != "" && r.Header.Get("Authorization") != *httpAuth {

@@ -33,22 +33,8 @@ const formatVersion = 1
 // result is at most MaxPayloadBytes, plus history).
 const maxRecordBytes = 4 << 20
 
-// jobRec is a job as stored. State is one of queue.StateQueued, …Ready,
-// …Running, …Suspect, …Done.
-type jobRec struct {
-	Job      queue.Job          `json:"job"`
-	Seq      uint64             `json:"seq"` // enqueue order
-	State    string             `json:"state"`
-	Attempt  int                `json:"attempt,omitempty"`
-	Strikes  int                `json:"strikes,omitempty"`
-	Alone    bool               `json:"alone,omitempty"`
-	Consumer string             `json:"consumer,omitempty"`
-	Since    time.Time          `json:"since,omitzero"`
-	History  []queue.AttemptEnd `json:"history,omitempty"`
-	Canceled bool               `json:"canceled,omitempty"`
-	DoneAt   time.Time          `json:"done_at,omitzero"`
-	Result   *queue.Result      `json:"result,omitempty"`
-}
+// jobRec is a job as stored: the queue's journal record, as JSON.
+type jobRec = queue.JobRecord
 
 func be64(n uint64) []byte {
 	var b [8]byte

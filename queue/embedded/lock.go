@@ -19,7 +19,7 @@ func (e *LockedError) Error() string {
 	if e.PID > 0 {
 		who = "process " + strconv.Itoa(e.PID)
 	}
-	return fmt.Sprintf("embedded store %s is in use by %s (one odek-bot per ODEK_HOME; stop it first, or use its health port)", e.Path, who)
+	return fmt.Sprintf("embedded store %s is in use by %s (one odek-bot per ODEK_HOME; stop it first; odek queue backup works while it runs)", e.Path, who)
 }
 
 // ErrLocked matches every *LockedError.

@@ -34,6 +34,8 @@ func Run(t *testing.T, newQueue NewQueue) {
 	t.Run("OperatorDeadRetryStats", func(t *testing.T) { testOperator(t, newQueue) })
 	t.Run("RetryOnce", func(t *testing.T) { testRetryOnce(t, newQueue) })
 	t.Run("ClaimHonoursContext", func(t *testing.T) { testClaimContext(t, newQueue) })
+	t.Run("Lanes", func(t *testing.T) { testLanes(t, newQueue) })
+	t.Run("Steer", func(t *testing.T) { testSteer(t, newQueue) })
 	t.Run("Approvals", func(t *testing.T) { testApprovals(t, newQueue) })
 	t.Run("Inspect", func(t *testing.T) { testInspect(t, newQueue) })
 	t.Run("HeartbeatBatch", func(t *testing.T) { testHeartbeatBatch(t, newQueue) })

@@ -28,6 +28,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -139,8 +140,10 @@ type Recorded struct {
 	StreamOptions *StreamOptions
 	Temperature   *float64
 	MaxTokens     int
-	Header        http.Header
-	Body          []byte // the raw request body
+	// ResponseFormat is the request's response_format (nil when absent).
+	ResponseFormat json.RawMessage
+	Header         http.Header
+	Body           []byte // the raw request body
 }
 
 // LastMessage returns the last message of the request (zero if none).
@@ -337,6 +340,8 @@ type wireRequest struct {
 	StreamOptions *StreamOptions  `json:"stream_options"`
 	Temperature   *float64        `json:"temperature"`
 	MaxTokens     int             `json:"max_tokens"`
+	// ResponseFormat is checked by checkResponseFormat.
+	ResponseFormat json.RawMessage `json:"response_format"`
 }
 
 func (h *Handler) chat(w http.ResponseWriter, r *http.Request) {
@@ -465,6 +470,10 @@ func parseRequest(body []byte) (rec Recorded, msg string) {
 	rec = Recorded{
 		Model: wr.Model, Tools: wr.Tools, ToolChoice: wr.ToolChoice, Stream: wr.Stream,
 		StreamOptions: wr.StreamOptions, Temperature: wr.Temperature, MaxTokens: wr.MaxTokens, Body: body,
+		ResponseFormat: wr.ResponseFormat,
+	}
+	if msg := checkResponseFormat(wr.ResponseFormat); msg != "" {
+		return rec, msg
 	}
 	switch {
 	case wr.Model == "":
@@ -857,4 +866,68 @@ func writeJSON(w http.ResponseWriter, status int, v any) {
 	w.Header().Set("Content-Length", strconv.Itoa(len(b)))
 	w.WriteHeader(status)
 	w.Write(b)
+}
+
+// checkResponseFormat rejects a response_format the way OpenAI's chat
+// completions endpoint does (API reference, "response_format": type text,
+// json_object or json_schema; json_schema needs a name of at most 64 of
+// a-z, A-Z, 0-9, '_', '-' and a schema object; with strict true the root
+// must be a closed object that requires every property — the structured
+// outputs guide's "Supported schemas"). Only the root of a strict schema
+// is checked here. The messages follow the endpoint's 400 texts as users
+// have reported them. "" when the field is absent or acceptable.
+func checkResponseFormat(raw json.RawMessage) string {
+	if len(raw) == 0 || string(raw) == "null" {
+		return ""
+	}
+	var rf struct {
+		Type       string `json:"type"`
+		JSONSchema *struct {
+			Name   string          `json:"name"`
+			Schema json.RawMessage `json:"schema"`
+			Strict *bool           `json:"strict"`
+		} `json:"json_schema"`
+	}
+	if err := json.Unmarshal(raw, &rf); err != nil {
+		return "Invalid type for 'response_format': expected an object."
+	}
+	switch rf.Type {
+	case "text", "json_object":
+		return ""
+	case "json_schema":
+	default:
+		return fmt.Sprintf("Invalid value: '%s'. Supported values are: 'json_object', 'json_schema', and 'text'.", rf.Type)
+	}
+	js := rf.JSONSchema
+	if js == nil {
+		return "Missing required parameter: 'response_format.json_schema'."
+	}
+	if len(js.Name) > 64 || !toolName.MatchString(js.Name) {
+		return "Invalid 'response_format.json_schema.name': string does not match pattern. Expected a string that matches the pattern '^[a-zA-Z0-9_-]+$'."
+	}
+	var schema map[string]json.RawMessage
+	if err := json.Unmarshal(js.Schema, &schema); err != nil || schema == nil {
+		return "Invalid type for 'response_format.json_schema.schema': expected an object."
+	}
+	if js.Strict == nil || !*js.Strict {
+		return ""
+	}
+	var typ string
+	json.Unmarshal(schema["type"], &typ)
+	if typ != "object" {
+		return fmt.Sprintf("Invalid schema for response_format '%s': schema must be a JSON Schema of 'type: \"object\"', got 'type: \"%s\"'.", js.Name, typ)
+	}
+	if string(schema["additionalProperties"]) != "false" {
+		return fmt.Sprintf("Invalid schema for response_format '%s': In context=(), 'additionalProperties' is required to be supplied and to be false.", js.Name)
+	}
+	var props map[string]json.RawMessage
+	var required []string
+	json.Unmarshal(schema["properties"], &props)
+	json.Unmarshal(schema["required"], &required)
+	for k := range props {
+		if !slices.Contains(required, k) {
+			return fmt.Sprintf("Invalid schema for response_format '%s': In context=(), 'required' is required to be supplied and to be an array including every key in properties. Missing '%s'.", js.Name, k)
+		}
+	}
+	return ""
 }

@@ -4,8 +4,8 @@
 // query API on ephemeral loopback ports.
 //
 // StartJaeger finds the binary through ODEK_JAEGER_BIN or PATH and skips
-// the test when there is none, unless ODEK_REQUIRE_OTEL is set (CI), when
-// it fails instead. Each call starts its own process, stopped by the
+// the test when there is none, unless ODEK_REQUIRE_OTEL names it (see
+// Required), when it fails instead. Each call starts its own process, stopped by the
 // test's cleanup; a Jaeger is safe for concurrent use.
 package telemetrytest
 
@@ -24,6 +24,22 @@ import (
 	"testing"
 	"time"
 )
+
+// Required reports whether a missing receiver of kind ("jaeger",
+// "collector") fails the test instead of skipping it: ODEK_REQUIRE_OTEL is
+// a comma-separated list of the kinds CI provides, or 1 for both.
+func Required(kind string) bool {
+	v := os.Getenv(EnvRequireOTel)
+	if v == "1" {
+		return true
+	}
+	for k := range strings.SplitSeq(v, ",") {
+		if strings.TrimSpace(k) == kind {
+			return true
+		}
+	}
+	return false
+}
 
 // Env names.
 const (
@@ -60,7 +76,7 @@ func StartJaeger(t testing.TB) *Jaeger {
 	t.Helper()
 	bin := Bin()
 	if bin == "" {
-		if os.Getenv(EnvRequireOTel) != "" {
+		if Required("jaeger") {
 			t.Fatalf("no jaeger binary (set %s or put jaeger on PATH; test/otel/build-jaeger.sh builds it) and %s is set", EnvJaegerBin, EnvRequireOTel)
 		}
 		t.Skipf("no jaeger binary (%s or PATH); test/otel/build-jaeger.sh builds one", EnvJaegerBin)
