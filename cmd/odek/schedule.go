@@ -18,6 +18,7 @@ import (
 
 	"github.com/odekrun/odek/internal/config"
 	"github.com/odekrun/odek/queue"
+	estore "github.com/odekrun/odek/queue/embedded"
 	"github.com/odekrun/odek/schedule"
 	"github.com/odekrun/odek/worker"
 	"github.com/redis/go-redis/v9"
@@ -38,14 +39,15 @@ const scheduleUsage = `Usage:
   odek schedule run ID                fire it now; its next fire stays
   odek schedule next ID [--count N]   its next N fire times (default 5)
 Every subcommand takes --redis URL (env REDIS_URL), --prefix and --json (one JSON value per line).
-Without Redis they use the embedded store file that odek-bot's embedded mode fires from
-(--file, env ODEK_SCHEDULE_FILE, default $ODEK_HOME/schedules.json).
+Without Redis they use the embedded store file that odek-bot's embedded mode imports and fires
+from (--file, env ODEK_SCHEDULE_FILE, default $ODEK_HOME/schedules.json); --store PATH works on the
+embedded bot's own database ($ODEK_HOME/store.db) while the bot is stopped.
 Exit codes: 0 ok, 1 not found or refused, 3 bad flags or arguments, 69 Redis unreachable.
 `
 
 type scheduleArgs struct {
 	jsonOut                      bool
-	file                         string
+	file, store                  string
 	chat, user                   int64
 	cron, tz, every, at, message string
 	session, sessionID, model    string
@@ -75,6 +77,7 @@ func cmdSchedule(ctx context.Context, args []string, stdout, stderr io.Writer) e
 	qf.registerConn(fs, env)
 	fs.BoolVar(&a.jsonOut, "json", false, "print JSON (one value per line) instead of text")
 	fs.StringVar(&a.file, "file", os.Getenv("ODEK_SCHEDULE_FILE"), "embedded store file, used without Redis (env ODEK_SCHEDULE_FILE; default $ODEK_HOME/schedules.json)")
+	fs.StringVar(&a.store, "store", "", "work on odek-bot's embedded database at this path ($ODEK_HOME/store.db), where the bot keeps its schedules; the bot must be stopped")
 	switch sub {
 	case "add":
 		fs.Int64Var(&a.chat, "chat", 0, "chat the schedule belongs to and its fires answer in (required)")
@@ -143,7 +146,7 @@ func cmdSchedule(ctx context.Context, args []string, stdout, stderr io.Writer) e
 		}
 	}
 
-	sv, closeFn, err := openSchedules(ctx, &qf, a.file, "odek schedule "+sub, stderr)
+	sv, closeFn, err := openSchedules(ctx, &qf, a.file, a.store, "odek schedule "+sub, stderr)
 	if err != nil {
 		return err
 	}
@@ -366,9 +369,17 @@ func scheduleFile(flagValue string) (string, error) {
 	return filepath.Join(home, "schedules.json"), nil
 }
 
-// openSchedules opens the Redis store (and queue, for run) when a Redis
-// URL is set, else the embedded file.
-func openSchedules(ctx context.Context, qf *queueFlags, file, what string, stderr io.Writer) (*schedule.Service, func(), error) {
+// openSchedules opens odek-bot's embedded database with --store (its
+// schedules and its queue, for run), else the Redis store (and queue)
+// when a Redis URL is set, else the embedded file.
+func openSchedules(ctx context.Context, qf *queueFlags, file, store, what string, stderr io.Writer) (*schedule.Service, func(), error) {
+	if store != "" {
+		st, err := estore.Open(store, queue.Options{})
+		if err != nil {
+			return nil, nil, withCode(exitUnavailable, fmt.Errorf("%s: %w", what, err))
+		}
+		return &schedule.Service{Store: schedule.NewKV(st), Queue: st}, func() { st.Close() }, nil
+	}
 	if qf.redisURL == "" {
 		p, err := scheduleFile(file)
 		if err != nil {
