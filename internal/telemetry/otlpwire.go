@@ -1,6 +1,7 @@
 package telemetry
 
 import (
+	"encoding/binary"
 	"math"
 
 	"go.opentelemetry.io/otel/attribute"
@@ -8,7 +9,6 @@ import (
 	"go.opentelemetry.io/otel/sdk/instrumentation"
 	"go.opentelemetry.io/otel/sdk/resource"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
-	"google.golang.org/protobuf/encoding/protowire"
 )
 
 // This file encodes finished spans as an OTLP ExportTraceServiceRequest
@@ -119,8 +119,8 @@ func appendSpan(b []byte, s sdktrace.ReadOnlySpan) []byte {
 	}
 	b = appendString(b, 5, s.Name())
 	if k := s.SpanKind(); k != 0 {
-		b = protowire.AppendTag(b, 6, protowire.VarintType)
-		b = protowire.AppendVarint(b, uint64(k)) // trace.SpanKind numbers are OTLP's
+		b = appendTag(b, 6, wireVarint)
+		b = binary.AppendUvarint(b, uint64(k)) // trace.SpanKind numbers are OTLP's
 	}
 	b = appendTime(b, 7, s.StartTime().UnixNano())
 	b = appendTime(b, 8, s.EndTime().UnixNano())
@@ -154,8 +154,8 @@ func appendSpan(b []byte, s sdktrace.ReadOnlySpan) []byte {
 		if l.SpanContext.IsRemote() {
 			lflags |= flagIsRemote
 		}
-		buf = protowire.AppendTag(buf, 6, protowire.Fixed32Type)
-		buf = protowire.AppendFixed32(buf, lflags)
+		buf = appendTag(buf, 6, wireFixed32)
+		buf = binary.LittleEndian.AppendUint32(buf, lflags)
 		b = appendMessage(b, 13, buf)
 	}
 	b = appendUint(b, 14, uint64(s.DroppedLinks()))
@@ -169,12 +169,12 @@ func appendSpan(b []byte, s sdktrace.ReadOnlySpan) []byte {
 		buf = appendUint(buf, 3, code)
 		b = appendMessage(b, 15, buf)
 	}
-	b = protowire.AppendTag(b, 16, protowire.Fixed32Type)
-	return protowire.AppendFixed32(b, flags)
+	b = appendTag(b, 16, wireFixed32)
+	return binary.LittleEndian.AppendUint32(b, flags)
 }
 
 // appendKeyValue appends kv as a KeyValue message in field num.
-func appendKeyValue(b []byte, num protowire.Number, kv attribute.KeyValue) []byte {
+func appendKeyValue(b []byte, num fieldNum, kv attribute.KeyValue) []byte {
 	var body []byte
 	body = appendString(body, 1, string(kv.Key))
 	body = appendMessage(body, 2, appendAnyValue(nil, kv.Value))
@@ -185,20 +185,20 @@ func appendKeyValue(b []byte, num protowire.Number, kv attribute.KeyValue) []byt
 func appendAnyValue(b []byte, v attribute.Value) []byte {
 	switch v.Type() {
 	case attribute.BOOL:
-		b = protowire.AppendTag(b, 2, protowire.VarintType)
-		return protowire.AppendVarint(b, protowire.EncodeBool(v.AsBool()))
+		b = appendTag(b, 2, wireVarint)
+		return binary.AppendUvarint(b, boolVarint(v.AsBool()))
 	case attribute.INT64:
-		b = protowire.AppendTag(b, 3, protowire.VarintType)
-		return protowire.AppendVarint(b, uint64(v.AsInt64()))
+		b = appendTag(b, 3, wireVarint)
+		return binary.AppendUvarint(b, uint64(v.AsInt64()))
 	case attribute.FLOAT64:
-		b = protowire.AppendTag(b, 4, protowire.Fixed64Type)
-		return protowire.AppendFixed64(b, math.Float64bits(v.AsFloat64()))
+		b = appendTag(b, 4, wireFixed64)
+		return binary.LittleEndian.AppendUint64(b, math.Float64bits(v.AsFloat64()))
 	case attribute.STRING:
-		b = protowire.AppendTag(b, 1, protowire.BytesType)
-		return protowire.AppendString(b, v.AsString())
+		b = appendTag(b, 1, wireBytes)
+		return appendLenString(b, v.AsString())
 	case attribute.BYTESLICE:
-		b = protowire.AppendTag(b, 7, protowire.BytesType)
-		return protowire.AppendBytes(b, v.AsByteSlice())
+		b = appendTag(b, 7, wireBytes)
+		return appendLenBytes(b, v.AsByteSlice())
 	case attribute.BOOLSLICE:
 		var arr []byte
 		for _, x := range v.AsBoolSlice() {
@@ -239,38 +239,69 @@ func appendAnyValue(b []byte, v attribute.Value) []byte {
 	return b // EMPTY: an AnyValue with no value set
 }
 
-func appendMessage(b []byte, num protowire.Number, body []byte) []byte {
-	b = protowire.AppendTag(b, num, protowire.BytesType)
-	return protowire.AppendBytes(b, body)
+func appendMessage(b []byte, num fieldNum, body []byte) []byte {
+	b = appendTag(b, num, wireBytes)
+	return appendLenBytes(b, body)
 }
 
 // appendString appends a string field, leaving out the default "" as
 // protobuf does.
-func appendString(b []byte, num protowire.Number, s string) []byte {
+func appendString(b []byte, num fieldNum, s string) []byte {
 	if s == "" {
 		return b
 	}
-	b = protowire.AppendTag(b, num, protowire.BytesType)
-	return protowire.AppendString(b, s)
+	b = appendTag(b, num, wireBytes)
+	return appendLenString(b, s)
 }
 
-func appendBytesField(b []byte, num protowire.Number, v []byte) []byte {
-	b = protowire.AppendTag(b, num, protowire.BytesType)
-	return protowire.AppendBytes(b, v)
+func appendBytesField(b []byte, num fieldNum, v []byte) []byte {
+	b = appendTag(b, num, wireBytes)
+	return appendLenBytes(b, v)
 }
 
-func appendUint(b []byte, num protowire.Number, v uint64) []byte {
+func appendUint(b []byte, num fieldNum, v uint64) []byte {
 	if v == 0 {
 		return b
 	}
-	b = protowire.AppendTag(b, num, protowire.VarintType)
-	return protowire.AppendVarint(b, v)
+	b = appendTag(b, num, wireVarint)
+	return binary.AppendUvarint(b, v)
 }
 
-func appendTime(b []byte, num protowire.Number, unixNano int64) []byte {
+func appendTime(b []byte, num fieldNum, unixNano int64) []byte {
 	if unixNano <= 0 {
 		return b
 	}
-	b = protowire.AppendTag(b, num, protowire.Fixed64Type)
-	return protowire.AppendFixed64(b, uint64(unixNano))
+	b = appendTag(b, num, wireFixed64)
+	return binary.LittleEndian.AppendUint64(b, uint64(unixNano))
+}
+
+// The protobuf wire format (protobuf.dev/programming-guides/encoding): a
+// field is a varint key (number<<3 | wire type) followed by a varint, 8 or
+// 4 little-endian bytes, or a varint length and that many bytes.
+type fieldNum uint64
+
+const (
+	wireVarint  = 0
+	wireFixed64 = 1
+	wireBytes   = 2
+	wireFixed32 = 5
+)
+
+func appendTag(b []byte, num fieldNum, typ uint64) []byte {
+	return binary.AppendUvarint(b, uint64(num)<<3|typ)
+}
+
+func appendLenBytes(b, v []byte) []byte {
+	return append(binary.AppendUvarint(b, uint64(len(v))), v...)
+}
+
+func appendLenString(b []byte, v string) []byte {
+	return append(binary.AppendUvarint(b, uint64(len(v))), v...)
+}
+
+func boolVarint(v bool) uint64 {
+	if v {
+		return 1
+	}
+	return 0
 }
