@@ -80,6 +80,7 @@ type Bot struct {
 	users    *userRates
 	refused  refusals
 	topics   jobTopics // unfinished jobs' forum topics (topics.go)
+	days     chatDays  // each forum conversation's share of its chat's day (topics.go)
 	langs    langTable
 	health   health
 	delivery deliveries
@@ -818,7 +819,7 @@ func (c *chat) sessionFor(userID int64) string {
 // given what the chat's unfinished jobs reserve and the requests already
 // held. It runs in the chat's actor.
 func (c *chat) budgetGate(lang string) chatcore.Admission {
-	return c.books.Request(c.b.policy, len(c.held), lang, c.b.cfg.Now())
+	return c.books.RequestBeside(c.b.policy, len(c.held), lang, c.b.cfg.Now(), c.beside()) // topics.go: the chat's other topics count
 }
 
 // heldRequest is a message that waits in the chat, not yet a job, because
@@ -893,7 +894,7 @@ func (c *chat) hold(ctx context.Context, r jobRequest, lang string) {
 func (c *chat) startHeld(ctx context.Context) {
 	for len(c.held) > 0 {
 		h := c.held[0]
-		adm := c.books.Next(c.b.policy, h.lang, c.b.cfg.Now())
+		adm := c.books.RequestBeside(c.b.policy, 0, h.lang, c.b.cfg.Now(), c.beside())
 		if adm.Verdict == chatcore.BudgetHeld {
 			return
 		}
@@ -955,7 +956,9 @@ func (c *chat) enqueue(ctx context.Context, r jobRequest, adm chatcore.Admission
 	// reply comes after the restart), not dropped with the canceled ctx.
 	ectx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
 	ectx, span, jt := traceEnqueue(ectx, &job) // tracing.go
+	unroute := c.routeJob(&job)                // topics.go: the result finds this topic even if it comes at once
 	stored, dup, err := b.q.Enqueue(ectx, job)
+	unroute(stored.ID, err)
 	traceEnqueued(span, stored, dup, err)
 	cancel()
 	dropStatus := func() {
@@ -981,7 +984,6 @@ func (c *chat) enqueue(ctx context.Context, r jobRequest, adm chatcore.Admission
 	}
 	log = log.WithField("job_id", stored.ID)
 	log.Info("bot: job enqueued")
-	b.topics.set(stored.ID, c.topic)
 	if c.last == nil {
 		c.last = map[int64]jobRequest{}
 	}

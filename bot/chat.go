@@ -37,6 +37,7 @@ func (b *Bot) newChat(k actorKey) *chat {
 // whether it has unfinished jobs and, with a state store, its snapshot.
 func (b *Bot) publish(c *chat) published {
 	p := published{busy: len(c.queue) > 0 || len(c.held) > 0, drop: c.prunable && c.empty(b.cfg.Now())}
+	b.days.put(c) // topics.go: what this conversation spends of the chat's day
 	if b.cfg.State != nil {
 		s := c.snap()
 		p.snap = &s

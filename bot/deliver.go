@@ -166,6 +166,9 @@ func (c *chat) deliver(ctx context.Context, d queue.Delivery) {
 	// One message per job: the notice, the answer, its artifact lines and
 	// the usage footer go out together.
 	footer := tgformat.Footer(res.Usage.PromptTokens, res.Usage.CompletionTokens, res.Usage.CostUSD, time.Duration(res.DurationMS)*time.Millisecond)
+	if res.NoModel {
+		footer = "" // a reminder: no model call, nothing to account for
+	}
 	reply := tgformat.Reply{Head: plan.Head, Answer: plan.Answer, Artifacts: arts, Footer: footer}
 	chunks := tgformat.FormatReply(reply, tgformat.MaxMessageLen)
 	if !plan.Show {

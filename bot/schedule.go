@@ -492,9 +492,9 @@ func fmtWhen(t time.Time, loc *time.Location, now time.Time) string {
 	return lt.Format("Mon 2 Jan 15:04")
 }
 
-// bgCmd queues /bg's goal as a job with a session of its own: it does not
-// continue the chat's conversation and its answer replies to the asking
-// message. The chat's rate limit and daily budget apply as to a typed
+// bgCmd queues /bg's goal as a job with a session and a queue lane of its
+// own: it runs beside the chat's foreground work, does not continue the
+// chat's conversation, and its answer replies to the asking message. The chat's rate limit and daily budget apply as to a typed
 // message.
 func (c *chat) bgCmd(ctx context.Context, updateID int, userID int64, m *tgbotapi.Message, arg string) {
 	b := c.b
@@ -517,9 +517,12 @@ func (c *chat) bgCmd(ctx context.Context, updateID int, userID int64, m *tgbotap
 		c.replyTo(ctx, m.MessageID, tr(lang, "slow.down", b.cfg.UserJobsPerMinute, chatcore.HumanWait(wait)))
 		return
 	}
+	// A lane of its own: the queue runs it beside the chat's (or topic's)
+	// foreground work, not behind it (queue.Job.Lane).
 	job := queue.Job{ChatID: c.id, UserID: userID, Goal: arg, Budget: b.jobBudget(), Model: c.jobModel(),
 		SessionID:      fmt.Sprintf("telegram:%d:bg:%d", c.id, updateID),
-		IdempotencyKey: fmt.Sprintf("telegram:%d:%d", b.tg.Self().ID, updateID)}
+		IdempotencyKey: fmt.Sprintf("telegram:%d:%d", b.tg.Self().ID, updateID),
+		Lane:           fmt.Sprintf("bg:%d", updateID)}
 	job.Budget.MaxTotalTokens = adm.Cap
 	ectx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
 	stored, dup, err := b.q.Enqueue(ectx, job)
@@ -533,6 +536,7 @@ func (c *chat) bgCmd(ctx context.Context, updateID int, userID int64, m *tgbotap
 		return // the update again (redelivered): answered the first time
 	}
 	b.bg.add(stored.ID, bgJob{chatID: c.id, msgID: m.MessageID, goal: arg, at: now})
+	b.topics.set(stored.ID, c.topic) // its answer goes to the asking topic's actor
 	b.log.WithFields(logrus.Fields{"chat_id": c.id, "user_id": userID, "job_id": stored.ID}).Info("bot: background job enqueued")
 	c.replyTo(ctx, m.MessageID, fmt.Sprintf("🧵 Background job %s queued; its answer will reply to this message. /jobs lists it, /stop %s stops it.", stored.ID, stored.ID))
 }

@@ -93,7 +93,7 @@ func TestRemindScheduleAndButtons(t *testing.T) {
 	// The fire: a runner at the fire time enqueues the job; its answer
 	// (here the worker echoes the reminder) reaches alice.
 	worker(t, q, func(ctx context.Context, l queue.Lease) queue.Result {
-		return queue.Result{Answer: "⏰ " + l.Job.Goal}
+		return queue.Result{Answer: "⏰ " + l.Job.Goal, NoModel: true}
 	})
 	got, _ := sv.Store.Get(ctx, s.ID)
 	r := &schedule.Runner{Store: sv.Store, Queue: q, Now: func() time.Time { return got.Next }}
@@ -101,6 +101,12 @@ func TestRemindScheduleAndButtons(t *testing.T) {
 		t.Fatalf("tick %d %v", n, err)
 	}
 	h.waitVisible(alice, "⏰ stretch your legs")
+	// A reminder made no model call: it carries no usage line.
+	for _, m := range h.tg.Visible(alice) {
+		if strings.Contains(m, "⏰ stretch your legs") && strings.Contains(m, "tokens") {
+			t.Errorf("the reminder shows a usage line: %q", m)
+		}
+	}
 
 	h.tg.UserMessage(alice, alice, "/schedule rm "+s.ID)
 	h.waitVisible(alice, "🗑 Deleted "+s.ID)
@@ -139,44 +145,65 @@ func TestScheduleCommandsOff(t *testing.T) {
 	h.waitVisible(alice, "Schedules are off on this bot")
 }
 
-// /bg answers at once with the job's id, runs with its own session, and
-// its answer replies to the asking message; /jobs lists it meanwhile and
-// /stop <id> stops one job of this chat only. A silent result (a quiet
-// check-in with nothing to report) shows nothing.
+// /bg answers at once with the job's id, runs with its own session in a
+// queue lane of its own — beside a foreground job that is still running —
+// and its answer replies to the asking message; /jobs lists it meanwhile
+// and /stop <id> stops one job of this chat only. A silent result (a
+// quiet check-in with nothing to report) shows nothing.
 func TestBackgroundJobsAndSilentResults(t *testing.T) {
 	q := queue.NewMemory(queue.Options{})
 	h, _ := schedBot(t, q)
-	release := make(chan struct{})
-	sessions := make(chan string, 4)
-	worker(t, q, func(ctx context.Context, l queue.Lease) queue.Result {
+	releaseFg, releaseBg := make(chan struct{}), make(chan struct{})
+	sessions := make(chan string, 8)
+	run := func(ctx context.Context, l queue.Lease) queue.Result {
 		sessions <- l.Job.SessionID
-		switch l.Job.Goal {
-		case "quiet":
-			return queue.Result{Silent: true}
-		case "slow":
+		wait := map[string]chan struct{}{"foreground work": releaseFg, "slow": releaseBg}[l.Job.Goal]
+		if wait != nil {
 			select {
-			case <-release:
+			case <-wait:
 			case <-ctx.Done():
 			}
 		}
+		if l.Job.Goal == "quiet" {
+			return queue.Result{Silent: true}
+		}
 		return queue.Result{Answer: "done: " + l.Job.Goal}
-	})
-	_, msgID := h.tg.Send(bottest.Incoming{Chat: alice, User: alice, Text: "/bg slow"})
-	ack := h.lastMessage(alice, "🧵 Background job ")
-	if ack.ReplyTo != msgID {
-		t.Fatalf("the /bg acknowledgement replies to %d, want %d", ack.ReplyTo, msgID)
 	}
-	id := strings.Fields(strings.TrimPrefix(ack.Shown, "🧵 Background job "))[0]
+	worker(t, q, run)
+	worker(t, q, run) // two workers: the background job must not need the first
+	h.tg.UserMessage(alice, alice, "foreground work")
+	if s := <-sessions; strings.Contains(s, ":bg:") {
+		t.Fatalf("foreground session %q", s)
+	}
+	_, fastID := h.tg.Send(bottest.Incoming{Chat: alice, User: alice, Text: "/bg fast"})
+	ans := h.lastMessage(alice, "done: fast") // while the foreground job still runs
+	if ans.ReplyTo != fastID {
+		t.Fatalf("the background answer replies to %d, want %d", ans.ReplyTo, fastID)
+	}
 	if s := <-sessions; !strings.Contains(s, ":bg:") {
 		t.Fatalf("background job session %q", s)
 	}
+	close(releaseFg)
+	h.waitVisible(alice, "done: foreground work")
+
+	_, msgID := h.tg.Send(bottest.Incoming{Chat: alice, User: alice, Text: "/bg slow"})
+	var ack bottest.Message
+	h.tg.Wait(t, wait, "the /bg acknowledgement as a reply", func(bs *bottest.Server) bool {
+		for _, m := range bs.Messages(alice) {
+			if strings.HasPrefix(m.Shown, "🧵 Background job ") && m.ReplyTo == msgID {
+				ack = m
+				return true
+			}
+		}
+		return false
+	})
+	id := strings.Fields(strings.TrimPrefix(ack.Shown, "🧵 Background job "))[0]
 	h.tg.UserMessage(alice, alice, "/jobs")
 	h.waitVisible(alice, "• background "+id+" — slow")
 	h.tg.UserMessage(bob, bob, "/stop "+id)
 	h.waitVisible(bob, "No such job in this chat")
-	close(release)
-	ans := h.lastMessage(alice, "done: slow")
-	if ans.ReplyTo != msgID {
+	close(releaseBg)
+	if ans := h.lastMessage(alice, "done: slow"); ans.ReplyTo != msgID {
 		t.Fatalf("the background answer replies to %d, want %d", ans.ReplyTo, msgID)
 	}
 

@@ -2,13 +2,17 @@ package bot
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"strconv"
 	"strings"
 	"sync"
 
+	"github.com/odekrun/odek/bot/chatcore"
 	"github.com/odekrun/odek/bot/tgclient"
+	"github.com/odekrun/odek/queue"
 )
 
 // Forum topics (issue 26, point 2). In a supergroup with topics, each
@@ -181,4 +185,82 @@ func (t *jobTopics) drop(jobID string) {
 // jobKey is the conversation a job of chatID belongs to.
 func (b *Bot) jobKey(chatID int64, jobID string) actorKey {
 	return actorKey{chat: chatID, topic: b.topics.get(jobID)}
+}
+
+// chatDays is what each conversation of a forum spends of its chat's day
+// and reserves, published by the conversation's actor after every step,
+// so that a topic's admission counts the chat's other topics
+// (chatcore.Beside): the daily budget is the chat's, not each topic's.
+// Only chats with topics have entries. Safe for concurrent use.
+type chatDays struct {
+	mu sync.Mutex
+	m  map[int64]map[int]convDay
+}
+
+type convDay struct {
+	day            string
+	used, reserved int64
+}
+
+// put records c's books (a conversation of a forum: a topic, or the main
+// conversation of a chat that has topics).
+func (d *chatDays) put(c *chat) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if c.topic == 0 && d.m[c.id] == nil {
+		return // no topics in this chat: nothing to share
+	}
+	if d.m == nil {
+		d.m = map[int64]map[int]convDay{}
+	}
+	if d.m[c.id] == nil {
+		d.m[c.id] = map[int]convDay{}
+	}
+	d.m[c.id][c.topic] = convDay{day: c.books.Use.Day, used: c.books.Use.Tokens, reserved: c.books.Reserve()}
+}
+
+// beside is what the chat's other conversations spent today and reserve.
+func (c *chat) beside() chatcore.Beside {
+	d := &c.b.days
+	today := chatcore.UTCDay(c.b.cfg.Now())
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	var o chatcore.Beside
+	for topic, cd := range d.m[c.id] {
+		if topic == c.topic {
+			continue
+		}
+		if cd.day == today {
+			o.Used += cd.used
+		}
+		o.Reserved += cd.reserved
+	}
+	return o
+}
+
+// routeJob names a topic's job before it is enqueued and records its topic,
+// so that its result — which may come before Enqueue returns — reaches
+// the topic's actor. The returned function settles the record once
+// Enqueue answered: kept under the stored id (a redelivered update's
+// earlier job), dropped when the enqueue failed.
+func (c *chat) routeJob(job *queue.Job) func(stored string, err error) {
+	if c.topic == 0 {
+		return func(string, error) {}
+	}
+	if job.ID == "" {
+		var r [16]byte
+		_, _ = rand.Read(r[:])
+		job.ID = hex.EncodeToString(r[:])
+	}
+	id, t := job.ID, &c.b.topics
+	t.set(id, c.topic)
+	return func(stored string, err error) {
+		switch {
+		case err != nil:
+			t.drop(id)
+		case stored != id:
+			t.set(stored, c.topic)
+			t.drop(id)
+		}
+	}
 }

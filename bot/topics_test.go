@@ -2,6 +2,7 @@ package bot
 
 import (
 	"context"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -122,5 +123,34 @@ func TestFakeIsStrictAboutMessageThreadID(t *testing.T) {
 	}
 	if _, err := tg.Remove(tgclient.WithThread(ctx, topic+1000), forum, 1); err != nil && strings.Contains(err.Error(), "thread") {
 		t.Errorf("deleteMessage took the context's topic: %v", err)
+	}
+}
+
+// The daily budget is the chat's, not each topic's: what one topic spent
+// counts when another topic asks, so opening topics does not multiply the
+// budget.
+func TestForumTopicsShareTheChatsDailyBudget(t *testing.T) {
+	const forum = int64(-100700)
+	q := queue.NewMemory(queue.Options{})
+	h := startBot(t, q, func(c *Config) {
+		c.AllowedChats = []int64{forum}
+		c.DailyTokenBudget = 1000
+		c.UserJobsPerMinute = -1
+	})
+	a := h.tg.NewTopic(forum, alice, "A")
+	b := h.tg.NewTopic(forum, alice, "B")
+	caps := make(chan int, 4)
+	worker(t, q, func(ctx context.Context, l queue.Lease) queue.Result {
+		caps <- l.Job.Budget.MaxTotalTokens
+		return queue.Result{Answer: "spent in " + l.Job.Lane, Usage: queue.Usage{PromptTokens: 900, CompletionTokens: 50}}
+	})
+	at := "@" + bottest.BotUsername + " "
+	h.tg.TopicMessage(forum, alice, a, at+"spend")
+	h.waitVisible(forum, "spent in t")
+	<-caps
+	h.tg.TopicMessage(forum, alice, b, at+"spend more")
+	h.waitVisible(forum, "spent in t"+strconv.Itoa(b))
+	if c := <-caps; c != 50 {
+		t.Fatalf("topic B's job got a cap of %d tokens, want the 50 the chat's day has left after topic A's 950", c)
 	}
 }

@@ -16,11 +16,13 @@ import (
 type mapJournal struct {
 	mem *queue.Memory
 
+	cmu       sync.Mutex // one commit at a time, in order
 	mu        sync.Mutex // guards committed and the maps
 	pending   []queue.Change
 	gen       uint64
 	committed uint64
 	ch        chan struct{}
+	kick      chan struct{} // a record is pending (autoCommit)
 	jobs      map[string]queue.JobRecord
 	done      map[string]queue.JobRecord
 	results   map[uint64]string
@@ -29,11 +31,17 @@ type mapJournal struct {
 }
 
 func newMapJournal() *mapJournal {
-	return &mapJournal{gen: 1, ch: make(chan struct{}), jobs: map[string]queue.JobRecord{}, done: map[string]queue.JobRecord{},
+	return &mapJournal{gen: 1, ch: make(chan struct{}), kick: make(chan struct{}, 1), jobs: map[string]queue.JobRecord{}, done: map[string]queue.JobRecord{},
 		results: map[uint64]string{}, idem: map[string]queue.IdemRecord{}, dead: map[uint64]queue.DeadLetter{}}
 }
 
-func (j *mapJournal) Record(c queue.Change) { j.pending = append(j.pending, c) }
+func (j *mapJournal) Record(c queue.Change) {
+	j.pending = append(j.pending, c)
+	select {
+	case j.kick <- struct{}{}:
+	default:
+	}
+}
 func (j *mapJournal) Mark() uint64 {
 	if len(j.pending) > 0 {
 		return j.gen
@@ -66,6 +74,8 @@ func (j *mapJournal) Finished(id string) (queue.JobRecord, bool) {
 
 // commit applies the pending records, as a journal's committer does.
 func (j *mapJournal) commit() {
+	j.cmu.Lock()
+	defer j.cmu.Unlock()
 	var cs []queue.Change
 	var g uint64
 	j.mem.WithLock(func() { cs, g = j.pending, j.gen; j.pending = nil; j.gen++ })
@@ -100,7 +110,8 @@ func (j *mapJournal) commit() {
 	j.mem.Wake()
 }
 
-// committer commits whenever asked to wait, until stop.
+// autoCommit commits whenever a record is pending, as a journal's
+// committer does, until the test ends.
 func (j *mapJournal) autoCommit(t *testing.T) {
 	stop := make(chan struct{})
 	done := make(chan struct{})
@@ -110,7 +121,7 @@ func (j *mapJournal) autoCommit(t *testing.T) {
 			select {
 			case <-stop:
 				return
-			case <-time.After(time.Millisecond):
+			case <-j.kick:
 				j.commit()
 			}
 		}
@@ -228,8 +239,7 @@ func TestRestoreMemoryFromJournal(t *testing.T) {
 			running = l
 		}
 	}
-	time.Sleep(5 * time.Millisecond) // let the lease record commit (it is not waited for)
-	j.commit()
+	j.commit() // the lease records (not waited for by Claim)
 
 	// The crash: a new Memory from what was committed.
 	j2 := newMapJournal()

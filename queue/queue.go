@@ -243,6 +243,9 @@ type Result struct {
 	// Silent: a quiet check-in (package schedule) had nothing to report;
 	// front ends show nothing for it.
 	Silent bool `json:"silent,omitempty"`
+	// NoModel: the job was answered without a model call (a schedule's
+	// reminder); front ends show no usage line for it.
+	NoModel bool `json:"no_model,omitempty"`
 }
 
 // Lease is a claimed job. Pass it back unchanged to Heartbeat and Ack.

@@ -2,20 +2,30 @@ package schedule
 
 import (
 	"context"
+	"path/filepath"
 	"testing"
 	"time"
 
 	"github.com/odekrun/odek/queue"
+	"github.com/odekrun/odek/queue/embedded"
 	"github.com/odekrun/odek/queue/queuetest"
 )
 
 // A quiet check-in is skipped (status busy, counted) while its chat has
 // a job queued or running, and fires again once the chat is idle; a loud
 // schedule of the same chat fires regardless. On the memory queue and on
-// a real Redis queue (queue.ChatBusy).
+// a real Redis queue and the embedded store (queue.ChatBusy).
 func TestQuietCheckInSkippedWhileChatBusy(t *testing.T) {
 	for name, newQ := range map[string]func(t *testing.T) queue.Queue{
 		"memory": func(*testing.T) queue.Queue { return queue.NewMemory(queue.Options{}) },
+		"embedded": func(t *testing.T) queue.Queue {
+			es, err := embedded.Open(filepath.Join(t.TempDir(), "store.db"), queue.Options{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { es.Close() })
+			return es
+		},
 		"redis": func(t *testing.T) queue.Queue {
 			q, err := queue.NewRedis(context.Background(), queuetest.StartRedis(t), queue.Options{})
 			if err != nil {

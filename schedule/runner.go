@@ -49,6 +49,11 @@ type Runner struct {
 	// the lag from the scheduled time (metrics, benchmarks).
 	Observe func(f Fire, lag time.Duration, dup bool)
 
+	// BeforeTick, if set, runs at the start of every Tick (odek-bot's
+	// embedded mode imports schedules `odek schedule` wrote to the file
+	// store).
+	BeforeTick func(ctx context.Context)
+
 	// afterClaim, in tests, runs between claim and enqueue; returning
 	// false abandons the fire there (a crash).
 	afterClaim func(Fire) bool
@@ -129,6 +134,9 @@ func (r *Runner) Run(ctx context.Context) error {
 // schedule, and returns how many jobs it enqueued.
 func (r *Runner) Tick(ctx context.Context) (int, error) {
 	r.init()
+	if r.BeforeTick != nil {
+		r.BeforeTick(ctx)
+	}
 	var fired atomic.Int64
 	var errs []error
 	var emu sync.Mutex

@@ -72,7 +72,7 @@ func (w *Worker) runScheduled(ctx context.Context, job queue.Job, sink events.Si
 	}
 	if fi.Message {
 		w.sched.messages.Add(1)
-		return queue.Result{Status: queue.StatusSucceeded, Answer: ReminderMark + job.Goal}, true, nil, nil
+		return queue.Result{Status: queue.StatusSucceeded, Answer: ReminderMark + job.Goal, NoModel: true}, true, nil, nil
 	}
 	p := scheduledPrompter{approved: job.Approved, denied: &w.sched.denied}
 	res, panicked, err = w.call(ctx, job, sink, signals, p)

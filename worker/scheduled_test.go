@@ -52,7 +52,7 @@ func TestScheduledMessageAndQuietCheckIn(t *testing.T) {
 
 	msg := enqueue(t, q, fireJob(t, schedule.Schedule{ChatID: 7, Kind: schedule.KindMessage, Spec: "in 1m", Text: "Stretch your legs"}))
 	res := waitResult(t, q, msg.ID)
-	if res.Status != queue.StatusSucceeded || res.Answer != "⏰ Stretch your legs" || res.Silent {
+	if res.Status != queue.StatusSucceeded || res.Answer != "⏰ Stretch your legs" || res.Silent || !res.NoModel {
 		t.Fatalf("reminder result %+v", res)
 	}
 	if n := llm.Calls(); n != 0 {

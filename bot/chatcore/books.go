@@ -58,6 +58,25 @@ func (b *Books) Next(p Policy, lang string, now time.Time) Admission {
 	return b.Request(p, 0, lang, now)
 }
 
+// Beside is what the other conversations of the same chat (a forum's
+// topics, issue 26) spent today and reserve: the chat's daily budget is
+// the chat's, however many conversations share it.
+type Beside struct{ Used, Reserved int64 }
+
+// RequestBeside is Request with the chat's other conversations counted
+// against the day too.
+func (b *Books) RequestBeside(p Policy, waiting int, lang string, now time.Time, o Beside) Admission {
+	b.Roll(now)
+	a := Admit(p, b.Use.Tokens+o.Used, b.reserved()+o.Reserved, lang, now)
+	if a.Verdict == BudgetOK && waiting > 0 {
+		return Admission{Verdict: BudgetHeld}
+	}
+	return a
+}
+
+// Reserve is what the unfinished jobs hold of the day.
+func (b *Books) Reserve() int64 { return b.reserved() }
+
 // Started records that job started with admission a.
 func (b *Books) Started(job string, a Admission) {
 	if a.Reserve <= 0 {

@@ -47,7 +47,11 @@ func startSchedules(ctx context.Context, e env, q schedule.Enqueuer, log logrus.
 	closeStore := func() {}
 	switch st := q.(type) {
 	case *estore.Store:
-		r.Store = kvSchedules(st, log)
+		kv := kvSchedules(st, log)
+		r.Store = kv
+		// `odek schedule` without Redis writes the file store while the
+		// bot holds the embedded one: pick its schedules up as they come.
+		r.BeforeTick = func(ctx context.Context) { importScheduleFile(ctx, kv, log) }
 		log.WithField("store", st.Path()).Info("odek-bot: schedules are kept in the embedded store")
 	default:
 		if e.RedisURL == "" {
@@ -80,48 +84,66 @@ var kvStore struct {
 // may finish a scheduled job before the firing loop starts).
 func kvSchedules(st *estore.Store, log logrus.FieldLogger) *schedule.File {
 	kvStore.once.Do(func() {
-		importScheduleFile(context.Background(), st, log)
 		kvStore.s = schedule.NewKV(st)
+		importScheduleFile(context.Background(), kvStore.s, log)
 	})
 	return kvStore.s
 }
 
-// importScheduleFile moves the schedules of an older version's file store
-// (ODEK_SCHEDULE_FILE, else $ODEK_HOME/schedules.json) into the embedded
-// store once: only when the store holds no schedules yet; the file is
-// renamed *.imported.
-func importScheduleFile(ctx context.Context, st *estore.Store, log logrus.FieldLogger) {
-	p := os.Getenv("ODEK_SCHEDULE_FILE")
+// scheduleDropFile is the file store `odek schedule` writes without
+// Redis: ODEK_SCHEDULE_FILE, else $ODEK_HOME/schedules.json ("" when no
+// home).
+func scheduleDropFile() string {
+	if p := os.Getenv("ODEK_SCHEDULE_FILE"); p != "" {
+		return p
+	}
+	home, err := config.HomeDir(nil)
+	if err != nil {
+		return ""
+	}
+	return filepath.Join(home, "schedules.json")
+}
+
+// importScheduleFile moves the schedules of the file store (an older
+// version's, or the ones `odek schedule add` wrote without Redis while
+// the bot runs) into the embedded store: the file is first renamed
+// (*.importing), so a concurrent `odek schedule` writes a new file that
+// the next call imports; each schedule whose id the store does not have
+// is created as it is (state included); the file ends as *.imported.
+// Nothing is lost when the bot dies midway: the next start imports the
+// *.importing file first.
+func importScheduleFile(ctx context.Context, kv *schedule.File, log logrus.FieldLogger) {
+	p := scheduleDropFile()
 	if p == "" {
-		home, err := config.HomeDir(nil)
-		if err != nil {
+		return
+	}
+	work := p + ".importing"
+	if _, err := os.Stat(work); err != nil {
+		if err := os.Rename(p, work); err != nil {
+			if !errors.Is(err, os.ErrNotExist) {
+				log.WithError(err).Warn("odek-bot: the schedules file could not be taken for import")
+			}
 			return
 		}
-		p = filepath.Join(home, "schedules.json")
 	}
-	b, err := os.ReadFile(p)
-	if errors.Is(err, os.ErrNotExist) {
-		return
-	}
+	list, err := schedule.NewFile(work).List(ctx, 0)
 	if err != nil {
-		log.WithError(err).Warn("odek-bot: the old schedules file could not be read; not imported")
+		log.WithError(err).Warn("odek-bot: the schedules file is not readable; not imported (left as " + work + ")")
 		return
 	}
-	if have, err := st.Get(ctx, schedule.KVBucket, schedule.KVKey); err != nil || have != nil {
-		return
+	n := 0
+	for _, s := range list {
+		if _, err := kv.Get(ctx, s.ID); !errors.Is(err, schedule.ErrNotFound) {
+			continue // imported before, or the store is down (next time)
+		}
+		if err := kv.Create(ctx, s, 0); err != nil {
+			log.WithError(err).WithField("schedule", s.ID).Warn("odek-bot: importing a schedule failed; the file stays for the next try")
+			return
+		}
+		n++
 	}
-	old := schedule.NewFile(p)
-	list, err := old.List(ctx, 0)
-	if err != nil {
-		log.WithError(err).Warn("odek-bot: the old schedules file is not readable; not imported")
-		return
-	}
-	if err := st.Put(ctx, schedule.KVBucket, schedule.KVKey, b); err != nil {
-		log.WithError(err).Warn("odek-bot: importing the old schedules file failed")
-		return
-	}
-	_ = os.Rename(p, p+".imported")
-	log.WithFields(logrus.Fields{"file": p, "schedules": len(list)}).Info("odek-bot: schedules imported into the embedded store")
+	_ = os.Rename(work, p+".imported")
+	log.WithFields(logrus.Fields{"file": p, "schedules": n}).Info("odek-bot: schedules imported into the embedded store")
 }
 
 // retrySchedule arms a failed one-shot schedule's retry (the embedded

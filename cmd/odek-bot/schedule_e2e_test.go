@@ -3,6 +3,7 @@ package main_test
 import (
 	"context"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -18,7 +19,7 @@ import (
 // ($ODEK_HOME/schedules.json): a goal due in a second runs on the bot's own
 // worker and its answer reaches the chat, with no message typed.
 func TestE2EEmbeddedScheduleFires(t *testing.T) {
-	_, odekBot := binaries(t)
+	odek, odekBot := binaries(t)
 	llm := llmtest.New(t, llmtest.Reply("scheduled *answer*"))
 	tg := bottest.New(t)
 	home := t.TempDir()
@@ -49,6 +50,14 @@ func TestE2EEmbeddedScheduleFires(t *testing.T) {
 	if llm.Calls() != calls {
 		t.Errorf("the reminder called the model")
 	}
+	// `odek schedule add` without Redis, while the bot runs: the bot picks
+	// the schedule up from the file store and fires it.
+	cmd := exec.Command(odek, "schedule", "add", "--chat", "1001", "--at", time.Now().Add(2*time.Second).UTC().Format(time.RFC3339), "--message", "from the cli")
+	cmd.Env = []string{"PATH=" + os.Getenv("PATH"), "HOME=" + t.TempDir(), "ODEK_HOME=" + home}
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("odek schedule add: %v %s", err, out)
+	}
+	tg.Wait(t, 30*time.Second, "the CLI's reminder", func(s *bottest.Server) bool { return visible(s, 1001, "⏰ from the cli") })
 }
 
 // Issue 27 end to end, distributed: real redis-server, a real `odek

@@ -22,11 +22,15 @@ import (
 
 var odekBin string
 
+// bins holds odekBin; helperBins the odek-sandbox that tests install
+// beside a copy of it (never beside odekBin, which re-executes itself).
+var bins, helperBins bintest.Set
+
 func TestMain(m *testing.M) {
-	var bins bintest.Set
 	odekBin = bins.MustBuild("github.com/odekrun/odek/cmd/odek")
 	code := m.Run()
 	bins.Remove()
+	helperBins.Remove()
 	os.Exit(code)
 }
 

@@ -55,7 +55,7 @@ var queueSubs = []queueSub{
 		run: func(ctx context.Context, c *queueCLI, _ string) error { return c.stats(ctx) }},
 	{name: "show", usage: "show ID                               one job: state, worker, lease left, attempts and why each ended, result",
 		args: oneJobID("show"), run: func(ctx context.Context, c *queueCLI, id string) error { return c.show(ctx, id) }},
-	{name: "submit", usage: "submit --chat ID [--key K] [--wait] [--output-schema F] \"<goal>\"\n                                                   enqueue a goal; with --wait print the answer and exit as odek run would",
+	{name: "submit", usage: "submit --chat ID [--key K] [--wait] [--output-schema F | --kind compact] \"<goal>\"\n                                                   enqueue a goal; with --wait print the answer and exit as odek run would",
 		flags: func(fs *flag.FlagSet, a *queueArgs) {
 			fs.Int64Var(&a.chat, "chat", 0, "chat id the job belongs to (required; jobs of one chat run one at a time, in order)")
 			fs.Int64Var(&a.user, "user", 0, "user id (optional)")
@@ -66,11 +66,22 @@ var queueSubs = []queueSub{
 			fs.DurationVar(&a.timeout, "timeout", 0, "with --wait: give up after this long (exit 2; the job goes on); 0 waits forever")
 			fs.StringVar(&a.outputSchema, "output-schema", "", "JSON Schema file the answer must be valid against (as odek run --output-schema; the job fails with exit code 5 otherwise)")
 			fs.IntVar(&a.outputRepairs, "output-repairs", outschema.DefaultRepairs, "with --output-schema: corrective turns after an invalid answer (at most 5)")
+			fs.StringVar(&a.kind, "kind", "", `"compact": fold the chat's older conversation (--session, else the chat's) into its digest on a worker, with the worker's model; no goal needed`)
 		},
 		args: func(a *queueArgs, rest []string) (string, error) {
 			goal := strings.TrimSpace(strings.Join(rest, " "))
 			if a.chat == 0 {
 				return "", usageErr("odek queue submit needs --chat ID (a non-zero chat id)")
+			}
+			switch a.kind {
+			case "":
+			case queue.KindCompact:
+				if goal != "" || a.outputSchema != "" {
+					return "", usageErr("odek queue submit --kind compact takes no goal and no --output-schema: it compacts the conversation of --session (else the chat's)")
+				}
+				return "/compact", nil
+			default:
+				return "", usageErr("odek queue submit --kind %q: want %q (or no --kind)", a.kind, queue.KindCompact)
 			}
 			if goal == "" {
 				return "", usageErr(`odek queue submit needs a goal: odek queue submit --chat ID "<goal>"`)
@@ -220,6 +231,7 @@ type queueArgs struct {
 	outputSchema            string // submit --output-schema FILE
 	outputRepairs           int
 	schema                  []byte // its document, loaded and compiled by submit's args check
+	kind                    string // submit --kind (queue.Job.Kind)
 }
 
 // cmdQueue is the operator CLI of the Redis queue.
@@ -353,7 +365,7 @@ func (c *queueCLI) cancel(ctx context.Context, id string) error {
 
 func (c *queueCLI) submit(ctx context.Context, goal string) error {
 	a := c.a
-	job := queue.Job{ChatID: a.chat, UserID: a.user, Goal: goal, SessionID: a.sessionID, IdempotencyKey: a.idemKey}
+	job := queue.Job{ChatID: a.chat, UserID: a.user, Goal: goal, SessionID: a.sessionID, IdempotencyKey: a.idemKey, Kind: a.kind}
 	if a.schema != nil {
 		repairs := a.outputRepairs
 		job.OutputSchema, job.OutputRepairs = a.schema, &repairs

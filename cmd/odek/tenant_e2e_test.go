@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -25,12 +26,33 @@ import (
 
 // One worker serves two chats. Chat A's job writes a file in its
 // directory; chat B's jobs try every route to it, to the worker's secrets
-// and to Redis; each fails, and the model sees a clear error.
+// and to Redis; each fails, and the model sees a clear error. Both ways a
+// worker confines a command are run: re-executing odek itself (no
+// odek-sandbox beside it, as after `go install`) and through the
+// odek-sandbox helper installed beside it (the image), which must be the
+// one that ran every confined command.
 func TestWorkerTenantsAreIsolated(t *testing.T) {
 	sandboxtest.RequireLandlock(t)
+	t.Run("odek re-executed", func(t *testing.T) {
+		testWorkerTenantsAreIsolated(t, odekBin, "")
+	})
+	t.Run("odek-sandbox beside odek", func(t *testing.T) {
+		bin, calls := installLeanHelper(t)
+		n := testWorkerTenantsAreIsolated(t, bin, filepath.Join(filepath.Dir(bin), sandbox.LeanHelper))
+		if got := countHelperCalls(t, calls); got < n {
+			t.Errorf("odek-sandbox confined %d commands, want at least the %d shell routes: the worker confined some another way", got, n)
+		}
+	})
+}
+
+// testWorkerTenantsAreIsolated runs the route table against a worker
+// started from bin, checks /healthz names wantHelper (bin itself when
+// ""), and returns how many routes ran a confined shell command.
+func testWorkerTenantsAreIsolated(t *testing.T, bin, wantHelper string) int {
 	model := sandboxtest.NewModel()
 	srv := llmtest.NewHandler(t, model.Handle)
 	e := newQueueEnv(t, srv.URL, false, 5*time.Second, 3)
+	e.bin = bin
 	if err := os.MkdirAll(e.home, 0o700); err != nil {
 		t.Fatal(err)
 	}
@@ -68,12 +90,28 @@ func TestWorkerTenantsAreIsolated(t *testing.T) {
 		}
 	}
 	model.Check(t, dirA)
-	checkHealthSandbox(t, w)
+	if wantHelper == "" {
+		wantHelper = bin
+	}
+	if got := checkHealthSandbox(t, w); got != wantHelper {
+		t.Errorf("/healthz sandbox.helper = %q, want %q", got, wantHelper)
+	}
+	if log := w.stderr.String(); !strings.Contains(log, "sandbox_helper="+wantHelper+" ") && !strings.Contains(log, "sandbox_helper="+strconv.Quote(wantHelper)) {
+		t.Errorf("the start-up log does not name the helper %s:\n%s", wantHelper, w.stderr.String())
+	}
+	shells := 0
+	for _, rt := range model.Routes() {
+		if rt.Tool == "shell" {
+			shells++
+		}
+	}
+	return shells
 }
 
-// checkHealthSandbox reads the worker's /healthz and checks it reports an
-// active sandbox with the kernel's Landlock ABI.
-func checkHealthSandbox(t *testing.T, w *workerProc) {
+// checkHealthSandbox reads the worker's /healthz, checks it reports an
+// active sandbox with the kernel's Landlock ABI, and returns the helper
+// it names.
+func checkHealthSandbox(t *testing.T, w *workerProc) string {
 	t.Helper()
 	var addr string
 	for deadline := time.Now().Add(10 * time.Second); addr == "" && time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
@@ -96,8 +134,9 @@ func checkHealthSandbox(t *testing.T, w *workerProc) {
 	var h struct {
 		Status  string `json:"status"`
 		Sandbox struct {
-			Active      bool `json:"active"`
-			LandlockABI int  `json:"landlock_abi"`
+			Active      bool   `json:"active"`
+			LandlockABI int    `json:"landlock_abi"`
+			Helper      string `json:"helper"`
 		} `json:"sandbox"`
 	}
 	if err := json.Unmarshal(body, &h); err != nil || h.Status != "ok" || !h.Sandbox.Active || h.Sandbox.LandlockABI != sandbox.ABI() {
@@ -106,6 +145,7 @@ func checkHealthSandbox(t *testing.T, w *workerProc) {
 	if !strings.Contains(w.stderr.String(), "landlock_abi") {
 		t.Errorf("the start-up log does not report the Landlock ABI:\n%s", w.stderr.String())
 	}
+	return h.Sandbox.Helper
 }
 
 // odek run --confine: the working directory is the root; a file beside it

@@ -44,6 +44,7 @@ type queueEnv struct {
 	env   []string
 	q     *queue.Redis
 	lease time.Duration
+	bin   string // the odek binary workers run; odekBin when ""
 }
 
 func newQueueEnv(t *testing.T, llmURL string, aof bool, lease time.Duration, maxAttempts int) *queueEnv {
@@ -71,6 +72,9 @@ func (e *queueEnv) startWorker(name string, args ...string) *workerProc {
 	ctx, cancel := context.WithCancel(context.Background())
 	cmd := odekCmd(e.t, ctx, e.llm, e.t.TempDir(), append([]string{"worker", "--name", name, "--log-level", "debug"}, args...)...)
 	cmd.Env = append(cmd.Env, e.env...)
+	if e.bin != "" {
+		cmd.Path, cmd.Args[0] = e.bin, e.bin
+	}
 	w := &workerProc{name: name, cmd: cmd, stderr: &bintest.Buffer{}, exited: make(chan struct{})}
 	cmd.Stderr = w.stderr
 	if err := cmd.Start(); err != nil {

@@ -72,14 +72,14 @@ func TestSectionsConvertEveryField(t *testing.T) {
 	c.LLM.Stream = false // the one field whose conversion inverts it
 	c.Context.CacheBreakpointModels = []string{"x"}
 	lc := reflect.ValueOf(c.LLMConfig())
-	for _, name := range []string{"BaseURL", "APIKey", "DisableStreaming", "MaxAttempts", "IdleTimeout", "RequestTimeout", "Provider", "StrictToolModels", "KeepThinkTags", "CacheBreakpointModels"} {
+	for _, name := range []string{"BaseURL", "APIKey", "DisableStreaming", "MaxAttempts", "IdleTimeout", "RequestTimeout", "Provider", "StrictToolModels", "ResponseFormatModels", "KeepThinkTags", "CacheBreakpointModels"} {
 		if lc.FieldByName(name).IsZero() {
 			t.Errorf("LLMConfig drops %s", name)
 		}
 	}
 	// Every field of the llm section is among those.
-	if n := reflect.TypeFor[LLM]().NumField(); n != 6 {
-		t.Errorf("the llm section has %d fields; LLMConfig and this test know 6", n)
+	if n := reflect.TypeFor[LLM]().NumField(); n != 7 {
+		t.Errorf("the llm section has %d fields; LLMConfig and this test know 7", n)
 	}
 
 	d := Dangerous{Classes: map[string]Action{"install": ActionAllow}, NonInteractive: ActionAllow}

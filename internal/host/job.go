@@ -110,6 +110,9 @@ type SandboxStatus struct {
 	LandlockABI int `json:"landlock_abi"`
 	// RequiredABI is the ABI the sandbox needs.
 	RequiredABI int `json:"required_abi"`
+	// Helper is the binary run as the sandbox helper for every confined
+	// command (odek-sandbox beside odek, or odek itself; "" when off).
+	Helper string `json:"helper,omitempty"`
 }
 
 // Sandbox reports the sandbox state Start found.
@@ -196,6 +199,10 @@ func (j *JobRunner) startSandbox() error {
 		if err := os.MkdirAll(j.chatsDir, 0o700); err != nil {
 			return fmt.Errorf("chats directory: %w", err)
 		}
+	}
+	if helper, err := sandbox.Helper(); err == nil {
+		j.sandbox.Helper = helper
+		fields["sandbox_helper"] = helper
 	}
 	log.WithFields(fields).WithField("chats_dir", j.chatsDir).Info("sandbox on: each job is confined to its chat's directory (Landlock)")
 	// Each job gets a cgroup of its own where the worker can make one:

@@ -120,6 +120,12 @@ func executable() (string, error) {
 	return exePath, exeErr
 }
 
+// Helper is the binary this process runs as the sandbox helper for every
+// confined command: odek-sandbox beside this binary when it is there and
+// safe to run, else this binary itself. Resolved once per process; for
+// start-up logs and health reports, so an operator sees which one runs.
+func Helper() (string, error) { return executable() }
+
 // leanHelper is the odek-sandbox binary in the directory of exe (its
 // symlinks resolved), when it is a regular executable file that only
 // root or this process's user owns and can write: it is run unconfined,
