@@ -273,3 +273,39 @@ func TestBadEndpoint(t *testing.T) {
 		t.Fatalf("err = %v, want ErrConfig", err)
 	}
 }
+
+// A collector that refuses the connection fails the export at once rather
+// than being retried until the export timeout: `odek run` must not wait
+// for it at exit (docs/OBSERVABILITY.md).
+func TestRefusedConnectionIsNotRetried(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := ln.Addr().String()
+	ln.Close() // nothing listens there now
+	for _, proto := range []string{telemetry.ProtocolHTTP, telemetry.ProtocolGRPC} {
+		t.Run(proto, func(t *testing.T) {
+			p, err := telemetry.Setup(context.Background(), telemetry.Config{Enabled: true, Protocol: proto,
+				Endpoint: "http://" + addr + "/v1/traces", ScheduleWait: time.Millisecond, Timeout: time.Hour}, telemetry.Options{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() {
+				ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+				defer cancel()
+				_ = p.Shutdown(ctx)
+			})
+			_, s := otelTracer().Start(context.Background(), "lost")
+			s.End()
+			// With retries the export would last the hour-long timeout and
+			// this flush would end by its context with nothing counted.
+			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+			defer cancel()
+			_ = p.ForceFlush(ctx)
+			if st := p.Stats(); st.Failed != 1 {
+				t.Fatalf("stats = %+v, want the span counted as failed", st)
+			}
+		})
+	}
+}

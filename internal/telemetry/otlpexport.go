@@ -119,7 +119,10 @@ func (e *exporter) send(ctx context.Context, body []byte) (retry bool, err error
 	}
 	resp, err := e.client.Do(req)
 	if err != nil {
-		return true, fmt.Errorf("telemetry: export: %w", err)
+		// Not retried: a collector that refuses the connection (or is not
+		// there) fails the export at once, so it never delays a command's
+		// exit (docs/OBSERVABILITY.md); the next batch tries again.
+		return false, fmt.Errorf("telemetry: export: %w", err)
 	}
 	defer resp.Body.Close()
 	if e.grpc {
