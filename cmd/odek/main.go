@@ -35,6 +35,7 @@ const (
 func main() {
 	sandbox.Main() // `odek __odek-sandbox-exec …`: apply a job's sandbox, exec its command
 	tuneScheduler(os.Args[1:], os.Getenv("GOMAXPROCS") != "")
+	tuneGC(os.Args[1:], os.Getenv("GOGC") != "")
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	err := run(ctx, os.Args[1:], os.Stdin, os.Stdout, os.Stderr)
 	stop()

@@ -7,8 +7,6 @@ import (
 
 	"go.opentelemetry.io/otel"
 	"go.opentelemetry.io/otel/attribute"
-	"go.opentelemetry.io/otel/exporters/otlp/otlptrace/otlptracegrpc"
-	"go.opentelemetry.io/otel/exporters/otlp/otlptrace/otlptracehttp"
 	"go.opentelemetry.io/otel/propagation"
 	"go.opentelemetry.io/otel/sdk/resource"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
@@ -108,27 +106,10 @@ func Setup(ctx context.Context, cfg Config, opts Options) (*Provider, error) {
 	return p, nil
 }
 
-func newExporter(ctx context.Context, cfg Config) (sdktrace.SpanExporter, error) {
-	timeout := orDefaultDur(cfg.Timeout, DefaultTimeout)
+func newExporter(_ context.Context, cfg Config) (sdktrace.SpanExporter, error) {
 	switch cfg.Protocol {
-	case "", ProtocolHTTP:
-		o := []otlptracehttp.Option{otlptracehttp.WithEndpointURL(cfg.Endpoint), otlptracehttp.WithTimeout(timeout)}
-		if len(cfg.Headers) > 0 {
-			o = append(o, otlptracehttp.WithHeaders(cfg.Headers))
-		}
-		// The queue bounds the time an export may take; the exporter's
-		// own retries stay within that timeout.
-		o = append(o, otlptracehttp.WithRetry(otlptracehttp.RetryConfig{Enabled: true,
-			InitialInterval: timeout / 20, MaxInterval: timeout / 4, MaxElapsedTime: timeout}))
-		return otlptracehttp.New(ctx, o...)
-	case ProtocolGRPC:
-		o := []otlptracegrpc.Option{otlptracegrpc.WithEndpointURL(cfg.Endpoint), otlptracegrpc.WithTimeout(timeout)}
-		if len(cfg.Headers) > 0 {
-			o = append(o, otlptracegrpc.WithHeaders(cfg.Headers))
-		}
-		o = append(o, otlptracegrpc.WithRetry(otlptracegrpc.RetryConfig{Enabled: true,
-			InitialInterval: timeout / 20, MaxInterval: timeout / 4, MaxElapsedTime: timeout}))
-		return otlptracegrpc.New(ctx, o...)
+	case "", ProtocolHTTP, ProtocolGRPC:
+		return newOTLPExporter(cfg, orDefaultDur(cfg.Timeout, DefaultTimeout))
 	}
 	return nil, fmt.Errorf("%w: protocol %q: want %s or %s", ErrConfig, cfg.Protocol, ProtocolHTTP, ProtocolGRPC)
 }
