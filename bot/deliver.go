@@ -361,6 +361,9 @@ func (c *chat) refreshStatus(ctx context.Context) {
 		_, kind, err := b.tg.Call(ctx, tgbotapi.NewChatAction(chatID, tgbotapi.ChatTyping), false)
 		c.checkSend(ctx, kind, err)
 	}
+	if js := c.jobs[c.queue[0]]; js != nil && !js.stopped && !js.st.Finished {
+		c.draft(ctx, js, now) // stream.go: not an edit, not gated by one
+	}
 	if now.Sub(c.lastEdit) < editInterval(chatID, b.cfg.ProgressInterval) {
 		return
 	}

@@ -38,37 +38,46 @@ func (c *chat) useDrafts(js *jobState) bool {
 	return (b.cfg.Stream == "" || b.cfg.Stream == "auto") && c.id > 0 && !b.noDrafts.Load() && !js.noDraft
 }
 
-// stream shows the answer the head job's model is writing: as a
-// sendMessageDraft in private chats where the Bot API offers it (the
-// status message keeps its status line), else appended to the status
-// message, whose edits are throttled like every status edit. It returns
-// the status text to show. It runs in the chat's actor, from
-// refreshStatus, so drafts are throttled to the chat's edit interval too.
+// draft shows the answer the head job's model is writing as a
+// sendMessageDraft, in private chats where the Bot API offers it. A draft
+// is not an edit of the status message: it goes out as soon as the
+// answer's first text is read (issue 26 point 8: it waited for the
+// delayed status message and the edit interval after it, about 3.4 s),
+// before any status message, and then at most once per edit interval of
+// its own. Where drafts are refused, the job falls back to stream (the
+// status message). It runs in the chat's actor, from refreshStatus.
+func (c *chat) draft(ctx context.Context, js *jobState, now time.Time) {
+	b := c.b
+	if b.cfg.Stream == "off" || js.st.Draft == "" || !c.useDrafts(js) {
+		return
+	}
+	if js.st.DraftLen == js.draftShown || (!js.lastDraft.IsZero() && now.Sub(js.lastDraft) < editInterval(c.id, b.cfg.ProgressInterval)) {
+		return
+	}
+	js.lastDraft = now
+	kind, err := b.tg.SendDraft(ctx, c.id, draftID(js.id), tail(js.st.Draft, maxDraftShown))
+	switch {
+	case kind == tgOK:
+		js.draftShown = js.st.DraftLen
+	case errors.Is(err, tgclient.ErrNoDrafts):
+		b.log.WithError(err).WithField("chat_id", c.id).Info("bot: sendMessageDraft is not available; answers stream by editing the status message")
+		js.noDraft = true
+		if isMethodMissing(err) {
+			b.noDrafts.Store(true)
+		}
+	default:
+		c.checkSend(ctx, kind, err)
+	}
+}
+
+// stream appends the answer the head job's model is writing to its status
+// message where drafts are not used (groups, a Bot API without drafts,
+// ODEK_TELEGRAM_STREAM=edit); those edits are throttled like every status
+// edit. It returns the status text to show.
 func (c *chat) stream(ctx context.Context, js *jobState, status string, now time.Time) string {
 	b := c.b
-	if b.cfg.Stream == "off" || js.st.Draft == "" {
-		return status
-	}
-	if c.useDrafts(js) {
-		if js.st.DraftLen == js.draftShown || now.Sub(js.lastDraft) < editInterval(c.id, b.cfg.ProgressInterval) {
-			return status
-		}
-		js.lastDraft = now
-		kind, err := b.tg.SendDraft(ctx, c.id, draftID(js.id), tail(js.st.Draft, maxDraftShown))
-		switch {
-		case kind == tgOK:
-			js.draftShown = js.st.DraftLen
-			return status
-		case errors.Is(err, tgclient.ErrNoDrafts):
-			b.log.WithError(err).WithField("chat_id", c.id).Info("bot: sendMessageDraft is not available; answers stream by editing the status message")
-			js.noDraft = true
-			if isMethodMissing(err) {
-				b.noDrafts.Store(true)
-			}
-		default:
-			c.checkSend(ctx, kind, err)
-			return status
-		}
+	if b.cfg.Stream == "off" || js.st.Draft == "" || c.useDrafts(js) {
+		return status // drafts go out by themselves (draft)
 	}
 	room := tgformat.MaxMessageLen - tgformat.TextLen(status) - 2
 	if room < 100 {

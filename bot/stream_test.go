@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/odekrun/odek/bot/bottest"
 	"github.com/odekrun/odek/queue"
@@ -116,5 +117,25 @@ func TestAnswerStreamsByEditsInGroups(t *testing.T) {
 	h.waitVisible(group, "The answer is forty-two.")
 	if n := len(h.tg.Calls("sendMessageDraft")); n != 0 {
 		t.Errorf("sendMessageDraft called %d times in a group", n)
+	}
+}
+
+// The first draft does not wait for the status message (issue 26 point 8:
+// drafts went out only with status edits, about 3.4 s after the model
+// started writing): with the status message held back for a minute, the
+// streamed answer still shows as a draft, before any status message.
+func TestDraftDoesNotWaitForTheStatusMessage(t *testing.T) {
+	q := queue.NewMemory(queue.Options{})
+	h := startBot(t, q, func(c *Config) { c.StatusDelay = time.Minute })
+	h.tg.UserMessage(alice, alice, "what is the answer?")
+	streamingWorker(t, q, h, alice, func() bool {
+		d := h.tg.Drafts(alice)
+		return len(d) > 0 && strings.HasPrefix(d[len(d)-1].Text, "The answer is")
+	})
+	h.waitVisible(alice, "The answer is forty-two.")
+	for _, m := range h.tg.Messages(alice) {
+		if strings.Contains(m.Text, "Working") {
+			t.Errorf("a status message was sent although its delay had not passed: %+v", m)
+		}
 	}
 }
