@@ -40,39 +40,15 @@ type Collector struct {
 }
 
 // CollectorBin returns the collector binary to use, or "".
-func CollectorBin() string {
-	if b := os.Getenv(EnvCollectorBin); b != "" {
-		return b
-	}
-	b, err := exec.LookPath("otelcol-odek")
-	if err != nil {
-		return ""
-	}
-	return b
-}
+func CollectorBin() string { return peerBin(EnvCollectorBin, "otelcol-odek") }
 
 // StartCollector starts a Collector for t, stopped by t's cleanup. Without
 // a binary it skips the test, or fails it when ODEK_REQUIRE_OTEL names
 // "collector" (Required).
 func StartCollector(t testing.TB) *Collector {
 	t.Helper()
-	bin := CollectorBin()
-	if bin == "" {
-		if Required("collector") {
-			t.Fatalf("no collector binary (set %s or put otelcol-odek on PATH; test/otel/build-otelcol.sh builds it) and %s is set", EnvCollectorBin, EnvRequireOTel)
-		}
-		t.Skipf("no collector binary (%s or PATH); test/otel/build-otelcol.sh builds one", EnvCollectorBin)
-	}
-	var lastErr error
-	for range 3 { // a picked port may be taken before the collector binds it
-		c, err := startCollector(t, bin)
-		if err == nil {
-			return c
-		}
-		lastErr = err
-	}
-	t.Fatal(lastErr)
-	return nil
+	bin := binOrSkip(t, "collector", CollectorBin(), EnvCollectorBin, "otelcol-odek", "test/otel/build-otelcol.sh")
+	return retryStart(t, func() (*Collector, error) { return startCollector(t, bin) })
 }
 
 func startCollector(t testing.TB, bin string) (*Collector, error) {

@@ -60,37 +60,13 @@ type Jaeger struct {
 }
 
 // Bin returns the jaeger binary to use, or "" when there is none.
-func Bin() string {
-	if b := os.Getenv(EnvJaegerBin); b != "" {
-		return b
-	}
-	b, err := exec.LookPath("jaeger")
-	if err != nil {
-		return ""
-	}
-	return b
-}
+func Bin() string { return peerBin(EnvJaegerBin, "jaeger") }
 
 // StartJaeger starts Jaeger for t and waits until its query API answers.
 func StartJaeger(t testing.TB) *Jaeger {
 	t.Helper()
-	bin := Bin()
-	if bin == "" {
-		if Required("jaeger") {
-			t.Fatalf("no jaeger binary (set %s or put jaeger on PATH; test/otel/build-jaeger.sh builds it) and %s is set", EnvJaegerBin, EnvRequireOTel)
-		}
-		t.Skipf("no jaeger binary (%s or PATH); test/otel/build-jaeger.sh builds one", EnvJaegerBin)
-	}
-	var lastErr error
-	for range 3 { // a picked port may be taken before Jaeger binds it
-		j, err := start(t, bin)
-		if err == nil {
-			return j
-		}
-		lastErr = err
-	}
-	t.Fatal(lastErr)
-	return nil
+	bin := binOrSkip(t, "jaeger", Bin(), EnvJaegerBin, "jaeger", "test/otel/build-jaeger.sh")
+	return retryStart(t, func() (*Jaeger, error) { return start(t, bin) })
 }
 
 func start(t testing.TB, bin string) (*Jaeger, error) {
