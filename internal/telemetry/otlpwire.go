@@ -200,35 +200,15 @@ func appendAnyValue(b []byte, v attribute.Value) []byte {
 		b = appendTag(b, 7, wireBytes)
 		return appendLenBytes(b, v.AsByteSlice())
 	case attribute.BOOLSLICE:
-		var arr []byte
-		for _, x := range v.AsBoolSlice() {
-			arr = appendMessage(arr, 1, appendAnyValue(nil, attribute.BoolValue(x)))
-		}
-		return appendMessage(b, 5, arr)
+		return appendArray(b, v.AsBoolSlice(), attribute.BoolValue)
 	case attribute.INT64SLICE:
-		var arr []byte
-		for _, x := range v.AsInt64Slice() {
-			arr = appendMessage(arr, 1, appendAnyValue(nil, attribute.Int64Value(x)))
-		}
-		return appendMessage(b, 5, arr)
+		return appendArray(b, v.AsInt64Slice(), attribute.Int64Value)
 	case attribute.FLOAT64SLICE:
-		var arr []byte
-		for _, x := range v.AsFloat64Slice() {
-			arr = appendMessage(arr, 1, appendAnyValue(nil, attribute.Float64Value(x)))
-		}
-		return appendMessage(b, 5, arr)
+		return appendArray(b, v.AsFloat64Slice(), attribute.Float64Value)
 	case attribute.STRINGSLICE:
-		var arr []byte
-		for _, x := range v.AsStringSlice() {
-			arr = appendMessage(arr, 1, appendAnyValue(nil, attribute.StringValue(x)))
-		}
-		return appendMessage(b, 5, arr)
+		return appendArray(b, v.AsStringSlice(), attribute.StringValue)
 	case attribute.SLICE:
-		var arr []byte
-		for _, x := range v.AsSlice() {
-			arr = appendMessage(arr, 1, appendAnyValue(nil, x))
-		}
-		return appendMessage(b, 5, arr)
+		return appendArray(b, v.AsSlice(), func(x attribute.Value) attribute.Value { return x })
 	case attribute.MAP:
 		var kvs []byte
 		for _, kv := range v.AsMap() {
@@ -304,4 +284,14 @@ func boolVarint(v bool) uint64 {
 		return 1
 	}
 	return 0
+}
+
+// appendArray appends xs as an AnyValue's array_value (field 5): an
+// ArrayValue whose values (field 1) are each x as an AnyValue.
+func appendArray[T any](b []byte, xs []T, value func(T) attribute.Value) []byte {
+	var arr []byte
+	for _, x := range xs {
+		arr = appendMessage(arr, 1, appendAnyValue(nil, value(x)))
+	}
+	return appendMessage(b, 5, arr)
 }
