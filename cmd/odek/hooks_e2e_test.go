@@ -20,16 +20,7 @@ import (
 // run's id; the shell command that was blocked never ran; a user_prompt
 // hook can refuse a run.
 func TestHooksInRun(t *testing.T) {
-	var mu sync.Mutex
-	var seen []map[string]any
-	hookSrv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		var in map[string]any
-		json.NewDecoder(r.Body).Decode(&in)
-		mu.Lock()
-		seen = append(seen, in)
-		mu.Unlock()
-	}))
-	defer hookSrv.Close()
+	hookSrv := startHookRecorder(t)
 	dir := t.TempDir()
 	policy := filepath.Join(dir, "policy.sh")
 	os.WriteFile(policy, []byte("#!/bin/sh\ngrep -q 'rm -rf' && { echo 'rm -rf is not allowed here; move files to ./trash instead' >&2; exit 2; }\nexit 0\n"), 0o755)
@@ -67,7 +58,7 @@ func TestHooksInRun(t *testing.T) {
 	if _, err := os.Stat(filepath.Join(work, "build")); err != nil {
 		t.Fatal("the blocked command ran")
 	}
-	mu.Lock()
+	seen := hookSrv.inputs()
 	if len(seen) != 1 {
 		// The command hook blocked the first call before the HTTP hook
 		// ran; the second call went through both.
@@ -76,7 +67,6 @@ func TestHooksInRun(t *testing.T) {
 	if seen[0]["run_id"] != res.RunID || seen[0]["event"] != "pre_tool" || res.RunID == "" {
 		t.Fatalf("HTTP hook input: %v (run %q)", seen[0], res.RunID)
 	}
-	mu.Unlock()
 	ev, _ := os.ReadFile(evPath)
 	if !strings.Contains(string(ev), `"type":"hook_blocked"`) || !strings.Contains(string(ev), `"type":"hook_completed"`) {
 		t.Fatalf("no hook_* events:\n%s", ev)
@@ -92,16 +82,7 @@ func TestHooksInRun(t *testing.T) {
 // process): the model sees the reason and the HTTP hook gets the job's
 // calls with its run id.
 func TestHooksInWorkerJob(t *testing.T) {
-	var mu sync.Mutex
-	var runIDs []string
-	hookSrv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		var in map[string]any
-		json.NewDecoder(r.Body).Decode(&in)
-		mu.Lock()
-		runIDs = append(runIDs, fmt.Sprint(in["run_id"]))
-		mu.Unlock()
-	}))
-	defer hookSrv.Close()
+	hookSrv := startHookRecorder(t)
 	srv := llmtest.New(t,
 		llmtest.CallTools(llmtest.Call{ID: "c1", Name: "shell", Arguments: `{"command":"rm -rf /tmp/nothing-here"}`}),
 		llmtest.CallTools(llmtest.Call{ID: "c2", Name: "shell", Arguments: `{"command":"echo ok"}`}),
@@ -125,8 +106,10 @@ func TestHooksInWorkerJob(t *testing.T) {
 	if len(reqs) != 3 || !strings.Contains(reqs[1].LastMessage().Content, "rm -rf is blocked by the operator") {
 		t.Fatalf("the model did not see the reason: %d requests", len(reqs))
 	}
-	mu.Lock()
-	defer mu.Unlock()
+	var runIDs []string
+	for _, in := range hookSrv.inputs() {
+		runIDs = append(runIDs, fmt.Sprint(in["run_id"]))
+	}
 	if len(runIDs) != 2 || runIDs[0] == "" || runIDs[0] == "<nil>" || runIDs[0] != runIDs[1] {
 		t.Fatalf("HTTP hook run ids: %v", runIDs)
 	}
@@ -153,4 +136,33 @@ func TestProjectHooksIgnored(t *testing.T) {
 	if c := srv.Requests()[1].LastMessage().Content; strings.Contains(c, "blocked") {
 		t.Fatalf("the call was blocked: %q", c)
 	}
+}
+
+// hookRecorder is an HTTP hook endpoint on loopback that records every
+// hook input it receives.
+type hookRecorder struct {
+	*httptest.Server
+	mu   sync.Mutex
+	seen []map[string]any
+}
+
+func startHookRecorder(t *testing.T) *hookRecorder {
+	t.Helper()
+	h := &hookRecorder{}
+	h.Server = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		var in map[string]any
+		json.NewDecoder(r.Body).Decode(&in)
+		h.mu.Lock()
+		h.seen = append(h.seen, in)
+		h.mu.Unlock()
+	}))
+	t.Cleanup(h.Close)
+	return h
+}
+
+// inputs are the hook inputs received so far.
+func (h *hookRecorder) inputs() []map[string]any {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return append([]map[string]any(nil), h.seen...)
 }

@@ -1,10 +1,7 @@
 package main_test
 
 import (
-	"encoding/json"
 	"fmt"
-	"net/http"
-	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
@@ -20,16 +17,8 @@ import (
 // `odek subagent` child as in any run — all through the real binary and
 // real child processes, with hook_* events in the parent's stream.
 func TestHooksAroundSubagents(t *testing.T) {
-	var mu sync.Mutex
-	var seen []map[string]any
-	hookSrv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		var in map[string]any
-		json.NewDecoder(r.Body).Decode(&in)
-		mu.Lock()
-		seen = append(seen, in)
-		mu.Unlock()
-	}))
-	defer hookSrv.Close()
+	var mu sync.Mutex // guards forbiddenCalls
+	hookSrv := startHookRecorder(t)
 	dir := t.TempDir()
 	block := filepath.Join(dir, "block.sh")
 	os.WriteFile(block, []byte("#!/bin/sh\ngrep -q FORBIDDEN && { echo 'no forbidden work' >&2; exit 2; }\nexit 0\n"), 0o755)
@@ -64,11 +53,13 @@ func TestHooksAroundSubagents(t *testing.T) {
 	if !strings.Contains(out.stdout, "blocked by a subagent_start hook: no forbidden work") {
 		t.Fatalf("the model did not see the refusal: %s", out.stdout)
 	}
-	if forbiddenCalls != 0 {
-		t.Fatalf("the refused task's child ran (%d model calls)", forbiddenCalls)
-	}
 	mu.Lock()
-	defer mu.Unlock()
+	n := forbiddenCalls
+	mu.Unlock()
+	if n != 0 {
+		t.Fatalf("the refused task's child ran (%d model calls)", n)
+	}
+	seen := hookSrv.inputs()
 	var starts, stops, childSessions, parentSessions int
 	for _, in := range seen {
 		prompt := fmt.Sprint(in["prompt"])
