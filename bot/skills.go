@@ -55,5 +55,5 @@ func BuiltinCommands() []string {
 			out = append(out, c.Command)
 		}
 	}
-	return append(out, "bg", "jobs", "schedules")
+	return append(out, "schedules") // /schedule's alias, not in the menu
 }

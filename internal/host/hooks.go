@@ -100,9 +100,9 @@ func (rt *Runtime) subagentHook(ctx context.Context, ev subagent.TaskEvent) stri
 }
 
 // RunAgent is agent.Run of acfg (this Runtime's Agent, adjusted by the
-// caller) with the operator's lifecycle hooks fired inside it, as Host.Run
-// fires them. For front ends that drive the loop themselves (`odek
-// subagent`).
+// caller) under the run's span, with the operator's lifecycle hooks fired
+// inside it: Host.Run's loop, and that of front ends that drive the loop
+// themselves (`odek subagent`).
 func (rt *Runtime) RunAgent(ctx context.Context, acfg agent.Config, goal string) (*agent.Result, error) {
 	rt.lifecycle(&acfg)
 	return agent.Run(rt.Context(ctx), acfg, goal) // the run's span (trace.go)

@@ -373,9 +373,6 @@ func (h *Host) Run(ctx context.Context, spec RunSpec) (Outcome, error) {
 	}
 	defer rt.Close()
 	acfg := rt.Agent
-	// Wiring point (issue 28): the lifecycle hooks fire inside the run
-	// (hooks.go); a session_start or user_prompt hook may refuse it.
-	rt.lifecycle(&acfg)
 	goal := spec.Goal
 	var checker *outschema.Checker
 	if spec.OutputSchema != nil {
@@ -384,7 +381,9 @@ func (h *Host) Run(ctx context.Context, spec RunSpec) (Outcome, error) {
 		acfg.CheckAnswer = checker.Check
 		acfg.OutputSchema = spec.OutputSchema.Raw // native response_format for the models that take it
 	}
-	res, runErr := agent.Run(rt.Context(ctx), acfg, goal)
+	// The lifecycle hooks fire inside the run, and it runs under the
+	// run's span (RunAgent, hooks.go).
+	res, runErr := rt.RunAgent(ctx, acfg, goal)
 	out := Outcome{
 		Answer: rt.Redactor.String(res.Answer), RunID: res.RunID, SessionID: acfg.SessionID, Iterations: res.Iterations,
 		Usage: res.Usage, CostUSD: rt.Budget.Snapshot().CostUSD, Duration: res.Duration, Extensions: rt.Extensions,
