@@ -3,6 +3,7 @@
 package sandbox
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -51,6 +52,11 @@ type Jail struct {
 	cpuOut bool          // the job used its CPU time (watchCPU)
 	groups []int         // the process groups started
 	procs  []*os.Process // the commands started (signalled by pidfd)
+
+	// The job's supervisor (supervise_linux.go), started by the first
+	// Run; noSup says why Run uses the helper instead.
+	sup   *supClient
+	noSup error
 }
 
 // ErrJailClosed is Start's error after Close.
@@ -184,9 +190,12 @@ func (j *Jail) Close() error {
 	}
 	j.closed = true
 	close(j.stop)
-	groups, procs := j.groups, j.procs
-	j.groups, j.procs = nil, nil
+	groups, procs, sup := j.groups, j.procs, j.sup
+	j.groups, j.procs, j.sup = nil, nil, nil
 	j.mu.Unlock()
+	if sup != nil {
+		sup.fail(ErrJailClosed)
+	}
 	// Each command itself, through the pidfd os.Process holds: a helper
 	// that has not joined the cgroup yet dies too, and a pid reused
 	// since is never signalled.
@@ -202,4 +211,80 @@ func (j *Jail) Close() error {
 		_ = unix.Kill(-pgid, unix.SIGKILL)
 	}
 	return nil
+}
+
+// Run runs cmd (not started; Path and Args, Dir, Env, Stdin, Stdout,
+// Stderr and WaitDelay are used) confined by the jail, in a process group
+// of its own, and waits for it and its output, as cmd.Run would. When ctx
+// is done the command's process group is killed. The status is the
+// command's wait status; err is nil when it ran to an end (whatever its
+// status), exec.ErrWaitDelay when its output stayed open past WaitDelay
+// after it ended (the status is valid then too), else why it did not
+// run or its end is unknown. A nil Env is Env(spec, os.Environ()).
+//
+// Run starts the command through the job's supervisor where it can run
+// (supervise_linux.go), else through the helper as Start does (and then
+// cancellation is cmd's own, exec.CommandContext's).
+func (j *Jail) Run(ctx context.Context, cmd *exec.Cmd) (syscall.WaitStatus, error) {
+	s, err := j.supervisor()
+	if err != nil {
+		return 0, err
+	}
+	if s != nil {
+		return s.run(ctx, cmd, j.spec)
+	}
+	if err := j.Start(cmd); err != nil {
+		return 0, err
+	}
+	err = cmd.Wait()
+	ws, _ := cmd.ProcessState.Sys().(syscall.WaitStatus)
+	var exitErr *exec.ExitError
+	if errors.As(err, &exitErr) {
+		err = nil
+	}
+	return ws, err
+}
+
+// supervisor is the job's running supervisor, started if need be; nil
+// (and no error) when the job has none (no cgroup) or it cannot start.
+func (j *Jail) supervisor() (*supClient, error) {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	switch {
+	case j.closed:
+		return nil, ErrJailClosed
+	case j.cpuOut:
+		return nil, ErrJobCPU
+	case j.cg == nil || j.noSup != nil:
+		return nil, nil
+	case j.sup != nil && !j.sup.isDead():
+		return j.sup, nil
+	}
+	specJSON, err := j.json()
+	if err != nil {
+		return nil, err
+	}
+	s, err := startSupervisor(j.spec, specJSON)
+	if err != nil {
+		j.noSup = err
+		return nil, nil
+	}
+	j.sup = s
+	j.procs = append(j.procs, s.proc.Process)
+	return s, nil
+}
+
+// Supervisor reports the pid of the job's running supervisor, or 0 and
+// why commands start through the helper instead (nil: none started yet).
+// For tests and diagnostics.
+func (j *Jail) Supervisor() (pid int, why error) {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	switch {
+	case j.sup != nil && !j.sup.isDead():
+		return j.sup.pid, nil
+	case j.cg == nil:
+		return 0, errors.New("the job has no cgroup")
+	}
+	return 0, j.noSup
 }
