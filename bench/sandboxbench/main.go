@@ -39,6 +39,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"syscall"
 	"time"
@@ -56,8 +57,12 @@ func main() {
 		fmt.Fprintf(os.Stderr, "Landlock ABI %d < %d: nothing to measure\n", abi, sandbox.RequiredABI)
 		os.Exit(1)
 	}
-	dir, err := os.MkdirTemp("", "sandboxbench-")
-	check(err)
+	dir := os.Getenv(reexecEnv)
+	var err error
+	if dir == "" {
+		dir, err = os.MkdirTemp("", "sandboxbench-")
+		check(err)
+	}
 	defer os.RemoveAll(dir)
 	odek := *odekBin
 	if odek == "" {
@@ -74,6 +79,28 @@ func main() {
 			build.Stderr = os.Stderr
 			check(build.Run())
 		}
+	}
+	if lean != "" && os.Getenv(reexecEnv) == "" {
+		// The Jails re-execute this binary as their helper and
+		// supervisor unless odek-sandbox sits beside it, as it does
+		// beside odek in the image: run again from dir, beside lean.
+		self, err := os.Executable()
+		check(err)
+		b, err := os.ReadFile(self)
+		check(err)
+		me := filepath.Join(dir, "sandboxbench")
+		check(os.WriteFile(me, b, 0o755))
+		if filepath.Dir(lean) != dir {
+			b, err := os.ReadFile(lean)
+			check(err)
+			lean = filepath.Join(dir, sandbox.LeanHelper)
+			check(os.WriteFile(lean, b, 0o755))
+		}
+		args := []string{me, "-n", strconv.Itoa(*n), "-odek", odek, "-lean", lean}
+		check(syscall.Exec(me, args, append(os.Environ(), reexecEnv+"="+dir)))
+	}
+	if h, err := sandbox.Helper(); err == nil {
+		fmt.Printf("the Jails' helper and supervisor binary: %s\n", h)
 	}
 	empty := filepath.Join(dir, "empty")
 	check(os.WriteFile(filepath.Join(dir, "empty.go"), []byte("package main\nfunc main() {}\n"), 0o600))
@@ -251,6 +278,10 @@ func mustJSON(s sandbox.Spec) string {
 	check(err)
 	return string(b)
 }
+
+// reexecEnv names the directory of a run re-executed beside the lean
+// helper.
+const reexecEnv = "SANDBOXBENCH_DIR"
 
 // runJail is Jail.Run, which older trees lack: this file builds against
 // them (the supervisor rows are left out there).

@@ -194,7 +194,9 @@ func (j *Jail) Close() error {
 	j.groups, j.procs, j.sup = nil, nil, nil
 	j.mu.Unlock()
 	if sup != nil {
-		sup.fail(ErrJailClosed)
+		// Gone before the cgroup is emptied: a dying supervisor would
+		// stay listed in it, and the cgroup's kill would go round for it.
+		sup.end(ErrJailClosed, time.Second)
 	}
 	// Each command itself, through the pidfd os.Process holds: a helper
 	// that has not joined the cgroup yet dies too, and a pid reused

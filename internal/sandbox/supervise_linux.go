@@ -70,6 +70,7 @@ type supClient struct {
 	failOnce sync.Once
 	dead     chan struct{} // closed by fail
 	why      error         // set before dead closes
+	exited   chan struct{} // closed once the process is reaped
 }
 
 // startSupervisor starts a supervisor confined by spec and waits for
@@ -86,7 +87,10 @@ func startSupervisor(spec Spec, specJSON string) (*supClient, error) {
 	mine, theirs := os.NewFile(uintptr(pair[0]), "supervisor"), os.NewFile(uintptr(pair[1]), "supervisor")
 	defer theirs.Close()
 	cmd := exec.Command(exe, SuperviseArg, specJSON)
-	cmd.Dir, cmd.Env = spec.Root, Env(spec, os.Environ())
+	// One P: the supervisor's work is serial (one confined thread forks
+	// every command), and idle Ps spinning for work cost CPU on each
+	// call's wake-ups.
+	cmd.Dir, cmd.Env = spec.Root, append(Env(spec, os.Environ()), "GOMAXPROCS=1")
 	cmd.ExtraFiles = []*os.File{theirs}
 	stderr := &boundedBuffer{max: 4 << 10}
 	cmd.Stderr = stderr
@@ -130,8 +134,11 @@ func startSupervisor(spec Spec, specJSON string) (*supClient, error) {
 		return nil, fmt.Errorf("the supervisor did not start (%v): %s", err, msg)
 	}
 	_ = conn.SetReadDeadline(time.Time{})
-	s := &supClient{proc: cmd, conn: conn, pid: cmd.Process.Pid, calls: map[uint64]chan uint32{}, dead: make(chan struct{})}
-	go func() { _ = cmd.Wait() }() // reaps it whenever it ends
+	s := &supClient{proc: cmd, conn: conn, pid: cmd.Process.Pid, calls: map[uint64]chan uint32{}, dead: make(chan struct{}), exited: make(chan struct{})}
+	go func() { // reaps it whenever it ends
+		_ = cmd.Wait()
+		close(s.exited)
+	}()
 	go s.readLoop()
 	return s, nil
 }
@@ -188,6 +195,17 @@ func (s *supClient) fail(why error) {
 		s.conn.Close()
 		_ = s.proc.Process.Kill()
 	})
+}
+
+// end kills the supervisor and waits up to wait for it to be reaped.
+func (s *supClient) end(why error, wait time.Duration) {
+	s.fail(why)
+	t := time.NewTimer(wait)
+	defer t.Stop()
+	select {
+	case <-s.exited:
+	case <-t.C:
+	}
 }
 
 func (s *supClient) isDead() bool {

@@ -334,7 +334,7 @@ func fakeSupervisor(t *testing.T) (*supClient, int) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { proc.Process.Kill() })
-	s := &supClient{proc: proc, conn: c, pid: proc.Process.Pid, calls: map[uint64]chan uint32{}, dead: make(chan struct{})}
+	s := &supClient{proc: proc, conn: c, pid: proc.Process.Pid, calls: map[uint64]chan uint32{}, dead: make(chan struct{}), exited: make(chan struct{})}
 	go s.readLoop()
 	return s, pair[1]
 }
