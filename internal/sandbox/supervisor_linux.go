@@ -7,11 +7,9 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net"
 	"os"
 	"os/exec"
 	"strings"
-	"sync"
 	"syscall"
 	"unsafe"
 
@@ -71,18 +69,6 @@ func runSupervisor(args []string, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "odek sandbox: not serving commands, the sandbox could not be applied: %v\n", err)
 		return ExitNotConfined
 	}
-	f := os.NewFile(supervisorFD, "supervisor socket")
-	c, err := net.FileConn(f) // a dup, close-on-exec
-	f.Close()
-	if err != nil {
-		fmt.Fprintf(stderr, "odek sandbox: the supervisor's socket: %v\n", err)
-		return ExitUsage
-	}
-	conn, ok := c.(*net.UnixConn)
-	if !ok {
-		fmt.Fprintf(stderr, "odek sandbox: the supervisor's socket is a %T\n", c)
-		return ExitUsage
-	}
 	// From here stderr is the Jail's pipe no more: the Jail stops reading
 	// it at recReady.
 	if null, err := unix.Open("/dev/null", unix.O_RDWR|unix.O_CLOEXEC, 0); err == nil {
@@ -90,8 +76,8 @@ func runSupervisor(args []string, stderr io.Writer) int {
 		_ = unix.Dup3(null, 2, 0)
 		unix.Close(null)
 	}
-	s := &supervisor{conn: conn, root: spec.Root, calls: map[uint64]*supCall{}}
-	if _, _, err := conn.WriteMsgUnix(appendRecord(nil, record{typ: recReady, n: uint32(os.Getpid())}), nil, nil); err != nil {
+	s := &supervisor{sock: supervisorFD, root: spec.Root, calls: map[uint64]*supCall{}}
+	if err := s.reply(record{typ: recReady, n: uint32(os.Getpid())}); err != nil {
 		return ExitNotConfined
 	}
 	if err := s.serve(); err != nil {
@@ -143,57 +129,84 @@ func confineSupervisor(spec Spec) error {
 	return nil
 }
 
+// supervisor is the serving state. Everything runs on the one confined
+// thread, in one loop around poll(2) — the socket and a pidfd per running
+// call — with blocking system calls and no other goroutine: a call costs
+// no wake-up of another thread, and a call's kill and its reaping are
+// ordered by the loop itself.
 type supervisor struct {
-	conn *net.UnixConn
-	root string // a call without a directory runs here
-
-	mu    sync.Mutex
+	sock  int    // the Jail's socket
+	root  string // a call without a directory runs here
 	calls map[uint64]*supCall
 }
 
-// supCall is one running call.
+// supCall is one running call, not yet reaped.
 type supCall struct {
-	id  uint64
-	pid int
-
-	mu     sync.Mutex
-	reaped bool
+	pid   int
+	pidfd int
 }
 
-// serve reads the Jail's records until its end closes.
+// serve runs the loop until the Jail's end closes.
 func (s *supervisor) serve() error {
 	buf := make([]byte, maxRecord+1)
 	oob := make([]byte, unix.CmsgSpace(4*(callFDs+1)))
 	var asm callAssembler
 	var pending []int // the descriptors of the call being gathered
 	defer func() { closeFDs(pending) }()
+	var fds []unix.PollFd
+	var ids []uint64
 	for {
-		n, oobn, flags, _, err := s.conn.ReadMsgUnix(buf, oob)
-		fds, ferr := rightsOf(oob[:oobn])
+		fds, ids = append(fds[:0], unix.PollFd{Fd: int32(s.sock), Events: unix.POLLIN}), ids[:0]
+		for id, c := range s.calls {
+			fds = append(fds, unix.PollFd{Fd: int32(c.pidfd), Events: unix.POLLIN})
+			ids = append(ids, id)
+		}
+		if _, err := unix.Poll(fds, -1); err != nil {
+			if err == unix.EINTR {
+				continue
+			}
+			return fmt.Errorf("poll: %v", err)
+		}
+		// Exits first: a kill read below for a call reaped here finds
+		// it gone, so a group is never signalled after its leader's pid
+		// could have been reused.
+		for i, id := range ids {
+			if fds[i+1].Revents != 0 {
+				s.reap(id)
+			}
+		}
+		if fds[0].Revents == 0 {
+			continue
+		}
+		n, oobn, flags, _, err := unix.Recvmsg(s.sock, buf, oob, unix.MSG_CMSG_CLOEXEC)
+		if err == unix.EINTR || err == unix.EAGAIN {
+			continue
+		}
+		got, ferr := rightsOf(oob[:oobn])
 		switch {
 		case err != nil || (n == 0 && oobn == 0):
-			closeFDs(fds)
+			closeFDs(got)
 			return nil // the Jail closed its end: the job is over
 		case ferr != nil:
-			closeFDs(fds)
+			closeFDs(got)
 			return ferr
 		case flags&(unix.MSG_TRUNC|unix.MSG_CTRUNC) != 0:
-			closeFDs(fds)
+			closeFDs(got)
 			return errors.New("a record or its descriptors were truncated")
 		}
 		r, err := parseRecord(buf[:n])
 		if err != nil {
-			closeFDs(fds)
+			closeFDs(got)
 			return err
 		}
 		switch r.typ {
 		case recStart, recMore:
-			if (r.typ == recStart) != (len(fds) == callFDs) || (r.typ == recMore && len(fds) != 0) {
-				closeFDs(fds)
-				return fmt.Errorf("record %s of call %d with %d descriptors", recName(r.typ), r.id, len(fds))
+			if (r.typ == recStart && len(got) != callFDs) || (r.typ == recMore && len(got) != 0) {
+				closeFDs(got)
+				return fmt.Errorf("record %s of call %d with %d descriptors", recName(r.typ), r.id, len(got))
 			}
 			if r.typ == recStart {
-				pending = fds
+				pending = got
 			}
 			done, err := asm.add(r)
 			if err != nil {
@@ -206,26 +219,36 @@ func (s *supervisor) serve() error {
 			if err != nil {
 				return err
 			}
-			s.start(asm.id, c, pending)
+			if err := s.start(asm.id, c, pending); err != nil {
+				return err
+			}
 			closeFDs(pending)
 			pending, asm = nil, callAssembler{}
 		case recKill:
-			closeFDs(fds)
-			s.kill(r.id)
+			closeFDs(got)
+			if c := s.calls[r.id]; c != nil {
+				// Not reaped (the loop reaps), so its pid and group
+				// number are still its own.
+				_ = unix.Kill(-c.pid, unix.SIGKILL)
+			}
 		default:
-			closeFDs(fds)
+			closeFDs(got)
 			return fmt.Errorf("unexpected record %s", recName(r.typ))
 		}
 	}
 }
 
 // start runs c as call id with fds as its stdin, stdout and stderr (the
-// caller closes them after).
-func (s *supervisor) start(id uint64, c call, fds []int) {
-	fail := func(code int, format string, args ...any) {
+// caller closes them after). Its error is the socket's: a call that
+// cannot start is reported to the Jail as the helper would report it.
+func (s *supervisor) start(id uint64, c call, fds []int) error {
+	if s.calls[id] != nil {
+		return fmt.Errorf("call %d is running already", id)
+	}
+	fail := func(code int, format string, args ...any) error {
 		msg := fmt.Sprintf("odek sandbox: "+format+"\n", args...)
 		_, _ = unix.Write(fds[2], []byte(msg))
-		s.reply(record{typ: recExit, id: id, n: uint32(code) << 8})
+		return s.reply(record{typ: recExit, id: id, n: uint32(code) << 8})
 	}
 	dir := c.dir
 	if dir == "" {
@@ -235,8 +258,7 @@ func (s *supervisor) start(id uint64, c call, fds []int) {
 	// call's PATH, from the confined thread (what the command could run
 	// is what the lookup finds).
 	if err := os.Chdir(dir); err != nil {
-		fail(ExitNotConfined, "chdir %s: %v", dir, err)
-		return
+		return fail(ExitNotConfined, "chdir %s: %v", dir, err)
 	}
 	if p, ok := envValue(c.env, "PATH"); ok {
 		os.Setenv("PATH", p)
@@ -245,70 +267,52 @@ func (s *supervisor) start(id uint64, c call, fds []int) {
 	}
 	path, err := exec.LookPath(c.argv[0])
 	if err != nil {
-		fail(ExitNotFound, "%v", err)
-		return
+		return fail(ExitNotFound, "%v", err)
 	}
+	pidfd := -1
 	pid, err := syscall.ForkExec(path, c.argv, &syscall.ProcAttr{
 		Env:   c.env,
 		Files: []uintptr{uintptr(fds[0]), uintptr(fds[1]), uintptr(fds[2])},
-		Sys:   &syscall.SysProcAttr{Setpgid: true},
+		// A pidfd (close-on-exec) to poll for the command's exit.
+		Sys: &syscall.SysProcAttr{Setpgid: true, PidFD: &pidfd},
 	})
 	if err != nil {
-		fail(ExitNotConfined, "exec %s: %v", c.argv[0], err)
-		return
+		return fail(ExitNotConfined, "exec %s: %v", c.argv[0], err)
 	}
-	sc := &supCall{id: id, pid: pid}
-	s.mu.Lock()
-	s.calls[id] = sc
-	s.mu.Unlock()
-	go s.reap(sc)
+	if pidfd < 0 {
+		// No pidfd from this kernel: nothing to poll; kill the call
+		// rather than leave it unreported.
+		_ = unix.Kill(-pid, unix.SIGKILL)
+		var ws unix.WaitStatus
+		_, _ = unix.Wait4(pid, &ws, 0, nil)
+		return fail(ExitNotConfined, "no pidfd for %s", c.argv[0])
+	}
+	s.calls[id] = &supCall{pid: pid, pidfd: pidfd}
+	return nil
 }
 
-// reap waits for the call's command to exit, then reaps it under the
-// call's lock (kill checks it) and reports its status.
-func (s *supervisor) reap(c *supCall) {
-	var info unix.Siginfo
-	for {
-		err := unix.Waitid(unix.P_PID, c.pid, &info, unix.WEXITED|unix.WNOWAIT, nil)
-		if err != unix.EINTR {
-			break
-		}
-	}
-	var ws unix.WaitStatus
-	c.mu.Lock()
-	for {
-		_, err := unix.Wait4(c.pid, &ws, 0, nil)
-		if err != unix.EINTR {
-			break
-		}
-	}
-	c.reaped = true
-	c.mu.Unlock()
-	s.mu.Lock()
-	delete(s.calls, c.id)
-	s.mu.Unlock()
-	s.reply(record{typ: recExit, id: c.id, n: uint32(ws)})
-}
-
-// kill kills call id's process group, unless its leader is reaped (the
-// call has ended, or is ending: recExit is on its way).
-func (s *supervisor) kill(id uint64) {
-	s.mu.Lock()
+// reap reaps call id if its command has exited, and reports its status.
+func (s *supervisor) reap(id uint64) {
 	c := s.calls[id]
-	s.mu.Unlock()
-	if c == nil {
-		return
+	var ws unix.WaitStatus
+	for {
+		got, err := unix.Wait4(c.pid, &ws, unix.WNOHANG, nil)
+		if err == unix.EINTR {
+			continue
+		}
+		if err == nil && got == 0 {
+			return // not yet (a spurious wake-up)
+		}
+		break
 	}
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if !c.reaped {
-		_ = unix.Kill(-c.pid, unix.SIGKILL)
-	}
+	unix.Close(c.pidfd)
+	delete(s.calls, id)
+	_ = s.reply(record{typ: recExit, id: id, n: uint32(ws)})
 }
 
-func (s *supervisor) reply(r record) {
-	// A Jail that is gone cannot be told; serve sees its end close.
-	_, _, _ = s.conn.WriteMsgUnix(appendRecord(nil, r), nil, nil)
+func (s *supervisor) reply(r record) error {
+	_, err := unix.Write(s.sock, appendRecord(nil, r))
+	return err
 }
 
 // rightsOf are the descriptors of the SCM_RIGHTS messages in oob; any
