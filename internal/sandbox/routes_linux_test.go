@@ -386,8 +386,14 @@ func TestJailCloseEndsTheJob(t *testing.T) {
 func TestJailLimits(t *testing.T) {
 	requireLandlock(t)
 	requirePython(t)
+	for _, how := range []startHow{viaJail, viaSupervisor} {
+		t.Run(how.String(), func(t *testing.T) { testJailLimits(t, how) })
+	}
+}
+
+func testJailLimits(t *testing.T, how startHow) {
 	j := newJail(t, Settings{})
-	j.how = viaJail
+	j.how = how
 	out, code := j.run(t, nil, py(`import resource as r
 for l in (r.RLIMIT_AS, r.RLIMIT_CPU, r.RLIMIT_NPROC, r.RLIMIT_FSIZE):
     print(*r.getrlimit(l))
@@ -398,7 +404,7 @@ print("raised")`)...)
 		t.Errorf("exit %d\n%s\nwant the defaults:\n%s", code, out, want)
 	}
 	small := newJail(t, Settings{MaxMemoryMB: 256, MaxFileSizeMB: 1, MaxCPUSeconds: 1})
-	small.how = viaJail
+	small.how = how
 	if out, code := small.run(t, nil, "sh", "-c", "head -c 2097152 /dev/zero > big"); code == 0 {
 		t.Errorf("a 2 MiB file under a 1 MiB limit: exit %d\n%s", code, out)
 	}

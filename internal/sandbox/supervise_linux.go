@@ -50,10 +50,11 @@ var errSupervisorDied = errors.New("sandbox: the job's supervisor process ended 
 const (
 	// supervisorStartTimeout bounds the wait for recReady.
 	supervisorStartTimeout = 30 * time.Second
-	// killGrace is how long a cancelled call waits for its status after
-	// the kill; a supervisor that takes longer is killed.
-	killGrace = 5 * time.Second
 )
+
+// killGrace is how long a cancelled call waits for its status after the
+// kill; a supervisor that takes longer is killed (a variable for tests).
+var killGrace = 5 * time.Second
 
 // supClient is a Jail's connection to its running supervisor.
 type supClient struct {

@@ -303,6 +303,12 @@ func (s *supervisor) reap(id uint64) {
 		if err == nil && got == 0 {
 			return // not yet (a spurious wake-up)
 		}
+		// A command that asked to be traced (PTRACE_TRACEME, which the
+		// filter allows) reports its stops here too: only its end
+		// counts.
+		if err == nil && (ws.Stopped() || ws.Continued()) {
+			continue
+		}
 		break
 	}
 	unix.Close(c.pidfd)

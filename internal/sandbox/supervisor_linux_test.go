@@ -346,3 +346,52 @@ func netFileConn(f *os.File) (*net.UnixConn, error) {
 	}
 	return c.(*net.UnixConn), nil
 }
+
+// A supervisor that stops answering (a command stopped it with SIGSTOP)
+// cannot hold a cancelled call: after killGrace the Jail kills it, the
+// call fails closed, and the next call gets a new supervisor.
+func TestSupervisorStoppedIsReplaced(t *testing.T) {
+	j, jl := supervisedJail(t, Settings{})
+	saved := killGrace
+	killGrace = 300 * time.Millisecond
+	defer func() { killGrace = saved }()
+	if _, _, err := runSup(t, context.Background(), jl, j.spec, "", "true"); err != nil {
+		t.Fatal(err)
+	}
+	pid := supPid(jl)
+	if err := syscall.Kill(pid, syscall.SIGSTOP); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
+	defer cancel()
+	_, _, err := runSup(t, ctx, jl, j.spec, "", "sleep", "30")
+	if !errors.Is(err, errSupervisorDied) || !strings.Contains(err.Error(), "did not end a cancelled call") {
+		t.Fatalf("a call of a stopped supervisor: %v", err)
+	}
+	out, _, err := runSup(t, context.Background(), jl, j.spec, "", "echo", "fresh")
+	if err != nil || out != "fresh\n" || supPid(jl) == pid {
+		t.Errorf("after a stopped supervisor: %v %q (pid %d, was %d)", err, out, supPid(jl), pid)
+	}
+}
+
+// Calls of one job run at once through one supervisor, each with its
+// own output.
+func TestSupervisorConcurrentCalls(t *testing.T) {
+	j, jl := supervisedJail(t, Settings{})
+	const n = 8
+	errs := make(chan error, n)
+	for i := 0; i < n; i++ {
+		go func() {
+			out, ws, err := runSup(t, context.Background(), jl, j.spec, strings.Repeat(fmt.Sprint(i), 100000), "sh", "-c", fmt.Sprintf("sleep 0.1; wc -c; exit %d", i))
+			if err == nil && (ws.ExitStatus() != i || strings.TrimSpace(out) != "100000") {
+				err = fmt.Errorf("call %d: status %d, output %q", i, ws.ExitStatus(), out)
+			}
+			errs <- err
+		}()
+	}
+	for i := 0; i < n; i++ {
+		if err := <-errs; err != nil {
+			t.Error(err)
+		}
+	}
+}
