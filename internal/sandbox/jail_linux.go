@@ -41,13 +41,14 @@ import (
 //
 // A Jail is safe for concurrent use.
 type Jail struct {
-	spec Spec
-	json func() (string, error)
+	newCgroup func(jobLimits) (*jobCgroup, error)
+	stop      chan struct{} // closed by Close: ends watchCPU
 
-	cg   *jobCgroup    // the job's cgroup; nil ⇒ none (process groups only)
-	stop chan struct{} // closed by Close: ends watchCPU
-
-	mu     sync.Mutex
+	mu       sync.Mutex
+	spec     Spec       // its cgroup fields set by prepare
+	specJSON string     // spec's JSON, once prepared
+	cgTried  bool       // prepare tried to make the cgroup
+	cg       *jobCgroup // the job's cgroup; nil ⇒ none (process groups only)
 	closed bool
 	cpuOut bool          // the job used its CPU time (watchCPU)
 	groups []int         // the process groups started
@@ -84,24 +85,37 @@ func NewJail(spec Spec) (*Jail, error) {
 }
 
 // jailWith is NewJail's Jail of a checked spec, whose cgroup (if any)
-// newCgroup makes.
+// newCgroup makes at the job's first command (jobs that run none, most
+// of a chat's turns, pay nothing for it).
 func jailWith(spec Spec, newCgroup func(jobLimits) (*jobCgroup, error)) *Jail {
-	cg, err := newCgroup(jobLimits{procs: spec.MaxProcesses, memBytes: int64(spec.JobMemoryMB) << 20})
-	if err == nil {
-		spec.Cgroup, spec.CgroupsV1 = cg.joins()
-	} else {
-		cg = nil
-	}
-	j := &Jail{spec: spec, cg: cg, stop: make(chan struct{}), json: sync.OnceValues(func() (string, error) {
-		b, err := json.Marshal(spec)
-		return string(b), err
-	})}
-	if cg != nil && spec.JobCPUSeconds > 0 {
-		if _, ok := cg.cpuUsage(); ok {
-			go j.watchCPU(time.Duration(spec.JobCPUSeconds) * time.Second)
+	return &Jail{spec: spec, newCgroup: newCgroup, stop: make(chan struct{})}
+}
+
+// prepare makes the job's cgroup at its first command, with j.mu held,
+// and returns the spec's JSON (which names the cgroup). A cgroup that
+// cannot be made leaves the job with process groups only, as before.
+func (j *Jail) prepare() (string, error) {
+	if !j.cgTried {
+		j.cgTried = true
+		cg, err := j.newCgroup(jobLimits{procs: j.spec.MaxProcesses, memBytes: int64(j.spec.JobMemoryMB) << 20})
+		if err == nil {
+			j.cg = cg
+			j.spec.Cgroup, j.spec.CgroupsV1 = cg.joins()
+			if j.spec.JobCPUSeconds > 0 {
+				if _, ok := cg.cpuUsage(); ok {
+					go j.watchCPU(time.Duration(j.spec.JobCPUSeconds) * time.Second)
+				}
+			}
 		}
 	}
-	return j
+	if j.specJSON == "" {
+		b, err := json.Marshal(j.spec)
+		if err != nil {
+			return "", err
+		}
+		j.specJSON = string(b)
+	}
+	return j.specJSON, nil
 }
 
 // CPUPollInterval is how often a Jail reads the CPU time its job used.
@@ -134,8 +148,13 @@ func (j *Jail) watchCPU(limit time.Duration) {
 	}
 }
 
-// Spec is the jail's ruleset.
-func (j *Jail) Spec() Spec { return j.spec }
+// Spec is the jail's ruleset. Its Cgroup fields are set from the job's
+// first command on, where the job has a cgroup.
+func (j *Jail) Spec() Spec {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	return j.spec
+}
 
 // Start starts cmd (not yet started; Dir, Env, I/O and SysProcAttr set by
 // the caller) confined by the jail, in a session and process group of its
@@ -165,7 +184,7 @@ func (j *Jail) Start(cmd *exec.Cmd) error {
 	if err != nil {
 		return fmt.Errorf("sandbox: find the odek executable for the sandbox helper: %v", err)
 	}
-	specJSON, err := j.json()
+	specJSON, err := j.prepare()
 	if err != nil {
 		return err
 	}
@@ -190,7 +209,7 @@ func (j *Jail) Close() error {
 	}
 	j.closed = true
 	close(j.stop)
-	groups, procs, sup := j.groups, j.procs, j.sup
+	groups, procs, sup, cg := j.groups, j.procs, j.sup, j.cg
 	j.groups, j.procs, j.sup = nil, nil, nil
 	j.mu.Unlock()
 	if sup != nil {
@@ -204,9 +223,9 @@ func (j *Jail) Close() error {
 	for _, p := range procs {
 		_ = p.Signal(unix.SIGKILL)
 	}
-	if j.cg != nil {
+	if cg != nil {
 		// Everything the commands started is in the cgroup.
-		j.cg.remove()
+		cg.remove()
 		return nil
 	}
 	for _, pgid := range groups {
@@ -233,7 +252,7 @@ func (j *Jail) Run(ctx context.Context, cmd *exec.Cmd) (syscall.WaitStatus, erro
 		return 0, err
 	}
 	if s != nil {
-		return s.run(ctx, cmd, j.spec)
+		return s.run(ctx, cmd, j.Spec())
 	}
 	if err := j.Start(cmd); err != nil {
 		return 0, err
@@ -257,14 +276,15 @@ func (j *Jail) supervisor() (*supClient, error) {
 		return nil, ErrJailClosed
 	case j.cpuOut:
 		return nil, ErrJobCPU
-	case j.cg == nil || j.noSup != nil:
-		return nil, nil
 	case j.sup != nil && !j.sup.isDead():
 		return j.sup, nil
 	}
-	specJSON, err := j.json()
+	specJSON, err := j.prepare()
 	if err != nil {
 		return nil, err
+	}
+	if j.cg == nil || j.noSup != nil {
+		return nil, nil
 	}
 	s, err := startSupervisor(j.spec, specJSON)
 	if err != nil {
@@ -285,7 +305,7 @@ func (j *Jail) Supervisor() (pid int, why error) {
 	switch {
 	case j.sup != nil && !j.sup.isDead():
 		return j.sup.pid, nil
-	case j.cg == nil:
+	case j.cgTried && j.cg == nil:
 		return 0, errors.New("the job has no cgroup")
 	}
 	return 0, j.noSup
