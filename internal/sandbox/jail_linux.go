@@ -49,10 +49,10 @@ type Jail struct {
 	specJSON string     // spec's JSON, once prepared
 	cgTried  bool       // prepare tried to make the cgroup
 	cg       *jobCgroup // the job's cgroup; nil ⇒ none (process groups only)
-	closed bool
-	cpuOut bool          // the job used its CPU time (watchCPU)
-	groups []int         // the process groups started
-	procs  []*os.Process // the commands started (signalled by pidfd)
+	closed   bool
+	cpuOut   bool          // the job used its CPU time (watchCPU)
+	groups   []int         // the process groups started
+	procs    []*os.Process // the commands started (signalled by pidfd)
 
 	// The job's supervisor (supervise_linux.go), started by the first
 	// Run; noSup says why Run uses the helper instead.
