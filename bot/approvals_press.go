@@ -173,8 +173,11 @@ func (c *chat) ask(ctx context.Context, a queue.Approval) {
 		return // nowhere shown: the worker denies at the deadline
 	}
 	if s := b.approvalStates(); s != nil {
+		// The messages exist: note them even when the bot is stopping.
+		nctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+		defer cancel()
 		for _, p := range st.prompts {
-			if err := s.AddApprovalPrompt(ctx, a.ID, p); err != nil && !errors.Is(err, queue.ErrNotFound) {
+			if err := s.AddApprovalPrompt(nctx, a.ID, p); err != nil && !errors.Is(err, queue.ErrNotFound) {
 				b.log.WithError(err).WithField("approval", a.ID).Warn("bot: noting an approval prompt in the queue failed; after a restart this copy is not closed by a press elsewhere")
 			}
 		}
