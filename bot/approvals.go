@@ -34,6 +34,7 @@ func (b *Bot) approvalsLoop(ctx context.Context) error {
 		for _, a := range as {
 			b.serial.Do(b.jobKey(a.ChatID, a.JobID), func(c *chat) { c.ask(ctx, a) })
 		}
+		b.sweepApprovals(ctx) // approvals_press.go
 	}
 	return nil
 }

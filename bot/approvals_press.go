@@ -192,11 +192,40 @@ func (c *chat) ask(ctx context.Context, a queue.Approval) {
 			return
 		}
 		b.serial.Do(c.key(), func(c *chat) {
-			if st := c.settle(a.ID); st != nil {
+			// With the state in the queue, sweepApprovals closes the
+			// prompts (whichever bot runs then); else this bot does.
+			if st := c.settle(a.ID); st != nil && b.approvalStates() == nil {
 				c.editPrompts(ctx, st.a, st.prompts, func(l string) string { return tr(l, "ap.expired") })
 			}
 		})
 	})
+}
+
+// sweepApprovals closes the prompts of questions that expired unanswered:
+// every copy says "⌛ No answer in time — denied." The queue hands each
+// expired question to one bot, so prompts shown by a bot that restarted
+// since (or by another bot) are closed too. It runs in approvalsLoop.
+func (b *Bot) sweepApprovals(ctx context.Context) {
+	s := b.approvalStates()
+	if s == nil {
+		return
+	}
+	exp, err := s.ExpiredApprovals(ctx, 16)
+	if err != nil {
+		if ctx.Err() == nil {
+			b.log.WithError(err).Warn("bot: reading expired approvals failed")
+		}
+		return
+	}
+	for _, e := range exp {
+		b.serial.Do(b.jobKey(e.Approval.ChatID, e.Approval.JobID), func(c *chat) {
+			prompts := e.Prompts
+			if st := c.settle(e.Approval.ID); st != nil && len(prompts) == 0 {
+				prompts = st.prompts // not noted in the queue (a failed note)
+			}
+			c.editPrompts(ctx, e.Approval, prompts, func(l string) string { return tr(l, "ap.expired") })
+		})
+	}
 }
 
 func nonEmptyStr(s, def string) string {

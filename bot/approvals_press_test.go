@@ -223,3 +223,33 @@ func FuzzParseApprovalPress(f *testing.F) {
 		}
 	})
 }
+
+// A question that expires while the bot that showed it is gone: the bot
+// running then closes every copy (the queue hands it the expired question).
+func TestApprovalExpiryAfterRestartClosesPrompts(t *testing.T) {
+	q := queue.NewMemory(queue.Options{})
+	h := startBot(t, q, func(c *Config) { c.Approvers = []int64{carol} })
+	answers := make(chan string, 2)
+	askingWorker(t, q, shellQuestion, 2*time.Second, answers)
+	h.tg.UserMessage(alice, alice, "build it")
+	kb := h.keyboardMessage(alice)
+	h.keyboardMessage(carol)
+	h.tg.Wait(t, wait, "prompts noted", func(*bottest.Server) bool {
+		ps, _ := q.ApprovalPrompts(context.Background(), approvalIDOf(kb))
+		return len(ps) == 2
+	})
+	h.stop()
+	h.run(func(c *Config) { c.Approvers = []int64{carol} })
+	if a := <-answers; a != "expired" {
+		t.Fatalf("worker got %s", a)
+	}
+	h.waitVisible(alice, "No answer in time — denied")
+	h.waitVisible(carol, "No answer in time — denied")
+	for _, chat := range []int64{alice, carol} {
+		for _, m := range h.tg.Messages(chat) {
+			if len(m.Keyboard) > 0 {
+				t.Errorf("a prompt kept its buttons after the expiry: %+v", m)
+			}
+		}
+	}
+}

@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"sort"
 	"strconv"
 	"strings"
 	"time"
@@ -45,6 +46,18 @@ type ApprovalStates interface {
 	GrantSession(ctx context.Context, session, question string, ttl time.Duration) error
 	// SessionGranted reports whether question is granted in session.
 	SessionGranted(ctx context.Context, session, question string) (bool, error)
+	// ExpiredApprovals hands out up to max questions whose deadline
+	// passed without an answer, each with its prompt notes, each to one
+	// caller only (across front ends), so that some front end closes the
+	// prompts even when the one that showed them is gone.
+	ExpiredApprovals(ctx context.Context, max int) ([]ExpiredApproval, error)
+}
+
+// ExpiredApproval is a question that expired unanswered and the messages
+// that show it.
+type ExpiredApproval struct {
+	Approval Approval
+	Prompts  []ApprovalPrompt
 }
 
 var (
@@ -187,13 +200,40 @@ func (m *Memory) SessionGranted(ctx context.Context, session, question string) (
 	return ok && m.o.Now().Before(g.until), nil
 }
 
+// ExpiredApprovals implements ApprovalStates.
+func (m *Memory) ExpiredApprovals(ctx context.Context, max int) ([]ExpiredApproval, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	now := m.o.Now()
+	var out []ExpiredApproval
+	for _, p := range m.approvalsLocked() {
+		if !p.settled && !p.swept && !now.Before(p.a.Deadline) {
+			p.swept = true
+			out = append(out, ExpiredApproval{Approval: p.a, Prompts: append([]ApprovalPrompt(nil), p.prompts...)})
+		}
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Approval.Deadline.Before(out[j].Approval.Deadline) })
+	if max > 0 && len(out) > max {
+		for _, e := range out[max:] {
+			m.approvalsLocked()[e.Approval.ID].swept = false // the next call's
+		}
+		out = out[:max]
+	}
+	return out, nil
+}
+
 // ---- Redis ----
 //
 // Keys (under the queue's prefix): approvalq:<id> the question's JSON,
-// beside approval:<id> (its state, "pending" until answered) and with the
-// same expiry (the deadline); approvalp:<id> a list of prompt notes,
-// expiring an hour after the deadline; grant:<sha256(session, question)>
-// "1" for a grant's ttl.
+// beside approval:<id> (its state, "pending" until answered, gone at the
+// deadline), kept an hour past the deadline; approvalp:<id> a list of
+// prompt notes, expiring an hour after the deadline; approvaldue a sorted
+// set of the unanswered questions by deadline (ms), which Answer leaves
+// and ExpiredApprovals pops; grant:<sha256(session, question)> "1" for a
+// grant's ttl.
 
 // PendingApproval implements ApprovalStates: the state and the question in
 // one round trip.
@@ -265,6 +305,55 @@ func (r *Redis) ApprovalPrompts(ctx context.Context, id string) ([]ApprovalPromp
 		if json.Unmarshal([]byte(s), &p) == nil {
 			out = append(out, p)
 		}
+	}
+	return out, nil
+}
+
+// KEYS[1] the due set; ARGV[1] now (ms), [2] max, [3] forget-before (ms).
+// Pops the due questions: each goes to one caller.
+var popDueScript = redis.NewScript(`
+redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', '(' .. ARGV[3])
+local ids = redis.call('ZRANGEBYSCORE', KEYS[1], '-inf', ARGV[1], 'LIMIT', 0, tonumber(ARGV[2]))
+if #ids > 0 then redis.call('ZREM', KEYS[1], unpack(ids)) end
+return ids
+`)
+
+// ExpiredApprovals implements ApprovalStates.
+func (r *Redis) ExpiredApprovals(ctx context.Context, max int) ([]ExpiredApproval, error) {
+	if max <= 0 {
+		max = 16
+	}
+	now := r.o.Now()
+	ids, err := popDueScript.Run(ctx, r.c, []string{r.key("approvaldue")}, now.UnixMilli(), max, now.Add(-promptGrace).UnixMilli()).StringSlice()
+	if err != nil && !errors.Is(err, redis.Nil) {
+		return nil, fmt.Errorf("queue: pop expired approvals: %w", err)
+	}
+	if len(ids) == 0 {
+		return nil, nil
+	}
+	p := r.c.Pipeline()
+	qs := make([]*redis.StringCmd, len(ids))
+	ps := make([]*redis.StringSliceCmd, len(ids))
+	for i, id := range ids {
+		qs[i] = p.Get(ctx, r.key("approvalq:", id))
+		ps[i] = p.LRange(ctx, r.key("approvalp:", id), 0, MaxApprovalPrompts-1)
+	}
+	if _, err := p.Exec(ctx); err != nil && !errors.Is(err, redis.Nil) {
+		return nil, fmt.Errorf("queue: read expired approvals: %w", err)
+	}
+	var out []ExpiredApproval
+	for i := range ids {
+		var e ExpiredApproval
+		if json.Unmarshal([]byte(qs[i].Val()), &e.Approval) != nil {
+			continue // past its grace: nothing left to close
+		}
+		for _, s := range ps[i].Val() {
+			var pr ApprovalPrompt
+			if json.Unmarshal([]byte(s), &pr) == nil {
+				e.Prompts = append(e.Prompts, pr)
+			}
+		}
+		out = append(out, e)
 	}
 	return out, nil
 }

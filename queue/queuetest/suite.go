@@ -980,6 +980,31 @@ func testApprovalStates(t *testing.T, nq NewQueue) {
 			t.Errorf("SessionGranted(%q, %q) = %v, %v; want %v", c.session, c.question, ok, err, c.want)
 		}
 	}
+	// An unanswered question is handed out once after its deadline, with
+	// its prompt notes; an answered one never.
+	exp, err := aq.Ask(ctx, queue.Approval{JobID: "j2", ChatID: 5, UserID: 77, Question: question, Deadline: time.Now().Add(150 * time.Millisecond)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := st.AddApprovalPrompt(ctx, exp.ID, queue.ApprovalPrompt{ChatID: 5, MessageID: 99}); err != nil {
+		t.Fatal(err)
+	}
+	if early, err := st.ExpiredApprovals(ctx, 10); err != nil || len(early) != 0 {
+		t.Fatalf("ExpiredApprovals before the deadline = %+v, %v", early, err)
+	}
+	var expired []queue.ExpiredApproval
+	for deadline := time.Now().Add(5 * time.Second); len(expired) == 0 && time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
+		if expired, err = st.ExpiredApprovals(ctx, 10); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if len(expired) != 1 || expired[0].Approval.ID != exp.ID || expired[0].Approval.UserID != 77 || len(expired[0].Prompts) != 1 || expired[0].Prompts[0].MessageID != 99 {
+		t.Fatalf("ExpiredApprovals = %+v, want the one expired question with its prompt", expired)
+	}
+	if again, err := st.ExpiredApprovals(ctx, 10); err != nil || len(again) != 0 {
+		t.Fatalf("ExpiredApprovals handed a question out twice: %+v, %v", again, err)
+	}
+
 	short := strings.Replace(question, "deploy", "short", 1)
 	if err := st.GrantSession(ctx, "telegram:5", short, 30*time.Millisecond); err != nil {
 		t.Fatal(err)
