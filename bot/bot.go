@@ -114,6 +114,7 @@ type chatState struct {
 	streaming   chatcore.Stream // chosen with /stream; "" = Config.Stream (streammode.go)
 	chatter     []chatterLine   // group messages not addressed to the bot (groupctx.go)
 	notice      provNotice      // the latest provider notice (streammode.go; not kept)
+	voice       string          // chosen with /voice; "" = Config.Voice (voiceout.go)
 	answerOrder []int
 	// books are the chat's usage, history, reservations and context
 	// gauge: the core's decision state (chatcore.Books).
@@ -164,15 +165,18 @@ type jobState struct {
 	// first; interrupted: a newer message stopped it.
 	steered     []jobRequest
 	interrupted bool
+	byVoice     bool // asked by a voice message (/voice mirror, voiceout.go)
 }
 
 type approvalState struct {
 	a         queue.Approval
 	requester int64
-	msgID     int
-	shown     string // the question as the prompt shows it
-	lang      string // the prompt's language
-	settled   bool
+	// prompts are the messages showing it: the asking chat's first, then
+	// the approvers' private chats (approvals_press.go).
+	prompts []queue.ApprovalPrompt
+	shown   string // the question as the prompt shows it
+	lang    string // the prompt's language
+	settled bool
 }
 
 // health is the bot's health record, written by the loops and read by
@@ -305,6 +309,7 @@ var commands = []tgbotapi.BotCommand{
 	{Command: "compact", Description: "Fold the older conversation into a digest now"},
 	{Command: "busy", Description: "Messages sent while a job runs: queue, steer or interrupt"},
 	{Command: "stream", Description: "What this chat shows while a job runs: progress, partial or off"},
+	{Command: "voice", Description: "Spoken answers: on, off or mirror (when you speak)"},
 }
 
 func (b *Bot) setCommands(ctx context.Context) {
@@ -459,7 +464,7 @@ func (b *Bot) handleUpdate(ctx context.Context, u tgbotapi.Update, topic int) {
 			return
 		}
 		chatID := cq.Message.Chat.ID
-		if !b.access.Allows(cq.From.ID, chatID) {
+		if !b.access.Allows(cq.From.ID, chatID) && !b.approverPress(cq) {
 			b.refuse(ctx, chatID, cq.From.ID, langOf(cq.From.LanguageCode), u.UpdateID, cq.ID)
 			return
 		}
@@ -657,7 +662,7 @@ func (c *chat) handleMessage(ctx context.Context, updateID int, m *tgbotapi.Mess
 		c.supersede(ctx, m.MessageID)
 	}
 	r := jobRequest{updateID: updateID, chatID: chatID, userID: userID, userName: userName,
-		text: goal, edited: edited, group: group, replyTo: replyTo, srcMsg: m.MessageID}
+		text: goal, edited: edited, group: group, replyTo: replyTo, srcMsg: m.MessageID, voice: isVoice}
 	if up != nil {
 		r.files = append(r.files, up.goalLine())
 		r.uploads = append(r.uploads, up.art)
@@ -776,8 +781,9 @@ type jobRequest struct {
 	uploads        []string // their paths relative to ArtifactDir
 	images         []string // photos among them, relative to the chat's directory (vision)
 	edited, group  bool
-	srcMsg         int // the user's message (edits find its job and answer by it)
-	replyTo        int // the asking message, answered as a reply (groups)
+	srcMsg         int  // the user's message (edits find its job and answer by it)
+	replyTo        int  // the asking message, answered as a reply (groups)
+	voice          bool // it came as a voice message (voiceout.go)
 }
 
 func displayName(u *tgbotapi.User) string {
@@ -1004,7 +1010,7 @@ func (c *chat) enqueue(ctx context.Context, r jobRequest, adm chatcore.Admission
 	}
 	c.last[userID] = r
 	js := &jobState{id: stored.ID, chatID: chatID, userID: userID, userName: userName, replyTo: r.replyTo, uploads: r.uploads, srcMsg: r.srcMsg, lang: lang,
-		session: session, trace: jt}
+		session: session, trace: jt, byVoice: r.voice}
 	c.roll()
 	position := len(c.queue)
 	c.queue = append(c.queue, stored.ID)
@@ -1079,6 +1085,8 @@ func (c *chat) command(ctx context.Context, userID int64, cmd, arg string) {
 		c.busyCommand(ctx, b.lang(userID), arg)
 	case "stream":
 		c.streamCommand(ctx, b.lang(userID), arg) // streammode.go
+	case "voice":
+		c.voiceCommand(ctx, b.lang(userID), arg) // voiceout.go
 	default:
 		c.reply(ctx, tr(b.lang(userID), "unknown"))
 	}

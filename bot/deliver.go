@@ -177,9 +177,17 @@ func (c *chat) deliver(ctx context.Context, d queue.Delivery) {
 	}
 	ack := true
 	var sentIDs []int
+	spoken := spokenReply{rest: chunks}
+	if plan.Show {
+		spoken = c.speakReply(ctx, js, lang, plan.Answer, chunks, replyTo) // voiceout.go
+		chunks = spoken.rest
+		if spoken.msgID != 0 {
+			sentIDs = append(sentIDs, spoken.msgID)
+		}
+	}
 	for i, ch := range chunks {
 		to := 0
-		if i == 0 {
+		if i == 0 && spoken.msgID == 0 {
 			to = replyTo // in groups the answer replies to the asking message
 		}
 		sent, kind, err := b.sendChunk(ctx, chatID, to, ch, nil)
@@ -241,6 +249,9 @@ func (c *chat) deliver(ctx context.Context, d queue.Delivery) {
 			}
 			sent++
 		}
+	}
+	if spoken.notice != "" && ack {
+		c.reply(ctx, spoken.notice)
 	}
 	if plan.Warn != "" && ack {
 		c.reply(ctx, plan.Warn)

@@ -34,5 +34,11 @@ type BotEnv struct {
 	STTModel     string `env:"ODEK_TELEGRAM_TRANSCRIBE_MODEL" env-default:"whisper-1" env-description:"model that transcribes voice and audio messages at the endpoint's /audio/transcriptions (off = voice messages are declined)"`
 	STTURL       string `env:"ODEK_TELEGRAM_TRANSCRIBE_URL" env-description:"OpenAI-compatible API root for transcription, e.g. https://api.openai.com/v1 (empty = the configured model endpoint, with its API key)"`
 	STTKey       string `env:"ODEK_TELEGRAM_TRANSCRIBE_API_KEY" env-description:"API key for ODEK_TELEGRAM_TRANSCRIBE_URL (the model endpoint's key is sent only to the model endpoint's own host; never logged)"`
+	TTSModel     string `env:"ODEK_TELEGRAM_SPEECH_MODEL" env-default:"gpt-4o-mini-tts" env-description:"model that speaks answers for /voice at the endpoint's /audio/speech (off = /voice is not offered)"`
+	TTSVoice     string `env:"ODEK_TELEGRAM_SPEECH_VOICE" env-default:"alloy" env-description:"voice of spoken answers (the endpoint's voice name, e.g. alloy)"`
+	TTSURL       string `env:"ODEK_TELEGRAM_SPEECH_URL" env-description:"OpenAI-compatible API root for spoken answers (empty = ODEK_TELEGRAM_TRANSCRIBE_URL if set, else the configured model endpoint with its API key)"`
+	TTSKey       string `env:"ODEK_TELEGRAM_SPEECH_API_KEY" env-description:"API key for ODEK_TELEGRAM_SPEECH_URL (empty = the transcription key for the transcription host, the model endpoint's key for its own host only; never logged)"`
+	Voice        string `env:"ODEK_TELEGRAM_VOICE" env-default:"off" env-description:"default /voice mode of every chat: off, on (every answer is also spoken) or mirror (answers to voice messages are spoken)"`
+	Approvers    string `env:"ODEK_TELEGRAM_APPROVERS" env-description:"comma-separated Telegram user ids who may answer any approval prompt besides the asking user; each also gets the prompt in a private chat with the bot"`
 	StatusLedger string `env:"ODEK_TELEGRAM_STATUS_LEDGER" env-description:"where the bot notes its status messages so one left by a crash is marked interrupted at the next start: empty = in Redis (distributed) or $ODEK_HOME/telegram-status (embedded), a directory, or off"`
 }
