@@ -56,6 +56,13 @@ type Budgets interface {
 	BudgetPolicy(ctx context.Context) (BudgetPolicy, bool, error)
 }
 
+// BudgetBatch is a Budgets that reserves many at once (one round trip on
+// Redis): the schedule runner's batches of fires use it when the store
+// has it. Each element's outcome is the one ReserveBudget would give.
+type BudgetBatch interface {
+	ReserveBudgetAll(ctx context.Context, rs []Reservation) ([]Grant, []error)
+}
+
 // History kept and shown per account.
 const (
 	HistoryDays   = 35

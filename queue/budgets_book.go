@@ -25,6 +25,7 @@ type BudgetBook struct {
 	mu     sync.Mutex
 	use    map[string]*spendRec // "use/<account>/<period>"
 	recs   map[string]*budgetRec
+	live   map[string]*budgetRec // the unsettled among recs (what may hold)
 	active map[string]time.Time
 	policy *BudgetPolicy
 	pruned time.Time
@@ -53,7 +54,7 @@ type budgetRec struct {
 
 // NewBudgetBook returns an empty in-memory book.
 func NewBudgetBook() *BudgetBook {
-	return &BudgetBook{use: map[string]*spendRec{}, recs: map[string]*budgetRec{}, active: map[string]time.Time{}}
+	return &BudgetBook{use: map[string]*spendRec{}, recs: map[string]*budgetRec{}, live: map[string]*budgetRec{}, active: map[string]time.Time{}}
 }
 
 // LoadBudgetBook rebuilds a book from the records Persist wrote.
@@ -71,6 +72,9 @@ func LoadBudgetBook(records map[string][]byte) (*BudgetBook, error) {
 			var r budgetRec
 			if err = json.Unmarshal(v, &r); err == nil {
 				b.recs[rest] = &r
+				if !r.Settled {
+					b.live[rest] = &r
+				}
 			}
 		case "act":
 			var t time.Time
@@ -115,8 +119,8 @@ func (b *BudgetBook) commit(c *changes) error {
 
 // heldLocked is what account's live reservations hold at now.
 func (b *BudgetBook) heldLocked(account string, now time.Time) (tok, usd int64) {
-	for _, r := range b.recs {
-		if r.Settled || !now.Before(r.Exp) {
+	for _, r := range b.live {
+		if !now.Before(r.Exp) {
 			continue
 		}
 		for _, a := range r.Accounts {
@@ -149,6 +153,7 @@ func (b *BudgetBook) pruneLocked(now time.Time, c *changes) {
 	for id, r := range b.recs {
 		if !now.Before(r.Keep) {
 			delete(b.recs, id)
+			delete(b.live, id)
 			c.dels = append(c.dels, "rec/"+id)
 		}
 	}
@@ -190,7 +195,7 @@ func (b *BudgetBook) ReserveBudget(ctx context.Context, r Reservation) (Grant, e
 		return g, b.commit(&c)
 	}
 	rec := &budgetRec{Accounts: Names(r.Accounts), Tok: tok, USD: usd, Exp: r.Now.Add(r.Lease), Keep: r.Now.Add(max(r.Lease, 0) + recordKeep)}
-	b.recs[r.ID] = rec
+	b.recs[r.ID], b.live[r.ID] = rec, rec
 	c.put("rec/"+r.ID, rec)
 	for _, a := range rec.Accounts {
 		b.active[a] = r.Now
@@ -242,6 +247,7 @@ func (b *BudgetBook) SettleBudget(ctx context.Context, id string, accounts []str
 	}
 	rec.Settled, rec.Tok, rec.USD, rec.Keep = true, 0, 0, now.Add(recordKeep)
 	b.recs[id] = rec
+	delete(b.live, id)
 	c.put("rec/"+id, rec)
 	return true, b.commit(&c)
 }
@@ -255,6 +261,7 @@ func (b *BudgetBook) ReleaseBudget(ctx context.Context, id string) error {
 		return nil
 	}
 	delete(b.recs, id)
+	delete(b.live, id)
 	return b.commit(&changes{dels: []string{"rec/" + id}})
 }
 

@@ -158,6 +158,43 @@ func (r *Redis) ReserveBudget(ctx context.Context, res Reservation) (Grant, erro
 	if err := res.validate(); err != nil {
 		return Grant{}, err
 	}
+	keys, args := r.reserveCall(res)
+	out, err := reserveScript.Run(ctx, r.c, keys, args...).Slice()
+	return reserveOutcome(res, out, err)
+}
+
+// ReserveBudgetAll implements BudgetBatch: one pipeline of reserve
+// scripts, one round trip for all (each script is atomic on its own).
+func (r *Redis) ReserveBudgetAll(ctx context.Context, rs []Reservation) ([]Grant, []error) {
+	gs, errs := make([]Grant, len(rs)), make([]error, len(rs))
+	if len(rs) == 0 {
+		return gs, errs
+	}
+	pipe := r.c.Pipeline()
+	cmds := make([]*redis.Cmd, len(rs))
+	for i, res := range rs {
+		if errs[i] = res.validate(); errs[i] != nil {
+			continue
+		}
+		keys, args := r.reserveCall(res)
+		cmds[i] = reserveScript.EvalSha(ctx, pipe, keys, args...)
+	}
+	_, _ = pipe.Exec(ctx)
+	for i, cmd := range cmds {
+		if cmd == nil {
+			continue
+		}
+		out, err := cmd.Slice()
+		if err != nil && redis.HasErrorPrefix(err, "NOSCRIPT") {
+			keys, args := r.reserveCall(rs[i]) // not loaded yet: Run loads it
+			out, err = reserveScript.Run(ctx, r.c, keys, args...).Slice()
+		}
+		gs[i], errs[i] = reserveOutcome(rs[i], out, err)
+	}
+	return gs, errs
+}
+
+func (r *Redis) reserveCall(res Reservation) ([]string, []any) {
 	now := res.Now.UnixMilli()
 	keys := []string{r.budgetKey("rec", res.ID), r.budgetKey("accounts")}
 	args := []any{res.ID, now, res.Now.Add(res.Lease).UnixMilli(), res.MaxTokens, microUSD(res.MaxUSD), (res.Lease + recordKeep).Milliseconds(), len(res.Accounts)}
@@ -166,9 +203,15 @@ func (r *Redis) ReserveBudget(ctx context.Context, res Reservation) (Grant, erro
 		v := a.Caps.vector()
 		args = append(args, a.Account, v[0], v[1], v[2], v[3])
 	}
-	out, err := reserveScript.Run(ctx, r.c, keys, args...).Slice()
+	return keys, args
+}
+
+func reserveOutcome(res Reservation, out []any, err error) (Grant, error) {
 	if err != nil {
 		return Grant{}, fmt.Errorf("queue: reserve budget %s: %w", res.ID, err)
+	}
+	if len(out) == 0 {
+		return Grant{}, fmt.Errorf("queue: reserve budget %s: empty script answer", res.ID)
 	}
 	switch verdict, _ := out[0].(string); verdict {
 	case "settled":
@@ -340,7 +383,8 @@ func (r *Redis) BudgetPolicy(ctx context.Context) (BudgetPolicy, bool, error) {
 }
 
 var (
-	_ Budgets = (*Redis)(nil)
-	_ Budgets = (*Memory)(nil)
-	_ Budgets = (*BudgetBook)(nil)
+	_ BudgetBatch = (*Redis)(nil)
+	_ Budgets     = (*Redis)(nil)
+	_ Budgets     = (*Memory)(nil)
+	_ Budgets     = (*BudgetBook)(nil)
 )

@@ -74,39 +74,66 @@ type budgetVerdict struct {
 	err    error
 }
 
-// reserveFire reserves s's fire at at (a goal fire; reminders make no
-// model call and are not checked).
-func (r *Runner) reserveFire(ctx context.Context, s Schedule, at, now time.Time) budgetVerdict {
-	if s.Kind != KindGoal {
-		return budgetVerdict{}
+// reserveFires reserves the fires of ss at ats (goal fires; reminders
+// make no model call and are not checked), in one batch when the store
+// has BudgetBatch (one round trip on Redis).
+func (r *Runner) reserveFires(ctx context.Context, ss []Schedule, ats []time.Time, now time.Time) []budgetVerdict {
+	out := make([]budgetVerdict, len(ss))
+	if len(ss) == 0 {
+		return out
 	}
 	b, p, ok, err := r.budgets(ctx, now)
 	if err != nil {
-		return budgetVerdict{wait: true, err: err}
+		for i := range out {
+			out[i] = budgetVerdict{wait: true, err: err}
+		}
+		return out
 	}
 	if !ok {
-		return budgetVerdict{}
+		return out
 	}
 	lease := r.BudgetLease
 	if lease <= 0 {
 		lease = DefaultBudgetLease
 	}
-	res := queue.Reservation{ID: JobID(s, at), Accounts: p.Charged(s.ChatID, s.UserID), MaxTokens: p.JobMaxTokens, Lease: lease, Now: now}
-	if s.Budget != nil {
-		res.MaxTokens = minPos(res.MaxTokens, int64(s.Budget.MaxTotalTokens))
-		res.MaxUSD = s.Budget.MaxCostUSD
+	var rs []queue.Reservation
+	var idx []int
+	for i, s := range ss {
+		if s.Kind != KindGoal {
+			continue
+		}
+		res := queue.Reservation{ID: JobID(s, ats[i]), Accounts: p.Charged(s.ChatID, s.UserID), MaxTokens: p.JobMaxTokens, Lease: lease, Now: now}
+		if s.Budget != nil {
+			res.MaxTokens = minPos(res.MaxTokens, int64(s.Budget.MaxTotalTokens))
+			res.MaxUSD = s.Budget.MaxCostUSD
+		}
+		rs, idx = append(rs, res), append(idx, i)
 	}
-	g, err := b.ReserveBudget(ctx, res)
-	if errors.Is(err, queue.ErrBudgetSettled) {
+	var gs []queue.Grant
+	var errs []error
+	if bb, ok := b.(queue.BudgetBatch); ok {
+		gs, errs = bb.ReserveBudgetAll(ctx, rs)
+	} else {
+		gs, errs = make([]queue.Grant, len(rs)), make([]error, len(rs))
+		for i, res := range rs {
+			gs[i], errs[i] = b.ReserveBudget(ctx, res)
+		}
+	}
+	for j, i := range idx {
+		out[i] = verdictOf(gs[j], errs[j], now)
+	}
+	return out
+}
+
+func verdictOf(g queue.Grant, err error, now time.Time) budgetVerdict {
+	switch {
+	case errors.Is(err, queue.ErrBudgetSettled):
 		return budgetVerdict{wait: true} // this fire ran and was settled: a stale due read
-	}
-	if err != nil {
+	case err != nil:
 		return budgetVerdict{wait: true, err: err}
-	}
-	switch g.Verdict {
-	case queue.GrantHeld:
+	case g.Verdict == queue.GrantHeld:
 		return budgetVerdict{wait: true, grant: g}
-	case queue.GrantSpent:
+	case g.Verdict == queue.GrantSpent:
 		return budgetVerdict{refuse: BudgetReason(g, now), grant: g}
 	}
 	return budgetVerdict{grant: g}

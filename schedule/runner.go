@@ -276,6 +276,11 @@ func (r *Runner) fireAll(ctx context.Context, ss []Schedule, now time.Time) (int
 	var decisions []Decision
 	var sched []Schedule
 	var verdicts []budgetVerdict
+	type pending struct {
+		s Schedule
+		d Decision
+	}
+	var due []pending
 	for _, s := range ss {
 		if !s.Enabled || s.Next.IsZero() || s.Next.After(now) {
 			continue // not due (yet): a stale read
@@ -287,6 +292,7 @@ func (r *Runner) fireAll(ctx context.Context, ss []Schedule, now time.Time) (int
 			r.Log.WithError(err).WithField("schedule", s.ID).Error("schedule: stored spec does not parse; schedule disabled")
 			claims = append(claims, Claim{ID: s.ID, Expected: s.Next, At: s.Next, Status: StatusFailed, Now: now})
 			decisions = append(decisions, Decision{At: s.Next, Status: StatusFailed})
+			sched, verdicts = append(sched, s), append(verdicts, budgetVerdict{})
 			continue
 		}
 		d := Decide(s, sp, now, r.Grace)
@@ -295,10 +301,25 @@ func (r *Runner) fireAll(ctx context.Context, ss []Schedule, now time.Time) (int
 			// chat is in a conversation already (issue 27, point 3).
 			d.Fire, d.Status = false, StatusBusy
 		}
+		due = append(due, pending{s, d})
+	}
+	// budget.go: the owners' budgets, before the fires run (one batch).
+	var fireAt []Schedule
+	var ats []time.Time
+	for _, p := range due {
+		if p.d.Fire {
+			fireAt, ats = append(fireAt, p.s), append(ats, p.d.At)
+		}
+	}
+	bvs := r.reserveFires(ctx, fireAt, ats, now)
+	k := 0
+	for _, p := range due {
+		s, d := p.s, p.d
 		var bv budgetVerdict
 		if d.Fire {
-			// budget.go: the owner's budgets, before the fire runs.
-			if bv = r.reserveFire(ctx, s, d.At, now); bv.wait {
+			bv = bvs[k]
+			k++
+			if bv.wait {
 				if bv.err != nil {
 					r.Log.WithError(bv.err).WithField("schedule", s.ID).Warn("schedule: the budget store failed; the fire waits")
 				}

@@ -27,6 +27,36 @@ func RunBudgets(t *testing.T, nb NewBudgets) {
 	t.Run("HistoryAndAccounts", func(t *testing.T) { testHistory(t, nb(t)) })
 	t.Run("Policy", func(t *testing.T) { testPolicy(t, nb(t)) })
 	t.Run("InvalidRequests", func(t *testing.T) { testBudgetInvalid(t, nb(t)) })
+	t.Run("Batch", func(t *testing.T) { testBudgetBatch(t, nb(t)) })
+}
+
+// A store with ReserveBudgetAll decides each element as ReserveBudget
+// would, in order.
+func testBudgetBatch(t *testing.T, b queue.Budgets) {
+	bb, ok := b.(queue.BudgetBatch)
+	if !ok {
+		t.Skip("the store has no batch reservation")
+	}
+	var rs []queue.Reservation
+	for _, id := range []string{"b1", "b2", "b3", "b4"} {
+		r := res(id, budgetNow, acct("user:1", queue.Caps{DayTokens: 1000}))
+		r.MaxTokens = 400
+		rs = append(rs, r)
+	}
+	rs = append(rs, queue.Reservation{ID: "bad"})
+	gs, errs := bb.ReserveBudgetAll(ctxT(t), rs)
+	want := []int64{400, 400, 200}
+	for i, w := range want {
+		if errs[i] != nil || gs[i].Verdict != queue.GrantOK || gs[i].Tokens != w {
+			t.Errorf("element %d = %+v, %v; want %d", i, gs[i], errs[i], w)
+		}
+	}
+	if errs[3] != nil || gs[3].Verdict != queue.GrantHeld {
+		t.Errorf("element 3 = %+v, %v; want held", gs[3], errs[3])
+	}
+	if !errors.Is(errs[4], queue.ErrBudgetInvalid) {
+		t.Errorf("invalid element: %v", errs[4])
+	}
 }
 
 var budgetNow = time.Date(2026, 12, 3, 10, 0, 0, 0, time.UTC)
