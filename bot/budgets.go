@@ -64,7 +64,8 @@ func (b *Bot) initBudgets(q Queue) {
 		guest = &g
 	}
 	bs.policy = queue.BudgetPolicy{ChatDayTokens: b.cfg.DailyTokenBudget, User: queue.Caps{}.Over(b.cfg.UserBudget), Users: users, Guest: guest,
-		AllowedUsers: b.cfg.AllowedUsers, AllowedChats: b.cfg.AllowedChats, AllowAll: b.cfg.AllowAll, JobMaxTokens: int64(b.cfg.JobBudget.MaxTotalTokens)}
+		AllowedUsers: b.cfg.AllowedUsers, AllowedChats: b.cfg.AllowedChats, AllowAll: b.cfg.AllowAll, JobMaxTokens: int64(b.cfg.JobBudget.MaxTotalTokens),
+		JobMaxUSD: b.cfg.JobBudget.MaxCostUSD}
 	k := sha256.Sum256([]byte("odek-bot user hash\x00" + b.cfg.Token))
 	bs.key = k[:]
 	bs.capped = map[string]bool{}

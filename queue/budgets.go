@@ -276,8 +276,11 @@ type BudgetPolicy struct {
 	AllowedUsers []int64 `json:"allowed_users,omitempty"`
 	AllowedChats []int64 `json:"allowed_chats,omitempty"`
 	AllowAll     bool    `json:"allow_all,omitempty"`
-	// JobMaxTokens is the per-job token cap (0 none).
-	JobMaxTokens int64 `json:"job_max_tokens,omitempty"`
+	// JobMaxTokens and JobMaxUSD are the per-job caps (0 none): what one
+	// job may spend and so reserve. Without them a job reserves all that
+	// is left, and the owner's next job waits for it.
+	JobMaxTokens int64   `json:"job_max_tokens,omitempty"`
+	JobMaxUSD    float64 `json:"job_max_usd,omitempty"`
 }
 
 // Account names.

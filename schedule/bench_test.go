@@ -67,7 +67,8 @@ func fireLag(b *testing.B, budgets bool) {
 			if err != nil {
 				b.Fatal(err)
 			}
-			if err := q.PutBudgetPolicy(ctx, queue.BudgetPolicy{ChatDayTokens: 1000000, User: queue.Caps{DayTokens: 5000000, MonthUSD: 100}}); err != nil {
+			if err := q.PutBudgetPolicy(ctx, queue.BudgetPolicy{ChatDayTokens: 1000000, User: queue.Caps{DayTokens: 5000000, MonthUSD: 100},
+				JobMaxTokens: 50000, JobMaxUSD: 0.5}); err != nil {
 				b.Fatal(err)
 			}
 		}

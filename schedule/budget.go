@@ -102,10 +102,12 @@ func (r *Runner) reserveFires(ctx context.Context, ss []Schedule, ats []time.Tim
 		if s.Kind != KindGoal {
 			continue
 		}
-		res := queue.Reservation{ID: JobID(s, ats[i]), Accounts: p.Charged(s.ChatID, s.UserID), MaxTokens: p.JobMaxTokens, Lease: lease, Now: now}
+		res := queue.Reservation{ID: JobID(s, ats[i]), Accounts: p.Charged(s.ChatID, s.UserID), MaxTokens: p.JobMaxTokens, MaxUSD: p.JobMaxUSD, Lease: lease, Now: now}
 		if s.Budget != nil {
 			res.MaxTokens = minPos(res.MaxTokens, int64(s.Budget.MaxTotalTokens))
-			res.MaxUSD = s.Budget.MaxCostUSD
+			if u := s.Budget.MaxCostUSD; u > 0 && (res.MaxUSD <= 0 || u < res.MaxUSD) {
+				res.MaxUSD = u
+			}
 		}
 		rs, idx = append(rs, res), append(idx, i)
 	}

@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"strings"
 
 	"github.com/odekrun/odek/bot"
 	"github.com/odekrun/odek/queue"
@@ -26,6 +27,14 @@ func budgetConfig(e env, cfg *bot.Config) error {
 			return fmt.Errorf("ODEK_TELEGRAM_GUEST_BUDGET: %q sets no cap: the guest pool needs at least one (an open pool would let anyone in a group spend without a bound)", e.GuestBudget)
 		}
 		cfg.GuestBudget = &g
+	}
+	if e.JobBudget != "" {
+		// The same grammar as the caps, with the per-job names.
+		c, err := bot.ParseCaps(strings.NewReplacer("tokens=", "day_tokens=", "usd=", "day_usd=").Replace(strings.ReplaceAll(e.JobBudget, " ", "")))
+		if err != nil || c.DayTokens < 0 || c.DayUSD < 0 || c.MonthTokens != 0 || c.MonthUSD != 0 {
+			return fmt.Errorf("ODEK_TELEGRAM_JOB_BUDGET: %q: want tokens=N,usd=X (numbers >= 0)", e.JobBudget)
+		}
+		cfg.JobBudget.MaxTotalTokens, cfg.JobBudget.MaxCostUSD = int(c.DayTokens), c.DayUSD
 	}
 	if cfg.Admins, err = bot.ParseIDs(e.Admins); err != nil {
 		return fmt.Errorf("ODEK_TELEGRAM_ADMINS: %w", err)
