@@ -145,7 +145,8 @@ func (c *chat) deliver(ctx context.Context, d queue.Delivery) {
 	f := chatcore.Finished{Lang: "en"}
 	if js != nil {
 		statusMsg, replyTo, srcMsg = js.statusMsg, js.replyTo, js.srcMsg
-		f = chatcore.Finished{Lang: b.lang(js.userID), TimedOut: js.timedOut, Superseded: js.superseded, Uploads: js.uploads, Interrupted: js.interrupted}
+		f = chatcore.Finished{Lang: b.lang(js.userID), TimedOut: js.timedOut, Superseded: js.superseded, Uploads: js.uploads, Interrupted: js.interrupted,
+			UserCapped: b.userCapped(res.JobID)}
 	} else {
 		replyTo = c.bgReplyTo(res.JobID) // a /bg job answers its message (schedule.go)
 	}
@@ -212,6 +213,7 @@ func (c *chat) deliver(ctx context.Context, d queue.Delivery) {
 	}
 	c.noticeSent(notice, sentIDs)
 	if ack {
+		c.settleBudget(ctx, res, js) // budgets.go: the spend counts once, in the queue's store
 		c.books.Settled(res.JobID, plan)
 		if js != nil && js.session != "" {
 			// The events the last tick did not read (a bounded number of
