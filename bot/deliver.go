@@ -175,15 +175,20 @@ func (c *chat) deliver(ctx context.Context, d queue.Delivery) {
 		chunks = nil // the user edited the message: the edited text's job answers
 	}
 	ack := true
-	var sentIDs []int
+	// Each accepted chunk is recorded before the next goes out; a result
+	// delivered again after a crash skips the chunks recorded (sentlog.go).
+	sl := c.newSentLog(d, log)
 	for i, ch := range chunks {
+		if sl.next() {
+			continue // accepted before a restart
+		}
 		to := 0
 		if i == 0 {
 			to = replyTo // in groups the answer replies to the asking message
 		}
 		sent, kind, err := b.sendChunk(ctx, chatID, to, ch, nil)
 		if kind == tgOK {
-			sentIDs = append(sentIDs, sent.MessageID)
+			sl.accepted(ctx, sent.MessageID)
 			continue
 		}
 		if kind == tgCanceled {
@@ -214,7 +219,7 @@ func (c *chat) deliver(ctx context.Context, d queue.Delivery) {
 			c.books.Gauge = c.books.Gauge.Record(js.session, js.st.CI, now)
 		}
 		c.nextArt = max(c.nextArt, plan.NextArt)
-		c.rememberAnswer(srcMsg, sentIDs)
+		c.rememberAnswer(srcMsg, sl.ids)
 		for _, a := range plan.Artifacts {
 			c.arts = append(c.arts, chatArtifact{id: a.ID, meta: a.Meta})
 		}
@@ -233,15 +238,23 @@ func (c *chat) deliver(ctx context.Context, d queue.Delivery) {
 			if a.meta.Bytes > b.cfg.SendArtifactBytes {
 				continue // too large to send unasked: /artifact gives the reason
 			}
+			if sl.next() {
+				sent++ // sent before a restart
+				continue
+			}
 			if msg := c.sendArtifactFile(ctx, lang, a.id, a.meta, b.cfg.SendArtifactBytes, true); msg != "" {
 				log.WithField("artifact", a.id).Debug("bot: an artifact was not sent with the answer: " + msg)
 				continue
 			}
+			sl.accepted(ctx, 0)
 			sent++
 		}
 	}
-	if plan.Warn != "" && ack {
-		c.reply(ctx, plan.Warn)
+	if plan.Warn != "" && ack && !sl.next() {
+		_, kind, err := b.tg.SendPlain(ctx, chatID, plan.Warn, nil)
+		if c.checkSend(ctx, kind, err) && kind == tgOK {
+			sl.accepted(ctx, 0)
+		}
 	}
 	if ack {
 		actx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)

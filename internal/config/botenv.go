@@ -33,4 +33,8 @@ type BotEnv struct {
 	STTURL       string `env:"ODEK_TELEGRAM_TRANSCRIBE_URL" env-description:"OpenAI-compatible API root for transcription, e.g. https://api.openai.com/v1 (empty = the configured model endpoint, with its API key)"`
 	STTKey       string `env:"ODEK_TELEGRAM_TRANSCRIBE_API_KEY" env-description:"API key for ODEK_TELEGRAM_TRANSCRIBE_URL (the model endpoint's key is sent only to the model endpoint's own host; never logged)"`
 	StatusLedger string `env:"ODEK_TELEGRAM_STATUS_LEDGER" env-description:"where the bot notes its status messages so one left by a crash is marked interrupted at the next start: empty = in Redis (distributed) or $ODEK_HOME/telegram-status (embedded), a directory, or off"`
+
+	// ResultLease: distributed mode only (the embedded store hands a
+	// restarted bot its unfinished deliveries at once).
+	ResultLease Seconds `env:"ODEK_QUEUE_RESULT_LEASE" env-default:"30s" env-description:"distributed mode: how long an answer a bot read but did not finish delivering (it stopped) waits before a bot takes it over; the delivery resumes after the chunks Telegram already accepted"`
 }
