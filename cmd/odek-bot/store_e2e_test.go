@@ -114,9 +114,9 @@ func TestE2EEmbeddedSurvivesSIGKILL(t *testing.T) {
 				t.Errorf("chat %d: %s answered before the job sent ahead of it", c, mk)
 			}
 			// A second copy can only be the same answer sent again at the
-			// restart after a kill between Telegram accepting it and the
-			// acknowledgement reaching the disk: right after the first one,
-			// before the chat's next answer.
+			// restart after a kill between Telegram accepting it and its
+			// sent record reaching the disk (one fsync): right after the
+			// first one, before the chat's next answer.
 			for _, id := range ids[1:] {
 				dups++
 				if i+1 < perChat && len(got[fmt.Sprintf("job-%d-%d", c, i+1)]) > 0 && id > got[fmt.Sprintf("job-%d-%d", c, i+1)][0] {
@@ -138,7 +138,7 @@ func TestE2EEmbeddedSurvivesSIGKILL(t *testing.T) {
 	if dups > kills {
 		t.Errorf("%d answers sent twice in %d kills", dups, kills)
 	}
-	t.Logf("%d of %d answers were sent twice (a kill between Telegram accepting the answer and AckResult on disk)", dups, chats*perChat)
+	t.Logf("%d of %d answers were sent twice (a kill between Telegram accepting the answer and its sent record on disk)", dups, chats*perChat)
 	if t.Failed() {
 		for c := int64(1001); c < 1001+chats; c++ {
 			t.Logf("chat %d: %q", c, tg.Visible(c))
