@@ -106,7 +106,7 @@ export COMPOSE_PARALLEL_LIMIT=1
 testlog="$(mktemp)"
 rc=0
 ODEK_COMPOSE=1 go test -count=1 -v -timeout 25m ${ODEK_COMPOSE_RUN:+-run "$ODEK_COMPOSE_RUN"} ./test/compose/ 2>&1 | tee "$testlog" || rc=$?
-grep -E '^ +[a-z_]+_test\.go:[0-9]+: ' "$testlog" | grep -E ': [^:]+: [0-9.]+ ?(s|ms|m[0-9.]+s)$|sentinel failover:|compose test: ' |
+grep -E '^ +[a-z_]+_test\.go:[0-9]+: ' "$testlog" | grep -E ': [^:]+: [0-9.]+ ?(s|ms|m[0-9.]+s)$|sentinel failover:|tracing: |compose test: ' |
 	sed -E 's/^ +[a-z_]+_test\.go:[0-9]+: /compose-test: /' >&2 || true
 rm -f "$testlog"
 say "done in $(($(date +%s) - began)) s"

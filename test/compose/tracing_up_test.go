@@ -82,15 +82,27 @@ func (e *env) checkTracing(t *testing.T) {
 		}
 		return logged != ""
 	})
-	var listed bool
-	waitUntil(t, 60*time.Second, "the trace among odek-bot's traces in the viewer", func() bool {
-		ids, err := searchTraces("odek-bot", sent.Add(-time.Minute))
-		for _, id := range ids {
-			listed = listed || id == traceID
-		}
-		return err == nil && listed
-	})
+	// The viewer's search as docs/OBSERVABILITY.md has the operator fill
+	// it in: service odek-bot, operation telegram.update, the tag of the
+	// chat; and the service alone.
+	for _, q := range []url.Values{
+		{"service": {"odek-bot"}, "operation": {"telegram.update"}, "tag": {fmt.Sprintf("odek.chat.id:%d", user)}},
+		{"service": {"odek-bot"}},
+	} {
+		var listed bool
+		waitUntil(t, 60*time.Second, "the trace in the viewer's search "+q.Encode(), func() bool {
+			ids, err := searchTraces(q, sent.Add(-time.Minute))
+			for _, id := range ids {
+				listed = listed || id == traceID
+			}
+			return err == nil && listed
+		})
+	}
 	found := time.Now()
+	// Another chat's tag finds nothing of this one.
+	if ids, err := searchTraces(url.Values{"service": {"odek-bot"}, "tag": {"odek.chat.id:6667"}}, sent.Add(-time.Minute)); err != nil || len(ids) != 0 {
+		t.Errorf("search for another chat's traces: %v %v, want none", ids, err)
+	}
 
 	v := &telemetrytest.Jaeger{Query: viewerAPI}
 	want := []struct{ name, parent, service string }{
@@ -167,11 +179,12 @@ func waitViewer(t *testing.T) {
 	})
 }
 
-// searchTraces lists the ids of a service's traces since a time, as the
-// viewer's search page asks for them.
-func searchTraces(service string, since time.Time) ([]string, error) {
-	q := url.Values{"service": {service}, "limit": {"50"},
-		"start": {fmt.Sprint(since.UnixMicro())}, "end": {fmt.Sprint(time.Now().Add(time.Minute).UnixMicro())}}
+// searchTraces lists the ids of the traces a search finds since a time,
+// as the viewer's search page asks for them (GET /api/traces).
+func searchTraces(q url.Values, since time.Time) ([]string, error) {
+	q.Set("limit", "50")
+	q.Set("start", fmt.Sprint(since.UnixMicro()))
+	q.Set("end", fmt.Sprint(time.Now().Add(time.Minute).UnixMicro()))
 	resp, err := http.Get(viewerAPI + "/api/traces?" + q.Encode())
 	if err != nil {
 		return nil, err
