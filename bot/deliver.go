@@ -169,6 +169,7 @@ func (c *chat) deliver(ctx context.Context, d queue.Delivery) {
 	if res.NoModel {
 		footer = "" // a reminder: no model call, nothing to account for
 	}
+	notice := c.providerNotice(ctx, res, &plan, lang, srcMsg) // streammode.go: one notice, then folded
 	reply := tgformat.Reply{Head: plan.Head, Answer: plan.Answer, Artifacts: arts, Footer: footer}
 	chunks := tgformat.FormatReply(reply, tgformat.MaxMessageLen)
 	if !plan.Show {
@@ -201,6 +202,7 @@ func (c *chat) deliver(ctx context.Context, d queue.Delivery) {
 		}
 		log.WithError(err).WithField("chunk", i).Error("bot: Telegram refused a reply chunk; skipping it")
 	}
+	c.noticeSent(notice, sentIDs)
 	if ack {
 		c.books.Settled(res.JobID, plan)
 		if js != nil && js.session != "" {
@@ -250,6 +252,7 @@ func (c *chat) deliver(ctx context.Context, d queue.Delivery) {
 			log.WithError(err).Error("bot: acknowledging the result failed; another front end may deliver it again")
 		}
 	}
+	js.stopWatch() // streammode.go
 	delete(c.jobs, res.JobID)
 	if ack {
 		b.topics.drop(res.JobID)
@@ -363,6 +366,7 @@ func (c *chat) refreshStatus(ctx context.Context) {
 	}
 	if js := c.jobs[c.queue[0]]; js != nil && !js.stopped && !js.st.Finished {
 		c.draft(ctx, js, now) // stream.go: not an edit, not gated by one
+		c.watchDraft(ctx, js) // streammode.go: a queued job that became the head
 	}
 	if now.Sub(c.lastEdit) < editInterval(chatID, b.cfg.ProgressInterval) {
 		return
@@ -504,7 +508,7 @@ func (b *Bot) WebhookHandler(ctx context.Context) http.Handler {
 			http.Error(w, "bad update", http.StatusBadRequest)
 			return
 		}
-		b.handleUpdate(ctx, u, threadOfUpdate(raw))
+		b.handleUpdate(withExtra(ctx, extraOfUpdate(raw)), u, threadOfUpdate(raw))
 		w.WriteHeader(http.StatusOK)
 	})
 }
