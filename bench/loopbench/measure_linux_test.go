@@ -50,3 +50,22 @@ func TestMeasureReportsFailure(t *testing.T) {
 		t.Fatal("exit 3 reported as success")
 	}
 }
+
+// TestMeasureThroughAWrapper: a shell that execs the program is measured
+// as the program (the exec is an event stop, not a SIGTRAP delivered).
+func TestMeasureThroughAWrapper(t *testing.T) {
+	dd, err := exec.LookPath("dd")
+	if err != nil {
+		t.Skip("no dd")
+	}
+	u, err := measure(exec.Command("/bin/sh", "-c", "exec "+dd+" if=/dev/zero of=/dev/null bs=24M count=1 status=none"))
+	if errors.Is(err, syscall.EPERM) {
+		t.Skipf("ptrace not permitted here: %v", err)
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	if u.rssMiB < 24 || u.rssMiB > 48 {
+		t.Errorf("peak %.1f MiB, want 24..48", u.rssMiB)
+	}
+}

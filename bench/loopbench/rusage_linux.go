@@ -24,7 +24,8 @@ import (
 // loopbench's own peak (~14 MiB with its fake model server), whatever
 // the child itself holds: an empty Go program "peaked" at 13.8 MiB.
 //
-// cmd's Stdout and Stderr must be nil or *os.File (no copying
+// When cmd execs again (a wrapper script), the figure is the last
+// program's. cmd's Stdout and Stderr must be nil or *os.File (no copying
 // goroutines: the process is reaped here, not by cmd.Wait).
 func measure(cmd *exec.Cmd) (usage, error) {
 	// ptrace requests must come from the thread that started the child.
@@ -62,12 +63,15 @@ func measure(cmd *exec.Cmd) (usage, error) {
 		switch {
 		case first: // the SIGTRAP after exec
 			first = false
-			if err := syscall.PtraceSetOptions(pid, syscall.PTRACE_O_TRACEEXIT); err != nil {
+			// TRACEEXEC: a later exec (a wrapper script's) is an event
+			// stop, not a SIGTRAP to deliver.
+			if err := syscall.PtraceSetOptions(pid, syscall.PTRACE_O_TRACEEXIT|syscall.PTRACE_O_TRACEEXEC); err != nil {
 				syscall.Kill(pid, syscall.SIGKILL)
 				return usage{}, fmt.Errorf("ptrace: %w", err)
 			}
 		case ws.TrapCause() == syscall.PTRACE_EVENT_EXIT:
 			u.rssMiB = vmHWM(pid)
+		case ws.TrapCause() > 0: // another event (exec)
 		default: // a signal for the child: deliver it
 			sig = int(ws.StopSignal())
 		}
