@@ -10,8 +10,6 @@ import (
 	"os"
 	"reflect"
 	"strings"
-
-	"github.com/ilyakaznacheev/cleanenv"
 )
 
 // Layers are the two configuration files as Load read them.
@@ -163,7 +161,7 @@ func unwrapPath(err error) error {
 var utf8BOM = []byte("\xef\xbb\xbf")
 
 // parseObject checks that data is exactly one JSON object and decodes it
-// into each of dsts with cleanenv. It returns data without a byte order
+// into each of dsts with encoding/json. It returns data without a byte order
 // mark.
 func parseObject(path string, data []byte, dsts ...any) ([]byte, error) {
 	data = bytes.TrimPrefix(data, utf8BOM)
@@ -182,7 +180,7 @@ func parseObject(path string, data []byte, dsts ...any) ([]byte, error) {
 		return nil, &Error{Source: path, Line: line, Column: col, Reason: "top level must be a JSON object", Err: ErrSyntax}
 	}
 	for _, dst := range dsts {
-		if err := cleanenv.ParseJSON(bytes.NewReader(data), dst); err != nil {
+		if err := json.NewDecoder(bytes.NewReader(data)).Decode(dst); err != nil {
 			return nil, decodeError(path, data, err)
 		}
 	}
