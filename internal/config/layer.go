@@ -10,6 +10,8 @@ import (
 	"os"
 	"reflect"
 	"strings"
+
+	"github.com/ilyakaznacheev/cleanenv"
 )
 
 // Layers are the two configuration files as Load read them.
@@ -161,7 +163,7 @@ func unwrapPath(err error) error {
 var utf8BOM = []byte("\xef\xbb\xbf")
 
 // parseObject checks that data is exactly one JSON object and decodes it
-// into each of dsts with encoding/json. It returns data without a byte order
+// into each of dsts with cleanenv. It returns data without a byte order
 // mark.
 func parseObject(path string, data []byte, dsts ...any) ([]byte, error) {
 	data = bytes.TrimPrefix(data, utf8BOM)
@@ -180,7 +182,7 @@ func parseObject(path string, data []byte, dsts ...any) ([]byte, error) {
 		return nil, &Error{Source: path, Line: line, Column: col, Reason: "top level must be a JSON object", Err: ErrSyntax}
 	}
 	for _, dst := range dsts {
-		if err := json.NewDecoder(bytes.NewReader(data)).Decode(dst); err != nil {
+		if err := cleanenv.ParseJSON(bytes.NewReader(data), dst); err != nil {
 			return nil, decodeError(path, data, err)
 		}
 	}
