@@ -169,21 +169,38 @@ func (c *chat) deliver(ctx context.Context, d queue.Delivery) {
 	if res.NoModel {
 		footer = "" // a reminder: no model call, nothing to account for
 	}
+	notice := c.providerNotice(ctx, res, &plan, lang, srcMsg) // streammode.go: one notice, then folded
 	reply := tgformat.Reply{Head: plan.Head, Answer: plan.Answer, Artifacts: arts, Footer: footer}
 	chunks := tgformat.FormatReply(reply, tgformat.MaxMessageLen)
 	if !plan.Show {
 		chunks = nil // the user edited the message: the edited text's job answers
 	}
 	ack := true
-	// Each accepted chunk is recorded before the next goes out; a result
-	// delivered again after a crash skips the chunks recorded (sentlog.go).
+	// Each accepted step (the voice note, each chunk, each file, the
+	// notices) is recorded before the next goes out; a result delivered
+	// again after a crash skips the steps recorded (sentlog.go).
 	sl := c.newSentLog(d, log)
+	spoken := spokenReply{rest: chunks}
+	if plan.Show {
+		// Step 1 is the voice note, whether or not the chat wants one, so
+		// a restart numbers the chunks the same way.
+		if !sl.next() {
+			spoken = c.speakReply(ctx, js, lang, plan.Answer, chunks, replyTo) // voiceout.go
+			if spoken.msgID != 0 {
+				if len(spoken.rest) == 0 {
+					sl.next() // the caption carried the only chunk: its step is done too
+				}
+				sl.accepted(ctx, spoken.msgID)
+			}
+			chunks = spoken.rest
+		}
+	}
 	for i, ch := range chunks {
 		if sl.next() {
 			continue // accepted before a restart
 		}
 		to := 0
-		if i == 0 {
+		if i == 0 && spoken.msgID == 0 {
 			to = replyTo // in groups the answer replies to the asking message
 		}
 		sent, kind, err := b.sendChunk(ctx, chatID, to, ch, nil)
@@ -206,6 +223,7 @@ func (c *chat) deliver(ctx context.Context, d queue.Delivery) {
 		}
 		log.WithError(err).WithField("chunk", i).Error("bot: Telegram refused a reply chunk; skipping it")
 	}
+	c.noticeSent(notice, sl.ids)
 	if ack {
 		c.books.Settled(res.JobID, plan)
 		if js != nil && js.session != "" {
@@ -250,6 +268,12 @@ func (c *chat) deliver(ctx context.Context, d queue.Delivery) {
 			sent++
 		}
 	}
+	if spoken.notice != "" && ack && !sl.next() {
+		_, kind, err := b.tg.SendPlain(ctx, chatID, spoken.notice, nil)
+		if c.checkSend(ctx, kind, err) && kind == tgOK {
+			sl.accepted(ctx, 0)
+		}
+	}
 	if plan.Warn != "" && ack && !sl.next() {
 		_, kind, err := b.tg.SendPlain(ctx, chatID, plan.Warn, nil)
 		if c.checkSend(ctx, kind, err) && kind == tgOK {
@@ -263,6 +287,7 @@ func (c *chat) deliver(ctx context.Context, d queue.Delivery) {
 			log.WithError(err).Error("bot: acknowledging the result failed; another front end may deliver it again")
 		}
 	}
+	js.stopWatch() // streammode.go
 	delete(c.jobs, res.JobID)
 	if ack {
 		b.topics.drop(res.JobID)
@@ -376,6 +401,7 @@ func (c *chat) refreshStatus(ctx context.Context) {
 	}
 	if js := c.jobs[c.queue[0]]; js != nil && !js.stopped && !js.st.Finished {
 		c.draft(ctx, js, now) // stream.go: not an edit, not gated by one
+		c.watchDraft(ctx, js) // streammode.go: a queued job that became the head
 	}
 	if now.Sub(c.lastEdit) < editInterval(chatID, b.cfg.ProgressInterval) {
 		return
@@ -517,7 +543,7 @@ func (b *Bot) WebhookHandler(ctx context.Context) http.Handler {
 			http.Error(w, "bad update", http.StatusBadRequest)
 			return
 		}
-		b.handleUpdate(ctx, u, threadOfUpdate(raw))
+		b.handleUpdate(withExtra(ctx, extraOfUpdate(raw)), u, threadOfUpdate(raw))
 		w.WriteHeader(http.StatusOK)
 	})
 }
