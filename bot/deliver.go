@@ -145,7 +145,8 @@ func (c *chat) deliver(ctx context.Context, d queue.Delivery) {
 	f := chatcore.Finished{Lang: "en"}
 	if js != nil {
 		statusMsg, replyTo, srcMsg = js.statusMsg, js.replyTo, js.srcMsg
-		f = chatcore.Finished{Lang: b.lang(js.userID), TimedOut: js.timedOut, Superseded: js.superseded, Uploads: js.uploads, Interrupted: js.interrupted}
+		f = chatcore.Finished{Lang: b.lang(js.userID), TimedOut: js.timedOut, Superseded: js.superseded, Uploads: js.uploads, Interrupted: js.interrupted,
+			UserCapped: b.userCapped(res.JobID)}
 	} else {
 		replyTo = c.bgReplyTo(res.JobID) // a /bg job answers its message (schedule.go)
 	}
@@ -176,25 +177,24 @@ func (c *chat) deliver(ctx context.Context, d queue.Delivery) {
 		chunks = nil // the user edited the message: the edited text's job answers
 	}
 	ack := true
-	// Each accepted step (the voice note, each chunk, each file, the
-	// notices) is recorded before the next goes out; a result delivered
-	// again after a crash skips the steps recorded (sentlog.go).
+	// Each accepted step is recorded before the next goes out; a result
+	// delivered again after a crash skips the steps recorded (sentlog.go).
+	// A spoken answer is step 1 whenever the chat wants one; a voice note
+	// that carries the answer as its caption covers the text's step too,
+	// so a restart after it sends neither again, and one that failed is
+	// not recorded, so the text that replaced it is counted as usual.
 	sl := c.newSentLog(d, log)
 	spoken := spokenReply{rest: chunks}
-	if plan.Show {
-		// Step 1 is the voice note, whether or not the chat wants one, so
-		// a restart numbers the chunks the same way.
-		if !sl.next() {
-			spoken = c.speakReply(ctx, js, lang, plan.Answer, chunks, replyTo) // voiceout.go
-			if spoken.msgID != 0 {
-				if len(spoken.rest) == 0 {
-					sl.next() // the caption carried the only chunk: its step is done too
-				}
-				sl.accepted(ctx, spoken.msgID)
+	if plan.Show && len(chunks) > 0 && c.wantsVoice(js) && !sl.next() {
+		spoken = c.speakReply(ctx, js, lang, plan.Answer, chunks, replyTo) // voiceout.go
+		if spoken.msgID != 0 {
+			for range len(chunks) - len(spoken.rest) {
+				sl.next() // the caption is the text
 			}
-			chunks = spoken.rest
+			sl.accepted(ctx, spoken.msgID)
 		}
 	}
+	chunks = spoken.rest
 	for i, ch := range chunks {
 		if sl.next() {
 			continue // accepted before a restart
@@ -225,6 +225,7 @@ func (c *chat) deliver(ctx context.Context, d queue.Delivery) {
 	}
 	c.noticeSent(notice, sl.ids)
 	if ack {
+		c.settleBudget(ctx, res, js) // budgets.go: the spend counts once, in the queue's store
 		c.books.Settled(res.JobID, plan)
 		if js != nil && js.session != "" {
 			// The events the last tick did not read (a bounded number of
@@ -268,11 +269,8 @@ func (c *chat) deliver(ctx context.Context, d queue.Delivery) {
 			sent++
 		}
 	}
-	if spoken.notice != "" && ack && !sl.next() {
-		_, kind, err := b.tg.SendPlain(ctx, chatID, spoken.notice, nil)
-		if c.checkSend(ctx, kind, err) && kind == tgOK {
-			sl.accepted(ctx, 0)
-		}
+	if spoken.notice != "" && ack {
+		c.reply(ctx, spoken.notice)
 	}
 	if plan.Warn != "" && ack && !sl.next() {
 		_, kind, err := b.tg.SendPlain(ctx, chatID, plan.Warn, nil)

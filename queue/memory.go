@@ -43,6 +43,9 @@ type Memory struct {
 	steer     map[string][]string // job id -> steer inbox (steer.go)
 	// deadLettered counts jobs moved to the dead letters.
 	deadLettered, suspected uint64
+	// bb is the in-memory budget store (budgets_book.go), made on first use.
+	bookOnce sync.Once
+	bb       *BudgetBook
 }
 
 type jobState int

@@ -125,6 +125,9 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 
 	cfg, err := botConfig(e, log)
 	if err == nil {
+		err = budgetConfig(e, &cfg) // budget.go
+	}
+	if err == nil {
 		err = cfg.Validate()
 	}
 	if err != nil {
