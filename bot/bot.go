@@ -76,6 +76,10 @@ type Bot struct {
 	// noDrafts: the Bot API answered sendMessageDraft with "method not
 	// found"; answers stream by edits from then on.
 	noDrafts atomic.Bool
+	// noReactions: the Bot API does not know setMessageReaction;
+	// drafting bounds the first-draft watchers (streammode.go).
+	noReactions atomic.Bool
+	drafting    watchers
 
 	users    *userRates
 	refused  refusals
@@ -84,7 +88,8 @@ type Bot struct {
 	langs    langTable
 	health   health
 	delivery deliveries
-	bg       bgJobs // background jobs (/bg) not yet answered (schedule.go)
+	bg       bgJobs      // background jobs (/bg) not yet answered (schedule.go)
+	budget   budgetState // per-user budgets in the queue's store (budgets.go)
 
 	// Used only by Run's own goroutines, one at a time.
 	lastSaved []byte    // the last state snapshot saved (loadState, then stateLoop, then Run)
@@ -105,9 +110,12 @@ type chatState struct {
 	answers map[int][]int
 	// last is each user's last request in this chat, for /retry.
 	last        map[int64]jobRequest
-	model       string        // chosen with /model; "" = the workers' default
-	busy        chatcore.Busy // chosen with /busy; "" = Config.Busy (busy.go)
-	voice       string        // chosen with /voice; "" = Config.Voice (voiceout.go)
+	model       string          // chosen with /model; "" = the workers' default
+	busy        chatcore.Busy   // chosen with /busy; "" = Config.Busy (busy.go)
+	streaming   chatcore.Stream // chosen with /stream; "" = Config.Stream (streammode.go)
+	chatter     []chatterLine   // group messages not addressed to the bot (groupctx.go)
+	notice      provNotice      // the latest provider notice (streammode.go; not kept)
+	voice       string          // chosen with /voice; "" = Config.Voice (voiceout.go)
 	answerOrder []int
 	// books are the chat's usage, history, reservations and context
 	// gauge: the core's decision state (chatcore.Books).
@@ -146,9 +154,11 @@ type jobState struct {
 	session   string    // the conversation it continues (queue.Job.SessionID)
 	// Streaming (stream.go): the draft length last shown, when, and
 	// whether drafts failed for this job.
-	draftShown int
-	lastDraft  time.Time
-	noDraft    bool
+	draftText string // the draft on screen (append-only: chatcore.GrowDraft)
+	editDraft string // the answer text in the status message (edits)
+	lastDraft time.Time
+	noDraft   bool
+	watch     context.CancelFunc // ends the first-draft watcher (streammode.go)
 	// superseded: the user edited the message; the job is canceled and its
 	// result is not shown.
 	superseded bool
@@ -202,6 +212,7 @@ func New(cfg Config, q Queue) (*Bot, error) {
 	}
 	b.policy = chatcore.Policy{DailyTokenBudget: cfg.DailyTokenBudget, JobMaxTokens: cfg.JobBudget.MaxTotalTokens,
 		AgentTimeout: cfg.AgentTimeout, AdminCommands: cfg.AdminCommands}
+	b.initBudgets(q) // budgets.go
 	b.serial = newSerializer(b.newChat)
 	b.serial.publish = b.publish
 	if aq, ok := q.(ApprovalQueue); ok {
@@ -233,6 +244,7 @@ func (b *Bot) Run(ctx context.Context) error {
 	b.tg = tg
 	b.log.WithField("username", tg.Self().UserName).Info("bot: connected to Telegram")
 	b.setCommands(ctx)
+	b.publishBudgetPolicy(ctx) // budgets.go: the caps, for the workers that fire schedules
 	b.cleanOrphans(ctx)
 	b.dropLostJobs(ctx)
 
@@ -299,6 +311,7 @@ var commands = []tgbotapi.BotCommand{
 	{Command: "model", Description: "Choose the model for this chat"},
 	{Command: "compact", Description: "Fold the older conversation into a digest now"},
 	{Command: "busy", Description: "Messages sent while a job runs: queue, steer or interrupt"},
+	{Command: "stream", Description: "What this chat shows while a job runs: progress, partial or off"},
 	{Command: "voice", Description: "Spoken answers: on, off or mirror (when you speak)"},
 }
 
@@ -369,11 +382,12 @@ func (b *Bot) poll(ctx context.Context) error {
 		failures = 0
 		b.setHealth(func(h *healthState) { h.lastPoll, h.conflict, h.lastErr, h.started = b.cfg.Now(), false, "", true })
 		threads := threadsOf(resp.Result) // topics.go: forum topics by update id
+		extras := extrasOf(resp.Result)   // groupctx.go: quotes by update id
 		for _, u := range ups {
 			if u.UpdateID >= offset {
 				offset = u.UpdateID + 1
 			}
-			b.handleUpdate(ctx, u, threads[u.UpdateID])
+			b.handleUpdate(withExtra(ctx, extras[u.UpdateID]), u, threads[u.UpdateID])
 		}
 		b.settleUpdates(ctx, ups, threads)
 	}
@@ -453,7 +467,7 @@ func (b *Bot) handleUpdate(ctx context.Context, u tgbotapi.Update, topic int) {
 			return
 		}
 		chatID := cq.Message.Chat.ID
-		if !b.access.Allows(cq.From.ID, chatID) && !b.approverPress(cq) {
+		if !b.access.Allows(cq.From.ID, chatID) && !b.approverPress(cq) && !b.guestAllowed(cq.From.ID, chatID) { // approvers: approvals_*.go; the guest pool: budgets.go
 			b.refuse(ctx, chatID, cq.From.ID, langOf(cq.From.LanguageCode), u.UpdateID, cq.ID)
 			return
 		}
@@ -471,7 +485,7 @@ func (b *Bot) handleUpdate(ctx context.Context, u tgbotapi.Update, topic int) {
 		if m.From != nil {
 			userID, lang = m.From.ID, langOf(m.From.LanguageCode)
 		}
-		if !b.access.Allows(userID, m.Chat.ID) {
+		if !b.access.Allows(userID, m.Chat.ID) && !b.guestAllowed(userID, m.Chat.ID) { // budgets.go: the guest pool
 			b.refuse(ctx, m.Chat.ID, userID, lang, u.UpdateID, "")
 			return
 		}
@@ -574,6 +588,9 @@ func (c *chat) handleMessage(ctx context.Context, updateID int, m *tgbotapi.Mess
 	}
 	switch route {
 	case chatcore.RouteIgnore:
+		if group && in.Command == "" {
+			c.keepChatter(m, text, edited) // groupctx.go: context for the next addressed turn
+		}
 		return // another bot's command, or group chatter not meant for the bot
 	case chatcore.RouteAdminsOnly:
 		c.replyTo(ctx, m.MessageID, tr(lang, "admins.only", m.Command()))
@@ -643,6 +660,7 @@ func (c *chat) handleMessage(ctx context.Context, updateID int, m *tgbotapi.Mess
 	if forwarded {
 		goal = forwardedGoal(text)
 	}
+	goal = c.withContext(ctx, m, goal, group) // groupctx.go: kept chatter, the replied message and its quote
 	if edited {
 		c.supersede(ctx, m.MessageID)
 	}
@@ -868,6 +886,15 @@ func (c *chat) startJob(ctx context.Context, r jobRequest) {
 		c.hold(ctx, r, lang)
 		return
 	}
+	adm, out, refusal := c.reserveJob(ctx, userID, adm, lang) // budgets.go: the user's budget, in the queue's store
+	switch out {
+	case reserveHeld:
+		c.hold(ctx, r, lang)
+		return
+	case reserveRefused, reserveFailed:
+		c.replyTo(ctx, r.replyTo, refusal)
+		return
+	}
 	c.enqueue(ctx, r, adm, lang, 0)
 }
 
@@ -904,8 +931,15 @@ func (c *chat) startHeld(ctx context.Context) {
 		if adm.Verdict == chatcore.BudgetHeld {
 			return
 		}
+		refusal := adm.Refusal
+		if refusal == "" {
+			var out reserveOutcome
+			if adm, out, refusal = c.reserveJob(ctx, h.req.userID, adm, h.lang); out == reserveHeld {
+				return // budgets.go: the user's budget is held by running jobs; tried again at the next tick
+			}
+		}
 		c.held = c.held[1:]
-		if refusal := adm.Refusal; refusal != "" {
+		if refusal != "" {
 			if h.statusMsg != 0 {
 				c.b.tg.Remove(ctx, c.id, h.statusMsg)
 				c.ledgerDel(ctx, h.statusMsg)
@@ -950,6 +984,10 @@ func (c *chat) enqueue(ctx context.Context, r jobRequest, adm chatcore.Admission
 	job := queue.Job{ChatID: chatID, UserID: userID, Goal: goal, SessionID: session, Budget: b.jobBudget(),
 		IdempotencyKey: fmt.Sprintf("telegram:%d:%d", b.tg.Self().ID, updateID), Model: c.jobModel(), Lane: c.lane()}
 	job.Budget.MaxTotalTokens = adm.Cap
+	job.ID = adm.JobID // budgets.go: the reservation's id ("" without a budget store)
+	if adm.USD > 0 {
+		job.Budget.MaxCostUSD = adm.USD
+	}
 	if len(r.images) > 0 {
 		job.Images, job.Vision = r.images, b.cfg.Vision
 		if job.Vision == "" {
@@ -980,12 +1018,16 @@ func (c *chat) enqueue(ctx context.Context, r jobRequest, adm chatcore.Admission
 			msg = tr(lang, "enqueue.large")
 		}
 		dropStatus()
+		c.releaseBudget(ctx, adm.JobID)
 		c.reply(ctx, msg)
 		return
 	}
 	if dup {
 		log.WithField("job_id", stored.ID).Info("bot: update already enqueued (redelivered); ignoring")
 		dropStatus()
+		if stored.ID != adm.JobID {
+			c.releaseBudget(ctx, adm.JobID)
+		}
 		return
 	}
 	log = log.WithField("job_id", stored.ID)
@@ -1002,6 +1044,7 @@ func (c *chat) enqueue(ctx context.Context, r jobRequest, adm chatcore.Admission
 	c.jobs[stored.ID] = js
 	c.books.Started(stored.ID, adm)
 	js.askedAt = now
+	c.jobCreated(ctx, js, r.srcMsg) // streammode.go: the acknowledging reaction, the first-draft watcher
 	if statusMsg != 0 {
 		// The held request's "Queued" message becomes the job's status.
 		js.statusMsg = statusMsg
@@ -1059,14 +1102,15 @@ func (c *chat) command(ctx context.Context, userID int64, cmd, arg string) {
 	case "compact":
 		c.compact(ctx, userID)
 	case "usage":
-		c.roll()
-		c.reply(ctx, chatcore.UsageText(b.lang(userID), c.books.Use, c.books.Hist, b.cfg.DailyTokenBudget, b.cfg.Now()))
+		c.usageCommand(ctx, userID, arg) // budgets.go
 	case "artifact":
 		c.sendArtifact(ctx, b.lang(userID), arg)
 	case "model":
 		c.chooseModel(ctx, b.lang(userID), arg)
 	case "busy":
 		c.busyCommand(ctx, b.lang(userID), arg)
+	case "stream":
+		c.streamCommand(ctx, b.lang(userID), arg) // streammode.go
 	case "voice":
 		c.voiceCommand(ctx, b.lang(userID), arg) // voiceout.go
 	default:

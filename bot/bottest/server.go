@@ -139,6 +139,10 @@ type Server struct {
 	admins    map[int64]map[int64]bool
 	fileSeq   int
 	draft     *drafts // sendMessageDraft (draft.go)
+	// users are the user messages offered in updates, reactions the
+	// reactions the bot set (reaction.go).
+	users     map[int64]map[int]message
+	reactions map[int64][]Reaction
 }
 
 type storedFile struct {
@@ -198,6 +202,7 @@ type message struct {
 	Entities          []msgEntity  `json:"entities,omitempty"`
 	ReplyMarkup       *replyMarkup `json:"reply_markup,omitempty"`
 	ReplyToMessage    *message     `json:"reply_to_message,omitempty"`
+	Quote             *textQuote   `json:"quote,omitempty"`
 	MediaGroupID      string       `json:"media_group_id,omitempty"`
 	ThreadID          int          `json:"message_thread_id,omitempty"`
 	IsTopic           bool         `json:"is_topic_message,omitempty"`
@@ -268,6 +273,7 @@ func (s *Server) addUpdate(fill func(id int) map[string]any) int {
 	id := s.nextID
 	u := fill(id)
 	u["update_id"] = id
+	s.rememberLocked(u) // reaction.go
 	b, err := json.Marshal(u)
 	if err != nil {
 		panic(err)
@@ -660,6 +666,8 @@ func (s *Server) dispatch(r *http.Request, method string, p url.Values, fileName
 		return s.sendMessage(p)
 	case "sendMessageDraft":
 		return s.sendMessageDraft(p)
+	case "setMessageReaction":
+		return s.setMessageReaction(p)
 	case "editMessageText":
 		return s.editMessageText(p)
 	case "deleteMessage":

@@ -234,6 +234,9 @@ func Lookup(lang, key string) (string, bool) {
 		if f, ok := busyTexts[l][key]; ok {
 			return f, true
 		}
+		if f, ok := streamTexts[l][key]; ok {
+			return f, true
+		}
 		if f, ok := voiceApproveTexts[l][key]; ok {
 			return f, true
 		}
