@@ -201,7 +201,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	cfg.Skills = skillCommands(log) // skills.go
 	cfg.Transcriber = transcriber(ctx, e, log)
 	cfg.Speaker = speaker(ctx, e, log) // voiceout.go
-	crashHook(&cfg) // crashhook.go: crash tests only
+	crashHook(&cfg)                    // crashhook.go: crash tests only
 	b, err := bot.New(cfg, q)
 	if err != nil {
 		return &codeErr{exitSetup, err}
