@@ -123,6 +123,14 @@ func TestVoiceWithoutSpeaker(t *testing.T) {
 	h.waitVisible(alice, "Spoken answers are not available")
 }
 
+func TestWithoutCode(t *testing.T) {
+	in := "Run this:\n\n```go\nfmt.Println(1)\n```\n\nThen ~~~\n~~~sh\nls\n~~~\ndone"
+	want := "Run this:\n\n(code)\n\nThen ~~~\n(code)\ndone"
+	if got := withoutCode(in, "(code)"); got != want {
+		t.Errorf("withoutCode = %q, want %q", got, want)
+	}
+}
+
 func TestSpeakable(t *testing.T) {
 	if s, cut := speakable("  short  "); s != "short" || cut {
 		t.Errorf("short: %q %v", s, cut)
