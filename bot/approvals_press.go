@@ -284,7 +284,13 @@ func (c *chat) closeApprovals(ctx context.Context, jobID, why string) {
 			continue
 		}
 		if b.aq != nil {
-			if err := b.aq.Answer(context.WithoutCancel(ctx), id, false); err != nil && !errors.Is(err, queue.ErrNotFound) {
+			err := b.aq.Answer(context.WithoutCancel(ctx), id, false)
+			switch {
+			case errors.Is(err, queue.ErrNotFound) && b.approvalStates() != nil:
+				// Answered meanwhile (a press in another chat, whose
+				// actor closes every copy) or expired (the sweep does).
+				continue
+			case err != nil && !errors.Is(err, queue.ErrNotFound):
 				b.log.WithError(err).WithField("approval", id).Warn("bot: denying a closed approval failed; it is denied at its deadline")
 			}
 		}

@@ -3,6 +3,7 @@ package bot
 import (
 	"context"
 	"strings"
+	"time"
 	"unicode"
 
 	tgbotapi "github.com/go-telegram-bot-api/telegram-bot-api/v5"
@@ -95,6 +96,31 @@ func speakable(text string) (out string, cut bool) {
 	return strings.TrimSpace(string(w[:at])) + " …", true
 }
 
+// speakTimeout bounds one answer's speech: the chat's actor waits for it.
+const speakTimeout = time.Minute
+
+// withoutCode replaces each fenced code block of a Markdown answer with
+// the line note: code is read, not listened to, and the text (caption or
+// messages) shows it. Pure.
+func withoutCode(answer, note string) string {
+	lines := strings.Split(answer, "\n")
+	out := make([]string, 0, len(lines))
+	fence := ""
+	for _, l := range lines {
+		t := strings.TrimSpace(l)
+		switch {
+		case fence == "" && (strings.HasPrefix(t, "```") || strings.HasPrefix(t, "~~~")):
+			fence = t[:3]
+			out = append(out, note)
+		case fence != "" && strings.HasPrefix(t, fence):
+			fence = ""
+		case fence == "":
+			out = append(out, l)
+		}
+	}
+	return strings.Join(out, "\n")
+}
+
 // voiceMode is the chat's /voice choice, else the operator's.
 func (c *chat) voiceMode() string {
 	if c.voice != "" {
@@ -158,7 +184,7 @@ func (c *chat) speakReply(ctx context.Context, js *jobState, lang, answer string
 	}
 	b := c.b
 	var plain []string
-	for _, ch := range tgformat.Answer(answer, tgformat.MaxMessageLen) {
+	for _, ch := range tgformat.Answer(withoutCode(answer, tr(lang, "vo.code")), tgformat.MaxMessageLen) {
 		plain = append(plain, ch.Plain)
 	}
 	input, _ := speakable(strings.Join(plain, "\n"))
@@ -167,7 +193,9 @@ func (c *chat) speakReply(ctx context.Context, js *jobState, lang, answer string
 	}
 	log := b.log.WithField("chat_id", c.id)
 	b.tg.Call(ctx, tgbotapi.NewChatAction(c.id, tgbotapi.ChatRecordVoice), false)
-	audio, err := b.cfg.Speaker.Speak(ctx, input)
+	sctx, cancel := context.WithTimeout(ctx, speakTimeout)
+	audio, err := b.cfg.Speaker.Speak(sctx, input)
+	cancel()
 	if err != nil {
 		if ctx.Err() == nil {
 			log.WithError(err).Warn("bot: speaking the answer failed; sending it as text")

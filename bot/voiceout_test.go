@@ -3,6 +3,7 @@ package bot
 import (
 	"bytes"
 	"context"
+	"strconv"
 	"strings"
 	"testing"
 	"unicode/utf8"
@@ -123,6 +124,14 @@ func TestVoiceWithoutSpeaker(t *testing.T) {
 	h.waitVisible(alice, "Spoken answers are not available")
 }
 
+func TestWithoutCode(t *testing.T) {
+	in := "Run this:\n\n```go\nfmt.Println(1)\n```\n\nThen ~~~\n~~~sh\nls\n~~~\ndone"
+	want := "Run this:\n\n(code)\n\nThen ~~~\n(code)\ndone"
+	if got := withoutCode(in, "(code)"); got != want {
+		t.Errorf("withoutCode = %q, want %q", got, want)
+	}
+}
+
 func TestSpeakable(t *testing.T) {
 	if s, cut := speakable("  short  "); s != "short" || cut {
 		t.Errorf("short: %q %v", s, cut)
@@ -162,4 +171,33 @@ func FuzzSpeakable(f *testing.F) {
 			t.Fatalf("uncut text changed")
 		}
 	})
+}
+
+// In a forum topic the voice note goes to the topic (message_thread_id,
+// which the fake Bot API checks against the chat's topics).
+func TestVoiceInForumTopic(t *testing.T) {
+	const forum = int64(-100500)
+	tts := bottest.NewSpeech(t)
+	q := queue.NewMemory(queue.Options{})
+	h := startBot(t, q, func(c *Config) {
+		c.AllowedChats = []int64{forum}
+		c.GroupSession = "group"
+		c.Speaker = speakerFor(tts)
+		c.Voice = "on"
+	})
+	h.tg.Forum(forum)
+	ideas := h.tg.NewTopic(forum, alice, "Ideas")
+	worker(t, q, func(ctx context.Context, l queue.Lease) queue.Result {
+		return queue.Result{Answer: "spoken in the topic"}
+	})
+	h.tg.TopicMessage(forum, alice, ideas, "@"+bottest.BotUsername+" say it")
+	h.tg.Wait(t, wait, "a voice note", func(s *bottest.Server) bool { return len(voiceCalls(h)) == 1 })
+	if c := voiceCalls(h)[0]; c.Params.Get("message_thread_id") != strconv.Itoa(ideas) {
+		t.Errorf("sendVoice thread %q, want %d", c.Params.Get("message_thread_id"), ideas)
+	}
+	for _, m := range h.tg.Messages(forum) {
+		if m.Voice != nil && m.Thread != ideas {
+			t.Errorf("voice note in thread %d, want %d", m.Thread, ideas)
+		}
+	}
 }

@@ -2,7 +2,8 @@
 // server on loopback (httptest) that speaks the Bot API's wire format for
 // the methods odek-bot uses — getMe, getUpdates (long polling with offset,
 // limit and timeout), sendMessage, editMessageText, deleteMessage,
-// sendChatAction, answerCallbackQuery, sendDocument, setMyCommands,
+// sendChatAction, answerCallbackQuery, sendDocument, sendPhoto, sendVoice
+// (voice.go), setMyCommands,
 // setWebhook and deleteWebhook — with the Bot API's error replies
 // ({"ok":false,"error_code":…,"description":…,"parameters":{"retry_after":…}}),
 // a 409 Conflict for a second concurrent long poll or a poll while a webhook

@@ -3,12 +3,15 @@ package tools
 import (
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"strconv"
 	"strings"
 	"testing"
 	"time"
 	"unicode/utf8"
+
+	"github.com/odekrun/odek/agent"
 )
 
 func TestDecide(t *testing.T) {
@@ -51,6 +54,9 @@ func TestAuthorize(t *testing.T) {
 	yes := PrompterFunc(func(ctx context.Context, q string) (bool, error) { return true, nil })
 	no := PrompterFunc(func(ctx context.Context, q string) (bool, error) { return false, nil })
 	broken := PrompterFunc(func(ctx context.Context, q string) (bool, error) { return true, errors.New("tty gone") })
+	expired := PrompterFunc(func(ctx context.Context, q string) (bool, error) {
+		return false, fmt.Errorf("%w (after 30m0s)", agent.ErrNoAnswer)
+	})
 	a := func(c Class) Assessment {
 		return Assessment{Class: c, Summary: map[string]any{"argv0": "x", "class": string(c)}}
 	}
@@ -70,6 +76,7 @@ func TestAuthorize(t *testing.T) {
 		{"prompt yes", DefaultPolicy(), yes, ClassInstall, true, []string{"install", "confirmed"}},
 		{"prompt no", DefaultPolicy(), no, ClassInstall, false, []string{"declined", "dangerous.classes.install"}},
 		{"prompt error", DefaultPolicy(), broken, ClassInstall, false, []string{"tty gone"}},
+		{"prompt expired", DefaultPolicy(), expired, ClassInstall, false, []string{"nobody answered in time", "after 30m0s", "dangerous.classes.install"}},
 		{"no prompter denies", DefaultPolicy(), nil, ClassCodeExecution, false, []string{"dangerous.classes.code_execution", "non_interactive"}},
 		{"no prompter, non_interactive allow", allowNI, nil, ClassCodeExecution, true, []string{"code_execution"}},
 		{"blocked never allowed", allowBlocked, yes, ClassBlocked, false, []string{"blocked", "dangerous.classes.blocked"}},
