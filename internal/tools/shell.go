@@ -215,18 +215,41 @@ func (c *config) runShell(ctx context.Context, command string, timeout time.Dura
 	cmd.Stdout, cmd.Stderr = stdout, stderr
 	start := time.Now()
 	var err error
+	var exitErr *exec.ExitError
+	// ended: the command ran to an end, with status ws and code.
+	var ended, signaled bool
+	var code int
+	var sig syscall.Signal
 	if c.sandbox != nil {
-		if err = c.sandbox.Start(cmd); err == nil {
-			err = cmd.Wait()
+		// Through the job's supervisor where it runs (one confined
+		// process per job forks every command), else the helper per
+		// command; both kill the command's process group on tctx.
+		var ws syscall.WaitStatus
+		ws, err = c.sandbox.Run(tctx, cmd)
+		if ended = err == nil || errors.Is(err, exec.ErrWaitDelay); ended {
+			code, signaled = ws.ExitStatus(), ws.Signaled()
+			if signaled {
+				sig, code = ws.Signal(), -1
+			}
 		}
 	} else {
 		err = cmd.Run()
+		switch {
+		case err == nil:
+			ended = true
+		case errors.As(err, &exitErr):
+			ended, err, code = true, nil, exitErr.ExitCode()
+			if ws, ok := exitErr.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
+				signaled, sig = true, ws.Signal()
+			}
+		case errors.Is(err, exec.ErrWaitDelay):
+			ended, code = true, cmd.ProcessState.ExitCode()
+		}
 	}
 	elapsed := time.Since(start)
 
 	var b strings.Builder
 	res := Result{}
-	var exitErr *exec.ExitError
 	switch {
 	case ctx.Err() != nil:
 		fmt.Fprintf(&b, "command cancelled after %s; process group killed\n", elapsed.Round(time.Millisecond))
@@ -234,19 +257,15 @@ func (c *config) runShell(ctx context.Context, command string, timeout time.Dura
 	case tctx.Err() != nil:
 		fmt.Fprintf(&b, "command timed out after %s (timeout_seconds limit %g); process group killed\n", timeout, timeout.Seconds())
 		res.IsError = true
-	case err == nil:
-		b.WriteString("exit code: 0\n")
-	case errors.As(err, &exitErr):
-		if ws, ok := exitErr.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
-			fmt.Fprintf(&b, "killed by signal: %s\n", ws.Signal())
-		} else {
-			fmt.Fprintf(&b, "exit code: %d\n", exitErr.ExitCode())
-		}
-		res.IsError = true
-	case errors.Is(err, exec.ErrWaitDelay):
+	case ended && errors.Is(err, exec.ErrWaitDelay):
 		// The shell exited but a background process kept the output open.
-		code := cmd.ProcessState.ExitCode()
 		fmt.Fprintf(&b, "exit code: %d (output closed after %s: a background process kept it open)\n", code, shellWaitDelay)
+		res.IsError = code != 0
+	case ended && signaled:
+		fmt.Fprintf(&b, "killed by signal: %s\n", sig)
+		res.IsError = true
+	case ended:
+		fmt.Fprintf(&b, "exit code: %d\n", code)
 		res.IsError = code != 0
 	default:
 		fmt.Fprintf(&b, "failed to run: %v\n", err)
