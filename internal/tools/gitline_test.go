@@ -244,13 +244,13 @@ func TestConfinedGitStopsAtTheWorkingDirectory(t *testing.T) {
 // an "allow for this session" grant of one never allows the other.
 func TestClipCommandIsExactOrMarked(t *testing.T) {
 	for in, want := range map[string]string{
-		"ls -la":                        "ls -la",
-		"ls -la\n":                      "ls -la",
-		"  git status  ":                "git status",
+		"ls -la":                         "ls -la",
+		"ls -la\n":                       "ls -la",
+		"  git status  ":                 "git status",
 		"python3 -c \"print(1) #\nx()\"": "python3 -c \"print(1) # x()\" …",
-		"echo a  b":                     "echo a b …",
-		"echo\ta":                       "echo a …",
-		"echo\u00a0a":                   "echo a …",
+		"echo a  b":                      "echo a b …",
+		"echo\ta":                        "echo a …",
+		"echo\u00a0a":                    "echo a …",
 	} {
 		if got := clipCommand(in, 500); got != want {
 			t.Errorf("clipCommand(%q) = %q, want %q", in, got, want)
