@@ -504,6 +504,10 @@ func (l *loader) prepare(ctx context.Context, s *ServerSpec, r *ServerReport) *m
 	cfg.Roots = l.opts.Roots
 	if j := l.opts.Jail; j != nil {
 		cfg.Start = j.Start
+		// A confined server names files the unconfined client reads
+		// (artifact refs): only files under this job's root, never another
+		// chat's under a root the operator set for every job (jobroots.go).
+		cfg.ArtifactRoots = jobArtifactRoots(cfg.ArtifactRoots, j.Spec().Root)
 		tmp := j.Spec().TempDir
 		cfg.Env = append(slices.DeleteFunc(cfg.Env, func(kv string) bool {
 			return strings.HasPrefix(kv, "HOME=") || strings.HasPrefix(kv, "TMPDIR=")

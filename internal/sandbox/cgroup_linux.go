@@ -54,6 +54,9 @@ type cgroupBase struct {
 	// memV1 and cpuV1 are where job cgroups are made in cgroup v1's
 	// memory and cpuacct hierarchies, beside a v1 pids base ("" ⇒ none).
 	memV1, cpuV1 string
+	// shareV1 is where job cgroups are made in cgroup v1's cpu
+	// hierarchy, when it is not cpuV1's (cpushare_linux.go).
+	shareV1 string
 }
 
 // Memory and CPU: beside pids.max, a job's cgroup carries its memory
@@ -99,7 +102,7 @@ func CgroupStatus() (string, error) {
 	default:
 		s += ", no CPU accounting (job_cpu_seconds not enforced)"
 	}
-	return s, nil
+	return s + cpuShareStatus(b), nil
 }
 
 func jobCgroupBase() (*cgroupBase, error) {
@@ -237,6 +240,7 @@ func findCgroupBase() (*cgroupBase, error) {
 			b := &cgroupBase{dir: dir}
 			b.memV1 = v1Hierarchy(mounts, own, "memory", "memory.limit_in_bytes")
 			b.cpuV1 = v1Hierarchy(mounts, own, "cpuacct", "cpuacct.usage")
+			b.shareV1 = cpuShareV1(mounts, own, b)
 			return b, nil
 		}
 	}
@@ -351,6 +355,7 @@ func v2Base(dir string) (*cgroupBase, error) {
 	if cur, _ := os.ReadFile(sub); hasWord(strings.Fields(string(ctrls)), "memory") && !hasWord(strings.Fields(string(cur)), "memory") {
 		_ = os.WriteFile(sub, []byte("+memory"), 0)
 	}
+	enableCPUWeight(dir, ctrls, sub)
 	has, err := probeFiles(dir, "pids.max", "memory.max", "cpu.stat")
 	if !has["pids.max"] {
 		return nil, err
@@ -371,7 +376,9 @@ type jobCgroup struct {
 // companions.
 func (b *cgroupBase) jobOf(dir string) *jobCgroup {
 	cg := &jobCgroup{base: b, dir: dir}
-	for _, h := range []string{b.memV1, b.cpuV1} {
+	// Order matters: newJob takes v1[0] for memory and cpuUsage the last
+	// for cpuacct.
+	for _, h := range []string{b.memV1, b.shareV1, b.cpuV1} {
 		if h != "" {
 			cg.v1 = append(cg.v1, filepath.Join(h, filepath.Base(dir)))
 		}

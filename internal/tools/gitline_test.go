@@ -238,3 +238,25 @@ func TestConfinedGitStopsAtTheWorkingDirectory(t *testing.T) {
 		t.Errorf("an identity variable: %s (%s), want local_write", v.Class, v.Reason)
 	}
 }
+
+// The approval question shows a command line exactly or ends in "…":
+// two lines the shell reads differently never give the same question, so
+// an "allow for this session" grant of one never allows the other.
+func TestClipCommandIsExactOrMarked(t *testing.T) {
+	for in, want := range map[string]string{
+		"ls -la":                         "ls -la",
+		"ls -la\n":                       "ls -la",
+		"  git status  ":                 "git status",
+		"python3 -c \"print(1) #\nx()\"": "python3 -c \"print(1) # x()\" …",
+		"echo a  b":                      "echo a b …",
+		"echo\ta":                        "echo a …",
+		"echo\u00a0a":                    "echo a …",
+	} {
+		if got := clipCommand(in, 500); got != want {
+			t.Errorf("clipCommand(%q) = %q, want %q", in, got, want)
+		}
+	}
+	if got := clipCommand(strings.Repeat("x ", 300), 500); !strings.HasSuffix(got, "…") || len(got) > 503 {
+		t.Errorf("a long line: %q", got)
+	}
+}

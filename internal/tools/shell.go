@@ -91,17 +91,29 @@ func (t *shellTool) Assess(args json.RawMessage) (Assessment, error) {
 	return Assessment{Class: v.Class, Summary: summary, Ask: ask}, nil
 }
 
-// clipCommand is cmd on one line, at most max bytes (cut at a rune).
+// clipCommand is cmd on one line, at most max bytes (cut at a rune),
+// ending in "…" when it is not cmd exactly: cut, or with whitespace other
+// than single spaces between its words (a newline, a tab, two spaces,
+// U+00A0) shown as one space. The shell reads those differently — a
+// newline ends a command, and inside python3 -c "… # x" it ends a
+// comment, so `# open(…)` after a space and after a newline differ — and
+// an "allow for this session" grant allows exactly the question's text
+// again (queue.SessionGrantable refuses a question with "…"): equal text
+// must mean an equal command line.
 func clipCommand(cmd string, max int) string {
-	cmd = strings.Join(strings.Fields(cmd), " ")
-	if len(cmd) <= max {
-		return cmd
+	norm := strings.Join(strings.Fields(cmd), " ")
+	exact := norm == strings.Trim(cmd, " \t\r\n")
+	if len(norm) <= max && exact {
+		return norm
+	}
+	if len(norm) <= max {
+		return norm + " …"
 	}
 	cut := max
-	for cut > 0 && !utf8.RuneStart(cmd[cut]) {
+	for cut > 0 && !utf8.RuneStart(norm[cut]) {
 		cut--
 	}
-	return cmd[:cut] + "…"
+	return norm[:cut] + "…"
 }
 
 func (t *shellTool) Run(ctx context.Context, args json.RawMessage) (Result, error) {

@@ -539,6 +539,12 @@ func (s *server) badArtifact(id json.RawMessage, kind string) {
 		r["content"] = append(r["content"].([]any), map[string]any{"type": "text", "text": envelope("two", nil)})
 		s.result(id, r)
 		return
+	default:
+		// "path:/abs/file": a ref naming any file (a confined server
+		// naming another chat's file for the unconfined client to read).
+		if p, ok := strings.CutPrefix(kind, "path:"); ok {
+			ref["uri"], ref["sha256"], ref["size_bytes"] = "file://"+p, nil, nil
+		}
 	}
 	s.result(id, text(envelope("bad artifact: "+kind, []map[string]any{ref})))
 }
