@@ -53,7 +53,7 @@ func (b *Bot) publish(c *chat) published {
 func (c *chat) snap() chatSnap {
 	cs := chatSnap{Queue: slices.Clone(c.queue), Session: c.session, Day: c.books.Use.Day, Tokens: c.books.Use.Tokens, Prompt: c.books.Use.Prompt, Cached: c.books.Use.Cached, CostUSD: c.books.Use.CostUSD,
 		Jobs: c.books.Use.Jobs, Warned: c.books.Use.Warned, NextArt: c.nextArt, History: slices.Clone(c.books.Hist), Model: c.model, Busy: string(c.busy),
-		Stream: string(c.streaming), Chatter: slices.Clone(c.chatter)}
+		Stream: string(c.streaming), Chatter: slices.Clone(c.chatter), Voice: c.voice}
 	for _, a := range c.arts {
 		cs.Arts = append(cs.Arts, artSnap{ID: a.id, Meta: a.meta})
 	}
@@ -85,7 +85,7 @@ func (c *chat) prune(now time.Time) {
 func (c *chat) empty(now time.Time) bool {
 	return c.books.Empty(now) && len(c.queue) == 0 && len(c.held) == 0 && c.session == "" && len(c.userSessions) == 0 && len(c.arts) == 0 && c.nextArt == 0 &&
 		len(c.jobs) == 0 && len(c.approvals) == 0 && len(c.batches) == 0 && c.model == "" && c.busy == "" &&
-		c.streaming == "" && len(c.chatter) == 0
+		c.streaming == "" && len(c.chatter) == 0 && c.voice == ""
 }
 
 // reply sends plain text, logging failures. It reports whether the chat is
@@ -161,6 +161,7 @@ func (c *chat) forgetJob(id string) int {
 	}
 	delete(c.jobs, id)
 	c.books.Ended(id)
+	c.releaseBudget(context.Background(), id) // budgets.go: it will never be settled
 	return msg
 }
 

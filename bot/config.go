@@ -57,6 +57,15 @@ type Config struct {
 	// unfinished jobs hold) as its budget's MaxTotalTokens, so the worker
 	// stops it there. 0 means no budget.
 	DailyTokenBudget int64
+	// UserBudget, UserBudgets, GuestBudget and Admins are the per-user
+	// budgets (bot/budgets.go, kept in the queue's budget store): every
+	// user's daily and monthly caps, overrides per user id, the shared
+	// pool of group members the allowlist does not name (nil: no guests),
+	// and the users who may see everyone's usage (/usage all).
+	UserBudget  queue.Caps
+	UserBudgets map[int64]queue.Caps
+	GuestBudget *queue.Caps
+	Admins      []int64
 	// UserJobsPerMinute is how many new jobs one user may start per minute
 	// (a token bucket with a burst of the same size). 0 means 6; negative
 	// means no limit.
@@ -115,6 +124,11 @@ type Config struct {
 	// with BuiltinCommands). nil ⇒ none.
 	Skills []SkillCommand
 
+	// Approvers are Telegram user ids who may answer every approval
+	// prompt besides the user who asked for the job; each also gets the
+	// prompt in their private chat with the bot (approvals_press.go).
+	Approvers []int64
+
 	// Keywords are words that address the bot in a group besides a
 	// mention, a reply to the bot or a command (case-insensitive, whole
 	// words).
@@ -124,6 +138,13 @@ type Config struct {
 	// the user, then run as the request). nil means voice messages get a
 	// reply saying they cannot be transcribed here.
 	Transcriber Transcriber
+
+	// Speaker speaks answers for /voice (voiceout.go). nil means /voice
+	// answers that spoken answers are not available on this bot.
+	Speaker Speaker
+	// Voice is the operator's default /voice mode: "off" (the default),
+	// "on" or "mirror".
+	Voice string
 
 	// Compactor runs /compact (context.go). nil means /compact answers
 	// that it is not available on this bot.
@@ -316,6 +337,9 @@ func (c Config) validate() error {
 	}
 	if c.AckReaction != "" && c.AckReaction != "off" && !slices.Contains(tgclient.ReactionEmoji, c.AckReaction) {
 		return fmt.Errorf("%w: ODEK_TELEGRAM_ACK_REACTION %q is not one of Telegram's reaction emoji (or off)", ErrConfig, clipStr(c.AckReaction, 20))
+	}
+	if _, ok := parseVoiceMode(c.Voice); !ok {
+		return fmt.Errorf("%w: ODEK_TELEGRAM_VOICE must be off, on or mirror, got %q", ErrConfig, clipStr(c.Voice, 20))
 	}
 	if _, err := chatcore.ParseBusy(c.Busy); err != nil {
 		return fmt.Errorf("%w: ODEK_TELEGRAM_BUSY: %v", ErrConfig, err)

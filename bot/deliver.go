@@ -145,7 +145,8 @@ func (c *chat) deliver(ctx context.Context, d queue.Delivery) {
 	f := chatcore.Finished{Lang: "en"}
 	if js != nil {
 		statusMsg, replyTo, srcMsg = js.statusMsg, js.replyTo, js.srcMsg
-		f = chatcore.Finished{Lang: b.lang(js.userID), TimedOut: js.timedOut, Superseded: js.superseded, Uploads: js.uploads, Interrupted: js.interrupted}
+		f = chatcore.Finished{Lang: b.lang(js.userID), TimedOut: js.timedOut, Superseded: js.superseded, Uploads: js.uploads, Interrupted: js.interrupted,
+			UserCapped: b.userCapped(res.JobID)}
 	} else {
 		replyTo = c.bgReplyTo(res.JobID) // a /bg job answers its message (schedule.go)
 	}
@@ -177,9 +178,17 @@ func (c *chat) deliver(ctx context.Context, d queue.Delivery) {
 	}
 	ack := true
 	var sentIDs []int
+	spoken := spokenReply{rest: chunks}
+	if plan.Show {
+		spoken = c.speakReply(ctx, js, lang, plan.Answer, chunks, replyTo) // voiceout.go
+		chunks = spoken.rest
+		if spoken.msgID != 0 {
+			sentIDs = append(sentIDs, spoken.msgID)
+		}
+	}
 	for i, ch := range chunks {
 		to := 0
-		if i == 0 {
+		if i == 0 && spoken.msgID == 0 {
 			to = replyTo // in groups the answer replies to the asking message
 		}
 		sent, kind, err := b.sendChunk(ctx, chatID, to, ch, nil)
@@ -204,6 +213,7 @@ func (c *chat) deliver(ctx context.Context, d queue.Delivery) {
 	}
 	c.noticeSent(notice, sentIDs)
 	if ack {
+		c.settleBudget(ctx, res, js) // budgets.go: the spend counts once, in the queue's store
 		c.books.Settled(res.JobID, plan)
 		if js != nil && js.session != "" {
 			// The events the last tick did not read (a bounded number of
@@ -241,6 +251,9 @@ func (c *chat) deliver(ctx context.Context, d queue.Delivery) {
 			}
 			sent++
 		}
+	}
+	if spoken.notice != "" && ack {
+		c.reply(ctx, spoken.notice)
 	}
 	if plan.Warn != "" && ack {
 		c.reply(ctx, plan.Warn)

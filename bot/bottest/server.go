@@ -47,7 +47,8 @@ type Call struct {
 	// Params are the request's fields (form, multipart or JSON values as
 	// strings).
 	Params url.Values
-	// FileName and File are the uploaded document of a sendDocument.
+	// FileName and File are the uploaded file of a sendDocument,
+	// sendPhoto or sendVoice.
 	FileName string
 	File     []byte
 	// Status is the HTTP status the fake answered with; ErrorCode and
@@ -101,6 +102,10 @@ type Message struct {
 	// Thread is the forum topic it was sent to (message_thread_id; 0 =
 	// General or not a forum).
 	Thread int
+	// Voice and Caption are a sendVoice's audio and caption as shown
+	// (voice.go).
+	Voice   []byte
+	Caption string
 }
 
 type failRule struct {
@@ -721,6 +726,8 @@ func (s *Server) dispatch(r *http.Request, method string, p url.Values, fileName
 		defer s.mu.Unlock()
 		m := s.storeLocked(chatID, "[photo "+fileName+"] "+p.Get("caption"), "", nil)
 		return s.wireLocked(m), nil
+	case "sendVoice":
+		return s.sendVoice(r, p, fileName, file)
 	case "setMyCommands":
 		var cmds []struct{ Command, Description string }
 		if err := json.Unmarshal([]byte(p.Get("commands")), &cmds); err != nil {

@@ -17,7 +17,8 @@ var texts = map[string]map[string]string{
 			"/artifact <id> — send a file a job produced\n/retry — run your last request again\n" +
 			"/compact — fold the older conversation into a digest now\n" +
 			"/model — choose the model for this chat\n/busy — what happens to messages sent while a job runs\n" +
-			"/stream — what this chat shows while a job runs\n\n" +
+			"/stream — what this chat shows while a job runs\n" +
+			"/voice — spoken answers: on, off or mirror\n\n" +
 			"Limits: %s.\nYour Telegram user id: %d",
 		"lim.budget":    "%s tokens per chat per day (UTC)",
 		"lim.rate":      "%d requests per minute",
@@ -43,7 +44,8 @@ var texts = map[string]map[string]string{
 			"/artifact <id> — eine Datei senden, die ein Auftrag erzeugt hat\n/retry — deine letzte Anfrage noch einmal ausführen\n" +
 			"/compact — das ältere Gespräch jetzt zusammenfassen\n" +
 			"/model — das Modell für diesen Chat wählen\n/busy — was mit Nachrichten geschieht, die während eines Auftrags kommen\n" +
-			"/stream — was dieser Chat zeigt, während ein Auftrag läuft\n\n" +
+			"/stream — was dieser Chat zeigt, während ein Auftrag läuft\n" +
+			"/voice — gesprochene Antworten: on, off oder mirror\n\n" +
 			"Grenzen: %s.\nDeine Telegram-Benutzer-ID: %d",
 		"lim.budget":    "%s Tokens pro Chat und Tag (UTC)",
 		"lim.rate":      "%d Anfragen pro Minute",

@@ -125,6 +125,9 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 
 	cfg, err := botConfig(e, log)
 	if err == nil {
+		err = budgetConfig(e, &cfg) // budget.go
+	}
+	if err == nil {
 		err = cfg.Validate()
 	}
 	if err != nil {
@@ -197,6 +200,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	cfg.Schedules = schedules
 	cfg.Skills = skillCommands(log) // skills.go
 	cfg.Transcriber = transcriber(ctx, e, log)
+	cfg.Speaker = speaker(ctx, e, log) // voiceout.go
 	b, err := bot.New(cfg, q)
 	if err != nil {
 		return &codeErr{exitSetup, err}
@@ -347,6 +351,10 @@ func botConfig(e env, log logrus.FieldLogger) (bot.Config, error) {
 	if err != nil {
 		return bot.Config{}, fmt.Errorf("ODEK_TELEGRAM_ALLOWED_CHATS: %w", err)
 	}
+	approvers, err := bot.ParseIDs(e.Approvers)
+	if err != nil {
+		return bot.Config{}, fmt.Errorf("ODEK_TELEGRAM_APPROVERS: %w", err)
+	}
 	if e.AgentTimeout <= 0 {
 		return bot.Config{}, fmt.Errorf("ODEK_TELEGRAM_AGENT_TIMEOUT must be a positive number of seconds, got %d", e.AgentTimeout)
 	}
@@ -384,6 +392,7 @@ func botConfig(e env, log logrus.FieldLogger) (bot.Config, error) {
 		SendArtifacts: e.SendFiles, Keywords: splitWords(e.Keywords),
 		AdminCommands: splitWords(strings.ReplaceAll(strings.ToLower(e.AdminCmds), "/", "")),
 		WebhookURL:    e.WebhookURL, WebhookListen: e.WebhookAddr, WebhookSecret: e.WebhookKey,
+		Voice: e.Voice, Approvers: approvers,
 		Logger: log,
 	}, nil
 }

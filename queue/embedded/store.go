@@ -59,6 +59,7 @@ type Store struct {
 	lock *os.File
 	// stopAdmin stops the admin socket's server (ServeAdmin); nil: none.
 	stopAdmin func()
+	bs        budgetState // budgets.go
 }
 
 // DefaultFile is the store's file name under ODEK_HOME.
