@@ -273,3 +273,24 @@ func TestProviderErrorsFoldIntoOneNotice(t *testing.T) {
 		t.Errorf("the folded request %d is not marked: %+v", second, h.tg.Reactions(alice))
 	}
 }
+
+// The /stream choice is chat state: it survives a restart; a word the bot
+// does not know in the state file is the operator's default.
+func TestStreamChoiceSurvivesRestart(t *testing.T) {
+	q := queue.NewMemory(queue.Options{})
+	st := &memState{}
+	h := startBot(t, q, func(c *Config) { c.State = st })
+	h.tg.UserMessage(alice, alice, "/stream progress")
+	h.waitVisible(alice, "the steps and tool calls")
+	h.tg.Wait(t, wait, "the choice saved", func(*bottest.Server) bool {
+		data, _ := st.Load(context.Background())
+		return strings.Contains(string(data), `"stream":"progress"`)
+	})
+	h.stop()
+	h.run(func(c *Config) { c.State = st })
+	h.tg.UserMessage(alice, alice, "/stream")
+	h.waitVisible(alice, "this chat shows: the steps and tool calls")
+	if restoredStream("loud") != "" || restoredStream("off") != "off" {
+		t.Error("restoredStream keeps an unknown word or drops a known one")
+	}
+}
