@@ -245,6 +245,11 @@ type Config struct {
 	Logger logrus.FieldLogger
 	// Now is the clock. nil means time.Now.
 	Now func() time.Time
+	// AfterSent, when set, is called after each step of a result's
+	// delivery was accepted by Telegram and recorded (queue.SentRecorder),
+	// with the steps recorded so far. Crash tests use it to stop the
+	// process exactly there; nil in production.
+	AfterSent func(jobID string, steps int)
 }
 
 // Errors of New. Match with errors.Is.

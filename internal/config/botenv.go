@@ -46,4 +46,8 @@ type BotEnv struct {
 	Voice        string `env:"ODEK_TELEGRAM_VOICE" env-default:"off" env-description:"default /voice mode of every chat: off, on (every answer is also spoken) or mirror (answers to voice messages are spoken)"`
 	Approvers    string `env:"ODEK_TELEGRAM_APPROVERS" env-description:"comma-separated Telegram user ids who may answer any approval prompt besides the asking user; each also gets the prompt in a private chat with the bot"`
 	StatusLedger string `env:"ODEK_TELEGRAM_STATUS_LEDGER" env-description:"where the bot notes its status messages so one left by a crash is marked interrupted at the next start: empty = in Redis (distributed) or $ODEK_HOME/telegram-status (embedded), a directory, or off"`
+
+	// ResultLease: distributed mode only (the embedded store hands a
+	// restarted bot its unfinished deliveries at once).
+	ResultLease Seconds `env:"ODEK_QUEUE_RESULT_LEASE" env-default:"30s" env-description:"distributed mode: how long an answer a bot read but did not finish delivering (it stopped) waits before a bot takes it over; the delivery resumes after the chunks Telegram already accepted"`
 }
