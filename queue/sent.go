@@ -37,6 +37,11 @@ type SentRecorder interface {
 	RecordSent(ctx context.Context, d Delivery, s Sent) error
 }
 
+// Check validates a record: before it is stored, and when one is read
+// back (a record that does not pass is ignored: the delivery starts from
+// the beginning, a duplicate rather than a lost answer).
+func (s Sent) Check() error { return checkSent(s) }
+
 // checkSent validates a record before it is stored.
 func checkSent(s Sent) error {
 	if s.Steps < 1 || s.Steps > MaxSentSteps {

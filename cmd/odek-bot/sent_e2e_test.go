@@ -1,9 +1,14 @@
 package main_test
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -109,5 +114,92 @@ func testSentRecord(t *testing.T, mode string) {
 	}
 	if t.Failed() {
 		t.Logf("chat: %q", tg.Visible(1001))
+	}
+}
+
+// TestE2ESentRecordWindow is the window the sent record leaves, measured
+// rather than assumed: a proxy between odek-bot (embedded) and the fake
+// Bot API SIGKILLs the bot when Telegram's reply accepting the second
+// chunk comes back, before the bot reads it and so before it can record
+// it. After the restart that one chunk is sent again — the duplicate no
+// record can prevent, since the Bot API has no idempotent send — and the
+// chunk before it is not.
+func TestE2ESentRecordWindow(t *testing.T) {
+	_, odekBot := binaries(t)
+	answer := longAnswer()
+	llm := llmtest.NewHandler(t, func(r llmtest.Recorded) llmtest.Turn {
+		last, _ := json.Marshal(r.Messages[len(r.Messages)-1])
+		if strings.Contains(string(last), "ping") {
+			return llmtest.Reply("pong")
+		}
+		return llmtest.Reply(answer)
+	})
+	tg := bottest.New(t)
+	var (
+		mu     sync.Mutex
+		victim *proc
+		killed bool
+	)
+	proxy := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		body, _ := io.ReadAll(r.Body)
+		req, err := http.NewRequestWithContext(r.Context(), r.Method, tg.URL()+r.URL.RequestURI(), bytes.NewReader(body))
+		if err != nil {
+			http.Error(w, err.Error(), http.StatusBadGateway)
+			return
+		}
+		req.Header = r.Header.Clone()
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			http.Error(w, err.Error(), http.StatusBadGateway)
+			return
+		}
+		defer resp.Body.Close()
+		reply, _ := io.ReadAll(resp.Body)
+		mu.Lock()
+		kill := !killed && victim != nil && strings.HasSuffix(r.URL.Path, "/sendMessage") && bytes.Contains(body, []byte("PART-B"))
+		if kill {
+			killed = true
+			victim.kill() // Telegram has the chunk; the bot never learns it
+		}
+		mu.Unlock()
+		if kill {
+			return
+		}
+		for k, v := range resp.Header {
+			w.Header()[k] = v
+		}
+		w.WriteHeader(resp.StatusCode)
+		_, _ = w.Write(reply)
+	}))
+	t.Cleanup(proxy.Close) // after the bots' own cleanups: their long polls go through it
+	env := []string{
+		"TELEGRAM_BOT_TOKEN=" + bottest.Token, "TELEGRAM_API_ENDPOINT=" + proxy.URL,
+		"ODEK_TELEGRAM_ALLOWED_USERS=1001", "ODEK_WORKERS=1",
+		"ODEK_BASE_URL=" + llm.URL, "ODEK_MODEL=test-model", "ODEK_API_KEY=sk-test-key-0123456789abcdef",
+		"ODEK_HOME=" + t.TempDir(), "ODEK_ARTIFACTS_DIR=" + t.TempDir(),
+	}
+	tg.UserMessage(1001, 1001, "write the long report")
+	p := start(t, "odek-bot #1", odekBot, env)
+	mu.Lock()
+	victim = p
+	mu.Unlock()
+	select {
+	case <-p.exited:
+	case <-time.After(90 * time.Second):
+		t.Fatal("the proxy never saw the second chunk")
+	}
+	start(t, "odek-bot #2", odekBot, env)
+	tg.UserMessage(1001, 1001, "ping")
+	tg.Wait(t, 60*time.Second, "the next answer", func(s *bottest.Server) bool { return visible(s, 1001, "pong") })
+	got := map[string]int{}
+	for _, m := range tg.Messages(1001) {
+		for _, mark := range []string{"PART-A", "PART-B", "PART-C"} {
+			if strings.Contains(m.Shown, mark) {
+				got[mark]++
+			}
+		}
+	}
+	if got["PART-A"] != 1 || got["PART-B"] != 2 || got["PART-C"] != 1 {
+		t.Errorf("chunks sent: %v; want PART-A once, PART-B twice (accepted, then killed before its record), PART-C once", got)
 	}
 }

@@ -156,3 +156,13 @@ func purgeDone(tx *bolt.Tx, cutoff time.Time, n int) error {
 	}
 	return nil
 }
+
+// parseSent decodes a result's sent record; false when it does not parse
+// or is out of range (queue.Sent.Check). Pure.
+func parseSent(v []byte) (queue.Sent, bool) {
+	var s queue.Sent
+	if len(v) > maxRecordBytes || json.Unmarshal(v, &s) != nil || s.Check() != nil {
+		return queue.Sent{}, false
+	}
+	return s, true
+}

@@ -9,12 +9,14 @@ import (
 )
 
 // FuzzParseRecords: records read back from the store file never panic the
-// loader, and what parses names a job in a known state.
+// loader, what parses names a job in a known state, and a sent record
+// that parses is in range (an out-of-range one would skip an answer).
 func FuzzParseRecords(f *testing.F) {
 	good, _ := json.Marshal(jobRec{Job: queue.Job{ID: "a", ChatID: 1, Goal: "g"}, Seq: 3, State: queue.StateRunning, Attempt: 1})
 	done, _ := json.Marshal(jobRec{Job: queue.Job{ID: "b", ChatID: -5, Goal: "g"}, State: queue.StateDone, Result: &queue.Result{Status: queue.StatusSucceeded}})
 	for _, s := range [][]byte{good, done, []byte(`{"job":{"id":"x","chat_id":1},"state":"bogus"}`), []byte(`{"state":"done","job":{"id":"x","chat_id":1}}`),
-		[]byte(`null`), []byte(`{`), idemVal("job1", time.Unix(100, 0)), {1, 2, 3}} {
+		[]byte(`null`), []byte(`{`), idemVal("job1", time.Unix(100, 0)), {1, 2, 3},
+		[]byte(`{"steps":2,"ids":[5,6]}`), []byte(`{"steps":100000}`), []byte(`{"steps":-1}`)} {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, b []byte) {
@@ -22,6 +24,9 @@ func FuzzParseRecords(f *testing.F) {
 			if r.Job.ID == "" || r.Job.ChatID == 0 || (r.State == queue.StateDone && r.Result == nil) {
 				t.Fatalf("accepted a record naming no job or a result-less finished job: %+v", r)
 			}
+		}
+		if s, ok := parseSent(b); ok && (s.Steps < 1 || s.Steps > queue.MaxSentSteps || len(s.MessageIDs) > queue.MaxSentIDs) {
+			t.Fatalf("accepted a sent record out of range: %+v", s)
 		}
 		if id, _, err := parseIdem(b); err == nil && (id == "" || len(id) > queue.MaxIDLen) {
 			t.Fatalf("accepted idempotency record with id %q", id)

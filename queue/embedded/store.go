@@ -458,7 +458,11 @@ func readSnapshot(tx *bolt.Tx, path string, snap *queue.Snapshot) error {
 		}
 		rr := queue.ResultRecord{Key: uint64FromBE(k), Job: r}
 		if sv := sent.Get(k); sv != nil && len(sv) <= maxRecordBytes {
-			_ = json.Unmarshal(sv, &rr.Sent) // unreadable: deliver from the start
+			// Unreadable or out of range: deliver from the start (a
+			// duplicate rather than a skipped answer).
+			if st, ok := parseSent(sv); ok {
+				rr.Sent = st
+			}
 		}
 		snap.Results = append(snap.Results, rr)
 		return nil
