@@ -355,6 +355,12 @@ func (c *chat) pressApproval(ctx context.Context, cq *tgbotapi.CallbackQuery, la
 		return
 	}
 	allow := choice != choiceDeny
+	if st == nil {
+		// The asking chat's actor forgets it before the worker can hear
+		// the answer: the job's result, delivered in that actor, must not
+		// find the prompt open and close it as ended over the outcome.
+		b.serial.Do(b.jobKey(a.ChatID, a.JobID), func(oc *chat) { oc.settle(id) })
+	}
 	var err error
 	if choice == choiceSession {
 		// The grant first: the same question asked again by this job
@@ -395,8 +401,5 @@ func (c *chat) pressApproval(ctx context.Context, cq *tgbotapi.CallbackQuery, la
 	c.editPrompts(ctx, a, prompts, outcome)
 	if st != nil {
 		c.settle(id)
-		return
 	}
-	// The asking chat's actor forgets it (its prompts are edited already).
-	b.serial.Do(b.jobKey(a.ChatID, a.JobID), func(oc *chat) { oc.settle(id) })
 }

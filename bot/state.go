@@ -154,7 +154,7 @@ func (b *Bot) restore(data []byte) error {
 		}
 		id := k.chat
 		c := b.newChat(k)
-		c.chatState = chatState{queue: cs.Queue, session: cs.Session, nextArt: cs.NextArt, model: cs.Model, busy: chatcore.Busy(cs.Busy), streaming: chatcore.Stream(cs.Stream), chatter: cs.Chatter, voice: cs.Voice,
+		c.chatState = chatState{queue: cs.Queue, session: cs.Session, nextArt: cs.NextArt, model: cs.Model, busy: chatcore.Busy(cs.Busy), streaming: restoredStream(cs.Stream), chatter: cs.Chatter, voice: cs.Voice,
 			books: chatcore.Books{Hist: cs.History,
 				Use: chatcore.Usage{Day: cs.Day, Tokens: cs.Tokens, Prompt: cs.Prompt, Cached: cs.Cached, CostUSD: cs.CostUSD, Jobs: cs.Jobs, Warned: cs.Warned}}}
 		if g := cs.Context; g != nil {

@@ -67,6 +67,15 @@ func (c *chat) streamCommand(ctx context.Context, lang, arg string) {
 	c.reply(ctx, tr(lang, "stream.set", tr(lang, "stream."+string(m))))
 }
 
+// restoredStream is a /stream choice read back from the state file: a
+// word this bot does not know is the operator's default.
+func restoredStream(s string) chatcore.Stream {
+	if m, err := chatcore.ParseStream(s); err == nil && s != "" && s != "auto" && s != "edit" {
+		return m
+	}
+	return ""
+}
+
 // ---- the first draft, as soon as there is text ----
 
 // watchers bounds the draft watchers.

@@ -273,3 +273,71 @@ func TestProviderErrorsFoldIntoOneNotice(t *testing.T) {
 		t.Errorf("the folded request %d is not marked: %+v", second, h.tg.Reactions(alice))
 	}
 }
+
+// The /stream choice is chat state: it survives a restart; a word the bot
+// does not know in the state file is the operator's default.
+func TestStreamChoiceSurvivesRestart(t *testing.T) {
+	q := queue.NewMemory(queue.Options{})
+	st := &memState{}
+	h := startBot(t, q, func(c *Config) { c.State = st })
+	h.tg.UserMessage(alice, alice, "/stream progress")
+	h.waitVisible(alice, "the steps and tool calls")
+	h.tg.Wait(t, wait, "the choice saved", func(*bottest.Server) bool {
+		data, _ := st.Load(context.Background())
+		return strings.Contains(string(data), `"stream":"progress"`)
+	})
+	h.stop()
+	h.run(func(c *Config) { c.State = st })
+	h.tg.UserMessage(alice, alice, "/stream")
+	h.waitVisible(alice, "this chat shows: the steps and tool calls")
+	if restoredStream("loud") != "" || restoredStream("off") != "off" {
+		t.Error("restoredStream keeps an unknown word or drops a known one")
+	}
+}
+
+// In a group (no drafts) the answer text in the status message only grows
+// too: across two model calls, every edit's text after the status line
+// begins with the one before it.
+func TestStatusAnswerTextOnlyGrowsInGroups(t *testing.T) {
+	q := queue.NewMemory(queue.Options{})
+	h := startBot(t, q, func(c *Config) { c.AllowedChats = []int64{group}; c.StatusDelay = -1 })
+	step := make(chan struct{})
+	worker(t, q, func(ctx context.Context, l queue.Lease) queue.Result {
+		summary(t, q, l.Job.ID, queue.ProgressSummary{State: "started", Iteration: 1})
+		delta(t, q, l.Job.ID, 1, 0, "Let me look.")
+		select {
+		case <-step:
+		case <-ctx.Done():
+		}
+		delta(t, q, l.Job.ID, 2, 0, "It is 42.")
+		select {
+		case <-step:
+		case <-ctx.Done():
+		}
+		return queue.Result{Answer: "It is 42."}
+	})
+	h.tg.Send(bottest.Incoming{Chat: group, User: alice, Text: "@" + bottest.BotUsername + " what is it?"})
+	for _, w := range []string{"\n\nLet me look.", "\n\nLet me look.\n\nIt is 42."} {
+		h.tg.Wait(t, wait, "status with "+w, func(s *bottest.Server) bool {
+			for _, m := range s.Messages(group) {
+				if strings.HasPrefix(m.Shown, "⏳") && strings.HasSuffix(m.Shown, w) {
+					return true
+				}
+			}
+			return false
+		})
+		step <- struct{}{}
+	}
+	h.waitVisible(group, "It is 42.")
+	shown := ""
+	for _, c := range h.tg.Calls("editMessageText") {
+		_, text, ok := strings.Cut(c.Params.Get("text"), "\n\n")
+		if !ok {
+			continue
+		}
+		if !strings.HasPrefix(text, shown) {
+			t.Errorf("status answer text went from %q to %q", shown, text)
+		}
+		shown = text
+	}
+}

@@ -78,8 +78,14 @@ func (d *deltaSink) delta(text string) {
 	d.flushLocked()
 }
 
-// flushLocked publishes what is pending. d.mu must be held.
+// flushLocked publishes what is pending. d.mu must be held. Only a
+// publish starts the next deltaEvery: a flush with nothing pending (at the
+// start of a model call) must not hold back the call's first text, which
+// is what a chat's first draft waits for (issue 26).
 func (d *deltaSink) flushLocked() {
+	if len(d.pending) == 0 || d.stopped {
+		return
+	}
 	for len(d.pending) > 0 && !d.stopped {
 		n := min(len(d.pending), maxDeltaBytes)
 		for n < len(d.pending) && n > 0 && d.pending[n]&0xC0 == 0x80 {

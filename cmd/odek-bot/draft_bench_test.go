@@ -14,28 +14,59 @@ import (
 
 	"github.com/odekrun/odek/bot/bottest"
 	"github.com/odekrun/odek/internal/bintest"
+	"github.com/odekrun/odek/queue/queuetest"
 )
 
 // BenchmarkFirstDraftAfterFirstToken measures issue 26's third figure:
 // the time from the model's first token leaving the (fake) provider to the
 // first streamed draft reaching the (fake) Bot API, through the real
-// odek-bot binary in embedded mode (its own worker, the in-process store).
+// odek-bot binary: embedded (its own worker, the in-process store), and
+// distributed (a real redis-server and a real `odek worker` process).
 // The fake model writes its first chunk, notes the time, and holds the
 // rest of the answer until the draft has arrived; each iteration is one
 // message in a private chat. Reported: p50 and p99 in ms.
 //
 //	go test -run XXX -bench FirstDraftAfterFirstToken -benchtime 40x ./cmd/odek-bot/
 //
-// ODEK_BENCH_BOT_BINARY runs another odek-bot build instead (the baseline
-// in docs/BENCHMARKS.md: the commit before the draft watcher).
+// ODEK_BENCH_BOT_BINARY and ODEK_BENCH_ODEK_BINARY run other builds of
+// odek-bot and odek instead (the baseline in docs/BENCHMARKS.md: the
+// commit before the draft watcher).
 func BenchmarkFirstDraftAfterFirstToken(b *testing.B) {
-	bin := os.Getenv("ODEK_BENCH_BOT_BINARY")
-	if bin == "" {
-		var err error
-		if bin, err = bins.Build("github.com/odekrun/odek/cmd/odek-bot"); err != nil {
-			b.Fatal(err)
-		}
+	b.Run("embedded", func(b *testing.B) { benchFirstDraft(b, false) })
+	b.Run("redis", func(b *testing.B) { benchFirstDraft(b, true) })
+}
+
+func benchBinary(b *testing.B, env, pkg string) string {
+	if bin := os.Getenv(env); bin != "" {
+		return bin
 	}
+	bin, err := bins.Build(pkg)
+	if err != nil {
+		b.Fatal(err)
+	}
+	return bin
+}
+
+// benchProc starts a process for a benchmark, stopped when it ends.
+func benchProc(b *testing.B, name, bin string, env []string, args ...string) {
+	cmd := exec.Command(bin, args...)
+	cmd.Env = append([]string{"PATH=" + os.Getenv("PATH"), "HOME=" + b.TempDir()}, env...)
+	out := &bintest.Buffer{}
+	cmd.Stdout, cmd.Stderr = out, out
+	if err := cmd.Start(); err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() {
+		_ = cmd.Process.Signal(syscall.SIGTERM)
+		_ = cmd.Wait()
+		if b.Failed() {
+			b.Logf("%s output:\n%s", name, out.String())
+		}
+	})
+}
+
+func benchFirstDraft(b *testing.B, distributed bool) {
+	bin := benchBinary(b, "ODEK_BENCH_BOT_BINARY", "github.com/odekrun/odek/cmd/odek-bot")
 	first := make(chan time.Time, 1)
 	release := make(chan struct{}, 1)
 	model := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -58,26 +89,19 @@ func BenchmarkFirstDraftAfterFirstToken(b *testing.B) {
 		fmt.Fprint(w, "data: [DONE]\n\n")
 		fl.Flush()
 	}))
-	defer model.Close()
+	b.Cleanup(model.Close)
 	tg := bottest.New(b)
-	cmd := exec.Command(bin)
-	cmd.Env = []string{"PATH=" + os.Getenv("PATH"), "HOME=" + b.TempDir(),
-		"TELEGRAM_BOT_TOKEN=" + bottest.Token, "TELEGRAM_API_ENDPOINT=" + tg.URL(),
-		"ODEK_TELEGRAM_ALLOWED_USERS=1001", "ODEK_TELEGRAM_USER_JOBS_PER_MINUTE=-1", "ODEK_WORKERS=1",
-		"ODEK_BASE_URL=" + model.URL, "ODEK_MODEL=test-model", "ODEK_API_KEY=sk-test-key-0123456789abcdef",
+	env := []string{"ODEK_BASE_URL=" + model.URL, "ODEK_MODEL=test-model", "ODEK_API_KEY=sk-test-key-0123456789abcdef",
 		"ODEK_HOME=" + b.TempDir(), "ODEK_ARTIFACTS_DIR=" + b.TempDir()}
-	out := &bintest.Buffer{}
-	cmd.Stdout, cmd.Stderr = out, out
-	if err := cmd.Start(); err != nil {
-		b.Fatal(err)
+	if distributed {
+		srv := queuetest.StartServer(b, queuetest.ServerOptions{})
+		env = append(env, "REDIS_URL=redis://"+srv.Addr+"/0")
+		benchProc(b, "w1", benchBinary(b, "ODEK_BENCH_ODEK_BINARY", "github.com/odekrun/odek/cmd/odek"), env, "worker", "--name", "w1")
+	} else {
+		env = append(env, "ODEK_WORKERS=1")
 	}
-	defer func() {
-		_ = cmd.Process.Signal(syscall.SIGTERM)
-		_ = cmd.Wait()
-		if b.Failed() {
-			b.Logf("odek-bot output:\n%s", out.String())
-		}
-	}()
+	benchProc(b, "odek-bot", bin, append([]string{"TELEGRAM_BOT_TOKEN=" + bottest.Token, "TELEGRAM_API_ENDPOINT=" + tg.URL(),
+		"ODEK_TELEGRAM_ALLOWED_USERS=1001", "ODEK_TELEGRAM_USER_JOBS_PER_MINUTE=-1"}, env...))
 	var lat []time.Duration
 	b.ResetTimer()
 	for i := range b.N {
