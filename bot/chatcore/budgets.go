@@ -102,7 +102,11 @@ func BudgetRefusal(lang string, g queue.Grant, now time.Time) string {
 		period = Tr(lang, "bud.month")
 	}
 	s := Tr(lang, key, period, BudgetAmount(lang, g.Limit, g.Max))
-	wait := HumanWait(g.ResetAt.Sub(now))
+	d := g.ResetAt.Sub(now)
+	wait := HumanWait(d)
+	if d >= 48*time.Hour {
+		wait = fmt.Sprintf("%d d", int(d.Hours()/24)) // a month's reset: days are enough
+	}
 	if month {
 		return s + Tr(lang, "bud.reset.month", g.ResetAt.UTC().Format("2006-01-02"), wait)
 	}
