@@ -170,21 +170,42 @@ func (c *chat) deliver(ctx context.Context, d queue.Delivery) {
 	if res.NoModel {
 		footer = "" // a reminder: no model call, nothing to account for
 	}
+	notice := c.providerNotice(ctx, res, &plan, lang, srcMsg) // streammode.go: one notice, then folded
 	reply := tgformat.Reply{Head: plan.Head, Answer: plan.Answer, Artifacts: arts, Footer: footer}
 	chunks := tgformat.FormatReply(reply, tgformat.MaxMessageLen)
 	if !plan.Show {
 		chunks = nil // the user edited the message: the edited text's job answers
 	}
 	ack := true
-	var sentIDs []int
+	// Each accepted step is recorded before the next goes out; a result
+	// delivered again after a crash skips the steps recorded (sentlog.go).
+	// A spoken answer is step 1 whenever the chat wants one; a voice note
+	// that carries the answer as its caption covers the text's step too,
+	// so a restart after it sends neither again, and one that failed is
+	// not recorded, so the text that replaced it is counted as usual.
+	sl := c.newSentLog(d, log)
+	spoken := spokenReply{rest: chunks}
+	if plan.Show && len(chunks) > 0 && c.wantsVoice(js) && !sl.next() {
+		spoken = c.speakReply(ctx, js, lang, plan.Answer, chunks, replyTo) // voiceout.go
+		if spoken.msgID != 0 {
+			for range len(chunks) - len(spoken.rest) {
+				sl.next() // the caption is the text
+			}
+			sl.accepted(ctx, spoken.msgID)
+		}
+	}
+	chunks = spoken.rest
 	for i, ch := range chunks {
+		if sl.next() {
+			continue // accepted before a restart
+		}
 		to := 0
-		if i == 0 {
+		if i == 0 && spoken.msgID == 0 {
 			to = replyTo // in groups the answer replies to the asking message
 		}
 		sent, kind, err := b.sendChunk(ctx, chatID, to, ch, nil)
 		if kind == tgOK {
-			sentIDs = append(sentIDs, sent.MessageID)
+			sl.accepted(ctx, sent.MessageID)
 			continue
 		}
 		if kind == tgCanceled {
@@ -202,6 +223,7 @@ func (c *chat) deliver(ctx context.Context, d queue.Delivery) {
 		}
 		log.WithError(err).WithField("chunk", i).Error("bot: Telegram refused a reply chunk; skipping it")
 	}
+	c.noticeSent(notice, sl.ids)
 	if ack {
 		c.settleBudget(ctx, res, js) // budgets.go: the spend counts once, in the queue's store
 		c.books.Settled(res.JobID, plan)
@@ -216,7 +238,7 @@ func (c *chat) deliver(ctx context.Context, d queue.Delivery) {
 			c.books.Gauge = c.books.Gauge.Record(js.session, js.st.CI, now)
 		}
 		c.nextArt = max(c.nextArt, plan.NextArt)
-		c.rememberAnswer(srcMsg, sentIDs)
+		c.rememberAnswer(srcMsg, sl.ids)
 		for _, a := range plan.Artifacts {
 			c.arts = append(c.arts, chatArtifact{id: a.ID, meta: a.Meta})
 		}
@@ -235,15 +257,26 @@ func (c *chat) deliver(ctx context.Context, d queue.Delivery) {
 			if a.meta.Bytes > b.cfg.SendArtifactBytes {
 				continue // too large to send unasked: /artifact gives the reason
 			}
+			if sl.next() {
+				sent++ // sent before a restart
+				continue
+			}
 			if msg := c.sendArtifactFile(ctx, lang, a.id, a.meta, b.cfg.SendArtifactBytes, true); msg != "" {
 				log.WithField("artifact", a.id).Debug("bot: an artifact was not sent with the answer: " + msg)
 				continue
 			}
+			sl.accepted(ctx, 0)
 			sent++
 		}
 	}
-	if plan.Warn != "" && ack {
-		c.reply(ctx, plan.Warn)
+	if spoken.notice != "" && ack {
+		c.reply(ctx, spoken.notice)
+	}
+	if plan.Warn != "" && ack && !sl.next() {
+		_, kind, err := b.tg.SendPlain(ctx, chatID, plan.Warn, nil)
+		if c.checkSend(ctx, kind, err) && kind == tgOK {
+			sl.accepted(ctx, 0)
+		}
 	}
 	if ack {
 		actx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
@@ -252,6 +285,7 @@ func (c *chat) deliver(ctx context.Context, d queue.Delivery) {
 			log.WithError(err).Error("bot: acknowledging the result failed; another front end may deliver it again")
 		}
 	}
+	js.stopWatch() // streammode.go
 	delete(c.jobs, res.JobID)
 	if ack {
 		b.topics.drop(res.JobID)
@@ -365,6 +399,7 @@ func (c *chat) refreshStatus(ctx context.Context) {
 	}
 	if js := c.jobs[c.queue[0]]; js != nil && !js.stopped && !js.st.Finished {
 		c.draft(ctx, js, now) // stream.go: not an edit, not gated by one
+		c.watchDraft(ctx, js) // streammode.go: a queued job that became the head
 	}
 	if now.Sub(c.lastEdit) < editInterval(chatID, b.cfg.ProgressInterval) {
 		return
@@ -506,7 +541,7 @@ func (b *Bot) WebhookHandler(ctx context.Context) http.Handler {
 			http.Error(w, "bad update", http.StatusBadRequest)
 			return
 		}
-		b.handleUpdate(ctx, u, threadOfUpdate(raw))
+		b.handleUpdate(withExtra(ctx, extraOfUpdate(raw)), u, threadOfUpdate(raw))
 		w.WriteHeader(http.StatusOK)
 	})
 }

@@ -39,6 +39,7 @@ type Memory struct {
 	suspects  []string           // ids of jobs whose worker died, oldest first
 	lastSweep time.Time
 	approvals map[string]*memApproval
+	grants    map[string]memGrant // approvalstate.go
 	steer     map[string][]string // job id -> steer inbox (steer.go)
 	// deadLettered counts jobs moved to the dead letters.
 	deadLettered, suspected uint64
@@ -95,6 +96,7 @@ type memResult struct {
 	read     bool
 	acked    bool
 	consumer string
+	sent     Sent // the last RecordSent
 }
 
 type memProgress struct {
@@ -563,7 +565,7 @@ func (m *Memory) ReadResults(ctx context.Context, consumer string, max int, bloc
 			r.read, r.readAt, r.consumer = true, now, consumer
 			res := r.res
 			res.Artifacts = append([]ArtifactMeta(nil), res.Artifacts...)
-			out = append(out, Delivery{ID: r.id, Result: res})
+			out = append(out, Delivery{ID: r.id, Result: res, Sent: r.sent.clone()})
 		}
 		return out
 	})

@@ -152,7 +152,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 			return &codeErr{exitSetup, fmt.Errorf("connecting to Redis at %s: %w", addr, err)}
 		}
 		cctx, cancel := context.WithTimeout(ctx, 15*time.Second)
-		rq, err := queue.NewRedis(cctx, rc, queue.Options{Prefix: e.QueuePrefix})
+		rq, err := queue.NewRedis(cctx, rc, queue.Options{Prefix: e.QueuePrefix, ResultLeaseTTL: e.ResultLease.D()})
 		cancel()
 		if err != nil {
 			return &codeErr{exitSetup, fmt.Errorf("connecting to Redis at %s: %w", addr, err)}
@@ -200,6 +200,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	cfg.Schedules = schedules
 	cfg.Skills = skillCommands(log) // skills.go
 	cfg.Transcriber = transcriber(ctx, e, log)
+	cfg.Speaker = speaker(ctx, e, log) // voiceout.go
+	crashHook(&cfg)                    // crashhook.go: crash tests only
 	b, err := bot.New(cfg, q)
 	if err != nil {
 		return &codeErr{exitSetup, err}
@@ -350,6 +352,10 @@ func botConfig(e env, log logrus.FieldLogger) (bot.Config, error) {
 	if err != nil {
 		return bot.Config{}, fmt.Errorf("ODEK_TELEGRAM_ALLOWED_CHATS: %w", err)
 	}
+	approvers, err := bot.ParseIDs(e.Approvers)
+	if err != nil {
+		return bot.Config{}, fmt.Errorf("ODEK_TELEGRAM_APPROVERS: %w", err)
+	}
 	if e.AgentTimeout <= 0 {
 		return bot.Config{}, fmt.Errorf("ODEK_TELEGRAM_AGENT_TIMEOUT must be a positive number of seconds, got %d", e.AgentTimeout)
 	}
@@ -378,7 +384,7 @@ func botConfig(e env, log logrus.FieldLogger) (bot.Config, error) {
 		state = fileState{path: p}
 	}
 	return bot.Config{
-		State: state, VolatileQueue: e.RedisURL == "", Ledger: ledger, Models: host.ParseModels(e.Models), Stream: e.Stream, Busy: e.Busy, Vision: e.Vision,
+		State: state, VolatileQueue: e.RedisURL == "", Ledger: ledger, Models: host.ParseModels(e.Models), Stream: e.Stream, Busy: e.Busy, GroupContext: e.GroupCtx, AckReaction: e.AckReaction, Vision: e.Vision,
 		Token: e.Token, APIEndpoint: e.APIEndpoint,
 		AllowedUsers: users, AllowedChats: chats, AllowAll: e.AllowAll,
 		DailyTokenBudget: e.DailyBudget, UserJobsPerMinute: e.UserRate,
@@ -387,6 +393,7 @@ func botConfig(e env, log logrus.FieldLogger) (bot.Config, error) {
 		SendArtifacts: e.SendFiles, Keywords: splitWords(e.Keywords),
 		AdminCommands: splitWords(strings.ReplaceAll(strings.ToLower(e.AdminCmds), "/", "")),
 		WebhookURL:    e.WebhookURL, WebhookListen: e.WebhookAddr, WebhookSecret: e.WebhookKey,
+		Voice: e.Voice, Approvers: approvers,
 		Logger: log,
 	}, nil
 }

@@ -66,7 +66,8 @@ func installLeanHelper(t *testing.T) (bin, calls string) {
 	return bin, calls
 }
 
-// countHelperCalls is how many commands the recorded helper confined.
+// countHelperCalls is how many commands (or jobs, through a job's
+// supervisor) the recorded helper confined.
 func countHelperCalls(t *testing.T, calls string) int {
 	t.Helper()
 	b, err := os.ReadFile(calls)
@@ -75,7 +76,9 @@ func countHelperCalls(t *testing.T, calls string) int {
 	}
 	n := 0
 	for _, line := range strings.Split(string(b), "\n") {
-		if line == sandbox.HelperArg {
+		// A job's supervisor (one per job where jobs have cgroups)
+		// confines every command of its job.
+		if line == sandbox.HelperArg || line == sandbox.SuperviseArg {
 			n++
 		}
 	}

@@ -182,11 +182,14 @@ func TestJailCgroupV2(t *testing.T) {
 
 	j := newJail(t, Settings{})
 	a, _ := mk(j.spec)
-	if !strings.HasPrefix(a.Spec().Cgroup, dir+"/") || len(a.Spec().CgroupsV1) != 0 {
-		t.Fatalf("the job's cgroup: %q %v", a.Spec().Cgroup, a.Spec().CgroupsV1)
+	if a.Spec().Cgroup != "" {
+		t.Fatalf("a job's cgroup made before its first command: %q", a.Spec().Cgroup)
 	}
 	// A background process and one that tries to leave the session.
 	startIn(t, a, j.spec, fmt.Sprintf("sleep %s >/dev/null 2>&1 & setsid sleep %s >/dev/null 2>&1 & true", escapee, escapee))
+	if !strings.HasPrefix(a.Spec().Cgroup, dir+"/") || len(a.Spec().CgroupsV1) != 0 {
+		t.Fatalf("the job's cgroup: %q %v", a.Spec().Cgroup, a.Spec().CgroupsV1)
+	}
 	var pids []int
 	for deadline := time.Now().Add(10 * time.Second); len(pids) == 0 && time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
 		pids = alive(t, escapee)

@@ -556,6 +556,13 @@ func inCgroup(procCgroup, dir string) bool {
 // remove kills the cgroup's processes and removes it once they are gone
 // (in the background: dying processes leave it when they are reaped).
 func (c *jobCgroup) remove() {
+	// The usual end of a job: its processes are gone already. One read
+	// of cgroup.procs and the rmdirs, without kill's walk of the
+	// cgroup's directory (a process that joins meanwhile makes the rmdir
+	// fail, and the kill below finds it).
+	if b, err := os.ReadFile(filepath.Join(c.dir, "cgroup.procs")); err == nil && len(strings.TrimSpace(string(b))) == 0 && c.removeDirs() {
+		return
+	}
 	c.kill()
 	if c.removeDirs() {
 		return

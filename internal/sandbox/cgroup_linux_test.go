@@ -47,9 +47,6 @@ func TestJailCgroupBoundsAJobsProcesses(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer b.Close()
-	if a.Spec().Cgroup == "" || a.Spec().Cgroup == b.Spec().Cgroup {
-		t.Fatalf("jobs' cgroups: %q %q", a.Spec().Cgroup, b.Spec().Cgroup)
-	}
 	cmd := exec.Command("sh", "-c", fmt.Sprintf(`i=0; while [ $i -lt 40 ]; do sleep %s >/dev/null 2>&1 & i=$((i+1)); done; echo forked`, marker))
 	cmd.Dir, cmd.Env = j.spec.Root, Env(j.spec, os.Environ())
 	var out strings.Builder
@@ -59,6 +56,10 @@ func TestJailCgroupBoundsAJobsProcesses(t *testing.T) {
 	}
 	cmd.Wait() // fork failures may fail the shell
 	startIn(t, b, j.spec, fmt.Sprintf("sleep %s >/dev/null 2>&1 &", other))
+	// Each job's cgroup is made at its first command.
+	if a.Spec().Cgroup == "" || a.Spec().Cgroup == b.Spec().Cgroup {
+		t.Fatalf("jobs' cgroups: %q %q", a.Spec().Cgroup, b.Spec().Cgroup)
+	}
 	n := len(alive(t, marker))
 	if n == 0 || n > 12 {
 		t.Fatalf("%d of the job's 40 sleeps live, want 1…12 (pids.max 12; euid %d):\n%s", n, os.Geteuid(), out.String())

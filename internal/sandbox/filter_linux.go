@@ -41,13 +41,21 @@ import (
 //   - ioctl TIOCSTI and TIOCLINUX, which push input into a terminal: EPERM;
 //   - with lockSession (the fallback without Landlock's signal scoping,
 //     see Jail): setsid(2) and setpgid(2): EPERM, so a job's processes stay
-//     in the process group the Jail kills at its end.
+//     in the process group the Jail kills at its end; with ownGroup (a
+//     job's supervisor, which runs only where the job has a cgroup),
+//     setpgid(0, 0) alone is allowed;
 //
 // Every other syscall is allowed.
 type filterOpts struct {
 	listen      bool // the spec grants a bind port: listen(2) allowed
 	datagrams   bool // the spec grants a connect port: UDP and ping sockets allowed
 	lockSession bool // refuse setsid and setpgid
+	// ownGroup (with lockSession): setpgid(0, 0) is allowed, which makes
+	// the caller the leader of a new process group. A job's supervisor
+	// (supervisor_linux.go) needs it to give each call a group of its own
+	// after fork; it runs only where the job has a cgroup, which ends
+	// every process of the job whatever group it is in.
+	ownGroup bool
 }
 
 // Numbers the filter tests that x/sys/unix does not name on every
@@ -318,6 +326,14 @@ func buildSeccompProgram(opts filterOpts) ([]unix.SockFilter, error) {
 		a.stmt(ret, errno(unix.EPERM))
 		end("setsid")
 		block(unix.SYS_SETPGID, "setpgid")
+		if opts.ownGroup {
+			a.stmt(ld, offArg(0))
+			a.jump(jeq, 0, "", "setpgid-no")
+			a.stmt(ld, offArg(1))
+			a.jump(jeq, 0, "", "setpgid-no")
+			a.stmt(ret, allow)
+			a.label("setpgid-no")
+		}
 		a.stmt(ret, errno(unix.EPERM))
 		end("setpgid")
 	}

@@ -39,6 +39,8 @@ func Main() {
 		switch os.Args[1] {
 		case HelperArg:
 			os.Exit(runHelper(os.Args[2:], os.Stderr))
+		case SuperviseArg:
+			os.Exit(runSupervisor(os.Args[2:], os.Stderr))
 		case SelfTestArg:
 			os.Exit(selfTest(os.Args[2:]))
 		}

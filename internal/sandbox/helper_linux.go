@@ -16,7 +16,10 @@ import (
 // cannot be applied is an error, and the caller must not exec. The
 // Landlock domain is the calling thread's (landlock_linux.go): the
 // goroutine stays locked to it, and the caller execs from it.
-func enforce(spec Spec) error {
+func enforce(spec Spec) error { return enforceWith(spec, specFilter(spec)) }
+
+// enforceWith is enforce with the seccomp filter opts.
+func enforceWith(spec Spec, opts filterOpts) error {
 	abi := ABI()
 	if err := Missing(abi); err != nil {
 		return err
@@ -29,7 +32,7 @@ func enforce(spec Spec) error {
 	if err := restrictThread(spec, abi); err != nil {
 		return err
 	}
-	if err := installSeccomp(specFilter(spec), unix.SECCOMP_FILTER_FLAG_TSYNC); err != nil {
+	if err := installSeccomp(opts, unix.SECCOMP_FILTER_FLAG_TSYNC); err != nil {
 		return fmt.Errorf("seccomp: %v", err)
 	}
 	return nil

@@ -68,6 +68,17 @@ func child(action string) int {
 		cmd.Wait()
 		fmt.Println("ready")
 		select {}
+	case "fds":
+		// The descriptors this process inherited, beyond stdio, with
+		// their kind (TestSupervisorSocketStaysItsOwn).
+		for fd := 3; fd < 1024; fd++ {
+			var st syscall.Stat_t
+			if syscall.Fstat(fd, &st) == nil {
+				fmt.Printf("fd %d mode %o\n", fd, st.Mode&syscall.S_IFMT)
+			}
+		}
+		fmt.Println("listed")
+		return 0
 	case "mptcp":
 		fd, err := syscall.Socket(syscall.AF_INET, syscall.SOCK_STREAM, ipprotoMPTCP)
 		if err != nil {
@@ -94,10 +105,26 @@ func requireLandlock(t *testing.T) {
 }
 
 type jail struct {
-	spec   Spec
-	other  string // a directory outside the jail holding secret.txt
-	thread bool   // start through a Jail's confined thread, not the helper
+	spec  Spec
+	other string   // a directory outside the jail holding secret.txt
+	how   startHow // how each command starts
 }
+
+// startHow is a way a confined command starts.
+type startHow int
+
+const (
+	viaHelper     startHow = iota // Command: the helper, no Jail
+	viaJail                       // Jail.Start: the helper, per command
+	viaSupervisor                 // Jail.Run: the job's supervisor
+)
+
+func (h startHow) String() string {
+	return [...]string{"helper", "thread", "supervisor"}[h]
+}
+
+// starts are the ways every route is tried.
+var starts = []startHow{viaHelper, viaJail, viaSupervisor}
 
 func newJail(t *testing.T, s Settings) *jail {
 	t.Helper()
@@ -130,7 +157,7 @@ func (j *jail) run(t *testing.T, env []string, argv ...string) (string, int) {
 	defer cancel()
 	var cmd *exec.Cmd
 	var jl *Jail
-	if j.thread {
+	if j.how != viaHelper {
 		var err error
 		if jl, err = NewJail(j.spec); err != nil {
 			t.Fatal(err)
@@ -148,7 +175,21 @@ func (j *jail) run(t *testing.T, env []string, argv ...string) (string, int) {
 	var out bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &out
 	var err error
-	if jl != nil {
+	if j.how == viaSupervisor {
+		requireCgroups(t)
+		var ws syscall.WaitStatus
+		ws, err = jl.Run(ctx, cmd)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if jl.sup == nil {
+			t.Fatalf("Run did not use a supervisor: %v", jl.noSup)
+		}
+		if ws.Signaled() {
+			return out.String(), 128 + int(ws.Signal())
+		}
+		return out.String(), ws.ExitStatus()
+	} else if jl != nil {
 		if err = jl.Start(cmd); err == nil {
 			err = cmd.Wait()
 		}
@@ -166,10 +207,10 @@ func (j *jail) run(t *testing.T, env []string, argv ...string) (string, int) {
 
 func TestConfinedFiles(t *testing.T) {
 	requireLandlock(t)
-	for _, thread := range []bool{false, true} {
-		t.Run(map[bool]string{false: "helper", true: "thread"}[thread], func(t *testing.T) {
+	for _, how := range starts {
+		t.Run(how.String(), func(t *testing.T) {
 			j := newJail(t, Settings{})
-			j.thread = thread
+			j.how = how
 			testConfinedFiles(t, j)
 		})
 	}
@@ -219,17 +260,17 @@ func TestConfinedNetwork(t *testing.T) {
 	addr := ln.Addr().String()
 	_, portS, _ := net.SplitHostPort(addr)
 	port, _ := strconv.Atoi(portS)
-	for _, thread := range []bool{false, true} {
-		t.Run(map[bool]string{false: "helper", true: "thread"}[thread], func(t *testing.T) {
-			testConfinedNetwork(t, addr, port, thread)
+	for _, how := range starts {
+		t.Run(how.String(), func(t *testing.T) {
+			testConfinedNetwork(t, addr, port, how)
 		})
 	}
 }
 
-func testConfinedNetwork(t *testing.T, addr string, port int, thread bool) {
+func testConfinedNetwork(t *testing.T, addr string, port int, how startHow) {
 	exe, _ := os.Executable()
 	closed := newJail(t, Settings{})
-	closed.thread = thread
+	closed.how = how
 	if out, code := closed.run(t, []string{childEnv + "=tcp:" + addr}, exe); code == 0 || !strings.Contains(out, "permission denied") {
 		t.Errorf("TCP connect to %s with no port allowed: exit %d\n%s", addr, code, out)
 	}
@@ -237,7 +278,7 @@ func testConfinedNetwork(t *testing.T, addr string, port int, thread bool) {
 		t.Errorf("MPTCP socket: exit %d\n%s", code, out)
 	}
 	open := newJail(t, Settings{AllowConnectPorts: []int{port}})
-	open.thread = thread
+	open.how = how
 	if out, code := open.run(t, []string{childEnv + "=tcp:" + addr}, exe); code != 0 || !strings.Contains(out, "connected") {
 		t.Errorf("TCP connect to an allowed port: exit %d\n%s", code, out)
 	}

@@ -4,6 +4,7 @@ package sandbox
 
 import (
 	"errors"
+	"io"
 	"os"
 )
 
@@ -31,3 +32,8 @@ func joinCgroup(string) error { return errors.New("cgroups need Linux") }
 
 // ownedBySelfOrRoot: no lean helper off Linux (no sandbox to run).
 func ownedBySelfOrRoot(os.FileInfo) bool { return false }
+
+// SuperviseArg makes an odek binary a job's supervisor (Linux only).
+const SuperviseArg = "__odek-sandbox-supervise"
+
+func runSupervisor([]string, io.Writer) int { return ExitNotConfined }

@@ -3,6 +3,7 @@
 package sandbox
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -40,17 +41,23 @@ import (
 //
 // A Jail is safe for concurrent use.
 type Jail struct {
-	spec Spec
-	json func() (string, error)
+	newCgroup func(jobLimits) (*jobCgroup, error)
+	stop      chan struct{} // closed by Close: ends watchCPU
 
-	cg   *jobCgroup    // the job's cgroup; nil ⇒ none (process groups only)
-	stop chan struct{} // closed by Close: ends watchCPU
+	mu       sync.Mutex
+	spec     Spec       // its cgroup fields set by prepare
+	specJSON string     // spec's JSON, once prepared
+	cgTried  bool       // prepare tried to make the cgroup
+	cg       *jobCgroup // the job's cgroup; nil ⇒ none (process groups only)
+	closed   bool
+	cpuOut   bool          // the job used its CPU time (watchCPU)
+	groups   []int         // the process groups started
+	procs    []*os.Process // the commands started (signalled by pidfd)
 
-	mu     sync.Mutex
-	closed bool
-	cpuOut bool          // the job used its CPU time (watchCPU)
-	groups []int         // the process groups started
-	procs  []*os.Process // the commands started (signalled by pidfd)
+	// The job's supervisor (supervise_linux.go), started by the first
+	// Run; noSup says why Run uses the helper instead.
+	sup   *supClient
+	noSup error
 }
 
 // ErrJailClosed is Start's error after Close.
@@ -78,24 +85,37 @@ func NewJail(spec Spec) (*Jail, error) {
 }
 
 // jailWith is NewJail's Jail of a checked spec, whose cgroup (if any)
-// newCgroup makes.
+// newCgroup makes at the job's first command (jobs that run none, most
+// of a chat's turns, pay nothing for it).
 func jailWith(spec Spec, newCgroup func(jobLimits) (*jobCgroup, error)) *Jail {
-	cg, err := newCgroup(jobLimits{procs: spec.MaxProcesses, memBytes: int64(spec.JobMemoryMB) << 20})
-	if err == nil {
-		spec.Cgroup, spec.CgroupsV1 = cg.joins()
-	} else {
-		cg = nil
-	}
-	j := &Jail{spec: spec, cg: cg, stop: make(chan struct{}), json: sync.OnceValues(func() (string, error) {
-		b, err := json.Marshal(spec)
-		return string(b), err
-	})}
-	if cg != nil && spec.JobCPUSeconds > 0 {
-		if _, ok := cg.cpuUsage(); ok {
-			go j.watchCPU(time.Duration(spec.JobCPUSeconds) * time.Second)
+	return &Jail{spec: spec, newCgroup: newCgroup, stop: make(chan struct{})}
+}
+
+// prepare makes the job's cgroup at its first command, with j.mu held,
+// and returns the spec's JSON (which names the cgroup). A cgroup that
+// cannot be made leaves the job with process groups only, as before.
+func (j *Jail) prepare() (string, error) {
+	if !j.cgTried {
+		j.cgTried = true
+		cg, err := j.newCgroup(jobLimits{procs: j.spec.MaxProcesses, memBytes: int64(j.spec.JobMemoryMB) << 20})
+		if err == nil {
+			j.cg = cg
+			j.spec.Cgroup, j.spec.CgroupsV1 = cg.joins()
+			if j.spec.JobCPUSeconds > 0 {
+				if _, ok := cg.cpuUsage(); ok {
+					go j.watchCPU(time.Duration(j.spec.JobCPUSeconds) * time.Second)
+				}
+			}
 		}
 	}
-	return j
+	if j.specJSON == "" {
+		b, err := json.Marshal(j.spec)
+		if err != nil {
+			return "", err
+		}
+		j.specJSON = string(b)
+	}
+	return j.specJSON, nil
 }
 
 // CPUPollInterval is how often a Jail reads the CPU time its job used.
@@ -128,8 +148,13 @@ func (j *Jail) watchCPU(limit time.Duration) {
 	}
 }
 
-// Spec is the jail's ruleset.
-func (j *Jail) Spec() Spec { return j.spec }
+// Spec is the jail's ruleset. Its Cgroup fields are set from the job's
+// first command on, where the job has a cgroup.
+func (j *Jail) Spec() Spec {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	return j.spec
+}
 
 // Start starts cmd (not yet started; Dir, Env, I/O and SysProcAttr set by
 // the caller) confined by the jail, in a session and process group of its
@@ -159,7 +184,7 @@ func (j *Jail) Start(cmd *exec.Cmd) error {
 	if err != nil {
 		return fmt.Errorf("sandbox: find the odek executable for the sandbox helper: %v", err)
 	}
-	specJSON, err := j.json()
+	specJSON, err := j.prepare()
 	if err != nil {
 		return err
 	}
@@ -184,22 +209,104 @@ func (j *Jail) Close() error {
 	}
 	j.closed = true
 	close(j.stop)
-	groups, procs := j.groups, j.procs
-	j.groups, j.procs = nil, nil
+	groups, procs, sup, cg := j.groups, j.procs, j.sup, j.cg
+	j.groups, j.procs, j.sup = nil, nil, nil
 	j.mu.Unlock()
+	if sup != nil {
+		// Gone before the cgroup is emptied: a dying supervisor would
+		// stay listed in it, and the cgroup's kill would go round for it.
+		sup.end(ErrJailClosed, time.Second)
+	}
 	// Each command itself, through the pidfd os.Process holds: a helper
 	// that has not joined the cgroup yet dies too, and a pid reused
 	// since is never signalled.
 	for _, p := range procs {
 		_ = p.Signal(unix.SIGKILL)
 	}
-	if j.cg != nil {
+	if cg != nil {
 		// Everything the commands started is in the cgroup.
-		j.cg.remove()
+		cg.remove()
 		return nil
 	}
 	for _, pgid := range groups {
 		_ = unix.Kill(-pgid, unix.SIGKILL)
 	}
 	return nil
+}
+
+// Run runs cmd (not started; Path and Args, Dir, Env, Stdin, Stdout,
+// Stderr and WaitDelay are used) confined by the jail, in a process group
+// of its own, and waits for it and its output, as cmd.Run would. When ctx
+// is done the command's process group is killed. The status is the
+// command's wait status; err is nil when it ran to an end (whatever its
+// status), exec.ErrWaitDelay when its output stayed open past WaitDelay
+// after it ended (the status is valid then too), else why it did not
+// run or its end is unknown. A nil Env is Env(spec, os.Environ()).
+//
+// Run starts the command through the job's supervisor where it can run
+// (supervise_linux.go), else through the helper as Start does (and then
+// cancellation is cmd's own, exec.CommandContext's).
+func (j *Jail) Run(ctx context.Context, cmd *exec.Cmd) (syscall.WaitStatus, error) {
+	s, err := j.supervisor()
+	if err != nil {
+		return 0, err
+	}
+	if s != nil {
+		return s.run(ctx, cmd, j.Spec())
+	}
+	if err := j.Start(cmd); err != nil {
+		return 0, err
+	}
+	err = cmd.Wait()
+	ws, _ := cmd.ProcessState.Sys().(syscall.WaitStatus)
+	var exitErr *exec.ExitError
+	if errors.As(err, &exitErr) {
+		err = nil
+	}
+	return ws, err
+}
+
+// supervisor is the job's running supervisor, started if need be; nil
+// (and no error) when the job has none (no cgroup) or it cannot start.
+func (j *Jail) supervisor() (*supClient, error) {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	switch {
+	case j.closed:
+		return nil, ErrJailClosed
+	case j.cpuOut:
+		return nil, ErrJobCPU
+	case j.sup != nil && !j.sup.isDead():
+		return j.sup, nil
+	}
+	specJSON, err := j.prepare()
+	if err != nil {
+		return nil, err
+	}
+	if j.cg == nil || j.noSup != nil {
+		return nil, nil
+	}
+	s, err := startSupervisor(j.spec, specJSON)
+	if err != nil {
+		j.noSup = err
+		return nil, nil
+	}
+	j.sup = s
+	j.procs = append(j.procs, s.proc.Process)
+	return s, nil
+}
+
+// Supervisor reports the pid of the job's running supervisor, or 0 and
+// why commands start through the helper instead (nil: none started yet).
+// For tests and diagnostics.
+func (j *Jail) Supervisor() (pid int, why error) {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	switch {
+	case j.sup != nil && !j.sup.isDead():
+		return j.sup.pid, nil
+	case j.cgTried && j.cg == nil:
+		return 0, errors.New("the job has no cgroup")
+	}
+	return 0, j.noSup
 }

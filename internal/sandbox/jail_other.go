@@ -3,8 +3,10 @@
 package sandbox
 
 import (
+	"context"
 	"errors"
 	"os/exec"
+	"syscall"
 )
 
 // Jail starts commands confined by one Spec; on this system it cannot be
@@ -26,6 +28,15 @@ func (j *Jail) Spec() Spec { return j.spec }
 func (j *Jail) Start(*exec.Cmd) error {
 	return errors.New("sandbox: the sandbox needs Linux (Landlock)")
 }
+
+// Run fails: the sandbox needs Linux.
+func (j *Jail) Run(context.Context, *exec.Cmd) (syscall.WaitStatus, error) {
+	var none syscall.WaitStatus
+	return none, errors.New("sandbox: the sandbox needs Linux (Landlock)")
+}
+
+// Supervisor: none without Linux.
+func (j *Jail) Supervisor() (int, error) { return 0, errors.New("the sandbox needs Linux (Landlock)") }
 
 // Close does nothing.
 func (j *Jail) Close() error { return nil }

@@ -13,6 +13,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"golang.org/x/sys/unix"
 )
 
 // The network routes around Landlock's TCP rule, each tried by a real
@@ -74,10 +76,10 @@ func py(script string) []string { return []string{python3, "-c", script} }
 func TestConfinedNetworkRoutes(t *testing.T) {
 	requireLandlock(t)
 	requirePython(t)
-	for _, thread := range []bool{false, true} {
-		t.Run(map[bool]string{false: "helper", true: "thread"}[thread], func(t *testing.T) {
+	for _, how := range starts {
+		t.Run(how.String(), func(t *testing.T) {
 			j := newJail(t, Settings{})
-			j.thread = thread
+			j.how = how
 			tcp := servePong(t, "tcp4", "127.0.0.1:0")
 			port := tcp.ln.Addr().(*net.TCPAddr).Port
 			unixPath := filepath.Join(j.other, "redis.sock")
@@ -193,10 +195,10 @@ for name, fam, proto in (("udp", socket.AF_INET, 0), ("ping", socket.AF_INET, so
 		}
 		return string(buf[:n])
 	}
-	for _, thread := range []bool{false, true} {
-		t.Run(map[bool]string{false: "helper", true: "thread"}[thread], func(t *testing.T) {
+	for _, how := range starts {
+		t.Run(how.String(), func(t *testing.T) {
 			j := newJail(t, Settings{})
-			j.thread = thread
+			j.how = how
 			out, _ := j.run(t, nil, py(script)...)
 			for _, name := range []string{"udp", "ping", "udp6"} {
 				if !strings.Contains(out, name+" refused: [Errno 13] Permission denied") {
@@ -207,7 +209,7 @@ for name, fam, proto in (("udp", socket.AF_INET, 0), ("ping", socket.AF_INET, so
 				t.Errorf("the UDP listener received %q from a job without network", got)
 			}
 			j = newJail(t, Settings{AllowConnectPorts: []int{443}})
-			j.thread = thread
+			j.how = how
 			out, _ = j.run(t, nil, py(script)...)
 			if !strings.Contains(out, "udp ok") || received() != "datagram from the job" {
 				t.Errorf("with a connect port granted, UDP: %s", out)
@@ -227,10 +229,10 @@ func TestConfinedListenWithBindPort(t *testing.T) {
 	}
 	port := ln.Addr().(*net.TCPAddr).Port
 	ln.Close() // a free port to grant
-	for _, thread := range []bool{false, true} {
-		t.Run(map[bool]string{false: "helper", true: "thread"}[thread], func(t *testing.T) {
+	for _, how := range starts {
+		t.Run(how.String(), func(t *testing.T) {
 			j := newJail(t, Settings{AllowBindPorts: []int{port}})
-			j.thread = thread
+			j.how = how
 			out, code := j.run(t, nil, py(fmt.Sprintf(`import socket
 s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
 s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
@@ -384,8 +386,14 @@ func TestJailCloseEndsTheJob(t *testing.T) {
 func TestJailLimits(t *testing.T) {
 	requireLandlock(t)
 	requirePython(t)
+	for _, how := range []startHow{viaJail, viaSupervisor} {
+		t.Run(how.String(), func(t *testing.T) { testJailLimits(t, how) })
+	}
+}
+
+func testJailLimits(t *testing.T, how startHow) {
 	j := newJail(t, Settings{})
-	j.thread = true
+	j.how = how
 	out, code := j.run(t, nil, py(`import resource as r
 for l in (r.RLIMIT_AS, r.RLIMIT_CPU, r.RLIMIT_NPROC, r.RLIMIT_FSIZE):
     print(*r.getrlimit(l))
@@ -396,7 +404,7 @@ print("raised")`)...)
 		t.Errorf("exit %d\n%s\nwant the defaults:\n%s", code, out, want)
 	}
 	small := newJail(t, Settings{MaxMemoryMB: 256, MaxFileSizeMB: 1, MaxCPUSeconds: 1})
-	small.thread = true
+	small.how = how
 	if out, code := small.run(t, nil, "sh", "-c", "head -c 2097152 /dev/zero > big"); code == 0 {
 		t.Errorf("a 2 MiB file under a 1 MiB limit: exit %d\n%s", code, out)
 	}
@@ -416,13 +424,18 @@ print("raised")`)...)
 func TestJailNoTerminal(t *testing.T) {
 	requireLandlock(t)
 	requirePython(t)
-	for _, thread := range []bool{false, true} {
-		t.Run(map[bool]string{false: "helper", true: "thread"}[thread], func(t *testing.T) {
+	for _, how := range starts {
+		t.Run(how.String(), func(t *testing.T) {
 			j := newJail(t, Settings{})
-			j.thread = thread
-			out, _ := j.run(t, nil, "sh", "-c", python3+` -c 'import os; print("own session", os.getsid(0) == os.getppid())'; true; exec 3</dev/tty && echo tty-open`)
-			if thread && !strings.Contains(out, "own session True") {
+			j.how = how
+			out, _ := j.run(t, nil, "sh", "-c", python3+` -c 'import os; print("own session", os.getsid(0) == os.getppid()); print("sid", os.getsid(0))'; true; exec 3</dev/tty && echo tty-open`)
+			if how == viaJail && !strings.Contains(out, "own session True") {
 				t.Errorf("not in a session of its own:\n%s", out)
+			}
+			// Through the supervisor, the session is the supervisor's
+			// (setsid at its start), never odek's.
+			if sid, _ := unix.Getsid(0); strings.Contains(out, fmt.Sprintf("sid %d\n", sid)) || !strings.Contains(out, "sid ") {
+				t.Errorf("in odek's session (%d):\n%s", sid, out)
 			}
 			if strings.Contains(out, "tty-open") {
 				t.Errorf("/dev/tty opened:\n%s", out)

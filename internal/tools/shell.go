@@ -71,7 +71,7 @@ func (t *shellTool) Assess(args json.RawMessage) (Assessment, error) {
 		home = t.c.sandbox.Spec().TempDir
 	}
 	before := v
-	v = gitRepoVerdict(v, g, t.c.workDir, home)
+	v = t.c.gitVerdict(v, g, home)
 	if len(g.dirs) > 0 && Severity(v.Class) < Severity(ClassCodeExecution) {
 		r, _ := t.rated.LoadOrStore(deref(a.Command), &ratedLine{})
 		rl := r.(*ratedLine)
@@ -112,6 +112,13 @@ func (t *shellTool) Run(ctx context.Context, args json.RawMessage) (Result, erro
 	if a.Command == nil || strings.TrimSpace(*a.Command) == "" {
 		return errResult(&argError{"shell", "command", "required"}), nil
 	}
+	// A line that runs git runs alone among the run's writing calls, from
+	// its second reading of the repositories to its end (gitline.go).
+	release, err := t.c.gate.lock(ctx, runsGit(*a.Command, t.c.workDir))
+	if err != nil {
+		return errResult(fmt.Errorf("shell: not run: %w", err)), err
+	}
+	defer release()
 	if why := t.recheckGit(*a.Command); why != "" {
 		return errResult(fmt.Errorf("shell: not run: %s since the command was rated (no approval covers it); run it again to be asked", why)), nil
 	}
@@ -151,7 +158,7 @@ func (t *shellTool) recheckGit(command string) string {
 	if t.c.sandbox != nil {
 		home = t.c.sandbox.Spec().TempDir
 	}
-	if after := gitRepoVerdict(v, g, t.c.workDir, home); after != v && Severity(after.Class) >= Severity(ClassCodeExecution) {
+	if after := t.c.gitVerdict(v, g, home); after != v && Severity(after.Class) >= Severity(ClassCodeExecution) {
 		return after.Reason
 	}
 	return ""
@@ -208,18 +215,41 @@ func (c *config) runShell(ctx context.Context, command string, timeout time.Dura
 	cmd.Stdout, cmd.Stderr = stdout, stderr
 	start := time.Now()
 	var err error
+	var exitErr *exec.ExitError
+	// ended: the command ran to an end, with status ws and code.
+	var ended, signaled bool
+	var code int
+	var sig syscall.Signal
 	if c.sandbox != nil {
-		if err = c.sandbox.Start(cmd); err == nil {
-			err = cmd.Wait()
+		// Through the job's supervisor where it runs (one confined
+		// process per job forks every command), else the helper per
+		// command; both kill the command's process group on tctx.
+		var ws syscall.WaitStatus
+		ws, err = c.sandbox.Run(tctx, cmd)
+		if ended = err == nil || errors.Is(err, exec.ErrWaitDelay); ended {
+			code, signaled = ws.ExitStatus(), ws.Signaled()
+			if signaled {
+				sig, code = ws.Signal(), -1
+			}
 		}
 	} else {
 		err = cmd.Run()
+		switch {
+		case err == nil:
+			ended = true
+		case errors.As(err, &exitErr):
+			ended, err, code = true, nil, exitErr.ExitCode()
+			if ws, ok := exitErr.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
+				signaled, sig = true, ws.Signal()
+			}
+		case errors.Is(err, exec.ErrWaitDelay):
+			ended, code = true, cmd.ProcessState.ExitCode()
+		}
 	}
 	elapsed := time.Since(start)
 
 	var b strings.Builder
 	res := Result{}
-	var exitErr *exec.ExitError
 	switch {
 	case ctx.Err() != nil:
 		fmt.Fprintf(&b, "command cancelled after %s; process group killed\n", elapsed.Round(time.Millisecond))
@@ -227,19 +257,15 @@ func (c *config) runShell(ctx context.Context, command string, timeout time.Dura
 	case tctx.Err() != nil:
 		fmt.Fprintf(&b, "command timed out after %s (timeout_seconds limit %g); process group killed\n", timeout, timeout.Seconds())
 		res.IsError = true
-	case err == nil:
-		b.WriteString("exit code: 0\n")
-	case errors.As(err, &exitErr):
-		if ws, ok := exitErr.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
-			fmt.Fprintf(&b, "killed by signal: %s\n", ws.Signal())
-		} else {
-			fmt.Fprintf(&b, "exit code: %d\n", exitErr.ExitCode())
-		}
-		res.IsError = true
-	case errors.Is(err, exec.ErrWaitDelay):
+	case ended && errors.Is(err, exec.ErrWaitDelay):
 		// The shell exited but a background process kept the output open.
-		code := cmd.ProcessState.ExitCode()
 		fmt.Fprintf(&b, "exit code: %d (output closed after %s: a background process kept it open)\n", code, shellWaitDelay)
+		res.IsError = code != 0
+	case ended && signaled:
+		fmt.Fprintf(&b, "killed by signal: %s\n", sig)
+		res.IsError = true
+	case ended:
+		fmt.Fprintf(&b, "exit code: %d\n", code)
 		res.IsError = code != 0
 	default:
 		fmt.Fprintf(&b, "failed to run: %v\n", err)

@@ -41,4 +41,16 @@ func TestSandboxedShellTimeoutKillsGroup(t *testing.T) {
 		t.Fatal(err)
 	}
 	waitGone(t, strings.TrimSpace(string(pidText)))
+	// Where the job has a cgroup, the call went through the job's
+	// supervisor, which lives on for the job's next call.
+	if _, err := sandbox.CgroupStatus(); err == nil {
+		pid, why := jail.Supervisor()
+		if pid == 0 {
+			t.Fatalf("the shell did not run through the job's supervisor: %v", why)
+		}
+		mustContain(t, run(t, sh, `{"command":"echo again"}`), false, "again")
+		if again, _ := jail.Supervisor(); again != pid {
+			t.Errorf("the supervisor changed from %d to %d after a timed-out call", pid, again)
+		}
+	}
 }

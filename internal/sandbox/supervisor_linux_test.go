@@ -1,0 +1,397 @@
+//go:build linux
+
+package sandbox
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"golang.org/x/sys/unix"
+)
+
+// runIn runs argv through jl.Run with ctx and returns its output.
+func runSup(t *testing.T, ctx context.Context, jl *Jail, spec Spec, stdin string, argv ...string) (string, syscall.WaitStatus, error) {
+	t.Helper()
+	cmd := exec.Command(argv[0], argv[1:]...)
+	cmd.Dir, cmd.Env = spec.Root, Env(spec, os.Environ())
+	if stdin != "" {
+		cmd.Stdin = strings.NewReader(stdin)
+	}
+	var out strings.Builder
+	cmd.Stdout, cmd.Stderr = &out, &out
+	ws, err := jl.Run(ctx, cmd)
+	return out.String(), ws, err
+}
+
+func supervisedJail(t *testing.T, s Settings) (*jail, *Jail) {
+	t.Helper()
+	requireCgroups(t)
+	j := newJail(t, s)
+	jl, err := NewJail(j.spec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { jl.Close() })
+	return j, jl
+}
+
+// supPid is the pid of jl's running supervisor (0: none).
+func supPid(jl *Jail) int {
+	jl.mu.Lock()
+	defer jl.mu.Unlock()
+	if jl.sup == nil {
+		return 0
+	}
+	return jl.sup.pid
+}
+
+// One supervisor serves every call of a job, each with its own
+// arguments, environment, directory and stdio, and reports each status
+// as the helper would, missing commands included.
+func TestSupervisorServesAJob(t *testing.T) {
+	j, jl := supervisedJail(t, Settings{})
+	ctx := context.Background()
+	out, ws, err := runSup(t, ctx, jl, j.spec, "", "sh", "-c", `echo out; echo err >&2; pwd; echo "$HOME"; exit 3`)
+	if err != nil || ws.ExitStatus() != 3 || out != "out\nerr\n"+j.spec.Root+"\n"+j.spec.TempDir+"\n" {
+		t.Fatalf("err %v, status %v, output %q", err, ws, out)
+	}
+	pid := supPid(jl)
+	if pid == 0 {
+		t.Fatalf("no supervisor: %v", jl.noSup)
+	}
+	if out, _, err := runSup(t, ctx, jl, j.spec, "from stdin\n", "sh", "-c", "cat; sleep 0"); err != nil || out != "from stdin\n" {
+		t.Errorf("stdin: %v %q", err, out)
+	}
+	if err := os.Mkdir(filepath.Join(j.spec.Root, "sub"), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command("pwd")
+	cmd.Dir, cmd.Env = filepath.Join(j.spec.Root, "sub"), Env(j.spec, os.Environ())
+	var b strings.Builder
+	cmd.Stdout = &b
+	if _, err := jl.Run(ctx, cmd); err != nil || b.String() != cmd.Dir+"\n" {
+		t.Errorf("dir: %v %q", err, b.String())
+	}
+	out, ws, err = runSup(t, ctx, jl, j.spec, "", "no-such-command-odek")
+	if err != nil || ws.ExitStatus() != ExitNotFound || !strings.Contains(out, "odek sandbox:") || !strings.Contains(out, "no-such-command-odek") {
+		t.Errorf("a missing command: err %v, status %d, %q", err, ws.ExitStatus(), out)
+	}
+	out, ws, err = runSup(t, ctx, jl, j.spec, "", j.other+"/secret.txt")
+	if err != nil || ws.ExitStatus() == 0 || strings.Contains(out, "secret") && !strings.Contains(out, "odek sandbox:") {
+		t.Errorf("another chat's file as the command: err %v, status %d, %q", err, ws.ExitStatus(), out)
+	}
+	if got := supPid(jl); got != pid {
+		t.Errorf("the job's supervisor changed from %d to %d", pid, got)
+	}
+}
+
+// A cancelled call's whole process group dies, and the supervisor goes
+// on serving the job.
+func TestSupervisorCancelKillsTheCallsGroup(t *testing.T) {
+	j, jl := supervisedJail(t, Settings{})
+	marker := fmt.Sprintf("%d.%06d", 6000+os.Getpid()%1000, time.Now().UnixNano()%1000000)
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	var ws syscall.WaitStatus
+	var err error
+	go func() {
+		defer close(done)
+		_, ws, err = runSup(t, ctx, jl, j.spec, "", "sh", "-c", fmt.Sprintf("sleep %[1]s & sleep %[1]s; echo never", marker))
+	}()
+	deadline := time.Now().Add(10 * time.Second)
+	// The shell and its two sleeps hold the marker.
+	for len(alive(t, marker)) < 3 && time.Now().Before(deadline) {
+		time.Sleep(10 * time.Millisecond)
+	}
+	if n := len(alive(t, marker)); n != 3 {
+		t.Fatalf("%d processes, want the shell and 2 sleeps", n)
+	}
+	pid := supPid(jl)
+	cancel()
+	<-done
+	if err != nil || !ws.Signaled() || ws.Signal() != syscall.SIGKILL {
+		t.Errorf("the cancelled call: err %v, status %v", err, ws)
+	}
+	if pids := waitGone(t, marker); len(pids) > 0 {
+		t.Errorf("the cancelled call's background process lives on: %v", pids)
+	}
+	if out, _, err := runSup(t, context.Background(), jl, j.spec, "", "echo", "again"); err != nil || out != "again\n" || supPid(jl) != pid {
+		t.Errorf("after a cancel: %v %q (supervisor %d, was %d)", err, out, supPid(jl), pid)
+	}
+}
+
+// A command that kills its supervisor fails its own call with a clear
+// error, and the next call gets a new supervisor. A supervisor killed
+// from outside mid-call does the same.
+func TestSupervisorDeathFailsTheCallClosed(t *testing.T) {
+	j, jl := supervisedJail(t, Settings{})
+	ctx := context.Background()
+	if _, _, err := runSup(t, ctx, jl, j.spec, "", "true"); err != nil {
+		t.Fatal(err)
+	}
+	first := supPid(jl)
+	// From inside: the supervisor is the shell's parent, in its domain.
+	out, ws, err := runSup(t, ctx, jl, j.spec, "", "sh", "-c", "kill -9 $PPID; sleep 5")
+	if err == nil {
+		// Signal scoping kept the command from its supervisor: the call
+		// ran to its end and the supervisor lives.
+		t.Logf("the command could not kill its supervisor (status %v, %q)", ws, out)
+		if supPid(jl) != first || jl.sup.isDead() {
+			t.Fatalf("the supervisor changed although the call succeeded")
+		}
+	} else if !errors.Is(err, errSupervisorDied) {
+		t.Fatalf("a killed supervisor: %v", err)
+	}
+	// From outside, mid-call.
+	res := make(chan error, 1)
+	go func() {
+		_, _, err := runSup(t, ctx, jl, j.spec, "", "sleep", "30")
+		res <- err
+	}()
+	time.Sleep(200 * time.Millisecond)
+	jl.mu.Lock()
+	s := jl.sup
+	jl.mu.Unlock()
+	_ = s.proc.Process.Signal(syscall.SIGKILL)
+	select {
+	case err := <-res:
+		if !errors.Is(err, errSupervisorDied) || !strings.Contains(err.Error(), "next command starts a new supervisor") {
+			t.Errorf("a call whose supervisor died: %v", err)
+		}
+	case <-time.After(20 * time.Second):
+		t.Fatal("a call whose supervisor died did not return")
+	}
+	out, _, err = runSup(t, ctx, jl, j.spec, "", "echo", "fresh")
+	if err != nil || out != "fresh\n" {
+		t.Fatalf("after the supervisor died: %v %q", err, out)
+	}
+	if p := supPid(jl); p == 0 || p == s.pid {
+		t.Errorf("no new supervisor: %d (the dead one was %d)", p, s.pid)
+	}
+}
+
+// The supervisor's socket never reaches a command, a command cannot
+// start a session or join another process group, and the supervisor
+// runs in the job's cgroup, confined and not dumpable.
+func TestSupervisorSocketStaysItsOwn(t *testing.T) {
+	requirePython(t)
+	j, jl := supervisedJail(t, Settings{})
+	ctx := context.Background()
+	exe, _ := os.Executable()
+	cmd := exec.Command(exe)
+	cmd.Dir, cmd.Env = j.spec.Root, append(Env(j.spec, os.Environ()), childEnv+"=fds")
+	var b strings.Builder
+	cmd.Stdout, cmd.Stderr = &b, &b
+	if _, err := jl.Run(ctx, cmd); err != nil || !strings.Contains(b.String(), "listed") {
+		t.Fatalf("%v %q", err, b.String())
+	}
+	if strings.Contains(b.String(), fmt.Sprintf("mode %o", syscall.S_IFSOCK)) {
+		t.Errorf("a command holds a socket it did not make:\n%s", b.String())
+	}
+	out, _, err := runSup(t, ctx, jl, j.spec, "", python3, "-c", `import os
+for name, f in (("setsid", os.setsid), ("setpgid other", lambda: os.setpgid(0, os.getppid())), ("setpgid own", lambda: os.setpgid(0, 0))):
+    try:
+        f(); print(name, "ok")
+    except OSError as e:
+        print(name, e.strerror)`)
+	if err != nil || !strings.Contains(out, "setsid Operation not permitted") || !strings.Contains(out, "setpgid other Operation not permitted") {
+		t.Errorf("session and group changes: %v\n%s", err, out)
+	}
+	pid := supPid(jl)
+	cg, err := os.ReadFile(fmt.Sprintf("/proc/%d/cgroup", pid))
+	if err != nil || !strings.Contains(string(cg), filepath.Base(jl.Spec().Cgroup)) {
+		t.Errorf("the supervisor is not in the job's cgroup %s: %v\n%s", jl.Spec().Cgroup, err, cg)
+	}
+	// Not dumpable: /proc/<pid>/environ and fd become root's; the
+	// supervisor's own status says it is under seccomp with no_new_privs.
+	status, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+	if err != nil || !strings.Contains(string(status), "NoNewPrivs:\t1") || !strings.Contains(string(status), "Seccomp:\t2") {
+		t.Errorf("the supervisor's status: %v\n%s", err, status)
+	}
+	fi, err := os.Stat(fmt.Sprintf("/proc/%d/environ", pid))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st := fi.Sys().(*syscall.Stat_t); st.Uid != 0 {
+		t.Errorf("/proc/%d/environ belongs to uid %d: the supervisor is dumpable", pid, st.Uid)
+	}
+}
+
+// Without a cgroup, or with a helper that cannot supervise (an older
+// odek-sandbox), Run starts each command through the helper, and a
+// helper that refuses the spec fails the call with its reason.
+func TestJailRunFallsBackToTheHelper(t *testing.T) {
+	requireLandlock(t)
+	j := newJail(t, Settings{})
+	spec := j.spec
+	spec.LockSession = true
+	noCgroup := jailWith(spec, func(jobLimits) (*jobCgroup, error) { return nil, errors.New("none here") })
+	defer noCgroup.Close()
+	out, ws, err := runSup(t, context.Background(), noCgroup, spec, "", "sh", "-c", "echo helped; exit 4")
+	if err != nil || ws.ExitStatus() != 4 || out != "helped\n" || noCgroup.sup != nil {
+		t.Errorf("without a cgroup: %v %d %q (supervisor %v)", err, ws.ExitStatus(), out, noCgroup.sup)
+	}
+
+	requireCgroups(t)
+	if _, err := executable(); err != nil {
+		t.Fatal(err)
+	}
+	stale := filepath.Join(t.TempDir(), "odek-sandbox")
+	script := fmt.Sprintf("#!/bin/sh\necho 'odek sandbox: bad spec: json: unknown field \"from_the_future\"' >&2\nexit %d\n", ExitUsage)
+	if err := os.WriteFile(stale, []byte(script), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	saved := exePath
+	exePath = stale
+	defer func() { exePath = saved }()
+	jl, err := NewJail(j.spec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer jl.Close()
+	out, ws, err = runSup(t, context.Background(), jl, j.spec, "", "sh", "-c", "echo ran")
+	if err != nil || ws.ExitStatus() != ExitUsage || strings.Contains(out, "ran") || !strings.Contains(out, "from_the_future") {
+		t.Errorf("a stale helper: %v %d %q", err, ws.ExitStatus(), out)
+	}
+	if jl.sup != nil || jl.noSup == nil || !strings.Contains(jl.noSup.Error(), "from_the_future") {
+		t.Errorf("the supervisor's failure: %v", jl.noSup)
+	}
+}
+
+// The Jail reads the supervisor's records as untrusted: a record it
+// cannot parse, one for a call that is not running, or descriptors end
+// the supervisor (killed), and its calls fail closed.
+func TestSupervisorClientRefusesBadRecords(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		send func(fd int) error
+		want string
+	}{
+		{"garbage", func(fd int) error { return unix.Sendmsg(fd, []byte("garbage!"), nil, nil, 0) }, "shorter than the 13-byte header"},
+		{"unknown call", func(fd int) error {
+			return unix.Sendmsg(fd, appendRecord(nil, record{typ: recExit, id: 99}), nil, nil, 0)
+		}, "call 99, which is not running"},
+		{"ready again", func(fd int) error {
+			return unix.Sendmsg(fd, appendRecord(nil, record{typ: recReady}), nil, nil, 0)
+		}, "unexpected record ready"},
+		{"descriptors", func(fd int) error {
+			return unix.Sendmsg(fd, appendRecord(nil, record{typ: recExit, id: 1}), unix.UnixRights(0), nil, 0)
+		}, "sent descriptors"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			s, peer := fakeSupervisor(t)
+			ch := make(chan uint32, 1)
+			s.mu.Lock()
+			s.calls[1] = ch
+			s.mu.Unlock()
+			if err := tc.send(peer); err != nil {
+				t.Fatal(err)
+			}
+			select {
+			case <-s.dead:
+			case <-time.After(10 * time.Second):
+				t.Fatal("the bad record was taken")
+			}
+			if !strings.Contains(s.why.Error(), tc.want) {
+				t.Errorf("why: %v, want %q", s.why, tc.want)
+			}
+			if _, ok := s.await(context.Background(), 1, ch); ok {
+				t.Error("a call of a dead supervisor got a status")
+			}
+			if err := s.proc.Wait(); err == nil {
+				t.Error("the bad supervisor was not killed")
+			}
+		})
+	}
+}
+
+// fakeSupervisor is a supClient whose process is a sleep and whose peer
+// end the test writes.
+func fakeSupervisor(t *testing.T) (*supClient, int) {
+	t.Helper()
+	pair, err := unix.Socketpair(unix.AF_UNIX, unix.SOCK_SEQPACKET|unix.SOCK_CLOEXEC, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { unix.Close(pair[1]) })
+	f := os.NewFile(uintptr(pair[0]), "test")
+	c, err := netFileConn(f)
+	f.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	proc := exec.Command("sleep", "60")
+	if err := proc.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { proc.Process.Kill() })
+	s := &supClient{proc: proc, conn: c, pid: proc.Process.Pid, calls: map[uint64]chan uint32{}, dead: make(chan struct{}), exited: make(chan struct{})}
+	go s.readLoop()
+	return s, pair[1]
+}
+
+func netFileConn(f *os.File) (*net.UnixConn, error) {
+	c, err := net.FileConn(f)
+	if err != nil {
+		return nil, err
+	}
+	return c.(*net.UnixConn), nil
+}
+
+// A supervisor that stops answering (a command stopped it with SIGSTOP)
+// cannot hold a cancelled call: after killGrace the Jail kills it, the
+// call fails closed, and the next call gets a new supervisor.
+func TestSupervisorStoppedIsReplaced(t *testing.T) {
+	j, jl := supervisedJail(t, Settings{})
+	saved := killGrace
+	killGrace = 300 * time.Millisecond
+	defer func() { killGrace = saved }()
+	if _, _, err := runSup(t, context.Background(), jl, j.spec, "", "true"); err != nil {
+		t.Fatal(err)
+	}
+	pid := supPid(jl)
+	if err := syscall.Kill(pid, syscall.SIGSTOP); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
+	defer cancel()
+	_, _, err := runSup(t, ctx, jl, j.spec, "", "sleep", "30")
+	if !errors.Is(err, errSupervisorDied) || !strings.Contains(err.Error(), "did not end a cancelled call") {
+		t.Fatalf("a call of a stopped supervisor: %v", err)
+	}
+	out, _, err := runSup(t, context.Background(), jl, j.spec, "", "echo", "fresh")
+	if err != nil || out != "fresh\n" || supPid(jl) == pid {
+		t.Errorf("after a stopped supervisor: %v %q (pid %d, was %d)", err, out, supPid(jl), pid)
+	}
+}
+
+// Calls of one job run at once through one supervisor, each with its
+// own output.
+func TestSupervisorConcurrentCalls(t *testing.T) {
+	j, jl := supervisedJail(t, Settings{})
+	const n = 8
+	errs := make(chan error, n)
+	for i := 0; i < n; i++ {
+		go func() {
+			out, ws, err := runSup(t, context.Background(), jl, j.spec, strings.Repeat(fmt.Sprint(i), 100000), "sh", "-c", fmt.Sprintf("sleep 0.1; wc -c; exit %d", i))
+			if err == nil && (ws.ExitStatus() != i || strings.TrimSpace(out) != "100000") {
+				err = fmt.Errorf("call %d: status %d, output %q", i, ws.ExitStatus(), out)
+			}
+			errs <- err
+		}()
+	}
+	for i := 0; i < n; i++ {
+		if err := <-errs; err != nil {
+			t.Error(err)
+		}
+	}
+}
