@@ -244,6 +244,21 @@ func (c *chat) settleBudget(ctx context.Context, res queue.Result, js *jobState)
 	}
 }
 
+// spendOutside counts tokens spent outside a job (the digest call of
+// /compact in embedded mode) against the chat's and the user's accounts.
+func (c *chat) spendOutside(ctx context.Context, userID int64, tokens int64) {
+	b := c.b
+	if b.budget.store == nil || tokens <= 0 {
+		return
+	}
+	now := b.cfg.Now()
+	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
+	defer cancel()
+	if _, err := b.budget.store.SettleBudget(sctx, "side-"+newJobID(now), queue.Names(b.budget.policy.Charged(c.id, userID)), queue.Spend{Tokens: tokens}, now); err != nil {
+		b.log.WithError(err).WithField("chat_id", c.id).Warn("bot: counting a side call's tokens in the budget store failed")
+	}
+}
+
 // usageCommand is /usage: the chat's day (its books) and, from the budget
 // store, the asking user's own spend; /usage all lists every account for
 // the bot's admins, in a private chat only (one chat never sees

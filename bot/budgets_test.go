@@ -205,3 +205,17 @@ func FuzzParseUserCaps(f *testing.F) {
 		}
 	})
 }
+
+// The digest call of /compact is the user's spending too: it counts in
+// the budget store, not only in the chat's books.
+func TestCompactSideCallCountsForTheUser(t *testing.T) {
+	q := queue.NewMemory(queue.Options{})
+	fc := &fakeCompactor{res: Compacted{Folded: 3, BeforeTokens: 20000, AfterTokens: 6000, SideInputTokens: 900, SideOutput: 100}}
+	h := startBot(t, q, func(c *Config) { c.Compactor = fc })
+	h.tg.UserMessage(alice, alice, "/compact")
+	h.waitVisible(alice, "🗜 Compacted")
+	u, err := q.BudgetUsage(context.Background(), queue.UserAccount(alice), h.bot.cfg.Now())
+	if err != nil || u.Today(h.bot.cfg.Now()).Tokens != 1000 {
+		t.Fatalf("alice = %+v, %v: want the side call's 1,000 tokens", u, err)
+	}
+}
