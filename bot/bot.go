@@ -632,6 +632,10 @@ func (c *chat) handleMessage(ctx context.Context, updateID int, m *tgbotapi.Mess
 			c.replyTo(ctx, replyTo, refusal)
 			return
 		}
+		if refusal := c.userBudgetSpent(ctx, userID, lang); refusal != "" { // budgets.go
+			c.replyTo(ctx, replyTo, refusal)
+			return
+		}
 	}
 	if isVoice {
 		heard := c.transcribe(ctx, lang, m, replyTo)

@@ -244,6 +244,45 @@ func (c *chat) settleBudget(ctx context.Context, res queue.Result, js *jobState)
 	}
 }
 
+// userBudgetSpent is the refusal for a file or voice message whose
+// sender's budget (or the guest pool) is already spent, so nothing is
+// downloaded or transcribed for a request that would be refused; "" when
+// it is not (or cannot be read: the reservation decides later).
+func (c *chat) userBudgetSpent(ctx context.Context, userID int64, lang string) string {
+	b := c.b
+	if b.budget.store == nil || userID == 0 {
+		return ""
+	}
+	p := b.budget.policy
+	acct, caps := queue.UserAccount(userID), p.UserCaps(userID)
+	if p.IsGuest(c.id, userID) {
+		acct, caps = queue.GuestAccount, *p.Guest
+	}
+	if caps.IsZero() {
+		return ""
+	}
+	now := b.cfg.Now()
+	uctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	u, err := b.budget.store.BudgetUsage(uctx, acct, now)
+	if err != nil {
+		return ""
+	}
+	day, month := u.Today(now), u.Month(now)
+	for _, x := range []struct {
+		limit     string
+		used, max float64
+	}{
+		{queue.LimitDayTokens, float64(day.Tokens), float64(caps.DayTokens)}, {queue.LimitMonthTokens, float64(month.Tokens), float64(caps.MonthTokens)},
+		{queue.LimitDayUSD, day.USD, caps.DayUSD}, {queue.LimitMonthUSD, month.USD, caps.MonthUSD},
+	} {
+		if x.max > 0 && x.used >= x.max {
+			return chatcore.BudgetRefusal(lang, queue.Grant{Verdict: queue.GrantSpent, Account: acct, Limit: x.limit, Used: x.used, Max: x.max, ResetAt: queue.ResetAt(x.limit, now)}, now)
+		}
+	}
+	return ""
+}
+
 // spendOutside counts tokens spent outside a job (the digest call of
 // /compact in embedded mode) against the chat's and the user's accounts.
 func (c *chat) spendOutside(ctx context.Context, userID int64, tokens int64) {

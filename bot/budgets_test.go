@@ -219,3 +219,18 @@ func TestCompactSideCallCountsForTheUser(t *testing.T) {
 		t.Fatalf("alice = %+v, %v: want the side call's 1,000 tokens", u, err)
 	}
 }
+
+// A file from a user whose budget is spent is refused before it is
+// downloaded (getFile is never called).
+func TestFileRefusedBeforeDownloadWhenTheUsersBudgetIsSpent(t *testing.T) {
+	q := queue.NewMemory(queue.Options{})
+	h := startBot(t, q, func(c *Config) { c.UserBudget = queue.Caps{DayTokens: 100}; c.ArtifactDir = t.TempDir() })
+	if _, err := q.SettleBudget(context.Background(), "earlier", []string{queue.UserAccount(alice)}, queue.Spend{Tokens: 100}, h.bot.cfg.Now()); err != nil {
+		t.Fatal(err)
+	}
+	h.tg.Send(bottest.Incoming{Chat: alice, User: alice, Caption: "read it", Document: &bottest.File{Name: "notes.txt", Data: []byte("x")}})
+	h.waitVisible(alice, "You have used your daily budget of 100 tokens")
+	if n := len(h.tg.Calls("getFile")); n != 0 {
+		t.Fatalf("getFile called %d times for a refused file", n)
+	}
+}
