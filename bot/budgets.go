@@ -14,6 +14,7 @@ import (
 	"sync"
 	"time"
 
+	tgbotapi "github.com/go-telegram-bot-api/telegram-bot-api/v5"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/sirupsen/logrus"
 
@@ -281,6 +282,32 @@ func (c *chat) userBudgetSpent(ctx context.Context, userID int64, lang string) s
 		}
 	}
 	return ""
+}
+
+// guestCommands are what a guest may use: asking (jobs, /bg, /retry, the
+// operator's skills) and looking (/help, /status, /usage, /artifact), not
+// what changes the group's conversation or settings for its members
+// (/new, /stop, /model, /busy, /schedule, …).
+var guestCommands = []string{"start", "help", "status", "usage", "retry", "bg", "artifact"}
+
+// guestCommandRefused answers a guest's command that guests may not use
+// and reports whether it did. It runs in the chat's actor.
+func (c *chat) guestCommandRefused(ctx context.Context, userID int64, m *tgbotapi.Message) bool {
+	b := c.b
+	if !b.budget.policy.IsGuest(c.id, userID) {
+		return false
+	}
+	cmd := strings.ToLower(m.Command())
+	if slices.Contains(guestCommands, cmd) {
+		return false
+	}
+	for _, sc := range b.cfg.Skills {
+		if sc.Command == cmd {
+			return false
+		}
+	}
+	c.replyTo(ctx, m.MessageID, tr(b.lang(userID), "bud.guest.cmd", cmd))
+	return true
 }
 
 // spendOutside counts tokens spent outside a job (the digest call of

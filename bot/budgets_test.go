@@ -234,3 +234,14 @@ func TestFileRefusedBeforeDownloadWhenTheUsersBudgetIsSpent(t *testing.T) {
 		t.Fatalf("getFile called %d times for a refused file", n)
 	}
 }
+
+// A guest may ask but not administer: /stop from a guest stops nobody's
+// job; /usage answers.
+func TestGuestCannotStopTheGroupsJobs(t *testing.T) {
+	q := queue.NewMemory(queue.Options{})
+	h := startBot(t, q, func(c *Config) { c.GuestBudget = &queue.Caps{DayTokens: 100000}; c.AllowedChats = nil })
+	h.tg.Send(bottest.Incoming{Chat: budGroup, User: eve, Text: "/stop"})
+	h.waitVisible(budGroup, "Guests can ask the bot here but not use /stop")
+	h.tg.Send(bottest.Incoming{Chat: budGroup, User: eve, Text: "/usage", Lang: "de"})
+	h.waitVisible(budGroup, "Gäste (gemeinsames Budget), heute (UTC)")
+}

@@ -47,6 +47,7 @@ var budgetTexts = map[string]map[string]string{
 		"bud.all.none":    "No usage recorded yet.",
 		"bud.admins":      "Only the bot's admins (ODEK_TELEGRAM_ADMINS) can use /usage all, in a private chat with the bot.",
 		"bud.nostore":     "Per-user usage is not available: this bot's queue keeps no budgets.",
+		"bud.guest.cmd":   "Guests can ask the bot here but not use /%s: it changes the group's conversation or settings.",
 		"bud.wait":        "⏳ What is left of your budget is reserved by your running jobs. Send this again when they have finished.",
 	},
 	"de": {
@@ -74,6 +75,7 @@ var budgetTexts = map[string]map[string]string{
 		"bud.all.none":    "Noch kein Verbrauch erfasst.",
 		"bud.admins":      "Nur die Admins des Bots (ODEK_TELEGRAM_ADMINS) können /usage all verwenden, im privaten Chat mit dem Bot.",
 		"bud.nostore":     "Der Verbrauch pro Person ist nicht verfügbar: die Warteschlange dieses Bots führt keine Budgets.",
+		"bud.guest.cmd":   "Gäste können den Bot hier fragen, aber /%s nicht verwenden: es ändert das Gespräch oder die Einstellungen der Gruppe.",
 		"bud.wait":        "⏳ Der Rest deines Budgets ist von deinen laufenden Aufträgen reserviert. Sende das noch einmal, wenn sie fertig sind.",
 	},
 }
