@@ -179,11 +179,17 @@ func (c *chat) reserveJob(ctx context.Context, userID int64, adm chatcore.Admiss
 	}
 	if adm.UserCapped {
 		b.budget.mu.Lock()
+		if len(b.budget.capped) >= maxCapped {
+			clear(b.budget.capped) // results another replica delivered never come here
+		}
 		b.budget.capped[id] = true
 		b.budget.mu.Unlock()
 	}
 	return adm, reserveOK, ""
 }
+
+// maxCapped bounds the jobs remembered as capped by the user's budget.
+const maxCapped = 10000
 
 // userCapped reports (and forgets) whether job's cap came from the
 // user's budget.
