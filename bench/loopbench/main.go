@@ -6,13 +6,16 @@
 //
 //	go build -o /tmp/odek ./cmd/odek && go run ./bench/loopbench -odek /tmp/odek -iters 50 -result-bytes 200
 //
+// With -floor /tmp/empty (a Go main that does nothing) each round also
+// runs that program, so peak RSS figures come with the least a Go process
+// holds on the same machine at the same moment.
+//
 // With -otel off,http://127.0.0.1:4318,http://127.0.0.1:1 each run goes
 // through the tracing modes in turn (off, a live collector, a dead one), so
 // a change in the machine's load hits every mode alike (issue 24).
 package main
 
 import (
-	"bytes"
 	"flag"
 	"fmt"
 	"net"
@@ -42,6 +45,7 @@ func main() {
 	ratio := flag.String("ratio", "", "A,B: instead of one figure, compare CPU per model call at A and at B iterations (and at 1, the start-up baseline), interleaved within each run, and report B's figure over A's")
 	otelModes := flag.String("otel", "off", "comma-separated tracing modes, interleaved within each run: off, or an OTLP/HTTP base URL given to odek as OTEL_EXPORTER_OTLP_ENDPOINT (a live collector, or a dead port), optionally followed by ;KEY=VALUE variables for that mode (;OTEL_TRACES_SAMPLER=always_off)")
 	baseline := flag.String("baseline", "", "another odek binary (main's) run with tracing off as one more interleaved mode, \"baseline\"")
+	floor := flag.String("floor", "", "a program run without arguments once per round, interleaved with the modes, whose peak RSS is reported as the floor (an empty Go main: the least any Go process holds on this machine)")
 	flag.Parse()
 	modes := strings.Split(*otelModes, ",")
 	if *baseline != "" {
@@ -109,14 +113,19 @@ func main() {
 			cmd.Env = append(cmd.Env, "OTEL_EXPORTER_OTLP_ENDPOINT="+parts[0])
 			cmd.Env = append(cmd.Env, parts[1:]...)
 		}
-		var se bytes.Buffer
-		cmd.Stderr = &se
-		if err := cmd.Run(); err != nil {
-			fmt.Fprintf(os.Stderr, "odek run failed: %v\n%s", err, se.String())
+		se, err := os.CreateTemp(work, "stderr")
+		if err != nil {
+			panic(err)
+		}
+		defer se.Close()
+		cmd.Stderr = se
+		u, err := measure(cmd)
+		if err != nil {
+			msg, _ := os.ReadFile(se.Name())
+			fmt.Fprintf(os.Stderr, "odek run failed: %v\n%s", err, msg)
 			os.Exit(1)
 		}
-		ps := cmd.ProcessState
-		return ps.UserTime(), ps.SystemTime(), h.Calls() - before, peakRSSMiB(ps)
+		return u.user, u.sys, h.Calls() - before, u.rssMiB
 	}
 	if *ratio != "" {
 		compareIters(*ratio, *runs, *resultBytes, runOnce)
@@ -125,7 +134,11 @@ func main() {
 
 	cpus, users, syss, rss := map[string][]float64{}, map[string][]float64{}, map[string][]float64{}, map[string][]float64{}
 	var calls int
+	var floorRSS []float64
 	for i := 0; i < *runs; i++ {
+		if *floor != "" {
+			floorRSS = append(floorRSS, runFloor(*floor))
+		}
 		for _, mode := range modes {
 			var user, sys time.Duration
 			var r float64
@@ -150,6 +163,26 @@ func main() {
 			fmt.Printf("%speak_rss_mib median=%.1f max=%.1f\n", prefix, median(rss[mode]), maxOf(rss[mode]))
 		}
 	}
+	if len(floorRSS) > 0 && floorRSS[0] >= 0 {
+		fmt.Printf("floor peak_rss_mib median=%.1f max=%.1f (%s)\n", median(floorRSS), maxOf(floorRSS), *floor)
+	}
+}
+
+// runFloor runs the floor program once and returns its peak RSS in MiB.
+func runFloor(bin string) float64 {
+	u, err := measure(exec.Command(bin))
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "floor %s: %v\n", bin, err)
+		os.Exit(1)
+	}
+	return u.rssMiB
+}
+
+// usage is what measure reports of one process: CPU time and peak
+// resident set in MiB (-1: unknown).
+type usage struct {
+	user, sys time.Duration
+	rssMiB    float64
 }
 
 func measureStartup(bin string, runs int) {

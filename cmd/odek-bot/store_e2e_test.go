@@ -214,7 +214,14 @@ func TestQueueCLIOnTheStore(t *testing.T) {
 	tg.Wait(t, 30*time.Second, "the CLI's job answered by the bot", func(s *bottest.Server) bool { return visible(s, 1001, "from the cli job") })
 	// Read commands go through the running bot's admin socket; commands
 	// that change the queue are refused, naming the bot's pid.
-	out, code = cli("stats", "--store", store, "--json")
+	// The answer is visible before its result is acknowledged: wait for
+	// the acknowledgement to show in the live stats.
+	for deadline := time.Now().Add(20 * time.Second); ; time.Sleep(100 * time.Millisecond) {
+		out, code = cli("stats", "--store", store, "--json")
+		if code != 0 || strings.Contains(out, `"results":0`) || time.Now().After(deadline) {
+			break
+		}
+	}
 	if code != 0 || !strings.Contains(out, `"queued":0`) || !strings.Contains(out, `"results":0`) {
 		t.Fatalf("stats --store while the bot runs: exit %d: %s; want the bot's live stats", code, out)
 	}

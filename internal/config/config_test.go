@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -682,4 +683,86 @@ func BenchmarkLoad(b *testing.B) {
 			b.Fatal(err)
 		}
 	}
+}
+
+// TestSectionsAbsentFalseNull: the llm, tools and dangerous sections
+// decode into Config's own types over the layers below (no pointer copy):
+// an absent key keeps the value below it, false and 0 replace it, null is
+// absent, and a key a file sets is that file's in Sources even when the
+// value is unchanged.
+func TestSectionsAbsentFalseNull(t *testing.T) {
+	const operator = `{
+		"llm": {"stream": false, "strict_tool_models": ["m1"], "keep_think_tags": true, "max_attempts": 4},
+		"tools": {"shell_timeout_seconds": 60},
+		"dangerous": {"classes": {"install": "deny"}}
+	}`
+	tests := []struct {
+		name, project string
+		check         func(t *testing.T, c *Config)
+	}{
+		{"absent keeps the operator's", `{"llm": {}}`, func(t *testing.T, c *Config) {
+			if c.LLM.Stream || !c.LLM.KeepThinkTags || c.LLM.MaxAttempts != 4 || !slices.Equal(c.LLM.StrictToolModels, []string{"m1"}) {
+				t.Errorf("llm = %+v", c.LLM)
+			}
+			if c.Sources["llm.stream"] != SourceOperator || c.Sources["llm.keep_think_tags"] != SourceOperator {
+				t.Errorf("sources %v", c.Sources)
+			}
+		}},
+		{"false and 0 replace", `{"llm": {"keep_think_tags": false, "max_attempts": 0, "stream": true}, "tools": {"shell_timeout_seconds": 0}}`, func(t *testing.T, c *Config) {
+			if !c.LLM.Stream || c.LLM.KeepThinkTags || c.LLM.MaxAttempts != 0 || c.Tools.ShellTimeoutSeconds != 0 {
+				t.Errorf("llm = %+v tools = %+v", c.LLM, c.Tools)
+			}
+			for _, k := range []string{"llm.keep_think_tags", "llm.max_attempts", "llm.stream", "tools.shell_timeout_seconds"} {
+				if c.Sources[k] != SourceProject {
+					t.Errorf("Sources[%q] = %q, want project", k, c.Sources[k])
+				}
+			}
+		}},
+		{"null is absent", `{"llm": {"strict_tool_models": null, "keep_think_tags": null}}`, func(t *testing.T, c *Config) {
+			if !slices.Equal(c.LLM.StrictToolModels, []string{"m1"}) || !c.LLM.KeepThinkTags {
+				t.Errorf("llm = %+v", c.LLM)
+			}
+			if c.Sources["llm.strict_tool_models"] != SourceOperator {
+				t.Errorf("Sources[llm.strict_tool_models] = %q", c.Sources["llm.strict_tool_models"])
+			}
+		}},
+		{"the same value is still the project's", `{"llm": {"stream": false}}`, func(t *testing.T, c *Config) {
+			if c.LLM.Stream || c.Sources["llm.stream"] != SourceProject {
+				t.Errorf("stream %v from %q", c.LLM.Stream, c.Sources["llm.stream"])
+			}
+		}},
+		{"a project's dangerous is not read", `{"dangerous": {"classes": {"install": "allow"}, "non_interactive": "allow"}}`, func(t *testing.T, c *Config) {
+			if c.Dangerous.Classes["install"] != ActionDeny || c.Dangerous.NonInteractive != ActionDeny {
+				t.Errorf("dangerous = %+v", c.Dangerous)
+			}
+			if c.Sources["dangerous.classes.install"] != SourceOperator || c.Sources["dangerous.non_interactive"] != SourceDefault {
+				t.Errorf("sources %v", c.Sources)
+			}
+		}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			c, _ := mustLoad(t, dirs(t, operator, tt.project))
+			tt.check(t, c)
+		})
+	}
+	t.Run("operator errors", func(t *testing.T) {
+		for _, bad := range []struct{ file, field string }{
+			{`{"dangerous": {"non_interactive": ""}}`, "dangerous.non_interactive"},
+			{`{"dangerous": {"classes": {"Bad": "deny"}}}`, "dangerous.classes.Bad"},
+			{`{"llm": {"idle_timeout_seconds": -1}}`, "llm.idle_timeout_seconds"},
+		} {
+			_, _, err := Load(dirs(t, bad.file, ""))
+			var ce *Error
+			if !errors.As(err, &ce) || ce.Field != bad.field {
+				t.Errorf("%s: err %v, want a field %q error", bad.file, err, bad.field)
+			}
+		}
+	})
+	t.Run("no classes is nil", func(t *testing.T) {
+		c, _ := mustLoad(t, dirs(t, `{"dangerous": {"classes": {}}}`, ""))
+		if c.Dangerous.Classes != nil {
+			t.Errorf("classes %#v, want nil", c.Dangerous.Classes)
+		}
+	})
 }

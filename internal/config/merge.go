@@ -1,61 +1,45 @@
 package config
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"net/netip"
 	"net/url"
+	"reflect"
 	"runtime"
 	"sort"
 	"strings"
 )
 
-// The file layers decode into pointer fields so that "absent" and "zero"
-// differ. To add a setting: add it to Config (and its section type), to
-// settingsFile when both files may set it or to operatorOnly (plus
-// projectRestricted, for the warning) when only the operator may, then to
-// validate*, apply* and defaults. The sections that other packages
-// consume (limits, subagent, sandbox, context_*, mcp_servers) are typed
-// in sections.go and merged by one rule (tighten.go).
+// The top-level keys of the file layers decode into pointer fields so
+// that "absent" and "zero" differ. The llm, tools and dangerous sections
+// decode straight into Config's own section types, over the values the
+// layers below left there (Layer.Section): a key the file leaves out
+// keeps its value, one it sets (false and 0 included) replaces it. To add
+// a setting to one of those sections: a field in its type (config.go),
+// its check in validateSections and its default in defaults. A top-level
+// key goes to settingsFile when both files may set it or to operatorOnly
+// (plus projectRestricted, for the warning) when only the operator may,
+// then to validate*, apply* and defaults. The sections that other
+// packages consume (limits, subagent, sandbox, context_*, mcp_servers) are
+// typed in sections.go and merged by one rule (tighten.go).
 
 // settingsFile holds the keys both files may set.
 type settingsFile struct {
-	Model           *string    `json:"model"`
-	MaxIterations   *int       `json:"max_iterations"`
-	MaxToolParallel *int       `json:"max_tool_parallel"`
-	SystemPrompt    *string    `json:"system_prompt"`
-	LLM             *llmFile   `json:"llm"`
-	Tools           *toolsFile `json:"tools"`
-}
-
-type llmFile struct {
-	Stream                *bool     `json:"stream"`
-	MaxAttempts           *int      `json:"max_attempts"`
-	IdleTimeoutSeconds    *int      `json:"idle_timeout_seconds"`
-	RequestTimeoutSeconds *int      `json:"request_timeout_seconds"`
-	StrictToolModels      *[]string `json:"strict_tool_models"`
-	ResponseFormatModels  *[]string `json:"response_format_models"`
-	KeepThinkTags         *bool     `json:"keep_think_tags"`
-}
-
-type toolsFile struct {
-	ShellTimeoutSeconds *int `json:"shell_timeout_seconds"`
-	MaxOutputBytes      *int `json:"max_output_bytes"`
-}
-
-type dangerousFile struct {
-	Classes        map[string]string `json:"classes"`
-	NonInteractive *string           `json:"non_interactive"`
+	Model           *string `json:"model"`
+	MaxIterations   *int    `json:"max_iterations"`
+	MaxToolParallel *int    `json:"max_tool_parallel"`
+	SystemPrompt    *string `json:"system_prompt"`
 }
 
 // operatorOnly holds the keys only config.json may set. A file is decoded
 // into settingsFile and into its layer's restricted-keys struct separately
 // (embedding would put the Go type name into error field paths).
 type operatorOnly struct {
-	APIKey    *string        `json:"api_key"`
-	BaseURL   *string        `json:"base_url"`
-	Provider  *string        `json:"provider"`
-	Dangerous *dangerousFile `json:"dangerous"`
+	APIKey   *string `json:"api_key"`
+	BaseURL  *string `json:"base_url"`
+	Provider *string `json:"provider"`
 }
 
 // projectRestricted captures the operator-only keys of odek.json raw, never
@@ -94,6 +78,9 @@ func build(op, proj fileInput, env envVars, flags Flags, keys map[string]string)
 		}
 		cfg.Layers.Operator = Layer{Path: op.path, Raw: raw}
 		applySettings(cfg, &s, SourceOperator)
+		if err := applySections(cfg, cfg.Layers.Operator, SourceOperator); err != nil {
+			return nil, nil, err
+		}
 		setString(cfg, &cfg.APIKey, f.APIKey, "api_key", SourceOperator)
 		if f.BaseURL != nil && *f.BaseURL != "" {
 			cfg.BaseURL = normalizeURL(*f.BaseURL)
@@ -103,7 +90,6 @@ func build(op, proj fileInput, env envVars, flags Flags, keys map[string]string)
 			cfg.Provider = *f.Provider
 			cfg.Sources["provider"] = SourceOperator
 		}
-		applyDangerous(cfg, f.Dangerous)
 		if f.APIKey != nil && *f.APIKey != "" {
 			warns = append(warns, permWarning(op)...)
 		}
@@ -123,6 +109,9 @@ func build(op, proj fileInput, env envVars, flags Flags, keys map[string]string)
 		}
 		cfg.Layers.Project = Layer{Path: proj.path, Raw: raw}
 		applySettings(cfg, &s, SourceProject)
+		if err := applySections(cfg, cfg.Layers.Project, SourceProject); err != nil {
+			return nil, nil, err
+		}
 		keyWhy := "a project must not supply credentials; remove it from this file and set ODEK_API_KEY or api_key in " + op.path
 		if runtime.GOOS != "windows" && proj.mode&0o077 != 0 {
 			keyWhy += fmt.Sprintf(" (this file is also readable by group or others: mode %04o)", uint32(proj.mode))
@@ -206,6 +195,9 @@ func finish(c *Config) {
 	if len(c.LLM.ResponseFormatModels) == 0 {
 		c.LLM.ResponseFormatModels = nil
 	}
+	if len(c.Dangerous.Classes) == 0 {
+		c.Dangerous.Classes = nil
+	}
 }
 
 func setString(c *Config, dst *string, v *string, key, src string) {
@@ -227,37 +219,98 @@ func applySettings(c *Config, s *settingsFile, src string) {
 	set(c, &c.MaxIterations, s.MaxIterations, "max_iterations", src)
 	set(c, &c.MaxToolParallel, s.MaxToolParallel, "max_tool_parallel", src)
 	setString(c, &c.SystemPrompt, s.SystemPrompt, "system_prompt", src)
-	if l := s.LLM; l != nil {
-		set(c, &c.LLM.Stream, l.Stream, "llm.stream", src)
-		set(c, &c.LLM.MaxAttempts, l.MaxAttempts, "llm.max_attempts", src)
-		set(c, &c.LLM.IdleTimeoutSeconds, l.IdleTimeoutSeconds, "llm.idle_timeout_seconds", src)
-		set(c, &c.LLM.RequestTimeoutSeconds, l.RequestTimeoutSeconds, "llm.request_timeout_seconds", src)
-		set(c, &c.LLM.StrictToolModels, l.StrictToolModels, "llm.strict_tool_models", src)
-		set(c, &c.LLM.ResponseFormatModels, l.ResponseFormatModels, "llm.response_format_models", src)
-		set(c, &c.LLM.KeepThinkTags, l.KeepThinkTags, "llm.keep_think_tags", src)
-	}
-	if t := s.Tools; t != nil {
-		set(c, &c.Tools.ShellTimeoutSeconds, t.ShellTimeoutSeconds, "tools.shell_timeout_seconds", src)
-		set(c, &c.Tools.MaxOutputBytes, t.MaxOutputBytes, "tools.max_output_bytes", src)
-	}
 }
 
-// applyDangerous copies the operator's (validated) policy.
-func applyDangerous(c *Config, d *dangerousFile) {
-	if d == nil {
-		return
+// layerSection is one section that applySections decodes over Config.
+type layerSection struct {
+	key string
+	dst any // pointer to the Config field
+}
+
+// applySections decodes the llm and tools sections of l (and, from the
+// operator file, dangerous) over c's current values, checks them and
+// records the keys l sets as coming from src. A key set to null is
+// absent: it keeps its value (encoding/json would clear a list or map).
+// A project file's dangerous section is never read (projectRestricted
+// warns about it).
+func applySections(c *Config, l Layer, src string) error {
+	secs := []layerSection{{"llm", &c.LLM}, {"tools", &c.Tools}}
+	if src == SourceOperator {
+		secs = append(secs, layerSection{"dangerous", &c.Dangerous})
 	}
-	if len(d.Classes) > 0 {
-		c.Dangerous.Classes = make(map[string]Action, len(d.Classes))
-		for k, v := range d.Classes {
-			c.Dangerous.Classes[k] = Action(v)
-			c.Sources["dangerous.classes."+k] = SourceOperator
+	for _, sec := range secs {
+		dst := reflect.ValueOf(sec.dst).Elem()
+		before := reflect.New(dst.Type()).Elem()
+		before.Set(dst)
+		present, err := l.Section(sec.key, sec.dst)
+		if err != nil {
+			return err
+		}
+		if !present {
+			continue
+		}
+		set, null, err := sectionKeys(l, sec.key, dst.Type())
+		if err != nil {
+			return err
+		}
+		for _, i := range null {
+			dst.Field(i).Set(before.Field(i))
+		}
+		// The layers below were checked: a bad value is this file's.
+		if err := validateSections(c, l.Path); err != nil {
+			return err
+		}
+		for _, i := range set {
+			name := jsonName(dst.Type().Field(i))
+			if sec.key == "dangerous" && name == "classes" {
+				for class := range c.Dangerous.Classes {
+					c.Sources["dangerous.classes."+class] = src
+				}
+				continue
+			}
+			c.Sources[sec.key+"."+name] = src
 		}
 	}
-	if d.NonInteractive != nil {
-		c.Dangerous.NonInteractive = Action(*d.NonInteractive)
-		c.Sources["dangerous.non_interactive"] = SourceOperator
+	return nil
+}
+
+// sectionKeys reports which fields of t (by index) section key of l sets
+// to a value and which to null. Keys match case-insensitively and the
+// last match wins, as in decoding.
+func sectionKeys(l Layer, key string, t reflect.Type) (set, null []int, err error) {
+	var raw json.RawMessage
+	if _, err := l.Section(key, &raw); err != nil {
+		return nil, nil, err
 	}
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	if _, err := dec.Token(); err != nil { // {
+		return nil, nil, err
+	}
+	last := map[int]bool{} // field → set to null
+	for dec.More() {
+		tok, err := dec.Token()
+		if err != nil {
+			return nil, nil, err
+		}
+		var v json.RawMessage
+		if err := dec.Decode(&v); err != nil {
+			return nil, nil, err
+		}
+		name, _ := tok.(string)
+		for i := range t.NumField() {
+			if strings.EqualFold(jsonName(t.Field(i)), name) {
+				last[i] = string(v) == "null"
+			}
+		}
+	}
+	for i := range t.NumField() {
+		if isNull, ok := last[i]; ok && isNull {
+			null = append(null, i)
+		} else if ok {
+			set = append(set, i)
+		}
+	}
+	return set, null, nil
 }
 
 func applyEnv(c *Config, e envVars, keys map[string]string) error {
@@ -313,51 +366,41 @@ func applyFlags(c *Config, f Flags) error {
 	return nil
 }
 
-// validateSettings checks the keys shared by both files.
+// validateSettings checks the top-level keys shared by both files.
 func validateSettings(s *settingsFile, path string) error {
-	type num struct {
+	for _, n := range []struct {
 		key string
 		v   *int
-		max int // 0: no upper bound
-	}
-	nums := []num{
-		{"max_iterations", s.MaxIterations, 0},
-		{"max_tool_parallel", s.MaxToolParallel, 0},
-	}
-	if l := s.LLM; l != nil {
-		nums = append(nums,
-			num{"llm.max_attempts", l.MaxAttempts, 0},
-			num{"llm.idle_timeout_seconds", l.IdleTimeoutSeconds, MaxSeconds},
-			num{"llm.request_timeout_seconds", l.RequestTimeoutSeconds, MaxSeconds})
-	}
-	if t := s.Tools; t != nil {
-		nums = append(nums,
-			num{"tools.shell_timeout_seconds", t.ShellTimeoutSeconds, MaxSeconds},
-			num{"tools.max_output_bytes", t.MaxOutputBytes, 0})
-	}
-	for _, n := range nums {
-		switch {
-		case n.v == nil:
-		case *n.v < 0:
+	}{{"max_iterations", s.MaxIterations}, {"max_tool_parallel", s.MaxToolParallel}} {
+		if n.v != nil && *n.v < 0 {
 			return invalidf(path, n.key, "must be >= 0, got %d", *n.v)
-		case n.max > 0 && *n.v > n.max:
-			return invalidf(path, n.key, "got %d, exceeding the limit MaxSeconds=%d", *n.v, n.max)
 		}
 	}
 	return nil
 }
 
-// validateOperator checks the operator-only keys of config.json.
-func validateOperator(f *operatorOnly, path string) error {
-	if f.BaseURL != nil && *f.BaseURL != "" {
-		if reason := checkBaseURL(*f.BaseURL); reason != "" {
-			return invalidf(path, "base_url", "%s", reason)
+// validateSections checks the llm, tools and dangerous sections as merged
+// so far; path names the file that set the last of them.
+func validateSections(c *Config, path string) error {
+	for _, n := range []struct {
+		key string
+		v   int
+		max int // 0: no upper bound
+	}{
+		{"llm.max_attempts", c.LLM.MaxAttempts, 0},
+		{"llm.idle_timeout_seconds", c.LLM.IdleTimeoutSeconds, MaxSeconds},
+		{"llm.request_timeout_seconds", c.LLM.RequestTimeoutSeconds, MaxSeconds},
+		{"tools.shell_timeout_seconds", c.Tools.ShellTimeoutSeconds, MaxSeconds},
+		{"tools.max_output_bytes", c.Tools.MaxOutputBytes, 0},
+	} {
+		switch {
+		case n.v < 0:
+			return invalidf(path, n.key, "must be >= 0, got %d", n.v)
+		case n.max > 0 && n.v > n.max:
+			return invalidf(path, n.key, "got %d, exceeding the limit MaxSeconds=%d", n.v, n.max)
 		}
 	}
-	d := f.Dangerous
-	if d == nil {
-		return nil
-	}
+	d := c.Dangerous
 	classes := make([]string, 0, len(d.Classes))
 	for k := range d.Classes {
 		classes = append(classes, k)
@@ -368,17 +411,26 @@ func validateOperator(f *operatorOnly, path string) error {
 		if !validClassName(k) {
 			return invalidf(path, field, "class name must be 1-64 characters of a-z, 0-9 and _, starting with a letter")
 		}
-		switch Action(d.Classes[k]) {
+		switch d.Classes[k] {
 		case ActionAllow, ActionPrompt, ActionDeny:
 		default:
-			return invalidf(path, field, "invalid action %q: want \"allow\", \"prompt\" or \"deny\"", clip(d.Classes[k]))
+			return invalidf(path, field, "invalid action %q: want \"allow\", \"prompt\" or \"deny\"", clip(string(d.Classes[k])))
 		}
 	}
-	if d.NonInteractive != nil {
-		switch Action(*d.NonInteractive) {
-		case ActionAllow, ActionDeny:
-		default:
-			return invalidf(path, "dangerous.non_interactive", "invalid action %q: want \"deny\" or \"allow\"", clip(*d.NonInteractive))
+	// defaults sets deny: "" here is the file's.
+	switch d.NonInteractive {
+	case ActionAllow, ActionDeny:
+	default:
+		return invalidf(path, "dangerous.non_interactive", "invalid action %q: want \"deny\" or \"allow\"", clip(string(d.NonInteractive)))
+	}
+	return nil
+}
+
+// validateOperator checks the operator-only top-level keys of config.json.
+func validateOperator(f *operatorOnly, path string) error {
+	if f.BaseURL != nil && *f.BaseURL != "" {
+		if reason := checkBaseURL(*f.BaseURL); reason != "" {
+			return invalidf(path, "base_url", "%s", reason)
 		}
 	}
 	return nil

@@ -37,8 +37,9 @@ var traceparentRE = regexp.MustCompile(`tp=00-([0-9a-f]{32})-([0-9a-f]{16})-0[0-
 // one trace by the id the worker logged. That trace must hold the bot's
 // spans (the update, the enqueue, the delivery) and the worker's (the job,
 // the agent run, the model call, the shell tool), each under the right
-// parent across the two containers, and the shell command must have run
-// with its tool span's TRACEPARENT inside the worker's sandbox.
+// parent across the two containers, the delivery linked to the update, and
+// the shell command must have run with its tool span's TRACEPARENT inside
+// the worker's sandbox.
 func (e *env) checkTracing(t *testing.T) {
 	began := time.Now()
 	for _, f := range []string{"bot.env", "worker.env"} {
@@ -139,6 +140,15 @@ func (e *env) checkTracing(t *testing.T) {
 		if s.Parent() != parent {
 			t.Errorf("%s: parent %q, want %s (%q)", w.name, s.Parent(), w.parent, parent)
 		}
+	}
+	// The delivery links back to the update (an OTLP link: a FOLLOWS_FROM
+	// reference in the viewer).
+	var linked bool
+	for _, r := range byOp(spans, "telegram.deliver").References {
+		linked = linked || r.RefType == "FOLLOWS_FROM" && r.SpanID == byOp(spans, "telegram.update").SpanID
+	}
+	if !linked {
+		t.Errorf("telegram.deliver: references %+v, want a FOLLOWS_FROM to the telegram.update span", byOp(spans, "telegram.deliver").References)
 	}
 	if got := byOp(spans, "execute_tool shell").SpanID; got != shellParent {
 		t.Errorf("the shell's TRACEPARENT names span %s, want the execute_tool shell span %s", shellParent, got)
