@@ -599,6 +599,9 @@ func (c *chat) handleMessage(ctx context.Context, updateID int, m *tgbotapi.Mess
 		c.retry(ctx, updateID, userID, userName, m.MessageID, group)
 		return
 	case chatcore.RouteCommand:
+		if c.guestCommandRefused(ctx, userID, m) {
+			return // budgets.go: a guest may ask, not administer
+		}
 		if c.scheduleCommand(ctx, updateID, userID, m) {
 			return // schedule.go: /schedule, /remind, /tz, /bg, /jobs, /stop <id>
 		}
@@ -629,6 +632,10 @@ func (c *chat) handleMessage(ctx context.Context, updateID int, m *tgbotapi.Mess
 			return
 		}
 		if refusal := c.budgetGate(lang).Refusal; refusal != "" {
+			c.replyTo(ctx, replyTo, refusal)
+			return
+		}
+		if refusal := c.userBudgetSpent(ctx, userID, lang); refusal != "" { // budgets.go
 			c.replyTo(ctx, replyTo, refusal)
 			return
 		}

@@ -14,6 +14,7 @@ import (
 	"sync"
 	"time"
 
+	tgbotapi "github.com/go-telegram-bot-api/telegram-bot-api/v5"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/sirupsen/logrus"
 
@@ -178,11 +179,17 @@ func (c *chat) reserveJob(ctx context.Context, userID int64, adm chatcore.Admiss
 	}
 	if adm.UserCapped {
 		b.budget.mu.Lock()
+		if len(b.budget.capped) >= maxCapped {
+			clear(b.budget.capped) // results another replica delivered never come here
+		}
 		b.budget.capped[id] = true
 		b.budget.mu.Unlock()
 	}
 	return adm, reserveOK, ""
 }
+
+// maxCapped bounds the jobs remembered as capped by the user's budget.
+const maxCapped = 10000
 
 // userCapped reports (and forgets) whether job's cap came from the
 // user's budget.
@@ -241,6 +248,86 @@ func (c *chat) settleBudget(ctx context.Context, res queue.Result, js *jobState)
 		}
 		b.budget.tokens.WithLabelValues(b.userLabel(acct)).Add(float64(s.Tokens))
 		b.budget.cost.WithLabelValues(b.userLabel(acct)).Add(s.USD)
+	}
+}
+
+// userBudgetSpent is the refusal for a file or voice message whose
+// sender's budget (or the guest pool) is already spent, so nothing is
+// downloaded or transcribed for a request that would be refused; "" when
+// it is not (or cannot be read: the reservation decides later).
+func (c *chat) userBudgetSpent(ctx context.Context, userID int64, lang string) string {
+	b := c.b
+	if b.budget.store == nil || userID == 0 {
+		return ""
+	}
+	p := b.budget.policy
+	acct, caps := queue.UserAccount(userID), p.UserCaps(userID)
+	if p.IsGuest(c.id, userID) {
+		acct, caps = queue.GuestAccount, *p.Guest
+	}
+	if caps.IsZero() {
+		return ""
+	}
+	now := b.cfg.Now()
+	uctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	u, err := b.budget.store.BudgetUsage(uctx, acct, now)
+	if err != nil {
+		return ""
+	}
+	day, month := u.Today(now), u.Month(now)
+	for _, x := range []struct {
+		limit     string
+		used, max float64
+	}{
+		{queue.LimitDayTokens, float64(day.Tokens), float64(caps.DayTokens)}, {queue.LimitMonthTokens, float64(month.Tokens), float64(caps.MonthTokens)},
+		{queue.LimitDayUSD, day.USD, caps.DayUSD}, {queue.LimitMonthUSD, month.USD, caps.MonthUSD},
+	} {
+		if x.max > 0 && x.used >= x.max {
+			return chatcore.BudgetRefusal(lang, queue.Grant{Verdict: queue.GrantSpent, Account: acct, Limit: x.limit, Used: x.used, Max: x.max, ResetAt: queue.ResetAt(x.limit, now)}, now)
+		}
+	}
+	return ""
+}
+
+// guestCommands are what a guest may use: asking (jobs, /bg, /retry, the
+// operator's skills) and looking (/help, /status, /usage, /artifact), not
+// what changes the group's conversation or settings for its members
+// (/new, /stop, /model, /busy, /schedule, …).
+var guestCommands = []string{"start", "help", "status", "usage", "retry", "bg", "artifact"}
+
+// guestCommandRefused answers a guest's command that guests may not use
+// and reports whether it did. It runs in the chat's actor.
+func (c *chat) guestCommandRefused(ctx context.Context, userID int64, m *tgbotapi.Message) bool {
+	b := c.b
+	if !b.budget.policy.IsGuest(c.id, userID) {
+		return false
+	}
+	cmd := strings.ToLower(m.Command())
+	if slices.Contains(guestCommands, cmd) {
+		return false
+	}
+	for _, sc := range b.cfg.Skills {
+		if sc.Command == cmd {
+			return false
+		}
+	}
+	c.replyTo(ctx, m.MessageID, tr(b.lang(userID), "bud.guest.cmd", cmd))
+	return true
+}
+
+// spendOutside counts tokens spent outside a job (the digest call of
+// /compact in embedded mode) against the chat's and the user's accounts.
+func (c *chat) spendOutside(ctx context.Context, userID int64, tokens int64) {
+	b := c.b
+	if b.budget.store == nil || tokens <= 0 {
+		return
+	}
+	now := b.cfg.Now()
+	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
+	defer cancel()
+	if _, err := b.budget.store.SettleBudget(sctx, "side-"+newJobID(now), queue.Names(b.budget.policy.Charged(c.id, userID)), queue.Spend{Tokens: tokens}, now); err != nil {
+		b.log.WithError(err).WithField("chat_id", c.id).Warn("bot: counting a side call's tokens in the budget store failed")
 	}
 }
 

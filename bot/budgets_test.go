@@ -205,3 +205,43 @@ func FuzzParseUserCaps(f *testing.F) {
 		}
 	})
 }
+
+// The digest call of /compact is the user's spending too: it counts in
+// the budget store, not only in the chat's books.
+func TestCompactSideCallCountsForTheUser(t *testing.T) {
+	q := queue.NewMemory(queue.Options{})
+	fc := &fakeCompactor{res: Compacted{Folded: 3, BeforeTokens: 20000, AfterTokens: 6000, SideInputTokens: 900, SideOutput: 100}}
+	h := startBot(t, q, func(c *Config) { c.Compactor = fc })
+	h.tg.UserMessage(alice, alice, "/compact")
+	h.waitVisible(alice, "🗜 Compacted")
+	u, err := q.BudgetUsage(context.Background(), queue.UserAccount(alice), h.bot.cfg.Now())
+	if err != nil || u.Today(h.bot.cfg.Now()).Tokens != 1000 {
+		t.Fatalf("alice = %+v, %v: want the side call's 1,000 tokens", u, err)
+	}
+}
+
+// A file from a user whose budget is spent is refused before it is
+// downloaded (getFile is never called).
+func TestFileRefusedBeforeDownloadWhenTheUsersBudgetIsSpent(t *testing.T) {
+	q := queue.NewMemory(queue.Options{})
+	h := startBot(t, q, func(c *Config) { c.UserBudget = queue.Caps{DayTokens: 100}; c.ArtifactDir = t.TempDir() })
+	if _, err := q.SettleBudget(context.Background(), "earlier", []string{queue.UserAccount(alice)}, queue.Spend{Tokens: 100}, h.bot.cfg.Now()); err != nil {
+		t.Fatal(err)
+	}
+	h.tg.Send(bottest.Incoming{Chat: alice, User: alice, Caption: "read it", Document: &bottest.File{Name: "notes.txt", Data: []byte("x")}})
+	h.waitVisible(alice, "You have used your daily budget of 100 tokens")
+	if n := len(h.tg.Calls("getFile")); n != 0 {
+		t.Fatalf("getFile called %d times for a refused file", n)
+	}
+}
+
+// A guest may ask but not administer: /stop from a guest stops nobody's
+// job; /usage answers.
+func TestGuestCannotStopTheGroupsJobs(t *testing.T) {
+	q := queue.NewMemory(queue.Options{})
+	h := startBot(t, q, func(c *Config) { c.GuestBudget = &queue.Caps{DayTokens: 100000}; c.AllowedChats = nil })
+	h.tg.Send(bottest.Incoming{Chat: budGroup, User: eve, Text: "/stop"})
+	h.waitVisible(budGroup, "Guests can ask the bot here but not use /stop")
+	h.tg.Send(bottest.Incoming{Chat: budGroup, User: eve, Text: "/usage", Lang: "de"})
+	h.waitVisible(budGroup, "Gäste (gemeinsames Budget), heute (UTC)")
+}

@@ -57,7 +57,8 @@ func (c *chat) compact(ctx context.Context, userID int64) {
 	session := c.sessionFor(userID)
 	res, err := b.cfg.Compactor.Compact(ctx, CompactRequest{ChatID: c.id, Session: session, Model: c.jobModel()})
 	if side := int64(res.SideInputTokens + res.SideOutput); side > 0 {
-		c.books.Spend(side, b.cfg.Now()) // the digest call is the chat's spending too
+		c.books.Spend(side, b.cfg.Now())  // the digest call is the chat's spending too
+		c.spendOutside(ctx, userID, side) // budgets.go: and the user's
 	}
 	switch {
 	case errors.Is(err, context.Canceled) && ctx.Err() != nil:

@@ -41,20 +41,39 @@ func BenchmarkBudgetReserveSettleRedis(b *testing.B) {
 	budgetLifecycle(b, q)
 }
 
-// The peer in the same run: one Enqueue (one script, one round trip) on
-// the same kind of server.
-func BenchmarkBudgetPeerEnqueueRedis(b *testing.B) {
+// The same lifecycle on Redis with an Enqueue (one script, one round
+// trip) interleaved as the peer, each step timed: reserve-us, settle-us
+// and enqueue-us are per job, measured under the same load.
+func BenchmarkBudgetVsEnqueueRedis(b *testing.B) {
 	q, err := queue.NewRedis(context.Background(), queuetest.StartRedis(b), queue.Options{})
 	if err != nil {
 		b.Fatal(err)
 	}
 	ctx := context.Background()
+	now := time.Now()
+	p := queue.BudgetPolicy{ChatDayTokens: 1 << 40, User: queue.Caps{DayTokens: 1 << 40}, JobMaxTokens: 1000}
+	var tr, ts, te time.Duration
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
+		id := fmt.Sprintf("j%d", i)
+		r := queue.Reservation{ID: id, Accounts: p.Charged(int64(i%50+1), int64(i%50+1)), Lease: time.Hour, Now: now, MaxTokens: p.JobMaxTokens}
+		t0 := time.Now()
+		if _, err := q.ReserveBudget(ctx, r); err != nil {
+			b.Fatal(err)
+		}
+		t1 := time.Now()
+		if _, err := q.SettleBudget(ctx, id, nil, queue.Spend{Tokens: 1200, Prompt: 1000, Cached: 400, USD: 0.001, Jobs: 1}, now); err != nil {
+			b.Fatal(err)
+		}
+		t2 := time.Now()
 		if _, _, err := q.Enqueue(ctx, queue.Job{ChatID: int64(i%50 + 1), Goal: "noop"}); err != nil {
 			b.Fatal(err)
 		}
+		tr, ts, te = tr+t1.Sub(t0), ts+t2.Sub(t1), te+time.Since(t2)
 	}
+	b.ReportMetric(float64(tr.Microseconds())/float64(b.N), "reserve-us")
+	b.ReportMetric(float64(ts.Microseconds())/float64(b.N), "settle-us")
+	b.ReportMetric(float64(te.Microseconds())/float64(b.N), "enqueue-us")
 }
 
 func BenchmarkBudgetReserveSettleMemory(b *testing.B) {

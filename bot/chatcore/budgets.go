@@ -31,6 +31,7 @@ var budgetTexts = map[string]map[string]string{
 		"bud.reset.day":   " It resets at 00:00 UTC (in %s).",
 		"bud.reset.month": " It resets on %s at 00:00 UTC (in %s).",
 		"bud.stopped":     "🚫 The job stopped: it used what was left of your budget. /usage shows what you have used.",
+		"bud.stopped.any": "🚫 The job stopped: it used what was left of your budget or of this chat's daily budget. /usage shows both.",
 		"bud.you":         "You",
 		"bud.guests":      "Guests (shared pool)",
 		"bud.today":       "%s, today (UTC): %s",
@@ -47,6 +48,7 @@ var budgetTexts = map[string]map[string]string{
 		"bud.all.none":    "No usage recorded yet.",
 		"bud.admins":      "Only the bot's admins (ODEK_TELEGRAM_ADMINS) can use /usage all, in a private chat with the bot.",
 		"bud.nostore":     "Per-user usage is not available: this bot's queue keeps no budgets.",
+		"bud.guest.cmd":   "Guests can ask the bot here but not use /%s: it changes the group's conversation or settings.",
 		"bud.wait":        "⏳ What is left of your budget is reserved by your running jobs. Send this again when they have finished.",
 	},
 	"de": {
@@ -58,6 +60,7 @@ var budgetTexts = map[string]map[string]string{
 		"bud.reset.day":   " Es wird um 00:00 UTC zurückgesetzt (in %s).",
 		"bud.reset.month": " Es wird am %s um 00:00 UTC zurückgesetzt (in %s).",
 		"bud.stopped":     "🚫 Der Auftrag wurde angehalten: er hat den Rest deines Budgets verbraucht. /usage zeigt deinen Verbrauch.",
+		"bud.stopped.any": "🚫 Der Auftrag wurde angehalten: er hat den Rest deines Budgets oder des Tagesbudgets dieses Chats verbraucht. /usage zeigt beides.",
 		"bud.you":         "Du",
 		"bud.guests":      "Gäste (gemeinsames Budget)",
 		"bud.today":       "%s, heute (UTC): %s",
@@ -74,6 +77,7 @@ var budgetTexts = map[string]map[string]string{
 		"bud.all.none":    "Noch kein Verbrauch erfasst.",
 		"bud.admins":      "Nur die Admins des Bots (ODEK_TELEGRAM_ADMINS) können /usage all verwenden, im privaten Chat mit dem Bot.",
 		"bud.nostore":     "Der Verbrauch pro Person ist nicht verfügbar: die Warteschlange dieses Bots führt keine Budgets.",
+		"bud.guest.cmd":   "Gäste können den Bot hier fragen, aber /%s nicht verwenden: es ändert das Gespräch oder die Einstellungen der Gruppe.",
 		"bud.wait":        "⏳ Der Rest deines Budgets ist von deinen laufenden Aufträgen reserviert. Sende das noch einmal, wenn sie fertig sind.",
 	},
 }
@@ -102,7 +106,11 @@ func BudgetRefusal(lang string, g queue.Grant, now time.Time) string {
 		period = Tr(lang, "bud.month")
 	}
 	s := Tr(lang, key, period, BudgetAmount(lang, g.Limit, g.Max))
-	wait := HumanWait(g.ResetAt.Sub(now))
+	d := g.ResetAt.Sub(now)
+	wait := HumanWait(d)
+	if d >= 48*time.Hour {
+		wait = fmt.Sprintf("%d d", int(d.Hours()/24)) // a month's reset: days are enough
+	}
 	if month {
 		return s + Tr(lang, "bud.reset.month", g.ResetAt.UTC().Format("2006-01-02"), wait)
 	}

@@ -160,6 +160,10 @@ type Finished struct {
 	Uploads     []string // artifact paths of the files the user sent with it
 	// UserCapped: the job's cap came from the user's budget (Admission).
 	UserCapped bool
+	// Foreign: this front end did not start the job (another replica's
+	// job, or a schedule's fire), so it does not know whose budget capped
+	// it.
+	Foreign bool
 }
 
 // PlannedArtifact is an artifact of a result with the id the chat gives it.
@@ -222,8 +226,11 @@ func PlanResult(p Policy, res queue.Result, f Finished, use Usage, nextArt int, 
 		// The job reached its cap: what was left of the chat's day.
 		pl.Head = Tr(f.Lang, "budget.stopped", tgformat.Thousands(p.DailyTokenBudget), HumanWait(UntilMidnightUTC(now)))
 	}
-	if f.UserCapped && BudgetStopped(res) {
+	switch {
+	case f.UserCapped && BudgetStopped(res):
 		pl.Head = Tr(f.Lang, "bud.stopped") // the user's budget, not the chat's day, was the cap
+	case f.Foreign && BudgetStopped(res):
+		pl.Head = Tr(f.Lang, "bud.stopped.any") // whose, only the front end that started it knows
 	}
 	return pl
 }

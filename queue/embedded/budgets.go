@@ -15,8 +15,8 @@ import (
 const budgetBucket = "budgets"
 
 // budgetState is the store's budget book, loaded from the file on first
-// use; every change is written in one bbolt transaction (shared with
-// concurrent writers: bbolt's batch) before the operation returns, so a
+// use; every change is written in one bbolt transaction (its own
+// Update: one fsync, no batching delay) before the operation returns, so a
 // crash loses no spend that was counted and no reservation that was
 // granted. The embedded store is held by one process (its flock), so the
 // book in memory is the truth and its mutex makes each operation atomic.
@@ -42,7 +42,9 @@ func (s *Store) book() (*queue.BudgetBook, error) {
 		}
 		b, _ := kvBucket(budgetBucket)
 		s.bs.book.Persist = func(puts map[string][]byte, dels []string) error {
-			return s.db.Batch(func(tx *bolt.Tx) error {
+			// Update, not Batch: a reservation is on the path of a user's
+			// message, and Batch waits up to its 10 ms delay for company.
+			return s.db.Update(func(tx *bolt.Tx) error {
 				bk, err := tx.CreateBucketIfNotExists(b)
 				if err != nil {
 					return err
