@@ -37,6 +37,12 @@ import (
 // of issue 21 read the worker's memory and took its Redis connections
 // through that thread. docs/SECURITY.md tells the story.)
 //
+// Run, for shell calls, starts each command through the job's
+// supervisor instead where the job has a cgroup: the helper started once
+// per job, confined once, forking every call's command in a process group
+// of its own (supervise_linux.go). The job's cgroup is made at its first
+// command.
+//
 // Enforcement fails closed: if a step fails, the command is not run.
 //
 // A Jail is safe for concurrent use.
