@@ -180,6 +180,8 @@ func Authorize(ctx context.Context, p Policy, pr Prompter, tool string, a Assess
 		}
 		ok, err := pr.Confirm(ctx, question(tool, a))
 		switch {
+		case errors.Is(err, ErrNoAnswer):
+			return false, fmt.Sprintf("tool %s: class %s needs confirmation and nobody answered in time: %v; denied (%s=prompt)", tool, a.Class, err, key)
 		case err != nil:
 			return false, fmt.Sprintf("tool %s: class %s needs confirmation and the prompt failed: %v (%s=prompt)", tool, a.Class, err, key)
 		case !ok:
@@ -227,6 +229,11 @@ func question(tool string, a Assessment) string {
 	b.WriteString(")? [y/N] ")
 	return b.String()
 }
+
+// ErrNoAnswer is a Prompter's error when nobody answered before the
+// prompt's deadline (an approval that expired): the call is denied, and
+// the reason says so rather than "declined by the user".
+var ErrNoAnswer = errors.New("the approval prompt expired without an answer")
 
 // ErrInvalidToolName is a tool name chat-completions APIs would refuse;
 // Run returns it (wrapped) before the first model call.

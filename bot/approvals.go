@@ -2,7 +2,6 @@ package bot
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"github.com/odekrun/odek/bot/chatcore"
 	"sort"
@@ -10,10 +9,8 @@ import (
 	"time"
 
 	tgbotapi "github.com/go-telegram-bot-api/telegram-bot-api/v5"
-	"github.com/sirupsen/logrus"
 
 	"github.com/odekrun/odek/bot/tgclient"
-	"github.com/odekrun/odek/queue"
 )
 
 // ---- approvals ----
@@ -35,8 +32,9 @@ func (b *Bot) approvalsLoop(ctx context.Context) error {
 		}
 		failures = 0
 		for _, a := range as {
-			b.serial.Do(b.jobKey(a.ChatID, a.JobID), func(c *chat) { c.ask(c.inTopic(ctx), a) })
+			b.serial.Do(b.jobKey(a.ChatID, a.JobID), func(c *chat) { c.ask(ctx, a) })
 		}
+		b.sweepApprovals(ctx) // approvals_press.go
 	}
 	return nil
 }
@@ -147,103 +145,6 @@ func splitSummary(s string) []string {
 	return out
 }
 
-// ask shows an approval question with Approve once / Deny buttons that
-// only the job's requester may press, and schedules the timeout edit. It
-// runs in the chat's actor; the job is looked up in this chat only.
-func (c *chat) ask(ctx context.Context, a queue.Approval) {
-	b := c.b
-	var requester int64
-	who := ""
-	lang := "en"
-	js := c.jobs[a.JobID]
-	if js != nil {
-		requester, who, lang = js.userID, js.userName, b.lang(js.userID)
-	}
-	deadline := a.Deadline.UTC().Format("15:04:05")
-	q := approvalTextIn(lang, a.Question)
-	var text string
-	var markup any
-	if requester != 0 {
-		text = tr(lang, "ap.needed") + "\n\n" + q + "\n\n" + tr(lang, "ap.only", who, deadline, chatcore.HumanWait(max(time.Until(a.Deadline), time.Second)))
-		markup = tgbotapi.NewInlineKeyboardMarkup(tgbotapi.NewInlineKeyboardRow(
-			tgbotapi.NewInlineKeyboardButtonData(tr(lang, "ap.approve"), approvalData(a.ID, true)),
-			tgbotapi.NewInlineKeyboardButtonData(tr(lang, "ap.deny"), approvalData(a.ID, false))))
-	} else {
-		text = tr(lang, "ap.needed") + "\n\n" + q + "\n\n" + tr(lang, "ap.nobody", deadline)
-	}
-	var replyTo int
-	if js != nil {
-		replyTo = js.replyTo
-	}
-	m, kind, err := b.tg.SendPlainReply(ctx, c.id, replyTo, text, markup)
-	if !c.checkSend(ctx, kind, err) || kind != tgOK {
-		return
-	}
-	st := &approvalState{a: a, requester: requester, msgID: m.MessageID, shown: q, lang: lang}
-	c.approvals[a.ID] = st
-	if js := c.jobs[a.JobID]; js != nil {
-		js.waiting++
-		js.lastText = "" // the status says it waits for the approval
-	}
-	wait := time.Until(a.Deadline)
-	time.AfterFunc(max(wait, 0), func() {
-		if ctx.Err() != nil {
-			return
-		}
-		b.serial.Do(c.key(), func(c *chat) {
-			if c.settle(a.ID) != nil {
-				b.tg.EditPlain(ctx, c.id, st.msgID, "🔐 "+q+"\n\n"+tr(lang, "ap.expired"), nil)
-			}
-		})
-	})
-}
-
-// settle marks an approval answered and forgets it; it returns the
-// approval when it was still open, nil when it was settled already.
-func (c *chat) settle(id string) *approvalState {
-	st := c.approvals[id]
-	if st == nil || st.settled {
-		return nil
-	}
-	st.settled = true
-	delete(c.approvals, id)
-	if js := c.jobs[st.a.JobID]; js != nil && js.waiting > 0 {
-		js.waiting--
-		js.lastText = ""
-	}
-	return st
-}
-
-// closeApprovals closes the open approval prompts of one job (jobID) or of
-// every job of the chat (jobID ""): the question is denied on the queue
-// (the job is over or going away; fail closed), the buttons are removed
-// and the prompt says why (why is a texts key, shown in the prompt's
-// language). It runs in the chat's actor.
-func (c *chat) closeApprovals(ctx context.Context, jobID, why string) {
-	b, chatID := c.b, c.id
-	var ids []string
-	for id, st := range c.approvals {
-		if (jobID == "" || st.a.JobID == jobID) && !st.settled {
-			ids = append(ids, id)
-		}
-	}
-	sort.Strings(ids)
-	for _, id := range ids {
-		st := c.settle(id)
-		if st == nil {
-			continue
-		}
-		if b.aq != nil {
-			if err := b.aq.Answer(context.WithoutCancel(ctx), id, false); err != nil && !errors.Is(err, queue.ErrNotFound) {
-				b.log.WithError(err).WithField("approval", id).Warn("bot: denying a closed approval failed; it is denied at its deadline")
-			}
-		}
-		if kind, err := b.tg.EditPlain(ctx, chatID, st.msgID, "🔐 "+st.shown+"\n\n"+tr(st.lang, why), nil); kind != tgOK && kind != tgMessageGone {
-			c.checkSend(ctx, kind, err)
-		}
-	}
-}
-
 // oneLineKeepBreaks cleans untrusted multi-line text for plain display:
 // control characters other than line breaks removed, at most max
 // characters.
@@ -267,11 +168,10 @@ func (b *Bot) answerCallback(ctx context.Context, id, text string, alert bool) {
 	}
 }
 
-// handleCallback settles an approval button press. It runs in the chat's
-// actor: only this chat's prompts can be answered from it.
+// handleCallback settles a button press: a /model or /schedule button,
+// or an approval (approvals_press.go). It runs in the chat's actor.
 func (c *chat) handleCallback(ctx context.Context, cq *tgbotapi.CallbackQuery) {
 	ctx = c.inTopic(ctx)
-	b := c.b
 	lang := langOf(cq.From.LanguageCode)
 	if i, ok := parseModelData(cq.Data); ok {
 		c.pressModel(ctx, cq, lang, i)
@@ -280,42 +180,5 @@ func (c *chat) handleCallback(ctx context.Context, cq *tgbotapi.CallbackQuery) {
 	if c.pressSchedule(ctx, cq, lang) {
 		return // schedule.go: a /schedule list button
 	}
-	id, allow, ok := parseApprovalData(cq.Data)
-	if !ok || b.aq == nil {
-		b.answerCallback(ctx, cq.ID, tr(lang, "ap.unknown"), false)
-		return
-	}
-	st := c.approvals[id]
-	var settled bool
-	if st != nil {
-		settled = st.settled
-	}
-	switch {
-	case st == nil || settled:
-		b.answerCallback(ctx, cq.ID, tr(lang, "ap.closedq"), false)
-		return
-	case cq.From.ID != st.requester:
-		b.log.WithFields(logrus.Fields{"user_id": cq.From.ID, "approval": id}).Warn("bot: approval answer from a user other than the requester ignored")
-		b.answerCallback(ctx, cq.ID, tr(lang, "ap.notyours"), true)
-		return
-	}
-	err := b.aq.Answer(ctx, id, allow)
-	c.settle(id)
-	var outcome string
-	switch {
-	case errors.Is(err, queue.ErrNotFound):
-		outcome = tr(st.lang, "ap.toolate")
-	case err != nil:
-		b.log.WithError(err).WithField("approval", id).Error("bot: recording the approval answer failed")
-		outcome = tr(st.lang, "ap.norecord")
-	case allow:
-		outcome = tr(st.lang, "ap.approved", displayName(cq.From))
-	default:
-		outcome = tr(st.lang, "ap.denied", displayName(cq.From))
-	}
-	b.answerCallback(ctx, cq.ID, outcome, false)
-	kind, eerr := b.tg.EditPlain(ctx, cq.Message.Chat.ID, st.msgID, "🔐 "+st.shown+"\n\n"+outcome, nil)
-	if kind != tgOK && kind != tgMessageGone {
-		c.checkSend(ctx, kind, eerr)
-	}
+	c.pressApproval(ctx, cq, lang)
 }

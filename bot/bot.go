@@ -76,6 +76,10 @@ type Bot struct {
 	// noDrafts: the Bot API answered sendMessageDraft with "method not
 	// found"; answers stream by edits from then on.
 	noDrafts atomic.Bool
+	// noReactions: the Bot API does not know setMessageReaction;
+	// drafting bounds the first-draft watchers (streammode.go).
+	noReactions atomic.Bool
+	drafting    watchers
 
 	users    *userRates
 	refused  refusals
@@ -105,8 +109,12 @@ type chatState struct {
 	answers map[int][]int
 	// last is each user's last request in this chat, for /retry.
 	last        map[int64]jobRequest
-	model       string        // chosen with /model; "" = the workers' default
-	busy        chatcore.Busy // chosen with /busy; "" = Config.Busy (busy.go)
+	model       string          // chosen with /model; "" = the workers' default
+	busy        chatcore.Busy   // chosen with /busy; "" = Config.Busy (busy.go)
+	streaming   chatcore.Stream // chosen with /stream; "" = Config.Stream (streammode.go)
+	chatter     []chatterLine   // group messages not addressed to the bot (groupctx.go)
+	notice      provNotice      // the latest provider notice (streammode.go; not kept)
+	voice       string          // chosen with /voice; "" = Config.Voice (voiceout.go)
 	answerOrder []int
 	// books are the chat's usage, history, reservations and context
 	// gauge: the core's decision state (chatcore.Books).
@@ -145,9 +153,11 @@ type jobState struct {
 	session   string    // the conversation it continues (queue.Job.SessionID)
 	// Streaming (stream.go): the draft length last shown, when, and
 	// whether drafts failed for this job.
-	draftShown int
-	lastDraft  time.Time
-	noDraft    bool
+	draftText string // the draft on screen (append-only: chatcore.GrowDraft)
+	editDraft string // the answer text in the status message (edits)
+	lastDraft time.Time
+	noDraft   bool
+	watch     context.CancelFunc // ends the first-draft watcher (streammode.go)
 	// superseded: the user edited the message; the job is canceled and its
 	// result is not shown.
 	superseded bool
@@ -155,15 +165,18 @@ type jobState struct {
 	// first; interrupted: a newer message stopped it.
 	steered     []jobRequest
 	interrupted bool
+	byVoice     bool // asked by a voice message (/voice mirror, voiceout.go)
 }
 
 type approvalState struct {
 	a         queue.Approval
 	requester int64
-	msgID     int
-	shown     string // the question as the prompt shows it
-	lang      string // the prompt's language
-	settled   bool
+	// prompts are the messages showing it: the asking chat's first, then
+	// the approvers' private chats (approvals_press.go).
+	prompts []queue.ApprovalPrompt
+	shown   string // the question as the prompt shows it
+	lang    string // the prompt's language
+	settled bool
 }
 
 // health is the bot's health record, written by the loops and read by
@@ -295,6 +308,8 @@ var commands = []tgbotapi.BotCommand{
 	{Command: "model", Description: "Choose the model for this chat"},
 	{Command: "compact", Description: "Fold the older conversation into a digest now"},
 	{Command: "busy", Description: "Messages sent while a job runs: queue, steer or interrupt"},
+	{Command: "stream", Description: "What this chat shows while a job runs: progress, partial or off"},
+	{Command: "voice", Description: "Spoken answers: on, off or mirror (when you speak)"},
 }
 
 func (b *Bot) setCommands(ctx context.Context) {
@@ -364,11 +379,12 @@ func (b *Bot) poll(ctx context.Context) error {
 		failures = 0
 		b.setHealth(func(h *healthState) { h.lastPoll, h.conflict, h.lastErr, h.started = b.cfg.Now(), false, "", true })
 		threads := threadsOf(resp.Result) // topics.go: forum topics by update id
+		extras := extrasOf(resp.Result)   // groupctx.go: quotes by update id
 		for _, u := range ups {
 			if u.UpdateID >= offset {
 				offset = u.UpdateID + 1
 			}
-			b.handleUpdate(ctx, u, threads[u.UpdateID])
+			b.handleUpdate(withExtra(ctx, extras[u.UpdateID]), u, threads[u.UpdateID])
 		}
 		b.settleUpdates(ctx, ups, threads)
 	}
@@ -448,7 +464,7 @@ func (b *Bot) handleUpdate(ctx context.Context, u tgbotapi.Update, topic int) {
 			return
 		}
 		chatID := cq.Message.Chat.ID
-		if !b.access.Allows(cq.From.ID, chatID) {
+		if !b.access.Allows(cq.From.ID, chatID) && !b.approverPress(cq) {
 			b.refuse(ctx, chatID, cq.From.ID, langOf(cq.From.LanguageCode), u.UpdateID, cq.ID)
 			return
 		}
@@ -569,6 +585,9 @@ func (c *chat) handleMessage(ctx context.Context, updateID int, m *tgbotapi.Mess
 	}
 	switch route {
 	case chatcore.RouteIgnore:
+		if group && in.Command == "" {
+			c.keepChatter(m, text, edited) // groupctx.go: context for the next addressed turn
+		}
 		return // another bot's command, or group chatter not meant for the bot
 	case chatcore.RouteAdminsOnly:
 		c.replyTo(ctx, m.MessageID, tr(lang, "admins.only", m.Command()))
@@ -638,11 +657,12 @@ func (c *chat) handleMessage(ctx context.Context, updateID int, m *tgbotapi.Mess
 	if forwarded {
 		goal = forwardedGoal(text)
 	}
+	goal = c.withContext(ctx, m, goal, group) // groupctx.go: kept chatter, the replied message and its quote
 	if edited {
 		c.supersede(ctx, m.MessageID)
 	}
 	r := jobRequest{updateID: updateID, chatID: chatID, userID: userID, userName: userName,
-		text: goal, edited: edited, group: group, replyTo: replyTo, srcMsg: m.MessageID}
+		text: goal, edited: edited, group: group, replyTo: replyTo, srcMsg: m.MessageID, voice: isVoice}
 	if up != nil {
 		r.files = append(r.files, up.goalLine())
 		r.uploads = append(r.uploads, up.art)
@@ -761,8 +781,9 @@ type jobRequest struct {
 	uploads        []string // their paths relative to ArtifactDir
 	images         []string // photos among them, relative to the chat's directory (vision)
 	edited, group  bool
-	srcMsg         int // the user's message (edits find its job and answer by it)
-	replyTo        int // the asking message, answered as a reply (groups)
+	srcMsg         int  // the user's message (edits find its job and answer by it)
+	replyTo        int  // the asking message, answered as a reply (groups)
+	voice          bool // it came as a voice message (voiceout.go)
 }
 
 func displayName(u *tgbotapi.User) string {
@@ -989,13 +1010,14 @@ func (c *chat) enqueue(ctx context.Context, r jobRequest, adm chatcore.Admission
 	}
 	c.last[userID] = r
 	js := &jobState{id: stored.ID, chatID: chatID, userID: userID, userName: userName, replyTo: r.replyTo, uploads: r.uploads, srcMsg: r.srcMsg, lang: lang,
-		session: session, trace: jt}
+		session: session, trace: jt, byVoice: r.voice}
 	c.roll()
 	position := len(c.queue)
 	c.queue = append(c.queue, stored.ID)
 	c.jobs[stored.ID] = js
 	c.books.Started(stored.ID, adm)
 	js.askedAt = now
+	c.jobCreated(ctx, js, r.srcMsg) // streammode.go: the acknowledging reaction, the first-draft watcher
 	if statusMsg != 0 {
 		// The held request's "Queued" message becomes the job's status.
 		js.statusMsg = statusMsg
@@ -1061,6 +1083,10 @@ func (c *chat) command(ctx context.Context, userID int64, cmd, arg string) {
 		c.chooseModel(ctx, b.lang(userID), arg)
 	case "busy":
 		c.busyCommand(ctx, b.lang(userID), arg)
+	case "stream":
+		c.streamCommand(ctx, b.lang(userID), arg) // streammode.go
+	case "voice":
+		c.voiceCommand(ctx, b.lang(userID), arg) // voiceout.go
 	default:
 		c.reply(ctx, tr(b.lang(userID), "unknown"))
 	}

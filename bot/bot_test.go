@@ -338,7 +338,7 @@ func TestApprovalRoundTrip(t *testing.T) {
 	// bob is allowed in the group but did not ask: refused with an alert.
 	h.tg.PressButton(group, bob, kb.ID, kb.Keyboard[0][0])
 	calls := h.tg.WaitCalls(t, wait, func(c []bottest.Call) bool { return len(c) == 1 }, "answerCallbackQuery")
-	if calls[0].Params.Get("show_alert") != "true" || !strings.Contains(calls[0].Params.Get("text"), "Only the person") {
+	if calls[0].Params.Get("show_alert") != "true" || !strings.Contains(calls[0].Params.Get("text"), "only the person who sent the request") {
 		t.Errorf("bob's press: %v", calls[0].Params)
 	}
 	h.tg.PressButton(group, alice, kb.ID, kb.Keyboard[0][0])

@@ -52,7 +52,8 @@ func (b *Bot) publish(c *chat) published {
 // snap is the chat's part of the state file, sharing no memory with it.
 func (c *chat) snap() chatSnap {
 	cs := chatSnap{Queue: slices.Clone(c.queue), Session: c.session, Day: c.books.Use.Day, Tokens: c.books.Use.Tokens, Prompt: c.books.Use.Prompt, Cached: c.books.Use.Cached, CostUSD: c.books.Use.CostUSD,
-		Jobs: c.books.Use.Jobs, Warned: c.books.Use.Warned, NextArt: c.nextArt, History: slices.Clone(c.books.Hist), Model: c.model, Busy: string(c.busy)}
+		Jobs: c.books.Use.Jobs, Warned: c.books.Use.Warned, NextArt: c.nextArt, History: slices.Clone(c.books.Hist), Model: c.model, Busy: string(c.busy),
+		Stream: string(c.streaming), Chatter: slices.Clone(c.chatter), Voice: c.voice}
 	for _, a := range c.arts {
 		cs.Arts = append(cs.Arts, artSnap{ID: a.id, Meta: a.meta})
 	}
@@ -77,12 +78,14 @@ func (c *chat) roll() *chat {
 // chosen with /new, no artifact ids, and no usage today.
 func (c *chat) prune(now time.Time) {
 	c.books.Prune(now) // drops days past chatcore.KeepDays
+	c.pruneChatter(now)
 	c.prunable = c.empty(now)
 }
 
 func (c *chat) empty(now time.Time) bool {
 	return c.books.Empty(now) && len(c.queue) == 0 && len(c.held) == 0 && c.session == "" && len(c.userSessions) == 0 && len(c.arts) == 0 && c.nextArt == 0 &&
-		len(c.jobs) == 0 && len(c.approvals) == 0 && len(c.batches) == 0 && c.model == "" && c.busy == ""
+		len(c.jobs) == 0 && len(c.approvals) == 0 && len(c.batches) == 0 && c.model == "" && c.busy == "" &&
+		c.streaming == "" && len(c.chatter) == 0 && c.voice == ""
 }
 
 // reply sends plain text, logging failures. It reports whether the chat is

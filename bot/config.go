@@ -4,11 +4,13 @@ import (
 	"errors"
 	"fmt"
 	"github.com/odekrun/odek/schedule"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
 
 	"github.com/odekrun/odek/bot/chatcore"
+	"github.com/odekrun/odek/bot/tgclient"
 	"github.com/odekrun/odek/queue"
 	"github.com/sirupsen/logrus"
 )
@@ -113,6 +115,11 @@ type Config struct {
 	// with BuiltinCommands). nil ⇒ none.
 	Skills []SkillCommand
 
+	// Approvers are Telegram user ids who may answer every approval
+	// prompt besides the user who asked for the job; each also gets the
+	// prompt in their private chat with the bot (approvals_press.go).
+	Approvers []int64
+
 	// Keywords are words that address the bot in a group besides a
 	// mention, a reply to the bot or a command (case-insensitive, whole
 	// words).
@@ -122,6 +129,13 @@ type Config struct {
 	// the user, then run as the request). nil means voice messages get a
 	// reply saying they cannot be transcribed here.
 	Transcriber Transcriber
+
+	// Speaker speaks answers for /voice (voiceout.go). nil means /voice
+	// answers that spoken answers are not available on this bot.
+	Speaker Speaker
+	// Voice is the operator's default /voice mode: "off" (the default),
+	// "on" or "mirror".
+	Voice string
 
 	// Compactor runs /compact (context.go). nil means /compact answers
 	// that it is not available on this bot.
@@ -139,12 +153,24 @@ type Config struct {
 	// from the chat's directory (queue.Job.Images).
 	Vision string
 
-	// Stream is how the answer shows while the model writes it: "auto"
-	// (the default) streams it with sendMessageDraft in private chats
-	// where the Bot API offers it and in the status message otherwise,
-	// "edit" always in the status message (throttled edits), "off" not at
-	// all. The formatted answer replaces it at the end.
+	// Stream is the operator's default streaming mode (chats change it
+	// with /stream; chatcore.Stream): "progress" (one status message with
+	// the steps and tool calls), "partial" (the answer as it is written:
+	// with sendMessageDraft in private chats where the Bot API offers it,
+	// in the status message otherwise) or "off" (the status line only).
+	// "" and "auto" are "partial"; "edit" is "partial" that never uses
+	// drafts. The formatted answer comes as a new message at the end.
 	Stream string
+
+	// GroupContext is how many group messages not addressed to the bot
+	// each conversation keeps for its next addressed turn (groupctx.go).
+	// 0 means DefaultGroupContext (50); negative means none.
+	GroupContext int
+
+	// AckReaction is the emoji the bot reacts with on a message whose job
+	// it created (one of Telegram's reaction emoji, tgclient.ReactionEmoji).
+	// "" means DefaultAckReaction (👀); "off" means no reaction.
+	AckReaction string
 
 	// Busy is the operator's default busy policy (issue 26): what a
 	// message sent while the chat's job runs does, "queue" (the default:
@@ -297,10 +323,14 @@ func (c Config) validate() error {
 	default:
 		return fmt.Errorf("%w: vision must be true, false or auto, got %q", ErrConfig, clipStr(c.Vision, 20))
 	}
-	switch c.Stream {
-	case "", "auto", "edit", "off":
-	default:
-		return fmt.Errorf("%w: stream must be auto, edit or off, got %q", ErrConfig, clipStr(c.Stream, 20))
+	if _, err := chatcore.ParseStream(c.Stream); err != nil {
+		return fmt.Errorf("%w: ODEK_TELEGRAM_STREAM: %v (or auto, edit)", ErrConfig, err)
+	}
+	if c.AckReaction != "" && c.AckReaction != "off" && !slices.Contains(tgclient.ReactionEmoji, c.AckReaction) {
+		return fmt.Errorf("%w: ODEK_TELEGRAM_ACK_REACTION %q is not one of Telegram's reaction emoji (or off)", ErrConfig, clipStr(c.AckReaction, 20))
+	}
+	if _, ok := parseVoiceMode(c.Voice); !ok {
+		return fmt.Errorf("%w: ODEK_TELEGRAM_VOICE must be off, on or mirror, got %q", ErrConfig, clipStr(c.Voice, 20))
 	}
 	if _, err := chatcore.ParseBusy(c.Busy); err != nil {
 		return fmt.Errorf("%w: ODEK_TELEGRAM_BUSY: %v", ErrConfig, err)

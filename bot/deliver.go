@@ -169,6 +169,7 @@ func (c *chat) deliver(ctx context.Context, d queue.Delivery) {
 	if res.NoModel {
 		footer = "" // a reminder: no model call, nothing to account for
 	}
+	notice := c.providerNotice(ctx, res, &plan, lang, srcMsg) // streammode.go: one notice, then folded
 	reply := tgformat.Reply{Head: plan.Head, Answer: plan.Answer, Artifacts: arts, Footer: footer}
 	chunks := tgformat.FormatReply(reply, tgformat.MaxMessageLen)
 	if !plan.Show {
@@ -176,9 +177,17 @@ func (c *chat) deliver(ctx context.Context, d queue.Delivery) {
 	}
 	ack := true
 	var sentIDs []int
+	spoken := spokenReply{rest: chunks}
+	if plan.Show {
+		spoken = c.speakReply(ctx, js, lang, plan.Answer, chunks, replyTo) // voiceout.go
+		chunks = spoken.rest
+		if spoken.msgID != 0 {
+			sentIDs = append(sentIDs, spoken.msgID)
+		}
+	}
 	for i, ch := range chunks {
 		to := 0
-		if i == 0 {
+		if i == 0 && spoken.msgID == 0 {
 			to = replyTo // in groups the answer replies to the asking message
 		}
 		sent, kind, err := b.sendChunk(ctx, chatID, to, ch, nil)
@@ -201,6 +210,7 @@ func (c *chat) deliver(ctx context.Context, d queue.Delivery) {
 		}
 		log.WithError(err).WithField("chunk", i).Error("bot: Telegram refused a reply chunk; skipping it")
 	}
+	c.noticeSent(notice, sentIDs)
 	if ack {
 		c.books.Settled(res.JobID, plan)
 		if js != nil && js.session != "" {
@@ -240,6 +250,9 @@ func (c *chat) deliver(ctx context.Context, d queue.Delivery) {
 			sent++
 		}
 	}
+	if spoken.notice != "" && ack {
+		c.reply(ctx, spoken.notice)
+	}
 	if plan.Warn != "" && ack {
 		c.reply(ctx, plan.Warn)
 	}
@@ -250,6 +263,7 @@ func (c *chat) deliver(ctx context.Context, d queue.Delivery) {
 			log.WithError(err).Error("bot: acknowledging the result failed; another front end may deliver it again")
 		}
 	}
+	js.stopWatch() // streammode.go
 	delete(c.jobs, res.JobID)
 	if ack {
 		b.topics.drop(res.JobID)
@@ -363,6 +377,7 @@ func (c *chat) refreshStatus(ctx context.Context) {
 	}
 	if js := c.jobs[c.queue[0]]; js != nil && !js.stopped && !js.st.Finished {
 		c.draft(ctx, js, now) // stream.go: not an edit, not gated by one
+		c.watchDraft(ctx, js) // streammode.go: a queued job that became the head
 	}
 	if now.Sub(c.lastEdit) < editInterval(chatID, b.cfg.ProgressInterval) {
 		return
@@ -504,7 +519,7 @@ func (b *Bot) WebhookHandler(ctx context.Context) http.Handler {
 			http.Error(w, "bad update", http.StatusBadRequest)
 			return
 		}
-		b.handleUpdate(ctx, u, threadOfUpdate(raw))
+		b.handleUpdate(withExtra(ctx, extraOfUpdate(raw)), u, threadOfUpdate(raw))
 		w.WriteHeader(http.StatusOK)
 	})
 }

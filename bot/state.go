@@ -58,6 +58,13 @@ type chatSnap struct {
 	Context *gaugeSnap `json:"context,omitempty"`
 	// Busy is the policy chosen with /busy (absent = the operator's).
 	Busy string `json:"busy,omitempty"`
+	// Stream is the mode chosen with /stream (absent = the operator's).
+	Stream string `json:"stream,omitempty"`
+	// Chatter is the group messages kept for the next addressed turn
+	// (groupctx.go; absent = none).
+	Chatter []chatterLine `json:"chatter,omitempty"`
+	// Voice is the mode chosen with /voice (absent = the operator's).
+	Voice string `json:"voice,omitempty"`
 }
 
 // gaugeSnap is a chat's gauge in the state file.
@@ -147,7 +154,7 @@ func (b *Bot) restore(data []byte) error {
 		}
 		id := k.chat
 		c := b.newChat(k)
-		c.chatState = chatState{queue: cs.Queue, session: cs.Session, nextArt: cs.NextArt, model: cs.Model, busy: chatcore.Busy(cs.Busy),
+		c.chatState = chatState{queue: cs.Queue, session: cs.Session, nextArt: cs.NextArt, model: cs.Model, busy: chatcore.Busy(cs.Busy), streaming: chatcore.Stream(cs.Stream), chatter: cs.Chatter, voice: cs.Voice,
 			books: chatcore.Books{Hist: cs.History,
 				Use: chatcore.Usage{Day: cs.Day, Tokens: cs.Tokens, Prompt: cs.Prompt, Cached: cs.Cached, CostUSD: cs.CostUSD, Jobs: cs.Jobs, Warned: cs.Warned}}}
 		if g := cs.Context; g != nil {

@@ -26,10 +26,16 @@ type Approval struct {
 	// Deadline is when the worker stops waiting and denies. Ask fills a
 	// zero Deadline with now + DefaultApprovalTimeout.
 	Deadline time.Time `json:"deadline"`
+	// UserID is the user who asked for the job (queue.Job.UserID), who
+	// may answer besides the front end's named approvers; 0 = unknown.
+	UserID int64 `json:"user_id,omitempty"`
+	// SessionID is the job's conversation (queue.Job.SessionID), the
+	// scope of an "allow for this session" grant; "" = none offered.
+	SessionID string `json:"session_id,omitempty"`
 }
 
 // DefaultApprovalTimeout is the wait of an Approval without a Deadline.
-const DefaultApprovalTimeout = 5 * time.Minute
+const DefaultApprovalTimeout = 30 * time.Minute
 
 // MaxQuestionBytes caps Approval.Question.
 const MaxQuestionBytes = 4 << 10
@@ -69,6 +75,9 @@ func prepareApproval(a Approval, now time.Time) (Approval, []byte, error) {
 	if len(a.Question) > MaxQuestionBytes {
 		return a, nil, &PayloadTooLargeError{What: "approval question", Limit: MaxQuestionBytes, Size: len(a.Question)}
 	}
+	if len(a.SessionID) > 2*MaxIDLen {
+		return a, nil, fmt.Errorf("%w: approval session_id longer than %d bytes", ErrInvalidJob, 2*MaxIDLen)
+	}
 	if a.Deadline.IsZero() {
 		a.Deadline = now.Add(DefaultApprovalTimeout)
 	}
@@ -84,6 +93,8 @@ type memApproval struct {
 	read    bool
 	answer  chan bool // buffered 1; closed never
 	settled bool
+	prompts []ApprovalPrompt // approvalstate.go
+	swept   bool             // handed out by ExpiredApprovals
 }
 
 func (m *Memory) approvalsLocked() map[string]*memApproval {
@@ -106,8 +117,8 @@ func (m *Memory) Ask(ctx context.Context, a Approval) (Approval, error) {
 	defer m.mu.Unlock()
 	aps := m.approvalsLocked()
 	now := m.o.Now()
-	for id, p := range aps { // forget old questions
-		if now.Sub(p.a.Deadline) > time.Minute {
+	for id, p := range aps { // forget old questions (their prompt notes with them)
+		if now.Sub(p.a.Deadline) > promptGrace {
 			delete(aps, id)
 		}
 	}
@@ -172,10 +183,12 @@ func (m *Memory) Answer(ctx context.Context, id string, allow bool) error {
 
 // ---- Redis ----
 
-// KEYS[1] approval key, [2] answer list key (both under the queue's hash
-// tag); ARGV[1] value ("1"/"0"), [2] answer list ttl ms.
+// KEYS[1] approval key, [2] answer list key, [3] the due set (all under the
+// queue's hash tag); ARGV[1] value ("1"/"0"), [2] answer list ttl ms, [3]
+// the approval id.
 var answerScript = redis.NewScript(`
 if redis.call('GET', KEYS[1]) ~= 'pending' then return 0 end
+redis.call('ZREM', KEYS[3], ARGV[3])
 redis.call('SET', KEYS[1], ARGV[1], 'KEEPTTL')
 redis.call('RPUSH', KEYS[2], ARGV[1])
 redis.call('PEXPIRE', KEYS[2], ARGV[2])
@@ -194,6 +207,9 @@ func (r *Redis) Ask(ctx context.Context, a Approval) (Approval, error) {
 	ttl := max(time.Until(a.Deadline), time.Millisecond) // gone at the deadline: a late Answer is ErrNotFound
 	_, err = r.c.TxPipelined(ctx, func(p redis.Pipeliner) error {
 		p.Set(ctx, r.key("approval:", a.ID), "pending", ttl)
+		// approvalstate.go: PendingApproval, ExpiredApprovals.
+		p.Set(ctx, r.key("approvalq:", a.ID), b, ttl+promptGrace)
+		p.ZAdd(ctx, r.key("approvaldue"), redis.Z{Score: float64(a.Deadline.UnixMilli()), Member: a.ID})
 		p.Set(ctx, r.key("asking:", a.JobID), a.ID, ttl) // `odek queue show`: waiting for approval
 		p.XAdd(ctx, &redis.XAddArgs{Stream: r.key("approvals"), MaxLen: 10000, Approx: true, Values: []any{"id", a.ID, "a", b}})
 		return nil
@@ -303,7 +319,7 @@ func (r *Redis) Answer(ctx context.Context, id string, allow bool) error {
 	if allow {
 		v = "1"
 	}
-	n, err := answerScript.Run(ctx, r.c, []string{r.key("approval:", id), r.key("answer:", id)}, v, answerTTL.Milliseconds()).Int()
+	n, err := answerScript.Run(ctx, r.c, []string{r.key("approval:", id), r.key("answer:", id), r.key("approvaldue")}, v, answerTTL.Milliseconds(), id).Int()
 	if err != nil {
 		return fmt.Errorf("queue: answer approval %s: %w", id, err)
 	}

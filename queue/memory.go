@@ -39,6 +39,7 @@ type Memory struct {
 	suspects  []string           // ids of jobs whose worker died, oldest first
 	lastSweep time.Time
 	approvals map[string]*memApproval
+	grants    map[string]memGrant // approvalstate.go
 	steer     map[string][]string // job id -> steer inbox (steer.go)
 	// deadLettered counts jobs moved to the dead letters.
 	deadLettered, suspected uint64

@@ -312,6 +312,9 @@ func TestApprovalOverQueue(t *testing.T) {
 			start(t, worker.Config{Queue: q, ApprovalTimeout: 300 * time.Millisecond,
 				Run: func(ctx context.Context, job queue.Job, _ events.Sink, _ func(agent.SignalEvent), p tools.Prompter) (queue.Result, error) {
 					ok, err := p.Confirm(ctx, "allow "+job.Goal+"?")
+					if errors.Is(err, agent.ErrNoAnswer) {
+						return queue.Result{Answer: "denied: " + err.Error()}, nil // expired: Authorize denies, naming it
+					}
 					if err != nil {
 						return queue.Result{}, err
 					}
@@ -334,7 +337,7 @@ func TestApprovalOverQueue(t *testing.T) {
 			}
 			// Nobody answers: denied after the timeout.
 			j2 := enqueue(t, q, queue.Job{ChatID: 9, Goal: "rm"})
-			if res := waitResult(t, q, j2.ID); res.Answer != "denied" || res.Status != queue.StatusSucceeded {
+			if res := waitResult(t, q, j2.ID); res.Answer != "denied: the approval prompt expired without an answer (after 300ms)" || res.Status != queue.StatusSucceeded {
 				t.Fatalf("unanswered result %+v", res)
 			}
 		})

@@ -36,6 +36,12 @@ type Incoming struct {
 	// ReplyTo is the id of the message this one replies to (one the bot
 	// sent, or another Incoming's MessageID).
 	ReplyTo int
+	// Quote is the part of the replied message the user quoted (the
+	// message's quote field); it must occur in that message's text, as
+	// Telegram requires.
+	Quote string
+	// From names the sender (first_name); "" = "user<id>".
+	From string
 	// MediaGroup groups the messages of an album.
 	MediaGroup string
 	Document   *File
@@ -56,10 +62,16 @@ func (s *Server) Send(in Incoming) (updateID, messageID int) {
 	updateID = s.addUpdate(func(int) map[string]any {
 		m := s.userMessage(in.Chat, in.User, in.Text)
 		m.From.LanguageCode = in.Lang
+		if in.From != "" {
+			m.From.FirstName = in.From
+		}
 		m.Caption, m.CaptionEntities = in.Caption, mentions(in.Caption)
 		m.MediaGroupID = in.MediaGroup
 		if in.ReplyTo != 0 {
 			m.ReplyToMessage = s.replyTargetLocked(in.Chat, in.ReplyTo)
+		}
+		if in.Quote != "" {
+			m.Quote = s.quoteLocked(m.ReplyToMessage, in.Quote) // reaction.go
 		}
 		if in.Document != nil {
 			m.Document = s.fileLocked(in.Document, "documents")
@@ -124,6 +136,12 @@ func mentions(text string) []msgEntity {
 // replyTargetLocked is the reply_to_message of a reply to id: the bot's
 // message when it sent id, else a user message stub. s.mu is held.
 func (s *Server) replyTargetLocked(chatID int64, id int) *message {
+	if m, ok := s.users[chatID][id]; ok {
+		// Telegram does not nest: the replied message comes without its
+		// own reply_to_message and quote.
+		m.ReplyToMessage, m.Quote = nil, nil
+		return &m
+	}
 	if m := s.messages[chatID][id]; m != nil {
 		w := s.wireLocked(m)
 		return &w

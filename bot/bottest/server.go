@@ -47,7 +47,8 @@ type Call struct {
 	// Params are the request's fields (form, multipart or JSON values as
 	// strings).
 	Params url.Values
-	// FileName and File are the uploaded document of a sendDocument.
+	// FileName and File are the uploaded file of a sendDocument,
+	// sendPhoto or sendVoice.
 	FileName string
 	File     []byte
 	// Status is the HTTP status the fake answered with; ErrorCode and
@@ -101,6 +102,10 @@ type Message struct {
 	// Thread is the forum topic it was sent to (message_thread_id; 0 =
 	// General or not a forum).
 	Thread int
+	// Voice and Caption are a sendVoice's audio and caption as shown
+	// (voice.go).
+	Voice   []byte
+	Caption string
 }
 
 type failRule struct {
@@ -133,6 +138,10 @@ type Server struct {
 	admins    map[int64]map[int64]bool
 	fileSeq   int
 	draft     *drafts // sendMessageDraft (draft.go)
+	// users are the user messages offered in updates, reactions the
+	// reactions the bot set (reaction.go).
+	users     map[int64]map[int]message
+	reactions map[int64][]Reaction
 }
 
 type storedFile struct {
@@ -192,6 +201,7 @@ type message struct {
 	Entities          []msgEntity  `json:"entities,omitempty"`
 	ReplyMarkup       *replyMarkup `json:"reply_markup,omitempty"`
 	ReplyToMessage    *message     `json:"reply_to_message,omitempty"`
+	Quote             *textQuote   `json:"quote,omitempty"`
 	MediaGroupID      string       `json:"media_group_id,omitempty"`
 	ThreadID          int          `json:"message_thread_id,omitempty"`
 	IsTopic           bool         `json:"is_topic_message,omitempty"`
@@ -262,6 +272,7 @@ func (s *Server) addUpdate(fill func(id int) map[string]any) int {
 	id := s.nextID
 	u := fill(id)
 	u["update_id"] = id
+	s.rememberLocked(u) // reaction.go
 	b, err := json.Marshal(u)
 	if err != nil {
 		panic(err)
@@ -654,6 +665,8 @@ func (s *Server) dispatch(r *http.Request, method string, p url.Values, fileName
 		return s.sendMessage(p)
 	case "sendMessageDraft":
 		return s.sendMessageDraft(p)
+	case "setMessageReaction":
+		return s.setMessageReaction(p)
 	case "editMessageText":
 		return s.editMessageText(p)
 	case "deleteMessage":
@@ -713,6 +726,8 @@ func (s *Server) dispatch(r *http.Request, method string, p url.Values, fileName
 		defer s.mu.Unlock()
 		m := s.storeLocked(chatID, "[photo "+fileName+"] "+p.Get("caption"), "", nil)
 		return s.wireLocked(m), nil
+	case "sendVoice":
+		return s.sendVoice(r, p, fileName, file)
 	case "setMyCommands":
 		var cmds []struct{ Command, Description string }
 		if err := json.Unmarshal([]byte(p.Get("commands")), &cmds); err != nil {

@@ -107,7 +107,7 @@ func TestEveryTextInEveryLanguage(t *testing.T) {
 		return strings.Join(v, "")
 	}
 	all := map[string]map[string]string{}
-	for _, set := range []map[string]map[string]string{texts, moreTexts, busyTexts} {
+	for _, set := range []map[string]map[string]string{texts, moreTexts, busyTexts, streamTexts, voiceApproveTexts} {
 		for lang, m := range set {
 			if all[lang] == nil {
 				all[lang] = map[string]string{}

@@ -16,7 +16,9 @@ var texts = map[string]map[string]string{
 			"/status — running job, queue and today's usage\n/usage — today's tokens and budget\n" +
 			"/artifact <id> — send a file a job produced\n/retry — run your last request again\n" +
 			"/compact — fold the older conversation into a digest now\n" +
-			"/model — choose the model for this chat\n/busy — what happens to messages sent while a job runs\n\n" +
+			"/model — choose the model for this chat\n/busy — what happens to messages sent while a job runs\n" +
+			"/stream — what this chat shows while a job runs\n" +
+			"/voice — spoken answers: on, off or mirror\n\n" +
 			"Limits: %s.\nYour Telegram user id: %d",
 		"lim.budget":    "%s tokens per chat per day (UTC)",
 		"lim.rate":      "%d requests per minute",
@@ -41,7 +43,9 @@ var texts = map[string]map[string]string{
 			"/status — laufender Auftrag, Warteschlange und heutiger Verbrauch\n/usage — heutige Tokens und Budget\n" +
 			"/artifact <id> — eine Datei senden, die ein Auftrag erzeugt hat\n/retry — deine letzte Anfrage noch einmal ausführen\n" +
 			"/compact — das ältere Gespräch jetzt zusammenfassen\n" +
-			"/model — das Modell für diesen Chat wählen\n/busy — was mit Nachrichten geschieht, die während eines Auftrags kommen\n\n" +
+			"/model — das Modell für diesen Chat wählen\n/busy — was mit Nachrichten geschieht, die während eines Auftrags kommen\n" +
+			"/stream — was dieser Chat zeigt, während ein Auftrag läuft\n" +
+			"/voice — gesprochene Antworten: on, off oder mirror\n\n" +
 			"Grenzen: %s.\nDeine Telegram-Benutzer-ID: %d",
 		"lim.budget":    "%s Tokens pro Chat und Tag (UTC)",
 		"lim.rate":      "%d Anfragen pro Minute",

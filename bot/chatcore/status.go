@@ -29,6 +29,14 @@ type Status struct {
 	DraftCall int
 	DraftLen  int
 	Draft     string
+	// Streamed is every model call's text of the run so far, in order,
+	// append-only (stream.go): what a draft may show without ever jumping
+	// back. StreamedCut: it stopped growing at maxStreamedKept.
+	Streamed    string
+	StreamedCut bool
+	newCall     bool // a later call began: the next text is set apart
+	// tools are the run's latest tool calls (progress mode's lines).
+	tools     []toolLine
 	planDone  int
 	planTotal int
 	tokens    int64
@@ -87,8 +95,10 @@ func (s Status) Apply(data []byte) Status {
 			d.Decode(ev.Data)
 			s.detail = argsDetail(d.ArgsSummary)
 			s.mcp = ""
+			s = s.toolStarted() // stream.go
 		case events.ToolCallCompleted, events.ToolCallFailed:
 			s.mcp = ""
+			s = s.toolEnded(ev.Type == events.ToolCallFailed)
 		case toolCallProgress:
 			if t, _ := ev.Data["tool"].(string); t != "" && s.tool == "" {
 				s.tool = tgformat.OneLine(t, 40)
@@ -127,12 +137,15 @@ func (s Status) AddDelta(d queue.AnswerDelta) Status {
 		return s // an older call's late piece
 	case d.Call > s.DraftCall:
 		s.DraftCall, s.DraftLen, s.Draft = d.Call, 0, ""
+		s.newCall = true
 	}
 	switch {
 	case d.Offset == s.DraftLen:
 		s.Draft += d.Text
+		s = s.stream(d.Text)
 	case d.Offset > s.DraftLen:
 		s.Draft = "…" + d.Text
+		s = s.stream("…" + d.Text)
 	default:
 		return s // a repeat
 	}

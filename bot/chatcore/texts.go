@@ -40,7 +40,7 @@ var moreTexts = map[string]map[string]string{
 		"ap.expired":           "⌛ No answer in time — denied.",
 		"ap.unknown":           "Unknown button.",
 		"ap.closedq":           "This question is no longer open.",
-		"ap.notyours":          "Only the person who sent the request can answer.",
+		"ap.notyours":          "Not yours: only the person who sent the request or a named approver can answer.",
 		"ap.toolate":           "⌛ Too late: the question expired and was denied.",
 		"ap.norecord":          "⚠️ The answer could not be recorded; the request will be denied at its deadline.",
 		"ap.approved":          "✅ Approved once by %s.",
@@ -144,7 +144,7 @@ var moreTexts = map[string]map[string]string{
 		"ap.expired":           "⌛ Keine Antwort rechtzeitig — abgelehnt.",
 		"ap.unknown":           "Unbekannte Schaltfläche.",
 		"ap.closedq":           "Diese Frage ist nicht mehr offen.",
-		"ap.notyours":          "Nur die Person, die die Anfrage gestellt hat, kann antworten.",
+		"ap.notyours":          "Nicht deine Frage: nur die Person, die die Anfrage gestellt hat, oder eine benannte freigebende Person kann antworten.",
 		"ap.toolate":           "⌛ Zu spät: die Frage ist abgelaufen und wurde abgelehnt.",
 		"ap.norecord":          "⚠️ Die Antwort konnte nicht gespeichert werden; die Anfrage wird bei Fristende abgelehnt.",
 		"ap.approved":          "✅ Einmal erlaubt von %s.",
@@ -232,6 +232,12 @@ func Lookup(lang, key string) (string, bool) {
 			return f, true
 		}
 		if f, ok := busyTexts[l][key]; ok {
+			return f, true
+		}
+		if f, ok := streamTexts[l][key]; ok {
+			return f, true
+		}
+		if f, ok := voiceApproveTexts[l][key]; ok {
 			return f, true
 		}
 	}

@@ -258,7 +258,7 @@ func TestComposeFileMatchesCode(t *testing.T) {
 		// even if an env file holds them.
 		blanked := map[string][]string{
 			"bot":    {"ODEK_API_KEY"},
-			"worker": {"TELEGRAM_BOT_TOKEN", "ODEK_TELEGRAM_WEBHOOK_SECRET", "ODEK_TELEGRAM_TRANSCRIBE_API_KEY"},
+			"worker": {"TELEGRAM_BOT_TOKEN", "ODEK_TELEGRAM_WEBHOOK_SECRET", "ODEK_TELEGRAM_TRANSCRIBE_API_KEY", "ODEK_TELEGRAM_SPEECH_API_KEY"},
 		}
 		for _, k := range blanked[name] {
 			if v := envs.m[k]; v == nil || v.scalar != "" {
@@ -401,7 +401,7 @@ func readEnvFile(t *testing.T, path string) map[string]string {
 // set by docker-compose.yml.
 func TestEnvFilesGiveEachServiceOnlyItsOwn(t *testing.T) {
 	odekNames, botNames := odekEnvNames(t), botEnvNames()
-	botOwn := map[string]bool{"TELEGRAM_BOT_TOKEN": true, "ODEK_TELEGRAM_WEBHOOK_SECRET": true, "ODEK_TELEGRAM_TRANSCRIBE_API_KEY": true}
+	botOwn := map[string]bool{"TELEGRAM_BOT_TOKEN": true, "ODEK_TELEGRAM_WEBHOOK_SECRET": true, "ODEK_TELEGRAM_TRANSCRIBE_API_KEY": true, "ODEK_TELEGRAM_SPEECH_API_KEY": true}
 	workerOwn := map[string]bool{"ODEK_API_KEY": true}
 	files := []struct {
 		path   string

@@ -94,6 +94,9 @@ type instance struct {
 	odekBot  string
 	env      []string
 	healthOK string
+	redis    string  // redis-server's address
+	bots     []*proc // the odek-bot processes started, in order
+	botEnv   []string
 }
 
 // newInstance starts redis-server, the fake Bot API and odek-bot in
@@ -102,7 +105,7 @@ func newInstance(t *testing.T, llmURL string, extra ...string) *instance {
 	odek, odekBot := binaries(t)
 	srv := queuetest.StartServer(t, queuetest.ServerOptions{})
 	art := t.TempDir()
-	in := &instance{t: t, tg: bottest.New(t), odek: odek, odekBot: odekBot}
+	in := &instance{t: t, tg: bottest.New(t), odek: odek, odekBot: odekBot, redis: srv.Addr}
 	in.env = append([]string{
 		"REDIS_URL=redis://" + srv.Addr + "/0",
 		"ODEK_ARTIFACTS_DIR=" + art,
@@ -117,12 +120,21 @@ func newInstance(t *testing.T, llmURL string, extra ...string) *instance {
 	addr := ln.Addr().String()
 	ln.Close()
 	in.healthOK = "http://" + addr + "/healthz"
-	start(t, "odek-bot", odekBot, append([]string{
+	in.botEnv = append([]string{
 		"TELEGRAM_BOT_TOKEN=" + bottest.Token, "TELEGRAM_API_ENDPOINT=" + in.tg.URL(),
 		"ODEK_TELEGRAM_ALLOWED_USERS=1001", "ODEK_HEALTH_ADDR=" + addr,
-	}, in.env...))
+	}, in.env...)
+	in.startBot()
 	in.tg.WaitCalls(t, 30*time.Second, func(c []bottest.Call) bool { return len(c) > 0 }, "setMyCommands")
 	return in
+}
+
+// startBot starts an odek-bot process of the instance (another one after
+// a kill: a restart).
+func (in *instance) startBot() *proc {
+	p := start(in.t, "odek-bot", in.odekBot, in.botEnv)
+	in.bots = append(in.bots, p)
+	return p
 }
 
 func (in *instance) worker(name string) *proc {

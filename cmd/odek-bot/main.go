@@ -197,6 +197,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	cfg.Schedules = schedules
 	cfg.Skills = skillCommands(log) // skills.go
 	cfg.Transcriber = transcriber(ctx, e, log)
+	cfg.Speaker = speaker(ctx, e, log) // voiceout.go
 	b, err := bot.New(cfg, q)
 	if err != nil {
 		return &codeErr{exitSetup, err}
@@ -347,6 +348,10 @@ func botConfig(e env, log logrus.FieldLogger) (bot.Config, error) {
 	if err != nil {
 		return bot.Config{}, fmt.Errorf("ODEK_TELEGRAM_ALLOWED_CHATS: %w", err)
 	}
+	approvers, err := bot.ParseIDs(e.Approvers)
+	if err != nil {
+		return bot.Config{}, fmt.Errorf("ODEK_TELEGRAM_APPROVERS: %w", err)
+	}
 	if e.AgentTimeout <= 0 {
 		return bot.Config{}, fmt.Errorf("ODEK_TELEGRAM_AGENT_TIMEOUT must be a positive number of seconds, got %d", e.AgentTimeout)
 	}
@@ -375,7 +380,7 @@ func botConfig(e env, log logrus.FieldLogger) (bot.Config, error) {
 		state = fileState{path: p}
 	}
 	return bot.Config{
-		State: state, VolatileQueue: e.RedisURL == "", Ledger: ledger, Models: host.ParseModels(e.Models), Stream: e.Stream, Busy: e.Busy, Vision: e.Vision,
+		State: state, VolatileQueue: e.RedisURL == "", Ledger: ledger, Models: host.ParseModels(e.Models), Stream: e.Stream, Busy: e.Busy, GroupContext: e.GroupCtx, AckReaction: e.AckReaction, Vision: e.Vision,
 		Token: e.Token, APIEndpoint: e.APIEndpoint,
 		AllowedUsers: users, AllowedChats: chats, AllowAll: e.AllowAll,
 		DailyTokenBudget: e.DailyBudget, UserJobsPerMinute: e.UserRate,
@@ -384,6 +389,7 @@ func botConfig(e env, log logrus.FieldLogger) (bot.Config, error) {
 		SendArtifacts: e.SendFiles, Keywords: splitWords(e.Keywords),
 		AdminCommands: splitWords(strings.ReplaceAll(strings.ToLower(e.AdminCmds), "/", "")),
 		WebhookURL:    e.WebhookURL, WebhookListen: e.WebhookAddr, WebhookSecret: e.WebhookKey,
+		Voice: e.Voice, Approvers: approvers,
 		Logger: log,
 	}, nil
 }

@@ -66,7 +66,7 @@ type SharedEnv struct {
 	RedisURL        string  `env:"REDIS_URL" env-description:"URL of the job queue: redis://, rediss://, redis+sentinel://host:port,.../master, redis+cluster://host:port,... (see docs/DEPLOY.md); required by odek worker and odek queue; for odek-bot, empty = embedded mode (in-process queue and workers)"`
 	QueuePrefix     string  `env:"ODEK_QUEUE_PREFIX" env-default:"odek:" env-description:"key prefix of the queue and sessions, the same for the bot and its workers"`
 	ArtifactsDir    string  `env:"ODEK_ARTIFACTS_DIR" env-description:"directory the bot and its workers share; each chat works in <dir>/<chat id>, whose files a job reports as artifacts and /artifact sends (empty: workers use $ODEK_HOME/chats and report none, /artifact is off)"`
-	ApprovalTimeout Seconds `env:"ODEK_APPROVAL_TIMEOUT" env-default:"300" env-description:"seconds (or a duration like 5m) a tool approval waits for the chat before denying (workers, and odek-bot's embedded workers)"`
+	ApprovalTimeout Seconds `env:"ODEK_APPROVAL_TIMEOUT" env-default:"1800" env-description:"seconds (or a duration like 5m) a tool approval waits for the chat before denying (workers, and odek-bot's embedded workers)"`
 	Models          string  `env:"ODEK_TELEGRAM_MODELS" env-description:"comma-separated models users may choose per chat with /model; a worker runs only a listed model, and the configured one for a job asking for another (empty = no choice)"`
 	LogLevel        string  `env:"ODEK_LOG_LEVEL" env-default:"info" env-description:"debug, info, warn or error"`
 }

@@ -79,6 +79,9 @@ type config struct {
 	env            []string
 	confine        bool
 	sandbox        *sandbox.Jail
+	// gate orders the run's writing calls around lines that run git
+	// (gitline.go).
+	gate gitGate
 }
 
 func newConfig(o Options) *config {
@@ -138,6 +141,11 @@ func newConfig(o Options) *config {
 	// repository's files name do not run on everyday git commands. Built
 	// once here, not per call.
 	c.env = withGitGuard(c.env)
+	if c.confine || c.sandbox != nil {
+		// A confined job's git finds no repository above its working
+		// directory (gitline.go: gitCeiling).
+		c.env = gitCeiling(c.env, c.workDir)
+	}
 	return c
 }
 

@@ -411,7 +411,7 @@ func (c *classifier) command(words []word) segResult {
 				c.raise(ClassCodeExecution, name, wrapper+" appends words from its input to "+name+
 					", and one may be an option that runs a program (a -- before them makes them operands)")
 			}
-			return c.program(name, args)
+			return c.programInLine(name, args)
 		}
 		if ws.minClass != "" && Severity(ws.minClass) > Severity(minClass) {
 			minClass, minWhy = ws.minClass, "runs as another user via "+name

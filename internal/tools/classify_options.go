@@ -542,10 +542,21 @@ var execVars = words2set(`PATH LD_PRELOAD LD_LIBRARY_PATH LD_AUDIT BASH_ENV ENV 
 	SUDO_ASKPASS SSH_ASKPASS XDG_CONFIG_HOME HOME ZDOTDIR PS1 PS2 PS3 PS4
 	RUSTC RUSTC_WRAPPER RUSTC_WORKSPACE_WRAPPER RUSTDOC RUSTDOC_WRAPPER RUSTFLAGS CARGO_HOME`)
 
+// gitPlainVars are the GIT_* variables a command may set: they name an
+// identity, a date or how output looks. Every other GIT_* variable is
+// execVar: GIT_COMMON_DIR, GIT_DIR, GIT_WORK_TREE, GIT_CEILING_DIRECTORIES
+// and GIT_DISCOVERY_ACROSS_FILESYSTEM choose which repository (and so
+// which configuration) git reads, GIT_TRACE* and GIT_*_FILE write to a
+// path, GIT_CONFIG_* and the program variables name what runs (issue 21).
+var gitPlainVars = words2set(`GIT_AUTHOR_NAME GIT_AUTHOR_EMAIL GIT_AUTHOR_DATE GIT_COMMITTER_NAME
+	GIT_COMMITTER_EMAIL GIT_COMMITTER_DATE GIT_TERMINAL_PROMPT GIT_OPTIONAL_LOCKS GIT_FLUSH
+	GIT_MERGE_VERBOSITY GIT_LITERAL_PATHSPECS GIT_GLOB_PATHSPECS GIT_NOGLOB_PATHSPECS
+	GIT_ICASE_PATHSPECS GIT_DEFAULT_HASH GIT_REFLOG_ACTION GIT_ADVICE`)
+
 // execVar reports whether assigning name changes which program runs or
 // what it loads or reads as options.
 func execVar(name string) bool {
-	if execVars[name] || strings.HasPrefix(name, "GIT_CONFIG_") || strings.HasPrefix(name, "LD_") ||
+	if execVars[name] || strings.HasPrefix(name, "GIT_") && !gitPlainVars[name] || strings.HasPrefix(name, "LD_") ||
 		strings.HasPrefix(name, "CARGO_BUILD_") || strings.HasPrefix(name, "CARGO_TARGET_") ||
 		strings.HasPrefix(name, "DYLD_") {
 		return true

@@ -306,6 +306,11 @@ func (c *config) placeAssessment(p string) Assessment {
 }
 
 func (t *writeFileTool) Run(ctx context.Context, args json.RawMessage) (Result, error) {
+	release, err := t.c.gate.lock(ctx, false) // not while a line runs git (gitline.go)
+	if err != nil {
+		return errResult(fmt.Errorf("write_file: not run: %w", err)), err
+	}
+	defer release()
 	var a writeFileArgs
 	if err := decodeArgs("write_file", args, &a); err != nil {
 		return errResult(err), nil
@@ -483,6 +488,11 @@ func (t *patchTool) Assess(args json.RawMessage) (Assessment, error) {
 }
 
 func (t *patchTool) Run(ctx context.Context, args json.RawMessage) (Result, error) {
+	release, err := t.c.gate.lock(ctx, false) // not while a line runs git (gitline.go)
+	if err != nil {
+		return errResult(fmt.Errorf("patch: not run: %w", err)), err
+	}
+	defer release()
 	var a patchArgs
 	if err := decodeArgs("patch", args, &a); err != nil {
 		return errResult(err), nil

@@ -498,6 +498,9 @@ func gitVarint(b []byte) (uint64, int) {
 // start in.
 type gitUse struct {
 	dirs []string
+	// writer is the first other program of the line that writes files
+	// its words do not list (gitline.go), "" when none does.
+	writer string
 }
 
 // outsideDir marks a start directory the classifier cannot place inside
@@ -597,6 +600,10 @@ func gitStartOption(args []word, i int) (word, bool) {
 func gitRepoVerdict(v ShellVerdict, g *gitUse, workDir, home string) ShellVerdict {
 	if len(g.dirs) == 0 || Severity(v.Class) >= Severity(ClassCodeExecution) {
 		return v
+	}
+	if g.writer != "" {
+		return ShellVerdict{Class: ClassCodeExecution, Argv0: "git", Reason: "the line runs git beside " + g.writer +
+			", which writes files its words do not name: one may be git's configuration, which git reads after it is checked"}
 	}
 	var dirs []string
 	for _, d := range g.dirs {

@@ -71,7 +71,7 @@ func (t *shellTool) Assess(args json.RawMessage) (Assessment, error) {
 		home = t.c.sandbox.Spec().TempDir
 	}
 	before := v
-	v = gitRepoVerdict(v, g, t.c.workDir, home)
+	v = t.c.gitVerdict(v, g, home)
 	if len(g.dirs) > 0 && Severity(v.Class) < Severity(ClassCodeExecution) {
 		r, _ := t.rated.LoadOrStore(deref(a.Command), &ratedLine{})
 		rl := r.(*ratedLine)
@@ -112,6 +112,13 @@ func (t *shellTool) Run(ctx context.Context, args json.RawMessage) (Result, erro
 	if a.Command == nil || strings.TrimSpace(*a.Command) == "" {
 		return errResult(&argError{"shell", "command", "required"}), nil
 	}
+	// A line that runs git runs alone among the run's writing calls, from
+	// its second reading of the repositories to its end (gitline.go).
+	release, err := t.c.gate.lock(ctx, runsGit(*a.Command, t.c.workDir))
+	if err != nil {
+		return errResult(fmt.Errorf("shell: not run: %w", err)), err
+	}
+	defer release()
 	if why := t.recheckGit(*a.Command); why != "" {
 		return errResult(fmt.Errorf("shell: not run: %s since the command was rated (no approval covers it); run it again to be asked", why)), nil
 	}
@@ -151,7 +158,7 @@ func (t *shellTool) recheckGit(command string) string {
 	if t.c.sandbox != nil {
 		home = t.c.sandbox.Spec().TempDir
 	}
-	if after := gitRepoVerdict(v, g, t.c.workDir, home); after != v && Severity(after.Class) >= Severity(ClassCodeExecution) {
+	if after := t.c.gitVerdict(v, g, home); after != v && Severity(after.Class) >= Severity(ClassCodeExecution) {
 		return after.Reason
 	}
 	return ""

@@ -37,6 +37,7 @@ func Run(t *testing.T, newQueue NewQueue) {
 	t.Run("Lanes", func(t *testing.T) { testLanes(t, newQueue) })
 	t.Run("Steer", func(t *testing.T) { testSteer(t, newQueue) })
 	t.Run("Approvals", func(t *testing.T) { testApprovals(t, newQueue) })
+	t.Run("ApprovalStates", func(t *testing.T) { testApprovalStates(t, newQueue) })
 	t.Run("Inspect", func(t *testing.T) { testInspect(t, newQueue) })
 	t.Run("HeartbeatBatch", func(t *testing.T) { testHeartbeatBatch(t, newQueue) })
 	t.Run("PoisonIsolation", func(t *testing.T) { testPoisonIsolation(t, newQueue, 0) })
@@ -901,5 +902,125 @@ func testHeartbeatBatch(t *testing.T, nq NewQueue) {
 	}
 	if errs := hb.HeartbeatBatch(ctxT(t), nil); len(errs) != 0 {
 		t.Fatalf("empty batch = %v", errs)
+	}
+}
+
+// Issue 26 point 6: the question, its prompt notes and the session grants
+// are kept in the queue, so a front end that restarted can settle a
+// question it did not show.
+func testApprovalStates(t *testing.T, nq NewQueue) {
+	q := nq(t, queue.Options{})
+	st, ok := q.(queue.ApprovalStates)
+	aq, ok2 := q.(queue.Approvals)
+	if !ok || !ok2 {
+		t.Fatal("queue does not implement queue.ApprovalStates and queue.Approvals")
+	}
+	ctx := ctxT(t)
+	const question = "odek: allow shell (code_execution, argv0=make, command=make deploy)? [y/N] "
+	a, err := aq.Ask(ctx, queue.Approval{JobID: "j1", ChatID: 5, UserID: 77, SessionID: "telegram:5", Question: question, Deadline: time.Now().Add(10 * time.Second)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := st.PendingApproval(ctx, a.ID)
+	if err != nil || got.ID != a.ID || got.UserID != 77 || got.SessionID != "telegram:5" || got.ChatID != 5 || got.Question != question || got.JobID != "j1" {
+		t.Fatalf("PendingApproval = %+v, %v", got, err)
+	}
+	if _, err := st.PendingApproval(ctx, "0123456789abcdef0123456789abcdef"); !errors.Is(err, queue.ErrNotFound) {
+		t.Fatalf("PendingApproval of an unknown id = %v, want ErrNotFound", err)
+	}
+	for i := 0; i < queue.MaxApprovalPrompts+3; i++ {
+		if err := st.AddApprovalPrompt(ctx, a.ID, queue.ApprovalPrompt{ChatID: int64(5 + i), MessageID: 10 + i, Lang: "de"}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	ps, err := st.ApprovalPrompts(ctx, a.ID)
+	if err != nil || len(ps) != queue.MaxApprovalPrompts || ps[0] != (queue.ApprovalPrompt{ChatID: 5, MessageID: 10, Lang: "de"}) {
+		t.Fatalf("ApprovalPrompts = %d notes (%+v), %v", len(ps), ps, err)
+	}
+	if err := aq.Answer(ctx, a.ID, false); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := st.PendingApproval(ctx, a.ID); !errors.Is(err, queue.ErrNotFound) {
+		t.Fatalf("PendingApproval after the answer = %v, want ErrNotFound", err)
+	}
+	if ps, _ := st.ApprovalPrompts(ctx, a.ID); len(ps) != queue.MaxApprovalPrompts {
+		t.Fatalf("the prompt notes went with the answer (%d left); a late press must still find them", len(ps))
+	}
+	if err := st.AddApprovalPrompt(ctx, a.ID, queue.ApprovalPrompt{ChatID: 1, MessageID: 1}); !errors.Is(err, queue.ErrNotFound) {
+		t.Fatalf("AddApprovalPrompt of an answered question = %v, want ErrNotFound", err)
+	}
+
+	// Grants: exactly the question, in exactly the session.
+	if ok, err := st.SessionGranted(ctx, "telegram:5", question); ok || err != nil {
+		t.Fatalf("granted before any grant: %v %v", ok, err)
+	}
+	for _, bad := range []string{"run `make deploy`?", "odek: allow shell (code_execution, command=make …)? [y/N]", "odek: allow shell (code_execution, command=curl -H [REDACTED])? [y/N]"} {
+		if err := st.GrantSession(ctx, "telegram:5", bad, time.Hour); !errors.Is(err, queue.ErrInvalidJob) {
+			t.Errorf("GrantSession(%q) = %v, want ErrInvalidJob", bad, err)
+		}
+	}
+	if err := st.GrantSession(ctx, "", question, time.Hour); !errors.Is(err, queue.ErrInvalidJob) {
+		t.Errorf("GrantSession without a session = %v, want ErrInvalidJob", err)
+	}
+	if err := st.GrantSession(ctx, "telegram:5", question, time.Hour); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		session, question string
+		want              bool
+	}{
+		{"telegram:5", question, true},
+		{"telegram:5", strings.TrimSpace(question), true},
+		{"telegram:6", question, false},
+		{"telegram:5:1700000000", question, false},
+		{"telegram:5", strings.Replace(question, "make deploy", "make deploy2", 1), false},
+		{"telegram:5", strings.Replace(question, "code_execution", "system_write", 1), false},
+	} {
+		if ok, err := st.SessionGranted(ctx, c.session, c.question); ok != c.want || err != nil {
+			t.Errorf("SessionGranted(%q, %q) = %v, %v; want %v", c.session, c.question, ok, err, c.want)
+		}
+	}
+	// An unanswered question is handed out once after its deadline, with
+	// its prompt notes; an answered one never.
+	exp, err := aq.Ask(ctx, queue.Approval{JobID: "j2", ChatID: 5, UserID: 77, Question: question, Deadline: time.Now().Add(150 * time.Millisecond)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := st.AddApprovalPrompt(ctx, exp.ID, queue.ApprovalPrompt{ChatID: 5, MessageID: 99}); err != nil {
+		t.Fatal(err)
+	}
+	if early, err := st.ExpiredApprovals(ctx, 10); err != nil || len(early) != 0 {
+		t.Fatalf("ExpiredApprovals before the deadline = %+v, %v", early, err)
+	}
+	var expired []queue.ExpiredApproval
+	for deadline := time.Now().Add(5 * time.Second); len(expired) == 0 && time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
+		if expired, err = st.ExpiredApprovals(ctx, 10); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if len(expired) != 1 || expired[0].Approval.ID != exp.ID || expired[0].Approval.UserID != 77 || len(expired[0].Prompts) != 1 || expired[0].Prompts[0].MessageID != 99 {
+		t.Fatalf("ExpiredApprovals = %+v, want the one expired question with its prompt", expired)
+	}
+	if again, err := st.ExpiredApprovals(ctx, 10); err != nil || len(again) != 0 {
+		t.Fatalf("ExpiredApprovals handed a question out twice: %+v, %v", again, err)
+	}
+
+	short := strings.Replace(question, "deploy", "short", 1)
+	if err := st.GrantSession(ctx, "telegram:5", short, 30*time.Millisecond); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		ok, err := st.SessionGranted(ctx, "telegram:5", short)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !ok {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("a grant outlived its ttl")
+		}
+		time.Sleep(10 * time.Millisecond)
 	}
 }
