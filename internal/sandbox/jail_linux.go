@@ -258,7 +258,20 @@ func (j *Jail) Run(ctx context.Context, cmd *exec.Cmd) (syscall.WaitStatus, erro
 		return 0, err
 	}
 	if s != nil {
-		return s.run(ctx, cmd, j.Spec())
+		ws, err := s.run(ctx, cmd, j.Spec())
+		if errors.Is(err, errSupervisorDied) {
+			j.mu.Lock()
+			cpuOut := j.cpuOut
+			j.mu.Unlock()
+			if cpuOut {
+				// The job used its CPU time: watchCPU killed every
+				// process of the job, the supervisor with the command,
+				// before the supervisor could report it. The command was
+				// killed, as it is without a supervisor.
+				return syscall.WaitStatus(syscall.SIGKILL), nil
+			}
+		}
+		return ws, err
 	}
 	if err := j.Start(cmd); err != nil {
 		return 0, err

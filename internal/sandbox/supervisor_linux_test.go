@@ -395,3 +395,21 @@ func TestSupervisorConcurrentCalls(t *testing.T) {
 		}
 	}
 }
+
+// The job's CPU limit kills the supervisor with the command (the whole
+// cgroup): the call reports the command killed, as without a
+// supervisor, and the job's later calls are refused with ErrJobCPU.
+func TestSupervisorCallUnderTheJobsCPULimit(t *testing.T) {
+	requireCgroups(t)
+	if where, _ := CgroupStatus(); strings.Contains(where, "no CPU accounting") {
+		t.Skipf("no CPU accounting for job cgroups: %s", where)
+	}
+	j, jl := supervisedJail(t, Settings{JobCPUSeconds: 1})
+	out, ws, err := runSup(t, context.Background(), jl, j.spec, "", "sh", "-c", "while :; do :; done")
+	if err != nil || !ws.Signaled() || ws.Signal() != syscall.SIGKILL {
+		t.Fatalf("the busy loop: err %v, status %v, %q", err, ws, out)
+	}
+	if _, _, err := runSup(t, context.Background(), jl, j.spec, "", "true"); !errors.Is(err, ErrJobCPU) {
+		t.Errorf("a later call: %v, want ErrJobCPU", err)
+	}
+}
