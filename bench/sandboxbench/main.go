@@ -68,7 +68,7 @@ func main() {
 	if odek == "" {
 		odek = filepath.Join(dir, "odek")
 		build := exec.Command("go", "build", "-trimpath", "-ldflags=-s -w", "-o", odek, "github.com/odekrun/odek/cmd/odek")
-		build.Stderr = os.Stderr
+		build.Stderr, build.Env = os.Stderr, append(os.Environ(), "CGO_ENABLED=0") // as the image builds it
 		check(build.Run())
 	}
 	lean := *leanBin
@@ -76,7 +76,7 @@ func main() {
 		if _, err := os.Stat("cmd/odek-sandbox"); err == nil {
 			lean = filepath.Join(dir, "odek-sandbox")
 			build := exec.Command("go", "build", "-trimpath", "-ldflags=-s -w", "-o", lean, "./cmd/odek-sandbox")
-			build.Stderr = os.Stderr
+			build.Stderr, build.Env = os.Stderr, append(os.Environ(), "CGO_ENABLED=0")
 			check(build.Run())
 		}
 	}
