@@ -413,3 +413,90 @@ func TestSupervisorCallUnderTheJobsCPULimit(t *testing.T) {
 		t.Errorf("a later call: %v, want ErrJobCPU", err)
 	}
 }
+
+// A command whose parent is its supervisor tries for the supervisor's
+// socket and memory: pidfd_getfd of its fd 3, process_vm_readv, ptrace,
+// /proc/<pid>/fd/3 and /proc/<pid>/mem. Each is refused.
+func TestSupervisorCannotBeReachedByItsCommands(t *testing.T) {
+	requirePython(t)
+	j, jl := supervisedJail(t, Settings{})
+	script := `
+import ctypes, os
+libc = ctypes.CDLL(None, use_errno=True)
+def call(name, *args):
+    r = libc.syscall(*args)
+    print(name, r, os.strerror(ctypes.get_errno()) if r < 0 else "ok")
+sup = os.getppid()
+print("parent", sup)
+pidfd = libc.syscall(434, sup, 0)
+print("pidfd_open", "ok" if pidfd >= 0 else os.strerror(ctypes.get_errno()))
+call("pidfd_getfd", 438, pidfd, 3, 0)
+iov = (ctypes.c_char * 16)()
+class IOV(ctypes.Structure):
+    _fields_ = [("base", ctypes.c_void_p), ("len", ctypes.c_size_t)]
+local = IOV(ctypes.cast(iov, ctypes.c_void_p), 16)
+remote = IOV(0x400000, 16)
+call("process_vm_readv", 310, sup, ctypes.byref(local), 1, ctypes.byref(remote), 1, 0)
+call("ptrace_attach", 101, 16, sup, 0, 0)
+for p in ("/proc/%d/fd/3" % sup, "/proc/%d/mem" % sup):
+    try:
+        open(p, "rb"); print("opened", p)
+    except OSError as e:
+        print("open", p, e.strerror)
+`
+	out, _, err := runSup(t, context.Background(), jl, j.spec, "", python3, "-c", script)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(out, fmt.Sprintf("parent %d\n", supPid(jl))) {
+		t.Fatalf("the command's parent is not its supervisor %d:\n%s", supPid(jl), out)
+	}
+	for _, want := range []string{"pidfd_getfd -1 Operation not permitted", "process_vm_readv -1 Operation not permitted", "ptrace_attach -1 Operation not permitted"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("want %q:\n%s", want, out)
+		}
+	}
+	if strings.Contains(out, "opened") || strings.Count(out, "Permission denied") < 2 {
+		t.Errorf("the supervisor's /proc files:\n%s", out)
+	}
+}
+
+// The job's end ends every process its supervised calls left, those
+// that left their call's process group (setpgid(0, 0), which the
+// supervisor's filter lets through) included, and only those.
+func TestSupervisorJobEndEndsEverything(t *testing.T) {
+	requirePython(t)
+	j, jl := supervisedJail(t, Settings{})
+	base := fmt.Sprintf("%d.%06d", 8000+os.Getpid()%1000, time.Now().UnixNano()%1000000)
+	marker, other := base+"1", base+"2"
+	script := survivorScript(marker) + fmt.Sprintf("; %s -c 'import os, subprocess; os.setpgid(0, 0); subprocess.Popen([\"sleep\", \"%s\"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)' 2>&1", python3, marker)
+	if out, ws, err := runSup(t, context.Background(), jl, j.spec, "", "sh", "-c", script); err != nil || ws.ExitStatus() != 0 {
+		t.Fatalf("%v %v %s", err, ws, out)
+	}
+	b, err := NewJail(j.spec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	if _, _, err := runSup(t, context.Background(), b, j.spec, "", "sh", "-c", fmt.Sprintf("sleep %s >/dev/null 2>&1 &", other)); err != nil {
+		t.Fatal(err)
+	}
+	// Background, nohup, double fork and the group leaver; setsid is
+	// refused.
+	deadline := time.Now().Add(10 * time.Second)
+	for len(alive(t, marker)) < 4 && time.Now().Before(deadline) {
+		time.Sleep(10 * time.Millisecond)
+	}
+	if n := len(alive(t, marker)); n != 4 {
+		t.Fatalf("%d survivors before Close, want 4", n)
+	}
+	if err := jl.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if pids := waitGone(t, marker); len(pids) > 0 {
+		t.Errorf("processes of the closed job live on: %v", pids)
+	}
+	if len(alive(t, other)) != 1 {
+		t.Errorf("the other job's process was killed")
+	}
+}
