@@ -302,6 +302,9 @@ func (j *Jail) supervisor() (*supClient, error) {
 	if err != nil {
 		return nil, err
 	}
+	if j.noSup == nil {
+		j.noSup = supervisable(j.spec)
+	}
 	if j.cg == nil || j.noSup != nil {
 		return nil, nil
 	}
@@ -328,4 +331,29 @@ func (j *Jail) Supervisor() (pid int, why error) {
 		return 0, errors.New("the job has no cgroup")
 	}
 	return 0, j.noSup
+}
+
+// The supervisor is a Go program bound by the spec's limits (they are
+// set on it, and its commands inherit them): below these it would fail
+// or eat the job's budget, so the job's commands go through the helper.
+const (
+	// supervisorMinMemoryMB: the Go runtime reserves 1.2–1.6 GB of
+	// address space (VmSize; a few MB resident), and RLIMIT_AS below
+	// that makes its next mapping fail.
+	supervisorMinMemoryMB = 2048
+	// supervisorMinProcesses: its threads (up to ~10) count in the
+	// job's pids.max.
+	supervisorMinProcesses = 64
+)
+
+// supervisable is why spec's limits keep a supervisor from serving
+// the job (nil: they do not).
+func supervisable(spec Spec) error {
+	if spec.MaxMemoryMB > 0 && spec.MaxMemoryMB < supervisorMinMemoryMB {
+		return fmt.Errorf("sandbox.max_memory_mb %d is below the supervisor's %d", spec.MaxMemoryMB, supervisorMinMemoryMB)
+	}
+	if spec.MaxProcesses > 0 && spec.MaxProcesses < supervisorMinProcesses {
+		return fmt.Errorf("sandbox.max_processes %d is below the supervisor's %d", spec.MaxProcesses, supervisorMinProcesses)
+	}
+	return nil
 }

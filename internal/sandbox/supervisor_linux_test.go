@@ -242,6 +242,20 @@ func TestJailRunFallsBackToTheHelper(t *testing.T) {
 	}
 
 	requireCgroups(t)
+	// Limits a supervisor cannot live under.
+	for _, s := range []Settings{{MaxMemoryMB: 512}, {MaxProcesses: 16}} {
+		small := newJail(t, s)
+		jl, err := NewJail(small.spec)
+		if err != nil {
+			t.Fatal(err)
+		}
+		out, ws, err := runSup(t, context.Background(), jl, small.spec, "", "sh", "-c", "echo helped")
+		pid, why := jl.Supervisor()
+		if err != nil || ws.ExitStatus() != 0 || out != "helped\n" || pid != 0 || why == nil || !strings.Contains(why.Error(), "below the supervisor's") {
+			t.Errorf("%+v: %v %d %q (supervisor %d: %v)", s, err, ws.ExitStatus(), out, pid, why)
+		}
+		jl.Close()
+	}
 	if _, err := executable(); err != nil {
 		t.Fatal(err)
 	}
@@ -415,8 +429,9 @@ func TestSupervisorCallUnderTheJobsCPULimit(t *testing.T) {
 }
 
 // A command whose parent is its supervisor tries for the supervisor's
-// socket and memory: pidfd_getfd of its fd 3, process_vm_readv, ptrace,
-// /proc/<pid>/fd/3 and /proc/<pid>/mem. Each is refused.
+// socket and memory: pidfd_getfd of its descriptors 3–15,
+// process_vm_readv, ptrace, /proc/<pid>/fd/N and /proc/<pid>/mem. Each
+// is refused.
 func TestSupervisorCannotBeReachedByItsCommands(t *testing.T) {
 	requirePython(t)
 	j, jl := supervisedJail(t, Settings{})
@@ -430,7 +445,8 @@ sup = os.getppid()
 print("parent", sup)
 pidfd = libc.syscall(434, sup, 0)
 print("pidfd_open", "ok" if pidfd >= 0 else os.strerror(ctypes.get_errno()))
-call("pidfd_getfd", 438, pidfd, 3, 0)
+for fd in range(3, 16):
+    call("pidfd_getfd %d" % fd, 438, pidfd, fd, 0)
 iov = (ctypes.c_char * 16)()
 class IOV(ctypes.Structure):
     _fields_ = [("base", ctypes.c_void_p), ("len", ctypes.c_size_t)]
@@ -438,7 +454,7 @@ local = IOV(ctypes.cast(iov, ctypes.c_void_p), 16)
 remote = IOV(0x400000, 16)
 call("process_vm_readv", 310, sup, ctypes.byref(local), 1, ctypes.byref(remote), 1, 0)
 call("ptrace_attach", 101, 16, sup, 0, 0)
-for p in ("/proc/%d/fd/3" % sup, "/proc/%d/mem" % sup):
+for p in ["/proc/%d/fd/%d" % (sup, fd) for fd in range(3, 16)] + ["/proc/%d/mem" % sup]:
     try:
         open(p, "rb"); print("opened", p)
     except OSError as e:
@@ -451,13 +467,15 @@ for p in ("/proc/%d/fd/3" % sup, "/proc/%d/mem" % sup):
 	if !strings.Contains(out, fmt.Sprintf("parent %d\n", supPid(jl))) {
 		t.Fatalf("the command's parent is not its supervisor %d:\n%s", supPid(jl), out)
 	}
-	for _, want := range []string{"pidfd_getfd -1 Operation not permitted", "process_vm_readv -1 Operation not permitted", "ptrace_attach -1 Operation not permitted"} {
+	for _, want := range []string{"pidfd_getfd 3 -1 Operation not permitted", "process_vm_readv -1 Operation not permitted", "ptrace_attach -1 Operation not permitted"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("want %q:\n%s", want, out)
 		}
 	}
-	if strings.Contains(out, "opened") || strings.Count(out, "Permission denied") < 2 {
-		t.Errorf("the supervisor's /proc files:\n%s", out)
+	// Landlock refuses the opens (a missing descriptor's path fails its
+	// lookup first, with ENOENT).
+	if strings.Contains(out, "opened") || strings.Count(out, "Operation not permitted") < 15 || !strings.Contains(out, "mem Permission denied") {
+		t.Errorf("the supervisor's descriptors or memory were reached:\n%s", out)
 	}
 }
 
@@ -498,5 +516,22 @@ func TestSupervisorJobEndEndsEverything(t *testing.T) {
 	}
 	if len(alive(t, other)) != 1 {
 		t.Errorf("the other job's process was killed")
+	}
+}
+
+// Running counts what a job's commands left, not the job's supervisor.
+func TestSupervisorIsNotARunningProcess(t *testing.T) {
+	j, jl := supervisedJail(t, Settings{})
+	if _, _, err := runSup(t, context.Background(), jl, j.spec, "", "true"); err != nil {
+		t.Fatal(err)
+	}
+	if supPid(jl) == 0 || jl.Running() {
+		t.Fatalf("after a call that left nothing: supervisor %d, Running %v", supPid(jl), jl.Running())
+	}
+	if _, _, err := runSup(t, context.Background(), jl, j.spec, "", "sh", "-c", "sleep 30 >/dev/null 2>&1 &"); err != nil {
+		t.Fatal(err)
+	}
+	if !jl.Running() {
+		t.Error("a call's background process is not running")
 	}
 }
