@@ -11,7 +11,8 @@
 # 2. bench/sandboxbench with `calls` calls of each kind (default 200):
 #    sh -c true unconfined, through the helper per call (what base-ref
 #    does), through the job's supervisor, an empty Go binary, and jobs of
-#    one call each way, interleaved, CPU per call.
+#    one call each way, interleaved, CPU per call; then a quarter as many
+#    with each call 100 ms after the last (-apart), as a job's calls come.
 #
 # Run as root from the repository's root: per-job cgroups need it.
 set -eu
@@ -34,4 +35,7 @@ done
 cd ../..
 uptime
 go run ./bench/sandboxbench -n "$calls"
+uptime
+# The same with each call 100 ms after the last, as a job's calls come.
+go run ./bench/sandboxbench -n "$((calls / 4))" -apart 100ms
 uptime

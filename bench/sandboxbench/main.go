@@ -52,6 +52,7 @@ func main() {
 	n := flag.Int("n", 200, "calls of each kind")
 	odekBin := flag.String("odek", "", "the odek binary for the helper rows (default: build this tree's)")
 	leanBin := flag.String("lean", "", "the odek-sandbox binary for the lean helper row (default: build this tree's, if it has one)")
+	apart := flag.Duration("apart", 0, "a pause before each call, as a job's calls come seconds apart (0: back to back)")
 	flag.Parse()
 	if abi := sandbox.ABI(); abi < sandbox.RequiredABI {
 		fmt.Fprintf(os.Stderr, "Landlock ABI %d < %d: nothing to measure\n", abi, sandbox.RequiredABI)
@@ -96,7 +97,7 @@ func main() {
 			lean = filepath.Join(dir, sandbox.LeanHelper)
 			check(os.WriteFile(lean, b, 0o755))
 		}
-		args := []string{me, "-n", strconv.Itoa(*n), "-odek", odek, "-lean", lean}
+		args := []string{me, "-n", strconv.Itoa(*n), "-odek", odek, "-lean", lean, "-apart", apart.String()}
 		check(syscall.Exec(me, args, append(os.Environ(), reexecEnv+"="+dir)))
 	}
 	if h, err := sandbox.Helper(); err == nil {
@@ -167,6 +168,9 @@ func main() {
 			cmd.Dir, cmd.Env = root, env
 			var out bytes.Buffer
 			cmd.Stdout, cmd.Stderr = &out, &out
+			if *apart > 0 {
+				time.Sleep(*apart)
+			}
 			self0, children0 := cpu(syscall.RUSAGE_SELF), cpu(syscall.RUSAGE_CHILDREN)
 			start := time.Now()
 			var elapsed, job time.Duration
