@@ -88,7 +88,8 @@ type Bot struct {
 	langs    langTable
 	health   health
 	delivery deliveries
-	bg       bgJobs // background jobs (/bg) not yet answered (schedule.go)
+	bg       bgJobs      // background jobs (/bg) not yet answered (schedule.go)
+	budget   budgetState // per-user budgets in the queue's store (budgets.go)
 
 	// Used only by Run's own goroutines, one at a time.
 	lastSaved []byte    // the last state snapshot saved (loadState, then stateLoop, then Run)
@@ -211,6 +212,7 @@ func New(cfg Config, q Queue) (*Bot, error) {
 	}
 	b.policy = chatcore.Policy{DailyTokenBudget: cfg.DailyTokenBudget, JobMaxTokens: cfg.JobBudget.MaxTotalTokens,
 		AgentTimeout: cfg.AgentTimeout, AdminCommands: cfg.AdminCommands}
+	b.initBudgets(q) // budgets.go
 	b.serial = newSerializer(b.newChat)
 	b.serial.publish = b.publish
 	if aq, ok := q.(ApprovalQueue); ok {
@@ -242,6 +244,7 @@ func (b *Bot) Run(ctx context.Context) error {
 	b.tg = tg
 	b.log.WithField("username", tg.Self().UserName).Info("bot: connected to Telegram")
 	b.setCommands(ctx)
+	b.publishBudgetPolicy(ctx) // budgets.go: the caps, for the workers that fire schedules
 	b.cleanOrphans(ctx)
 	b.dropLostJobs(ctx)
 
@@ -464,7 +467,7 @@ func (b *Bot) handleUpdate(ctx context.Context, u tgbotapi.Update, topic int) {
 			return
 		}
 		chatID := cq.Message.Chat.ID
-		if !b.access.Allows(cq.From.ID, chatID) && !b.approverPress(cq) {
+		if !b.access.Allows(cq.From.ID, chatID) && !b.approverPress(cq) && !b.guestAllowed(cq.From.ID, chatID) { // approvers: approvals_*.go; the guest pool: budgets.go
 			b.refuse(ctx, chatID, cq.From.ID, langOf(cq.From.LanguageCode), u.UpdateID, cq.ID)
 			return
 		}
@@ -482,7 +485,7 @@ func (b *Bot) handleUpdate(ctx context.Context, u tgbotapi.Update, topic int) {
 		if m.From != nil {
 			userID, lang = m.From.ID, langOf(m.From.LanguageCode)
 		}
-		if !b.access.Allows(userID, m.Chat.ID) {
+		if !b.access.Allows(userID, m.Chat.ID) && !b.guestAllowed(userID, m.Chat.ID) { // budgets.go: the guest pool
 			b.refuse(ctx, m.Chat.ID, userID, lang, u.UpdateID, "")
 			return
 		}
@@ -883,6 +886,15 @@ func (c *chat) startJob(ctx context.Context, r jobRequest) {
 		c.hold(ctx, r, lang)
 		return
 	}
+	adm, out, refusal := c.reserveJob(ctx, userID, adm, lang) // budgets.go: the user's budget, in the queue's store
+	switch out {
+	case reserveHeld:
+		c.hold(ctx, r, lang)
+		return
+	case reserveRefused, reserveFailed:
+		c.replyTo(ctx, r.replyTo, refusal)
+		return
+	}
 	c.enqueue(ctx, r, adm, lang, 0)
 }
 
@@ -919,8 +931,15 @@ func (c *chat) startHeld(ctx context.Context) {
 		if adm.Verdict == chatcore.BudgetHeld {
 			return
 		}
+		refusal := adm.Refusal
+		if refusal == "" {
+			var out reserveOutcome
+			if adm, out, refusal = c.reserveJob(ctx, h.req.userID, adm, h.lang); out == reserveHeld {
+				return // budgets.go: the user's budget is held by running jobs; tried again at the next tick
+			}
+		}
 		c.held = c.held[1:]
-		if refusal := adm.Refusal; refusal != "" {
+		if refusal != "" {
 			if h.statusMsg != 0 {
 				c.b.tg.Remove(ctx, c.id, h.statusMsg)
 				c.ledgerDel(ctx, h.statusMsg)
@@ -965,6 +984,10 @@ func (c *chat) enqueue(ctx context.Context, r jobRequest, adm chatcore.Admission
 	job := queue.Job{ChatID: chatID, UserID: userID, Goal: goal, SessionID: session, Budget: b.jobBudget(),
 		IdempotencyKey: fmt.Sprintf("telegram:%d:%d", b.tg.Self().ID, updateID), Model: c.jobModel(), Lane: c.lane()}
 	job.Budget.MaxTotalTokens = adm.Cap
+	job.ID = adm.JobID // budgets.go: the reservation's id ("" without a budget store)
+	if adm.USD > 0 {
+		job.Budget.MaxCostUSD = adm.USD
+	}
 	if len(r.images) > 0 {
 		job.Images, job.Vision = r.images, b.cfg.Vision
 		if job.Vision == "" {
@@ -995,12 +1018,16 @@ func (c *chat) enqueue(ctx context.Context, r jobRequest, adm chatcore.Admission
 			msg = tr(lang, "enqueue.large")
 		}
 		dropStatus()
+		c.releaseBudget(ctx, adm.JobID)
 		c.reply(ctx, msg)
 		return
 	}
 	if dup {
 		log.WithField("job_id", stored.ID).Info("bot: update already enqueued (redelivered); ignoring")
 		dropStatus()
+		if stored.ID != adm.JobID {
+			c.releaseBudget(ctx, adm.JobID)
+		}
 		return
 	}
 	log = log.WithField("job_id", stored.ID)
@@ -1075,8 +1102,7 @@ func (c *chat) command(ctx context.Context, userID int64, cmd, arg string) {
 	case "compact":
 		c.compact(ctx, userID)
 	case "usage":
-		c.roll()
-		c.reply(ctx, chatcore.UsageText(b.lang(userID), c.books.Use, c.books.Hist, b.cfg.DailyTokenBudget, b.cfg.Now()))
+		c.usageCommand(ctx, userID, arg) // budgets.go
 	case "artifact":
 		c.sendArtifact(ctx, b.lang(userID), arg)
 	case "model":

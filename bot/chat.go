@@ -161,6 +161,7 @@ func (c *chat) forgetJob(id string) int {
 	}
 	delete(c.jobs, id)
 	c.books.Ended(id)
+	c.releaseBudget(context.Background(), id) // budgets.go: it will never be settled
 	return msg
 }
 

@@ -57,6 +57,15 @@ type Config struct {
 	// unfinished jobs hold) as its budget's MaxTotalTokens, so the worker
 	// stops it there. 0 means no budget.
 	DailyTokenBudget int64
+	// UserBudget, UserBudgets, GuestBudget and Admins are the per-user
+	// budgets (bot/budgets.go, kept in the queue's budget store): every
+	// user's daily and monthly caps, overrides per user id, the shared
+	// pool of group members the allowlist does not name (nil: no guests),
+	// and the users who may see everyone's usage (/usage all).
+	UserBudget  queue.Caps
+	UserBudgets map[int64]queue.Caps
+	GuestBudget *queue.Caps
+	Admins      []int64
 	// UserJobsPerMinute is how many new jobs one user may start per minute
 	// (a token bucket with a burst of the same size). 0 means 6; negative
 	// means no limit.
@@ -236,6 +245,11 @@ type Config struct {
 	Logger logrus.FieldLogger
 	// Now is the clock. nil means time.Now.
 	Now func() time.Time
+	// AfterSent, when set, is called after each step of a result's
+	// delivery was accepted by Telegram and recorded (queue.SentRecorder),
+	// with the steps recorded so far. Crash tests use it to stop the
+	// process exactly there; nil in production.
+	AfterSent func(jobID string, steps int)
 }
 
 // Errors of New. Match with errors.Is.

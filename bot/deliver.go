@@ -145,7 +145,8 @@ func (c *chat) deliver(ctx context.Context, d queue.Delivery) {
 	f := chatcore.Finished{Lang: "en"}
 	if js != nil {
 		statusMsg, replyTo, srcMsg = js.statusMsg, js.replyTo, js.srcMsg
-		f = chatcore.Finished{Lang: b.lang(js.userID), TimedOut: js.timedOut, Superseded: js.superseded, Uploads: js.uploads, Interrupted: js.interrupted}
+		f = chatcore.Finished{Lang: b.lang(js.userID), TimedOut: js.timedOut, Superseded: js.superseded, Uploads: js.uploads, Interrupted: js.interrupted,
+			UserCapped: b.userCapped(res.JobID)}
 	} else {
 		replyTo = c.bgReplyTo(res.JobID) // a /bg job answers its message (schedule.go)
 	}
@@ -176,23 +177,35 @@ func (c *chat) deliver(ctx context.Context, d queue.Delivery) {
 		chunks = nil // the user edited the message: the edited text's job answers
 	}
 	ack := true
-	var sentIDs []int
+	// Each accepted step is recorded before the next goes out; a result
+	// delivered again after a crash skips the steps recorded (sentlog.go).
+	// A spoken answer is step 1 whenever the chat wants one; a voice note
+	// that carries the answer as its caption covers the text's step too,
+	// so a restart after it sends neither again, and one that failed is
+	// not recorded, so the text that replaced it is counted as usual.
+	sl := c.newSentLog(d, log)
 	spoken := spokenReply{rest: chunks}
-	if plan.Show {
+	if plan.Show && len(chunks) > 0 && c.wantsVoice(js) && !sl.next() {
 		spoken = c.speakReply(ctx, js, lang, plan.Answer, chunks, replyTo) // voiceout.go
-		chunks = spoken.rest
 		if spoken.msgID != 0 {
-			sentIDs = append(sentIDs, spoken.msgID)
+			for range len(chunks) - len(spoken.rest) {
+				sl.next() // the caption is the text
+			}
+			sl.accepted(ctx, spoken.msgID)
 		}
 	}
+	chunks = spoken.rest
 	for i, ch := range chunks {
+		if sl.next() {
+			continue // accepted before a restart
+		}
 		to := 0
 		if i == 0 && spoken.msgID == 0 {
 			to = replyTo // in groups the answer replies to the asking message
 		}
 		sent, kind, err := b.sendChunk(ctx, chatID, to, ch, nil)
 		if kind == tgOK {
-			sentIDs = append(sentIDs, sent.MessageID)
+			sl.accepted(ctx, sent.MessageID)
 			continue
 		}
 		if kind == tgCanceled {
@@ -210,8 +223,9 @@ func (c *chat) deliver(ctx context.Context, d queue.Delivery) {
 		}
 		log.WithError(err).WithField("chunk", i).Error("bot: Telegram refused a reply chunk; skipping it")
 	}
-	c.noticeSent(notice, sentIDs)
+	c.noticeSent(notice, sl.ids)
 	if ack {
+		c.settleBudget(ctx, res, js) // budgets.go: the spend counts once, in the queue's store
 		c.books.Settled(res.JobID, plan)
 		if js != nil && js.session != "" {
 			// The events the last tick did not read (a bounded number of
@@ -224,7 +238,7 @@ func (c *chat) deliver(ctx context.Context, d queue.Delivery) {
 			c.books.Gauge = c.books.Gauge.Record(js.session, js.st.CI, now)
 		}
 		c.nextArt = max(c.nextArt, plan.NextArt)
-		c.rememberAnswer(srcMsg, sentIDs)
+		c.rememberAnswer(srcMsg, sl.ids)
 		for _, a := range plan.Artifacts {
 			c.arts = append(c.arts, chatArtifact{id: a.ID, meta: a.Meta})
 		}
@@ -243,18 +257,26 @@ func (c *chat) deliver(ctx context.Context, d queue.Delivery) {
 			if a.meta.Bytes > b.cfg.SendArtifactBytes {
 				continue // too large to send unasked: /artifact gives the reason
 			}
+			if sl.next() {
+				sent++ // sent before a restart
+				continue
+			}
 			if msg := c.sendArtifactFile(ctx, lang, a.id, a.meta, b.cfg.SendArtifactBytes, true); msg != "" {
 				log.WithField("artifact", a.id).Debug("bot: an artifact was not sent with the answer: " + msg)
 				continue
 			}
+			sl.accepted(ctx, 0)
 			sent++
 		}
 	}
 	if spoken.notice != "" && ack {
 		c.reply(ctx, spoken.notice)
 	}
-	if plan.Warn != "" && ack {
-		c.reply(ctx, plan.Warn)
+	if plan.Warn != "" && ack && !sl.next() {
+		_, kind, err := b.tg.SendPlain(ctx, chatID, plan.Warn, nil)
+		if c.checkSend(ctx, kind, err) && kind == tgOK {
+			sl.accepted(ctx, 0)
+		}
 	}
 	if ack {
 		actx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)

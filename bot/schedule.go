@@ -243,7 +243,7 @@ func (c *chat) addSchedule(ctx context.Context, sv *schedule.Service, userID int
 		return
 	}
 	s := schedule.Schedule{Kind: kind, Spec: spec, TZ: tz, Text: text, Quiet: quiet && kind == schedule.KindGoal,
-		Model: c.jobModel(), Budget: c.b.jobBudget()}
+		Model: c.jobModel(), Budget: c.b.jobBudget(), Lang: c.b.lang(userID)} // Lang: the runner's budget notice (schedule/budget.go)
 	s, err = sv.Create(ctx, c.owner(userID), s)
 	if err != nil {
 		c.reply(ctx, c.scheduleErr(err))
@@ -523,10 +523,26 @@ func (c *chat) bgCmd(ctx context.Context, updateID int, userID int64, m *tgbotap
 		SessionID:      fmt.Sprintf("telegram:%d:bg:%d", c.id, updateID),
 		IdempotencyKey: fmt.Sprintf("telegram:%d:%d", b.tg.Self().ID, updateID),
 		Lane:           fmt.Sprintf("bg:%d", updateID)}
+	adm, out, refusal := c.reserveJob(ctx, userID, adm, lang) // budgets.go
+	switch out {
+	case reserveHeld:
+		c.replyTo(ctx, m.MessageID, tr(lang, "bud.wait"))
+		return
+	case reserveRefused, reserveFailed:
+		c.replyTo(ctx, m.MessageID, refusal)
+		return
+	}
+	job.ID = adm.JobID
+	if adm.USD > 0 {
+		job.Budget.MaxCostUSD = adm.USD
+	}
 	job.Budget.MaxTotalTokens = adm.Cap
 	ectx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
 	stored, dup, err := b.q.Enqueue(ectx, job)
 	cancel()
+	if err != nil || dup && stored.ID != adm.JobID {
+		c.releaseBudget(ctx, adm.JobID)
+	}
 	if err != nil {
 		b.log.WithError(err).WithField("chat_id", c.id).Error("bot: enqueue of a background job failed")
 		c.replyTo(ctx, m.MessageID, tr(lang, "enqueue.fail"))

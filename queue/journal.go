@@ -51,6 +51,7 @@ const (
 	ChangeIdemGone                         // IdemKey: the key expired
 	ChangeDead                             // Key, Dead: a dead letter
 	ChangeDeadGone                         // Key: the dead letter was retried or purged
+	ChangeSent                             // Key, JobID, Sent: how far the result's delivery got (gone with the result)
 )
 
 // Change is one record of a Memory's journal.
@@ -62,6 +63,7 @@ type Change struct {
 	IdemKey string
 	Expires time.Time
 	Dead    *DeadLetter
+	Sent    *Sent
 }
 
 // JobRecord is a job's state as a journal keeps it. State is one of
@@ -93,8 +95,9 @@ type Snapshot struct {
 // ResultRecord is a result to deliver: its sequence number and its
 // finished job.
 type ResultRecord struct {
-	Key uint64
-	Job JobRecord
+	Key  uint64
+	Job  JobRecord
+	Sent Sent // the last RecordSent of it
 }
 
 // IdemRecord is an idempotency key and the job it names.
@@ -200,7 +203,9 @@ func RestoreMemory(opts Options, j Journal, s Snapshot) *Memory {
 			continue
 		}
 		m.seq = max(m.seq, r.Key)
-		m.results = append(m.results, newMemResult(r.Key, *r.Job.Result, r.Job.DoneAt))
+		mr := newMemResult(r.Key, *r.Job.Result, r.Job.DoneAt)
+		mr.sent = r.Sent.clone()
+		m.results = append(m.results, mr)
 	}
 	dead := append([]DeadLetterItem(nil), s.Dead...)
 	sort.Slice(dead, func(a, b int) bool { return dead[a].Key < dead[b].Key })

@@ -43,6 +43,9 @@ type Memory struct {
 	steer     map[string][]string // job id -> steer inbox (steer.go)
 	// deadLettered counts jobs moved to the dead letters.
 	deadLettered, suspected uint64
+	// bb is the in-memory budget store (budgets_book.go), made on first use.
+	bookOnce sync.Once
+	bb       *BudgetBook
 }
 
 type jobState int
@@ -93,6 +96,7 @@ type memResult struct {
 	read     bool
 	acked    bool
 	consumer string
+	sent     Sent // the last RecordSent
 }
 
 type memProgress struct {
@@ -561,7 +565,7 @@ func (m *Memory) ReadResults(ctx context.Context, consumer string, max int, bloc
 			r.read, r.readAt, r.consumer = true, now, consumer
 			res := r.res
 			res.Artifacts = append([]ArtifactMeta(nil), res.Artifacts...)
-			out = append(out, Delivery{ID: r.id, Result: res})
+			out = append(out, Delivery{ID: r.id, Result: res, Sent: r.sent.clone()})
 		}
 		return out
 	})

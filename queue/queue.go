@@ -267,6 +267,10 @@ type Delivery struct {
 	// ID is the results-stream entry id.
 	ID     string
 	Result Result
+	// Sent is how far an earlier delivery of this result got (the last
+	// RecordSent, zero when none): a queue that implements SentRecorder
+	// fills it, and the front end resumes after Sent.Steps.
+	Sent Sent
 }
 
 // Progress is one entry of a job's progress stream.

@@ -680,11 +680,13 @@ func (r *Redis) readResults(ctx context.Context, consumer string, max int, block
 	}
 	pipe := r.c.Pipeline()
 	exists := make([]*redis.IntCmd, len(msgs))
+	sent := make([]*redis.StringCmd, len(msgs))
 	for i, m := range msgs {
 		job, _ := m.Values["job"].(string)
 		exists[i] = pipe.Exists(ctx, r.key("delivered:", job))
+		sent[i] = pipe.Get(ctx, r.key("sent:", job))
 	}
-	if _, err := pipe.Exec(ctx); err != nil {
+	if _, err := pipe.Exec(ctx); err != nil && !errors.Is(err, redis.Nil) {
 		return nil, fmt.Errorf("queue: check delivered results: %w", err)
 	}
 	var out []Delivery
@@ -697,25 +699,57 @@ func (r *Redis) readResults(ctx context.Context, consumer string, max int, block
 			r.c.XDel(ctx, key, m.ID)
 			continue
 		}
-		out = append(out, Delivery{ID: m.ID, Result: res})
+		d := Delivery{ID: m.ID, Result: res}
+		if raw, err := sent[i].Bytes(); err == nil {
+			var s Sent
+			if len(raw) <= 64<<10 && json.Unmarshal(raw, &s) == nil && checkSent(s) == nil {
+				d.Sent = s.clone()
+			}
+		}
+		out = append(out, d)
 	}
 	return out, nil
 }
 
-// AckResult implements Queue: SET NX, XACK and XDEL in one pipeline (with
-// the WAIT for replicas, when the queue waits, on the same connection).
-func (r *Redis) AckResult(ctx context.Context, d Delivery) error {
-	key := r.key("results")
+// RecordSent implements SentRecorder: one SET of the job's sent record
+// (expiring with the result, ResultsRetain), with the replica wait of
+// AckResult, so a failover does not forget how far a delivery got.
+func (r *Redis) RecordSent(ctx context.Context, d Delivery, s Sent) error {
+	if err := checkSent(s); err != nil {
+		return err
+	}
+	if !validID(d.Result.JobID) {
+		return fmt.Errorf("%w: sent record for job id %q", ErrInvalidJob, clip(d.Result.JobID, 40))
+	}
+	raw, err := json.Marshal(s.clone())
+	if err != nil {
+		return fmt.Errorf("queue: encode sent record: %w", err)
+	}
+	return r.waitedWrite(ctx, "record sent of "+d.Result.JobID, func(pipe redis.Pipeliner) {
+		// Only while the result is undelivered: a record after AckResult
+		// (another front end finished it) is not kept.
+		pipe.Eval(ctx, sentScript, []string{r.key("sent:", d.Result.JobID), r.key("delivered:", d.Result.JobID)},
+			raw, r.o.ResultsRetain.Milliseconds())
+	})
+}
+
+// sentScript sets KEYS[1] to ARGV[1] (expiring in ARGV[2] ms) unless the
+// result was delivered (KEYS[2] exists).
+const sentScript = `if redis.call('EXISTS', KEYS[2]) == 1 then return 0 end
+redis.call('SET', KEYS[1], ARGV[1], 'PX', ARGV[2])
+return 1`
+
+// waitedWrite runs the writes fill adds in one pipeline, with the wait
+// for replicas on the same connection when the queue waits (as AckResult).
+func (r *Redis) waitedWrite(ctx context.Context, what string, fill func(redis.Pipeliner)) error {
 	pipe, cc := r.c.Pipeline(), (*redis.ClusterClient)(nil)
 	if w := r.cw.w; w != nil {
 		var err error
 		if pipe, cc, err = w.pipeline(ctx); err != nil {
-			return fmt.Errorf("queue: ack result of %s: %w", d.Result.JobID, err)
+			return fmt.Errorf("queue: %s: %w", what, err)
 		}
 	}
-	pipe.SetNX(ctx, r.key("delivered:", d.Result.JobID), "1", r.o.Retain)
-	pipe.XAck(ctx, key, r.o.ResultsGroup, d.ID)
-	pipe.XDel(ctx, key, d.ID)
+	fill(pipe)
 	var wait *redis.IntCmd
 	if r.cw.w != nil {
 		wait = r.cw.w.add(ctx, pipe)
@@ -729,9 +763,22 @@ func (r *Redis) AckResult(ctx context.Context, d Delivery) error {
 		r.cw.w.settle(wait, n, cc, err)
 	}
 	if err != nil {
-		return fmt.Errorf("queue: ack result of %s: %w", d.Result.JobID, err)
+		return fmt.Errorf("queue: %s: %w", what, err)
 	}
 	return nil
+}
+
+// AckResult implements Queue: SET NX, XACK, XDEL and the DEL of the sent
+// record in one pipeline (with
+// the WAIT for replicas, when the queue waits, on the same connection).
+func (r *Redis) AckResult(ctx context.Context, d Delivery) error {
+	key := r.key("results")
+	return r.waitedWrite(ctx, "ack result of "+d.Result.JobID, func(pipe redis.Pipeliner) {
+		pipe.SetNX(ctx, r.key("delivered:", d.Result.JobID), "1", r.o.Retain)
+		pipe.XAck(ctx, key, r.o.ResultsGroup, d.ID)
+		pipe.XDel(ctx, key, d.ID)
+		pipe.Del(ctx, r.key("sent:", d.Result.JobID))
+	})
 }
 
 // DeadLetters implements Operator; each job carries the attempt it died at.

@@ -271,7 +271,7 @@ func (f *File) Claim(ctx context.Context, c Claim) (Fire, error) {
 		}
 		s.Misses += c.Missed
 		if c.Job.IdempotencyKey == "" {
-			s.Last, s.LastStatus = c.At.UTC(), c.Status
+			s.Last, s.LastStatus, s.LastError = c.At.UTC(), c.Status, c.Error
 			return nil
 		}
 		key := fireField(c.ID, c.At)

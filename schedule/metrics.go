@@ -32,6 +32,7 @@ func (r *Runner) Register(add AddCounter) error {
 		{"odek_schedule_claims_lost_total", "Schedule claims another process won first.", r.stats.Conflicts.Load},
 		{"odek_schedule_reclaimed_total", "Pending schedule fires taken over after their lease ended.", r.stats.Reclaimed.Load},
 		{"odek_schedule_failed_total", "Schedule fires whose job the queue refused for good.", r.stats.Failed.Load},
+		{"odek_schedule_budget_refused_total", "Goal fires skipped because the owner's budget (chat or user, in the queue store) was spent.", r.stats.Budget.Load},
 	}
 	for _, c := range counters {
 		v := c.v

@@ -96,7 +96,8 @@ return 1
 
 // KEYS: sched, due, fire, firing. ARGV: 1 manual, 2 expected ms, 3 next
 // ms or ”, 4 fire (0/1), 5 at ms, 6 status, 7 missed, 8 job, 9 owner,
-// 10 token, 11 deadline ms, 12 id, 13 fire field.
+// 10 token, 11 deadline ms, 12 id, 13 fire field, 14 error (a skip's
+// reason).
 // Returns 1 done, 0 not found, -1 next moved, -2 fire already pending.
 var claimScript = redis.NewScript(`
 if ARGV[4] == '1' then
@@ -117,7 +118,7 @@ if ARGV[1] == '0' then
 end
 if ARGV[7] ~= '0' then redis.call('HINCRBY', KEYS[1], 'misses', ARGV[7]) end
 if ARGV[4] == '0' then
-  redis.call('HSET', KEYS[1], 'last', ARGV[5], 'last_status', ARGV[6])
+  redis.call('HSET', KEYS[1], 'last', ARGV[5], 'last_status', ARGV[6], 'last_error', ARGV[14] or '')
   return 1
 end
 redis.call('HSET', KEYS[3], 'job', ARGV[8], 'sid', ARGV[12], 'at', ARGV[5], 'owner', ARGV[9], 'token', ARGV[10], 'deadline', ARGV[11], 'reclaimed', 0)
@@ -341,7 +342,7 @@ func (r *Redis) claimCall(c Claim) (keys []string, args []any, f Fire, err error
 	}
 	return []string{r.kSched(c.ID), r.kDue(), r.kFire(field), r.kFiring()},
 		[]any{manual, msOrEmpty(c.Expected), msOrEmpty(c.Next), fireArg, c.At.UnixMilli(), string(c.Status), c.Missed,
-			job, c.Owner, f.Token, msOrEmpty(f.Deadline), c.ID, field}, f, nil
+			job, c.Owner, f.Token, msOrEmpty(f.Deadline), c.ID, field, c.Error}, f, nil
 }
 
 func claimOutcome(c Claim, n int64) error {

@@ -58,8 +58,13 @@ type Runner struct {
 	// false abandons the fire there (a crash).
 	afterClaim func(Fire) bool
 
+	// BudgetLease is how long a fire's budget reservation holds without
+	// a result (budget.go); 0 means DefaultBudgetLease.
+	BudgetLease time.Duration
+
 	stats RunnerStats
 	once  sync.Once
+	pc    policyCache // budget.go
 }
 
 // RunnerStats are a Runner's counters since it started.
@@ -72,6 +77,7 @@ type RunnerStats struct {
 	Conflicts atomic.Int64 // claims lost to another runner
 	Reclaimed atomic.Int64 // pending fires taken over after their lease
 	Failed    atomic.Int64 // fires the queue refused for good
+	Budget    atomic.Int64 // goal fires skipped because the owner's budget was spent
 }
 
 // Stats returns the runner's counters.
@@ -268,6 +274,13 @@ func Decide(s Schedule, sp Spec, now time.Time, grace time.Duration) Decision {
 func (r *Runner) fireAll(ctx context.Context, ss []Schedule, now time.Time) (int, error) {
 	var claims []Claim
 	var decisions []Decision
+	var sched []Schedule
+	var verdicts []budgetVerdict
+	type pending struct {
+		s Schedule
+		d Decision
+	}
+	var due []pending
 	for _, s := range ss {
 		if !s.Enabled || s.Next.IsZero() || s.Next.After(now) {
 			continue // not due (yet): a stale read
@@ -279,6 +292,7 @@ func (r *Runner) fireAll(ctx context.Context, ss []Schedule, now time.Time) (int
 			r.Log.WithError(err).WithField("schedule", s.ID).Error("schedule: stored spec does not parse; schedule disabled")
 			claims = append(claims, Claim{ID: s.ID, Expected: s.Next, At: s.Next, Status: StatusFailed, Now: now})
 			decisions = append(decisions, Decision{At: s.Next, Status: StatusFailed})
+			sched, verdicts = append(sched, s), append(verdicts, budgetVerdict{})
 			continue
 		}
 		d := Decide(s, sp, now, r.Grace)
@@ -287,12 +301,43 @@ func (r *Runner) fireAll(ctx context.Context, ss []Schedule, now time.Time) (int
 			// chat is in a conversation already (issue 27, point 3).
 			d.Fire, d.Status = false, StatusBusy
 		}
-		c := Claim{ID: s.ID, Expected: s.Next, Next: d.Next, At: d.At, Status: d.Status, Missed: d.Missed, Owner: r.Name, Lease: r.Lease, Now: now}
+		due = append(due, pending{s, d})
+	}
+	// budget.go: the owners' budgets, before the fires run (one batch).
+	var fireAt []Schedule
+	var ats []time.Time
+	for _, p := range due {
+		if p.d.Fire {
+			fireAt, ats = append(fireAt, p.s), append(ats, p.d.At)
+		}
+	}
+	bvs := r.reserveFires(ctx, fireAt, ats, now)
+	k := 0
+	for _, p := range due {
+		s, d := p.s, p.d
+		var bv budgetVerdict
+		if d.Fire {
+			bv = bvs[k]
+			k++
+			if bv.wait {
+				if bv.err != nil {
+					r.Log.WithError(bv.err).WithField("schedule", s.ID).Warn("schedule: the budget store failed; the fire waits")
+				}
+				continue // held by running jobs: due again at the next tick
+			}
+			if bv.refuse != "" {
+				d.Fire, d.Status = false, StatusBudget
+			}
+		}
+		c := Claim{ID: s.ID, Expected: s.Next, Next: d.Next, At: d.At, Status: d.Status, Missed: d.Missed, Owner: r.Name, Lease: r.Lease, Now: now, Error: bv.refuse}
 		if d.Fire {
 			c.Job = BuildJob(s, d.At)
+			capJob(&c.Job, bv.grant)
 		}
 		claims = append(claims, c)
 		decisions = append(decisions, d)
+		sched = append(sched, s)
+		verdicts = append(verdicts, bv)
 	}
 	if len(claims) == 0 {
 		return 0, nil
@@ -319,6 +364,11 @@ func (r *Runner) fireAll(ctx context.Context, ss []Schedule, now time.Time) (int
 				r.stats.Inactive.Add(1)
 			case StatusBusy:
 				r.stats.Busy.Add(1)
+			case StatusBudget:
+				r.stats.Budget.Add(1)
+				if sched[i].LastStatus != StatusBudget {
+					r.tellBudget(ctx, sched[i], d.At, verdicts[i].grant, now) // once, not at every refused fire
+				}
 			}
 			r.Log.WithFields(logrus.Fields{"schedule": claims[i].ID, "at": d.At, "status": d.Status, "missed": d.Missed}).Info("schedule: fire skipped")
 			continue

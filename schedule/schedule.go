@@ -93,6 +93,10 @@ const (
 	StatusInactive FireStatus = "inactive" // skipped: outside the active hours
 	StatusBusy     FireStatus = "busy"     // skipped: a quiet check-in while its chat had a job
 	StatusFailed   FireStatus = "failed"   // the queue refused the job (see LastError)
+	// StatusBudget: skipped because the owner's budget (the chat's daily
+	// budget or the user's caps, kept in the queue store) is spent; see
+	// LastError for which and when it resets.
+	StatusBudget FireStatus = "budget"
 )
 
 // Limits on schedule input and on how often schedules may fire. The zero
@@ -165,6 +169,9 @@ type Schedule struct {
 	// RetryMax is how often a one-shot goal whose job failed is fired
 	// again (with RetryBackoff between); 0 means DefaultRetries, -1 none.
 	RetryMax int `json:"retry_max,omitempty"`
+	// Lang is the owner's language of the notices the runner sends to
+	// the chat ("de" or "" for English).
+	Lang string `json:"lang,omitempty"`
 	// Anchor is where an every spec's intervals start (creation time).
 	Anchor    time.Time `json:"anchor"`
 	CreatedAt time.Time `json:"created_at"`

@@ -76,6 +76,9 @@ type Claim struct {
 	Job    queue.Job
 	At     time.Time // the fire's scheduled time
 	Status FireStatus
+	// Error is a skipped fire's reason, recorded as the schedule's
+	// LastError (a budget refusal says which cap and when it resets).
+	Error  string
 	Missed int64
 	Owner  string
 	Lease  time.Duration

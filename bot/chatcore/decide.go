@@ -91,6 +91,13 @@ type Admission struct {
 	Reserve int64
 	// Refusal is the text for the user when the day is spent ("" else).
 	Refusal string
+	// Set by the budget store's reservation (bot/budgets.go): the job's
+	// id (the reservation's), its cost cap in USD (0 none), and whether
+	// the user's (or guest pool's) budget made its cap lower than the
+	// chat's day would.
+	JobID      string
+	USD        float64
+	UserCapped bool
 }
 
 // Admit decides a new request's share of the chat's day: used is what
@@ -151,6 +158,8 @@ type Finished struct {
 	// Interrupted: a newer message stopped it (busy policy "interrupt").
 	Interrupted bool
 	Uploads     []string // artifact paths of the files the user sent with it
+	// UserCapped: the job's cap came from the user's budget (Admission).
+	UserCapped bool
 }
 
 // PlannedArtifact is an artifact of a result with the id the chat gives it.
@@ -212,6 +221,9 @@ func PlanResult(p Policy, res queue.Result, f Finished, use Usage, nextArt int, 
 	if res.Status == queue.StatusFailed && p.DailyTokenBudget > 0 && strings.Contains(res.Error, DayCapExhausted) {
 		// The job reached its cap: what was left of the chat's day.
 		pl.Head = Tr(f.Lang, "budget.stopped", tgformat.Thousands(p.DailyTokenBudget), HumanWait(UntilMidnightUTC(now)))
+	}
+	if f.UserCapped && BudgetStopped(res) {
+		pl.Head = Tr(f.Lang, "bud.stopped") // the user's budget, not the chat's day, was the cap
 	}
 	return pl
 }

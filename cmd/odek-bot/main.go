@@ -125,6 +125,9 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 
 	cfg, err := botConfig(e, log)
 	if err == nil {
+		err = budgetConfig(e, &cfg) // budget.go
+	}
+	if err == nil {
 		err = cfg.Validate()
 	}
 	if err != nil {
@@ -149,7 +152,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 			return &codeErr{exitSetup, fmt.Errorf("connecting to Redis at %s: %w", addr, err)}
 		}
 		cctx, cancel := context.WithTimeout(ctx, 15*time.Second)
-		rq, err := queue.NewRedis(cctx, rc, queue.Options{Prefix: e.QueuePrefix})
+		rq, err := queue.NewRedis(cctx, rc, queue.Options{Prefix: e.QueuePrefix, ResultLeaseTTL: e.ResultLease.D()})
 		cancel()
 		if err != nil {
 			return &codeErr{exitSetup, fmt.Errorf("connecting to Redis at %s: %w", addr, err)}
@@ -198,6 +201,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	cfg.Skills = skillCommands(log) // skills.go
 	cfg.Transcriber = transcriber(ctx, e, log)
 	cfg.Speaker = speaker(ctx, e, log) // voiceout.go
+	crashHook(&cfg)                    // crashhook.go: crash tests only
 	b, err := bot.New(cfg, q)
 	if err != nil {
 		return &codeErr{exitSetup, err}

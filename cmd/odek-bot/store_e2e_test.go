@@ -114,9 +114,9 @@ func TestE2EEmbeddedSurvivesSIGKILL(t *testing.T) {
 				t.Errorf("chat %d: %s answered before the job sent ahead of it", c, mk)
 			}
 			// A second copy can only be the same answer sent again at the
-			// restart after a kill between Telegram accepting it and the
-			// acknowledgement reaching the disk: right after the first one,
-			// before the chat's next answer.
+			// restart after a kill between Telegram accepting it and its
+			// sent record reaching the disk (one fsync): right after the
+			// first one, before the chat's next answer.
 			for _, id := range ids[1:] {
 				dups++
 				if i+1 < perChat && len(got[fmt.Sprintf("job-%d-%d", c, i+1)]) > 0 && id > got[fmt.Sprintf("job-%d-%d", c, i+1)][0] {
@@ -138,7 +138,7 @@ func TestE2EEmbeddedSurvivesSIGKILL(t *testing.T) {
 	if dups > kills {
 		t.Errorf("%d answers sent twice in %d kills", dups, kills)
 	}
-	t.Logf("%d of %d answers were sent twice (a kill between Telegram accepting the answer and AckResult on disk)", dups, chats*perChat)
+	t.Logf("%d of %d answers were sent twice (a kill between Telegram accepting the answer and its sent record on disk)", dups, chats*perChat)
 	if t.Failed() {
 		for c := int64(1001); c < 1001+chats; c++ {
 			t.Logf("chat %d: %q", c, tg.Visible(c))
@@ -177,8 +177,11 @@ func TestE2ESecondBotOnOneHomeRefused(t *testing.T) {
 }
 
 // TestQueueCLIOnTheStore: `odek queue … --store` works on the embedded
-// store while odek-bot is stopped, is refused (naming the bot's pid) while
-// it runs, and a job submitted that way is run by the bot at its start.
+// store while odek-bot is stopped; while it runs stats, show and dead ask
+// the bot through its admin socket and the commands that change the queue
+// are refused (naming the bot's pid); a job submitted that way is run by
+// the bot at its start; a store held by a process without a socket gives
+// an error that names both failures.
 func TestQueueCLIOnTheStore(t *testing.T) {
 	odek, odekBot := binaries(t)
 	llm := llmtest.New(t, llmtest.Reply("from the cli job"))
@@ -209,9 +212,28 @@ func TestQueueCLIOnTheStore(t *testing.T) {
 	}
 	bot := start(t, "odek-bot", odekBot, env)
 	tg.Wait(t, 30*time.Second, "the CLI's job answered by the bot", func(s *bottest.Server) bool { return visible(s, 1001, "from the cli job") })
-	out, code = cli("stats", "--store", store)
-	if want := fmt.Sprintf("in use by process %d", bot.cmd.Process.Pid); code != 69 || !strings.Contains(out, want) {
-		t.Fatalf("stats --store while the bot runs: exit %d: %s; want 69 and %q", code, out, want)
+	// Read commands go through the running bot's admin socket; commands
+	// that change the queue are refused, naming the bot's pid.
+	// The answer is visible before its result is acknowledged: wait for
+	// the acknowledgement to show in the live stats.
+	for deadline := time.Now().Add(20 * time.Second); ; time.Sleep(100 * time.Millisecond) {
+		out, code = cli("stats", "--store", store, "--json")
+		if code != 0 || strings.Contains(out, `"results":0`) || time.Now().After(deadline) {
+			break
+		}
+	}
+	if code != 0 || !strings.Contains(out, `"queued":0`) || !strings.Contains(out, `"results":0`) {
+		t.Fatalf("stats --store while the bot runs: exit %d: %s; want the bot's live stats", code, out)
+	}
+	if out, code := cli("show", "--store", store, submitted.JobID); code != 0 || !strings.Contains(out, "succeeded") || !strings.Contains(out, "from the cli job") {
+		t.Fatalf("show --store while the bot runs: exit %d: %s; want the finished job", code, out)
+	}
+	if out, code := cli("dead", "--store", store, "--json"); code != 0 || strings.TrimSpace(out) != "" {
+		t.Fatalf("dead --store while the bot runs: exit %d: %q; want no dead letters", code, out)
+	}
+	out, code = cli("cancel", "--store", store, submitted.JobID)
+	if want := fmt.Sprintf("in use by process %d", bot.cmd.Process.Pid); code != 69 || !strings.Contains(out, want) || !strings.Contains(out, "only stats, show, dead and backup") {
+		t.Fatalf("cancel --store while the bot runs: exit %d: %s; want 69, %q and what works", code, out, want)
 	}
 	// A hot backup goes through the running bot's admin socket; the copy
 	// holds the job the bot ran.
@@ -225,6 +247,20 @@ func TestQueueCLIOnTheStore(t *testing.T) {
 	bot.kill()
 	if out, code := cli("backup", "--store", store, copyPath); code != 0 || !strings.Contains(out, "(checked)") {
 		t.Fatalf("backup --store of a stopped bot's store: exit %d: %s", code, out)
+	}
+	if out, code := cli("stats", "--store", store, "--json"); code != 0 || !strings.Contains(out, `"queued":0`) {
+		t.Fatalf("stats --store of a stopped bot's store: exit %d: %s", code, out)
+	}
+	// Held by a process with no admin socket (this test): neither the
+	// store nor a socket works, and the error says both.
+	held, err := estore.Open(store, queue.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer held.Close()
+	out, code = cli("stats", "--store", store)
+	if want := fmt.Sprintf("in use by process %d", os.Getpid()); code != 69 || !strings.Contains(out, want) || !strings.Contains(out, "admin socket does not answer") {
+		t.Fatalf("stats --store of a store held without a socket: exit %d: %s; want 69, %q and the socket's failure", code, out, want)
 	}
 }
 

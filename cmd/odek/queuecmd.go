@@ -192,7 +192,8 @@ var queueUsage = func() string {
 	}
 	b.WriteString(`Every subcommand takes --redis URL (env REDIS_URL), --prefix and --json (one JSON value per line on stdout).
 --store PATH works on odek-bot's embedded store ($ODEK_HOME/store.db) instead of Redis, while the bot
-is stopped (stats, show, submit without --wait, cancel, dead, retry, purge-dead); backup works while it runs.
+is stopped (stats, show, submit without --wait, cancel, dead, retry, purge-dead); while it runs, stats,
+show and dead ask it through the store's admin socket (store.db.sock), and backup works too.
 Exit codes: 0 ok, 1 the job or the request failed, 3 bad flags or arguments, 69 Redis unreachable.
 `)
 	return b.String()
@@ -261,7 +262,7 @@ func cmdQueue(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 	qf.registerConn(fs, env)
 	var a queueArgs
 	var storePath string
-	fs.StringVar(&storePath, "store", "", "work on odek-bot's embedded store at this path ($ODEK_HOME/store.db) instead of Redis; the bot must be stopped")
+	fs.StringVar(&storePath, "store", "", "work on odek-bot's embedded store at this path ($ODEK_HOME/store.db) instead of Redis (stats, show, dead and backup also while the bot runs)")
 	fs.BoolVar(&a.jsonOut, "json", false, "print JSON (one value per line) instead of text")
 	if cmd.flags != nil {
 		cmd.flags(fs, &a)
@@ -302,12 +303,13 @@ func cmdQueue(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 		case a.wait:
 			return usageErr("odek queue submit --wait does not go with --store: the job runs when odek-bot starts")
 		}
-		st, err := estore.Open(storePath, queue.Options{})
+		// queuestore.go: the store itself, or the running bot's socket.
+		var done func()
+		c, done, err = openStoreCLI(ctx, sub, storePath, queueCLI{addr: storePath, what: "odek queue " + sub, a: a, stdin: stdin, stdout: stdout, stderr: stderr})
 		if err != nil {
-			return withCode(exitUnavailable, fmt.Errorf("odek queue %s: %w", sub, err))
+			return err
 		}
-		defer st.Close()
-		c = &queueCLI{q: st, addr: storePath, what: "odek queue " + sub, a: a, stdin: stdin, stdout: stdout, stderr: stderr}
+		defer done()
 	} else {
 		if cmd.noConnect {
 			return migrateQueue(ctx, &qf, a.jsonOut, stdout)
@@ -333,6 +335,7 @@ type cliQueue interface {
 // queueCLI runs one subcommand against a connected queue.
 type queueCLI struct {
 	q              cliQueue
+	ro             readQueue // set: a running bot's admin socket, and q is nil (queuestore.go)
 	addr, what     string
 	prefix         string
 	a              queueArgs
@@ -500,7 +503,7 @@ type statsJSON struct {
 }
 
 func (c *queueCLI) stats(ctx context.Context) error {
-	st, err := c.q.Stats(ctx)
+	st, err := c.reader().Stats(ctx)
 	if err != nil {
 		return c.fail(err)
 	}
@@ -570,7 +573,7 @@ type resultSummary struct {
 }
 
 func (c *queueCLI) show(ctx context.Context, id string) error {
-	info, ok, err := c.q.Inspect(ctx, id)
+	info, ok, err := c.reader().Inspect(ctx, id)
 	if err != nil {
 		return c.fail(err)
 	}
@@ -643,7 +646,7 @@ type deadJSON struct {
 }
 
 func (c *queueCLI) dead(ctx context.Context) error {
-	ds, err := c.q.DeadEntries(ctx, c.a.maxDead)
+	ds, err := c.reader().DeadEntries(ctx, c.a.maxDead)
 	if err != nil {
 		return c.fail(err)
 	}
@@ -746,7 +749,7 @@ func (c *queueCLI) workers(ctx context.Context) error {
 	if err != nil {
 		return c.fail(err)
 	}
-	st, err := c.q.Stats(ctx)
+	st, err := c.reader().Stats(ctx)
 	if err != nil {
 		return c.fail(err)
 	}

@@ -12,6 +12,11 @@ type BotEnv struct {
 	AllowedChats string `env:"ODEK_TELEGRAM_ALLOWED_CHATS" env-description:"comma-separated chat ids (groups are negative) whose members may use the bot"`
 	AllowAll     bool   `env:"ODEK_TELEGRAM_ALLOW_ALL" env-description:"true opens the bot to everyone (logged as a warning); without it and without an allowlist the bot refuses to start"`
 	DailyBudget  int64  `env:"ODEK_TELEGRAM_DAILY_TOKEN_BUDGET" env-description:"tokens each chat may use per UTC day; warns at 80 %, refuses when spent (0 = no budget)"`
+	UserBudget   string `env:"ODEK_TELEGRAM_USER_BUDGET" env-description:"caps every user gets, shared by all the bots and workers on one queue: day_tokens=N,month_tokens=N,day_usd=X,month_usd=X (any of them; empty = none; USD needs the workers' prices)"`
+	UserBudgets  string `env:"ODEK_TELEGRAM_USER_BUDGETS" env-description:"per-user overrides of ODEK_TELEGRAM_USER_BUDGET: <user id>:<caps>;<user id>:<caps>, e.g. 1001:day_tokens=1000000;1002:day_usd=none"`
+	GuestBudget  string `env:"ODEK_TELEGRAM_GUEST_BUDGET" env-description:"opt-in: group members not on the allowlist may use the bot in groups, all drawing on this one shared pool (caps as in ODEK_TELEGRAM_USER_BUDGET; empty = they are refused)"`
+	JobBudget    string `env:"ODEK_TELEGRAM_JOB_BUDGET" env-description:"the most one job may spend, and so reserve of the chat's and the user's budgets: tokens=N,usd=X (empty = a job may take all that is left, so a user's second job waits for the first)"`
+	Admins       string `env:"ODEK_TELEGRAM_ADMINS" env-description:"comma-separated user ids who may see every user's usage with /usage all (in a private chat with the bot)"`
 	UserRate     int    `env:"ODEK_TELEGRAM_USER_JOBS_PER_MINUTE" env-default:"6" env-description:"new jobs one user may start per minute (negative = no limit)"`
 	AgentTimeout int    `env:"ODEK_TELEGRAM_AGENT_TIMEOUT" env-default:"900" env-description:"seconds a job may run before the bot cancels it"`
 	WebhookURL   string `env:"ODEK_TELEGRAM_WEBHOOK_URL" env-description:"public HTTPS URL for updates; empty = long polling"`
@@ -41,4 +46,8 @@ type BotEnv struct {
 	Voice        string `env:"ODEK_TELEGRAM_VOICE" env-default:"off" env-description:"default /voice mode of every chat: off, on (every answer is also spoken) or mirror (answers to voice messages are spoken)"`
 	Approvers    string `env:"ODEK_TELEGRAM_APPROVERS" env-description:"comma-separated Telegram user ids who may answer any approval prompt besides the asking user; each also gets the prompt in a private chat with the bot"`
 	StatusLedger string `env:"ODEK_TELEGRAM_STATUS_LEDGER" env-description:"where the bot notes its status messages so one left by a crash is marked interrupted at the next start: empty = in Redis (distributed) or $ODEK_HOME/telegram-status (embedded), a directory, or off"`
+
+	// ResultLease: distributed mode only (the embedded store hands a
+	// restarted bot its unfinished deliveries at once).
+	ResultLease Seconds `env:"ODEK_QUEUE_RESULT_LEASE" env-default:"30s" env-description:"distributed mode: how long an answer a bot read but did not finish delivering (it stopped) waits before a bot takes it over; the delivery resumes after the chunks Telegram already accepted"`
 }

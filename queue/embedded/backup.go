@@ -64,7 +64,8 @@ func WriteBackup(path string, copy func(io.Writer) (int64, error)) (int64, error
 	return n, nil
 }
 
-// ServeAdmin serves the admin socket (GET /backup) until Close. A socket
+// ServeAdmin serves the admin socket (GET /backup, and the inspection of
+// admin.go) until Close. A socket
 // file left by a process that died is replaced: the store's lock says no
 // other process serves it.
 func (s *Store) ServeAdmin() error {
@@ -93,6 +94,7 @@ func (s *Store) ServeAdmin() error {
 		return fmt.Errorf("embedded store: admin socket %s: %w", sock, err)
 	}
 	mux := http.NewServeMux()
+	s.adminRoutes(mux) // admin.go: read-only inspection
 	mux.HandleFunc("GET /backup", func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "application/octet-stream")
 		if _, err := s.Backup(w); err != nil {

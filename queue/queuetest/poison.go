@@ -178,6 +178,12 @@ func (w *simWorker) run(ctx context.Context, l queue.Lease) {
 			return // died: no heartbeat, no ack
 		case <-tick.C:
 			if err := w.f.q.Heartbeat(context.WithoutCancel(ctx), l); errors.Is(err, queue.ErrLeaseLost) {
+				// The queue took the job back (a heartbeat came late on a
+				// loaded machine): this worker no longer holds it, and
+				// must not count it as running when it claims next.
+				w.mu.Lock()
+				delete(w.running, l.Job.ID)
+				w.mu.Unlock()
 				return
 			}
 		case <-done.C:

@@ -30,6 +30,7 @@ func Run(t *testing.T, newQueue NewQueue) {
 	t.Run("CancelRunning", func(t *testing.T) { testCancelRunning(t, newQueue) })
 	t.Run("ResultsOncePerJob", func(t *testing.T) { testResultsOnce(t, newQueue) })
 	t.Run("ResultsTwoFrontEnds", func(t *testing.T) { testResultsSideBySide(t, newQueue) })
+	t.Run("SentRecord", func(t *testing.T) { testSentRecord(t, newQueue) })
 	t.Run("Progress", func(t *testing.T) { testProgress(t, newQueue) })
 	t.Run("OperatorDeadRetryStats", func(t *testing.T) { testOperator(t, newQueue) })
 	t.Run("RetryOnce", func(t *testing.T) { testRetryOnce(t, newQueue) })

@@ -62,6 +62,11 @@ type env struct {
 	// services are the services waitHealthy wants running and healthy
 	// besides the workers, with how many of each (0: none running).
 	services map[string]int
+	// profiles are the compose profiles switched on (--profile each).
+	profiles []string
+	// unchecked are services whose image has no healthcheck: running is
+	// enough for waitHealthy.
+	unchecked map[string]bool
 }
 
 func TestCompose(t *testing.T) {
@@ -129,6 +134,12 @@ func TestCompose(t *testing.T) {
 	// adds 1.5-2.5 min to a local run.
 	if os.Getenv("ODEK_COMPOSE_SENTINEL") == "1" {
 		t.Run("sentinel", e.checkSentinel)
+	}
+	// The tracing stage (the `tracing` profile's trace viewer, one job
+	// found in it) runs with ODEK_COMPOSE_TRACING=1; run.sh then builds
+	// the viewer's image (test/compose/trace-viewer-image.sh).
+	if os.Getenv("ODEK_COMPOSE_TRACING") == "1" {
+		t.Run("tracing", e.checkTracing)
 	}
 	t.Logf("compose test: %s in all", time.Since(began).Round(time.Second))
 }
@@ -567,6 +578,11 @@ func (f *fakeModel) turn(r llmtest.Recorded) llmtest.Turn {
 		return llmtest.Reply("answered after the failover, history LOST")
 	case strings.Contains(goal, "old master is back"):
 		return llmtest.Reply("answered with the old master back")
+	case strings.Contains(goal, tracingGoal):
+		if !after {
+			return llmtest.CallTools(llmtest.Call{Name: "shell", Arguments: `{"command":"echo tp=$TRACEPARENT"}`})
+		}
+		return llmtest.Reply("the job's shell saw " + strings.TrimSpace(toolResult))
 	case strings.Contains(goal, "do you remember"):
 		if strings.Contains(history, "hello compose") && strings.Contains(history, "compose says hello") {
 			return llmtest.Reply("session kept")
@@ -649,6 +665,9 @@ func (e *env) composeErr(args ...string) (string, error) {
 	pre := []string{"compose"}
 	for _, f := range e.files {
 		pre = append(pre, "-f", f)
+	}
+	for _, p := range e.profiles {
+		pre = append(pre, "--profile", p)
 	}
 	cmd := exec.Command("docker", append(pre, args...)...)
 	cmd.Dir = e.dir
@@ -737,7 +756,7 @@ func (e *env) waitHealthy(workers int) {
 			if len(f) < 2 {
 				continue
 			}
-			if len(f) == 3 && f[1] == "running" && f[2] == "healthy" {
+			if len(f) == 3 && f[1] == "running" && f[2] == "healthy" || len(f) == 2 && f[1] == "running" && e.unchecked[f[0]] {
 				got[f[0]]++
 			} else if f[1] == "running" {
 				ok = false

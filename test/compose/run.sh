@@ -10,7 +10,8 @@
 #   - installs the Compose v2 CLI plugin, built from its Go module, when
 #     `docker compose version` is not $COMPOSE_VERSION;
 #   - builds the base images offline from image registries
-#     (test/compose/base-images.sh), kept between runs;
+#     (test/compose/base-images.sh), kept between runs, and with
+#     ODEK_COMPOSE_TRACING=1 the trace viewer's (trace-viewer-image.sh);
 #   - runs `go test ./test/compose` with ODEK_COMPOSE=1.
 #
 # Images are kept afterwards (odek-bot:local, odek-worker:local and the
@@ -83,6 +84,14 @@ docker compose version
 t0=$(date +%s)
 bash test/compose/base-images.sh
 say "base images ready in $(($(date +%s) - t0)) s"
+# The tracing stage (ODEK_COMPOSE_TRACING=1) brings up the compose file's
+# trace viewer, whose image is built here from Jaeger's Go module
+# (test/otel/build-jaeger.sh; the binary is cached between runs).
+if [ "${ODEK_COMPOSE_TRACING:-}" = 1 ]; then
+	t0=$(date +%s)
+	bash test/compose/trace-viewer-image.sh
+	say "trace viewer image ready in $(($(date +%s) - t0)) s"
+fi
 
 # ---- the test ----
 # Docker 20.10's CLI has no buildx plugin here, so Compose builds with the
@@ -97,7 +106,7 @@ export COMPOSE_PARALLEL_LIMIT=1
 testlog="$(mktemp)"
 rc=0
 ODEK_COMPOSE=1 go test -count=1 -v -timeout 25m ${ODEK_COMPOSE_RUN:+-run "$ODEK_COMPOSE_RUN"} ./test/compose/ 2>&1 | tee "$testlog" || rc=$?
-grep -E '^ +[a-z_]+_test\.go:[0-9]+: ' "$testlog" | grep -E ': [^:]+: [0-9.]+ ?(s|ms|m[0-9.]+s)$|sentinel failover:|compose test: ' |
+grep -E '^ +[a-z_]+_test\.go:[0-9]+: ' "$testlog" | grep -E ': [^:]+: [0-9.]+ ?(s|ms|m[0-9.]+s)$|sentinel failover:|tracing: |compose test: ' |
 	sed -E 's/^ +[a-z_]+_test\.go:[0-9]+: /compose-test: /' >&2 || true
 rm -f "$testlog"
 say "done in $(($(date +%s) - began)) s"

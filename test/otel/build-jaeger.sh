@@ -9,6 +9,10 @@
 #   export ODEK_JAEGER_BIN="$(bash test/otel/build-jaeger.sh)"
 #   export ODEK_REQUIRE_OTEL=1
 #
+# With --if-cached it builds nothing: it prints the cached binary's path,
+# or exits 1 when there is none (.ci/run runs the Jaeger stages only then:
+# a cold build takes far longer than CI's budget, docs/OBSERVABILITY.md).
+#
 # Environment: ODEK_OTEL_CACHE (default ~/.cache/odek-otel) holds the binary.
 set -euo pipefail
 
@@ -20,6 +24,10 @@ if [ -x "$bin" ] && "$bin" version >/dev/null 2>&1; then
 	echo "build-jaeger: cached $bin" >&2
 	echo "$bin"
 	exit 0
+fi
+if [ "${1:-}" = "--if-cached" ]; then
+	echo "build-jaeger: no cached $bin" >&2
+	exit 1
 fi
 
 work="$(mktemp -d)"

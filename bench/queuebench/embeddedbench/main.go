@@ -2,11 +2,13 @@
 // in one run: the embedded crash-safe store (queue/embedded, a bbolt file
 // with fsync on every commit), the in-memory queue (queue.Memory) and the
 // Redis queue (a redis-server started here, persistence off as in
-// queuebench). One job is enqueue → claim → ack → ReadResults → AckResult,
-// the whole path of a chat message through the bot and a worker: producers
-// enqueue (each job its own chat) while conc consumers claim up to 16 and
-// acknowledge each from its own goroutine, and one front end reads results
-// and acknowledges each, as the bot does. Rounds alternate; the best of
+// queuebench). One job is enqueue → claim → ack → ReadResults → RecordSent
+// → AckResult, the whole path of a chat message through the bot and a
+// worker: producers enqueue (each job its own chat) while conc consumers
+// claim up to 16 and acknowledge each from its own goroutine, and one front
+// end reads results, records each as sent (the bot's sent record of a
+// one-chunk answer; -sent=false leaves it out) and acknowledges it, as the
+// bot does. Rounds alternate; the best of
 // each is reported.
 //
 //	cd bench/queuebench && go run ./embeddedbench -n 20000 -producers 16 -concurrency 4
@@ -31,6 +33,18 @@ import (
 	"github.com/redis/go-redis/v9"
 )
 
+// recordSent: the front end writes a sent record per answer (-sent).
+var recordSent bool
+
+// changesPerJob is the durable writes one job makes: enqueue, ack,
+// AckResult, the claim's record, and the sent record with -sent.
+func changesPerJob() int {
+	if recordSent {
+		return 5
+	}
+	return 4
+}
+
 // endToEnd is what the measurement needs of a queue.
 type endToEnd interface {
 	queue.Queue
@@ -43,6 +57,7 @@ func main() {
 	rounds := flag.Int("rounds", 3, "runs of each, alternating; the best is reported")
 	onlyEmbedded := flag.Bool("only-embedded", false, "measure the embedded store alone (with -cpuprofile)")
 	cpuprofile := flag.String("cpuprofile", "", "write a CPU profile of the embedded runs to this file")
+	flag.BoolVar(&recordSent, "sent", true, "the front end writes the sent record of each answer before AckResult, as odek-bot does")
 	flag.Parse()
 	if *onlyEmbedded {
 		if err := embeddedOnly(*n, *producers, *conc, *rounds, *cpuprofile); err != nil {
@@ -92,7 +107,7 @@ func run(n, producers, conc, rounds int) error {
 		}
 		rd := throughput(rq, n, producers, conc)
 		fmt.Printf("round %d: embedded %.0f jobs/s (%d commits, %.1f changes per fsync), memory %.0f jobs/s, redis %.0f jobs/s\n",
-			r+1, e, commits, float64(4*n)/float64(max(commits, 1)), m, rd)
+			r+1, e, commits, float64(changesPerJob()*n)/float64(max(commits, 1)), m, rd)
 		best[0], best[1], best[2] = max(best[0], e), max(best[1], m), max(best[2], rd)
 	}
 	fmt.Printf("\n| queue | end-to-end throughput (best of %d, %d jobs, %d producers, concurrency %d) |\n", rounds, n, producers, conc)
@@ -184,6 +199,13 @@ func throughput(q endToEnd, n, producers, conc int) float64 {
 			var aw sync.WaitGroup
 			for _, d := range ds {
 				aw.Go(func() {
+					// The bot records the accepted answer (a one-chunk
+					// answer: one step) before it acknowledges it.
+					if rec, ok := q.(queue.SentRecorder); ok && recordSent {
+						if err := rec.RecordSent(ctx, d, queue.Sent{Steps: 1, MessageIDs: []int{1}}); err != nil {
+							panic(err)
+						}
+					}
 					if err := q.AckResult(ctx, d); err != nil {
 						panic(err)
 					}
