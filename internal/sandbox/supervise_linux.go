@@ -88,11 +88,12 @@ func startSupervisor(spec Spec, specJSON string) (*supClient, error) {
 	mine, theirs := os.NewFile(uintptr(pair[0]), "supervisor"), os.NewFile(uintptr(pair[1]), "supervisor")
 	defer theirs.Close()
 	cmd := exec.Command(exe, SuperviseArg, specJSON)
-	// Two Ps, on any machine: the supervisor's one thread spends its
-	// life blocked in poll(2), and with a single P the runtime's sysmon
-	// takes that P back at every call and then wakes every 20 µs for a
-	// while (measured: 400 µs of the supervisor's CPU per call with one
-	// P, 170 µs with two). An idle second P lets sysmon back off.
+	// Two Ps, on any machine: one for the goroutine locked to the
+	// confined thread, one for the goroutine that reads the socket; with
+	// a single P they pass it back and forth, and the runtime's sysmon,
+	// retaking it, wakes every 20 µs for a while (measured with an
+	// earlier loop: 400 µs of the supervisor's CPU per call with one P,
+	// 170 µs with two).
 	cmd.Dir, cmd.Env = spec.Root, append(Env(spec, os.Environ()), "GOMAXPROCS=2")
 	cmd.ExtraFiles = []*os.File{theirs}
 	stderr := &boundedBuffer{max: 4 << 10}
