@@ -53,8 +53,13 @@ const (
 )
 
 // killGrace is how long a cancelled call waits for its status after the
-// kill; a supervisor that takes longer is killed (a variable for tests).
-var killGrace = 5 * time.Second
+// kill; a supervisor that takes longer is killed. sendTimeout bounds the
+// writing of a call's records (up to 4 MiB) to a supervisor that does
+// not read them. Variables for tests.
+var (
+	killGrace   = 5 * time.Second
+	sendTimeout = 10 * time.Second
+)
 
 // supClient is a Jail's connection to its running supervisor.
 type supClient struct {
@@ -231,6 +236,11 @@ func (s *supClient) send(id uint64, body []byte, fds [callFDs]*os.File) error {
 	rights := unix.UnixRights(int(fds[0].Fd()), int(fds[1].Fd()), int(fds[2].Fd()))
 	s.wmu.Lock()
 	defer s.wmu.Unlock()
+	// A supervisor that stops reading (a command stopped it) must not
+	// hold this call, or the next, past a bound: the write fails, and the
+	// caller kills it.
+	_ = s.conn.SetWriteDeadline(time.Now().Add(sendTimeout))
+	defer s.conn.SetWriteDeadline(time.Time{})
 	for i, r := range recs {
 		var oob []byte
 		if i == 0 {
@@ -246,6 +256,8 @@ func (s *supClient) send(id uint64, body []byte, fds [callFDs]*os.File) error {
 func (s *supClient) kill(id uint64) {
 	s.wmu.Lock()
 	defer s.wmu.Unlock()
+	_ = s.conn.SetWriteDeadline(time.Now().Add(sendTimeout))
+	defer s.conn.SetWriteDeadline(time.Time{})
 	if _, _, err := s.conn.WriteMsgUnix(appendRecord(nil, record{typ: recKill, id: id}), nil, nil); err != nil {
 		go s.fail(fmt.Errorf("send a kill: %v", err))
 	}

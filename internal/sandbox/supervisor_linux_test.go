@@ -535,3 +535,43 @@ func TestSupervisorIsNotARunningProcess(t *testing.T) {
 		t.Error("a call's background process is not running")
 	}
 }
+
+// A stopped supervisor cannot hold a call whose records fill its
+// socket: the write times out, the supervisor is killed, and the call
+// fails closed.
+func TestSupervisorThatStopsReadingIsKilled(t *testing.T) {
+	j, jl := supervisedJail(t, Settings{})
+	saved := sendTimeout
+	sendTimeout = 300 * time.Millisecond
+	defer func() { sendTimeout = saved }()
+	if _, _, err := runSup(t, context.Background(), jl, j.spec, "", "true"); err != nil {
+		t.Fatal(err)
+	}
+	pid := supPid(jl)
+	if err := syscall.Kill(pid, syscall.SIGSTOP); err != nil {
+		t.Fatal(err)
+	}
+	big := strings.Repeat("x", 100000)
+	env := make([]string, 0, 30)
+	for i := 0; i < 30; i++ {
+		env = append(env, fmt.Sprintf("V%d=%s", i, big)) // 3 MB of records
+	}
+	cmd := exec.Command("true")
+	cmd.Dir, cmd.Env = j.spec.Root, env
+	done := make(chan error, 1)
+	go func() {
+		_, err := jl.Run(context.Background(), cmd)
+		done <- err
+	}()
+	select {
+	case err := <-done:
+		if !errors.Is(err, errSupervisorDied) || !strings.Contains(err.Error(), "send a call") {
+			t.Errorf("a call to a supervisor that stopped reading: %v", err)
+		}
+	case <-time.After(20 * time.Second):
+		t.Fatal("the call to a stopped supervisor did not return")
+	}
+	if out, _, err := runSup(t, context.Background(), jl, j.spec, "", "echo", "fresh"); err != nil || out != "fresh\n" || supPid(jl) == pid {
+		t.Errorf("after it: %v %q", err, out)
+	}
+}
