@@ -52,6 +52,7 @@ func main() {
 	n := flag.Int("n", 200, "calls of each kind")
 	odekBin := flag.String("odek", "", "the odek binary for the helper rows (default: build this tree's)")
 	leanBin := flag.String("lean", "", "the odek-sandbox binary for the lean helper row (default: build this tree's, if it has one)")
+	apart := flag.Duration("apart", 0, "a pause before each call, as a job's calls come seconds apart (0: back to back)")
 	flag.Parse()
 	if abi := sandbox.ABI(); abi < sandbox.RequiredABI {
 		fmt.Fprintf(os.Stderr, "Landlock ABI %d < %d: nothing to measure\n", abi, sandbox.RequiredABI)
@@ -68,7 +69,7 @@ func main() {
 	if odek == "" {
 		odek = filepath.Join(dir, "odek")
 		build := exec.Command("go", "build", "-trimpath", "-ldflags=-s -w", "-o", odek, "github.com/odekrun/odek/cmd/odek")
-		build.Stderr = os.Stderr
+		build.Stderr, build.Env = os.Stderr, append(os.Environ(), "CGO_ENABLED=0") // as the image builds it
 		check(build.Run())
 	}
 	lean := *leanBin
@@ -76,7 +77,7 @@ func main() {
 		if _, err := os.Stat("cmd/odek-sandbox"); err == nil {
 			lean = filepath.Join(dir, "odek-sandbox")
 			build := exec.Command("go", "build", "-trimpath", "-ldflags=-s -w", "-o", lean, "./cmd/odek-sandbox")
-			build.Stderr = os.Stderr
+			build.Stderr, build.Env = os.Stderr, append(os.Environ(), "CGO_ENABLED=0")
 			check(build.Run())
 		}
 	}
@@ -96,7 +97,7 @@ func main() {
 			lean = filepath.Join(dir, sandbox.LeanHelper)
 			check(os.WriteFile(lean, b, 0o755))
 		}
-		args := []string{me, "-n", strconv.Itoa(*n), "-odek", odek, "-lean", lean}
+		args := []string{me, "-n", strconv.Itoa(*n), "-odek", odek, "-lean", lean, "-apart", apart.String()}
 		check(syscall.Exec(me, args, append(os.Environ(), reexecEnv+"="+dir)))
 	}
 	if h, err := sandbox.Helper(); err == nil {
@@ -167,6 +168,9 @@ func main() {
 			cmd.Dir, cmd.Env = root, env
 			var out bytes.Buffer
 			cmd.Stdout, cmd.Stderr = &out, &out
+			if *apart > 0 {
+				time.Sleep(*apart)
+			}
 			self0, children0 := cpu(syscall.RUSAGE_SELF), cpu(syscall.RUSAGE_CHILDREN)
 			start := time.Now()
 			var elapsed, job time.Duration

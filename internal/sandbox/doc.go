@@ -16,7 +16,10 @@
 // terminal, applies the Landlock ruleset, the seccomp filter and the
 // resource limits to itself, drops every capability and becomes the
 // command; Main must run first in every binary that may be re-executed
-// so. Where the process can make cgroups with the pids controller, each
+// so. A shell call (Jail.Run) goes instead, where the job has a cgroup,
+// through the job's supervisor (SuperviseArg, supervisor_linux.go): the
+// helper binary started once per job, confined once the same way, which
+// forks each call's command from its confined thread. Where the process can make cgroups with the pids controller, each
 // Jail has a cgroup of its own (cgroup_linux.go) that the helper joins
 // first: pids.max bounds the job's processes (root included), and Close
 // kills the cgroup. The filter refuses setsid(2) and setpgid(2), so

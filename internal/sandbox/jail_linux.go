@@ -37,6 +37,12 @@ import (
 // of issue 21 read the worker's memory and took its Redis connections
 // through that thread. docs/SECURITY.md tells the story.)
 //
+// Run, for shell calls, starts each command through the job's
+// supervisor instead where the job has a cgroup: the helper started once
+// per job, confined once, forking every call's command in a process group
+// of its own (supervise_linux.go). The job's cgroup is made at its first
+// command.
+//
 // Enforcement fails closed: if a step fails, the command is not run.
 //
 // A Jail is safe for concurrent use.
@@ -252,7 +258,20 @@ func (j *Jail) Run(ctx context.Context, cmd *exec.Cmd) (syscall.WaitStatus, erro
 		return 0, err
 	}
 	if s != nil {
-		return s.run(ctx, cmd, j.Spec())
+		ws, err := s.run(ctx, cmd, j.Spec())
+		if errors.Is(err, errSupervisorDied) {
+			j.mu.Lock()
+			cpuOut := j.cpuOut
+			j.mu.Unlock()
+			if cpuOut {
+				// The job used its CPU time: watchCPU killed every
+				// process of the job, the supervisor with the command,
+				// before the supervisor could report it. The command was
+				// killed, as it is without a supervisor.
+				return syscall.WaitStatus(syscall.SIGKILL), nil
+			}
+		}
+		return ws, err
 	}
 	if err := j.Start(cmd); err != nil {
 		return 0, err
@@ -283,6 +302,9 @@ func (j *Jail) supervisor() (*supClient, error) {
 	if err != nil {
 		return nil, err
 	}
+	if j.noSup == nil {
+		j.noSup = supervisable(j.spec)
+	}
 	if j.cg == nil || j.noSup != nil {
 		return nil, nil
 	}
@@ -309,4 +331,29 @@ func (j *Jail) Supervisor() (pid int, why error) {
 		return 0, errors.New("the job has no cgroup")
 	}
 	return 0, j.noSup
+}
+
+// The supervisor is a Go program bound by the spec's limits (they are
+// set on it, and its commands inherit them): below these it would fail
+// or eat the job's budget, so the job's commands go through the helper.
+const (
+	// supervisorMinMemoryMB: the Go runtime reserves 1.2–1.6 GB of
+	// address space (VmSize; a few MB resident), and RLIMIT_AS below
+	// that makes its next mapping fail.
+	supervisorMinMemoryMB = 2048
+	// supervisorMinProcesses: its threads (up to ~10) count in the
+	// job's pids.max.
+	supervisorMinProcesses = 64
+)
+
+// supervisable is why spec's limits keep a supervisor from serving
+// the job (nil: they do not).
+func supervisable(spec Spec) error {
+	if spec.MaxMemoryMB > 0 && spec.MaxMemoryMB < supervisorMinMemoryMB {
+		return fmt.Errorf("sandbox.max_memory_mb %d is below the supervisor's %d", spec.MaxMemoryMB, supervisorMinMemoryMB)
+	}
+	if spec.MaxProcesses > 0 && spec.MaxProcesses < supervisorMinProcesses {
+		return fmt.Errorf("sandbox.max_processes %d is below the supervisor's %d", spec.MaxProcesses, supervisorMinProcesses)
+	}
+	return nil
 }

@@ -403,7 +403,9 @@ print("raised")`)...)
 	if code == 0 || !strings.Contains(out, want) || !strings.Contains(out, "not allowed to raise") {
 		t.Errorf("exit %d\n%s\nwant the defaults:\n%s", code, out, want)
 	}
-	small := newJail(t, Settings{MaxMemoryMB: 256, MaxFileSizeMB: 1, MaxCPUSeconds: 1})
+	// 2 GiB of address space: the least a supervisor runs with
+	// (supervisorMinMemoryMB).
+	small := newJail(t, Settings{MaxMemoryMB: 2048, MaxFileSizeMB: 1, MaxCPUSeconds: 1})
 	small.how = how
 	if out, code := small.run(t, nil, "sh", "-c", "head -c 2097152 /dev/zero > big"); code == 0 {
 		t.Errorf("a 2 MiB file under a 1 MiB limit: exit %d\n%s", code, out)
@@ -411,8 +413,8 @@ print("raised")`)...)
 	if fi, err := os.Stat(filepath.Join(small.spec.Root, "big")); err != nil || fi.Size() > 1<<20 {
 		t.Errorf("the file under a 1 MiB limit: %v", fi.Size())
 	}
-	if out, code := small.run(t, nil, py("b = bytearray(512 << 20)\nprint('allocated')")...); code == 0 || !strings.Contains(out, "MemoryError") {
-		t.Errorf("512 MiB under a 256 MiB limit: exit %d\n%s", code, out)
+	if out, code := small.run(t, nil, py("b = bytearray(3 << 30)\nprint('allocated')")...); code == 0 || !strings.Contains(out, "MemoryError") {
+		t.Errorf("3 GiB under a 2 GiB limit: exit %d\n%s", code, out)
 	}
 	if out, code := small.run(t, nil, "sh", "-c", "while :; do :; done"); code == 0 {
 		t.Errorf("a busy loop under a 1 s CPU limit: exit %d\n%s", code, out)

@@ -53,8 +53,13 @@ const (
 )
 
 // killGrace is how long a cancelled call waits for its status after the
-// kill; a supervisor that takes longer is killed (a variable for tests).
-var killGrace = 5 * time.Second
+// kill; a supervisor that takes longer is killed. sendTimeout bounds the
+// writing of a call's records (up to 4 MiB) to a supervisor that does
+// not read them. Variables for tests.
+var (
+	killGrace   = 5 * time.Second
+	sendTimeout = 10 * time.Second
+)
 
 // supClient is a Jail's connection to its running supervisor.
 type supClient struct {
@@ -88,11 +93,12 @@ func startSupervisor(spec Spec, specJSON string) (*supClient, error) {
 	mine, theirs := os.NewFile(uintptr(pair[0]), "supervisor"), os.NewFile(uintptr(pair[1]), "supervisor")
 	defer theirs.Close()
 	cmd := exec.Command(exe, SuperviseArg, specJSON)
-	// Two Ps, on any machine: the supervisor's one thread spends its
-	// life blocked in poll(2), and with a single P the runtime's sysmon
-	// takes that P back at every call and then wakes every 20 µs for a
-	// while (measured: 400 µs of the supervisor's CPU per call with one
-	// P, 170 µs with two). An idle second P lets sysmon back off.
+	// Two Ps, on any machine: one for the goroutine locked to the
+	// confined thread, one for the goroutine that reads the socket; with
+	// a single P they pass it back and forth, and the runtime's sysmon,
+	// retaking it, wakes every 20 µs for a while (measured with an
+	// earlier loop: 400 µs of the supervisor's CPU per call with one P,
+	// 170 µs with two).
 	cmd.Dir, cmd.Env = spec.Root, append(Env(spec, os.Environ()), "GOMAXPROCS=2")
 	cmd.ExtraFiles = []*os.File{theirs}
 	stderr := &boundedBuffer{max: 4 << 10}
@@ -230,6 +236,11 @@ func (s *supClient) send(id uint64, body []byte, fds [callFDs]*os.File) error {
 	rights := unix.UnixRights(int(fds[0].Fd()), int(fds[1].Fd()), int(fds[2].Fd()))
 	s.wmu.Lock()
 	defer s.wmu.Unlock()
+	// A supervisor that stops reading (a command stopped it) must not
+	// hold this call, or the next, past a bound: the write fails, and the
+	// caller kills it.
+	_ = s.conn.SetWriteDeadline(time.Now().Add(sendTimeout))
+	defer s.conn.SetWriteDeadline(time.Time{})
 	for i, r := range recs {
 		var oob []byte
 		if i == 0 {
@@ -245,6 +256,8 @@ func (s *supClient) send(id uint64, body []byte, fds [callFDs]*os.File) error {
 func (s *supClient) kill(id uint64) {
 	s.wmu.Lock()
 	defer s.wmu.Unlock()
+	_ = s.conn.SetWriteDeadline(time.Now().Add(sendTimeout))
+	defer s.conn.SetWriteDeadline(time.Time{})
 	if _, _, err := s.conn.WriteMsgUnix(appendRecord(nil, record{typ: recKill, id: id}), nil, nil); err != nil {
 		go s.fail(fmt.Errorf("send a kill: %v", err))
 	}

@@ -242,6 +242,20 @@ func TestJailRunFallsBackToTheHelper(t *testing.T) {
 	}
 
 	requireCgroups(t)
+	// Limits a supervisor cannot live under.
+	for _, s := range []Settings{{MaxMemoryMB: 512}, {MaxProcesses: 16}} {
+		small := newJail(t, s)
+		jl, err := NewJail(small.spec)
+		if err != nil {
+			t.Fatal(err)
+		}
+		out, ws, err := runSup(t, context.Background(), jl, small.spec, "", "sh", "-c", "echo helped")
+		pid, why := jl.Supervisor()
+		if err != nil || ws.ExitStatus() != 0 || out != "helped\n" || pid != 0 || why == nil || !strings.Contains(why.Error(), "below the supervisor's") {
+			t.Errorf("%+v: %v %d %q (supervisor %d: %v)", s, err, ws.ExitStatus(), out, pid, why)
+		}
+		jl.Close()
+	}
 	if _, err := executable(); err != nil {
 		t.Fatal(err)
 	}
@@ -393,5 +407,171 @@ func TestSupervisorConcurrentCalls(t *testing.T) {
 		if err := <-errs; err != nil {
 			t.Error(err)
 		}
+	}
+}
+
+// The job's CPU limit kills the supervisor with the command (the whole
+// cgroup): the call reports the command killed, as without a
+// supervisor, and the job's later calls are refused with ErrJobCPU.
+func TestSupervisorCallUnderTheJobsCPULimit(t *testing.T) {
+	requireCgroups(t)
+	if where, _ := CgroupStatus(); strings.Contains(where, "no CPU accounting") {
+		t.Skipf("no CPU accounting for job cgroups: %s", where)
+	}
+	j, jl := supervisedJail(t, Settings{JobCPUSeconds: 1})
+	out, ws, err := runSup(t, context.Background(), jl, j.spec, "", "sh", "-c", "while :; do :; done")
+	if err != nil || !ws.Signaled() || ws.Signal() != syscall.SIGKILL {
+		t.Fatalf("the busy loop: err %v, status %v, %q", err, ws, out)
+	}
+	if _, _, err := runSup(t, context.Background(), jl, j.spec, "", "true"); !errors.Is(err, ErrJobCPU) {
+		t.Errorf("a later call: %v, want ErrJobCPU", err)
+	}
+}
+
+// A command whose parent is its supervisor tries for the supervisor's
+// socket and memory: pidfd_getfd of its descriptors 3–15,
+// process_vm_readv, ptrace, /proc/<pid>/fd/N and /proc/<pid>/mem. Each
+// is refused.
+func TestSupervisorCannotBeReachedByItsCommands(t *testing.T) {
+	requirePython(t)
+	j, jl := supervisedJail(t, Settings{})
+	script := `
+import ctypes, os
+libc = ctypes.CDLL(None, use_errno=True)
+def call(name, *args):
+    r = libc.syscall(*args)
+    print(name, r, os.strerror(ctypes.get_errno()) if r < 0 else "ok")
+sup = os.getppid()
+print("parent", sup)
+pidfd = libc.syscall(434, sup, 0)
+print("pidfd_open", "ok" if pidfd >= 0 else os.strerror(ctypes.get_errno()))
+for fd in range(3, 16):
+    call("pidfd_getfd %d" % fd, 438, pidfd, fd, 0)
+iov = (ctypes.c_char * 16)()
+class IOV(ctypes.Structure):
+    _fields_ = [("base", ctypes.c_void_p), ("len", ctypes.c_size_t)]
+local = IOV(ctypes.cast(iov, ctypes.c_void_p), 16)
+remote = IOV(0x400000, 16)
+call("process_vm_readv", 310, sup, ctypes.byref(local), 1, ctypes.byref(remote), 1, 0)
+call("ptrace_attach", 101, 16, sup, 0, 0)
+for p in ["/proc/%d/fd/%d" % (sup, fd) for fd in range(3, 16)] + ["/proc/%d/mem" % sup]:
+    try:
+        open(p, "rb"); print("opened", p)
+    except OSError as e:
+        print("open", p, e.strerror)
+`
+	out, _, err := runSup(t, context.Background(), jl, j.spec, "", python3, "-c", script)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(out, fmt.Sprintf("parent %d\n", supPid(jl))) {
+		t.Fatalf("the command's parent is not its supervisor %d:\n%s", supPid(jl), out)
+	}
+	for _, want := range []string{"pidfd_getfd 3 -1 Operation not permitted", "process_vm_readv -1 Operation not permitted", "ptrace_attach -1 Operation not permitted"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("want %q:\n%s", want, out)
+		}
+	}
+	// Landlock refuses the opens (a missing descriptor's path fails its
+	// lookup first, with ENOENT).
+	if strings.Contains(out, "opened") || strings.Count(out, "Operation not permitted") < 15 || !strings.Contains(out, "mem Permission denied") {
+		t.Errorf("the supervisor's descriptors or memory were reached:\n%s", out)
+	}
+}
+
+// The job's end ends every process its supervised calls left, those
+// that left their call's process group (setpgid(0, 0), which the
+// supervisor's filter lets through) included, and only those.
+func TestSupervisorJobEndEndsEverything(t *testing.T) {
+	requirePython(t)
+	j, jl := supervisedJail(t, Settings{})
+	base := fmt.Sprintf("%d.%06d", 8000+os.Getpid()%1000, time.Now().UnixNano()%1000000)
+	marker, other := base+"1", base+"2"
+	script := survivorScript(marker) + fmt.Sprintf("; %s -c 'import os, subprocess; os.setpgid(0, 0); subprocess.Popen([\"sleep\", \"%s\"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)' 2>&1", python3, marker)
+	if out, ws, err := runSup(t, context.Background(), jl, j.spec, "", "sh", "-c", script); err != nil || ws.ExitStatus() != 0 {
+		t.Fatalf("%v %v %s", err, ws, out)
+	}
+	b, err := NewJail(j.spec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	if _, _, err := runSup(t, context.Background(), b, j.spec, "", "sh", "-c", fmt.Sprintf("sleep %s >/dev/null 2>&1 &", other)); err != nil {
+		t.Fatal(err)
+	}
+	// Background, nohup, double fork and the group leaver; setsid is
+	// refused.
+	deadline := time.Now().Add(10 * time.Second)
+	for len(alive(t, marker)) < 4 && time.Now().Before(deadline) {
+		time.Sleep(10 * time.Millisecond)
+	}
+	if n := len(alive(t, marker)); n != 4 {
+		t.Fatalf("%d survivors before Close, want 4", n)
+	}
+	if err := jl.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if pids := waitGone(t, marker); len(pids) > 0 {
+		t.Errorf("processes of the closed job live on: %v", pids)
+	}
+	if len(alive(t, other)) != 1 {
+		t.Errorf("the other job's process was killed")
+	}
+}
+
+// Running counts what a job's commands left, not the job's supervisor.
+func TestSupervisorIsNotARunningProcess(t *testing.T) {
+	j, jl := supervisedJail(t, Settings{})
+	if _, _, err := runSup(t, context.Background(), jl, j.spec, "", "true"); err != nil {
+		t.Fatal(err)
+	}
+	if supPid(jl) == 0 || jl.Running() {
+		t.Fatalf("after a call that left nothing: supervisor %d, Running %v", supPid(jl), jl.Running())
+	}
+	if _, _, err := runSup(t, context.Background(), jl, j.spec, "", "sh", "-c", "sleep 30 >/dev/null 2>&1 &"); err != nil {
+		t.Fatal(err)
+	}
+	if !jl.Running() {
+		t.Error("a call's background process is not running")
+	}
+}
+
+// A stopped supervisor cannot hold a call whose records fill its
+// socket: the write times out, the supervisor is killed, and the call
+// fails closed.
+func TestSupervisorThatStopsReadingIsKilled(t *testing.T) {
+	j, jl := supervisedJail(t, Settings{})
+	saved := sendTimeout
+	sendTimeout = 300 * time.Millisecond
+	defer func() { sendTimeout = saved }()
+	if _, _, err := runSup(t, context.Background(), jl, j.spec, "", "true"); err != nil {
+		t.Fatal(err)
+	}
+	pid := supPid(jl)
+	if err := syscall.Kill(pid, syscall.SIGSTOP); err != nil {
+		t.Fatal(err)
+	}
+	big := strings.Repeat("x", 100000)
+	env := make([]string, 0, 30)
+	for i := 0; i < 30; i++ {
+		env = append(env, fmt.Sprintf("V%d=%s", i, big)) // 3 MB of records
+	}
+	cmd := exec.Command("true")
+	cmd.Dir, cmd.Env = j.spec.Root, env
+	done := make(chan error, 1)
+	go func() {
+		_, err := jl.Run(context.Background(), cmd)
+		done <- err
+	}()
+	select {
+	case err := <-done:
+		if !errors.Is(err, errSupervisorDied) || !strings.Contains(err.Error(), "send a call") {
+			t.Errorf("a call to a supervisor that stopped reading: %v", err)
+		}
+	case <-time.After(20 * time.Second):
+		t.Fatal("the call to a stopped supervisor did not return")
+	}
+	if out, _, err := runSup(t, context.Background(), jl, j.spec, "", "echo", "fresh"); err != nil || out != "fresh\n" || supPid(jl) == pid {
+		t.Errorf("after it: %v %q", err, out)
 	}
 }
