@@ -192,8 +192,8 @@ var queueUsage = func() string {
 	}
 	b.WriteString(`Every subcommand takes --redis URL (env REDIS_URL), --prefix and --json (one JSON value per line on stdout).
 --store PATH works on odek-bot's embedded store ($ODEK_HOME/store.db) instead of Redis, while the bot
-is stopped (stats, show, submit without --wait, cancel, dead, retry, purge-dead); while it runs, stats,
-show and dead ask it through the store's admin socket (store.db.sock), and backup works too.
+is stopped (stats, show, submit without --wait, cancel, dead, retry, purge-dead, backup); while it runs
+the same commands go through the store's admin socket (store.db.sock) and the bot applies them at once.
 Exit codes: 0 ok, 1 the job or the request failed, 3 bad flags or arguments, 69 Redis unreachable.
 `)
 	return b.String()
@@ -262,7 +262,7 @@ func cmdQueue(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 	qf.registerConn(fs, env)
 	var a queueArgs
 	var storePath string
-	fs.StringVar(&storePath, "store", "", "work on odek-bot's embedded store at this path ($ODEK_HOME/store.db) instead of Redis (stats, show, dead and backup also while the bot runs)")
+	fs.StringVar(&storePath, "store", "", "work on odek-bot's embedded store at this path ($ODEK_HOME/store.db) instead of Redis (while the bot runs, through its admin socket)")
 	fs.BoolVar(&a.jsonOut, "json", false, "print JSON (one value per line) instead of text")
 	if cmd.flags != nil {
 		cmd.flags(fs, &a)
@@ -335,7 +335,7 @@ type cliQueue interface {
 // queueCLI runs one subcommand against a connected queue.
 type queueCLI struct {
 	q              cliQueue
-	ro             readQueue // set: a running bot's admin socket, and q is nil (queuestore.go)
+	admin          *estore.Admin // set: a running bot's admin socket, and q is nil (queuestore.go)
 	addr, what     string
 	prefix         string
 	a              queueArgs
@@ -345,7 +345,12 @@ type queueCLI struct {
 
 // fail maps a queue error to an exit code and a message naming Redis'
 // address and the cause.
-func (c *queueCLI) fail(err error) error { return redisErr(c.what, c.addr, err) }
+func (c *queueCLI) fail(err error) error {
+	if c.admin != nil { // queuestore.go: a running odek-bot's admin socket
+		return adminErr(c.what, c.addr, err)
+	}
+	return redisErr(c.what, c.addr, err)
+}
 
 func (c *queueCLI) json(v any) error {
 	if err := json.NewEncoder(c.stdout).Encode(v); err != nil {
@@ -355,7 +360,7 @@ func (c *queueCLI) json(v any) error {
 }
 
 func (c *queueCLI) cancel(ctx context.Context, id string) error {
-	if err := c.q.Cancel(ctx, id); errors.Is(err, queue.ErrNotFound) {
+	if err := c.writer().Cancel(ctx, id); errors.Is(err, queue.ErrNotFound) {
 		return withCode(exitError, fmt.Errorf("job %q is unknown or already finished", id))
 	} else if err != nil {
 		return c.fail(err)
@@ -388,7 +393,7 @@ func (c *queueCLI) submit(ctx context.Context, goal string) error {
 	}
 	defer endTrace()
 	job.Trace = telemetry.ToMap(ctx)
-	stored, dup, err := c.q.Enqueue(ctx, job)
+	stored, dup, err := c.writer().Enqueue(ctx, job)
 	if err != nil {
 		if errors.Is(err, queue.ErrInvalidJob) || errors.Is(err, queue.ErrPayloadTooLarge) {
 			return withCode(exitSetup, err)
@@ -667,7 +672,7 @@ func (c *queueCLI) dead(ctx context.Context) error {
 }
 
 func (c *queueCLI) retry(ctx context.Context, id string) error {
-	j, err := c.q.Retry(ctx, id)
+	j, err := c.writer().Retry(ctx, id)
 	if errors.Is(err, queue.ErrNotFound) {
 		return withCode(exitError, fmt.Errorf("no dead-lettered job %q (odek queue dead lists them)", id))
 	}
@@ -682,7 +687,7 @@ func (c *queueCLI) retry(ctx context.Context, id string) error {
 }
 
 func (c *queueCLI) retryAll(ctx context.Context) error {
-	ds, err := c.q.DeadEntries(ctx, 0)
+	ds, err := c.reader().DeadEntries(ctx, 0)
 	if err != nil {
 		return c.fail(err)
 	}
@@ -699,7 +704,7 @@ func (c *queueCLI) retryAll(ctx context.Context) error {
 	}
 	var failed int
 	for _, d := range ds {
-		j, err := c.q.Retry(ctx, d.Job.ID)
+		j, err := c.writer().Retry(ctx, d.Job.ID)
 		switch {
 		case errors.Is(err, queue.ErrNotFound):
 			continue // retried or purged by someone else meanwhile
@@ -725,7 +730,7 @@ func (c *queueCLI) retryAll(ctx context.Context) error {
 }
 
 func (c *queueCLI) purgeDead(ctx context.Context) error {
-	n, err := c.q.PurgeDead(ctx, c.a.olderThan)
+	n, err := c.writer().PurgeDead(ctx, c.a.olderThan)
 	if err != nil {
 		return c.fail(err)
 	}
@@ -902,6 +907,13 @@ func migrateQueue(ctx context.Context, qf *queueFlags, jsonOut bool, stdout io.W
 // the queue's prefix, or in the embedded store's database. nil when they
 // cannot be counted (the stats still print).
 func (c *queueCLI) scheduleCounts(ctx context.Context) *schedule.Counts {
+	if c.admin != nil { // a running bot's store: asked through its socket
+		n, err := c.admin.ScheduleCounts(ctx)
+		if err != nil {
+			return nil
+		}
+		return &n
+	}
 	var st schedule.Counter
 	switch q := c.q.(type) {
 	case *queue.Redis:

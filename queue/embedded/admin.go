@@ -18,8 +18,8 @@ import (
 // store, `odek queue stats|show|dead --store PATH` ask it over the same
 // 0600 unix socket the hot backup uses (GET /stats, /inspect?id=,
 // /dead?max=), and the answers are the values the store's own methods
-// return, as JSON. Nothing that changes the queue is served: those
-// commands still need the bot stopped.
+// return, as JSON. The commands that change the queue go through the
+// same socket too (adminwrite.go).
 
 // adminRoutes adds the inspection endpoints to mux.
 func (s *Store) adminRoutes(mux *http.ServeMux) {

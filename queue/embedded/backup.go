@@ -64,8 +64,8 @@ func WriteBackup(path string, copy func(io.Writer) (int64, error)) (int64, error
 	return n, nil
 }
 
-// ServeAdmin serves the admin socket (GET /backup, and the inspection of
-// admin.go) until Close. A socket
+// ServeAdmin serves the admin socket (GET /backup, the inspection of
+// admin.go and the queue changes of adminwrite.go) until Close. A socket
 // file left by a process that died is replaced: the store's lock says no
 // other process serves it.
 func (s *Store) ServeAdmin() error {
@@ -94,7 +94,8 @@ func (s *Store) ServeAdmin() error {
 		return fmt.Errorf("embedded store: admin socket %s: %w", sock, err)
 	}
 	mux := http.NewServeMux()
-	s.adminRoutes(mux) // admin.go: read-only inspection
+	s.adminRoutes(mux)      // admin.go: read-only inspection
+	s.adminWriteRoutes(mux) // adminwrite.go: changes to the queue
 	mux.HandleFunc("GET /backup", func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "application/octet-stream")
 		if _, err := s.Backup(w); err != nil {

@@ -2,6 +2,7 @@ package embedded
 
 import (
 	"encoding/json"
+	"strings"
 	"testing"
 	"time"
 
@@ -57,4 +58,35 @@ func contains(s, sub string) bool {
 		}
 	}
 	return false
+}
+
+// FuzzAdminRequests: the admin socket's request decoders (input from
+// another local process) never panic, and what they accept is in range:
+// an id of 1..MaxIDLen bytes, a non-negative age, a job that re-encodes
+// to something the decoder accepts again.
+func FuzzAdminRequests(f *testing.F) {
+	for _, s := range []string{`{"chat_id":1,"goal":"g"}`, `{"chat_id":1,"goal":"g","budget":{"max_tool_calls":2}}`,
+		`{"id":"job-1"}`, `{"id":""}`, `{"older_than_ns":0}`, `{"older_than_ns":-1}`, `{}`, `null`, `[]`, `{"id":"a"} x`,
+		`{"chat_id":1,"nope":2}`, ` {"id":"a"}`, `{"id":1}`, "{\"id\":\"\xff\"}"} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, b []byte) {
+		if id, err := decodeID("cancel", b); err == nil && (id == "" || len(id) > queue.MaxIDLen) {
+			t.Fatalf("accepted id %q", id)
+		} else if err != nil && !strings.HasPrefix(err.Error(), "cancel request: ") {
+			t.Fatalf("error does not name the request: %v", err)
+		}
+		if d, err := decodePurge(b); err == nil && d < 0 {
+			t.Fatalf("accepted a negative age %v", d)
+		}
+		if j, err := decodeSubmit(b); err == nil {
+			again, err := json.Marshal(j)
+			if err != nil {
+				t.Fatalf("an accepted job does not encode: %v", err)
+			}
+			if _, err := decodeSubmit(again); err != nil {
+				t.Fatalf("an accepted job, re-encoded, is refused: %v (%s)", err, again)
+			}
+		}
+	})
 }
