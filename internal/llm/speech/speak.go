@@ -119,21 +119,7 @@ func parseSpeech(status int, data []byte, key string) ([]byte, error) {
 	case status == http.StatusNotFound || status == http.StatusMethodNotAllowed:
 		return nil, noSpeechError{status}
 	case status != http.StatusOK:
-		var e struct {
-			Error struct {
-				Message string `json:"message"`
-			} `json:"error"`
-		}
-		json.Unmarshal(data, &e)
-		msg := oneLine(e.Error.Message, 1<<16)
-		if key != "" {
-			msg = strings.ReplaceAll(msg, key, "<key>")
-		}
-		msg = oneLine(msg, maxErrorShown)
-		if msg == "" {
-			msg = http.StatusText(status)
-		}
-		return nil, fmt.Errorf("speech endpoint answered HTTP %d: %s", status, msg)
+		return nil, endpointError("speech", status, data, key)
 	case len(data) > MaxVoiceBytes:
 		return nil, fmt.Errorf("the speech is larger than %d bytes", MaxVoiceBytes)
 	case !bytes.HasPrefix(data, []byte("OggS")):

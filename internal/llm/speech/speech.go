@@ -168,23 +168,7 @@ func parseAnswer(status int, data []byte, key string) (string, error) {
 	case status == http.StatusNotFound || status == http.StatusMethodNotAllowed:
 		return "", unsupportedError{status}
 	case status != http.StatusOK:
-		var e struct {
-			Error struct {
-				Message string `json:"message"`
-			} `json:"error"`
-		}
-		json.Unmarshal(data, &e)
-		msg := oneLine(e.Error.Message, 1<<16)
-		if key != "" {
-			// After oneLine, which may join a key split by control
-			// characters or spaces.
-			msg = strings.ReplaceAll(msg, key, "<key>")
-		}
-		msg = oneLine(msg, maxErrorShown)
-		if msg == "" {
-			msg = http.StatusText(status)
-		}
-		return "", fmt.Errorf("transcription endpoint answered HTTP %d: %s", status, msg)
+		return "", endpointError("transcription", status, data, key)
 	case len(data) > maxTranscriptBytes:
 		return "", fmt.Errorf("the transcription is larger than %d bytes", maxTranscriptBytes)
 	}
@@ -221,4 +205,26 @@ func scrubKey(err error, key string) error {
 		return err
 	}
 	return errors.New(strings.ReplaceAll(err.Error(), key, "<key>"))
+}
+
+// endpointError is a failed answer of the endpoint (what: "transcription"
+// or "speech"): the status and the endpoint's own message, on one bounded
+// line, with key masked. The key is masked after oneLine, which may join a
+// key split by control characters or spaces.
+func endpointError(what string, status int, data []byte, key string) error {
+	var e struct {
+		Error struct {
+			Message string `json:"message"`
+		} `json:"error"`
+	}
+	json.Unmarshal(data, &e)
+	msg := oneLine(e.Error.Message, 1<<16)
+	if key != "" {
+		msg = strings.ReplaceAll(msg, key, "<key>")
+	}
+	msg = oneLine(msg, maxErrorShown)
+	if msg == "" {
+		msg = http.StatusText(status)
+	}
+	return fmt.Errorf("%s endpoint answered HTTP %d: %s", what, status, msg)
 }
