@@ -297,6 +297,7 @@ func Build(ctx context.Context, opts Options) (*Runtime, error) {
 		confinement = &subagent.Confinement{Root: workDir, Deny: opts.SandboxDeny}
 	}
 	toolset := tools.Builtins(topts)
+	builtins := len(toolset)
 	var planTool *plan.Tool
 	if opts.Plan {
 		initial, err := plan.Restore(opts.SavedPlan)
@@ -378,6 +379,10 @@ func Build(ctx context.Context, opts Options) (*Runtime, error) {
 	}
 	// Wiring point (issue 28, hooks): pre_tool/post_tool hooks wrap every
 	// tool; Run fires the lifecycle hooks (internal/hooks, hooks.go).
+	// Every other tool's calls hold the built-ins' git gate shared: a
+	// sub-agent or an MCP server writing in the run's directory never runs
+	// beside a line that runs git (internal/tools/gitline.go, issue 21).
+	toolset = append(toolset[:builtins:builtins], tools.GateOthers(toolset[:builtins], toolset[builtins:])...)
 	if toolset, err = rt.wireHooks(cfg, opts, workDir, jail, red, log, toolset); err != nil {
 		return nil, err
 	}

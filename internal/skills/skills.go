@@ -335,7 +335,7 @@ func (s *Set) ReadFile(name, file string) (string, error) {
 		return "", err
 	}
 	defer root.Close()
-	f, err := root.Open(file)
+	f, err := root.OpenFile(file, os.O_RDONLY|openFlags, 0)
 	if err != nil {
 		if errors.Is(err, fs.ErrNotExist) {
 			return "", fmt.Errorf("%w: %s in skill %q", ErrNotFound, clip(file, 120), name)

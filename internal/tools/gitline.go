@@ -2,6 +2,7 @@ package tools
 
 import (
 	"context"
+	"encoding/json"
 	"os"
 	"path/filepath"
 	"strings"
@@ -227,4 +228,45 @@ func gitCeiling(env []string, workDir string) []string {
 		}
 	}
 	return append(out, "GIT_CEILING_DIRECTORIES="+filepath.Dir(dir))
+}
+
+// GateOthers wraps each of others (a run's tools that are not its
+// built-ins: sub-agents, MCP tools, tools a program adds) so that its calls
+// hold the git gate of the run whose built-ins are builtins, shared, for
+// their whole length. A sub-agent writes in the run's directory from
+// processes of its own, and an MCP server may write there on a call, both
+// beside this run's tools: without the gate they could plant a driver
+// while a line runs git. What such a server writes outside its calls is
+// not covered (docs/SECURITY.md). Without the built-ins' shell tool,
+// others are returned as they are.
+func GateOthers(builtins, others []Tool) []Tool {
+	var g *gitGate
+	for _, t := range builtins {
+		if s, ok := t.(*shellTool); ok {
+			g = &s.c.gate
+		}
+	}
+	if g == nil {
+		return others
+	}
+	out := make([]Tool, len(others))
+	for i, t := range others {
+		out[i] = gatedTool{Tool: t, g: g}
+	}
+	return out
+}
+
+// gatedTool holds the git gate shared while its tool runs.
+type gatedTool struct {
+	Tool
+	g *gitGate
+}
+
+func (t gatedTool) Run(ctx context.Context, args json.RawMessage) (Result, error) {
+	release, err := t.g.lock(ctx, false)
+	if err != nil {
+		return Result{}, err
+	}
+	defer release()
+	return t.Tool.Run(ctx, args)
 }

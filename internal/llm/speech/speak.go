@@ -6,10 +6,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"net/http"
 	"strings"
-	"time"
 	"unicode/utf8"
 )
 
@@ -88,28 +86,11 @@ func (s *Speaker) Speak(ctx context.Context, text string) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, strings.TrimRight(s.BaseURL, "/")+"/audio/speech", bytes.NewReader(raw))
+	status, data, err := post(ctx, s.HTTP, "speech", s.BaseURL, "/audio/speech", s.APIKey, "application/json", "", bytes.NewReader(raw), MaxVoiceBytes)
 	if err != nil {
-		return nil, fmt.Errorf("speech endpoint: %w", err)
+		return nil, err
 	}
-	req.Header.Set("Content-Type", "application/json")
-	if s.APIKey != "" {
-		req.Header.Set("Authorization", "Bearer "+s.APIKey)
-	}
-	hc := s.HTTP
-	if hc == nil {
-		hc = &http.Client{Timeout: 2 * time.Minute}
-	}
-	resp, err := hc.Do(req)
-	if err != nil {
-		return nil, fmt.Errorf("speech request failed: %w", scrubKey(err, s.APIKey))
-	}
-	defer resp.Body.Close()
-	data, err := io.ReadAll(io.LimitReader(resp.Body, MaxVoiceBytes+1))
-	if err != nil {
-		return nil, fmt.Errorf("reading the speech: %w", err)
-	}
-	return parseSpeech(resp.StatusCode, data, s.APIKey)
+	return parseSpeech(status, data, s.APIKey)
 }
 
 // parseSpeech reads the endpoint's answer: OGG audio, or an error naming
@@ -119,21 +100,7 @@ func parseSpeech(status int, data []byte, key string) ([]byte, error) {
 	case status == http.StatusNotFound || status == http.StatusMethodNotAllowed:
 		return nil, noSpeechError{status}
 	case status != http.StatusOK:
-		var e struct {
-			Error struct {
-				Message string `json:"message"`
-			} `json:"error"`
-		}
-		json.Unmarshal(data, &e)
-		msg := oneLine(e.Error.Message, 1<<16)
-		if key != "" {
-			msg = strings.ReplaceAll(msg, key, "<key>")
-		}
-		msg = oneLine(msg, maxErrorShown)
-		if msg == "" {
-			msg = http.StatusText(status)
-		}
-		return nil, fmt.Errorf("speech endpoint answered HTTP %d: %s", status, msg)
+		return nil, endpointError("speech", status, data, key)
 	case len(data) > MaxVoiceBytes:
 		return nil, fmt.Errorf("the speech is larger than %d bytes", MaxVoiceBytes)
 	case !bytes.HasPrefix(data, []byte("OggS")):

@@ -135,29 +135,11 @@ func (t *Transcriber) Transcribe(ctx context.Context, name, mime string, audio [
 	if err := mw.Close(); err != nil {
 		return "", err
 	}
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, strings.TrimRight(t.BaseURL, "/")+"/audio/transcriptions", &body)
+	status, data, err := post(ctx, t.HTTP, "transcription", t.BaseURL, "/audio/transcriptions", t.APIKey, mw.FormDataContentType(), "application/json", &body, maxTranscriptBytes)
 	if err != nil {
-		return "", fmt.Errorf("transcription endpoint: %w", err)
+		return "", err
 	}
-	req.Header.Set("Content-Type", mw.FormDataContentType())
-	req.Header.Set("Accept", "application/json")
-	if t.APIKey != "" {
-		req.Header.Set("Authorization", "Bearer "+t.APIKey)
-	}
-	hc := t.HTTP
-	if hc == nil {
-		hc = &http.Client{Timeout: 2 * time.Minute}
-	}
-	resp, err := hc.Do(req)
-	if err != nil {
-		return "", fmt.Errorf("transcription request failed: %w", scrubKey(err, t.APIKey))
-	}
-	defer resp.Body.Close()
-	data, err := io.ReadAll(io.LimitReader(resp.Body, maxTranscriptBytes+1))
-	if err != nil {
-		return "", fmt.Errorf("reading the transcription: %w", err)
-	}
-	return parseAnswer(resp.StatusCode, data, t.APIKey)
+	return parseAnswer(status, data, t.APIKey)
 }
 
 // parseAnswer reads the endpoint's answer (status and at most
@@ -168,23 +150,7 @@ func parseAnswer(status int, data []byte, key string) (string, error) {
 	case status == http.StatusNotFound || status == http.StatusMethodNotAllowed:
 		return "", unsupportedError{status}
 	case status != http.StatusOK:
-		var e struct {
-			Error struct {
-				Message string `json:"message"`
-			} `json:"error"`
-		}
-		json.Unmarshal(data, &e)
-		msg := oneLine(e.Error.Message, 1<<16)
-		if key != "" {
-			// After oneLine, which may join a key split by control
-			// characters or spaces.
-			msg = strings.ReplaceAll(msg, key, "<key>")
-		}
-		msg = oneLine(msg, maxErrorShown)
-		if msg == "" {
-			msg = http.StatusText(status)
-		}
-		return "", fmt.Errorf("transcription endpoint answered HTTP %d: %s", status, msg)
+		return "", endpointError("transcription", status, data, key)
 	case len(data) > maxTranscriptBytes:
 		return "", fmt.Errorf("the transcription is larger than %d bytes", maxTranscriptBytes)
 	}
@@ -221,4 +187,57 @@ func scrubKey(err error, key string) error {
 		return err
 	}
 	return errors.New(strings.ReplaceAll(err.Error(), key, "<key>"))
+}
+
+// endpointError is a failed answer of the endpoint (what: "transcription"
+// or "speech"): the status and the endpoint's own message, on one bounded
+// line, with key masked. The key is masked after oneLine, which may join a
+// key split by control characters or spaces.
+func endpointError(what string, status int, data []byte, key string) error {
+	var e struct {
+		Error struct {
+			Message string `json:"message"`
+		} `json:"error"`
+	}
+	json.Unmarshal(data, &e)
+	msg := oneLine(e.Error.Message, 1<<16)
+	if key != "" {
+		msg = strings.ReplaceAll(msg, key, "<key>")
+	}
+	msg = oneLine(msg, maxErrorShown)
+	if msg == "" {
+		msg = http.StatusText(status)
+	}
+	return fmt.Errorf("%s endpoint answered HTTP %d: %s", what, status, msg)
+}
+
+// post sends body to base+path (what names the endpoint in errors) with
+// the key as a bearer token, and returns the status and at most limit+1
+// bytes of the answer. hc nil is a client with a 2-minute timeout; a
+// failed request's error never holds the key.
+func post(ctx context.Context, hc *http.Client, what, base, path, key, ctype, accept string, body io.Reader, limit int64) (int, []byte, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, strings.TrimRight(base, "/")+path, body)
+	if err != nil {
+		return 0, nil, fmt.Errorf("%s endpoint: %w", what, err)
+	}
+	req.Header.Set("Content-Type", ctype)
+	if accept != "" {
+		req.Header.Set("Accept", accept)
+	}
+	if key != "" {
+		req.Header.Set("Authorization", "Bearer "+key)
+	}
+	if hc == nil {
+		hc = &http.Client{Timeout: 2 * time.Minute}
+	}
+	resp, err := hc.Do(req)
+	if err != nil {
+		return 0, nil, fmt.Errorf("%s request failed: %w", what, scrubKey(err, key))
+	}
+	defer resp.Body.Close()
+	data, err := io.ReadAll(io.LimitReader(resp.Body, limit+1))
+	if err != nil {
+		return 0, nil, fmt.Errorf("reading the %s: %w", what, err)
+	}
+	return resp.StatusCode, data, nil
 }
