@@ -43,7 +43,7 @@ func main() {
 	startup := flag.Bool("startup", false, "measure `odek version` wall time instead")
 	burst := flag.Bool("burst", false, "send each streamed reply in one write (a server whose answer is ready) instead of one write per SSE event")
 	ratio := flag.String("ratio", "", "A,B: instead of one figure, compare CPU per model call at A and at B iterations (and at 1, the start-up baseline), interleaved within each run, and report B's figure over A's")
-	otelModes := flag.String("otel", "off", "comma-separated tracing modes, interleaved within each run: off, or an OTLP/HTTP base URL given to odek as OTEL_EXPORTER_OTLP_ENDPOINT (a live collector, or a dead port), optionally followed by ;KEY=VALUE variables for that mode (;OTEL_TRACES_SAMPLER=always_off)")
+	otelModes := flag.String("otel", "off", "comma-separated tracing modes, interleaved within each run: off, or an OTLP/HTTP base URL given to odek as OTEL_EXPORTER_OTLP_ENDPOINT (a live collector, or a dead port), optionally followed by ;KEY=VALUE variables for that mode (;OTEL_TRACES_SAMPLER=always_off); a mode prefixed baseline: runs the -baseline binary in that mode (old tracing code against new in one run)")
 	baseline := flag.String("baseline", "", "another odek binary (main's) run with tracing off as one more interleaved mode, \"baseline\"")
 	floor := flag.String("floor", "", "a program run without arguments once per round, interleaved with the modes, whose peak RSS is reported as the floor (an empty Go main: the least any Go process holds on this machine)")
 	flag.Parse()
@@ -99,6 +99,9 @@ func main() {
 		exe := *bin
 		if mode == "baseline" {
 			exe = *baseline
+		}
+		if rest, ok := strings.CutPrefix(mode, "baseline:"); ok { // the baseline binary, traced
+			exe, mode = *baseline, rest
 		}
 		cmd := exec.Command(exe, "run", "--quiet", "--max-iter", strconv.Itoa(n+1), "read the file repeatedly")
 		cmd.Dir = work

@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/odekrun/odek/events"
+	"go.opentelemetry.io/otel/trace"
 )
 
 // EventSpans returns the sink a run's Emitter should write to so that the
@@ -62,6 +63,14 @@ type eventSpans struct {
 	conv     bool
 	tools    map[string]Span   // open tool spans by call id
 	modelEnd map[int]time.Time // iteration → start of its first tool call
+
+	// The hex form of the ids last stamped: most events (every streamed
+	// delta, every iteration's start) belong to the agent span, and the
+	// trace id never changes within a run, so stamping converts each id
+	// once instead of allocating two strings per event.
+	lastTID        trace.TraceID
+	lastSID        trace.SpanID
+	lastTS, lastSS string
 }
 
 func (e *eventSpans) Write(ev *events.Event) error {
@@ -78,7 +87,13 @@ func (e *eventSpans) Write(ev *events.Event) error {
 
 func (e *eventSpans) stamp(ev *events.Event, s Span) {
 	if sc := s.SpanContext(); sc.IsValid() {
-		ev.TraceID, ev.SpanID = sc.TraceID().String(), sc.SpanID().String()
+		if tid := sc.TraceID(); tid != e.lastTID || e.lastTS == "" {
+			e.lastTID, e.lastTS = tid, tid.String()
+		}
+		if sid := sc.SpanID(); sid != e.lastSID || e.lastSS == "" {
+			e.lastSID, e.lastSS = sid, sid.String()
+		}
+		ev.TraceID, ev.SpanID = e.lastTS, e.lastSS
 		return
 	}
 	ev.TraceID, ev.SpanID = e.tid, e.sid

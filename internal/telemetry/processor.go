@@ -23,13 +23,24 @@ type Stats struct {
 	Failed uint64
 }
 
-// queue is the span processor: OnEnd puts a span in a bounded channel
-// without ever waiting, one goroutine drains it into batches and exports
-// each with a timeout. The SDK's batch processor also drops when full, but
-// does not tell how many; the operator needs that number.
+// queue is the span processor: OnEnd appends a span to a bounded slice
+// under a mutex without ever waiting, one goroutine takes what is pending
+// in batches and exports each with a timeout. The SDK's batch processor
+// also drops when full, but does not tell how many; the operator needs
+// that number.
+//
+// OnEnd wakes the export goroutine only when a batch is full (or on
+// ForceFlush, Shutdown, and the ScheduleWait timer), not once per span as
+// a channel send to a parked receiver would: in `odek run` those two
+// goroutine wake-ups per loop iteration (a model call's span and a tool
+// call's) cost more CPU than recording the spans (docs/BENCHMARKS.md,
+// issue 24).
 type queue struct {
 	exp      sdktrace.SpanExporter
-	ch       chan sdktrace.ReadOnlySpan
+	mu       sync.Mutex
+	pending  []sdktrace.ReadOnlySpan // at most size
+	size     int
+	kick     chan struct{} // capacity 1: a batch is full
 	flushReq chan chan struct{}
 	stop     chan struct{}
 	done     chan struct{}
@@ -49,7 +60,7 @@ type queue struct {
 
 func newQueue(exp sdktrace.SpanExporter, size, batch int, wait, timeout time.Duration) *queue {
 	q := &queue{
-		exp: exp, ch: make(chan sdktrace.ReadOnlySpan, size),
+		exp: exp, size: size, kick: make(chan struct{}, 1),
 		flushReq: make(chan chan struct{}), stop: make(chan struct{}), done: make(chan struct{}),
 		batch: min(batch, size), wait: wait, timeout: timeout,
 	}
@@ -60,7 +71,7 @@ func newQueue(exp sdktrace.SpanExporter, size, batch int, wait, timeout time.Dur
 
 func (q *queue) OnStart(context.Context, sdktrace.ReadWriteSpan) {}
 
-// OnEnd never blocks: a full queue drops the span.
+// OnEnd never blocks on the export: a full queue drops the span.
 func (q *queue) OnEnd(s sdktrace.ReadOnlySpan) {
 	if !s.SpanContext().IsSampled() {
 		return
@@ -69,49 +80,52 @@ func (q *queue) OnEnd(s sdktrace.ReadOnlySpan) {
 		q.dropped.Add(1)
 		return
 	}
-	select {
-	case q.ch <- s:
-		q.queued.Add(1)
-	default:
+	q.mu.Lock()
+	if len(q.pending) >= q.size {
+		q.mu.Unlock()
 		q.dropped.Add(1)
+		return
 	}
+	q.pending = append(q.pending, s)
+	n := len(q.pending)
+	q.mu.Unlock()
+	q.queued.Add(1)
+	if n%q.batch == 0 {
+		select {
+		case q.kick <- struct{}{}:
+		default: // already kicked
+		}
+	}
+}
+
+// take removes and returns every pending span.
+func (q *queue) take() []sdktrace.ReadOnlySpan {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	spans := q.pending
+	q.pending = nil
+	return spans
 }
 
 func (q *queue) loop() {
 	defer close(q.done)
-	buf := make([]sdktrace.ReadOnlySpan, 0, q.batch)
 	t := time.NewTimer(q.wait)
 	defer t.Stop()
-	flush := func() {
-		if len(buf) > 0 {
-			q.export(buf)
-			clear(buf)
-			buf = buf[:0]
-		}
-	}
 	drain := func() {
-		for {
-			select {
-			case s := <-q.ch:
-				buf = append(buf, s)
-				if len(buf) == q.batch {
-					flush()
-				}
-			default:
-				flush()
-				return
-			}
+		spans := q.take()
+		for len(spans) > 0 {
+			n := min(q.batch, len(spans))
+			q.export(spans[:n])
+			clear(spans[:n]) // the exported spans can be collected
+			spans = spans[n:]
 		}
 	}
 	for {
 		select {
-		case s := <-q.ch:
-			buf = append(buf, s)
-			if len(buf) == q.batch {
-				flush()
-			}
+		case <-q.kick:
+			drain()
 		case <-t.C:
-			flush()
+			drain()
 			t.Reset(q.wait)
 		case ack := <-q.flushReq:
 			drain()

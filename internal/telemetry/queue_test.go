@@ -1,0 +1,61 @@
+package telemetry_test
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/odekrun/odek/events"
+	"github.com/odekrun/odek/internal/telemetry"
+)
+
+// A full batch is exported as soon as its last span ends, not at the next
+// ScheduleWait tick (an hour here): OnEnd kicks the export goroutine when
+// the batch fills, and only then (issue 24's per-span wake-ups).
+func TestQueueExportsFullBatchWithoutTimer(t *testing.T) {
+	r := newReceiver(t)
+	p := setup(t, r, func(c *telemetry.Config) { c.BatchSize = 4; c.ScheduleWait = time.Hour }, telemetry.Options{})
+	for range 4 {
+		_, s := telemetry.StartTool(context.Background(), "shell", "")
+		s.End()
+	}
+	deadline := time.Now().Add(30 * time.Second) // a bound on a hang, not a timing assertion
+	for len(r.Spans()) < 4 {
+		if time.Now().After(deadline) {
+			t.Fatalf("full batch not exported: %d spans at the receiver, stats %+v", len(r.Spans()), p.Stats())
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	// Fewer than a batch waits for the timer or a flush, and is not lost.
+	_, s := telemetry.StartTool(context.Background(), "shell", "")
+	s.End()
+	if st := p.Stats(); st.Queued != 5 || st.Dropped != 0 {
+		t.Fatalf("stats = %+v, want 5 queued, none dropped", st)
+	}
+	if n := len(flush(t, r, p)); n != 5 {
+		t.Fatalf("after ForceFlush the receiver has %d spans, want 5", n)
+	}
+}
+
+// Stamping an event with the agent span's ids converts them to hex once
+// per span, not twice per event: a streamed run writes many events.
+func TestEventSpansStampAllocatesNothing(t *testing.T) {
+	r := newReceiver(t)
+	setup(t, r, nil, telemetry.Options{})
+	sink := telemetry.EventSpans(context.Background(), nil)
+	start := &events.Event{Type: events.RunStarted, RunID: "r1", Timestamp: time.Now()}
+	if err := sink.Write(start); err != nil {
+		t.Fatal(err)
+	}
+	ev := &events.Event{Type: events.ContextTrimmed, RunID: "r1", Timestamp: time.Now()}
+	allocs := testing.AllocsPerRun(100, func() {
+		ev.TraceID, ev.SpanID = "", ""
+		_ = sink.Write(ev)
+	})
+	if allocs != 0 {
+		t.Fatalf("a stamped event allocates %v times, want 0", allocs)
+	}
+	if ev.TraceID != start.TraceID || ev.SpanID != start.SpanID || len(ev.TraceID) != 32 || len(ev.SpanID) != 16 {
+		t.Fatalf("ids %q/%q, want the agent span's %q/%q", ev.TraceID, ev.SpanID, start.TraceID, start.SpanID)
+	}
+}
