@@ -79,6 +79,8 @@ func child(action string) int {
 		}
 		fmt.Println("listed")
 		return 0
+	case "shloop":
+		return shLoop(addr)
 	case "mptcp":
 		fd, err := syscall.Socket(syscall.AF_INET, syscall.SOCK_STREAM, ipprotoMPTCP)
 		if err != nil {

@@ -1,0 +1,261 @@
+//go:build linux
+
+package sandbox
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+
+	"golang.org/x/sys/unix"
+)
+
+// What each part of the supervisor's confinement costs a command it
+// starts (issue 21, round 4: the supervisor's ~0.6 ms per `sh -c true`
+// over an unconfined call). A child of this test binary confines itself
+// one way — nothing, Landlock only, the seccomp filter only, both, both
+// with the spec's rlimits (what the supervisor does) — then fork/execs
+// `sh -c true` b.N times from its confined thread, as the supervisor
+// does, and reports the commands' CPU (RUSAGE_CHILDREN) and its own.
+// Test-only: the knobs exist in this file, never in a built binary.
+//
+//	sudo go test -run '^$' -bench BenchmarkConfinedShell -benchtime 400x ./internal/sandbox
+func BenchmarkConfinedShell(b *testing.B) {
+	requireLandlockB(b)
+	dir := b.TempDir()
+	root, tmp := filepath.Join(dir, "root"), filepath.Join(dir, "tmp")
+	if err := os.Mkdir(root, 0o700); err != nil {
+		b.Fatal(err)
+	}
+	if err := os.Mkdir(tmp, 0o700); err != nil {
+		b.Fatal(err)
+	}
+	spec, err := NewSpec(Settings{}, Paths{Root: root, TempDir: tmp}, Host)
+	if err != nil {
+		b.Fatal(err)
+	}
+	js, err := json.Marshal(spec)
+	if err != nil {
+		b.Fatal(err)
+	}
+	self, err := os.Executable()
+	if err != nil {
+		b.Fatal(err)
+	}
+	for _, mode := range []string{"none", "landlock", "seccomp", "both", "both+rlimits"} {
+		b.Run(mode, func(b *testing.B) {
+			cmd := exec.Command(self)
+			cmd.Dir = root
+			cmd.Env = append(Env(spec, os.Environ()), childEnv+"=shloop:"+mode+"\t"+strconv.Itoa(b.N)+"\t"+string(js))
+			out, err := cmd.CombinedOutput()
+			if err != nil {
+				b.Fatalf("%v: %s", err, out)
+			}
+			var children, own int64
+			if _, err := fmt.Sscanf(strings.TrimSpace(string(out)), "children %d own %d", &children, &own); err != nil {
+				b.Fatalf("%q: %v", out, err)
+			}
+			b.ReportMetric(float64(children)/float64(b.N), "sh-cpu-ns/op")
+			b.ReportMetric(float64(own)/float64(b.N), "parent-cpu-ns/op")
+		})
+	}
+}
+
+func requireLandlockB(b *testing.B) {
+	if abi := ABI(); abi < RequiredABI {
+		b.Skipf("Landlock ABI %d < %d", abi, RequiredABI)
+	}
+}
+
+// shLoop is the child of BenchmarkConfinedShell: arg is the mode, a
+// tab, the count, a tab, the spec's JSON.
+func shLoop(arg string) int {
+	parts := strings.SplitN(arg, "\t", 3)
+	if len(parts) != 3 {
+		fmt.Println("error: bad shloop argument")
+		return 2
+	}
+	mode := parts[0]
+	n, _ := strconv.Atoi(parts[1])
+	var spec Spec
+	if err := json.Unmarshal([]byte(parts[2]), &spec); err != nil {
+		fmt.Println("error:", err)
+		return 1
+	}
+	runtime.LockOSThread()
+	opts := specFilter(spec)
+	opts.ownGroup = true
+	var err error
+	switch mode {
+	case "none":
+	case "landlock":
+		err = restrictThread(spec, ABI())
+	case "seccomp":
+		if err = unix.Prctl(unix.PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0); err == nil {
+			err = installSeccomp(opts, unix.SECCOMP_FILTER_FLAG_TSYNC)
+		}
+	case "both":
+		err = enforceWith(spec, opts)
+	case "both+rlimits":
+		if err = enforceWith(spec, opts); err == nil {
+			err = setLimits(spec)
+		}
+	default:
+		err = fmt.Errorf("mode %q", mode)
+	}
+	if err != nil {
+		fmt.Println("error:", err)
+		return 1
+	}
+	sh, err := exec.LookPath("sh")
+	if err != nil {
+		fmt.Println("error:", err)
+		return 1
+	}
+	null, err := os.OpenFile(os.DevNull, os.O_RDWR, 0)
+	if err != nil {
+		fmt.Println("error:", err)
+		return 1
+	}
+	env := os.Environ()
+	fds := []uintptr{null.Fd(), null.Fd(), null.Fd()}
+	rusage := func(who int) int64 {
+		var ru unix.Rusage
+		_ = unix.Getrusage(who, &ru)
+		return ru.Utime.Nano() + ru.Stime.Nano()
+	}
+	c0, s0 := rusage(unix.RUSAGE_CHILDREN), rusage(unix.RUSAGE_SELF)
+	for i := 0; i < n; i++ {
+		pid, err := syscall.ForkExec(sh, []string{"sh", "-c", "true"}, &syscall.ProcAttr{Env: env, Files: fds, Sys: &syscall.SysProcAttr{Setpgid: true}})
+		if err != nil {
+			fmt.Println("error:", err)
+			return 1
+		}
+		var ws unix.WaitStatus
+		for {
+			_, err = unix.Wait4(pid, &ws, 0, nil)
+			if err != unix.EINTR {
+				break
+			}
+		}
+		if err != nil || ws.ExitStatus() != 0 {
+			fmt.Println("error: sh:", err, ws.ExitStatus())
+			return 1
+		}
+	}
+	fmt.Printf("children %d own %d\n", rusage(unix.RUSAGE_CHILDREN)-c0, rusage(unix.RUSAGE_SELF)-s0)
+	return 0
+}
+
+// BenchmarkSupervisorCall is one `sh -c true` through a running job
+// supervisor (Jail.Run), split by process: the job's cgroup's CPU per
+// call (the supervisor and the command), the supervisor's own (the sum
+// of its threads' run time, /proc/<pid>/task/*/schedstat), its context
+// switches and threads; the command's share is the difference.
+//
+//	sudo go test -run '^$' -bench BenchmarkSupervisorCall -benchtime 1000x ./internal/sandbox
+func BenchmarkSupervisorCall(b *testing.B) {
+	requireLandlockB(b)
+	if os.Geteuid() != 0 {
+		b.Skip("per-job cgroups need root")
+	}
+	dir := b.TempDir()
+	root, tmp := filepath.Join(dir, "root"), filepath.Join(dir, "tmp")
+	_ = os.Mkdir(root, 0o700)
+	_ = os.Mkdir(tmp, 0o700)
+	spec, err := NewSpec(Settings{}, Paths{Root: root, TempDir: tmp}, Host)
+	if err != nil {
+		b.Fatal(err)
+	}
+	jl, err := NewJail(spec)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer jl.Close()
+	env := Env(spec, os.Environ())
+	call := func() {
+		cmd := exec.Command("sh", "-c", "true")
+		cmd.Dir, cmd.Env = root, env
+		ws, err := jl.Run(context.Background(), cmd)
+		if err != nil || ws.ExitStatus() != 0 {
+			b.Fatalf("%v %d", err, ws.ExitStatus())
+		}
+	}
+	for i := 0; i < 5; i++ {
+		call()
+	}
+	pid, why := jl.Supervisor()
+	if pid == 0 {
+		b.Fatalf("no supervisor: %v", why)
+	}
+	job0 := cgroupCPU(jl.Spec())
+	sup0, cs0 := procCPU(pid)
+	self0 := selfCPU()
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		call()
+	}
+	b.StopTimer()
+	sup1, cs1 := procCPU(pid)
+	job := cgroupCPU(jl.Spec()) - job0
+	n := float64(b.N)
+	b.ReportMetric(float64(job)/n, "job-cpu-ns/op")
+	b.ReportMetric(float64(sup1-sup0)/n, "sup-cpu-ns/op")
+	b.ReportMetric(float64(job-(sup1-sup0))/n, "cmd-cpu-ns/op")
+	b.ReportMetric(float64(int64(selfCPU()-self0))/n, "caller-cpu-ns/op")
+	b.ReportMetric(float64(cs1-cs0)/n, "sup-ctxsw/op")
+	tasks, _ := os.ReadDir(fmt.Sprintf("/proc/%d/task", pid))
+	b.ReportMetric(float64(len(tasks)), "sup-threads")
+}
+
+// procCPU is the run time (ns) and context switches of pid's threads.
+func procCPU(pid int) (ns, switches int64) {
+	tasks, _ := os.ReadDir(fmt.Sprintf("/proc/%d/task", pid))
+	for _, t := range tasks {
+		if b, err := os.ReadFile(fmt.Sprintf("/proc/%d/task/%s/schedstat", pid, t.Name())); err == nil {
+			var run int64
+			fmt.Sscan(string(b), &run)
+			ns += run
+		}
+		if b, err := os.ReadFile(fmt.Sprintf("/proc/%d/task/%s/status", pid, t.Name())); err == nil {
+			for _, line := range strings.Split(string(b), "\n") {
+				if v, ok := strings.CutPrefix(line, "voluntary_ctxt_switches:"); ok {
+					k, _ := strconv.ParseInt(strings.TrimSpace(v), 10, 64)
+					switches += k
+				}
+				if v, ok := strings.CutPrefix(line, "nonvoluntary_ctxt_switches:"); ok {
+					k, _ := strconv.ParseInt(strings.TrimSpace(v), 10, 64)
+					switches += k
+				}
+			}
+		}
+	}
+	return ns, switches
+}
+
+// cgroupCPU is the CPU (ns) of the job's cgroup, 0 where unreadable.
+func cgroupCPU(spec Spec) int64 {
+	for _, d := range spec.CgroupsV1 {
+		if b, err := os.ReadFile(filepath.Join(d, "cpuacct.usage")); err == nil {
+			n, _ := strconv.ParseInt(strings.TrimSpace(string(b)), 10, 64)
+			return n
+		}
+	}
+	if b, err := os.ReadFile(filepath.Join(spec.Cgroup, "cpu.stat")); err == nil {
+		for _, line := range strings.Split(string(b), "\n") {
+			if v, ok := strings.CutPrefix(line, "usage_usec "); ok {
+				n, _ := strconv.ParseInt(v, 10, 64)
+				return n * 1000
+			}
+		}
+	}
+	return 0
+}
