@@ -85,6 +85,8 @@ var kvStore struct {
 func kvSchedules(st *estore.Store, log logrus.FieldLogger) *schedule.File {
 	kvStore.once.Do(func() {
 		kvStore.s = schedule.NewKV(st)
+		kv := kvStore.s
+		st.ServeScheduleCounts(func(ctx context.Context) (any, error) { return kv.Counts(ctx) }) // odek queue stats --store
 		importScheduleFile(context.Background(), kvStore.s, log)
 	})
 	return kvStore.s

@@ -908,8 +908,8 @@ func migrateQueue(ctx context.Context, qf *queueFlags, jsonOut bool, stdout io.W
 // cannot be counted (the stats still print).
 func (c *queueCLI) scheduleCounts(ctx context.Context) *schedule.Counts {
 	if c.admin != nil { // a running bot's store: asked through its socket
-		n, err := c.admin.ScheduleCounts(ctx)
-		if err != nil {
+		var n schedule.Counts
+		if err := c.admin.ScheduleCounts(ctx, &n); err != nil {
 			return nil
 		}
 		return &n

@@ -44,6 +44,7 @@ import (
 	"runtime"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	bolt "go.etcd.io/bbolt"
@@ -55,10 +56,12 @@ import (
 // Store is the embedded store. Open it once per process; Close it.
 type Store struct {
 	*queue.Memory
-	j    *journal
-	path string
-	db   *bolt.DB
-	lock *os.File
+	// scheduleCounts is ServeScheduleCounts's counter (adminwrite.go).
+	scheduleCounts atomic.Value
+	j              *journal
+	path           string
+	db             *bolt.DB
+	lock           *os.File
 	// stopAdmin stops the admin socket's server (ServeAdmin); nil: none.
 	stopAdmin func()
 	bs        budgetState // budgets.go
