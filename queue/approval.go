@@ -165,6 +165,16 @@ func (m *Memory) ReadApprovals(ctx context.Context, consumer string, max int, bl
 	})
 }
 
+// openApprovalLocked is the question id while it can still be answered
+// (asked, not settled, before its deadline), else nil; m.mu is held.
+func (m *Memory) openApprovalLocked(id string) *memApproval {
+	p := m.approvalsLocked()[id]
+	if p == nil || p.settled || !m.o.Now().Before(p.a.Deadline) {
+		return nil
+	}
+	return p
+}
+
 // Answer implements Approvals.
 func (m *Memory) Answer(ctx context.Context, id string, allow bool) error {
 	if err := ctx.Err(); err != nil {
@@ -172,8 +182,8 @@ func (m *Memory) Answer(ctx context.Context, id string, allow bool) error {
 	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	p := m.approvalsLocked()[id]
-	if p == nil || p.settled || !m.o.Now().Before(p.a.Deadline) {
+	p := m.openApprovalLocked(id)
+	if p == nil {
 		return ErrNotFound
 	}
 	p.settled = true

@@ -125,8 +125,8 @@ func (m *Memory) PendingApproval(ctx context.Context, id string) (Approval, erro
 	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	p := m.approvalsLocked()[id]
-	if p == nil || p.settled || !m.o.Now().Before(p.a.Deadline) {
+	p := m.openApprovalLocked(id)
+	if p == nil {
 		return Approval{}, ErrNotFound
 	}
 	return p.a, nil
@@ -139,8 +139,8 @@ func (m *Memory) AddApprovalPrompt(ctx context.Context, id string, pr ApprovalPr
 	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	p := m.approvalsLocked()[id]
-	if p == nil || p.settled || !m.o.Now().Before(p.a.Deadline) {
+	p := m.openApprovalLocked(id)
+	if p == nil {
 		return ErrNotFound
 	}
 	if len(p.prompts) < MaxApprovalPrompts {

@@ -95,29 +95,23 @@ type Caps struct {
 // IsZero reports whether no cap is set.
 func (c Caps) IsZero() bool { return c == Caps{} }
 
+// pick is o's cap over a: a when o leaves it unset (0), none when o
+// removes it (negative), else o.
+func pick[T int64 | float64](a, o T) T {
+	switch {
+	case o < 0:
+		return 0
+	case o > 0:
+		return o
+	}
+	return a
+}
+
 // Over returns c with every field o sets (non-zero) taken from o; a
 // negative field of o removes the cap.
 func (c Caps) Over(o Caps) Caps {
-	pick := func(a, b int64) int64 {
-		switch {
-		case b < 0:
-			return 0
-		case b > 0:
-			return b
-		}
-		return a
-	}
-	pickF := func(a, b float64) float64 {
-		switch {
-		case b < 0:
-			return 0
-		case b > 0:
-			return b
-		}
-		return a
-	}
 	return Caps{DayTokens: pick(c.DayTokens, o.DayTokens), MonthTokens: pick(c.MonthTokens, o.MonthTokens),
-		DayUSD: pickF(c.DayUSD, o.DayUSD), MonthUSD: pickF(c.MonthUSD, o.MonthUSD)}
+		DayUSD: pick(c.DayUSD, o.DayUSD), MonthUSD: pick(c.MonthUSD, o.MonthUSD)}
 }
 
 // limit names, in the order the stores check them.
