@@ -34,7 +34,7 @@ func encodeSpans(spans []sdktrace.ReadOnlySpan) []byte {
 		scopes []*scopeGroup
 	}
 	var groups []*resGroup
-	for _, s := range spans {
+	for i, s := range spans {
 		var rg *resGroup
 		for _, g := range groups {
 			if g.res == s.Resource() || g.res.Equal(s.Resource()) {
@@ -56,42 +56,50 @@ func encodeSpans(spans []sdktrace.ReadOnlySpan) []byte {
 			}
 		}
 		if sg == nil {
-			sg = &scopeGroup{scope: sc}
+			sg = &scopeGroup{scope: sc, spans: make([]sdktrace.ReadOnlySpan, 0, len(spans)-i)} // one group, usually
+
 			rg.scopes = append(rg.scopes, sg)
 		}
 		sg.spans = append(sg.spans, s)
 	}
 
-	var out, rs, ss, buf []byte
+	// One buffer, each nested message written in place behind a length
+	// placeholder (beginMessage/endMessage): no per-message slices.
+	out := make([]byte, 0, 64+320*len(spans))
 	for _, g := range groups {
-		rs = rs[:0]
+		var rs int
+		out, rs = beginMessage(out, 1) // ExportTraceServiceRequest.resource_spans
 		if g.res != nil {
-			buf = buf[:0]
+			var r int
+			out, r = beginMessage(out, 1) // ResourceSpans.resource
 			for _, kv := range g.res.Attributes() {
-				buf = appendKeyValue(buf, 1, kv)
+				out = appendKeyValue(out, 1, kv)
 			}
-			rs = appendMessage(rs, 1, buf) // ResourceSpans.resource
+			out = endMessage(out, r)
 		}
 		for _, sg := range g.scopes {
-			ss = ss[:0]
-			buf = buf[:0] // InstrumentationScope
-			buf = appendString(buf, 1, sg.scope.Name)
-			buf = appendString(buf, 2, sg.scope.Version)
+			var ss, sc int
+			out, ss = beginMessage(out, 2) // ResourceSpans.scope_spans
+			out, sc = beginMessage(out, 1) // ScopeSpans.scope
+			out = appendString(out, 1, sg.scope.Name)
+			out = appendString(out, 2, sg.scope.Version)
 			for _, kv := range sg.scope.Attributes.ToSlice() {
-				buf = appendKeyValue(buf, 3, kv)
+				out = appendKeyValue(out, 3, kv)
 			}
-			ss = appendMessage(ss, 1, buf) // ScopeSpans.scope
+			out = endMessage(out, sc)
 			for _, s := range sg.spans {
-				buf = appendSpan(buf[:0], s)
-				ss = appendMessage(ss, 2, buf) // ScopeSpans.spans
+				var sp int
+				out, sp = beginMessage(out, 2) // ScopeSpans.spans
+				out = appendSpan(out, s)
+				out = endMessage(out, sp)
 			}
-			ss = appendString(ss, 3, sg.scope.SchemaURL)
-			rs = appendMessage(rs, 2, ss) // ResourceSpans.scope_spans
+			out = appendString(out, 3, sg.scope.SchemaURL)
+			out = endMessage(out, ss)
 		}
 		if g.res != nil {
-			rs = appendString(rs, 3, g.res.SchemaURL())
+			out = appendString(out, 3, g.res.SchemaURL())
 		}
-		out = appendMessage(out, 1, rs) // ExportTraceServiceRequest.resource_spans
+		out = endMessage(out, rs)
 	}
 	return out
 }
@@ -128,46 +136,46 @@ func appendSpan(b []byte, s sdktrace.ReadOnlySpan) []byte {
 		b = appendKeyValue(b, 9, kv)
 	}
 	b = appendUint(b, 10, uint64(s.DroppedAttributes()))
-	var buf []byte
+	var m int
 	for _, e := range s.Events() {
-		buf = buf[:0]
-		buf = appendTime(buf, 1, e.Time.UnixNano())
-		buf = appendString(buf, 2, e.Name)
+		b, m = beginMessage(b, 11)
+		b = appendTime(b, 1, e.Time.UnixNano())
+		b = appendString(b, 2, e.Name)
 		for _, kv := range e.Attributes {
-			buf = appendKeyValue(buf, 3, kv)
+			b = appendKeyValue(b, 3, kv)
 		}
-		buf = appendUint(buf, 4, uint64(e.DroppedAttributeCount))
-		b = appendMessage(b, 11, buf)
+		b = appendUint(b, 4, uint64(e.DroppedAttributeCount))
+		b = endMessage(b, m)
 	}
 	b = appendUint(b, 12, uint64(s.DroppedEvents()))
 	for _, l := range s.Links() {
-		buf = buf[:0]
+		b, m = beginMessage(b, 13)
 		ltid, lsid := l.SpanContext.TraceID(), l.SpanContext.SpanID()
-		buf = appendBytesField(buf, 1, ltid[:])
-		buf = appendBytesField(buf, 2, lsid[:])
-		buf = appendString(buf, 3, l.SpanContext.TraceState().String())
+		b = appendBytesField(b, 1, ltid[:])
+		b = appendBytesField(b, 2, lsid[:])
+		b = appendString(b, 3, l.SpanContext.TraceState().String())
 		for _, kv := range l.Attributes {
-			buf = appendKeyValue(buf, 4, kv)
+			b = appendKeyValue(b, 4, kv)
 		}
-		buf = appendUint(buf, 5, uint64(l.DroppedAttributeCount))
+		b = appendUint(b, 5, uint64(l.DroppedAttributeCount))
 		lflags := uint32(l.SpanContext.TraceFlags()) | flagHasIsRemote
 		if l.SpanContext.IsRemote() {
 			lflags |= flagIsRemote
 		}
-		buf = appendTag(buf, 6, wireFixed32)
-		buf = binary.LittleEndian.AppendUint32(buf, lflags)
-		b = appendMessage(b, 13, buf)
+		b = appendTag(b, 6, wireFixed32)
+		b = binary.LittleEndian.AppendUint32(b, lflags)
+		b = endMessage(b, m)
 	}
 	b = appendUint(b, 14, uint64(s.DroppedLinks()))
 	if st := s.Status(); st.Code != codes.Unset {
-		buf = buf[:0]
-		buf = appendString(buf, 2, st.Description)
+		b, m = beginMessage(b, 15)
+		b = appendString(b, 2, st.Description)
 		code := uint64(1) // STATUS_CODE_OK
 		if st.Code == codes.Error {
 			code = 2 // STATUS_CODE_ERROR (the otel API numbers the two the other way round)
 		}
-		buf = appendUint(buf, 3, code)
-		b = appendMessage(b, 15, buf)
+		b = appendUint(b, 3, code)
+		b = endMessage(b, m)
 	}
 	b = appendTag(b, 16, wireFixed32)
 	return binary.LittleEndian.AppendUint32(b, flags)
@@ -175,10 +183,13 @@ func appendSpan(b []byte, s sdktrace.ReadOnlySpan) []byte {
 
 // appendKeyValue appends kv as a KeyValue message in field num.
 func appendKeyValue(b []byte, num fieldNum, kv attribute.KeyValue) []byte {
-	var body []byte
-	body = appendString(body, 1, string(kv.Key))
-	body = appendMessage(body, 2, appendAnyValue(nil, kv.Value))
-	return appendMessage(b, num, body)
+	b, m := beginMessage(b, num)
+	b = appendString(b, 1, string(kv.Key))
+	var v int
+	b, v = beginMessage(b, 2)
+	b = appendAnyValue(b, kv.Value)
+	b = endMessage(b, v)
+	return endMessage(b, m)
 }
 
 // appendAnyValue appends the fields of an AnyValue message for v.
@@ -210,18 +221,40 @@ func appendAnyValue(b []byte, v attribute.Value) []byte {
 	case attribute.SLICE:
 		return appendArray(b, v.AsSlice(), func(x attribute.Value) attribute.Value { return x })
 	case attribute.MAP:
-		var kvs []byte
+		b, m := beginMessage(b, 6)
 		for _, kv := range v.AsMap() {
-			kvs = appendKeyValue(kvs, 1, kv)
+			b = appendKeyValue(b, 1, kv)
 		}
-		return appendMessage(b, 6, kvs)
+		return endMessage(b, m)
 	}
 	return b // EMPTY: an AnyValue with no value set
 }
 
-func appendMessage(b []byte, num fieldNum, body []byte) []byte {
+// beginMessage appends the tag of a length-delimited field num and a
+// one-byte length placeholder, and returns where the message's body
+// starts; endMessage then writes the length. Nested messages are thus
+// encoded in place, in one buffer.
+func beginMessage(b []byte, num fieldNum) ([]byte, int) {
 	b = appendTag(b, num, wireBytes)
-	return appendLenBytes(b, body)
+	b = append(b, 0)
+	return b, len(b)
+}
+
+// endMessage fills in the length of the message begun at start (the
+// body is b[start:]), moving the body up when its length needs more than
+// the placeholder's byte.
+func endMessage(b []byte, start int) []byte {
+	n := len(b) - start
+	if n < 0x80 {
+		b[start-1] = byte(n)
+		return b
+	}
+	var l [binary.MaxVarintLen64]byte
+	k := binary.PutUvarint(l[:], uint64(n))
+	b = append(b, l[:k-1]...) // room for the extra length bytes
+	copy(b[start+k-1:], b[start:start+n])
+	copy(b[start-1:], l[:k])
+	return b
 }
 
 // appendString appends a string field, leaving out the default "" as
@@ -289,9 +322,12 @@ func boolVarint(v bool) uint64 {
 // appendArray appends xs as an AnyValue's array_value (field 5): an
 // ArrayValue whose values (field 1) are each x as an AnyValue.
 func appendArray[T any](b []byte, xs []T, value func(T) attribute.Value) []byte {
-	var arr []byte
+	b, arr := beginMessage(b, 5)
 	for _, x := range xs {
-		arr = appendMessage(arr, 1, appendAnyValue(nil, value(x)))
+		var m int
+		b, m = beginMessage(b, 1)
+		b = appendAnyValue(b, value(x))
+		b = endMessage(b, m)
 	}
-	return appendMessage(b, 5, arr)
+	return endMessage(b, arr)
 }
