@@ -5,6 +5,8 @@ import (
 	"time"
 
 	"github.com/odekrun/odek/events"
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/codes"
 	"go.opentelemetry.io/otel/trace"
 )
 
@@ -90,34 +92,43 @@ type ChatCall struct {
 }
 
 // EndChat ends a model call's span (StartChat) with what the call
-// reported; err (with class, see Span.Fail) marks it failed.
+// reported; err (with class, see Span.Fail) marks it failed. The
+// attributes reach the SDK in one call.
 func (s Span) EndChat(c ChatCall, class string, err error) {
 	if s.s == nil {
 		return
 	}
-	end := time.Now()
 	if s.s.IsRecording() {
+		b := getAttrs()
 		if c.ResponseModel != "" {
-			s.String(KeyResponseModel, c.ResponseModel)
+			b.add(attribute.String(KeyResponseModel, clipText(c.ResponseModel, s.p.maxAttr)))
 		}
-		s.Usage(c.Input, c.Output, c.Cached)
+		b.usage(c.Input, c.Output, c.Cached)
 		if c.TTFT > 0 {
-			s.Float(KeyTTFT, c.TTFT.Seconds())
+			b.add(attribute.Float64(KeyTTFT, c.TTFT.Seconds()))
 			if c.Took >= c.TTFT {
-				s.Event("gen_ai.first_chunk", end.Add(-c.Took+c.TTFT))
+				s.Event("gen_ai.first_chunk", time.Now().Add(-c.Took+c.TTFT))
 			}
 		}
 		if c.Attempts > 1 {
-			s.Int("odek.llm.attempts", int64(c.Attempts))
+			b.add(attribute.Int("odek.llm.attempts", c.Attempts))
 		}
 		if c.FinishReason != "" {
-			s.s.SetAttributes(finishReasons(c.FinishReason))
+			b.add(s.p.finishReasons(c.FinishReason))
 		}
-		if err != nil || class != "" {
-			s.Fail(class, err)
+		failed := err != nil || class != ""
+		var msg string
+		if failed {
+			var kv attribute.KeyValue
+			kv, msg = s.failure(class, err)
+			b.add(kv)
+		}
+		s.set(b)
+		if failed {
+			s.s.SetStatus(codes.Error, msg)
 		}
 	}
-	s.s.End(trace.WithTimestamp(end))
+	s.s.End()
 }
 
 // StartLinked starts an internal span named name under ctx's span with a

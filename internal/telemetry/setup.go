@@ -3,6 +3,7 @@ package telemetry
 import (
 	"context"
 	"fmt"
+	"sync"
 	"sync/atomic"
 
 	"go.opentelemetry.io/otel"
@@ -41,6 +42,10 @@ type Provider struct {
 	maxAttr int
 	capture bool
 	red     Redactor
+
+	namesMu sync.Mutex
+	names   map[nameKey]string            // span names (name), bounded
+	reasons map[string]attribute.KeyValue // finish reasons (finishReasons), bounded
 }
 
 // active is the provider the helpers use; nil means off.

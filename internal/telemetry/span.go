@@ -2,6 +2,7 @@ package telemetry
 
 import (
 	"context"
+	"sync"
 	"time"
 	"unicode/utf8"
 
@@ -90,6 +91,13 @@ func (s Span) Fail(class string, err error) {
 	if s.s == nil || (err == nil && class == "") {
 		return
 	}
+	kv, msg := s.failure(class, err)
+	s.s.SetAttributes(kv)
+	s.s.SetStatus(codes.Error, msg)
+}
+
+// failure is Fail's error.type attribute and status message.
+func (s Span) failure(class string, err error) (attribute.KeyValue, string) {
 	if class == "" {
 		class = "error"
 	}
@@ -97,8 +105,7 @@ func (s Span) Fail(class string, err error) {
 	if err != nil {
 		msg = clipText(err.Error(), s.p.maxAttr)
 	}
-	s.s.SetAttributes(attribute.String(KeyErrorType, clipText(class, 128)))
-	s.s.SetStatus(codes.Error, msg)
+	return attribute.String(KeyErrorType, clipText(class, 128)), msg
 }
 
 // String sets a string attribute, clipped to the configured size.
@@ -127,15 +134,9 @@ func (s Span) Usage(input, output, cached int) {
 	if s.s == nil {
 		return
 	}
-	if input > 0 {
-		s.s.SetAttributes(attribute.Int(KeyInputTokens, input))
-	}
-	if output > 0 {
-		s.s.SetAttributes(attribute.Int(KeyOutputTokens, output))
-	}
-	if cached > 0 {
-		s.s.SetAttributes(attribute.Int(KeyCachedTokens, cached))
-	}
+	b := getAttrs()
+	b.usage(input, output, cached)
+	s.set(b)
 }
 
 // Capturing reports whether Content would record anything: guard the
@@ -220,18 +221,31 @@ func StartMCP(ctx context.Context, server, method, tool string) (context.Context
 	if p == nil {
 		return ctx, Span{}
 	}
-	ctx, s := p.start(ctx, method+" "+server, trace.SpanKindClient, time.Time{})
-	s.s.SetAttributes(attribute.String("mcp.method.name", clipText(method, 128)), attribute.String("odek.mcp.server", clipText(server, 128)))
+	ctx, s := p.start(ctx, p.name(method, server), trace.SpanKindClient, time.Time{})
+	b := getAttrs()
+	b.add(attribute.String("mcp.method.name", clipText(method, 128)))
+	b.add(attribute.String("odek.mcp.server", clipText(server, 128)))
 	if tool != "" {
-		s.s.SetAttributes(attribute.String(KeyToolName, clipText(tool, 256)))
+		b.add(attribute.String(KeyToolName, clipText(tool, 256)))
 	}
+	s.set(b)
 	return ctx, s
 }
 
+// kindOpts are the start options of each span kind, built once: an option
+// made per start boxes the kind and escapes its slice, two allocations a
+// span (docs/BENCHMARKS.md, tracing on, round 3).
+var kindOpts = func() (o [trace.SpanKindConsumer + 1][]trace.SpanStartOption) {
+	for k := range o {
+		o[k] = []trace.SpanStartOption{trace.WithSpanKind(trace.SpanKind(k))}
+	}
+	return o
+}()
+
 func (p *Provider) start(ctx context.Context, name string, kind trace.SpanKind, at time.Time) (context.Context, Span) {
-	opts := []trace.SpanStartOption{trace.WithSpanKind(kind)}
-	if !at.IsZero() {
-		opts = append(opts, trace.WithTimestamp(at))
+	opts := kindOpts[trace.ValidateSpanKind(kind)]
+	if !at.IsZero() { // a span rebuilt from events (EventSpans), off the loop's path
+		opts = []trace.SpanStartOption{opts[0], trace.WithTimestamp(at)}
 	}
 	ctx, s := p.tracer.Start(ctx, clipText(name, 256), opts...)
 	return ctx, Span{s: s, p: p}
@@ -239,36 +253,139 @@ func (p *Provider) start(ctx context.Context, name string, kind trace.SpanKind, 
 
 func (p *Provider) startAgent(ctx context.Context, runID, conv, model string, at time.Time) (context.Context, Span) {
 	ctx, s := p.start(ctx, "invoke_agent odek", trace.SpanKindInternal, at)
-	s.s.SetAttributes(attribute.String(KeyOperation, OpInvokeAgent), attribute.String(KeyAgentName, "odek"))
+	b := getAttrs()
+	b.add(attribute.String(KeyOperation, OpInvokeAgent))
+	b.add(attribute.String(KeyAgentName, "odek"))
 	if runID != "" {
-		s.s.SetAttributes(attribute.String(KeyRunID, clipText(runID, 256)))
+		b.add(attribute.String(KeyRunID, clipText(runID, 256)))
 	}
 	if conv != "" {
-		s.s.SetAttributes(attribute.String(KeyConversationID, clipText(conv, 256)))
+		b.add(attribute.String(KeyConversationID, clipText(conv, 256)))
 	}
 	if model != "" {
-		s.s.SetAttributes(attribute.String(KeyRequestModel, clipText(model, 256)))
+		b.add(attribute.String(KeyRequestModel, clipText(model, 256)))
 	}
+	s.set(b)
 	return ctx, s
 }
 
 func (p *Provider) startChat(ctx context.Context, model, provider string, at time.Time) (context.Context, Span) {
-	ctx, s := p.start(ctx, "chat "+model, trace.SpanKindClient, at)
-	s.s.SetAttributes(attribute.String(KeyOperation, OpChat), attribute.String(KeyRequestModel, clipText(model, 256)))
+	ctx, s := p.start(ctx, p.name(OpChat, model), trace.SpanKindClient, at)
+	b := getAttrs()
+	b.add(attribute.String(KeyOperation, OpChat))
+	b.add(attribute.String(KeyRequestModel, clipText(model, 256)))
 	if provider != "" {
-		s.s.SetAttributes(attribute.String(KeyProvider, clipText(provider, 128)))
+		b.add(attribute.String(KeyProvider, clipText(provider, 128)))
 	}
+	s.set(b)
 	return ctx, s
 }
 
 func (p *Provider) startTool(ctx context.Context, tool, callID string, at time.Time) (context.Context, Span) {
-	ctx, s := p.start(ctx, "execute_tool "+tool, trace.SpanKindInternal, at)
-	s.s.SetAttributes(attribute.String(KeyOperation, OpExecuteTool), attribute.String(KeyToolName, clipText(tool, 256)),
-		attribute.String(KeyToolType, "function"))
+	ctx, s := p.start(ctx, p.name(OpExecuteTool, tool), trace.SpanKindInternal, at)
+	b := getAttrs()
+	b.add(attribute.String(KeyOperation, OpExecuteTool))
+	b.add(attribute.String(KeyToolName, clipText(tool, 256)))
+	b.add(attribute.String(KeyToolType, "function"))
 	if callID != "" {
-		s.s.SetAttributes(attribute.String(KeyToolCallID, clipText(callID, 256)))
+		b.add(attribute.String(KeyToolCallID, clipText(callID, 256)))
 	}
+	s.set(b)
 	return ctx, s
+}
+
+// attrs gathers a span's attributes so that the SDK gets them in one
+// SetAttributes call: it then grows the span's slice once, where one call
+// per attribute grows it step by step and boxes each argument slice. The
+// SDK copies what it is given, so the buffer goes back to attrPool after
+// the call.
+type attrs struct {
+	kv [16]attribute.KeyValue
+	n  int
+}
+
+var attrPool = sync.Pool{New: func() any { return new(attrs) }}
+
+func getAttrs() *attrs { return attrPool.Get().(*attrs) }
+
+func (b *attrs) add(kv attribute.KeyValue) {
+	if b.n < len(b.kv) {
+		b.kv[b.n] = kv
+		b.n++
+	}
+}
+
+func (b *attrs) usage(input, output, cached int) {
+	if input > 0 {
+		b.add(attribute.Int(KeyInputTokens, input))
+	}
+	if output > 0 {
+		b.add(attribute.Int(KeyOutputTokens, output))
+	}
+	if cached > 0 {
+		b.add(attribute.Int(KeyCachedTokens, cached))
+	}
+}
+
+// set hands b's attributes to the span in one call and recycles b.
+func (s Span) set(b *attrs) {
+	if b.n > 0 {
+		s.s.SetAttributes(b.kv[:b.n]...)
+	}
+	clear(b.kv[:b.n]) // keep no string alive in the pool
+	b.n = 0
+	attrPool.Put(b)
+}
+
+// maxNames bounds Provider.names: span names come from configuration (a
+// model, the tools, the MCP servers), a few dozen, but an unbounded cache
+// keyed by them would be a leak waiting for a caller that varies them.
+const maxNames = 512
+
+type nameKey struct{ op, name string }
+
+// name returns op+" "+name ("chat gpt-4o", "execute_tool shell"), built
+// once per pair: the loop names a span per model call and per tool call,
+// each a concatenation that allocates.
+func (p *Provider) name(op, name string) string {
+	k := nameKey{op, name}
+	p.namesMu.Lock()
+	n, ok := p.names[k]
+	p.namesMu.Unlock()
+	if ok {
+		return n
+	}
+	n = op + " " + name
+	p.namesMu.Lock()
+	if len(p.names) < maxNames {
+		if p.names == nil {
+			p.names = map[nameKey]string{}
+		}
+		p.names[k] = n
+	}
+	p.namesMu.Unlock()
+	return n
+}
+
+// finishReasons is gen_ai.response.finish_reasons for one choice; the
+// attribute (a string slice, two allocations) is built once per reason.
+func (p *Provider) finishReasons(r string) attribute.KeyValue {
+	p.namesMu.Lock()
+	kv, ok := p.reasons[r]
+	p.namesMu.Unlock()
+	if ok {
+		return kv
+	}
+	kv = attribute.StringSlice("gen_ai.response.finish_reasons", []string{clipText(r, 64)})
+	p.namesMu.Lock()
+	if len(p.reasons) < maxNames/8 {
+		if p.reasons == nil {
+			p.reasons = map[string]attribute.KeyValue{}
+		}
+		p.reasons[r] = kv
+	}
+	p.namesMu.Unlock()
+	return kv
 }
 
 // clipText cuts s to at most max bytes on a UTF-8 boundary.
@@ -288,9 +405,4 @@ func orDefaultDur(v, d time.Duration) time.Duration {
 		return d
 	}
 	return v
-}
-
-// finishReasons is gen_ai.response.finish_reasons for one choice.
-func finishReasons(r string) attribute.KeyValue {
-	return attribute.StringSlice("gen_ai.response.finish_reasons", []string{clipText(r, 64)})
 }
