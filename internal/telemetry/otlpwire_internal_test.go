@@ -35,9 +35,9 @@ func TestInPlaceMessageLengths(t *testing.T) {
 type keep struct{ spans []sdktrace.ReadOnlySpan }
 
 func (k *keep) OnStart(context.Context, sdktrace.ReadWriteSpan) {}
-func (k *keep) OnEnd(s sdktrace.ReadOnlySpan)                  { k.spans = append(k.spans, s) }
-func (k *keep) Shutdown(context.Context) error                 { return nil }
-func (k *keep) ForceFlush(context.Context) error               { return nil }
+func (k *keep) OnEnd(s sdktrace.ReadOnlySpan)                   { k.spans = append(k.spans, s) }
+func (k *keep) Shutdown(context.Context) error                  { return nil }
+func (k *keep) ForceFlush(context.Context) error                { return nil }
 
 func batchOfSpans(tb testing.TB, n int) []sdktrace.ReadOnlySpan {
 	k := &keep{}
