@@ -105,5 +105,7 @@ func (rt *Runtime) subagentHook(ctx context.Context, ev subagent.TaskEvent) stri
 // themselves (`odek subagent`).
 func (rt *Runtime) RunAgent(ctx context.Context, acfg agent.Config, goal string) (*agent.Result, error) {
 	rt.lifecycle(&acfg)
-	return agent.Run(rt.Context(ctx), acfg, goal) // the run's span (trace.go)
+	res, err := agent.Run(rt.Context(ctx), acfg, goal) // the run's span (trace.go)
+	rt.runDone(acfg, res, err)
+	return res, err
 }

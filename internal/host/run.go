@@ -335,7 +335,10 @@ func (h *Host) Prepare(ctx context.Context, spec RunSpec) (*Runtime, error) {
 			o.RunID = session.NewID()
 		}
 		ctx, span = startAgentSpan(ctx, o.RunID, o.SessionID, o.Config.Model)
-		o.EventSink, o.traced = telemetry.RunSink(span, o.EventSink), true
+		// The run's outcome goes on its span from its result (RunAgent),
+		// so the front end's sink stays nil when it has nothing else to
+		// write events to, and the loop then builds none.
+		o.EventSink, o.traced = telemetry.RunSink(span, telemetry.InPlace(o.EventSink)), true
 	}
 	rt, err := Build(ctx, o)
 	if err != nil {

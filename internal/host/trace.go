@@ -9,8 +9,9 @@ import (
 )
 
 // Tracing a run in place (issue 24, docs/OBSERVABILITY.md). Prepare opens
-// the run's "invoke_agent odek" span and hands the run's events to
-// telemetry.RunSink; Build wraps the model and every tool so that each
+// the run's "invoke_agent odek" span and hands the run's events, if its
+// front end writes them anywhere, to telemetry.RunSink; RunAgent puts the
+// run's outcome on the span; Build wraps the model and every tool so that each
 // model call and each tool call is a span of its own, started where the
 // call happens: the tool's span is in the context the tool runs with, so
 // a shell command's TRACEPARENT, an MCP request's _meta and headers and a
@@ -125,6 +126,22 @@ func (t tracedTool) Run(ctx context.Context, args json.RawMessage) (agent.ToolRe
 // the run goes on with; the zero Span while tracing is off.
 func startAgentSpan(ctx context.Context, runID, sessionID, model string) (context.Context, telemetry.Span) {
 	return telemetry.StartAgent(ctx, runID, sessionID, model)
+}
+
+// runDone puts the run's outcome on its span (telemetry.Span.RunDone):
+// the token totals, or the failure's class.
+func (r *Runtime) runDone(acfg agent.Config, res *agent.Result, err error) {
+	if !r.span.Recording() || res == nil {
+		return
+	}
+	class, conv := "", ""
+	if err != nil {
+		class = agent.ErrorClass(err)
+	}
+	if acfg.SessionID != r.Agent.SessionID { // set by the caller after Prepare
+		conv = acfg.SessionID
+	}
+	r.span.RunDone(res.Usage.PromptTokens, res.Usage.CompletionTokens, res.Usage.CachedTokens, conv, class)
 }
 
 // Context returns ctx carrying the run's span, the context agent.Run must

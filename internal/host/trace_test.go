@@ -87,6 +87,9 @@ func TestRunIsTracedInPlace(t *testing.T) {
 	if v, _ := telemetrytest.Attr(tool, telemetry.KeyToolCallID); v != "c1" {
 		t.Errorf("tool call id = %v", v)
 	}
+	if v, _ := telemetrytest.Attr(ag, telemetry.KeyInputTokens); v != int64(oc.Usage.PromptTokens) || v == int64(0) {
+		t.Errorf("agent span input tokens = %v, want the run's %d", v, oc.Usage.PromptTokens)
+	}
 	last := chats[0]
 	if chats[1].GetStartTimeUnixNano() > last.GetStartTimeUnixNano() {
 		last = chats[1]
@@ -124,6 +127,79 @@ func TestRunIsTracedInPlace(t *testing.T) {
 				t.Errorf("span %s carries the prompt in %s with capture off", s.GetName(), a.GetKey())
 			}
 		}
+	}
+}
+
+// A traced run whose front end writes its events nowhere (`odek run
+// --quiet`, which hands over only EventSpans over a nil sink) gets no
+// event sink, so the loop builds no event; the run's span takes its
+// outcome from the run's result: the token totals, or the failure's
+// class with status Error.
+func TestTracedRunWithoutSinkBuildsNoEvents(t *testing.T) {
+	rcv := telemetrytest.NewReceiver(t)
+	p, err := telemetry.Setup(context.Background(), telemetry.Config{Enabled: true, Endpoint: rcv.Endpoint()}, telemetry.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Shutdown(context.Background())
+	for _, fail := range []bool{false, true} {
+		t.Run(map[bool]string{false: "completed", true: "failed"}[fail], func(t *testing.T) {
+			turns := []llmtest.Turn{
+				llmtest.CallTools(llmtest.Call{ID: "c1", Name: "shell", Arguments: `{"command":"true"}`}),
+				{Content: "done", Usage: &llm.Usage{PromptTokens: 100, CompletionTokens: 5, CachedTokens: 60}},
+			}
+			if fail {
+				turns[1] = llmtest.Turn{Status: 400, ErrorMessage: "no such model"}
+			}
+			srv := llmtest.New(t, turns...)
+			cfg := load(t, `{"model":"m1","base_url":"`+srv.URL+`","api_key":"k","dangerous":{"non_interactive":"allow"}}`, "")
+			h, err := New(context.Background(), cfg, HostOptions{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer h.Close()
+			ctx := context.Background()
+			rt, err := h.Prepare(ctx, RunSpec{Goal: "g", WorkDir: t.TempDir(), Sink: telemetry.EventSpans(ctx, nil), Signals: func(agent.SignalEvent) {}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if rt.Agent.EventSink != nil {
+				t.Fatalf("event sink %T installed for a run whose events nobody reads", rt.Agent.EventSink)
+			}
+			res, runErr := rt.RunAgent(ctx, rt.Agent, "g")
+			_ = rt.Close()
+			if (runErr != nil) != fail {
+				t.Fatalf("run error %v", runErr)
+			}
+			if err := p.ForceFlush(ctx); err != nil {
+				t.Fatal(err)
+			}
+			var ag *tracepb.Span
+			for _, s := range rcv.Spans() {
+				if s.GetName() == "invoke_agent odek" {
+					if v, _ := telemetrytest.Attr(s, telemetry.KeyRunID); v == res.RunID {
+						ag = s
+					}
+				}
+			}
+			if ag == nil {
+				t.Fatal("no agent span for the run")
+			}
+			in, _ := telemetrytest.Attr(ag, telemetry.KeyInputTokens)
+			class, _ := telemetrytest.Attr(ag, telemetry.KeyErrorType)
+			if !fail {
+				if in != int64(res.Usage.PromptTokens) || in == int64(0) || class != nil || ag.GetStatus().GetCode() == tracepb.Status_STATUS_CODE_ERROR {
+					t.Fatalf("completed run's span: input tokens %v, error.type %v, status %v", in, class, ag.GetStatus())
+				}
+				return
+			}
+			if want := agent.ErrorClass(runErr); class != want || ag.GetStatus().GetCode() != tracepb.Status_STATUS_CODE_ERROR {
+				t.Fatalf("failed run's span: error.type %v (want %s), status %v", class, want, ag.GetStatus())
+			}
+			if strings.Contains(ag.GetStatus().GetMessage(), "no such model") {
+				t.Errorf("the run's error text reached the span: %q", ag.GetStatus().GetMessage())
+			}
+		})
 	}
 }
 

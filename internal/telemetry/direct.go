@@ -23,54 +23,69 @@ func ContextWithSpan(ctx context.Context, s Span) context.Context {
 // RunSink returns the sink for the events of a run traced in place (its
 // agent span started with StartAgent, its model and tool spans where the
 // calls happen): it stamps every event with agent's ids before next sees
-// it, and puts the run's outcome on agent from run_completed (the token
-// totals, cached ones included) or run_failed (Error with its
-// error_class). A stamped event is what tells EventSpans further down not
-// to rebuild spans from it, so a run is never counted twice. With the zero
-// Span it returns next as is.
+// it. A stamped event is what tells EventSpans further down not to rebuild
+// spans from it, so a run is never counted twice. The run's outcome is
+// not read from the events: the caller puts it on agent with RunDone, so
+// that a run whose events nobody else reads needs no sink at all. With a
+// nil next RunSink returns nil (install no sink: the agent loop then
+// builds no event), with the zero Span next as is.
 func RunSink(agent Span, next events.Sink) events.Sink {
-	if agent.s == nil {
+	if agent.s == nil || next == nil {
 		return next
 	}
 	sc := agent.s.SpanContext()
-	return &runSink{agent: agent, next: next, tid: sc.TraceID().String(), sid: sc.SpanID().String()}
+	return &runSink{next: next, tid: sc.TraceID().String(), sid: sc.SpanID().String()}
 }
 
 type runSink struct {
-	agent    Span
 	next     events.Sink
 	tid, sid string
-	conv     bool
 }
 
 func (r *runSink) Write(ev *events.Event) error {
 	if ev.TraceID == "" {
 		ev.TraceID, ev.SpanID = r.tid, r.sid
 	}
-	if ev.SessionID != "" && !r.conv {
-		r.agent.String(KeyConversationID, ev.SessionID)
-		r.conv = true
-	}
-	switch ev.Type {
-	case events.RunStarted:
-		var d events.RunStartedData
-		d.Decode(ev.Data)
-		if d.Model != "" {
-			r.agent.String(KeyRequestModel, d.Model)
-		}
-	case events.RunCompleted:
-		var d events.RunCompletedData
-		d.Decode(ev.Data)
-		r.agent.Usage(d.InputTokens, d.OutputTokens, d.CachedInputTokens)
-	case events.RunFailed:
-		var d events.RunFailedData
-		d.Decode(ev.Data)
-		r.agent.Fail(d.ErrorClass, nil)
-	}
-	if r.next == nil {
-		return nil
-	}
 	return r.next.Write(ev)
+}
+
+// InPlace returns the sink a run traced in place should hand RunSink,
+// given the one its front end built: without EventSpans' layer, which
+// would only pass the run's stamped events on. A front end that traces
+// and writes events nowhere else (`odek run --quiet`) gets nil back, and
+// the run then builds no event at all: building every event (a map each)
+// only for the trace to read its outcome cost a fifth of what tracing
+// added to a model call (docs/BENCHMARKS.md, issue 24).
+func InPlace(sink events.Sink) events.Sink {
+	if e, ok := sink.(*eventSpans); ok {
+		return e.next
+	}
+	return sink
+}
+
+// RunDone puts a finished run's outcome on its agent span (StartAgent),
+// what run_completed or run_failed would say: the token totals (cached
+// ones included) of a run that succeeded, or status Error with error.type
+// = class (agent.ErrorClass of the run's error; the error's text is left
+// out, as the event leaves it out) for one that failed. conv is the run's
+// session id when StartAgent did not know it ("" leaves it).
+func (s Span) RunDone(input, output, cached int, conv, class string) {
+	if s.s == nil || !s.s.IsRecording() {
+		return
+	}
+	b := getAttrs()
+	if conv != "" {
+		b.add(attribute.String(KeyConversationID, clipText(conv, 256)))
+	}
+	if class == "" {
+		b.usage(input, output, cached)
+		s.set(b)
+		return
+	}
+	kv, msg := s.failure(class, nil)
+	b.add(kv)
+	s.set(b)
+	s.s.SetStatus(codes.Error, msg)
 }
 
 // ChatCall is what a model call's span records when it ends (EndChat).
