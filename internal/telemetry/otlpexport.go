@@ -13,8 +13,6 @@ import (
 	"strings"
 	"sync"
 	"time"
-
-	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 )
 
 // exporter sends spans to an OTLP collector over net/http: as
@@ -67,7 +65,7 @@ func newOTLPExporter(cfg Config, timeout time.Duration) (*exporter, error) {
 // ExportSpans sends spans in one request, retrying a collector that is
 // unavailable or overloaded with a growing pause, within the export
 // timeout (the queue bounds the whole export with it too).
-func (e *exporter) ExportSpans(ctx context.Context, spans []sdktrace.ReadOnlySpan) error {
+func (e *exporter) ExportSpans(ctx context.Context, spans []spanData) error {
 	e.mu.Lock()
 	closed := e.closed
 	e.mu.Unlock()

@@ -3,12 +3,14 @@ package telemetry
 import (
 	"encoding/binary"
 	"math"
+	"time"
 
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/codes"
 	"go.opentelemetry.io/otel/sdk/instrumentation"
 	"go.opentelemetry.io/otel/sdk/resource"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+	"go.opentelemetry.io/otel/trace"
 )
 
 // This file encodes finished spans as an OTLP ExportTraceServiceRequest
@@ -22,29 +24,66 @@ import (
 // common/v1/common.proto and resource/v1/resource.proto; the tests decode
 // the output with the generated types to hold them to it.
 
+// spanData is what the encoder reads of a finished span: an SDK span's
+// snapshot (sdktrace.ReadOnlySpan) or one of odek's own (liteSpan).
+type spanData interface {
+	SpanContext() trace.SpanContext
+	Parent() trace.SpanContext
+	Name() string
+	SpanKind() trace.SpanKind
+	StartTime() time.Time
+	EndTime() time.Time
+	Attributes() []attribute.KeyValue
+	DroppedAttributes() int
+	Events() []sdktrace.Event
+	DroppedEvents() int
+	Links() []sdktrace.Link
+	DroppedLinks() int
+	Status() sdktrace.Status
+	Resource() *resource.Resource
+	InstrumentationScope() instrumentation.Scope
+}
+
 // encodeSpans returns the ExportTraceServiceRequest for spans, grouped by
 // resource and then by instrumentation scope, in their order.
-func encodeSpans(spans []sdktrace.ReadOnlySpan) []byte {
+func encodeSpans(spans []spanData) []byte {
 	type scopeGroup struct {
 		scope instrumentation.Scope
-		spans []sdktrace.ReadOnlySpan
+		spans []spanData
 	}
 	type resGroup struct {
 		res    *resource.Resource
 		scopes []*scopeGroup
 	}
 	var groups []*resGroup
+	// Resources seen, by pointer: the SDK's spans and odek's own carry
+	// equal resources behind different pointers, compared once a batch.
+	type seenRes struct {
+		res *resource.Resource
+		g   *resGroup
+	}
+	var seen []seenRes
 	for i, s := range spans {
 		var rg *resGroup
-		for _, g := range groups {
-			if g.res == s.Resource() || g.res.Equal(s.Resource()) {
-				rg = g
+		r := s.Resource()
+		for _, x := range seen {
+			if x.res == r {
+				rg = x.g
 				break
 			}
 		}
 		if rg == nil {
-			rg = &resGroup{res: s.Resource()}
-			groups = append(groups, rg)
+			for _, g := range groups {
+				if g.res.Equal(r) {
+					rg = g
+					break
+				}
+			}
+			if rg == nil {
+				rg = &resGroup{res: r}
+				groups = append(groups, rg)
+			}
+			seen = append(seen, seenRes{r, rg})
 		}
 		sc := s.InstrumentationScope()
 		var sg *scopeGroup
@@ -56,8 +95,7 @@ func encodeSpans(spans []sdktrace.ReadOnlySpan) []byte {
 			}
 		}
 		if sg == nil {
-			sg = &scopeGroup{scope: sc, spans: make([]sdktrace.ReadOnlySpan, 0, len(spans)-i)} // one group, usually
-
+			sg = &scopeGroup{scope: sc, spans: make([]spanData, 0, len(spans)-i)} // one group, usually
 			rg.scopes = append(rg.scopes, sg)
 		}
 		sg.spans = append(sg.spans, s)
@@ -111,7 +149,7 @@ const (
 	flagIsRemote    = 0x200
 )
 
-func appendSpan(b []byte, s sdktrace.ReadOnlySpan) []byte {
+func appendSpan(b []byte, s spanData) []byte {
 	sc := s.SpanContext()
 	tid, sid := sc.TraceID(), sc.SpanID()
 	b = appendBytesField(b, 1, tid[:])

@@ -39,7 +39,7 @@ func (k *keep) OnEnd(s sdktrace.ReadOnlySpan)                   { k.spans = appe
 func (k *keep) Shutdown(context.Context) error                  { return nil }
 func (k *keep) ForceFlush(context.Context) error                { return nil }
 
-func batchOfSpans(tb testing.TB, n int) []sdktrace.ReadOnlySpan {
+func batchOfSpans(tb testing.TB, n int) []spanData {
 	k := &keep{}
 	tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(k))
 	tb.Cleanup(func() { _ = tp.Shutdown(context.Background()) })
@@ -52,7 +52,11 @@ func batchOfSpans(tb testing.TB, n int) []sdktrace.ReadOnlySpan {
 		s.AddEvent("gen_ai.first_chunk")
 		s.End()
 	}
-	return k.spans
+	out := make([]spanData, len(k.spans))
+	for i, s := range k.spans {
+		out[i] = s
+	}
+	return out
 }
 
 // Encoding a batch allocates per batch, not per span or per attribute

@@ -36,9 +36,9 @@ type Stats struct {
 // call's) cost more CPU than recording the spans (docs/BENCHMARKS.md,
 // issue 24).
 type queue struct {
-	exp      sdktrace.SpanExporter
+	exp      *exporter
 	mu       sync.Mutex
-	pending  []sdktrace.ReadOnlySpan // at most size
+	pending  []spanData // at most size: SDK spans' snapshots and liteSpans
 	size     int
 	kick     chan struct{} // capacity 1: a batch is full
 	flushReq chan chan struct{}
@@ -58,7 +58,7 @@ type queue struct {
 	stopOnce                          sync.Once
 }
 
-func newQueue(exp sdktrace.SpanExporter, size, batch int, wait, timeout time.Duration) *queue {
+func newQueue(exp *exporter, size, batch int, wait, timeout time.Duration) *queue {
 	q := &queue{
 		exp: exp, size: size, kick: make(chan struct{}, 1),
 		flushReq: make(chan chan struct{}), stop: make(chan struct{}), done: make(chan struct{}),
@@ -76,6 +76,11 @@ func (q *queue) OnEnd(s sdktrace.ReadOnlySpan) {
 	if !s.SpanContext().IsSampled() {
 		return
 	}
+	q.add(s)
+}
+
+// add queues a finished, sampled span.
+func (q *queue) add(s spanData) {
 	if q.stopped.Load() {
 		q.dropped.Add(1)
 		return
@@ -99,7 +104,7 @@ func (q *queue) OnEnd(s sdktrace.ReadOnlySpan) {
 }
 
 // take removes and returns every pending span.
-func (q *queue) take() []sdktrace.ReadOnlySpan {
+func (q *queue) take() []spanData {
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	spans := q.pending
@@ -137,7 +142,7 @@ func (q *queue) loop() {
 	}
 }
 
-func (q *queue) export(spans []sdktrace.ReadOnlySpan) {
+func (q *queue) export(spans []spanData) {
 	ctx, cancel := context.WithTimeout(q.exportCtx, q.timeout)
 	err := q.exp.ExportSpans(ctx, spans)
 	cancel()

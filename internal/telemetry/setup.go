@@ -39,6 +39,8 @@ type Provider struct {
 	tp      *sdktrace.TracerProvider
 	tracer  trace.Tracer
 	q       *queue
+	sampler sdktrace.Sampler   // the tracer provider's, for liteSpans
+	res     *resource.Resource // the tracer provider's resource, for liteSpans
 	maxAttr int
 	capture bool
 	red     Redactor
@@ -96,11 +98,17 @@ func Setup(ctx context.Context, cfg Config, opts Options) (*Provider, error) {
 	}
 	p.q = newQueue(exp, orDefault(cfg.QueueSize, DefaultQueueSize), orDefault(cfg.BatchSize, DefaultBatchSize),
 		orDefaultDur(cfg.ScheduleWait, DefaultScheduleWait), orDefaultDur(cfg.Timeout, DefaultTimeout))
+	// The SDK merges the environment's resource (OTEL_RESOURCE_ATTRIBUTES)
+	// into the one it is given; odek's own spans (liteSpan) carry the same.
+	if env, err := resource.Merge(resource.Environment(), res); err == nil {
+		res = env
+	}
+	p.res, p.sampler = res, sampler(cfg.Sampler, cfg.SamplerArg)
 	limits := sdktrace.NewSpanLimits()
 	limits.AttributeValueLengthLimit = p.maxAttr
 	p.tp = sdktrace.NewTracerProvider(
 		sdktrace.WithResource(res),
-		sdktrace.WithSampler(sampler(cfg.Sampler, cfg.SamplerArg)),
+		sdktrace.WithSampler(p.sampler),
 		sdktrace.WithSpanProcessor(p.q),
 		sdktrace.WithRawSpanLimits(limits),
 	)
@@ -111,7 +119,7 @@ func Setup(ctx context.Context, cfg Config, opts Options) (*Provider, error) {
 	return p, nil
 }
 
-func newExporter(_ context.Context, cfg Config) (sdktrace.SpanExporter, error) {
+func newExporter(_ context.Context, cfg Config) (*exporter, error) {
 	switch cfg.Protocol {
 	case "", ProtocolHTTP, ProtocolGRPC:
 		return newOTLPExporter(cfg, orDefaultDur(cfg.Timeout, DefaultTimeout))

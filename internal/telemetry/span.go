@@ -154,7 +154,9 @@ func (s Span) Content(key, text string) {
 
 // Event adds a timestamped event (time to first token) to the span.
 func (s Span) Event(name string, at time.Time) {
-	if s.s != nil {
+	if ls, ok := s.s.(*liteSpan); ok { // no option to box
+		ls.addEvent(name, at, nil)
+	} else if s.s != nil {
 		s.s.AddEvent(name, trace.WithTimestamp(at))
 	}
 }
@@ -251,6 +253,16 @@ func (p *Provider) start(ctx context.Context, name string, kind trace.SpanKind, 
 	return ctx, Span{s: s, p: p}
 }
 
+// startAt starts a model or tool call's span: one of odek's own
+// (liteSpan) when it starts now, an SDK span when it is rebuilt from
+// events at their time (EventSpans, off the loop's path).
+func (p *Provider) startAt(ctx context.Context, name string, kind trace.SpanKind, at time.Time) (context.Context, Span) {
+	if at.IsZero() {
+		return p.startLite(ctx, clipText(name, 256), kind)
+	}
+	return p.start(ctx, name, kind, at)
+}
+
 func (p *Provider) startAgent(ctx context.Context, runID, conv, model string, at time.Time) (context.Context, Span) {
 	ctx, s := p.start(ctx, "invoke_agent odek", trace.SpanKindInternal, at)
 	b := getAttrs()
@@ -270,7 +282,7 @@ func (p *Provider) startAgent(ctx context.Context, runID, conv, model string, at
 }
 
 func (p *Provider) startChat(ctx context.Context, model, provider string, at time.Time) (context.Context, Span) {
-	ctx, s := p.start(ctx, p.name(OpChat, model), trace.SpanKindClient, at)
+	ctx, s := p.startAt(ctx, p.name(OpChat, model), trace.SpanKindClient, at)
 	b := getAttrs()
 	b.add(attribute.String(KeyOperation, OpChat))
 	b.add(attribute.String(KeyRequestModel, clipText(model, 256)))
@@ -282,7 +294,7 @@ func (p *Provider) startChat(ctx context.Context, model, provider string, at tim
 }
 
 func (p *Provider) startTool(ctx context.Context, tool, callID string, at time.Time) (context.Context, Span) {
-	ctx, s := p.start(ctx, p.name(OpExecuteTool, tool), trace.SpanKindInternal, at)
+	ctx, s := p.startAt(ctx, p.name(OpExecuteTool, tool), trace.SpanKindInternal, at)
 	b := getAttrs()
 	b.add(attribute.String(KeyOperation, OpExecuteTool))
 	b.add(attribute.String(KeyToolName, clipText(tool, 256)))
