@@ -125,7 +125,7 @@ func (s *liteSpan) End(options ...trace.SpanEndOption) {
 	}
 	s.ended, s.end = true, at
 	s.mu.Unlock()
-	s.p.q.add(s) // after End nothing changes the span: the encoder reads it unlocked
+	s.p.q.addLite(s) // encoded now; after End nothing changes the span, read unlocked
 }
 
 // AddEvent adds an event (its time now unless given).

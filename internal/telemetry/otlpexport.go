@@ -13,6 +13,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"go.opentelemetry.io/otel/sdk/resource"
 )
 
 // exporter sends spans to an OTLP collector over net/http: as
@@ -62,20 +64,21 @@ func newOTLPExporter(cfg Config, timeout time.Duration) (*exporter, error) {
 	return e, nil
 }
 
-// ExportSpans sends spans in one request, retrying a collector that is
+// ExportSpans sends spans, and the liteSpans already encoded in lite
+// (under resource res), in one request, retrying a collector that is
 // unavailable or overloaded with a growing pause, within the export
 // timeout (the queue bounds the whole export with it too).
-func (e *exporter) ExportSpans(ctx context.Context, spans []spanData) error {
+func (e *exporter) ExportSpans(ctx context.Context, spans []spanData, lite []byte, res *resource.Resource) error {
 	e.mu.Lock()
 	closed := e.closed
 	e.mu.Unlock()
 	if closed {
 		return errors.New("telemetry: exporter is shut down")
 	}
-	if len(spans) == 0 {
+	if len(spans) == 0 && len(lite) == 0 {
 		return nil
 	}
-	body := encodeSpans(spans)
+	body := encodeSpans(spans, lite, res)
 	if e.grpc {
 		framed := make([]byte, 5, 5+len(body)) // uncompressed flag, big-endian length
 		binary.BigEndian.PutUint32(framed[1:], uint32(len(body)))

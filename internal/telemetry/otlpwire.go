@@ -45,11 +45,14 @@ type spanData interface {
 }
 
 // encodeSpans returns the ExportTraceServiceRequest for spans, grouped by
-// resource and then by instrumentation scope, in their order.
-func encodeSpans(spans []spanData) []byte {
+// resource and then by instrumentation scope, in their order, and for the
+// liteSpans encoded in lite (ScopeSpans.spans fields, appendLite), which
+// belong to resource liteRes and scope liteScope.
+func encodeSpans(spans []spanData, lite []byte, liteRes *resource.Resource) []byte {
 	type scopeGroup struct {
 		scope instrumentation.Scope
 		spans []spanData
+		lite  []byte
 	}
 	type resGroup struct {
 		res    *resource.Resource
@@ -63,6 +66,10 @@ func encodeSpans(spans []spanData) []byte {
 		g   *resGroup
 	}
 	var seen []seenRes
+	if len(lite) > 0 {
+		rg := &resGroup{res: liteRes, scopes: []*scopeGroup{{scope: liteScope, lite: lite}}}
+		groups, seen = append(groups, rg), append(seen, seenRes{liteRes, rg})
+	}
 	for i, s := range spans {
 		var rg *resGroup
 		r := s.Resource()
@@ -103,7 +110,7 @@ func encodeSpans(spans []spanData) []byte {
 
 	// One buffer, each nested message written in place behind a length
 	// placeholder (beginMessage/endMessage): no per-message slices.
-	out := make([]byte, 0, 64+320*len(spans))
+	out := make([]byte, 0, 64+320*len(spans)+len(lite)+256)
 	for _, g := range groups {
 		var rs int
 		out, rs = beginMessage(out, 1) // ExportTraceServiceRequest.resource_spans
@@ -131,6 +138,7 @@ func encodeSpans(spans []spanData) []byte {
 				out = appendSpan(out, s)
 				out = endMessage(out, sp)
 			}
+			out = append(out, sg.lite...) // already ScopeSpans.spans fields
 			out = appendString(out, 3, sg.scope.SchemaURL)
 			out = endMessage(out, ss)
 		}
@@ -140,6 +148,14 @@ func encodeSpans(spans []spanData) []byte {
 		out = endMessage(out, rs)
 	}
 	return out
+}
+
+// appendLite appends s as a ScopeSpans.spans field: a liteSpan encoded
+// when it ends, for encodeSpans to copy into its scope.
+func appendLite(b []byte, s *liteSpan) []byte {
+	b, m := beginMessage(b, 2)
+	b = appendSpan(b, s)
+	return endMessage(b, m)
 }
 
 // OTLP span flags: bits 0–7 are the W3C trace flags; these two say whether

@@ -66,7 +66,7 @@ func batchOfSpans(tb testing.TB, n int) []spanData {
 // nested message in a slice of its own made ~25 allocations a span.
 func TestEncodeSpansAllocatesPerBatch(t *testing.T) {
 	spans := batchOfSpans(t, 200)
-	allocs := testing.AllocsPerRun(20, func() { _ = encodeSpans(spans) })
+	allocs := testing.AllocsPerRun(20, func() { _ = encodeSpans(spans, nil, nil) })
 	if max := float64(len(spans) + 10); allocs > max {
 		t.Fatalf("encoding %d spans allocates %v times, want at most %v", len(spans), allocs, max)
 	}
@@ -76,7 +76,7 @@ func BenchmarkEncodeSpans(b *testing.B) {
 	spans := batchOfSpans(b, 200)
 	b.ReportAllocs()
 	for b.Loop() {
-		_ = encodeSpans(spans)
+		_ = encodeSpans(spans, nil, nil)
 	}
 	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*len(spans)), "ns/span")
 }

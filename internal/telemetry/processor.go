@@ -6,6 +6,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"go.opentelemetry.io/otel/sdk/resource"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 )
 
@@ -36,17 +37,26 @@ type Stats struct {
 // call's) cost more CPU than recording the spans (docs/BENCHMARKS.md,
 // issue 24).
 type queue struct {
-	exp      *exporter
-	mu       sync.Mutex
-	pending  []spanData // at most size: SDK spans' snapshots and liteSpans
-	size     int
-	kick     chan struct{} // capacity 1: a batch is full
-	flushReq chan chan struct{}
-	stop     chan struct{}
-	done     chan struct{}
-	batch    int
-	wait     time.Duration
-	timeout  time.Duration
+	exp     *exporter
+	mu      sync.Mutex
+	pending []spanData // SDK spans' snapshots
+	// lite holds the liteSpans, encoded when they end (appendLite), and
+	// liteEnd where each ends in lite: bytes the GC does not scan, where
+	// the span objects kept until the export would be scanned at every
+	// collection (docs/BENCHMARKS.md, tracing on, round 3). spare and
+	// spareEnd are the previous batch's, kept for reuse. len(pending) +
+	// len(liteEnd) is at most size.
+	lite, spare       []byte
+	liteEnd, spareEnd []int
+	res               *resource.Resource // liteSpans' resource
+	size              int
+	kick              chan struct{} // capacity 1: a batch is full
+	flushReq          chan chan struct{}
+	stop              chan struct{}
+	done              chan struct{}
+	batch             int
+	wait              time.Duration
+	timeout           time.Duration
 
 	// exportCtx is canceled when Shutdown's deadline passes, ending an
 	// export stuck on a dead collector.
@@ -58,9 +68,9 @@ type queue struct {
 	stopOnce                          sync.Once
 }
 
-func newQueue(exp *exporter, size, batch int, wait, timeout time.Duration) *queue {
+func newQueue(exp *exporter, res *resource.Resource, size, batch int, wait, timeout time.Duration) *queue {
 	q := &queue{
-		exp: exp, size: size, kick: make(chan struct{}, 1),
+		exp: exp, res: res, size: size, kick: make(chan struct{}, 1),
 		flushReq: make(chan chan struct{}), stop: make(chan struct{}), done: make(chan struct{}),
 		batch: min(batch, size), wait: wait, timeout: timeout,
 	}
@@ -86,15 +96,40 @@ func (q *queue) add(s spanData) {
 		return
 	}
 	q.mu.Lock()
-	if len(q.pending) >= q.size {
+	if len(q.pending)+len(q.liteEnd) >= q.size {
 		q.mu.Unlock()
 		q.dropped.Add(1)
 		return
 	}
 	q.pending = append(q.pending, s)
-	n := len(q.pending)
+	n := len(q.pending) + len(q.liteEnd)
 	q.mu.Unlock()
 	q.queued.Add(1)
+	q.kickAt(n)
+}
+
+// addLite queues an ended liteSpan, encoded now: nothing keeps the span.
+func (q *queue) addLite(s *liteSpan) {
+	if q.stopped.Load() {
+		q.dropped.Add(1)
+		return
+	}
+	q.mu.Lock()
+	if len(q.pending)+len(q.liteEnd) >= q.size {
+		q.mu.Unlock()
+		q.dropped.Add(1)
+		return
+	}
+	q.lite = appendLite(q.lite, s)
+	q.liteEnd = append(q.liteEnd, len(q.lite))
+	n := len(q.pending) + len(q.liteEnd)
+	q.mu.Unlock()
+	q.queued.Add(1)
+	q.kickAt(n)
+}
+
+// kickAt wakes the export goroutine when n pending spans fill a batch.
+func (q *queue) kickAt(n int) {
 	if n%q.batch == 0 {
 		select {
 		case q.kick <- struct{}{}:
@@ -104,12 +139,19 @@ func (q *queue) add(s spanData) {
 }
 
 // take removes and returns every pending span.
-func (q *queue) take() []spanData {
+func (q *queue) take() (spans []spanData, lite []byte, ends []int) {
 	q.mu.Lock()
 	defer q.mu.Unlock()
-	spans := q.pending
-	q.pending = nil
-	return spans
+	spans, lite, ends = q.pending, q.lite, q.liteEnd
+	q.pending, q.lite, q.liteEnd, q.spare, q.spareEnd = nil, q.spare, q.spareEnd, nil, nil
+	return spans, lite, ends
+}
+
+// recycle keeps an exported batch's buffers for the next one.
+func (q *queue) recycle(lite []byte, ends []int) {
+	q.mu.Lock()
+	q.spare, q.spareEnd = lite[:0], ends[:0]
+	q.mu.Unlock()
 }
 
 func (q *queue) loop() {
@@ -117,12 +159,23 @@ func (q *queue) loop() {
 	t := time.NewTimer(q.wait)
 	defer t.Stop()
 	drain := func() {
-		spans := q.take()
-		for len(spans) > 0 {
+		spans, lite, ends := q.take()
+		buf, bufEnds := lite, ends
+		off := 0
+		for len(spans) > 0 || len(ends) > 0 {
 			n := min(q.batch, len(spans))
-			q.export(spans[:n])
+			k := min(q.batch-n, len(ends))
+			var chunk []byte
+			if k > 0 {
+				chunk, off = lite[off:ends[k-1]], ends[k-1]
+				ends = ends[k:]
+			}
+			q.export(spans[:n], chunk, n+k)
 			clear(spans[:n]) // the exported spans can be collected
 			spans = spans[n:]
+		}
+		if buf != nil {
+			q.recycle(buf, bufEnds)
 		}
 	}
 	for {
@@ -142,15 +195,15 @@ func (q *queue) loop() {
 	}
 }
 
-func (q *queue) export(spans []spanData) {
+func (q *queue) export(spans []spanData, lite []byte, count int) {
 	ctx, cancel := context.WithTimeout(q.exportCtx, q.timeout)
-	err := q.exp.ExportSpans(ctx, spans)
+	err := q.exp.ExportSpans(ctx, spans, lite, q.res)
 	cancel()
 	if err != nil {
-		q.failed.Add(uint64(len(spans)))
+		q.failed.Add(uint64(count))
 		return
 	}
-	q.exported.Add(uint64(len(spans)))
+	q.exported.Add(uint64(count))
 }
 
 // ForceFlush exports what is queued now, or gives up when ctx ends.

@@ -37,6 +37,40 @@ func TestQueueExportsFullBatchWithoutTimer(t *testing.T) {
 	}
 }
 
+// Model and tool call spans wait for the export encoded (liteSpan), the
+// others as the SDK's snapshots: a drain splits both into batches of at
+// most BatchSize spans, and every span arrives once, under its parent.
+func TestQueueBatchesEncodedAndSDKSpans(t *testing.T) {
+	r := newReceiver(t)
+	p := setup(t, r, func(c *telemetry.Config) { c.BatchSize = 3; c.ScheduleWait = time.Hour }, telemetry.Options{})
+	ctx, run := telemetry.Start(context.Background(), "odek.job.run") // an SDK span
+	for range 7 {
+		_, s := telemetry.StartTool(ctx, "shell", "") // encoded at End
+		s.End()
+	}
+	_, mcp := telemetry.StartMCP(ctx, "srv", "tools/list", "")
+	mcp.End()
+	run.End()
+	spans := flush(t, r, p)
+	if len(spans) != 9 {
+		t.Fatalf("receiver has %d spans, want 9", len(spans))
+	}
+	root := byName(spans, "odek.job.run")
+	ids := map[string]bool{}
+	for _, s := range spans {
+		ids[hexID(s.GetSpanId())] = true
+		if s != root && hexID(s.GetParentSpanId()) != hexID(root.GetSpanId()) {
+			t.Errorf("%s not under the run span", s.GetName())
+		}
+	}
+	if len(ids) != 9 {
+		t.Errorf("%d distinct span ids, want 9", len(ids))
+	}
+	if st := p.Stats(); st.Queued != 9 || st.Exported != 9 || st.Dropped != 0 || st.Failed != 0 {
+		t.Errorf("stats %+v", st)
+	}
+}
+
 // Stamping an event with the agent span's ids converts them to hex once
 // per span, not twice per event: a streamed run writes many events.
 func TestEventSpansStampAllocatesNothing(t *testing.T) {

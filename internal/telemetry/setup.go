@@ -96,14 +96,14 @@ func Setup(ctx context.Context, cfg Config, opts Options) (*Provider, error) {
 		capture: cfg.CaptureContent && opts.Redactor != nil,
 		red:     opts.Redactor,
 	}
-	p.q = newQueue(exp, orDefault(cfg.QueueSize, DefaultQueueSize), orDefault(cfg.BatchSize, DefaultBatchSize),
-		orDefaultDur(cfg.ScheduleWait, DefaultScheduleWait), orDefaultDur(cfg.Timeout, DefaultTimeout))
 	// The SDK merges the environment's resource (OTEL_RESOURCE_ATTRIBUTES)
 	// into the one it is given; odek's own spans (liteSpan) carry the same.
 	if env, err := resource.Merge(resource.Environment(), res); err == nil {
 		res = env
 	}
 	p.res, p.sampler = res, sampler(cfg.Sampler, cfg.SamplerArg)
+	p.q = newQueue(exp, res, orDefault(cfg.QueueSize, DefaultQueueSize), orDefault(cfg.BatchSize, DefaultBatchSize),
+		orDefaultDur(cfg.ScheduleWait, DefaultScheduleWait), orDefaultDur(cfg.Timeout, DefaultTimeout))
 	limits := sdktrace.NewSpanLimits()
 	limits.AttributeValueLengthLimit = p.maxAttr
 	p.tp = sdktrace.NewTracerProvider(
