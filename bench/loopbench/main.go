@@ -45,9 +45,22 @@ func main() {
 	ratio := flag.String("ratio", "", "A,B: instead of one figure, compare CPU per model call at A and at B iterations (and at 1, the start-up baseline), interleaved within each run, and report B's figure over A's")
 	otelModes := flag.String("otel", "off", "comma-separated tracing modes, interleaved within each run: off, or an OTLP/HTTP base URL given to odek as OTEL_EXPORTER_OTLP_ENDPOINT (a live collector, or a dead port), optionally followed by ;KEY=VALUE variables for that mode (;OTEL_TRACES_SAMPLER=always_off); a mode prefixed baseline: runs the -baseline binary in that mode (old tracing code against new in one run)")
 	baseline := flag.String("baseline", "", "another odek binary (main's) run with tracing off as one more interleaved mode, \"baseline\"")
+	bins := flag.String("bins", "", "NAME=PATH,…: more odek binaries (one per commit of a series of cuts), each run in a mode prefixed NAME: as -baseline's are with baseline: (-otel off,a:off,a:http://…)")
 	floor := flag.String("floor", "", "a program run without arguments once per round, interleaved with the modes, whose peak RSS is reported as the floor (an empty Go main: the least any Go process holds on this machine)")
 	flag.Parse()
 	modes := strings.Split(*otelModes, ",")
+	named := map[string]string{}
+	for _, nb := range strings.Split(*bins, ",") {
+		name, path, ok := strings.Cut(nb, "=")
+		if nb == "" {
+			continue
+		}
+		if !ok || name == "" || path == "" || name == "http" || name == "https" || name == "baseline" {
+			fmt.Fprintf(os.Stderr, "-bins %q: want NAME=PATH (NAME not http, https or baseline)\n", nb)
+			os.Exit(2)
+		}
+		named[name] = path
+	}
 	if *baseline != "" {
 		modes = append([]string{"baseline"}, modes...)
 	}
@@ -102,6 +115,9 @@ func main() {
 		}
 		if rest, ok := strings.CutPrefix(mode, "baseline:"); ok { // the baseline binary, traced
 			exe, mode = *baseline, rest
+		}
+		if name, rest, ok := strings.Cut(mode, ":"); ok && named[name] != "" { // a -bins binary
+			exe, mode = named[name], rest
 		}
 		cmd := exec.Command(exe, "run", "--quiet", "--max-iter", strconv.Itoa(n+1), "read the file repeatedly")
 		cmd.Dir = work

@@ -120,6 +120,9 @@ func (q *queue) addLite(s *liteSpan) {
 		q.dropped.Add(1)
 		return
 	}
+	if q.lite == nil { // room for a batch: no copying as a run's spans arrive
+		q.lite = make([]byte, 0, min(q.batch, 512)*256)
+	}
 	q.lite = appendLite(q.lite, s)
 	q.liteEnd = append(q.liteEnd, len(q.lite))
 	n := len(q.pending) + len(q.liteEnd)
