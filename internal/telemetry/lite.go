@@ -31,8 +31,8 @@ import (
 // spans started under it see its ids; the provider's sampler decides
 // whether it records (a span the sampler would not record and sample is
 // left to the SDK), and its ids come from the same 64/128-bit random
-// space. Its limits: liteAttrs attributes and liteEvents events (more are
-// counted as dropped and exported as such), no links.
+// space. Its limits: liteMaxAttrs attributes and liteMaxEvents events
+// (more are counted as dropped and exported as such), no links.
 type liteSpan struct {
 	embedded.Span
 
@@ -46,19 +46,26 @@ type liteSpan struct {
 	name     string
 	end      time.Time
 	ended    bool
-	nattr    int
-	attrs    [liteAttrs]attribute.KeyValue
+	attrs    []attribute.KeyValue // in attrBuf until it outgrows it
 	dropAttr int
-	nev      int
-	events   [liteEvents]sdktrace.Event
+	events   []sdktrace.Event // in evBuf until it outgrows it
 	dropEv   int
 	dropLink int
 	status   sdktrace.Status
+
+	// Room inline for what a span of the loop carries: a chat span sets
+	// 8 attributes (10 when retried and failed; 13 with content capture), a tool
+	// span 5, and one event (the first chunk). More grow on the heap, up
+	// to liteMaxAttrs and liteMaxEvents. Inline room is memory every span
+	// zeroes and the cache fetches, whether used or not: the span fits
+	// the 1 KiB size class, where 16 attributes and 2 events took 1.5 KiB.
+	attrBuf [9]attribute.KeyValue
+	evBuf   [1]sdktrace.Event
 }
 
 const (
-	liteAttrs  = 16 // a chat span sets 12 at most, with content capture on
-	liteEvents = 2  // the first chunk; one more for an error recorded
+	liteMaxAttrs  = 32
+	liteMaxEvents = 8
 )
 
 // liteScope is the instrumentation scope of odek's spans, as the SDK's
@@ -140,12 +147,14 @@ func (s *liteSpan) addEvent(name string, at time.Time, attrs []attribute.KeyValu
 	if s.ended {
 		return
 	}
-	if s.nev == len(s.events) {
+	if len(s.events) == liteMaxEvents {
 		s.dropEv++
 		return
 	}
-	s.events[s.nev] = sdktrace.Event{Name: name, Attributes: attrs, Time: at}
-	s.nev++
+	if s.events == nil {
+		s.events = s.evBuf[:0]
+	}
+	s.events = append(s.events, sdktrace.Event{Name: name, Attributes: attrs, Time: at})
 }
 
 // AddLink counts the link as dropped: a liteSpan carries none.
@@ -219,18 +228,20 @@ next:
 				a.Value = attribute.StringValue(clipText(v, s.p.maxAttr))
 			}
 		}
-		for i := range s.nattr {
+		for i := range s.attrs {
 			if s.attrs[i].Key == a.Key {
 				s.attrs[i] = a
 				continue next
 			}
 		}
-		if s.nattr == len(s.attrs) {
+		if len(s.attrs) == liteMaxAttrs {
 			s.dropAttr++
 			continue
 		}
-		s.attrs[s.nattr] = a
-		s.nattr++
+		if s.attrs == nil {
+			s.attrs = s.attrBuf[:0]
+		}
+		s.attrs = append(s.attrs, a)
 	}
 }
 
@@ -243,9 +254,9 @@ func (s *liteSpan) Name() string                                { return s.name 
 func (s *liteSpan) SpanKind() trace.SpanKind                    { return s.kind }
 func (s *liteSpan) StartTime() time.Time                        { return s.start }
 func (s *liteSpan) EndTime() time.Time                          { return s.end }
-func (s *liteSpan) Attributes() []attribute.KeyValue            { return s.attrs[:s.nattr] }
+func (s *liteSpan) Attributes() []attribute.KeyValue            { return s.attrs }
 func (s *liteSpan) DroppedAttributes() int                      { return s.dropAttr }
-func (s *liteSpan) Events() []sdktrace.Event                    { return s.events[:s.nev] }
+func (s *liteSpan) Events() []sdktrace.Event                    { return s.events }
 func (s *liteSpan) DroppedEvents() int                          { return s.dropEv }
 func (s *liteSpan) Links() []sdktrace.Link                      { return nil }
 func (s *liteSpan) DroppedLinks() int                           { return s.dropLink }

@@ -35,7 +35,7 @@ func TestLiteSpansExportLikeSDKSpans(t *testing.T) {
 	tool.String(telemetry.KeyToolName, "renamed")      // replaces the key set at the start
 	tool.String("odek.long", strings.Repeat("é", 100)) // 200 bytes, clipped to 64 on a rune boundary
 	tool.Fail("tool_error", errors.New("exit status 2"))
-	for i := range 20 {
+	for i := range 40 {
 		tool.Int("odek.n"+string(rune('a'+i)), int64(i)) // past the span's room
 	}
 	tool.End()
@@ -81,7 +81,7 @@ func TestLiteSpansExportLikeSDKSpans(t *testing.T) {
 	if _, ok := attr(ts, "odek.after"); ok {
 		t.Error("attribute set after End was exported")
 	}
-	if len(ts.GetAttributes()) != 16 || ts.GetDroppedAttributesCount() == 0 {
+	if len(ts.GetAttributes()) != 32 || ts.GetDroppedAttributesCount() == 0 {
 		t.Errorf("%d attributes, %d dropped: want the span full and the rest counted", len(ts.GetAttributes()), ts.GetDroppedAttributesCount())
 	}
 	if ts.GetStatus().GetCode() != tracepb.Status_STATUS_CODE_ERROR || ts.GetStatus().GetMessage() != "exit status 2" {
