@@ -80,9 +80,20 @@ func (p *Provider) startLite(ctx context.Context, name string, kind trace.SpanKi
 	if !tid.IsValid() {
 		tid = newTraceID()
 	}
-	res := p.sampler.ShouldSample(sdktrace.SamplingParameters{ParentContext: ctx, TraceID: tid, Name: name, Kind: kind})
-	if res.Decision != sdktrace.RecordAndSample {
+	// The default samplers decide from the parent alone, as the SDK's
+	// ParentBased(AlwaysSample()) and AlwaysSample() do, without the call
+	// that would walk ctx for the parent a second time.
+	var res sdktrace.SamplingResult
+	switch {
+	case p.sampling == samplingAlways || p.sampling == samplingParent && (!psc.IsValid() || psc.IsSampled()):
+		res = sdktrace.SamplingResult{Decision: sdktrace.RecordAndSample, Tracestate: psc.TraceState()}
+	case p.sampling == samplingParent: // a parent not sampled: not recorded
 		return p.start(ctx, name, kind, time.Time{})
+	default:
+		res = p.sampler.ShouldSample(sdktrace.SamplingParameters{ParentContext: ctx, TraceID: tid, Name: name, Kind: kind})
+		if res.Decision != sdktrace.RecordAndSample {
+			return p.start(ctx, name, kind, time.Time{})
+		}
 	}
 	s := &liteSpan{
 		p: p, parent: psc, kind: kind, name: name, start: time.Now(),

@@ -121,3 +121,42 @@ func TestLiteSpansFollowTheSampler(t *testing.T) {
 		t.Fatalf("%d spans exported under always_off", len(spans))
 	}
 }
+
+// For every sampler and parent, odek's own span records exactly when an
+// SDK span started under the same parent does (the default samplers are
+// decided without asking the sampler, the others by asking it).
+func TestLiteSpansSampleAsTheSDK(t *testing.T) {
+	parent := func(sampled bool) context.Context {
+		flags := trace.TraceFlags(0)
+		if sampled {
+			flags = trace.FlagsSampled
+		}
+		return trace.ContextWithRemoteSpanContext(context.Background(), trace.NewSpanContext(trace.SpanContextConfig{
+			TraceID: trace.TraceID{1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16}, SpanID: trace.SpanID{9, 9, 9, 9, 9, 9, 9, 9},
+			TraceFlags: flags, Remote: true,
+		}))
+	}
+	parents := map[string]context.Context{"root": context.Background(), "sampled parent": parent(true), "unsampled parent": parent(false)}
+	for _, sampler := range []string{"", "parentbased_always_on", "always_on", "always_off", "parentbased_always_off", "traceidratio", "parentbased_traceidratio"} {
+		t.Run("sampler="+sampler, func(t *testing.T) {
+			r := newReceiver(t)
+			setup(t, r, func(c *telemetry.Config) { c.Sampler = sampler }, telemetry.Options{})
+			for name, ctx := range parents {
+				_, sdk := telemetry.Start(ctx, "sdk")
+				lctx, lite := telemetry.StartTool(ctx, "shell", "")
+				if lite.Recording() != sdk.Recording() {
+					t.Errorf("%s: odek's span records %v, the SDK's %v", name, lite.Recording(), sdk.Recording())
+				}
+				sc := trace.SpanContextFromContext(lctx)
+				if psc := trace.SpanContextFromContext(ctx); psc.IsValid() && sc.TraceID() != psc.TraceID() {
+					t.Errorf("%s: trace %s, want the parent's", name, sc.TraceID())
+				}
+				if !sc.IsValid() || sc.IsSampled() != lite.Recording() {
+					t.Errorf("%s: span context %v with recording %v", name, sc, lite.Recording())
+				}
+				lite.End()
+				sdk.End()
+			}
+		})
+	}
+}

@@ -39,16 +39,26 @@ type Provider struct {
 	tp      *sdktrace.TracerProvider
 	tracer  trace.Tracer
 	q       *queue
-	sampler sdktrace.Sampler   // the tracer provider's, for liteSpans
-	res     *resource.Resource // the tracer provider's resource, for liteSpans
-	maxAttr int
-	capture bool
-	red     Redactor
+	sampler sdktrace.Sampler // the tracer provider's, for liteSpans
+	// sampling says what sampler decides without asking it (liteSpan):
+	// samplingParent for parentbased_always_on, samplingAlways for
+	// always_on, samplingAsk for the others.
+	sampling int8
+	res      *resource.Resource // the tracer provider's resource, for liteSpans
+	maxAttr  int
+	capture  bool
+	red      Redactor
 
 	namesMu sync.Mutex
 	names   map[nameKey]string            // span names (name), bounded
 	reasons map[string]attribute.KeyValue // finish reasons (finishReasons), bounded
 }
+
+const (
+	samplingAsk int8 = iota
+	samplingParent
+	samplingAlways
+)
 
 // active is the provider the helpers use; nil means off.
 var active atomic.Pointer[Provider]
@@ -102,6 +112,13 @@ func Setup(ctx context.Context, cfg Config, opts Options) (*Provider, error) {
 		res = env
 	}
 	p.res, p.sampler = res, sampler(cfg.Sampler, cfg.SamplerArg)
+	switch cfg.Sampler {
+	case "always_on":
+		p.sampling = samplingAlways
+	case "always_off", "traceidratio", "parentbased_always_off", "parentbased_traceidratio":
+	default: // sampler's default, parentbased_always_on
+		p.sampling = samplingParent
+	}
 	p.q = newQueue(exp, res, orDefault(cfg.QueueSize, DefaultQueueSize), orDefault(cfg.BatchSize, DefaultBatchSize),
 		orDefaultDur(cfg.ScheduleWait, DefaultScheduleWait), orDefaultDur(cfg.Timeout, DefaultTimeout))
 	limits := sdktrace.NewSpanLimits()
