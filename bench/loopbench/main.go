@@ -24,6 +24,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"sort"
 	"strconv"
 	"strings"
 	"sync/atomic"
@@ -182,6 +183,29 @@ func main() {
 			fmt.Printf("%speak_rss_mib median=%.1f max=%.1f\n", prefix, median(rss[mode]), maxOf(rss[mode]))
 		}
 	}
+	// Each mode against the reference mode ("off" when it runs, else the
+	// first) run by run: the two ran moments apart, so a change in the
+	// machine's load over the rounds cancels out of the ratio, where it
+	// stays in the ratio of two medians.
+	ref := modes[0]
+	for _, m := range modes {
+		if m == "off" {
+			ref = m
+		}
+	}
+	if len(modes) > 1 {
+		for _, mode := range modes {
+			if mode == ref {
+				continue
+			}
+			r := make([]float64, len(cpus[mode]))
+			for i := range r {
+				r[i] = cpus[mode][i] / cpus[ref][i]
+			}
+			fmt.Printf("otel=%s cpu_over_%s paired median=%+.1f%% quartiles=%+.1f%%..%+.1f%%\n", mode, ref,
+				100*(median(r)-1), 100*(quantile(r, 0.25)-1), 100*(quantile(r, 0.75)-1))
+		}
+	}
 	if len(floorRSS) > 0 && floorRSS[0] >= 0 {
 		fmt.Printf("floor peak_rss_mib median=%.1f max=%.1f (%s)\n", median(floorRSS), maxOf(floorRSS), *floor)
 	}
@@ -226,6 +250,13 @@ func median(v []float64) float64 {
 		}
 	}
 	return s[len(s)/2]
+}
+
+// quantile is v's q-quantile (nearest rank).
+func quantile(v []float64, q float64) float64 {
+	s := append([]float64(nil), v...)
+	sort.Float64s(s)
+	return s[int(q*float64(len(s)-1)+0.5)]
 }
 
 func minOf(v []float64) float64 {
