@@ -52,6 +52,9 @@ const (
 	supervisorStartTimeout = 30 * time.Second
 )
 
+// supervisorEnv is the supervisor's whole environment.
+var supervisorEnv = []string{"GOMAXPROCS=1"}
+
 // killGrace is how long a cancelled call waits for its status after the
 // kill; a supervisor that takes longer is killed. sendTimeout bounds the
 // writing of a call's records (up to 4 MiB) to a supervisor that does
@@ -93,13 +96,9 @@ func startSupervisor(spec Spec, specJSON string) (*supClient, error) {
 	mine, theirs := os.NewFile(uintptr(pair[0]), "supervisor"), os.NewFile(uintptr(pair[1]), "supervisor")
 	defer theirs.Close()
 	cmd := exec.Command(exe, SuperviseArg, specJSON)
-	// Two Ps, on any machine: one for the goroutine locked to the
-	// confined thread, one for the goroutine that reads the socket; with
-	// a single P they pass it back and forth, and the runtime's sysmon,
-	// retaking it, wakes every 20 µs for a while (measured with an
-	// earlier loop: 400 µs of the supervisor's CPU per call with one P,
-	// 170 µs with two).
-	cmd.Dir, cmd.Env = spec.Root, append(Env(spec, os.Environ()), "GOMAXPROCS=2")
+	// Nothing of the worker's environment, which it does not need (each
+	// call brings its own), and one P (supervisor_linux.go says why).
+	cmd.Dir, cmd.Env = spec.Root, supervisorEnv
 	cmd.ExtraFiles = []*os.File{theirs}
 	stderr := &boundedBuffer{max: 4 << 10}
 	cmd.Stderr = stderr
