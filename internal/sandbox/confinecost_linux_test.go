@@ -259,3 +259,126 @@ func cgroupCPU(spec Spec) int64 {
 	}
 	return 0
 }
+
+// BenchmarkJobOfOneCall is a job of one `sh -c true`, its start and end
+// included, three ways in turn each round: through the helper (Jail.Start,
+// what every job paid before the supervisor), through the job's
+// supervisor (Jail.Run, its start and end), and, as the machine's
+// baseline, the exec of an empty Go binary. cpu-ns/op of each is this
+// process's CPU and its reaped children's (the supervisor is reaped by
+// Close, its command by the supervisor, so both count).
+//
+// The helper and supervisor binary is this test binary unless
+// ODEK_BENCH_HELPER names another (the lean cmd/odek-sandbox, as a worker
+// runs it); ODEK_BENCH_EMPTY names the empty Go binary (default: built
+// into a temporary directory). Test-only knobs.
+//
+//	sudo go test -run '^$' -bench BenchmarkJobOfOneCall -benchtime 200x ./internal/sandbox
+func BenchmarkJobOfOneCall(b *testing.B) {
+	requireLandlockB(b)
+	if os.Geteuid() != 0 {
+		b.Skip("per-job cgroups need root")
+	}
+	if h := os.Getenv("ODEK_BENCH_HELPER"); h != "" {
+		if _, err := executable(); err != nil {
+			b.Fatal(err)
+		}
+		saved := exePath
+		exePath = h
+		defer func() { exePath = saved }()
+	}
+	dir := b.TempDir()
+	empty := os.Getenv("ODEK_BENCH_EMPTY")
+	if empty == "" {
+		empty = filepath.Join(dir, "empty")
+		src := filepath.Join(dir, "empty.go")
+		if err := os.WriteFile(src, []byte("package main\n\nfunc main() {}\n"), 0o600); err != nil {
+			b.Fatal(err)
+		}
+		build := exec.Command("go", "build", "-o", empty, src)
+		build.Env = append(os.Environ(), "CGO_ENABLED=0")
+		if out, err := build.CombinedOutput(); err != nil {
+			b.Fatalf("%v: %s", err, out)
+		}
+	}
+	root, tmp := filepath.Join(dir, "root"), filepath.Join(dir, "tmp")
+	_ = os.Mkdir(root, 0o700)
+	_ = os.Mkdir(tmp, 0o700)
+	spec, err := NewSpec(Settings{}, Paths{Root: root, TempDir: tmp}, Host)
+	if err != nil {
+		b.Fatal(err)
+	}
+	env := Env(spec, os.Environ())
+	sh := func() *exec.Cmd {
+		cmd := exec.Command("sh", "-c", "true")
+		cmd.Dir, cmd.Env = root, env
+		return cmd
+	}
+	kinds := []struct {
+		name string
+		job  func() error
+	}{
+		{"helper", func() error {
+			jl, err := NewJail(spec)
+			if err != nil {
+				return err
+			}
+			defer jl.Close()
+			cmd := sh()
+			if err := jl.Start(cmd); err != nil {
+				return err
+			}
+			return cmd.Wait()
+		}},
+		{"supervisor", func() error {
+			jl, err := NewJail(spec)
+			if err != nil {
+				return err
+			}
+			ws, err := jl.Run(context.Background(), sh())
+			pid, why := jl.Supervisor()
+			jl.Close() // kills the supervisor and waits for it to be reaped
+			switch {
+			case err != nil:
+				return err
+			case ws.ExitStatus() != 0:
+				return fmt.Errorf("status %v", ws)
+			case pid == 0:
+				return fmt.Errorf("no supervisor: %v", why)
+			}
+			return nil
+		}},
+		{"empty-go", func() error { return exec.Command(empty).Run() }},
+	}
+	cpu, own := make([]int64, len(kinds)), make([]int64, len(kinds))
+	all := func() int64 {
+		var self, children unix.Rusage
+		_ = unix.Getrusage(unix.RUSAGE_SELF, &self)
+		_ = unix.Getrusage(unix.RUSAGE_CHILDREN, &children)
+		return self.Utime.Nano() + self.Stime.Nano() + children.Utime.Nano() + children.Stime.Nano()
+	}
+	for i := 0; i < 3; i++ { // warm-up
+		for _, k := range kinds {
+			if err := k.job(); err != nil {
+				b.Fatalf("%s: %v", k.name, err)
+			}
+		}
+	}
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		for k, kd := range kinds {
+			c0, s0 := all(), selfCPU()
+			if err := kd.job(); err != nil {
+				b.Fatalf("%s: %v", kd.name, err)
+			}
+			cpu[k] += all() - c0
+			own[k] += int64(selfCPU() - s0)
+		}
+	}
+	b.StopTimer()
+	for k, kd := range kinds {
+		b.ReportMetric(float64(cpu[k])/float64(b.N), kd.name+"-cpu-ns/op")
+		b.ReportMetric(float64(own[k])/float64(b.N), kd.name+"-caller-cpu-ns/op")
+	}
+	b.ReportMetric(float64(cpu[1]-cpu[0])/float64(b.N), "added-cpu-ns/op")
+}

@@ -3,7 +3,6 @@
 package sandbox
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -100,10 +99,21 @@ func startSupervisor(spec Spec, specJSON string) (*supClient, error) {
 	// call brings its own), and one P (supervisor_linux.go says why).
 	cmd.Dir, cmd.Env = spec.Root, supervisorEnv
 	cmd.ExtraFiles = []*os.File{theirs}
-	stderr := &boundedBuffer{max: 4 << 10}
-	cmd.Stderr = stderr
+	// Its stderr, read only if it does not start (it says why there): a
+	// pipe of its own rather than a Writer, for which exec.Cmd would
+	// copy through a goroutine of this process for the supervisor's
+	// life. It points stderr at /dev/null before it is ready.
+	errR, errW, err := os.Pipe()
+	if err != nil {
+		mine.Close()
+		return nil, err
+	}
+	defer errR.Close()
+	cmd.Stderr = errW
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
-	if err := cmd.Start(); err != nil {
+	err = cmd.Start()
+	errW.Close()
+	if err != nil {
 		mine.Close()
 		return nil, err
 	}
@@ -135,7 +145,11 @@ func startSupervisor(spec Spec, specJSON string) (*supClient, error) {
 		conn.Close()
 		_ = cmd.Process.Kill()
 		werr := cmd.Wait()
-		msg := strings.TrimSpace(stderr.String())
+		// Dead and reaped, so the pipe's writers are gone (a process of
+		// its own that kept stderr is bounded by the deadline).
+		_ = errR.SetReadDeadline(time.Now().Add(time.Second))
+		b, _ := io.ReadAll(io.LimitReader(errR, 4<<10))
+		msg := strings.TrimSpace(string(b))
 		if msg == "" && werr != nil {
 			msg = werr.Error()
 		}
@@ -479,26 +493,4 @@ func dedupEnv(env []string) []string {
 		out[i], out[j] = out[j], out[i]
 	}
 	return out
-}
-
-// boundedBuffer keeps the first max bytes written to it.
-type boundedBuffer struct {
-	mu  sync.Mutex
-	max int
-	b   bytes.Buffer
-}
-
-func (b *boundedBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	if room := b.max - b.b.Len(); room > 0 {
-		b.b.Write(p[:min(room, len(p))])
-	}
-	return len(p), nil
-}
-
-func (b *boundedBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.b.String()
 }

@@ -47,6 +47,13 @@ const SuperviseArg = "__odek-sandbox-supervise"
 const supervisorFD = 3
 
 func runSupervisor(args []string, stderr io.Writer) int {
+	// Locked before anything: the runtime starts its template thread at
+	// a goroutine's first lock, and here that is long before the
+	// capabilities of every thread are dropped (confineSupervisor), which
+	// otherwise waits, spinning in sched_yield, for that new thread to
+	// start (measured: 0.1–2.9 ms of CPU, against 0.05–0.3 ms). Undone
+	// once confined: the lock that stays is restrictThread's.
+	runtime.LockOSThread()
 	if len(args) != 1 {
 		fmt.Fprintf(stderr, "odek sandbox: usage: %s <spec JSON> (with the socket as fd %d)\n", SuperviseArg, supervisorFD)
 		return ExitUsage
@@ -70,6 +77,7 @@ func runSupervisor(args []string, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "odek sandbox: not serving commands, the sandbox could not be applied: %v\n", err)
 		return ExitNotConfined
 	}
+	runtime.UnlockOSThread() // still locked once, by restrictThread
 	// One P: see supervisor. The Jail sets GOMAXPROCS=1 in the
 	// environment, which also keeps the runtime from revising it.
 	if runtime.GOMAXPROCS(0) != 1 {
@@ -124,13 +132,27 @@ func confineSupervisor(spec Spec) error {
 	// (no cgo), and of the confined thread in any case: it forks the
 	// commands, which inherit its credentials, and no_new_privs keeps
 	// exec from granting any back (helperExec).
+	//
+	// A process that has none (a worker that is not root, as in the
+	// image) skips the all-threads call, which stops the world and
+	// signals every thread (0.05–0.3 ms of CPU a job): every thread of
+	// a new process has the capabilities of the exec, and nothing here
+	// changes a thread's, so this thread's empty sets are every one's.
 	hdr := unix.CapUserHeader{Version: unix.LINUX_CAPABILITY_VERSION_3}
-	var data [2]unix.CapUserData
+	var cur, data [2]unix.CapUserData
+	if err := unix.Capget(&hdr, &cur[0]); err == nil && cur == data {
+		return notDumpable()
+	}
+	hdr = unix.CapUserHeader{Version: unix.LINUX_CAPABILITY_VERSION_3}
 	if _, _, errno := syscall.AllThreadsSyscall(unix.SYS_CAPSET, uintptr(unsafe.Pointer(&hdr)), uintptr(unsafe.Pointer(&data[0])), 0); errno != 0 {
 		if err := unix.Capset(&hdr, &data[0]); err != nil {
 			return fmt.Errorf("drop capabilities: %v", err)
 		}
 	}
+	return notDumpable()
+}
+
+func notDumpable() error {
 	// Not dumpable: no core file, and /proc/<pid>/{mem,environ,fd} of
 	// the supervisor are root's only (a job has no /proc anyway).
 	if err := unix.Prctl(unix.PR_SET_DUMPABLE, 0, 0, 0, 0); err != nil {

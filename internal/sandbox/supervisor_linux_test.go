@@ -217,6 +217,34 @@ for name, f in (("setsid", os.setsid), ("setpgid other", lambda: os.setpgid(0, o
 	if err != nil || !strings.Contains(string(status), "NoNewPrivs:\t1") || !strings.Contains(string(status), "Seccomp:\t2") {
 		t.Errorf("the supervisor's status: %v\n%s", err, status)
 	}
+	// No thread of it holds a capability, whoever started it (root
+	// here, when the tests run as root). A cgo build (this test binary
+	// may be one) cannot drop them from every thread: there, the
+	// confined thread, which forks the commands, has none.
+	tasks, err := os.ReadDir(fmt.Sprintf("/proc/%d/task", pid))
+	if err != nil || len(tasks) == 0 {
+		t.Fatalf("the supervisor's threads: %v", err)
+	}
+	_, _, cgo := syscall.AllThreadsSyscall(syscall.SYS_GETPID, 0, 0, 0)
+	capless := 0
+	for _, task := range tasks {
+		b, err := os.ReadFile(fmt.Sprintf("/proc/%d/task/%s/status", pid, task.Name()))
+		if err != nil {
+			t.Fatal(err)
+		}
+		none := true
+		for _, field := range []string{"CapInh", "CapPrm", "CapEff", "CapAmb"} {
+			none = none && strings.Contains(string(b), field+":\t0000000000000000\n")
+		}
+		if none {
+			capless++
+		} else if cgo == 0 {
+			t.Errorf("thread %s of the supervisor has capabilities:\n%s", task.Name(), b)
+		}
+	}
+	if capless == 0 {
+		t.Errorf("every thread of the supervisor has capabilities")
+	}
 	fi, err := os.Stat(fmt.Sprintf("/proc/%d/environ", pid))
 	if err != nil {
 		t.Fatal(err)
