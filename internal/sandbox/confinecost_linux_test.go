@@ -14,6 +14,7 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+	"time"
 
 	"golang.org/x/sys/unix"
 )
@@ -161,7 +162,10 @@ func shLoop(arg string) int {
 // of its threads' run time, /proc/<pid>/task/*/schedstat), its context
 // switches and threads; the command's share is the difference.
 //
-//	sudo go test -run '^$' -bench BenchmarkSupervisorCall -benchtime 1000x ./internal/sandbox
+//	sudo go test -run '^$' -bench 'BenchmarkSupervisorCall/back' -benchtime 1000x ./internal/sandbox
+//	sudo go test -run '^$' -bench 'BenchmarkSupervisorCall/100ms' -benchtime 100x ./internal/sandbox
+//
+// ODEK_BENCH_HELPER names the supervisor binary (see benchHelper).
 func BenchmarkSupervisorCall(b *testing.B) {
 	requireLandlockB(b)
 	if os.Geteuid() != 0 {
@@ -175,6 +179,7 @@ func BenchmarkSupervisorCall(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
+	defer benchHelper(b)()
 	jl, err := NewJail(spec)
 	if err != nil {
 		b.Fatal(err)
@@ -196,24 +201,57 @@ func BenchmarkSupervisorCall(b *testing.B) {
 	if pid == 0 {
 		b.Fatalf("no supervisor: %v", why)
 	}
-	job0 := cgroupCPU(jl.Spec())
-	sup0, cs0 := procCPU(pid)
-	self0 := selfCPU()
-	b.ResetTimer()
-	for i := 0; i < b.N; i++ {
-		call()
+	// Back to back, and each call 100 ms after the last, as a job's
+	// calls come (the pause is outside the timer, and costs the
+	// supervisor only what its threads do while it waits).
+	for _, apart := range []time.Duration{0, 100 * time.Millisecond} {
+		name := "back-to-back"
+		if apart > 0 {
+			name = apart.String() + "-apart"
+		}
+		b.Run(name, func(b *testing.B) {
+			job0 := cgroupCPU(jl.Spec())
+			sup0, cs0 := procCPU(pid)
+			self0 := selfCPU()
+			b.ResetTimer()
+			for i := 0; i < b.N; i++ {
+				if apart > 0 {
+					b.StopTimer()
+					time.Sleep(apart)
+					b.StartTimer()
+				}
+				call()
+			}
+			b.StopTimer()
+			sup1, cs1 := procCPU(pid)
+			job := cgroupCPU(jl.Spec()) - job0
+			n := float64(b.N)
+			b.ReportMetric(float64(job)/n, "job-cpu-ns/op")
+			b.ReportMetric(float64(sup1-sup0)/n, "sup-cpu-ns/op")
+			b.ReportMetric(float64(job-(sup1-sup0))/n, "cmd-cpu-ns/op")
+			b.ReportMetric(float64(int64(selfCPU()-self0))/n, "caller-cpu-ns/op")
+			b.ReportMetric(float64(cs1-cs0)/n, "sup-ctxsw/op")
+			tasks, _ := os.ReadDir(fmt.Sprintf("/proc/%d/task", pid))
+			b.ReportMetric(float64(len(tasks)), "sup-threads")
+		})
 	}
-	b.StopTimer()
-	sup1, cs1 := procCPU(pid)
-	job := cgroupCPU(jl.Spec()) - job0
-	n := float64(b.N)
-	b.ReportMetric(float64(job)/n, "job-cpu-ns/op")
-	b.ReportMetric(float64(sup1-sup0)/n, "sup-cpu-ns/op")
-	b.ReportMetric(float64(job-(sup1-sup0))/n, "cmd-cpu-ns/op")
-	b.ReportMetric(float64(int64(selfCPU()-self0))/n, "caller-cpu-ns/op")
-	b.ReportMetric(float64(cs1-cs0)/n, "sup-ctxsw/op")
-	tasks, _ := os.ReadDir(fmt.Sprintf("/proc/%d/task", pid))
-	b.ReportMetric(float64(len(tasks)), "sup-threads")
+}
+
+// benchHelper makes ODEK_BENCH_HELPER, when set, the helper and
+// supervisor binary (the lean cmd/odek-sandbox built with
+// CGO_ENABLED=0, as a worker runs it, rather than this test binary);
+// the returned func undoes it. A test-only knob.
+func benchHelper(b *testing.B) func() {
+	h := os.Getenv("ODEK_BENCH_HELPER")
+	if h == "" {
+		return func() {}
+	}
+	if _, err := executable(); err != nil {
+		b.Fatal(err)
+	}
+	saved := exePath
+	exePath = h
+	return func() { exePath = saved }
 }
 
 // procCPU is the run time (ns) and context switches of pid's threads.
@@ -279,14 +317,7 @@ func BenchmarkJobOfOneCall(b *testing.B) {
 	if os.Geteuid() != 0 {
 		b.Skip("per-job cgroups need root")
 	}
-	if h := os.Getenv("ODEK_BENCH_HELPER"); h != "" {
-		if _, err := executable(); err != nil {
-			b.Fatal(err)
-		}
-		saved := exePath
-		exePath = h
-		defer func() { exePath = saved }()
-	}
+	defer benchHelper(b)()
 	dir := b.TempDir()
 	empty := os.Getenv("ODEK_BENCH_EMPTY")
 	if empty == "" {

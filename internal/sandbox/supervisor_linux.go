@@ -241,9 +241,6 @@ func newSupervisor(sock int, root string) (*supervisor, error) {
 func (s *supervisor) serve() error {
 	defer func() { closeFDs(s.pending) }()
 	for {
-		if err := s.yield(); err != nil {
-			return err
-		}
 		// A system call the scheduler knows of (not RawSyscall): the
 		// runtime takes the P back while it blocks, and so its sysmon
 		// can sleep, and a GC can run, while no call comes.
@@ -253,6 +250,9 @@ func (s *supervisor) serve() error {
 		}
 		if err != nil {
 			return fmt.Errorf("epoll_wait: %v", err)
+		}
+		if err := s.yield(); err != nil {
+			return err
 		}
 		for _, ev := range s.evs[:n] {
 			if int(ev.Fd) == s.sock {
@@ -270,16 +270,16 @@ func (s *supervisor) serve() error {
 }
 
 // yield passes through the scheduler, on this thread, so that sysmon
-// sees the goroutine start anew. Otherwise it never does: the goroutine
-// leaves the P only in system calls, and sysmon, which knows a
-// goroutine's run by the P's scheduling count, takes it for one running
-// for over 10 ms and preempts it at every call, and a preempted
-// goroutine locked to its thread goes back to it through two other
-// threads (measured: ~14 context switches a call). Unlocked, with one P
-// and nothing else to run, Gosched returns on this same thread at once;
-// that the thread is still the confined one is checked after, and
-// anything else ends the supervisor (a command must never be forked
-// from another thread).
+// sees the goroutine start anew each time it wakes. Otherwise it never
+// does: the goroutine leaves the P only in system calls, and sysmon,
+// which knows a goroutine's run by the P's scheduling count, takes it
+// for one running since its last wait began (10 ms and more when calls
+// come apart) and preempts it — and a preempted goroutine locked to its
+// thread goes back to it through two other threads (measured: ~14
+// context switches a call). Unlocked, with one P, Gosched comes back on
+// this same thread (only this thread holds the P); that the thread is
+// still the confined one is checked after, and anything else ends the
+// supervisor (a command must never be forked from another thread).
 func (s *supervisor) yield() error {
 	runtime.UnlockOSThread()
 	runtime.Gosched()
