@@ -51,11 +51,18 @@ func BenchmarkConfinedShell(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	for _, mode := range []string{"none", "landlock", "seccomp", "both", "both+rlimits"} {
+	// The last: the supervisor's confinement and runtime setting (one
+	// P), each command 100 ms after the last, asleep in a system call
+	// between them, as a job's supervisor waits for its calls (run it
+	// with a smaller -benchtime).
+	for _, mode := range []string{"none", "landlock", "seccomp", "both", "both+rlimits", "both+rlimits,100ms-apart"} {
 		b.Run(mode, func(b *testing.B) {
 			cmd := exec.Command(self)
 			cmd.Dir = root
 			cmd.Env = append(Env(spec, os.Environ()), childEnv+"=shloop:"+mode+"\t"+strconv.Itoa(b.N)+"\t"+string(js))
+			if strings.HasSuffix(mode, "-apart") {
+				cmd.Env = append(cmd.Env, "GOMAXPROCS=1")
+			}
 			out, err := cmd.CombinedOutput()
 			if err != nil {
 				b.Fatalf("%v: %s", err, out)
@@ -84,7 +91,16 @@ func shLoop(arg string) int {
 		fmt.Println("error: bad shloop argument")
 		return 2
 	}
-	mode := parts[0]
+	mode, apart, _ := strings.Cut(parts[0], ",")
+	pause := unix.Timespec{}
+	if apart != "" {
+		d, err := time.ParseDuration(strings.TrimSuffix(apart, "-apart"))
+		if err != nil {
+			fmt.Println("error:", err)
+			return 2
+		}
+		pause = unix.NsecToTimespec(d.Nanoseconds())
+	}
 	n, _ := strconv.Atoi(parts[1])
 	var spec Spec
 	if err := json.Unmarshal([]byte(parts[2]), &spec); err != nil {
@@ -135,6 +151,9 @@ func shLoop(arg string) int {
 	}
 	c0, s0 := rusage(unix.RUSAGE_CHILDREN), rusage(unix.RUSAGE_SELF)
 	for i := 0; i < n; i++ {
+		if apart != "" {
+			_ = unix.Nanosleep(&pause, nil)
+		}
 		pid, err := syscall.ForkExec(sh, []string{"sh", "-c", "true"}, &syscall.ProcAttr{Env: env, Files: fds, Sys: &syscall.SysProcAttr{Setpgid: true}})
 		if err != nil {
 			fmt.Println("error:", err)

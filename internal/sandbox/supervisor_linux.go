@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/exec"
 	"runtime"
+	"strconv"
 	"strings"
 	"syscall"
 	"unsafe"
@@ -78,6 +79,12 @@ func runSupervisor(args []string, stderr io.Writer) int {
 		return ExitNotConfined
 	}
 	runtime.UnlockOSThread() // still locked once, by restrictThread
+	// The Jail started this process with a long timer slack for the
+	// runtime's sysmon (supervisorSlack): this thread forks the
+	// commands, which get the worker's own back.
+	if ns, err := strconv.ParseInt(os.Getenv(slackEnv), 10, 64); err == nil && ns > 0 {
+		_ = unix.Prctl(unix.PR_SET_TIMERSLACK, uintptr(ns), 0, 0, 0)
+	}
 	// One P: see supervisor. The Jail sets GOMAXPROCS=1 in the
 	// environment, which also keeps the runtime from revising it.
 	if runtime.GOMAXPROCS(0) != 1 {
