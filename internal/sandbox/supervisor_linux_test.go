@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"syscall"
 	"testing"
@@ -601,5 +602,27 @@ func TestSupervisorThatStopsReadingIsKilled(t *testing.T) {
 	}
 	if out, _, err := runSup(t, context.Background(), jl, j.spec, "", "echo", "fresh"); err != nil || out != "fresh\n" || supPid(jl) == pid {
 		t.Errorf("after it: %v %q", err, out)
+	}
+}
+
+// The supervisor starts with a long timer slack for its runtime's
+// sysmon; its commands get the worker's back.
+func TestSupervisorCommandsKeepTheTimerSlack(t *testing.T) {
+	requirePython(t)
+	j, jl := supervisedJail(t, Settings{})
+	runtime.LockOSThread()
+	want, err := unix.PrctlRetInt(unix.PR_GET_TIMERSLACK, 0, 0, 0, 0)
+	runtime.UnlockOSThread()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := 0; i < 2; i++ {
+		out, _, err := runSup(t, context.Background(), jl, j.spec, "", python3, "-c", "import ctypes; print(ctypes.CDLL(None).prctl(30, 0, 0, 0, 0))")
+		if err != nil || strings.TrimSpace(out) != fmt.Sprint(want) {
+			t.Errorf("a command's timer slack: %v %q, want %d (the worker's)", err, out, want)
+		}
+	}
+	if supPid(jl) == 0 {
+		t.Error("no supervisor ran the commands")
 	}
 }
