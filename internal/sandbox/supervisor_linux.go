@@ -140,11 +140,13 @@ func confineSupervisor(spec Spec) error {
 	// commands, which inherit its credentials, and no_new_privs keeps
 	// exec from granting any back (helperExec).
 	//
-	// A process that has none (a worker that is not root, as in the
-	// image) skips the all-threads call, which stops the world and
-	// signals every thread (0.05–0.3 ms of CPU a job): every thread of
-	// a new process has the capabilities of the exec, and nothing here
-	// changes a thread's, so this thread's empty sets are every one's.
+	// A process that has none (started by a worker that is not root, as
+	// in the image, or by a root one with SECBIT_NOROOT, see
+	// startSupervisorProc) skips the all-threads call, which stops the
+	// world and spins until every thread ran it (0.3–0.5 ms of CPU a job
+	// on a loaded machine): every thread of a new process has the
+	// capabilities of the exec, and nothing here changes a thread's, so
+	// this thread's empty sets are every one's.
 	hdr := unix.CapUserHeader{Version: unix.LINUX_CAPABILITY_VERSION_3}
 	var cur, data [2]unix.CapUserData
 	if err := unix.Capget(&hdr, &cur[0]); err == nil && cur == data {

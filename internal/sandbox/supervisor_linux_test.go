@@ -626,3 +626,52 @@ func TestSupervisorCommandsKeepTheTimerSlack(t *testing.T) {
 		t.Error("no supervisor ran the commands")
 	}
 }
+
+// Starting supervisors leaves the worker's threads as they were: a root
+// worker's later commands, started by any of its threads, still get
+// root's capabilities (the supervisor's start sets SECBIT_NOROOT and a
+// long timer slack on the thread that forks it, and puts both back).
+func TestSupervisorStartLeavesTheWorkersThreads(t *testing.T) {
+	requireCgroups(t)
+	if os.Geteuid() != 0 {
+		t.Skip("root's capabilities are what is checked")
+	}
+	want := func() string {
+		b, err := os.ReadFile("/proc/self/status")
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, l := range strings.Split(string(b), "\n") {
+			if strings.HasPrefix(l, "CapEff:") {
+				return l
+			}
+		}
+		return ""
+	}()
+	j := newJail(t, Settings{})
+	for i := 0; i < 10; i++ {
+		jl, err := NewJail(j.spec)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, _, err := runSup(t, context.Background(), jl, j.spec, "", "true"); err != nil || supPid(jl) == 0 {
+			t.Fatalf("%v (supervisor %d)", err, supPid(jl))
+		}
+		jl.Close()
+	}
+	errs := make(chan error, 40)
+	for i := 0; i < cap(errs); i++ {
+		go func() {
+			out, err := exec.Command("grep", "^CapEff:", "/proc/self/status").Output()
+			if err == nil && strings.TrimSpace(string(out)) != want {
+				err = fmt.Errorf("a command of the worker has %q, want %q", strings.TrimSpace(string(out)), want)
+			}
+			errs <- err
+		}()
+	}
+	for i := 0; i < cap(errs); i++ {
+		if err := <-errs; err != nil {
+			t.Error(err)
+		}
+	}
+}
