@@ -991,7 +991,8 @@ func (c *chat) enqueue(ctx context.Context, r jobRequest, adm chatcore.Admission
 	job := queue.Job{ChatID: chatID, UserID: userID, Goal: goal, SessionID: session, Budget: b.jobBudget(),
 		IdempotencyKey: fmt.Sprintf("telegram:%d:%d", b.tg.Self().ID, updateID), Model: c.jobModel(), Lane: c.lane()}
 	job.Budget.MaxTotalTokens = adm.Cap
-	job.ID = adm.JobID // budgets.go: the reservation's id ("" without a budget store)
+	job.Budget.CappedBy = adm.CappedBy() // whose budget a stop used up, for whichever replica delivers
+	job.ID = adm.JobID                   // budgets.go: the reservation's id ("" without a budget store)
 	if adm.USD > 0 {
 		job.Budget.MaxCostUSD = adm.USD
 	}

@@ -11,7 +11,6 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"sync"
 	"time"
 
 	tgbotapi "github.com/go-telegram-bot-api/telegram-bot-api/v5"
@@ -46,9 +45,6 @@ type budgetState struct {
 	key    []byte // HMAC key of the user-id hashes in metrics
 
 	tokens, cost, refused *prometheus.CounterVec
-
-	mu     sync.Mutex
-	capped map[string]bool // jobs whose cap came from the user's budget
 }
 
 // initBudgets sets the budget store up (New).
@@ -69,7 +65,6 @@ func (b *Bot) initBudgets(q Queue) {
 		JobMaxUSD: b.cfg.JobBudget.MaxCostUSD}
 	k := sha256.Sum256([]byte("odek-bot user hash\x00" + b.cfg.Token))
 	bs.key = k[:]
-	bs.capped = map[string]bool{}
 	bs.tokens = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "odek_bot_user_tokens_total",
 		Help: "Tokens (prompt + completion) of settled jobs, by user (a keyed hash of the Telegram user id; guest = the guest pool)."}, []string{"user"})
 	bs.cost = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "odek_bot_user_cost_usd_total",
@@ -177,28 +172,7 @@ func (c *chat) reserveJob(ctx context.Context, userID int64, adm chatcore.Admiss
 	if g.USD > 0 {
 		adm.UserCapped = adm.UserCapped || b.cfg.JobBudget.MaxCostUSD <= 0 || g.USD < b.cfg.JobBudget.MaxCostUSD
 	}
-	if adm.UserCapped {
-		b.budget.mu.Lock()
-		if len(b.budget.capped) >= maxCapped {
-			clear(b.budget.capped) // results another replica delivered never come here
-		}
-		b.budget.capped[id] = true
-		b.budget.mu.Unlock()
-	}
 	return adm, reserveOK, ""
-}
-
-// maxCapped bounds the jobs remembered as capped by the user's budget.
-const maxCapped = 10000
-
-// userCapped reports (and forgets) whether job's cap came from the
-// user's budget.
-func (b *Bot) userCapped(job string) bool {
-	b.budget.mu.Lock()
-	defer b.budget.mu.Unlock()
-	v := b.budget.capped[job]
-	delete(b.budget.capped, job)
-	return v
 }
 
 // releaseBudget drops a reservation whose job will not run.
@@ -207,7 +181,6 @@ func (c *chat) releaseBudget(ctx context.Context, id string) {
 	if b.budget.store == nil || id == "" {
 		return
 	}
-	b.userCapped(id)
 	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
 	defer cancel()
 	if err := b.budget.store.ReleaseBudget(rctx, id); err != nil {

@@ -142,11 +142,10 @@ func (c *chat) deliver(ctx context.Context, d queue.Delivery) {
 	// are recorded only once the result is settled (see below): a result
 	// left for redelivery must not count twice.
 	var statusMsg, replyTo, srcMsg int
-	f := chatcore.Finished{Lang: "en", Foreign: js == nil}
+	f := chatcore.Finished{Lang: "en"}
 	if js != nil {
 		statusMsg, replyTo, srcMsg = js.statusMsg, js.replyTo, js.srcMsg
-		f = chatcore.Finished{Lang: b.lang(js.userID), TimedOut: js.timedOut, Superseded: js.superseded, Uploads: js.uploads, Interrupted: js.interrupted,
-			UserCapped: b.userCapped(res.JobID)}
+		f = chatcore.Finished{Lang: b.lang(js.userID), TimedOut: js.timedOut, Superseded: js.superseded, Uploads: js.uploads, Interrupted: js.interrupted}
 	} else {
 		replyTo = c.bgReplyTo(res.JobID) // a /bg job answers its message (schedule.go)
 	}

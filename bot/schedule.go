@@ -537,6 +537,7 @@ func (c *chat) bgCmd(ctx context.Context, updateID int, userID int64, m *tgbotap
 		job.Budget.MaxCostUSD = adm.USD
 	}
 	job.Budget.MaxTotalTokens = adm.Cap
+	job.Budget.CappedBy = adm.CappedBy()
 	ectx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
 	stored, dup, err := b.q.Enqueue(ectx, job)
 	cancel()

@@ -25,7 +25,21 @@ type Budget struct {
 	MaxTotalTokens int `json:"max_total_tokens,omitempty"`
 	// MaxCostUSD bounds its estimated cost, in US dollars.
 	MaxCostUSD float64 `json:"max_cost_usd,omitempty"`
+	// CappedBy says whose budget set MaxTotalTokens and MaxCostUSD, so
+	// that whichever front end delivers the result (any bot replica) can
+	// say whose budget a budget stop used up: CappedByUser (the sender's
+	// own caps or the guest pool), CappedByChat (the chat's daily budget
+	// or the operator's per-job share), "" when the enqueuer did not say
+	// (a job from before this field, a fire whose share any account may
+	// have set). The queue copies it into the job's Result.
+	CappedBy string `json:"capped_by,omitempty"`
 }
+
+// Values of Budget.CappedBy and Result.CappedBy.
+const (
+	CappedByUser = "user"
+	CappedByChat = "chat"
+)
 
 // maxBudgetRuntime keeps MaxRuntimeSeconds within time.Duration.
 const maxBudgetRuntime = 100 * 365 * 24 * 3600
@@ -48,6 +62,9 @@ func (b *Budget) Validate() error {
 		if f.v < 0 || math.IsNaN(f.v) || math.IsInf(f.v, 0) {
 			return fmt.Errorf("%w: budget.%s is %v: want a number >= 0", ErrInvalidJob, f.name, f.v)
 		}
+	}
+	if b.CappedBy != "" && b.CappedBy != CappedByUser && b.CappedBy != CappedByChat {
+		return fmt.Errorf("%w: budget.capped_by is %q: want %q, %q or empty", ErrInvalidJob, b.CappedBy, CappedByUser, CappedByChat)
 	}
 	if b.MaxRuntimeSeconds > maxBudgetRuntime {
 		return fmt.Errorf("%w: budget.max_runtime_seconds is %v: at most %d", ErrInvalidJob, b.MaxRuntimeSeconds, maxBudgetRuntime)

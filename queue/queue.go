@@ -246,6 +246,9 @@ type Result struct {
 	// NoModel: the job was answered without a model call (a schedule's
 	// reminder); front ends show no usage line for it.
 	NoModel bool `json:"no_model,omitempty"`
+	// CappedBy is the job's Budget.CappedBy, copied by the queue when the
+	// result is stored (CappedByUser, CappedByChat or "").
+	CappedBy string `json:"capped_by,omitempty"`
 }
 
 // Lease is a claimed job. Pass it back unchanged to Heartbeat and Ack.
@@ -472,6 +475,10 @@ func prepareJob(job Job, o Options, newID func() string) (Job, []byte, error) {
 // encodeResult fills res from the lease and encodes it within the cap.
 func encodeResult(l Lease, res Result, o Options) (Result, []byte, error) {
 	res.JobID, res.ChatID, res.Attempt = l.Job.ID, l.Job.ChatID, l.Job.Attempt
+	res.CappedBy = ""
+	if l.Job.Budget != nil {
+		res.CappedBy = l.Job.Budget.CappedBy
+	}
 	if res.Status == "" {
 		res.Status = StatusSucceeded
 	}

@@ -100,6 +100,20 @@ type Admission struct {
 	UserCapped bool
 }
 
+// CappedBy is what the job carries as queue.Budget.CappedBy, so that
+// whichever front end delivers its result can say whose budget a budget
+// stop used up: the user's when UserCapped, the chat's when the chat's
+// books capped it, "" when nothing did.
+func (a Admission) CappedBy() string {
+	switch {
+	case a.UserCapped:
+		return queue.CappedByUser
+	case a.Cap > 0 || a.USD > 0:
+		return queue.CappedByChat
+	}
+	return ""
+}
+
 // Admit decides a new request's share of the chat's day: used is what
 // the chat spent today, reserved what its unfinished jobs hold. A request
 // that finds the rest of the day held (BudgetHeld) waits behind them;
@@ -158,12 +172,6 @@ type Finished struct {
 	// Interrupted: a newer message stopped it (busy policy "interrupt").
 	Interrupted bool
 	Uploads     []string // artifact paths of the files the user sent with it
-	// UserCapped: the job's cap came from the user's budget (Admission).
-	UserCapped bool
-	// Foreign: this front end did not start the job (another replica's
-	// job, or a schedule's fire), so it does not know whose budget capped
-	// it.
-	Foreign bool
 }
 
 // PlannedArtifact is an artifact of a result with the id the chat gives it.
@@ -226,11 +234,13 @@ func PlanResult(p Policy, res queue.Result, f Finished, use Usage, nextArt int, 
 		// The job reached its cap: what was left of the chat's day.
 		pl.Head = Tr(f.Lang, "budget.stopped", tgformat.Thousands(p.DailyTokenBudget), HumanWait(UntilMidnightUTC(now)))
 	}
+	// Whose budget capped the job travels with it (queue.Budget.CappedBy),
+	// so any replica words the stop the same.
 	switch {
-	case f.UserCapped && BudgetStopped(res):
+	case res.CappedBy == queue.CappedByUser && BudgetStopped(res):
 		pl.Head = Tr(f.Lang, "bud.stopped") // the user's budget, not the chat's day, was the cap
-	case f.Foreign && BudgetStopped(res):
-		pl.Head = Tr(f.Lang, "bud.stopped.any") // whose, only the front end that started it knows
+	case res.CappedBy == "" && BudgetStopped(res):
+		pl.Head = Tr(f.Lang, "bud.stopped.any") // a fire, or a job from before CappedBy: it does not say whose
 	}
 	return pl
 }

@@ -108,8 +108,21 @@ func TestPlanResult(t *testing.T) {
 				t.Errorf("plan %+v", pl)
 			}
 		}},
-		{"stopped at the day's cap", queue.Result{Status: queue.StatusFailed, Error: "run: " + DayCapExhausted}, Finished{Lang: "en"}, today, func(t *testing.T, pl Plan) {
+		{"stopped at the day's cap", queue.Result{Status: queue.StatusFailed, Error: "run: " + DayCapExhausted, CappedBy: queue.CappedByChat}, Finished{Lang: "en"}, today, func(t *testing.T, pl Plan) {
 			if !strings.HasPrefix(pl.Head, "🚫 The job stopped: it used what was left of this chat's daily budget of 1,000 tokens") {
+				t.Errorf("head %q", pl.Head)
+			}
+		}},
+		// Whose budget capped the job comes with the result (the job's
+		// Budget.CappedBy), so the replica that delivers it need not be
+		// the one that started it.
+		{"stopped at the user's cap", queue.Result{Status: queue.StatusFailed, Error: "run: " + DayCapExhausted, CappedBy: queue.CappedByUser}, Finished{Lang: "en"}, today, func(t *testing.T, pl Plan) {
+			if pl.Head != Tr("en", "bud.stopped") {
+				t.Errorf("head %q", pl.Head)
+			}
+		}},
+		{"stopped at a cap the job does not name", queue.Result{Status: queue.StatusFailed, Error: "budget: cost_usd limit exhausted: observed $0.51, max $0.50"}, Finished{Lang: "de"}, today, func(t *testing.T, pl Plan) {
+			if pl.Head != Tr("de", "bud.stopped.any") {
 				t.Errorf("head %q", pl.Head)
 			}
 		}},

@@ -122,6 +122,11 @@ func TestE2EUserBudgetSharedByTwoBots(t *testing.T) {
 	if !visible(tg, 1001, "The job stopped: it used what was left of your budget") {
 		t.Fatalf("replica B ran the second job without the 400 tokens A left as its cap: %q", tg.Visible(1001))
 	}
+	// Either replica may deliver B's result; both know it was the user's
+	// budget (the job carries it), so neither hedges with the chat's.
+	if visible(tg, 1001, "or of this chat's daily budget") {
+		t.Fatalf("the budget stop was delivered without knowing whose budget capped the job: %q", tg.Visible(1001))
+	}
 	a.post(t, 3, 1001, 1001, "third")
 	tg.Wait(t, 60*time.Second, "the refusal", func(s *bottest.Server) bool {
 		return visible(s, 1001, "You have used your daily budget of 1,000 tokens. It resets at 00:00 UTC (in ") || visible(s, 1001, "answer to third")

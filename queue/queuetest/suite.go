@@ -106,7 +106,8 @@ func readResults(t *testing.T, q queue.Queue, consumer string, want int) []queue
 
 func testEnqueueClaimAck(t *testing.T, nq NewQueue) {
 	q := nq(t, queue.Options{})
-	in := queue.Job{ChatID: -1001234567890123, UserID: 42, Goal: "say hi", SessionID: "s1", Budget: &queue.Budget{MaxToolCalls: 3, MaxRuntimeSeconds: 1.5}}
+	in := queue.Job{ChatID: -1001234567890123, UserID: 42, Goal: "say hi", SessionID: "s1", Budget: &queue.Budget{MaxToolCalls: 3, MaxRuntimeSeconds: 1.5,
+		MaxTotalTokens: 400, CappedBy: queue.CappedByUser}}
 	j := enqueue(t, q, in)
 	if j.ID == "" || j.CreatedAt.IsZero() {
 		t.Fatalf("Enqueue did not fill ID/CreatedAt: %+v", j)
@@ -121,8 +122,10 @@ func testEnqueueClaimAck(t *testing.T, nq NewQueue) {
 	if ls, err := q.Claim(ctxT(t), "w2", 5, 0); err != nil || len(ls) != 0 {
 		t.Fatalf("second Claim while leased = %d, %v; want none", len(ls), err)
 	}
+	// CappedBy comes from the job, whatever the worker's result says: any
+	// front end that delivers it can tell whose budget a stop used up.
 	res := queue.Result{Status: queue.StatusSucceeded, Answer: "hi", DurationMS: 7, Usage: queue.Usage{PromptTokens: 3},
-		Artifacts: []queue.ArtifactMeta{{Path: "a/b.txt", Bytes: 2}}}
+		Artifacts: []queue.ArtifactMeta{{Path: "a/b.txt", Bytes: 2}}, CappedBy: queue.CappedByChat}
 	if op, ok := q.(queue.Operator); ok {
 		if _, ok, err := op.JobResult(ctxT(t), j.ID); ok || err != nil {
 			t.Fatalf("JobResult of a running job = %v, %v; want not ok", ok, err)
@@ -148,7 +151,8 @@ func testEnqueueClaimAck(t *testing.T, nq NewQueue) {
 		t.Fatalf("got %d results, want 1", len(ds))
 	}
 	r := ds[0].Result
-	if r.JobID != j.ID || r.ChatID != in.ChatID || r.Answer != "hi" || r.Status != queue.StatusSucceeded || r.Attempt != 1 || len(r.Artifacts) != 1 {
+	if r.JobID != j.ID || r.ChatID != in.ChatID || r.Answer != "hi" || r.Status != queue.StatusSucceeded || r.Attempt != 1 || len(r.Artifacts) != 1 ||
+		r.CappedBy != queue.CappedByUser {
 		t.Fatalf("result %+v does not match the ack", r)
 	}
 }
@@ -215,6 +219,7 @@ func testInvalid(t *testing.T, nq NewQueue) {
 		{ChatID: 1, Goal: "g", ID: "bad id with spaces"},
 		{ChatID: 1, Goal: "g", ID: strings.Repeat("a", queue.MaxIDLen+1)},
 		{ChatID: 1, Goal: "g", Budget: &queue.Budget{MaxToolCalls: -1}},
+		{ChatID: 1, Goal: "g", Budget: &queue.Budget{CappedBy: "admin"}},
 	} {
 		if _, _, err := q.Enqueue(ctxT(t), j); !errors.Is(err, queue.ErrInvalidJob) {
 			t.Errorf("Enqueue(%+v) = %v, want ErrInvalidJob", j, err)
