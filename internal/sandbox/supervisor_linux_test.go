@@ -675,3 +675,35 @@ func TestSupervisorStartLeavesTheWorkersThreads(t *testing.T) {
 		}
 	}
 }
+
+// The serving loop passes through the scheduler after every wake
+// (supervisor.yield) and ends the supervisor if it ever came back on
+// another thread than the confined one: a long series of calls, one at
+// a time and some at once, is served by the one supervisor.
+func TestSupervisorServesManyCallsOnItsThread(t *testing.T) {
+	j, jl := supervisedJail(t, Settings{})
+	if _, _, err := runSup(t, context.Background(), jl, j.spec, "", "true"); err != nil {
+		t.Fatal(err)
+	}
+	pid := supPid(jl)
+	for i := 0; i < 150; i++ {
+		if out, ws, err := runSup(t, context.Background(), jl, j.spec, "", "sh", "-c", "echo $0", fmt.Sprint(i)); err != nil || ws.ExitStatus() != 0 || out != fmt.Sprintf("%d\n", i) {
+			t.Fatalf("call %d: %v %v %q", i, err, ws, out)
+		}
+	}
+	errs := make(chan error, 50)
+	for i := 0; i < cap(errs); i++ {
+		go func() {
+			_, _, err := runSup(t, context.Background(), jl, j.spec, "", "true")
+			errs <- err
+		}()
+	}
+	for i := 0; i < cap(errs); i++ {
+		if err := <-errs; err != nil {
+			t.Error(err)
+		}
+	}
+	if got := supPid(jl); got != pid {
+		t.Errorf("the supervisor changed from %d to %d", pid, got)
+	}
+}
