@@ -142,7 +142,19 @@ func defaultHTTPClient() *http.Client {
 	}
 }
 
-var sharedHTTPClient = sync.OnceValue(defaultHTTPClient)
+// shared is the client every HTTP server without headers of its own
+// uses, made on first use (sharedHTTPClient). A sync.Once in static data
+// rather than a package-level sync.OnceValue, which is a call that runs at
+// program start in every odek process.
+var shared struct {
+	once sync.Once
+	c    *http.Client
+}
+
+func sharedHTTPClient() *http.Client {
+	shared.once.Do(func() { shared.c = defaultHTTPClient() })
+	return shared.c
+}
 
 // httpConn is one MCP session over Streamable HTTP. It is safe for
 // concurrent use.

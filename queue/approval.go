@@ -10,6 +10,7 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/odekrun/odek/internal/luascript"
 	"github.com/redis/go-redis/v9"
 )
 
@@ -196,14 +197,14 @@ func (m *Memory) Answer(ctx context.Context, id string, allow bool) error {
 // KEYS[1] approval key, [2] answer list key, [3] the due set (all under the
 // queue's hash tag); ARGV[1] value ("1"/"0"), [2] answer list ttl ms, [3]
 // the approval id.
-var answerScript = redis.NewScript(`
+var answerScript = &luascript.Script{Src: `
 if redis.call('GET', KEYS[1]) ~= 'pending' then return 0 end
 redis.call('ZREM', KEYS[3], ARGV[3])
 redis.call('SET', KEYS[1], ARGV[1], 'KEEPTTL')
 redis.call('RPUSH', KEYS[2], ARGV[1])
 redis.call('PEXPIRE', KEYS[2], ARGV[2])
 return 1
-`)
+`}
 
 // answerTTL bounds how long an answer waits for its worker to pop it.
 const answerTTL = 2 * time.Minute

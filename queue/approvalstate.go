@@ -12,6 +12,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/odekrun/odek/internal/luascript"
 	"github.com/redis/go-redis/v9"
 )
 
@@ -262,12 +263,12 @@ func (r *Redis) PendingApproval(ctx context.Context, id string) (Approval, error
 
 // KEYS[1] prompt list, [2] question key; ARGV[1] note JSON, [2] max notes,
 // [3] expiry (ms since the epoch).
-var addPromptScript = redis.NewScript(`
+var addPromptScript = &luascript.Script{Src: `
 if redis.call('EXISTS', KEYS[2]) == 0 then return 0 end
 if redis.call('LLEN', KEYS[1]) < tonumber(ARGV[2]) then redis.call('RPUSH', KEYS[1], ARGV[1]) end
 redis.call('PEXPIREAT', KEYS[1], ARGV[3])
 return 1
-`)
+`}
 
 // AddApprovalPrompt implements ApprovalStates.
 func (r *Redis) AddApprovalPrompt(ctx context.Context, id string, p ApprovalPrompt) error {
@@ -311,12 +312,12 @@ func (r *Redis) ApprovalPrompts(ctx context.Context, id string) ([]ApprovalPromp
 
 // KEYS[1] the due set; ARGV[1] now (ms), [2] max, [3] forget-before (ms).
 // Pops the due questions: each goes to one caller.
-var popDueScript = redis.NewScript(`
+var popDueScript = &luascript.Script{Src: `
 redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', '(' .. ARGV[3])
 local ids = redis.call('ZRANGEBYSCORE', KEYS[1], '-inf', ARGV[1], 'LIMIT', 0, tonumber(ARGV[2]))
 if #ids > 0 then redis.call('ZREM', KEYS[1], unpack(ids)) end
 return ids
-`)
+`}
 
 // ExpiredApprovals implements ApprovalStates.
 func (r *Redis) ExpiredApprovals(ctx context.Context, max int) ([]ExpiredApproval, error) {

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/odekrun/odek/internal/luascript"
 	"github.com/redis/go-redis/v9"
 )
 
@@ -35,7 +36,7 @@ func (r *Redis) accountKeys(account string, now time.Time) []string {
 // KEYS: rec, accounts, then per account: day use, month use, held.
 // ARGV: id, now ms, lease end ms, max tok, max usd µ$, record ttl ms, n,
 // then per account: name, day tok, month tok, day usd µ$, month usd µ$.
-var reserveScript = redis.NewScript(`
+var reserveScript = &luascript.Script{Src: `
 local rec = KEYS[1]
 local now = tonumber(ARGV[2])
 if redis.call('EXISTS', rec) == 1 then
@@ -110,14 +111,14 @@ redis.call('DEL', rec)
 redis.call('HSET', rec, 'accounts', table.concat(names, ' '), 'tok', tok, 'usd', usd, 'exp', exp)
 redis.call('PEXPIRE', rec, tonumber(ARGV[6]))
 return {'ok', tok, usd}
-`)
+`}
 
 // settleScript counts a spend once and releases the reservation.
 //
 // KEYS: rec, accounts, then per account: day use, month use, held.
 // ARGV: id, now ms, record ttl ms, tok, prm, cch, usd µ$, jobs, day ttl
 // ms, month ttl ms, n, names…
-var settleScript = redis.NewScript(`
+var settleScript = &luascript.Script{Src: `
 local rec = KEYS[1]
 if redis.call('HGET', rec, 'settled') then return 0 end
 local n = tonumber(ARGV[11])
@@ -141,17 +142,17 @@ redis.call('DEL', rec)
 redis.call('HSET', rec, 'accounts', table.concat(names, ' '), 'settled', '1')
 redis.call('PEXPIRE', rec, tonumber(ARGV[3]))
 return 1
-`)
+`}
 
 // releaseScript drops an unsettled reservation.
 //
 // KEYS: rec, then each account's held hash. ARGV: id.
-var releaseScript = redis.NewScript(`
+var releaseScript = &luascript.Script{Src: `
 if redis.call('HGET', KEYS[1], 'settled') then return 0 end
 for i = 2, #KEYS do redis.call('HDEL', KEYS[i], ARGV[1]) end
 redis.call('DEL', KEYS[1])
 return 1
-`)
+`}
 
 // ReserveBudget implements Budgets: one script, one round trip.
 func (r *Redis) ReserveBudget(ctx context.Context, res Reservation) (Grant, error) {

@@ -7,6 +7,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/odekrun/odek/internal/luascript"
 	"github.com/redis/go-redis/v9"
 )
 
@@ -35,7 +36,7 @@ type coalescer struct {
 const maxCoalesce = 256
 
 type scriptCall struct {
-	script *redis.Script
+	script *luascript.Script
 	keys   []string
 	args   []any
 	val    any
@@ -57,18 +58,18 @@ var errNoKeys = errors.New("queue: script called with no KEYS (a cluster client 
 // Otherwise ctx bounds only the wait: once queued, a script runs to
 // completion whatever happens to ctx, as with any Redis call, and a reply
 // that is in when ctx ends is returned rather than ctx's error.
-func (co *coalescer) run(ctx context.Context, script *redis.Script, keys []string, args ...any) (any, error) {
+func (co *coalescer) run(ctx context.Context, script *luascript.Script, keys []string, args ...any) (any, error) {
 	return co.call(ctx, false, script, keys, args)
 }
 
 // runDurable is run for a write whose success the caller passes on to a
 // user (enqueue, ack, cancel): its reply comes after the replicas hold
 // it, when the coalescer waits for replicas.
-func (co *coalescer) runDurable(ctx context.Context, script *redis.Script, keys []string, args ...any) (any, error) {
+func (co *coalescer) runDurable(ctx context.Context, script *luascript.Script, keys []string, args ...any) (any, error) {
 	return co.call(ctx, true, script, keys, args)
 }
 
-func (co *coalescer) call(ctx context.Context, durable bool, script *redis.Script, keys []string, args []any) (any, error) {
+func (co *coalescer) call(ctx context.Context, durable bool, script *luascript.Script, keys []string, args []any) (any, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
@@ -102,7 +103,7 @@ func (co *coalescer) call(ctx context.Context, durable bool, script *redis.Scrip
 // runAll calls script once per argument list, all in the round trip the
 // coalescer sends next (up to maxCoalesce per pipeline), and returns the
 // replies in order. ctx bounds the wait as for run.
-func (co *coalescer) runAll(ctx context.Context, script *redis.Script, keys []string, argLists [][]any) ([]any, []error) {
+func (co *coalescer) runAll(ctx context.Context, script *luascript.Script, keys []string, argLists [][]any) ([]any, []error) {
 	vals, errs := make([]any, len(argLists)), make([]error, len(argLists))
 	err := ctx.Err()
 	if len(keys) == 0 {
@@ -209,7 +210,7 @@ func (co *coalescer) sendNext() bool {
 // connection to the queue's master and ends with WAIT there.
 func (co *coalescer) send(batch []*scriptCall) {
 	ctx := context.Background()
-	loaded := map[*redis.Script]bool{}
+	loaded := map[*luascript.Script]bool{}
 	for try := 0; try < maxSendTries && len(batch) > 0; try++ {
 		durable := 0
 		for _, c := range batch {

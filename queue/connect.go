@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/odekrun/odek/internal/backoff"
+	"github.com/odekrun/odek/internal/luascript"
 	"github.com/redis/go-redis/v9"
 )
 
@@ -143,9 +144,9 @@ func WriteSharedConfig(ctx context.Context, c redis.UniversalClient, prefix stri
 	return sc, nil
 }
 
-var writeConfigNX = redis.NewScript(`
+var writeConfigNX = &luascript.Script{Src: `
 if redis.call('EXISTS', KEYS[1]) == 0 then
   redis.call('HSET', KEYS[1], 'lease_ms', ARGV[1], 'max_attempts', ARGV[2])
 end
 return 1
-`)
+`}

@@ -10,6 +10,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/odekrun/odek/internal/luascript"
 	"github.com/redis/go-redis/v9"
 )
 
@@ -191,7 +192,7 @@ end
 
 // ARGV[4] id, [5] data, [6] chat, [7] idempotency key or "", [8] dedupe
 // ms, [9] lane key (LaneKey: the chat id for the main lane).
-var enqueueScript = redis.NewScript(luaPrelude + `
+var enqueueScript = &luascript.Script{Src: luaPrelude + `
 local h = P .. 'job:' .. ARGV[4]
 -- The same call again (a client resending it after a lost reply) finds
 -- its own job, with the same payload: it succeeded.
@@ -213,7 +214,7 @@ if redis.call('RPUSH', P .. 'chat:' .. ARGV[9], ARGV[4]) == 1 then
   redis.call('HSET', h, 'state', 'ready', 'entry', e)
 end
 return {1}
-`)
+`}
 
 // ARGV[4] token, [5] max attempts, [6] consumer, [7] min idle ms, [8] scan
 // count, [9] results retain ms, [10] dead retain ms, [11] dead max length. Every expired lease found (up to the scan count per stream) is
@@ -223,7 +224,7 @@ return {1}
 // Returns {dead-lettered, suspected, oldest waiting suspect's wait in ms
 // (reported to a busy consumer only), then id, data, attempt, token, entry
 // for the lease handed out, if any}.
-var reclaimScript = redis.NewScript(luaPrelude + `
+var reclaimScript = &luascript.Script{Src: luaPrelude + `
 local SQ = P .. 'suspect-queue'
 local maxatt = tonumber(ARGV[5])
 local out = {0, 0, 0}
@@ -306,14 +307,14 @@ while true do
   end
 end
 return out
-`)
+`}
 
 // ARGV[4] token, then pairs entry, id. Returns leases as reclaimScript does.
 // The same call again (same token: a client that resent it after losing
 // the reply) returns the same leases instead of settling the entries as
 // stale, which would leave each job running with no pending entry for the
 // reclaim scan to find — stuck, and its chat behind it.
-var startScript = redis.NewScript(luaPrelude + `
+var startScript = &luascript.Script{Src: luaPrelude + `
 local out = {}
 for i = 5, #ARGV, 2 do
   local eid, id = ARGV[i], ARGV[i + 1]
@@ -334,28 +335,28 @@ for i = 5, #ARGV, 2 do
   end
 end
 return out
-`)
+`}
 
 // ARGV[4] id, [5] token, [6] consumer.
-var heartbeatScript = redis.NewScript(luaPrelude + `
+var heartbeatScript = &luascript.Script{Src: luaPrelude + `
 local h = P .. 'job:' .. ARGV[4]
 if redis.call('HGET', h, 'owner') ~= ARGV[5] or redis.call('HGET', h, 'state') ~= 'running' then return 'lost' end
 local s, eid = entryof(redis.call('HGET', h, 'entry'))
 redis.call('XCLAIM', s, G, ARGV[6], 0, eid, 'JUSTID')
 if redis.call('HGET', h, 'cancel') == '1' then return 'canceled' end
 return 'ok'
-`)
+`}
 
 // ARGV[4] id, [5] token, [6] result JSON.
-var ackScript = redis.NewScript(luaPrelude + `
+var ackScript = &luascript.Script{Src: luaPrelude + `
 local h = P .. 'job:' .. ARGV[4]
 if redis.call('HGET', h, 'owner') ~= ARGV[5] or redis.call('HGET', h, 'state') ~= 'running' then return 'lost' end
 finish(ARGV[4], ARGV[6])
 return 'ok'
-`)
+`}
 
 // ARGV[4] id.
-var cancelScript = redis.NewScript(luaPrelude + `
+var cancelScript = &luascript.Script{Src: luaPrelude + `
 local id = ARGV[4]
 local h = P .. 'job:' .. id
 local st = redis.call('HGET', h, 'state')
@@ -367,7 +368,7 @@ if st == 'running' then
 end
 finish(id, sysresult(id, 'canceled', redis.call('HGET', h, 'attempt'), 'queue: canceled before it ran'))
 return 'ok'
-`)
+`}
 
 func (r *Redis) base() []any {
 	return []any{r.p, r.o.Group, r.o.Retain.Milliseconds()}

@@ -5,7 +5,7 @@ import (
 	"errors"
 	"fmt"
 
-	"github.com/redis/go-redis/v9"
+	"github.com/odekrun/odek/internal/luascript"
 )
 
 // Steering carries messages a front end sends into an unfinished job
@@ -61,7 +61,7 @@ func checkSteer(jobID, text string, o Options) error {
 
 // ARGV[4] id, [5] text, [6] max pending. The inbox is a list beside the
 // job's hash (same hash tag), kept for the results' retention.
-var steerScript = redis.NewScript(luaPrelude + `
+var steerScript = &luascript.Script{Src: luaPrelude + `
 local id = ARGV[4]
 local st = redis.call('HGET', P .. 'job:' .. id, 'state')
 if (not st) or st == 'done' then return 'notfound' end
@@ -70,15 +70,15 @@ if redis.call('LLEN', k) >= tonumber(ARGV[6]) then return 'full' end
 redis.call('RPUSH', k, ARGV[5])
 redis.call('PEXPIRE', k, RET)
 return 'ok'
-`)
+`}
 
 // ARGV[4] id. Returns the inbox and empties it.
-var takeSteerScript = redis.NewScript(luaPrelude + `
+var takeSteerScript = &luascript.Script{Src: luaPrelude + `
 local k = P .. 'steer:' .. ARGV[4]
 local out = redis.call('LRANGE', k, 0, -1)
 redis.call('DEL', k)
 return out
-`)
+`}
 
 // Steer implements Steering: one script, waited for by the replicas when
 // the queue waits (a steered message is a user-visible write).

@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/odekrun/odek/internal/luascript"
 	"github.com/odekrun/odek/queue"
 	"github.com/redis/go-redis/v9"
 )
@@ -54,7 +55,7 @@ func msOrEmpty(t time.Time) string {
 
 // KEYS: sched, due, all, chat. ARGV: def, chat, next ms, id, enabled,
 // max per chat (0: none). Returns 1 created, 0 id taken, -n chat full.
-var createScript = redis.NewScript(`
+var createScript = &luascript.Script{Src: `
 if redis.call('EXISTS', KEYS[1]) == 1 then
   if redis.call('HGET', KEYS[1], 'def') == ARGV[1] then return 1 end
   return 0
@@ -69,10 +70,10 @@ if ARGV[5] == '1' then redis.call('ZADD', KEYS[2], ARGV[3], ARGV[4]) end
 redis.call('SADD', KEYS[3], ARGV[4])
 redis.call('SADD', KEYS[4], ARGV[4])
 return 1
-`)
+`}
 
 // KEYS: sched, due. ARGV: enabled, next ms or ”, id.
-var enableScript = redis.NewScript(`
+var enableScript = &luascript.Script{Src: `
 if redis.call('EXISTS', KEYS[1]) == 0 then return 0 end
 if ARGV[1] == '1' and ARGV[2] ~= '' then
   redis.call('HSET', KEYS[1], 'enabled', '1', 'next', ARGV[2])
@@ -82,24 +83,24 @@ else
   redis.call('ZREM', KEYS[2], ARGV[3])
 end
 return 1
-`)
+`}
 
 // KEYS: sched, due, all, chat. ARGV: id, chat.
-var deleteScript = redis.NewScript(`
+var deleteScript = &luascript.Script{Src: `
 if redis.call('HGET', KEYS[1], 'chat') ~= ARGV[2] then return 0 end
 redis.call('DEL', KEYS[1])
 redis.call('ZREM', KEYS[2], ARGV[1])
 redis.call('SREM', KEYS[3], ARGV[1])
 redis.call('SREM', KEYS[4], ARGV[1])
 return 1
-`)
+`}
 
 // KEYS: sched, due, fire, firing. ARGV: 1 manual, 2 expected ms, 3 next
 // ms or ”, 4 fire (0/1), 5 at ms, 6 status, 7 missed, 8 job, 9 owner,
 // 10 token, 11 deadline ms, 12 id, 13 fire field, 14 error (a skip's
 // reason).
 // Returns 1 done, 0 not found, -1 next moved, -2 fire already pending.
-var claimScript = redis.NewScript(`
+var claimScript = &luascript.Script{Src: `
 if ARGV[4] == '1' then
   local tok = redis.call('HGET', KEYS[3], 'token')
   if tok == ARGV[10] then return 1 end
@@ -124,10 +125,10 @@ end
 redis.call('HSET', KEYS[3], 'job', ARGV[8], 'sid', ARGV[12], 'at', ARGV[5], 'owner', ARGV[9], 'token', ARGV[10], 'deadline', ARGV[11], 'reclaimed', 0)
 redis.call('ZADD', KEYS[4], ARGV[11], ARGV[13])
 return 1
-`)
+`}
 
 // KEYS: fire, firing, sched. ARGV: token, field, at ms, job id, error, status.
-var completeScript = redis.NewScript(`
+var completeScript = &luascript.Script{Src: `
 if redis.call('HGET', KEYS[1], 'token') ~= ARGV[1] then return 0 end
 redis.call('DEL', KEYS[1])
 redis.call('ZREM', KEYS[2], ARGV[2])
@@ -136,10 +137,10 @@ if redis.call('EXISTS', KEYS[3]) == 1 then
   redis.call('HINCRBY', KEYS[3], 'fires', 1)
 end
 return 1
-`)
+`}
 
 // KEYS: fire, firing. ARGV: field, now ms, owner, token, deadline ms.
-var reclaimScript = redis.NewScript(`
+var reclaimScript = &luascript.Script{Src: `
 local d = redis.call('HGET', KEYS[1], 'deadline')
 if not d then
   redis.call('ZREM', KEYS[2], ARGV[1])
@@ -150,7 +151,7 @@ redis.call('HSET', KEYS[1], 'owner', ARGV[3], 'token', ARGV[4], 'deadline', ARGV
 local n = redis.call('HINCRBY', KEYS[1], 'reclaimed', 1)
 redis.call('ZADD', KEYS[2], ARGV[5], ARGV[1])
 return {redis.call('HGET', KEYS[1], 'job'), redis.call('HGET', KEYS[1], 'sid'), redis.call('HGET', KEYS[1], 'at'), n}
-`)
+`}
 
 func redisErr(op string, err error) error {
 	return fmt.Errorf("schedule: redis %s: %w", op, err)

@@ -6,6 +6,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/odekrun/odek/internal/luascript"
 	"github.com/redis/go-redis/v9"
 )
 
@@ -13,7 +14,7 @@ func (r *Redis) kZones() string { return r.p + "sched:zones" }
 
 // KEYS: sched, due. ARGV: at ms, next ms, max, id. Returns 1 armed, 0 not
 // found, -1 not waiting for a retry.
-var retryScript = redis.NewScript(`
+var retryScript = &luascript.Script{Src: `
 if redis.call('EXISTS', KEYS[1]) == 0 then return 0 end
 if redis.call('HGET', KEYS[1], 'enabled') == '1' or redis.call('HGET', KEYS[1], 'last') ~= ARGV[1] then return -1 end
 local n = tonumber(redis.call('HGET', KEYS[1], 'retries') or '0')
@@ -21,7 +22,7 @@ if n >= tonumber(ARGV[3]) then return -1 end
 redis.call('HSET', KEYS[1], 'enabled', '1', 'next', ARGV[2], 'retries', n + 1)
 redis.call('ZADD', KEYS[2], ARGV[2], ARGV[4])
 return 1
-`)
+`}
 
 // Retry implements Store.
 func (r *Redis) Retry(ctx context.Context, id string, at, next time.Time, max int) (Schedule, error) {

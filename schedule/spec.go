@@ -86,11 +86,23 @@ type Spec struct {
 	once bool
 }
 
-var cronParser = cron.NewParser(cron.Minute | cron.Hour | cron.Dom | cron.Month | cron.Dow | cron.Descriptor)
+// cronParser parses the five standard fields and the descriptors. A
+// function, not a package-level variable: that one needed a (one-store)
+// init function, which runs at the start of every odek process.
+func cronParser() cron.Parser {
+	return cron.NewParser(cron.Minute | cron.Hour | cron.Dom | cron.Month | cron.Dow | cron.Descriptor)
+}
 
-// descriptors are the cron descriptors accepted (robfig/cron's @every is
-// not: `every <dur>` is ours, with its own limits).
-var descriptors = map[string]bool{"@yearly": true, "@annually": true, "@monthly": true, "@weekly": true, "@daily": true, "@midnight": true, "@hourly": true}
+// isDescriptor reports the cron descriptors accepted (robfig/cron's
+// @every is not: `every <dur>` is ours, with its own limits). A switch
+// rather than a package-level map, which would be built at program start.
+func isDescriptor(d string) bool {
+	switch d {
+	case "@yearly", "@annually", "@monthly", "@weekly", "@daily", "@midnight", "@hourly":
+		return true
+	}
+	return false
+}
 
 var cronFields = [5]string{"cron minute", "cron hour", "cron day-of-month", "cron month", "cron day-of-week"}
 
@@ -275,7 +287,7 @@ func parseCron(expr, tz string, loc *time.Location, now time.Time) (Spec, error)
 	once := true
 	if strings.HasPrefix(expr, "@") {
 		once = strings.ToLower(expr) != "@hourly"
-		if !descriptors[strings.ToLower(expr)] {
+		if !isDescriptor(strings.ToLower(expr)) {
 			return Spec{}, specErr("spec", expr, "unknown descriptor: want @hourly, @daily, @weekly, @monthly or @yearly (or `every <duration>`)")
 		}
 		expr = strings.ToLower(expr)
@@ -289,12 +301,12 @@ func parseCron(expr, tz string, loc *time.Location, now time.Time) (Spec, error)
 		for i, v := range f {
 			probe := [5]string{"*", "*", "*", "*", "*"}
 			probe[i] = v
-			if _, err := cronParser.Parse(strings.Join(probe[:], " ")); err != nil {
+			if _, err := cronParser().Parse(strings.Join(probe[:], " ")); err != nil {
 				return Spec{}, specErr(cronFields[i], v, "%s", err)
 			}
 		}
 	}
-	s, err := cronParser.Parse(expr)
+	s, err := cronParser().Parse(expr)
 	if err != nil {
 		return Spec{}, specErr("spec", expr, "%s", err)
 	}

@@ -170,10 +170,29 @@ func isDate(s string) bool {
 	return err == nil
 }
 
-var weekdays = map[string]string{"sun": "0", "mon": "1", "tue": "2", "wed": "3", "thu": "4", "fri": "5", "sat": "6",
-	"sunday": "0", "monday": "1", "tuesday": "2", "wednesday": "3", "thursday": "4", "friday": "5", "saturday": "6"}
-
-func weekday(w string) string { return weekdays[w] }
+// weekday returns cron's day-of-week number for a day's name or its
+// three-letter form, "" for anything else. A switch, not a package-level
+// map: a map literal is built by code at program start, in every odek
+// process (`odek run` links this package too).
+func weekday(w string) string {
+	switch w {
+	case "sun", "sunday":
+		return "0"
+	case "mon", "monday":
+		return "1"
+	case "tue", "tuesday":
+		return "2"
+	case "wed", "wednesday":
+		return "3"
+	case "thu", "thursday":
+		return "4"
+	case "fri", "friday":
+		return "5"
+	case "sat", "saturday":
+		return "6"
+	}
+	return ""
+}
 
 func cronish(s string) bool {
 	return s != "" && strings.Trim(s, "0123456789*/,-?LW#") == ""

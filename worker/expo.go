@@ -154,13 +154,33 @@ func formatFloat(v float64) string {
 	return strconv.FormatFloat(v, 'g', -1, 64)
 }
 
-var (
-	helpEscaper  = strings.NewReplacer(`\`, `\\`, "\n", `\n`)
-	labelEscaper = strings.NewReplacer(`\`, `\\`, "\n", `\n`, `"`, `\"`)
-)
+// escapeHelp and escapeLabel escape as the text format asks: a backslash
+// and a newline in HELP text, and a double quote too in a label value.
+// (Plain functions, not package-level strings.Replacers: those are built
+// at program start in every odek process, `odek run` included.)
+func escapeHelp(s string) string  { return escape(s, false) }
+func escapeLabel(s string) string { return escape(s, true) }
 
-func escapeHelp(s string) string  { return helpEscaper.Replace(s) }
-func escapeLabel(s string) string { return labelEscaper.Replace(s) }
+func escape(s string, quote bool) string {
+	if !strings.ContainsAny(s, "\\\n\"") {
+		return s
+	}
+	var b strings.Builder
+	b.Grow(len(s) + 8)
+	for i := 0; i < len(s); i++ {
+		switch c := s[i]; {
+		case c == '\\':
+			b.WriteString(`\\`)
+		case c == '\n':
+			b.WriteString(`\n`)
+		case c == '"' && quote:
+			b.WriteString(`\"`)
+		default:
+			b.WriteByte(c)
+		}
+	}
+	return b.String()
+}
 
 func sortedKeys[V any](m map[string]V) []string {
 	keys := make([]string, 0, len(m))

@@ -183,8 +183,10 @@ var queueSubs = []queueSub{
 	queueBackupSub,
 }
 
-// queueUsage is `odek queue`'s help, built from queueSubs.
-var queueUsage = func() string {
+// queueUsage is `odek queue`'s help, built from queueSubs (when asked
+// for: a package-level string built by a call would be made at the start
+// of every odek process, `odek run` included).
+func queueUsage() string {
 	var b strings.Builder
 	b.WriteString("Usage:\n")
 	for _, s := range queueSubs {
@@ -197,7 +199,7 @@ the same commands go through the store's admin socket (store.db.sock) and the bo
 Exit codes: 0 ok, 1 the job or the request failed, 3 bad flags or arguments, 69 Redis unreachable.
 `)
 	return b.String()
-}()
+}
 
 // oneJobID is the argument check of a subcommand that takes one job id.
 func oneJobID(sub string) func(*queueArgs, []string) (string, error) {
@@ -238,17 +240,17 @@ type queueArgs struct {
 // cmdQueue is the operator CLI of the Redis queue.
 func cmdQueue(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) error {
 	if len(args) == 0 {
-		fmt.Fprint(stderr, queueUsage)
+		fmt.Fprint(stderr, queueUsage())
 		return withCode(exitSetup, errors.Join(errReported, errors.New("odek queue needs a subcommand")))
 	}
 	sub, args := args[0], args[1:]
 	if sub == "-h" || sub == "--help" || sub == "help" {
-		fmt.Fprint(stdout, queueUsage)
+		fmt.Fprint(stdout, queueUsage())
 		return nil
 	}
 	i := slices.IndexFunc(queueSubs, func(s queueSub) bool { return s.name == sub })
 	if i < 0 {
-		fmt.Fprint(stderr, queueUsage)
+		fmt.Fprint(stderr, queueUsage())
 		return usageErr("unknown queue subcommand %q", sub)
 	}
 	cmd := queueSubs[i]

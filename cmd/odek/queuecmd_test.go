@@ -21,7 +21,7 @@ func TestQueueSubcommandsFromOneTable(t *testing.T) {
 		if !strings.HasPrefix(s.usage, s.name) || (s.run == nil) == !s.noConnect {
 			t.Errorf("%q: usage %q, run set %v, noConnect %v", s.name, s.usage, s.run != nil, s.noConnect)
 		}
-		i := strings.Index(queueUsage, "  odek queue "+s.name+" ")
+		i := strings.Index(queueUsage(), "  odek queue "+s.name+" ")
 		if i <= last {
 			t.Errorf("%q not in the usage after the previous subcommand", s.name)
 		}

@@ -29,11 +29,18 @@ type writeQueue interface {
 	PurgeDead(ctx context.Context, olderThan time.Duration) (int64, error)
 }
 
-// socketSubs work on a store held by a running odek-bot, through its
-// admin socket: the read-only ones and the ones that change the queue.
-// (backup has its own path; workers, tail and config do not apply.)
-var socketSubs = map[string]bool{"stats": true, "show": true, "dead": true,
-	"submit": true, "cancel": true, "retry": true, "purge-dead": true}
+// socketSub reports the subcommands that work on a store held by a
+// running odek-bot, through its admin socket: the read-only ones and the
+// ones that change the queue. (backup has its own path; workers, tail and
+// config do not apply.) A switch, not a package-level map, which would be
+// built at the start of every odek process.
+func socketSub(sub string) bool {
+	switch sub {
+	case "stats", "show", "dead", "submit", "cancel", "retry", "purge-dead":
+		return true
+	}
+	return false
+}
 
 // reader is the queue the read-only subcommands ask.
 func (c *queueCLI) reader() readQueue {
@@ -66,7 +73,7 @@ func openStoreCLI(ctx context.Context, sub, path string, base queueCLI) (c *queu
 	if !errors.Is(err, estore.ErrLocked) {
 		return nil, nil, withCode(exitUnavailable, fmt.Errorf("odek queue %s: %w", sub, err))
 	}
-	if !socketSubs[sub] {
+	if !socketSub(sub) {
 		return nil, nil, withCode(exitUnavailable, fmt.Errorf("odek queue %s: %w", sub, err))
 	}
 	a := estore.DialAdmin(path)

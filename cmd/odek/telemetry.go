@@ -27,9 +27,13 @@ func startTracing(ctx context.Context, service, span string, log *logrus.Logger)
 	if err != nil {
 		return ctx, func() {}, err
 	}
-	red := redact.New()
-	red.AddFromEnv(os.Environ())
-	p, err := telemetry.Setup(ctx, cfg, telemetry.Options{Service: service, Version: version, Redactor: red})
+	opts := telemetry.Options{Service: service, Version: version}
+	if cfg.Enabled { // the redactor serves captured span content only
+		red := redact.New()
+		red.AddFromEnv(os.Environ())
+		opts.Redactor = red
+	}
+	p, err := telemetry.Setup(ctx, cfg, opts)
 	if err != nil {
 		return ctx, func() {}, err
 	}

@@ -104,7 +104,7 @@ var Rules = []Rule{
 	{From: "bot/...", Never: []string{"github.com/redis/go-redis"}, Why: "bot reaches Redis only through queue (jobs, results, progress, the status ledger)"},
 	{ // issue 27
 		From: "schedule",
-		Only: []string{Std, "queue", "github.com/robfig/cron/v3", "github.com/redis/go-redis", "github.com/sirupsen/logrus", "golang.org/x/sys"},
+		Only: []string{Std, "queue", "internal/luascript", "github.com/robfig/cron/v3", "github.com/redis/go-redis", "github.com/sirupsen/logrus", "golang.org/x/sys"},
 		Why:  "schedules sit beside the queue: they store, claim and enqueue fires and know nothing of how a fire runs (agent, worker) or is shown (bot); what a running fire may do (a reminder without a model call, a quiet answer held back, confirmations denied as non_interactive) is decided by the worker, never by a front end's string matching",
 	},
 	{From: "schedule/scheduletool", Only: []string{Std, "agent", "queue", "schedule"}, Why: "the schedule tool is an agent tool over schedule.Service: no store, client or front end of its own"},

@@ -121,6 +121,12 @@ type Runner struct {
 
 // NewRunner is a Runner of cfg (nil ⇒ a Runner that runs nothing).
 func NewRunner(cfg *Config, o Options) *Runner {
+	if cfg == nil || len(cfg.Hooks) == 0 {
+		// Nothing will run (every use is behind Has): no environment
+		// to filter, no HTTP client to make. Most runs have no hooks,
+		// and cloning http.DefaultTransport set HTTP/2 up on it.
+		return &Runner{cfg: cfg, o: o}
+	}
 	base := o.Environ
 	if base == nil {
 		base = os.Environ()

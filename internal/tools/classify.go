@@ -402,7 +402,7 @@ func (c *classifier) command(words []word) segResult {
 			}
 		}
 		args := words[1:]
-		ws, ok := wrappers[name]
+		ws, ok := wrappers.get()[name]
 		if !ok {
 			if Severity(minClass) > 0 {
 				c.raise(minClass, name, minWhy)
@@ -432,33 +432,33 @@ func (c *classifier) command(words []word) segResult {
 
 // Program tables for commands whose class does not depend on arguments.
 var (
-	safePrograms = words2set(`ls cat grep egrep fgrep rg ag echo printf pwd head tail wc uniq cut tr diff
+	safePrograms = &wordSet{words: `ls cat grep egrep fgrep rg ag echo printf pwd head tail wc uniq cut tr diff
 		cmp file stat du df which whereis type whoami id date uname hostname printenv true false test [ [[
 		basename dirname realpath readlink tree less more jq md5sum sha1sum sha256sum sha512sum
 		base64 xxd od hexdump ps free uptime nproc lsof column fold fmt nl rev comm join paste
 		expr seq sleep wait cd pushd popd exit return set unset export local readonly shift
 		break continue : read getopts umask ulimit hash history jobs fg bg trap declare typeset
-		let test tac strings zcat zgrep bzcat xzcat locale tty groups w who last env`)
-	localWritePrograms = words2set(`mkdir touch cp mv ln tee rmdir mktemp install patch unzip tar gzip gunzip
-		bzip2 bunzip2 xz unxz zip`)
-	destructivePrograms = words2set(`rm unlink truncate shred wipe srm kill pkill killall
-		git-clean`)
-	blockedPrograms = words2set(`mkfs mke2fs mkswap fdisk sfdisk cfdisk parted gdisk wipefs shutdown reboot
-		halt poweroff telinit fsck badblocks`)
-	networkPrograms = words2set(`curl wget ssh scp sftp rsync nc ncat netcat telnet ftp ping ping6 dig
-		nslookup host socat http https aria2c lftp mosh traceroute tracepath whois openssl`)
-	installPrograms = words2set(`pip pip3 pipx apt apt-get aptitude yum dnf zypper pacman apk brew port
-		gem conda mamba snap flatpak npx bunx uv poetry yarn pnpm npm bundle composer cpan cpanm nix-env`)
-	interpreterPrograms = words2set(`python python2 python3 node nodejs deno bun ruby perl php lua luajit
+		let test tac strings zcat zgrep bzcat xzcat locale tty groups w who last env`}
+	localWritePrograms = &wordSet{words: `mkdir touch cp mv ln tee rmdir mktemp install patch unzip tar gzip gunzip
+		bzip2 bunzip2 xz unxz zip`}
+	destructivePrograms = &wordSet{words: `rm unlink truncate shred wipe srm kill pkill killall
+		git-clean`}
+	blockedPrograms = &wordSet{words: `mkfs mke2fs mkswap fdisk sfdisk cfdisk parted gdisk wipefs shutdown reboot
+		halt poweroff telinit fsck badblocks`}
+	networkPrograms = &wordSet{words: `curl wget ssh scp sftp rsync nc ncat netcat telnet ftp ping ping6 dig
+		nslookup host socat http https aria2c lftp mosh traceroute tracepath whois openssl`}
+	installPrograms = &wordSet{words: `pip pip3 pipx apt apt-get aptitude yum dnf zypper pacman apk brew port
+		gem conda mamba snap flatpak npx bunx uv poetry yarn pnpm npm bundle composer cpan cpanm nix-env`}
+	interpreterPrograms = &wordSet{words: `python python2 python3 node nodejs deno bun ruby perl php lua luajit
 		bash sh zsh dash ksh fish csh tcsh busybox eval source . Rscript julia java groovy scala
-		osascript pwsh powershell tclsh expect awk gawk mawk nawk`)
-	codePrograms = words2set(`make cmake ninja gcc cc clang g++ clang++ rustc javac tsc pytest jest
+		osascript pwsh powershell tclsh expect awk gawk mawk nawk`}
+	codePrograms = &wordSet{words: `make cmake ninja gcc cc clang g++ clang++ rustc javac tsc pytest jest
 		mvn gradle bazel meson ctest docker podman kubectl helm terraform ansible ansible-playbook
 		vagrant nix gdb strace ltrace valgrind watch crontab at batch vi vim nvim view rview rvim vimdiff
-		gvim ex ed emacs emacsclient run-parts`)
-	systemWritePrograms = words2set(`systemctl service mount umount useradd userdel usermod groupadd
+		gvim ex ed emacs emacsclient run-parts`}
+	systemWritePrograms = &wordSet{words: `systemctl service mount umount useradd userdel usermod groupadd
 		passwd chpasswd visudo iptables ip6tables nft ufw sysctl modprobe insmod rmmod hwclock
-		timedatectl hostnamectl update-alternatives ldconfig launchctl swapon swapoff chattr`)
+		timedatectl hostnamectl update-alternatives ldconfig launchctl swapon swapoff chattr`}
 )
 
 func words2set(s string) map[string]bool {
@@ -713,7 +713,7 @@ func (c *classifier) program(name string, args []word) segResult {
 			}
 			rest = append(rest, a)
 		}
-		o := ownerSpec.scan(rest)
+		o := ownerSpec.get().scan(rest)
 		if o.class != "" {
 			c.raise(o.class, name, name+": "+o.why)
 		}
@@ -807,24 +807,24 @@ func (c *classifier) program(name string, args []word) segResult {
 		return set(ClassNetworkEgress, name+" contacts the network")
 	}
 	switch {
-	case blockedPrograms[name]:
+	case blockedPrograms.has(name):
 		return set(ClassBlocked, name+" can destroy the system")
-	case destructivePrograms[name]:
+	case destructivePrograms.has(name):
 		return set(ClassDestructive, name+" deletes data")
-	case systemWritePrograms[name]:
+	case systemWritePrograms.has(name):
 		return set(ClassSystemWrite, name+" changes system configuration")
-	case installPrograms[name]:
+	case installPrograms.has(name):
 		return set(ClassInstall, name+" installs software")
-	case interpreterPrograms[name]:
+	case interpreterPrograms.has(name):
 		r.interpreter = true
 		return set(ClassCodeExecution, "runs "+name+" code")
-	case codePrograms[name]:
+	case codePrograms.has(name):
 		return set(ClassCodeExecution, name+" runs code")
-	case networkPrograms[name]:
+	case networkPrograms.has(name):
 		return set(ClassNetworkEgress, name+" contacts the network")
-	case localWritePrograms[name]:
+	case localWritePrograms.has(name):
 		return c.writeArgs(name, append(opts.writes, opts.operands...), r, name+" writes files")
-	case safePrograms[name]:
+	case safePrograms.has(name):
 		return set(ClassSafe, name+" only reads")
 	}
 	return set(ClassUnknown, "unrecognised program "+name)

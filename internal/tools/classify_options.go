@@ -368,12 +368,15 @@ func quoteArg(s string) string {
 
 // optSpecs are the option tables of programs classified by their options.
 // Wrappers have theirs in wrappers.
-var optSpecs = map[string]*optSpec{
-	// GNU tar and bsdtar. -T/--files-from is a file read as code: GNU tar
-	// takes lines starting with '-' in it as options unless
-	// --verbatim-files-from is given.
-	"tar": newSpec("AcdrtuxGnSkUWOmpsMBiajJzZhlRwvoqy f> C> g> K= L= N= T@ V= X= b= H= F! I! P^",
-		`absolute-names^ acls add-file= after-date= anchored append atime-preserve? auto-compress backup?
+var optSpecs = &lazy[map[string]*optSpec]{build: newOptSpecs}
+
+func newOptSpecs() map[string]*optSpec {
+	return map[string]*optSpec{
+		// GNU tar and bsdtar. -T/--files-from is a file read as code: GNU tar
+		// takes lines starting with '-' in it as options unless
+		// --verbatim-files-from is given.
+		"tar": newSpec("AcdrtuxGnSkUWOmpsMBiajJzZhlRwvoqy f> C> g> K= L= N= T@ V= X= b= H= F! I! P^",
+			`absolute-names^ acls add-file= after-date= anchored append atime-preserve? auto-compress backup?
 		block-number blocking-factor= bzip2 catenate check-device check-links checkpoint? checkpoint-action!
 		clamp-mtime compare compress concatenate confirmation create delay-directory-restore delete
 		dereference diff directory> exclude= exclude-backups exclude-caches exclude-caches-all
@@ -400,91 +403,92 @@ var optSpecs = map[string]*optSpec{
 		options= passphrase= insecure^ chroot fast-read norecurse nodump no-fflags fflags no-mac-metadata
 		mac-metadata safe-writes no-safe-writes lrzip lz4 grzip b64encode uuencode read-sparse
 		no-read-sparse disable-copyfile ignore-zeros`, allowlist|oldStyle),
-	// Info-ZIP zip has its own table, zipSpec, read by (*classifier).zip.
-	"unzip": newSpec("abBcCDfjJKlLMnNoopqsStTuUvVWXxzZ0123456789:^ d> P= O= I= x=", "", allowlist),
-	"sort": newSpec("bcCdfghiMmnrRsuVz k= o> S= t= T=",
-		`batch-size= buffer-size= check? compress-program! debug dictionary-order field-separator=
+		// Info-ZIP zip has its own table, zipSpec, read by (*classifier).zip.
+		"unzip": newSpec("abBcCDfjJKlLMnNoopqsStTuUvVWXxzZ0123456789:^ d> P= O= I= x=", "", allowlist),
+		"sort": newSpec("bcCdfghiMmnrRsuVz k= o> S= t= T=",
+			`batch-size= buffer-size= check? compress-program! debug dictionary-order field-separator=
 		files0-from= general-numeric-sort help human-numeric-sort ignore-case ignore-leading-blanks
 		ignore-nonprinting key= merge month-sort numeric-sort output> parallel= random-sort random-source=
 		reverse sort= stable temporary-directory= unique version version-sort zero-terminated`, allowlist),
-	"sed": newSpec("nErsuzb i? l= e~ f@",
-		`debug expression~ file@ follow-symlinks help in-place? line-length= null-data zero-terminated
+		"sed": newSpec("nErsuzb i? l= e~ f@",
+			`debug expression~ file@ follow-symlinks help in-place? line-length= null-data zero-terminated
 		posix quiet regexp-extended sandbox separate silent unbuffered version binary`, allowlist),
-	"split": newSpec("deux a= b= C= l= n= t=",
-		`additional-suffix= bytes= elide-empty-files filter! help hex-suffixes? line-bytes= lines= number=
+		"split": newSpec("deux a= b= C= l= n= t=",
+			`additional-suffix= bytes= elide-empty-files filter! help hex-suffixes? line-bytes= lines= number=
 		numeric-suffixes? separator= suffix-length= unbuffered verbose version`, allowlist),
-	"install": newSpec("bcCdDpsTvZ g= m= o= S= t>",
-		`backup? compare context? directory group= help mode= no-target-directory owner=
+		"install": newSpec("bcCdDpsTvZ g= m= o= S= t>",
+			`backup? compare context? directory group= help mode= no-target-directory owner=
 		preserve-context preserve-timestamps strip strip-program! suffix= target-directory> verbose version
 		debug`, allowlist),
-	"cp": newSpec("abdfHilLnPprRsTuvxZ S= t>",
-		`archive attributes-only backup? copy-contents dereference force help interactive link no-clobber
+		"cp": newSpec("abdfHilLnPprRsTuvxZ S= t>",
+			`archive attributes-only backup? copy-contents dereference force help interactive link no-clobber
 		no-dereference no-preserve= no-target-directory one-file-system parents preserve? recursive
 		reflink? remove-destination sparse= strip-trailing-slashes suffix= symbolic-link target-directory>
 		update? verbose version context? debug keep-directory-symlink`, allowlist),
-	"mv": newSpec("bfintTuvZ S= t>",
-		`backup? context force help interactive no-clobber no-target-directory strip-trailing-slashes
+		"mv": newSpec("bfintTuvZ S= t>",
+			`backup? context force help interactive no-clobber no-target-directory strip-trailing-slashes
 		suffix= target-directory> update? verbose version debug exchange no-copy`, allowlist),
-	"ln": newSpec("bdFfiLnPrsTv S= t>",
-		`backup? directory force help interactive logical no-dereference no-target-directory physical
+		"ln": newSpec("bdFfiLnPrsTv S= t>",
+			`backup? directory force help interactive logical no-dereference no-target-directory physical
 		relative suffix= symbolic target-directory> verbose version`, allowlist),
-	"mkdir": newSpec("pvZ m=", "context? help mode= parents verbose version", allowlist),
-	"touch": newSpec("acfhm d= r= t=", "date= help no-create no-dereference reference= time= version", allowlist),
-	"tee":   newSpec("aip", "append help ignore-interrupts output-error? version", allowlist),
-	"rmdir": newSpec("pv", "help ignore-fail-on-non-empty parents verbose version", allowlist),
-	"mktemp": newSpec("dqtu p=",
-		"directory dry-run help quiet suffix= tmpdir? version", allowlist),
-	"patch": newSpec("bcEefNlnRsTtuvZ B> D= F= V= Y= d> g= i= o> p= r> z=",
-		`backup backup-if-mismatch binary context directory> dry-run ed force forward fuzz= get= help
+		"mkdir": newSpec("pvZ m=", "context? help mode= parents verbose version", allowlist),
+		"touch": newSpec("acfhm d= r= t=", "date= help no-create no-dereference reference= time= version", allowlist),
+		"tee":   newSpec("aip", "append help ignore-interrupts output-error? version", allowlist),
+		"rmdir": newSpec("pv", "help ignore-fail-on-non-empty parents verbose version", allowlist),
+		"mktemp": newSpec("dqtu p=",
+			"directory dry-run help quiet suffix= tmpdir? version", allowlist),
+		"patch": newSpec("bcEefNlnRsTtuvZ B> D= F= V= Y= d> g= i= o> p= r> z=",
+			`backup backup-if-mismatch binary context directory> dry-run ed force forward fuzz= get= help
 		ifdef= ignore-whitespace input= merge? no-backup-if-mismatch normal output> posix prefix>
 		basename-prefix= quiet quoting-style= read-only= reject-file> reject-format= remove-empty-files
 		reverse set-time set-utc silent strip= suffix= unified verbose version version-control=
 		follow-symlinks batch`, allowlist),
-	"gzip": newSpec("0123456789cdfhkLlNnqrtvV S=",
-		`best decompress fast force help keep license list name no-name quiet recursive rsyncable stdout
+		"gzip": newSpec("0123456789cdfhkLlNnqrtvV S=",
+			`best decompress fast force help keep license list name no-name quiet recursive rsyncable stdout
 		to-stdout suffix= synchronous test verbose version uncompress`, allowlist),
-	"xz": newSpec("0123456789cdefhHklqtvVzQ C= F= M= S= T=",
-		`compress decompress uncompress extreme force help keep list long-help quiet stdout to-stdout test
+		"xz": newSpec("0123456789cdefhHklqtvVzQ C= F= M= S= T=",
+			`compress decompress uncompress extreme force help keep list long-help quiet stdout to-stdout test
 		threads= verbose version check= format= memlimit= memory= memlimit-compress=
 		memlimit-decompress= memlimit-mt-decompress= suffix= files? files0? single-stream no-sparse
 		no-adjust no-warn robot info-memory block-size= block-list= flush-timeout= ignore-check lzma1?
 		lzma2? x86? arm? arm64? armthumb? powerpc? ia64? sparc? riscv? delta? filters= filters-help
 		filters1= filters2= filters3= filters4= filters5= filters6= filters7= filters8= filters9=`, allowlist),
-	"bzip2": newSpec("123456789cdfhkLqstvVz",
-		"best compress decompress fast force help keep license quiet small stdout test verbose version repetitive-best repetitive-fast", allowlist),
-	// Programs that are not write-class: only their program-running
-	// options are listed (no allowlist).
-	"awk": newSpec("bcCdDgIkMnNOPrsStVhy F= v= W= f@ e~ E@ i@ l@ o? p? L? d? D?",
-		`field-separator= assign= file@ source~ exec@ include@ load@ sandbox characters-as-bytes
+		"bzip2": newSpec("123456789cdfhkLqstvVz",
+			"best compress decompress fast force help keep license quiet small stdout test verbose version repetitive-best repetitive-fast", allowlist),
+		// Programs that are not write-class: only their program-running
+		// options are listed (no allowlist).
+		"awk": newSpec("bcCdDgIkMnNOPrsStVhy F= v= W= f@ e~ E@ i@ l@ o? p? L? d? D?",
+			`field-separator= assign= file@ source~ exec@ include@ load@ sandbox characters-as-bytes
 		traditional copyright dump-variables? debug? gen-pot help lint? bignum use-lc-numeric
 		non-decimal-data optimize profile? pretty-print? posix re-interval no-optimize lint-old version
 		csv trace`, 0),
-	"less": newSpec("k@ o> O> b= h= j= p= P= t= T= x= y= z= D=",
-		`lesskey-file@ lesskey-src@ lesskey-content~ log-file> LOG-FILE> tag= tag-file= prompt= pattern=
+		"less": newSpec("k@ o> O> b= h= j= p= P= t= T= x= y= z= D=",
+			`lesskey-file@ lesskey-src@ lesskey-content~ log-file> LOG-FILE> tag= tag-file= prompt= pattern=
 		buffers= max-back-scroll= max-forw-scroll= jump-target= tabs= window= shift=`, 0),
-	"more": newSpec("n= ", "lines=", 0),
-	"man": newSpec("acdDfFhikKlRtuVwWZ7 C@ P! H* M= m= L= S= s= e= p= r= E= R= T? X?",
-		`config-file@ pager! html* manpath= systems= locale= sections= extension= preprocessor= prompt=
+		"more": newSpec("n= ", "lines=", 0),
+		"man": newSpec("acdDfFhikKlRtuVwWZ7 C@ P! H* M= m= L= S= s= e= p= r= E= R= T? X?",
+			`config-file@ pager! html* manpath= systems= locale= sections= extension= preprocessor= prompt=
 		encoding= recode= troff-device? gxditview? ascii catman debug default whatis apropos regex
 		wildcard names-only all update no-subpages no-hyphenation no-justification local-file where
 		path location where-cat location-cat help usage version ditroff troff`, 0),
-	"rg":      newSpec("", "pre! pre-glob=", 0),
-	"ag":      newSpec("", "pager!", 0),
-	"mosh":    newSpec("", "client! server! ssh!", 0),
-	"ssh":     newSpec("46AaCfGgKkMNnqsTtVvXxYy B= b= c= D= E> e= F@ I! i= J= L= l= m= O= o= p= Q= R= S= W= w=", "", 0),
-	"scp":     newSpec("346ABCOpqRrTv c= D! F@ i= J= l= o= P= S! X=", "", 0),
-	"sftp":    newSpec("46AaCfNpqrv B= b@ c= D! F@ i= J= l= o= P= R= S! X=", "", 0),
-	"rsync":   newSpec("e! B= f= M= T= @=", "rsh! rsync-path! remote-option= config@ log-file> write-batch> only-write-batch>", 0),
-	"wget":    newSpec("e= ", "use-askpass! config@ execute=", 0),
-	"aria2c":  newSpec("", "conf-path@", 0),
-	"nc":      newSpec("e! c! p= s= w= i= q= x= X= I= O= P= T= V= b= g= G= M= m=", "exec! sh-exec! lua-exec!", 0),
-	"tcpdump": newSpec("z! B= c= C= E= F= G= i= j= M= m= r= s= T= w> W= y= Z=", "relinquish-privileges= time-stamp-type=", 0),
-	"cpio":    newSpec("F= H= I= O= R= E= M= C= W=", "rsh-command! rmt-command! file= format= owner= pattern-file=", 0),
+		"rg":      newSpec("", "pre! pre-glob=", 0),
+		"ag":      newSpec("", "pager!", 0),
+		"mosh":    newSpec("", "client! server! ssh!", 0),
+		"ssh":     newSpec("46AaCfGgKkMNnqsTtVvXxYy B= b= c= D= E> e= F@ I! i= J= L= l= m= O= o= p= Q= R= S= W= w=", "", 0),
+		"scp":     newSpec("346ABCOpqRrTv c= D! F@ i= J= l= o= P= S! X=", "", 0),
+		"sftp":    newSpec("46AaCfNpqrv B= b@ c= D! F@ i= J= l= o= P= R= S! X=", "", 0),
+		"rsync":   newSpec("e! B= f= M= T= @=", "rsh! rsync-path! remote-option= config@ log-file> write-batch> only-write-batch>", 0),
+		"wget":    newSpec("e= ", "use-askpass! config@ execute=", 0),
+		"aria2c":  newSpec("", "conf-path@", 0),
+		"nc":      newSpec("e! c! p= s= w= i= q= x= X= I= O= P= T= V= b= g= G= M= m=", "exec! sh-exec! lua-exec!", 0),
+		"tcpdump": newSpec("z! B= c= C= E= F= G= i= j= M= m= r= s= T= w> W= y= Z=", "relinquish-privileges= time-stamp-type=", 0),
+		"cpio":    newSpec("F= H= I= O= R= E= M= C= W=", "rsh-command! rmt-command! file= format= owner= pattern-file=", 0),
+	}
 }
 
 // ownerSpec is the table of chmod, chown and chgrp.
-var ownerSpec = newSpec("cfvRhHLP", `changes silent quiet verbose no-preserve-root preserve-root reference=
-	recursive dereference no-dereference from= help version`, allowlist)
+var ownerSpec = &lazySpec{short: "cfvRhHLP", long: `changes silent quiet verbose no-preserve-root preserve-root reference=
+	recursive dereference no-dereference from= help version`, flags: allowlist}
 
 // isDashMode reports whether v is a chmod mode that starts with '-' (-x,
 // -rw, -w,+x).
@@ -520,7 +524,7 @@ func specFor(name string) *optSpec {
 	case "gsplit":
 		name = "split"
 	}
-	return optSpecs[name]
+	return optSpecs.get()[name]
 }
 
 // execVarSuffixes end the names of variables that name a program to run
@@ -531,7 +535,7 @@ var execVarSuffixes = []string{"PAGER", "EDITOR", "VISUAL", "ASKPASS", "_COMMAND
 	"_PROGRAM", "OPTIONS", "OPT", "OPTS", "_SHELL", "BROWSER", "OPEN", "CLOSE", "_HOOK", "_EXEC"}
 
 // execVars are further variables that change what a program runs or loads.
-var execVars = words2set(`PATH LD_PRELOAD LD_LIBRARY_PATH LD_AUDIT BASH_ENV ENV IFS PROMPT_COMMAND
+var execVars = &wordSet{words: `PATH LD_PRELOAD LD_LIBRARY_PATH LD_AUDIT BASH_ENV ENV IFS PROMPT_COMMAND
 	DYLD_INSERT_LIBRARIES PYTHONPATH PYTHONSTARTUP PYTHONHOME NODE_OPTIONS NODE_PATH GIT_SSH GIT_SSH_COMMAND
 	GIT_EXEC_PATH GIT_PROXY_COMMAND GIT_EXTERNAL_DIFF GIT_CONFIG GIT_CONFIG_PARAMETERS GIT_CONFIG_COUNT
 	GIT_CONFIG_GLOBAL GIT_CONFIG_SYSTEM GIT_TEMPLATE_DIR GIT_DIR GIT_WORK_TREE SHELLOPTS BASHOPTS SHELL
@@ -540,7 +544,7 @@ var execVars = words2set(`PATH LD_PRELOAD LD_LIBRARY_PATH LD_AUDIT BASH_ENV ENV 
 	WGETRC CURL_HOME PERL5OPT PERL5LIB PERLLIB RUBYOPT RUBYLIB GCONV_PATH MAKEFLAGS MFLAGS MAKEFILES
 	GOFLAGS AWKPATH AWKLIBPATH VIMINIT EXINIT MYVIMRC GDBHISTFILE PAGER EDITOR VISUAL
 	SUDO_ASKPASS SSH_ASKPASS XDG_CONFIG_HOME HOME ZDOTDIR PS1 PS2 PS3 PS4
-	RUSTC RUSTC_WRAPPER RUSTC_WORKSPACE_WRAPPER RUSTDOC RUSTDOC_WRAPPER RUSTFLAGS CARGO_HOME`)
+	RUSTC RUSTC_WRAPPER RUSTC_WORKSPACE_WRAPPER RUSTDOC RUSTDOC_WRAPPER RUSTFLAGS CARGO_HOME`}
 
 // gitPlainVars are the GIT_* variables a command may set: they name an
 // identity, a date or how output looks. Every other GIT_* variable is
@@ -548,15 +552,15 @@ var execVars = words2set(`PATH LD_PRELOAD LD_LIBRARY_PATH LD_AUDIT BASH_ENV ENV 
 // and GIT_DISCOVERY_ACROSS_FILESYSTEM choose which repository (and so
 // which configuration) git reads, GIT_TRACE* and GIT_*_FILE write to a
 // path, GIT_CONFIG_* and the program variables name what runs (issue 21).
-var gitPlainVars = words2set(`GIT_AUTHOR_NAME GIT_AUTHOR_EMAIL GIT_AUTHOR_DATE GIT_COMMITTER_NAME
+var gitPlainVars = &wordSet{words: `GIT_AUTHOR_NAME GIT_AUTHOR_EMAIL GIT_AUTHOR_DATE GIT_COMMITTER_NAME
 	GIT_COMMITTER_EMAIL GIT_COMMITTER_DATE GIT_TERMINAL_PROMPT GIT_OPTIONAL_LOCKS GIT_FLUSH
 	GIT_MERGE_VERBOSITY GIT_LITERAL_PATHSPECS GIT_GLOB_PATHSPECS GIT_NOGLOB_PATHSPECS
-	GIT_ICASE_PATHSPECS GIT_DEFAULT_HASH GIT_REFLOG_ACTION GIT_ADVICE`)
+	GIT_ICASE_PATHSPECS GIT_DEFAULT_HASH GIT_REFLOG_ACTION GIT_ADVICE`}
 
 // execVar reports whether assigning name changes which program runs or
 // what it loads or reads as options.
 func execVar(name string) bool {
-	if execVars[name] || strings.HasPrefix(name, "GIT_") && !gitPlainVars[name] || strings.HasPrefix(name, "LD_") ||
+	if execVars.has(name) || strings.HasPrefix(name, "GIT_") && !gitPlainVars.has(name) || strings.HasPrefix(name, "LD_") ||
 		strings.HasPrefix(name, "CARGO_BUILD_") || strings.HasPrefix(name, "CARGO_TARGET_") ||
 		strings.HasPrefix(name, "DYLD_") {
 		return true
@@ -594,9 +598,9 @@ type wrapperSpec struct {
 	minClass Class
 }
 
-var wrappers map[string]wrapperSpec
+var wrappers = &lazy[map[string]wrapperSpec]{build: newWrappers}
 
-func init() {
+func newWrappers() map[string]wrapperSpec {
 	const stop = allowlist | stopAtOperand
 	sudo := wrapperSpec{opts: newSpec("AbEeHiKklnPSsVvN u= g= C= D= h? p= r= t= T= U= R=",
 		`user= group= close-from= chdir= host= prompt= role= type= command-timeout= other-user= chroot=
@@ -608,7 +612,7 @@ func init() {
 	su := wrapperSpec{opts: newSpec("lmpfPT c$ C$ g= G= s= w=",
 		`login preserve-environment pty no-pty command$ session-command$ shell= group= supp-group=
 		whitelist-environment= fast help version`, allowlist), shell: true, notCmd: true, minClass: ClassSystemWrite}
-	wrappers = map[string]wrapperSpec{
+	w := map[string]wrapperSpec{
 		"sudo": sudo,
 		"doas": {opts: newSpec("Lns u= C=", "", stop), shell: true, minClass: ClassSystemWrite},
 		"pkexec": {opts: newSpec("", "user= disable-internal-agent keep-cwd help version", stop),
@@ -671,10 +675,11 @@ func init() {
 			exit process-slot-var= show-limits help version`, stop), input: true},
 	}
 	for _, n := range []string{"linux32", "linux64", "i386", "x86_64"} {
-		w := wrappers["setarch"]
-		w.skip = 0
-		wrappers[n] = w
+		sa := w["setarch"]
+		sa.skip = 0
+		w[n] = sa
 	}
+	return w
 }
 
 // unwrap classifies the wrapper name's own options and returns the command
@@ -1124,7 +1129,7 @@ func (c *classifier) zip(args []word) []word {
 			c.raise(ClassCodeExecution, "zip", "zip -TT runs "+quoteArg(cmd))
 		}
 	}
-	res := zipSpec.scan(args)
+	res := zipSpec.get().scan(args)
 	if res.class != "" {
 		c.raise(res.class, "zip", "zip: "+res.why)
 	}
@@ -1134,19 +1139,19 @@ func (c *classifier) zip(args []word) []word {
 // zipSpec is Info-ZIP zip's table; multi-letter options such as -tt or -lf
 // read as bundles of its letters, which only matters for the arity of
 // harmless options.
-var zipSpec = newSpec("0123456789AcdDefFgjJklLMoqrRSTuvVwXyzUh@$! m- N= b= n= t= x= i= O> P= Z= s=",
-	`unzip-command! output-file> recurse-paths recurse-patterns quiet verbose junk-paths update freshen
+var zipSpec = &lazySpec{short: "0123456789AcdDefFgjJklLMoqrRSTuvVwXyzUh@$! m- N= b= n= t= x= i= O> P= Z= s=",
+	long: `unzip-command! output-file> recurse-paths recurse-patterns quiet verbose junk-paths update freshen
 	delete move- test exclude= include= symlinks encrypt password= compression-method= temp-path=
 	suffixes= split-size= split-pause split-bell split-verbose filesync no-extra grow fix fixfix
 	adjust-sfx unsfx latest-time display-bytes display-counts display-dots display-globaldots
 	display-usize display-volume dot-size= log-append log-file> log-info copy-entries to-crlf
 	from-crlf help version license no-dir-entries no-wild wild-stop-dirs names-stdin
-	translate-eol test-command= la lf> li sf so su sU ic FS FF MM ws nw sp sb sc sd sv`, allowlist)
+	translate-eol test-command= la lf> li sf so su sU ic FS FF MM ws nw sp sb sc sd sv`, flags: allowlist}
 
 // sshRunning are ssh configuration keywords whose value is a program or a
 // library ssh runs or loads on the client.
-var sshRunning = words2set(`proxycommand localcommand knownhostscommand pkcs11provider
-	securitykeyprovider xauthlocation match include`)
+var sshRunning = &wordSet{words: `proxycommand localcommand knownhostscommand pkcs11provider
+	securitykeyprovider xauthlocation match include`}
 
 // ssh classifies the options of ssh, scp and sftp that run a program on
 // this machine: -o with a program-naming keyword, -F (a configuration file
@@ -1159,7 +1164,7 @@ func (c *classifier) ssh(name string, opts *optResult, r segResult) segResult {
 		if j := strings.IndexAny(key, "= \t"); j >= 0 {
 			key = key[:j]
 		}
-		if sshRunning[key] || v.dyn {
+		if sshRunning.has(key) || v.dyn {
 			c.raise(ClassCodeExecution, name, name+" -o "+quoteArg(v.v)+" runs a program")
 		}
 	}

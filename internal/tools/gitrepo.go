@@ -53,7 +53,7 @@ const (
 // a repository's configuration cannot make an everyday git command run
 // a program: a key that names none, or one the guard overrides.
 func gitConfigAllowed(e gitConfigEntry) bool {
-	if gitGuardKeys[strings.ToLower(e.key())] {
+	if gitGuardKeys.get()[strings.ToLower(e.key())] {
 		return true // overridden by the guard on every call
 	}
 	if e.sub == "" {
@@ -68,7 +68,7 @@ func gitConfigAllowed(e gitConfigEntry) bool {
 			}
 			return true
 		case "core":
-			return gitCoreAllowed[e.name]
+			return gitCoreAllowed.has(e.name)
 		case "extensions":
 			return e.name == "objectformat" || e.name == "worktreeconfig" || e.name == "noop" || e.name == "preciousobjects"
 		case "diff", "merge":
@@ -120,22 +120,22 @@ func gitConfigAllowed(e gitConfigEntry) bool {
 }
 
 // gitCoreAllowed are the core.* keys that name no program.
-var gitCoreAllowed = words2set(`repositoryformatversion filemode bare logallrefupdates ignorecase
+var gitCoreAllowed = &wordSet{words: `repositoryformatversion filemode bare logallrefupdates ignorecase
 	precomposeunicode autocrlf eol safecrlf quotepath checkstat trustctime untrackedcache splitindex
 	compression loosecompression abbrev whitespace sharedrepository preloadindex fscache longpaths
 	commitgraph multipackindex warnambiguousrefs attributesfile excludesfile hidedotfiles fsync
 	fsyncmethod checkroundtripencoding deltabasecachelimit packedgitlimit packedgitwindowsize
 	bigfilethreshold filesrefversion restrictinheritedhandles notesref createobject sparsecheckout
-	sparsecheckoutcone usereplacerefs protecthfs protectntfs`)
+	sparsecheckoutcone usereplacerefs protecthfs protectntfs`}
 
 // gitGuardKeys are the keys the guard sets on every call (lower-cased).
-var gitGuardKeys = func() map[string]bool {
+var gitGuardKeys = &lazy[map[string]bool]{build: func() map[string]bool {
 	m := map[string]bool{}
 	for _, kv := range gitGuard {
 		m[strings.ToLower(kv[0])] = true
 	}
 	return m
-}()
+}}
 
 // gitInspector reads the repositories of one command line.
 type gitInspector struct {

@@ -10,7 +10,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"html"
 	"io"
 	"net"
 	"net/http"
@@ -190,7 +189,7 @@ func awaitCallback(ctx context.Context, ln net.Listener, state string) (string, 
 		w.Header().Set("Content-Type", "text/html; charset=utf-8")
 		if err != nil {
 			w.WriteHeader(http.StatusBadRequest)
-			fmt.Fprintf(w, "<p>odek: login failed: %s</p>", html.EscapeString(err.Error()))
+			fmt.Fprintf(w, "<p>odek: login failed: %s</p>", escapeHTML(err.Error()))
 		} else {
 			io.WriteString(w, "<p>odek: login complete; you may close this window.</p>")
 		}
