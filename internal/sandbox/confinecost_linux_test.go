@@ -14,6 +14,7 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+	"time"
 
 	"golang.org/x/sys/unix"
 )
@@ -50,11 +51,18 @@ func BenchmarkConfinedShell(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	for _, mode := range []string{"none", "landlock", "seccomp", "both", "both+rlimits"} {
+	// The last: the supervisor's confinement and runtime setting (one
+	// P), each command 100 ms after the last, asleep in a system call
+	// between them, as a job's supervisor waits for its calls (run it
+	// with a smaller -benchtime).
+	for _, mode := range []string{"none", "landlock", "seccomp", "both", "both+rlimits", "both+rlimits,100ms-apart"} {
 		b.Run(mode, func(b *testing.B) {
 			cmd := exec.Command(self)
 			cmd.Dir = root
 			cmd.Env = append(Env(spec, os.Environ()), childEnv+"=shloop:"+mode+"\t"+strconv.Itoa(b.N)+"\t"+string(js))
+			if strings.HasSuffix(mode, "-apart") {
+				cmd.Env = append(cmd.Env, "GOMAXPROCS=1")
+			}
 			out, err := cmd.CombinedOutput()
 			if err != nil {
 				b.Fatalf("%v: %s", err, out)
@@ -83,7 +91,16 @@ func shLoop(arg string) int {
 		fmt.Println("error: bad shloop argument")
 		return 2
 	}
-	mode := parts[0]
+	mode, apart, _ := strings.Cut(parts[0], ",")
+	pause := unix.Timespec{}
+	if apart != "" {
+		d, err := time.ParseDuration(strings.TrimSuffix(apart, "-apart"))
+		if err != nil {
+			fmt.Println("error:", err)
+			return 2
+		}
+		pause = unix.NsecToTimespec(d.Nanoseconds())
+	}
 	n, _ := strconv.Atoi(parts[1])
 	var spec Spec
 	if err := json.Unmarshal([]byte(parts[2]), &spec); err != nil {
@@ -134,6 +151,9 @@ func shLoop(arg string) int {
 	}
 	c0, s0 := rusage(unix.RUSAGE_CHILDREN), rusage(unix.RUSAGE_SELF)
 	for i := 0; i < n; i++ {
+		if apart != "" {
+			_ = unix.Nanosleep(&pause, nil)
+		}
 		pid, err := syscall.ForkExec(sh, []string{"sh", "-c", "true"}, &syscall.ProcAttr{Env: env, Files: fds, Sys: &syscall.SysProcAttr{Setpgid: true}})
 		if err != nil {
 			fmt.Println("error:", err)
@@ -161,7 +181,10 @@ func shLoop(arg string) int {
 // of its threads' run time, /proc/<pid>/task/*/schedstat), its context
 // switches and threads; the command's share is the difference.
 //
-//	sudo go test -run '^$' -bench BenchmarkSupervisorCall -benchtime 1000x ./internal/sandbox
+//	sudo go test -run '^$' -bench 'BenchmarkSupervisorCall/back' -benchtime 1000x ./internal/sandbox
+//	sudo go test -run '^$' -bench 'BenchmarkSupervisorCall/100ms' -benchtime 100x ./internal/sandbox
+//
+// ODEK_BENCH_HELPER names the supervisor binary (see benchHelper).
 func BenchmarkSupervisorCall(b *testing.B) {
 	requireLandlockB(b)
 	if os.Geteuid() != 0 {
@@ -175,6 +198,7 @@ func BenchmarkSupervisorCall(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
+	defer benchHelper(b)()
 	jl, err := NewJail(spec)
 	if err != nil {
 		b.Fatal(err)
@@ -196,24 +220,57 @@ func BenchmarkSupervisorCall(b *testing.B) {
 	if pid == 0 {
 		b.Fatalf("no supervisor: %v", why)
 	}
-	job0 := cgroupCPU(jl.Spec())
-	sup0, cs0 := procCPU(pid)
-	self0 := selfCPU()
-	b.ResetTimer()
-	for i := 0; i < b.N; i++ {
-		call()
+	// Back to back, and each call 100 ms after the last, as a job's
+	// calls come (the pause is outside the timer, and costs the
+	// supervisor only what its threads do while it waits).
+	for _, apart := range []time.Duration{0, 100 * time.Millisecond} {
+		name := "back-to-back"
+		if apart > 0 {
+			name = apart.String() + "-apart"
+		}
+		b.Run(name, func(b *testing.B) {
+			job0 := cgroupCPU(jl.Spec())
+			sup0, cs0 := procCPU(pid)
+			self0 := selfCPU()
+			b.ResetTimer()
+			for i := 0; i < b.N; i++ {
+				if apart > 0 {
+					b.StopTimer()
+					time.Sleep(apart)
+					b.StartTimer()
+				}
+				call()
+			}
+			b.StopTimer()
+			sup1, cs1 := procCPU(pid)
+			job := cgroupCPU(jl.Spec()) - job0
+			n := float64(b.N)
+			b.ReportMetric(float64(job)/n, "job-cpu-ns/op")
+			b.ReportMetric(float64(sup1-sup0)/n, "sup-cpu-ns/op")
+			b.ReportMetric(float64(job-(sup1-sup0))/n, "cmd-cpu-ns/op")
+			b.ReportMetric(float64(int64(selfCPU()-self0))/n, "caller-cpu-ns/op")
+			b.ReportMetric(float64(cs1-cs0)/n, "sup-ctxsw/op")
+			tasks, _ := os.ReadDir(fmt.Sprintf("/proc/%d/task", pid))
+			b.ReportMetric(float64(len(tasks)), "sup-threads")
+		})
 	}
-	b.StopTimer()
-	sup1, cs1 := procCPU(pid)
-	job := cgroupCPU(jl.Spec()) - job0
-	n := float64(b.N)
-	b.ReportMetric(float64(job)/n, "job-cpu-ns/op")
-	b.ReportMetric(float64(sup1-sup0)/n, "sup-cpu-ns/op")
-	b.ReportMetric(float64(job-(sup1-sup0))/n, "cmd-cpu-ns/op")
-	b.ReportMetric(float64(int64(selfCPU()-self0))/n, "caller-cpu-ns/op")
-	b.ReportMetric(float64(cs1-cs0)/n, "sup-ctxsw/op")
-	tasks, _ := os.ReadDir(fmt.Sprintf("/proc/%d/task", pid))
-	b.ReportMetric(float64(len(tasks)), "sup-threads")
+}
+
+// benchHelper makes ODEK_BENCH_HELPER, when set, the helper and
+// supervisor binary (the lean cmd/odek-sandbox built with
+// CGO_ENABLED=0, as a worker runs it, rather than this test binary);
+// the returned func undoes it. A test-only knob.
+func benchHelper(b *testing.B) func() {
+	h := os.Getenv("ODEK_BENCH_HELPER")
+	if h == "" {
+		return func() {}
+	}
+	if _, err := executable(); err != nil {
+		b.Fatal(err)
+	}
+	saved := exePath
+	exePath = h
+	return func() { exePath = saved }
 }
 
 // procCPU is the run time (ns) and context switches of pid's threads.
@@ -258,4 +315,120 @@ func cgroupCPU(spec Spec) int64 {
 		}
 	}
 	return 0
+}
+
+// BenchmarkJobOfOneCall is a job of one `sh -c true`, its start and end
+// included, three ways in turn each round: through the helper (Jail.Start,
+// what every job paid before the supervisor), through the job's
+// supervisor (Jail.Run, its start and end), and, as the machine's
+// baseline, the exec of an empty Go binary. cpu-ns/op of each is this
+// process's CPU and its reaped children's (the supervisor is reaped by
+// Close, its command by the supervisor, so both count).
+//
+// The helper and supervisor binary is this test binary unless
+// ODEK_BENCH_HELPER names another (the lean cmd/odek-sandbox, as a worker
+// runs it); ODEK_BENCH_EMPTY names the empty Go binary (default: built
+// into a temporary directory). Test-only knobs.
+//
+//	sudo go test -run '^$' -bench BenchmarkJobOfOneCall -benchtime 200x ./internal/sandbox
+func BenchmarkJobOfOneCall(b *testing.B) {
+	requireLandlockB(b)
+	if os.Geteuid() != 0 {
+		b.Skip("per-job cgroups need root")
+	}
+	defer benchHelper(b)()
+	dir := b.TempDir()
+	empty := os.Getenv("ODEK_BENCH_EMPTY")
+	if empty == "" {
+		empty = filepath.Join(dir, "empty")
+		src := filepath.Join(dir, "empty.go")
+		if err := os.WriteFile(src, []byte("package main\n\nfunc main() {}\n"), 0o600); err != nil {
+			b.Fatal(err)
+		}
+		build := exec.Command("go", "build", "-o", empty, src)
+		build.Env = append(os.Environ(), "CGO_ENABLED=0")
+		if out, err := build.CombinedOutput(); err != nil {
+			b.Fatalf("%v: %s", err, out)
+		}
+	}
+	root, tmp := filepath.Join(dir, "root"), filepath.Join(dir, "tmp")
+	_ = os.Mkdir(root, 0o700)
+	_ = os.Mkdir(tmp, 0o700)
+	spec, err := NewSpec(Settings{}, Paths{Root: root, TempDir: tmp}, Host)
+	if err != nil {
+		b.Fatal(err)
+	}
+	env := Env(spec, os.Environ())
+	sh := func() *exec.Cmd {
+		cmd := exec.Command("sh", "-c", "true")
+		cmd.Dir, cmd.Env = root, env
+		return cmd
+	}
+	kinds := []struct {
+		name string
+		job  func() error
+	}{
+		{"helper", func() error {
+			jl, err := NewJail(spec)
+			if err != nil {
+				return err
+			}
+			defer jl.Close()
+			cmd := sh()
+			if err := jl.Start(cmd); err != nil {
+				return err
+			}
+			return cmd.Wait()
+		}},
+		{"supervisor", func() error {
+			jl, err := NewJail(spec)
+			if err != nil {
+				return err
+			}
+			ws, err := jl.Run(context.Background(), sh())
+			pid, why := jl.Supervisor()
+			jl.Close() // kills the supervisor and waits for it to be reaped
+			switch {
+			case err != nil:
+				return err
+			case ws.ExitStatus() != 0:
+				return fmt.Errorf("status %v", ws)
+			case pid == 0:
+				return fmt.Errorf("no supervisor: %v", why)
+			}
+			return nil
+		}},
+		{"empty-go", func() error { return exec.Command(empty).Run() }},
+	}
+	cpu, own := make([]int64, len(kinds)), make([]int64, len(kinds))
+	all := func() int64 {
+		var self, children unix.Rusage
+		_ = unix.Getrusage(unix.RUSAGE_SELF, &self)
+		_ = unix.Getrusage(unix.RUSAGE_CHILDREN, &children)
+		return self.Utime.Nano() + self.Stime.Nano() + children.Utime.Nano() + children.Stime.Nano()
+	}
+	for i := 0; i < 3; i++ { // warm-up
+		for _, k := range kinds {
+			if err := k.job(); err != nil {
+				b.Fatalf("%s: %v", k.name, err)
+			}
+		}
+	}
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		for k, kd := range kinds {
+			c0, s0 := all(), selfCPU()
+			if err := kd.job(); err != nil {
+				b.Fatalf("%s: %v", kd.name, err)
+			}
+			cpu[k] += all() - c0
+			own[k] += int64(selfCPU() - s0)
+		}
+	}
+	b.StopTimer()
+	for k, kd := range kinds {
+		b.ReportMetric(float64(cpu[k])/float64(b.N), kd.name+"-cpu-ns/op")
+		b.ReportMetric(float64(own[k])/float64(b.N), kd.name+"-caller-cpu-ns/op")
+	}
+	b.ReportMetric(float64(cpu[1]-cpu[0])/float64(b.N), "added-cpu-ns/op")
 }

@@ -300,6 +300,33 @@ func TestConfinedSignalsAndLimits(t *testing.T) {
 	}
 }
 
+// A read-only grant whose path was removed after the spec was made (an
+// entry of /tmp listed when the spec split it around a denied path, then
+// deleted by whoever made it) is skipped: the command still runs,
+// confined, on every way a command starts. Failing here made the
+// command's whole job fail for a file nobody asked for.
+func TestVanishedReadOnlyPathIsSkipped(t *testing.T) {
+	requireLandlock(t)
+	for _, how := range starts {
+		j := newJail(t, Settings{})
+		j.how = how
+		gone := filepath.Join(t.TempDir(), "gone")
+		for _, p := range []string{gone + "-dir", gone + "-file"} {
+			if err := os.Mkdir(p, 0o700); err != nil {
+				t.Fatal(err)
+			}
+		}
+		j.spec.ReadOnly = append(j.spec.ReadOnly, gone+"-dir")
+		j.spec.ReadOnlyFiles = append(j.spec.ReadOnlyFiles, gone+"-file")
+		os.Remove(gone + "-dir")
+		os.Remove(gone + "-file")
+		out, code := j.run(t, nil, "sh", "-c", "cat mine.txt; cat "+filepath.Join(j.other, "secret.txt"))
+		if code == 0 || !strings.Contains(out, "mine") || strings.Contains(out, "chat A's secret") {
+			t.Errorf("%v: exit %d, want the own file read and the other chat's refused:\n%s", how, code, out)
+		}
+	}
+}
+
 func TestHelperUsage(t *testing.T) {
 	var stderr bytes.Buffer
 	if code := runHelper([]string{"{}"}, &stderr); code != ExitUsage {

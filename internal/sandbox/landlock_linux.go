@@ -116,10 +116,18 @@ func restrictThread(spec Spec, abi int) error {
 		access        uint64
 		ignoreMissing bool
 	}
+	// A read-only grant whose path is gone is skipped: the spec lists
+	// what existed when it was made (the entries of a directory split
+	// around a denied path, say /tmp's), and any of them may be removed
+	// before a job's command starts. Skipping grants less, never more;
+	// failing would stop every command of the job (and, for a template
+	// made at the worker's start, of every later job) because somebody
+	// removed a file nobody asked for. The job's own root and temp dir
+	// must exist.
 	for _, pr := range []pathRule{
 		{[]string{spec.Root, spec.TempDir}, llRWDirs, false},
-		{spec.ReadOnly, llRODirs, false},
-		{spec.ReadOnlyFiles, llROFiles, false},
+		{spec.ReadOnly, llRODirs, true},
+		{spec.ReadOnlyFiles, llROFiles, true},
 		{spec.Devices, llRWFiles, true},
 	} {
 		access := pr.access & fsRights

@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"syscall"
 	"testing"
@@ -216,6 +217,34 @@ for name, f in (("setsid", os.setsid), ("setpgid other", lambda: os.setpgid(0, o
 	status, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
 	if err != nil || !strings.Contains(string(status), "NoNewPrivs:\t1") || !strings.Contains(string(status), "Seccomp:\t2") {
 		t.Errorf("the supervisor's status: %v\n%s", err, status)
+	}
+	// No thread of it holds a capability, whoever started it (root
+	// here, when the tests run as root). A cgo build (this test binary
+	// may be one) cannot drop them from every thread: there, the
+	// confined thread, which forks the commands, has none.
+	tasks, err := os.ReadDir(fmt.Sprintf("/proc/%d/task", pid))
+	if err != nil || len(tasks) == 0 {
+		t.Fatalf("the supervisor's threads: %v", err)
+	}
+	_, _, cgo := syscall.AllThreadsSyscall(syscall.SYS_GETPID, 0, 0, 0)
+	capless := 0
+	for _, task := range tasks {
+		b, err := os.ReadFile(fmt.Sprintf("/proc/%d/task/%s/status", pid, task.Name()))
+		if err != nil {
+			t.Fatal(err)
+		}
+		none := true
+		for _, field := range []string{"CapInh", "CapPrm", "CapEff", "CapAmb"} {
+			none = none && strings.Contains(string(b), field+":\t0000000000000000\n")
+		}
+		if none {
+			capless++
+		} else if cgo == 0 {
+			t.Errorf("thread %s of the supervisor has capabilities:\n%s", task.Name(), b)
+		}
+	}
+	if capless == 0 {
+		t.Errorf("every thread of the supervisor has capabilities")
 	}
 	fi, err := os.Stat(fmt.Sprintf("/proc/%d/environ", pid))
 	if err != nil {
@@ -573,5 +602,108 @@ func TestSupervisorThatStopsReadingIsKilled(t *testing.T) {
 	}
 	if out, _, err := runSup(t, context.Background(), jl, j.spec, "", "echo", "fresh"); err != nil || out != "fresh\n" || supPid(jl) == pid {
 		t.Errorf("after it: %v %q", err, out)
+	}
+}
+
+// The supervisor starts with a long timer slack for its runtime's
+// sysmon; its commands get the worker's back.
+func TestSupervisorCommandsKeepTheTimerSlack(t *testing.T) {
+	requirePython(t)
+	j, jl := supervisedJail(t, Settings{})
+	runtime.LockOSThread()
+	want, err := unix.PrctlRetInt(unix.PR_GET_TIMERSLACK, 0, 0, 0, 0)
+	runtime.UnlockOSThread()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := 0; i < 2; i++ {
+		out, _, err := runSup(t, context.Background(), jl, j.spec, "", python3, "-c", "import ctypes; print(ctypes.CDLL(None).prctl(30, 0, 0, 0, 0))")
+		if err != nil || strings.TrimSpace(out) != fmt.Sprint(want) {
+			t.Errorf("a command's timer slack: %v %q, want %d (the worker's)", err, out, want)
+		}
+	}
+	if supPid(jl) == 0 {
+		t.Error("no supervisor ran the commands")
+	}
+}
+
+// Starting supervisors leaves the worker's threads as they were: a root
+// worker's later commands, started by any of its threads, still get
+// root's capabilities (the supervisor's start sets SECBIT_NOROOT and a
+// long timer slack on the thread that forks it, and puts both back).
+func TestSupervisorStartLeavesTheWorkersThreads(t *testing.T) {
+	requireCgroups(t)
+	if os.Geteuid() != 0 {
+		t.Skip("root's capabilities are what is checked")
+	}
+	want := func() string {
+		b, err := os.ReadFile("/proc/self/status")
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, l := range strings.Split(string(b), "\n") {
+			if strings.HasPrefix(l, "CapEff:") {
+				return l
+			}
+		}
+		return ""
+	}()
+	j := newJail(t, Settings{})
+	for i := 0; i < 10; i++ {
+		jl, err := NewJail(j.spec)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, _, err := runSup(t, context.Background(), jl, j.spec, "", "true"); err != nil || supPid(jl) == 0 {
+			t.Fatalf("%v (supervisor %d)", err, supPid(jl))
+		}
+		jl.Close()
+	}
+	errs := make(chan error, 40)
+	for i := 0; i < cap(errs); i++ {
+		go func() {
+			out, err := exec.Command("grep", "^CapEff:", "/proc/self/status").Output()
+			if err == nil && strings.TrimSpace(string(out)) != want {
+				err = fmt.Errorf("a command of the worker has %q, want %q", strings.TrimSpace(string(out)), want)
+			}
+			errs <- err
+		}()
+	}
+	for i := 0; i < cap(errs); i++ {
+		if err := <-errs; err != nil {
+			t.Error(err)
+		}
+	}
+}
+
+// The serving loop passes through the scheduler after every wake
+// (supervisor.yield) and ends the supervisor if it ever came back on
+// another thread than the confined one: a long series of calls, one at
+// a time and some at once, is served by the one supervisor.
+func TestSupervisorServesManyCallsOnItsThread(t *testing.T) {
+	j, jl := supervisedJail(t, Settings{})
+	if _, _, err := runSup(t, context.Background(), jl, j.spec, "", "true"); err != nil {
+		t.Fatal(err)
+	}
+	pid := supPid(jl)
+	for i := 0; i < 150; i++ {
+		if out, ws, err := runSup(t, context.Background(), jl, j.spec, "", "sh", "-c", "echo $0", fmt.Sprint(i)); err != nil || ws.ExitStatus() != 0 || out != fmt.Sprintf("%d\n", i) {
+			t.Fatalf("call %d: %v %v %q", i, err, ws, out)
+		}
+	}
+	errs := make(chan error, 50)
+	for i := 0; i < cap(errs); i++ {
+		go func() {
+			_, _, err := runSup(t, context.Background(), jl, j.spec, "", "true")
+			errs <- err
+		}()
+	}
+	for i := 0; i < cap(errs); i++ {
+		if err := <-errs; err != nil {
+			t.Error(err)
+		}
+	}
+	if got := supPid(jl); got != pid {
+		t.Errorf("the supervisor changed from %d to %d", pid, got)
 	}
 }
