@@ -91,25 +91,23 @@ func (q *queue) OnEnd(s sdktrace.ReadOnlySpan) {
 
 // add queues a finished, sampled span.
 func (q *queue) add(s spanData) {
-	if q.stopped.Load() {
-		q.dropped.Add(1)
-		return
-	}
-	q.mu.Lock()
-	if len(q.pending)+len(q.liteEnd) >= q.size {
-		q.mu.Unlock()
-		q.dropped.Add(1)
-		return
-	}
-	q.pending = append(q.pending, s)
-	n := len(q.pending) + len(q.liteEnd)
-	q.mu.Unlock()
-	q.queued.Add(1)
-	q.kickAt(n)
+	q.admit(func() { q.pending = append(q.pending, s) })
 }
 
 // addLite queues an ended liteSpan, encoded now: nothing keeps the span.
 func (q *queue) addLite(s *liteSpan) {
+	q.admit(func() {
+		if q.lite == nil { // room for a batch: no copying as a run's spans arrive
+			q.lite = make([]byte, 0, min(q.batch, 512)*256)
+		}
+		q.lite = appendLite(q.lite, s)
+		q.liteEnd = append(q.liteEnd, len(q.lite))
+	})
+}
+
+// admit runs put under the queue's lock when there is room (else it
+// counts a dropped span), then wakes the exporter when a batch is full.
+func (q *queue) admit(put func()) {
 	if q.stopped.Load() {
 		q.dropped.Add(1)
 		return
@@ -120,11 +118,7 @@ func (q *queue) addLite(s *liteSpan) {
 		q.dropped.Add(1)
 		return
 	}
-	if q.lite == nil { // room for a batch: no copying as a run's spans arrive
-		q.lite = make([]byte, 0, min(q.batch, 512)*256)
-	}
-	q.lite = appendLite(q.lite, s)
-	q.liteEnd = append(q.liteEnd, len(q.lite))
+	put()
 	n := len(q.pending) + len(q.liteEnd)
 	q.mu.Unlock()
 	q.queued.Add(1)
