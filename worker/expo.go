@@ -156,30 +156,21 @@ func formatFloat(v float64) string {
 
 // escapeHelp and escapeLabel escape as the text format asks: a backslash
 // and a newline in HELP text, and a double quote too in a label value.
-// (Plain functions, not package-level strings.Replacers: those are built
-// at program start in every odek process, `odek run` included.)
-func escapeHelp(s string) string  { return escape(s, false) }
-func escapeLabel(s string) string { return escape(s, true) }
+// The replacer is made only for a string that needs it (rare), not as a
+// package-level variable, which every odek process would build at start,
+// `odek run` included.
+func escapeHelp(s string) string {
+	if !strings.ContainsAny(s, "\\\n") {
+		return s
+	}
+	return strings.NewReplacer(`\`, `\\`, "\n", `\n`).Replace(s)
+}
 
-func escape(s string, quote bool) string {
+func escapeLabel(s string) string {
 	if !strings.ContainsAny(s, "\\\n\"") {
 		return s
 	}
-	var b strings.Builder
-	b.Grow(len(s) + 8)
-	for i := 0; i < len(s); i++ {
-		switch c := s[i]; {
-		case c == '\\':
-			b.WriteString(`\\`)
-		case c == '\n':
-			b.WriteString(`\n`)
-		case c == '"' && quote:
-			b.WriteString(`\"`)
-		default:
-			b.WriteByte(c)
-		}
-	}
-	return b.String()
+	return strings.NewReplacer(`\`, `\\`, "\n", `\n`, `"`, `\"`).Replace(s)
 }
 
 func sortedKeys[V any](m map[string]V) []string {

@@ -3,7 +3,7 @@ package worker
 import "testing"
 
 // The text format's escapes (help text: backslash and newline; label
-// values: those and the double quote), which escape writes by hand.
+// values: those and the double quote).
 func TestExpositionEscapes(t *testing.T) {
 	for _, c := range []struct{ in, help, label string }{
 		{"plain text", "plain text", "plain text"},
