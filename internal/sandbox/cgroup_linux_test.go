@@ -12,6 +12,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"golang.org/x/sys/unix"
 )
 
 // requireCgroups skips where this process cannot make per-job cgroups,
@@ -117,8 +119,25 @@ func TestKillJobsOfEndsAnOrphansJobs(t *testing.T) {
 	}
 	pid := child.Process.Pid
 	child.Process.Kill()
-	child.Wait()
-	if n := len(alive(t, marker)); n != 1 {
+	// Left a zombie until the end: any odek process starting meanwhile
+	// (another package's tests, in a full run) sweeps the job cgroups of
+	// owners that are gone, which would end the survivor before the
+	// check below. A zombie's pid still answers kill(pid, 0).
+	var info unix.Siginfo
+	if err := unix.Waitid(unix.P_PID, pid, &info, unix.WEXITED|unix.WNOWAIT, nil); err != nil {
+		t.Fatal(err)
+	}
+	defer child.Wait()
+	// The owner says ready once its shell has ended, which can be before
+	// the shell's background child has finished exec'ing sleep (its
+	// cmdline reads empty in between): poll for it.
+	n := 0
+	for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(10 * time.Millisecond) {
+		if n = len(alive(t, marker)); n == 1 || time.Now().After(deadline) {
+			break
+		}
+	}
+	if n != 1 {
 		t.Fatalf("%d survivors of the killed owner, want 1 (the route this closes)", n)
 	}
 	b, _ := jobCgroupBase()
