@@ -10,7 +10,8 @@
 #   - installs the Compose v2 CLI plugin, built from its Go module, when
 #     `docker compose version` is not $COMPOSE_VERSION;
 #   - builds the base images offline from image registries
-#     (test/compose/base-images.sh), kept between runs, and with
+#     (test/compose/base-images.sh), kept between runs, then odek's two
+#     images from the Dockerfile, both beside the plugin's build, and with
 #     ODEK_COMPOSE_TRACING=1 the trace viewer's (trace-viewer-image.sh);
 #   - runs `go test ./test/compose` with ODEK_COMPOSE=1.
 #
