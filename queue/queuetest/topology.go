@@ -299,14 +299,19 @@ func port(addr string) string {
 
 // EachTopology runs f as a subtest on each of the three topologies (each
 // started for that subtest). ODEK_REDIS_TOPOLOGIES (a comma list of
-// single, sentinel, cluster) narrows the set.
+// single, sentinel, cluster) narrows the set. The subtests run in parallel
+// (t.Parallel), each on its own processes and ports, so f must not share
+// mutable state across calls.
 func EachTopology(t *testing.T, f func(t *testing.T, tp *Topology)) {
 	modes := Topologies
 	if v := os.Getenv("ODEK_REDIS_TOPOLOGIES"); v != "" {
 		modes = strings.Split(v, ",")
 	}
 	for _, m := range modes {
-		t.Run(m, func(t *testing.T) { f(t, StartTopology(t, m)) })
+		t.Run(m, func(t *testing.T) {
+			t.Parallel()
+			f(t, StartTopology(t, m))
+		})
 	}
 }
 
