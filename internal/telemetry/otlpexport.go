@@ -64,11 +64,11 @@ func newOTLPExporter(cfg Config, timeout time.Duration) (*exporter, error) {
 	return e, nil
 }
 
-// ExportSpans sends spans, and the liteSpans already encoded in lite
-// (under resource res), in one request, retrying a collector that is
+// ExportSpans sends spans, and the liteSpans already encoded in the
+// chunks of lite (under resource res), in one request, retrying a collector that is
 // unavailable or overloaded with a growing pause, within the export
 // timeout (the queue bounds the whole export with it too).
-func (e *exporter) ExportSpans(ctx context.Context, spans []spanData, lite []byte, res *resource.Resource) error {
+func (e *exporter) ExportSpans(ctx context.Context, spans []spanData, lite [][]byte, res *resource.Resource) error {
 	e.mu.Lock()
 	closed := e.closed
 	e.mu.Unlock()
