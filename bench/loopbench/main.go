@@ -161,7 +161,10 @@ func main() {
 		if *floor != "" {
 			floorRSS = append(floorRSS, runFloor(*floor))
 		}
-		for _, mode := range modes {
+		// Each round starts one mode further on, so no mode always runs
+		// first (after the floor program) or right after the same other.
+		for j := range modes {
+			mode := modes[(i+j)%len(modes)]
 			var user, sys time.Duration
 			var r float64
 			user, sys, calls, r = runOnce(*iters, mode)
