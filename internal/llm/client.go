@@ -165,7 +165,7 @@ func New(cfg Config) (*Client, error) {
 		c.auth = "Bearer " + cfg.APIKey
 	}
 	if c.hc == nil {
-		c.hc = &http.Client{Transport: defaultTransport()}
+		c.hc = &http.Client{Transport: defaultTransport(strings.HasPrefix(endpoint, "https:"))}
 	}
 	if c.sleep == nil {
 		c.sleep = sleepCtx
@@ -193,11 +193,19 @@ func endpointURL(base string) (string, error) {
 	return u.String(), nil
 }
 
-func defaultTransport() *http.Transport {
+// defaultTransport is the model client's transport. tls says whether the
+// endpoint is https: only then can HTTP/2 be negotiated, so only then is
+// it asked for. For a plaintext endpoint (a model server on the same host
+// or network) the transport speaks HTTP/1.1 either way, but
+// ForceAttemptHTTP2 would still build and register the HTTP/2 transport
+// on the first request — code and memory that `odek run` against a local
+// model never uses (issue 25, docs/BENCHMARKS.md round 4). A plaintext
+// endpoint that redirects to https is then served over HTTP/1.1.
+func defaultTransport(tls bool) *http.Transport {
 	return &http.Transport{
 		Proxy:                 http.ProxyFromEnvironment,
 		DialContext:           (&net.Dialer{Timeout: 30 * time.Second, KeepAlive: 30 * time.Second}).DialContext,
-		ForceAttemptHTTP2:     true,
+		ForceAttemptHTTP2:     tls,
 		MaxIdleConns:          64,
 		MaxIdleConnsPerHost:   16,
 		IdleConnTimeout:       90 * time.Second,
