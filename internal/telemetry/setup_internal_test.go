@@ -20,12 +20,12 @@ func TestResourceMatchesSDKDefault(t *testing.T) {
 	want := map[string]string{}
 	for _, kv := range def.Attributes() {
 		if kv.Key != "service.name" {
-			want[string(kv.Key)] = kv.Value.Emit()
+			want[string(kv.Key)] = kv.Value.String()
 		}
 	}
 	got := map[string]string{}
 	for _, kv := range ours.Attributes() {
-		got[string(kv.Key)] = kv.Value.Emit()
+		got[string(kv.Key)] = kv.Value.String()
 	}
 	if len(got) != len(want) {
 		t.Errorf("attributes %v, Default's (without service.name) %v", got, want)
