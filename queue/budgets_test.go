@@ -15,8 +15,10 @@ func TestMemoryBudgets(t *testing.T) {
 // The budget scripts run unchanged on one node and on a cluster (their
 // keys share the queue's hash tag).
 func TestRedisBudgets(t *testing.T) {
+	t.Parallel() // every (sub)test has servers of its own
 	for _, mode := range []string{queue.ModeSingle, queue.ModeCluster} {
 		t.Run(mode, func(t *testing.T) {
+			t.Parallel()
 			c := queuetest.StartTopology(t, mode).Client()
 			n := 0
 			queuetest.RunBudgets(t, func(t *testing.T) queue.Budgets {

@@ -150,6 +150,7 @@ func (j *mapJournal) snapshot() queue.Snapshot {
 }
 
 func TestJournaledMemoryConformance(t *testing.T) {
+	t.Parallel()
 	queuetest.Run(t, func(t *testing.T, o queue.Options) queue.Queue {
 		j := newMapJournal()
 		j.mem = queue.NewJournaledMemory(o, j)

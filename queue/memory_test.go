@@ -8,5 +8,6 @@ import (
 )
 
 func TestMemoryConformance(t *testing.T) {
+	t.Parallel()
 	queuetest.Run(t, func(t *testing.T, o queue.Options) queue.Queue { return queue.NewMemory(o) })
 }

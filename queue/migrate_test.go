@@ -25,8 +25,12 @@ import (
 // other slots than the new ones, so both the test's move to the old names
 // and Migrate's move back cross slots (DUMP/RESTORE, not RENAME).
 func TestMigrateOldLayout(t *testing.T) {
+	t.Parallel() // every (sub)test has servers of its own
 	for _, mode := range []string{queue.ModeSingle, queue.ModeCluster} {
-		t.Run(mode, func(t *testing.T) { testMigrateOldLayout(t, queuetest.StartTopology(t, mode).Client()) })
+		t.Run(mode, func(t *testing.T) {
+			t.Parallel()
+			testMigrateOldLayout(t, queuetest.StartTopology(t, mode).Client())
+		})
 	}
 }
 
@@ -194,8 +198,10 @@ func testMigrateOldLayout(t *testing.T, c redis.UniversalClient) {
 // a cut-off run already made (the new name holds the very same value) is
 // finished (on a cluster, where moving is DUMP, RESTORE, DEL).
 func TestMigrateReportsClash(t *testing.T) {
+	t.Parallel() // every (sub)test has servers of its own
 	for _, mode := range []string{queue.ModeSingle, queue.ModeCluster} {
 		t.Run(mode, func(t *testing.T) {
+			t.Parallel()
 			c := queuetest.StartTopology(t, mode).Client()
 			ctx := context.Background()
 			c.Set(ctx, "odek:idem:x", "old", 0)

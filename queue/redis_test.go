@@ -2,6 +2,7 @@ package queue_test
 
 import (
 	"context"
+	"strconv"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -15,13 +16,15 @@ import (
 // The conformance suite runs unchanged on one node, behind Sentinel and on
 // a 3+3 cluster, each reached through the URL form odek's commands use.
 func TestRedisConformance(t *testing.T) {
+	t.Parallel() // every topology is started for this test alone
 	queuetest.EachTopology(t, func(t *testing.T, tp *queuetest.Topology) {
 		c := tp.Client()
 		checkDescribe(t, tp, c)
-		n := 0
+		var n atomic.Int64
 		queuetest.Run(t, func(t *testing.T, o queue.Options) queue.Queue {
-			n++ // a fresh prefix per subtest keeps them apart on one server
-			o.Prefix = "t" + string(rune('a'+n)) + ":"
+			// A fresh prefix per subtest keeps them apart on one server;
+			// the subtests run in parallel, hence the atomic counter.
+			o.Prefix = "t" + strconv.FormatInt(n.Add(1), 10) + ":"
 			q, err := queue.NewRedis(context.Background(), c, o)
 			if err != nil {
 				t.Fatal(err)

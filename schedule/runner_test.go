@@ -109,6 +109,10 @@ func envs(t *testing.T, f func(t *testing.T, e env)) {
 // tick at the same moments over 30 fire times of 20 schedules: every
 // fire time's job is enqueued exactly once.
 func TestRunnerReplicasFireEachOnce(t *testing.T) {
+	// Its own file, queue and server; the longest test of the package (the
+	// file store rewrites and fsyncs the whole file on every change), so
+	// the others run beside it.
+	t.Parallel()
 	envs(t, func(t *testing.T, e env) {
 		ctx := context.Background()
 		clk := &clock{t: t0}

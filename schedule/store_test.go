@@ -273,6 +273,7 @@ func TestStoreOnCluster(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts a Redis Cluster")
 	}
+	t.Parallel() // its own cluster; mostly waiting for the cluster to form
 	tp := queuetest.StartTopology(t, queue.ModeCluster)
 	c := tp.Client()
 	ns := func() Store { return NewRedis(c, "") }

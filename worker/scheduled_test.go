@@ -112,7 +112,7 @@ func TestScheduledMessageAndQuietCheckIn(t *testing.T) {
 func TestScheduledJobApprovalsAreNonInteractive(t *testing.T) {
 	q := newQueue(t, "redis", queue.Options{})
 	ask := func(tool string) string { return "odek: allow " + tool + " (code_execution, argv0=make)? [y/N] " }
-	start(t, worker.Config{Queue: q, ApprovalTimeout: 2 * time.Second,
+	start(t, worker.Config{Queue: q, ApprovalTimeout: 300 * time.Millisecond,
 		Run: func(ctx context.Context, job queue.Job, _ events.Sink, _ func(agent.SignalEvent), p tools.Prompter) (queue.Result, error) {
 			var out []string
 			for _, tool := range []string{"shell", "schedule"} {

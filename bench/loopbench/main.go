@@ -47,6 +47,8 @@ func main() {
 	otelModes := flag.String("otel", "off", "comma-separated tracing modes, interleaved within each run: off, or an OTLP/HTTP base URL given to odek as OTEL_EXPORTER_OTLP_ENDPOINT (a live collector, or a dead port), optionally followed by ;KEY=VALUE variables for that mode (;OTEL_TRACES_SAMPLER=always_off); a mode prefixed baseline: runs the -baseline binary in that mode (old tracing code against new in one run)")
 	baseline := flag.String("baseline", "", "another odek binary (main's) run with tracing off as one more interleaved mode, \"baseline\"")
 	bins := flag.String("bins", "", "NAME=PATH,…: more odek binaries (one per commit of a series of cuts), each run in a mode prefixed NAME: as -baseline's are with baseline: (-otel off,a:off,a:http://…)")
+	ref := flag.String("ref", "", "the mode each other mode's per-run ratio is taken over (default: off when it runs, else the first mode); baseline:http://… compares two binaries' traced runs")
+	raw := flag.String("raw", "", "also write every run's CPU per model call to this CSV file (round,mode,cpu_ms_per_call), for statistics the summary does not print")
 	floor := flag.String("floor", "", "a program run without arguments once per round, interleaved with the modes, whose peak RSS is reported as the floor (an empty Go main: the least any Go process holds on this machine)")
 	flag.Parse()
 	modes := strings.Split(*otelModes, ",")
@@ -159,7 +161,10 @@ func main() {
 		if *floor != "" {
 			floorRSS = append(floorRSS, runFloor(*floor))
 		}
-		for _, mode := range modes {
+		// Each round starts one mode further on, so no mode always runs
+		// first (after the floor program) or right after the same other.
+		for j := range modes {
+			mode := modes[(i+j)%len(modes)]
 			var user, sys time.Duration
 			var r float64
 			user, sys, calls, r = runOnce(*iters, mode)
@@ -187,23 +192,42 @@ func main() {
 	// first) run by run: the two ran moments apart, so a change in the
 	// machine's load over the rounds cancels out of the ratio, where it
 	// stays in the ratio of two medians.
-	ref := modes[0]
-	for _, m := range modes {
-		if m == "off" {
-			ref = m
+	refMode := *ref
+	if refMode == "" {
+		refMode = modes[0]
+		for _, m := range modes {
+			if m == "off" {
+				refMode = m
+			}
 		}
+	} else if cpus[refMode] == nil {
+		fmt.Fprintf(os.Stderr, "-ref %q: not one of the modes %q\n", refMode, modes)
+		os.Exit(2)
 	}
 	if len(modes) > 1 {
 		for _, mode := range modes {
-			if mode == ref {
+			if mode == refMode {
 				continue
 			}
 			r := make([]float64, len(cpus[mode]))
 			for i := range r {
-				r[i] = cpus[mode][i] / cpus[ref][i]
+				r[i] = cpus[mode][i] / cpus[refMode][i]
 			}
-			fmt.Printf("otel=%s cpu_over_%s paired median=%+.1f%% quartiles=%+.1f%%..%+.1f%%\n", mode, ref,
+			fmt.Printf("otel=%s cpu_over_%s paired median=%+.1f%% quartiles=%+.1f%%..%+.1f%%\n", mode, refMode,
 				100*(median(r)-1), 100*(quantile(r, 0.25)-1), 100*(quantile(r, 0.75)-1))
+		}
+	}
+	if *raw != "" {
+		var b strings.Builder
+		b.WriteString("round,mode,cpu_ms_per_call\n")
+		for i := 0; i < *runs; i++ {
+			for _, mode := range modes {
+				fmt.Fprintf(&b, "%d,%s,%.4f\n", i, mode, cpus[mode][i])
+			}
+		}
+		if err := os.WriteFile(*raw, []byte(b.String()), 0o644); err != nil {
+			fmt.Fprintf(os.Stderr, "-raw: %v\n", err)
+			os.Exit(1)
 		}
 	}
 	if len(floorRSS) > 0 && floorRSS[0] >= 0 {

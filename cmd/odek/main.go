@@ -17,8 +17,8 @@ import (
 	"github.com/odekrun/odek/agent"
 	// Grows the main goroutine's stack before any deep initialiser runs
 	// (see the package; round 4 of issue 25 in docs/BENCHMARKS.md).
-	_ "github.com/odekrun/odek/cmd/odek/internal/stackstart"
 	"github.com/odekrun/odek/internal/sandbox"
+	_ "github.com/odekrun/odek/internal/stackstart"
 )
 
 // version is set at link time (-ldflags "-X main.version=...").

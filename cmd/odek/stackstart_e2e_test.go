@@ -23,7 +23,7 @@ func TestStackStartRunsFirst(t *testing.T) {
 		if len(f) < 2 || f[0] != "init" {
 			continue
 		}
-		if f[1] == "github.com/odekrun/odek/cmd/odek/internal/stackstart" {
+		if f[1] == "github.com/odekrun/odek/internal/stackstart" {
 			seen = true
 			break
 		}

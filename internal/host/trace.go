@@ -96,16 +96,22 @@ func traceTools(ts []agent.Tool) []agent.Tool {
 	}
 	out := make([]agent.Tool, len(ts))
 	for i, t := range ts {
-		out[i] = tracedTool{Tool: t}
+		out[i] = tracedTool{Tool: t, name: t.Definition().Name}
 	}
 	return out
 }
 
-type tracedTool struct{ agent.Tool }
+// tracedTool keeps the tool's name: a Definition is built per call (the
+// builtins marshal their JSON Schema in it), which the span needs only
+// the name of.
+type tracedTool struct {
+	agent.Tool
+	name string
+}
 
 func (t tracedTool) Run(ctx context.Context, args json.RawMessage) (agent.ToolResult, error) {
 	call, _ := agent.CallFrom(ctx)
-	ctx, s := telemetry.StartTool(ctx, t.Definition().Name, call.CallID)
+	ctx, s := telemetry.StartTool(ctx, t.name, call.CallID)
 	if s.Capturing() {
 		s.Content(telemetry.KeyToolArguments, string(args))
 	}

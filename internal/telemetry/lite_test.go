@@ -122,6 +122,27 @@ func TestLiteSpansFollowTheSampler(t *testing.T) {
 	}
 }
 
+// A span the sampler drops gets no attributes built: a model call and a
+// tool call under always_off allocate only the SDK's unsampled span and
+// the context carrying it, each (a span that records nothing is never
+// handed attributes, a finish reason or a first-chunk event).
+func TestUnsampledSpansBuildNoAttributes(t *testing.T) {
+	r := newReceiver(t)
+	setup(t, r, func(c *telemetry.Config) { c.Sampler = "always_off" }, telemetry.Options{})
+	ctx, run := telemetry.StartAgent(context.Background(), "r", "s", "m")
+	defer run.End()
+	call := telemetry.ChatCall{ResponseModel: "m", Input: 100, Output: 20, FinishReason: "stop"}
+	allocs := testing.AllocsPerRun(200, func() {
+		_, chat := telemetry.StartChat(ctx, "m", "")
+		chat.EndChat(call, "", nil)
+		_, tool := telemetry.StartTool(ctx, "read_file", "c1")
+		tool.End()
+	})
+	if allocs > 4 {
+		t.Fatalf("an unsampled chat span and tool span allocate %v times, want at most 4 (two spans, two contexts)", allocs)
+	}
+}
+
 // For every sampler and parent, odek's own span records exactly when an
 // SDK span started under the same parent does (the default samplers are
 // decided without asking the sampler, the others by asking it).

@@ -46,13 +46,13 @@ type spanData interface {
 
 // encodeSpans returns the ExportTraceServiceRequest for spans, grouped by
 // resource and then by instrumentation scope, in their order, and for the
-// liteSpans encoded in lite (ScopeSpans.spans fields, appendLite), which
-// belong to resource liteRes and scope liteScope.
-func encodeSpans(spans []spanData, lite []byte, liteRes *resource.Resource) []byte {
+// liteSpans encoded in the chunks of lite (ScopeSpans.spans fields,
+// appendLite), which belong to resource liteRes and scope liteScope.
+func encodeSpans(spans []spanData, lite [][]byte, liteRes *resource.Resource) []byte {
 	type scopeGroup struct {
 		scope instrumentation.Scope
 		spans []spanData
-		lite  []byte
+		lite  [][]byte
 	}
 	type resGroup struct {
 		res    *resource.Resource
@@ -110,7 +110,11 @@ func encodeSpans(spans []spanData, lite []byte, liteRes *resource.Resource) []by
 
 	// One buffer, each nested message written in place behind a length
 	// placeholder (beginMessage/endMessage): no per-message slices.
-	out := make([]byte, 0, 64+320*len(spans)+len(lite)+256)
+	liteLen := 0
+	for _, c := range lite {
+		liteLen += len(c)
+	}
+	out := make([]byte, 0, 64+320*len(spans)+liteLen+256)
 	for _, g := range groups {
 		var rs int
 		out, rs = beginMessage(out, 1) // ExportTraceServiceRequest.resource_spans
@@ -138,7 +142,9 @@ func encodeSpans(spans []spanData, lite []byte, liteRes *resource.Resource) []by
 				out = appendSpan(out, s)
 				out = endMessage(out, sp)
 			}
-			out = append(out, sg.lite...) // already ScopeSpans.spans fields
+			for _, c := range sg.lite {
+				out = append(out, c...) // already ScopeSpans.spans fields
+			}
 			out = appendString(out, 3, sg.scope.SchemaURL)
 			out = endMessage(out, ss)
 		}

@@ -40,23 +40,25 @@ type queue struct {
 	exp     *exporter
 	mu      sync.Mutex
 	pending []spanData // SDK spans' snapshots
-	// lite holds the liteSpans, encoded when they end (appendLite), and
-	// liteEnd where each ends in lite: bytes the GC does not scan, where
-	// the span objects kept until the export would be scanned at every
-	// collection (docs/BENCHMARKS.md, tracing on, round 3). spare and
-	// spareEnd are the previous batch's, kept for reuse. len(pending) +
-	// len(liteEnd) is at most size.
-	lite, spare       []byte
-	liteEnd, spareEnd []int
-	res               *resource.Resource // liteSpans' resource
-	size              int
-	kick              chan struct{} // capacity 1: a batch is full
-	flushReq          chan chan struct{}
-	stop              chan struct{}
-	done              chan struct{}
-	batch             int
-	wait              time.Duration
-	timeout           time.Duration
+	// lite holds the liteSpans, encoded when they end (appendLite), in
+	// chunks of liteChunkSize bytes, and liteN counts them: bytes the GC
+	// does not scan, where the span objects kept until the export would
+	// be scanned at every collection (docs/BENCHMARKS.md, tracing on,
+	// round 3). A chunk is allocated as spans arrive, not a batch's room
+	// at once: a short run's spans fit in a few, and a longer run's are
+	// never copied to grow a buffer. spare keeps exported chunks for
+	// reuse. len(pending) + liteN is at most size.
+	lite, spare []liteChunk
+	liteN       int
+	res         *resource.Resource // liteSpans' resource
+	size        int
+	kick        chan struct{} // capacity 1: a batch is full
+	flushReq    chan chan struct{}
+	stop        chan struct{}
+	done        chan struct{}
+	batch       int
+	wait        time.Duration
+	timeout     time.Duration
 
 	// exportCtx is canceled when Shutdown's deadline passes, ending an
 	// export stuck on a dead collector.
@@ -94,15 +96,40 @@ func (q *queue) add(s spanData) {
 	q.admit(func() { q.pending = append(q.pending, s) })
 }
 
+// liteChunk is encoded liteSpans (ScopeSpans.spans fields): n of them in b.
+type liteChunk struct {
+	b []byte
+	n int
+}
+
+// liteChunkSize is a chunk's room: about 30 encoded chat or tool spans
+// (~230 bytes each without captured content). A span that does not fit
+// starts the next chunk; one larger than a chunk grows its own.
+const liteChunkSize = 8 << 10
+
 // addLite queues an ended liteSpan, encoded now: nothing keeps the span.
 func (q *queue) addLite(s *liteSpan) {
 	q.admit(func() {
-		if q.lite == nil { // room for a batch: no copying as a run's spans arrive
-			q.lite = make([]byte, 0, min(q.batch, 512)*256)
+		if k := len(q.lite) - 1; k < 0 || q.lite[k].n == q.batch || len(q.lite[k].b) > liteChunkSize-liteChunkSize/8 {
+			q.lite = append(q.lite, q.newChunk())
 		}
-		q.lite = appendLite(q.lite, s)
-		q.liteEnd = append(q.liteEnd, len(q.lite))
+		c := &q.lite[len(q.lite)-1]
+		c.b = appendLite(c.b, s)
+		c.n++
+		q.liteN++
 	})
+}
+
+// newChunk returns an empty chunk, a spare one when there is one. Called
+// with q.mu held.
+func (q *queue) newChunk() liteChunk {
+	if k := len(q.spare) - 1; k >= 0 {
+		c := q.spare[k]
+		q.spare[k] = liteChunk{}
+		q.spare = q.spare[:k]
+		return c
+	}
+	return liteChunk{b: make([]byte, 0, liteChunkSize)}
 }
 
 // admit runs put under the queue's lock when there is room (else it
@@ -113,13 +140,13 @@ func (q *queue) admit(put func()) {
 		return
 	}
 	q.mu.Lock()
-	if len(q.pending)+len(q.liteEnd) >= q.size {
+	if len(q.pending)+q.liteN >= q.size {
 		q.mu.Unlock()
 		q.dropped.Add(1)
 		return
 	}
 	put()
-	n := len(q.pending) + len(q.liteEnd)
+	n := len(q.pending) + q.liteN
 	q.mu.Unlock()
 	q.queued.Add(1)
 	q.kickAt(n)
@@ -136,43 +163,50 @@ func (q *queue) kickAt(n int) {
 }
 
 // take removes and returns every pending span.
-func (q *queue) take() (spans []spanData, lite []byte, ends []int) {
+func (q *queue) take() (spans []spanData, lite []liteChunk) {
 	q.mu.Lock()
 	defer q.mu.Unlock()
-	spans, lite, ends = q.pending, q.lite, q.liteEnd
-	q.pending, q.lite, q.liteEnd, q.spare, q.spareEnd = nil, q.spare, q.spareEnd, nil, nil
-	return spans, lite, ends
+	spans, lite = q.pending, q.lite
+	q.pending, q.lite, q.liteN = nil, nil, 0
+	return spans, lite
 }
 
-// recycle keeps an exported batch's buffers for the next one.
-func (q *queue) recycle(lite []byte, ends []int) {
+// recycle keeps an exported batch's chunks of the usual size (as many
+// as the next batch may fill) for the next one.
+func (q *queue) recycle(lite []liteChunk) {
 	q.mu.Lock()
-	q.spare, q.spareEnd = lite[:0], ends[:0]
-	q.mu.Unlock()
+	defer q.mu.Unlock()
+	for _, c := range lite {
+		if cap(c.b) == liteChunkSize && len(q.spare) < q.size/8+1 {
+			q.spare = append(q.spare, liteChunk{b: c.b[:0]})
+		}
+	}
 }
 
 func (q *queue) loop() {
 	defer close(q.done)
 	t := time.NewTimer(q.wait)
 	defer t.Stop()
+	var bufs [][]byte
 	drain := func() {
-		spans, lite, ends := q.take()
-		buf, bufEnds := lite, ends
-		off := 0
-		for len(spans) > 0 || len(ends) > 0 {
+		spans, lite := q.take()
+		all := lite
+		for len(spans) > 0 || len(lite) > 0 {
 			n := min(q.batch, len(spans))
-			k := min(q.batch-n, len(ends))
-			var chunk []byte
-			if k > 0 {
-				chunk, off = lite[off:ends[k-1]], ends[k-1]
-				ends = ends[k:]
+			bufs = bufs[:0]
+			k := n
+			for len(lite) > 0 && k+lite[0].n <= q.batch {
+				bufs = append(bufs, lite[0].b)
+				k += lite[0].n
+				lite = lite[1:]
 			}
-			q.export(spans[:n], chunk, n+k)
+			q.export(spans[:n], bufs, k)
 			clear(spans[:n]) // the exported spans can be collected
 			spans = spans[n:]
+			clear(bufs)
 		}
-		if buf != nil {
-			q.recycle(buf, bufEnds)
+		if all != nil {
+			q.recycle(all)
 		}
 	}
 	for {
@@ -192,7 +226,7 @@ func (q *queue) loop() {
 	}
 }
 
-func (q *queue) export(spans []spanData, lite []byte, count int) {
+func (q *queue) export(spans []spanData, lite [][]byte, count int) {
 	ctx, cancel := context.WithTimeout(q.exportCtx, q.timeout)
 	err := q.exp.ExportSpans(ctx, spans, lite, q.res)
 	cancel()

@@ -2,6 +2,8 @@ package telemetry_test
 
 import (
 	"context"
+	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -69,6 +71,50 @@ func TestQueueBatchesEncodedAndSDKSpans(t *testing.T) {
 	if st := p.Stats(); st.Queued != 9 || st.Exported != 9 || st.Dropped != 0 || st.Failed != 0 {
 		t.Errorf("stats %+v", st)
 	}
+}
+
+// The encoded spans of a long run fill many chunks of the queue's buffer:
+// every span arrives once, in requests of at most BatchSize spans, and a
+// second round, written into the first round's reused chunks, arrives
+// whole too (no byte of an exported span left behind in a chunk).
+func TestQueueChunksEncodedSpans(t *testing.T) {
+	r := newReceiver(t)
+	p := setup(t, r, func(c *telemetry.Config) { c.BatchSize, c.QueueSize, c.ScheduleWait = 40, 1000, time.Hour }, telemetry.Options{})
+	ctx, run := telemetry.Start(context.Background(), "odek.run")
+	tool := strings.Repeat("t", 120) // ~330 encoded bytes a span: 300 spans are a dozen chunks
+	end := func(n int) {
+		for i := range n {
+			_, s := telemetry.StartTool(ctx, tool, strconv.Itoa(i))
+			s.End()
+		}
+	}
+	check := func(want int) {
+		t.Helper()
+		spans := flush(t, r, p)
+		ids := map[string]bool{}
+		for _, s := range spans {
+			if s.GetName() != "execute_tool "+tool || hexID(s.GetParentSpanId()) != run.SpanContext().SpanID().String() {
+				t.Fatalf("span %q under %s, want execute_tool %s under the run", s.GetName(), hexID(s.GetParentSpanId()), tool)
+			}
+			ids[hexID(s.GetSpanId())] = true
+		}
+		if len(spans) != want || len(ids) != want {
+			t.Fatalf("receiver has %d spans, %d distinct, want %d", len(spans), len(ids), want)
+		}
+		for _, n := range r.Requests() {
+			if n > 40 {
+				t.Fatalf("a request carried %d spans, want at most BatchSize 40 (requests %v)", n, r.Requests())
+			}
+		}
+	}
+	end(300)
+	check(300)
+	end(50)
+	check(350)
+	if st := p.Stats(); st.Queued != 350 || st.Exported != 350 || st.Dropped != 0 || st.Failed != 0 {
+		t.Errorf("stats %+v", st)
+	}
+	run.End()
 }
 
 // Stamping an event with the agent span's ids converts them to hex once

@@ -9,8 +9,10 @@ import (
 	"go.opentelemetry.io/otel"
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/propagation"
+	"go.opentelemetry.io/otel/sdk"
 	"go.opentelemetry.io/otel/sdk/resource"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+	semconv "go.opentelemetry.io/otel/semconv/v1.43.0"
 	"go.opentelemetry.io/otel/trace"
 )
 
@@ -97,7 +99,7 @@ func Setup(ctx context.Context, cfg Config, opts Options) (*Provider, error) {
 	if opts.Version != "" {
 		attrs = append(attrs, attribute.String("service.version", opts.Version))
 	}
-	res, err := resource.Merge(resource.Default(), resource.NewSchemaless(attrs...))
+	res, err := resource.Merge(sdkResource(), resource.NewSchemaless(attrs...))
 	if err != nil {
 		return nil, fmt.Errorf("telemetry: resource: %w", err)
 	}
@@ -134,6 +136,18 @@ func Setup(ctx context.Context, cfg Config, opts Options) (*Provider, error) {
 	otel.SetTextMapPropagator(propagation.TraceContext{})
 	active.Store(p)
 	return p, nil
+}
+
+// sdkResource is resource.Default() without its detectors' work: the
+// telemetry.sdk.* attributes under the SDK's schema. Default also names
+// the service after the executable (a readlink of /proc/self/exe, ~40 µs
+// of a traced `odek run`'s start, docs/BENCHMARKS.md) and reads
+// OTEL_RESOURCE_ATTRIBUTES, but Setup always sets service.name and merges
+// the environment's resource itself. TestResourceMatchesSDKDefault holds
+// it to Default.
+func sdkResource() *resource.Resource {
+	return resource.NewWithAttributes(semconv.SchemaURL, semconv.TelemetrySDKName("opentelemetry"),
+		semconv.TelemetrySDKLanguageGo, semconv.TelemetrySDKVersion(sdk.Version()))
 }
 
 func newExporter(_ context.Context, cfg Config) (*exporter, error) {

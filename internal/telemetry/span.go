@@ -224,6 +224,9 @@ func StartMCP(ctx context.Context, server, method, tool string) (context.Context
 		return ctx, Span{}
 	}
 	ctx, s := p.start(ctx, p.name(method, server), trace.SpanKindClient, time.Time{})
+	if !s.records() {
+		return ctx, s
+	}
 	b := getAttrs()
 	b.add(attribute.String("mcp.method.name", clipText(method, 128)))
 	b.add(attribute.String("odek.mcp.server", clipText(server, 128)))
@@ -265,6 +268,9 @@ func (p *Provider) startAt(ctx context.Context, name string, kind trace.SpanKind
 
 func (p *Provider) startAgent(ctx context.Context, runID, conv, model string, at time.Time) (context.Context, Span) {
 	ctx, s := p.start(ctx, "invoke_agent odek", trace.SpanKindInternal, at)
+	if !s.records() {
+		return ctx, s
+	}
 	b := getAttrs()
 	b.add(attribute.String(KeyOperation, OpInvokeAgent))
 	b.add(attribute.String(KeyAgentName, "odek"))
@@ -283,6 +289,9 @@ func (p *Provider) startAgent(ctx context.Context, runID, conv, model string, at
 
 func (p *Provider) startChat(ctx context.Context, model, provider string, at time.Time) (context.Context, Span) {
 	ctx, s := p.startAt(ctx, p.name(OpChat, model), trace.SpanKindClient, at)
+	if !s.records() {
+		return ctx, s
+	}
 	b := getAttrs()
 	b.add(attribute.String(KeyOperation, OpChat))
 	b.add(attribute.String(KeyRequestModel, clipText(model, 256)))
@@ -295,6 +304,9 @@ func (p *Provider) startChat(ctx context.Context, model, provider string, at tim
 
 func (p *Provider) startTool(ctx context.Context, tool, callID string, at time.Time) (context.Context, Span) {
 	ctx, s := p.startAt(ctx, p.name(OpExecuteTool, tool), trace.SpanKindInternal, at)
+	if !s.records() {
+		return ctx, s
+	}
 	b := getAttrs()
 	b.add(attribute.String(KeyOperation, OpExecuteTool))
 	b.add(attribute.String(KeyToolName, clipText(tool, 256)))
@@ -304,6 +316,16 @@ func (p *Provider) startTool(ctx context.Context, tool, callID string, at time.T
 	}
 	s.set(b)
 	return ctx, s
+}
+
+// records reports whether a span just started records anything: odek's
+// own spans always do; an SDK span that the sampler dropped does not, and
+// its starter then builds no attributes for it.
+func (s Span) records() bool {
+	if _, ok := s.s.(*liteSpan); ok {
+		return true
+	}
+	return s.s.IsRecording()
 }
 
 // attrs gathers a span's attributes so that the SDK gets them in one

@@ -26,6 +26,7 @@ type simFleet struct {
 	t       *testing.T
 	q       queue.Queue
 	conc    int
+	lease   time.Duration // the queue's LeaseTTL
 	jobDur  time.Duration
 	beat    time.Duration
 	ctx     context.Context
@@ -44,7 +45,29 @@ type simWorker struct {
 	mu      sync.Mutex
 	gen     int
 	die     context.CancelFunc // kills the current incarnation
-	running map[string]bool    // job ids the current incarnation holds
+	running map[string]*held   // the jobs the current incarnation holds
+}
+
+// held is what a worker knows of one of its leases: the calls that granted
+// or renewed it (Claim, then each Heartbeat), the last two that succeeded.
+type held struct{ last, prev renewal }
+
+// renewal is one call that granted or renewed a lease: the queue stamped
+// the lease between start and end.
+type renewal struct{ start, end time.Time }
+
+// liveThrough reports whether the lease was certainly live from from (the
+// start of a Claim) to to (its return): a renewal the queue had made by
+// from (its call had returned) less than a lease before to. On a loaded
+// machine a heartbeat can come later than the lease, and the queue may
+// then rightly count the job as no longer held.
+func (h *held) liveThrough(from, to time.Time, lease time.Duration) bool {
+	for _, r := range []renewal{h.last, h.prev} {
+		if !r.end.IsZero() && !r.end.After(from) {
+			return to.Sub(r.start) < lease
+		}
+	}
+	return false
 }
 
 func (f *simFleet) fail(format string, args ...any) {
@@ -79,7 +102,7 @@ func (w *simWorker) loop() {
 		w.mu.Lock()
 		w.gen++
 		name := fmt.Sprintf("sim%d.%d", w.idx, w.gen)
-		w.die, w.running = die, map[string]bool{}
+		w.die, w.running = die, map[string]*held{}
 		w.mu.Unlock()
 		w.incarnation(ctx, name)
 		die()
@@ -113,11 +136,22 @@ func (w *simWorker) incarnation(ctx context.Context, name string) {
 			}
 			break
 		}
+		claimed := time.Now()
 		ls, err := w.f.q.Claim(ctx, name, free, 30*time.Millisecond)
+		returned := time.Now()
 		// Only this loop adds jobs, so what runs now ran during the whole
-		// Claim: the queue saw this worker hold those leases.
+		// Claim, and the queue saw this worker hold every such lease that
+		// was live throughout it. With timely heartbeats that is all of
+		// them; one whose heartbeat came late (a stalled process) may have
+		// expired, and a worker then holding nothing live may be given a
+		// suspect.
 		w.mu.Lock()
-		busy := len(w.running)
+		busy := 0
+		for _, h := range w.running {
+			if h.liveThrough(claimed, returned, w.f.lease) {
+				busy++
+			}
+		}
 		w.mu.Unlock()
 		if err != nil {
 			if ctx.Err() == nil {
@@ -137,7 +171,7 @@ func (w *simWorker) incarnation(ctx context.Context, name string) {
 					name, l.Job.ID, l.Job.Attempt, len(ls)-1, busy)
 			}
 			w.mu.Lock()
-			w.running[l.Job.ID] = true
+			w.running[l.Job.ID] = &held{last: renewal{claimed, returned}}
 			w.mu.Unlock()
 			done := make(chan struct{})
 			if l.Suspect {
@@ -177,7 +211,16 @@ func (w *simWorker) run(ctx context.Context, l queue.Lease) {
 		case <-ctx.Done():
 			return // died: no heartbeat, no ack
 		case <-tick.C:
-			if err := w.f.q.Heartbeat(context.WithoutCancel(ctx), l); errors.Is(err, queue.ErrLeaseLost) {
+			beat := time.Now()
+			err := w.f.q.Heartbeat(context.WithoutCancel(ctx), l)
+			if err == nil {
+				w.mu.Lock()
+				if h := w.running[l.Job.ID]; h != nil {
+					h.prev, h.last = h.last, renewal{beat, time.Now()}
+				}
+				w.mu.Unlock()
+			}
+			if errors.Is(err, queue.ErrLeaseLost) {
 				// The queue took the job back (a heartbeat came late on a
 				// loaded machine): this worker no longer holds it, and
 				// must not count it as running when it claims next.
@@ -223,7 +266,7 @@ func testPoisonIsolation(t *testing.T, nq NewQueue, randomKills int) {
 		j := enqueue(t, q, queue.Job{ChatID: int64(1001 + i), Goal: fmt.Sprintf("healthy %d", i)})
 		want[j.ID] = true
 	}
-	f := &simFleet{t: t, q: q, conc: conc, jobDur: 2 * lease, beat: lease / 5, ctx: ctx}
+	f := &simFleet{t: t, q: q, conc: conc, lease: lease, jobDur: 2 * lease, beat: lease / 5, ctx: ctx}
 	f.start(workers)
 	defer func() { stop(); f.wg.Wait() }()
 

@@ -16,35 +16,58 @@ import (
 type NewQueue func(t *testing.T, o queue.Options) queue.Queue
 
 // Run is the conformance suite: every queue.Queue implementation must pass it.
+//
+// The subtests run in parallel (t.Parallel): most of the suite's time is
+// spent waiting on leases, timers and servers, not computing. Each subtest
+// calls newQueue for a queue of its own, so newQueue must be safe to call
+// from several goroutines at once and must give every call a queue that
+// shares no state with the others (a fresh store, file or key prefix).
 func Run(t *testing.T, newQueue NewQueue) {
-	t.Run("EnqueueClaimAck", func(t *testing.T) { testEnqueueClaimAck(t, newQueue) })
-	t.Run("IdempotencyKey", func(t *testing.T) { testIdempotency(t, newQueue) })
-	t.Run("PayloadCap", func(t *testing.T) { testPayloadCap(t, newQueue) })
-	t.Run("InvalidJob", func(t *testing.T) { testInvalid(t, newQueue) })
-	t.Run("LeaseExpiryReclaim", func(t *testing.T) { testReclaim(t, newQueue) })
-	t.Run("DeadLetter", func(t *testing.T) { testDeadLetter(t, newQueue) })
-	t.Run("OtherChatsNotBlocked", func(t *testing.T) { testOtherChats(t, newQueue) })
-	t.Run("PerChatOrder", func(t *testing.T) { testPerChatOrder(t, newQueue) })
-	t.Run("CancelWaiting", func(t *testing.T) { testCancelWaiting(t, newQueue) })
-	t.Run("CancelReady", func(t *testing.T) { testCancelReady(t, newQueue) })
-	t.Run("CancelRunning", func(t *testing.T) { testCancelRunning(t, newQueue) })
-	t.Run("ResultsOncePerJob", func(t *testing.T) { testResultsOnce(t, newQueue) })
-	t.Run("ResultsTwoFrontEnds", func(t *testing.T) { testResultsSideBySide(t, newQueue) })
-	t.Run("SentRecord", func(t *testing.T) { testSentRecord(t, newQueue) })
-	t.Run("Progress", func(t *testing.T) { testProgress(t, newQueue) })
-	t.Run("OperatorDeadRetryStats", func(t *testing.T) { testOperator(t, newQueue) })
-	t.Run("RetryOnce", func(t *testing.T) { testRetryOnce(t, newQueue) })
-	t.Run("ClaimHonoursContext", func(t *testing.T) { testClaimContext(t, newQueue) })
-	t.Run("Lanes", func(t *testing.T) { testLanes(t, newQueue) })
-	t.Run("Steer", func(t *testing.T) { testSteer(t, newQueue) })
-	t.Run("Approvals", func(t *testing.T) { testApprovals(t, newQueue) })
-	t.Run("ApprovalStates", func(t *testing.T) { testApprovalStates(t, newQueue) })
-	t.Run("Inspect", func(t *testing.T) { testInspect(t, newQueue) })
-	t.Run("HeartbeatBatch", func(t *testing.T) { testHeartbeatBatch(t, newQueue) })
-	t.Run("PoisonIsolation", func(t *testing.T) { testPoisonIsolation(t, newQueue, 0) })
+	for _, c := range []struct {
+		name string
+		f    func(t *testing.T, nq NewQueue)
+	}{
+		{"EnqueueClaimAck", testEnqueueClaimAck},
+		{"IdempotencyKey", testIdempotency},
+		{"PayloadCap", testPayloadCap},
+		{"InvalidJob", testInvalid},
+		{"LeaseExpiryReclaim", testReclaim},
+		{"DeadLetter", testDeadLetter},
+		{"OtherChatsNotBlocked", testOtherChats},
+		{"PerChatOrder", testPerChatOrder},
+		{"CancelWaiting", testCancelWaiting},
+		{"CancelReady", testCancelReady},
+		{"CancelRunning", testCancelRunning},
+		{"ResultsOncePerJob", testResultsOnce},
+		{"ResultsTwoFrontEnds", testResultsSideBySide},
+		{"SentRecord", testSentRecord},
+		{"Progress", testProgress},
+		{"OperatorDeadRetryStats", testOperator},
+		{"RetryOnce", testRetryOnce},
+		{"ClaimHonoursContext", testClaimContext},
+		{"Lanes", testLanes},
+		{"Steer", testSteer},
+		{"Approvals", testApprovals},
+		{"ApprovalStates", testApprovalStates},
+		{"Inspect", testInspect},
+		{"HeartbeatBatch", testHeartbeatBatch},
+		{"PoisonIsolation", func(t *testing.T, nq NewQueue) { testPoisonIsolation(t, nq, 0) }},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			t.Parallel()
+			c.f(t, newQueue)
+		})
+	}
+	// Three fleets with random kills, each on a queue of its own: side by
+	// side rather than one after the other, as each mostly waits for leases
+	// to expire.
 	t.Run("PoisonIsolationWithKills", func(t *testing.T) {
-		for i := 0; i < 3; i++ {
-			testPoisonIsolation(t, newQueue, 2)
+		t.Parallel()
+		for i := range 3 {
+			t.Run(fmt.Sprint(i+1), func(t *testing.T) {
+				t.Parallel()
+				testPoisonIsolation(t, newQueue, 2)
+			})
 		}
 	})
 }

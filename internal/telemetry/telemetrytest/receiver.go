@@ -21,6 +21,7 @@ type Receiver struct {
 	mu    sync.Mutex
 	spans []*tracepb.Span
 	svc   map[*tracepb.Span]string
+	reqs  []int // spans per request, in arrival order
 }
 
 // NewReceiver starts a Receiver, closed by t's cleanup.
@@ -38,6 +39,7 @@ func NewReceiver(t testing.TB) *Receiver {
 			return
 		}
 		r.mu.Lock()
+		n := len(r.spans)
 		for _, rs := range msg.GetResourceSpans() {
 			svc := ""
 			for _, a := range rs.GetResource().GetAttributes() {
@@ -52,6 +54,7 @@ func NewReceiver(t testing.TB) *Receiver {
 				}
 			}
 		}
+		r.reqs = append(r.reqs, len(r.spans)-n)
 		r.mu.Unlock()
 		w.Header().Set("Content-Type", "application/x-protobuf")
 		out, _ := proto.Marshal(&coltrace.ExportTraceServiceResponse{})
@@ -74,6 +77,14 @@ func (r *Receiver) Spans() []*tracepb.Span {
 	return append([]*tracepb.Span(nil), r.spans...)
 }
 
+// Requests returns how many spans each export request carried, in the
+// order they arrived.
+func (r *Receiver) Requests() []int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return append([]int(nil), r.reqs...)
+}
+
 // Service returns the service.name of a received span's resource.
 func (r *Receiver) Service(s *tracepb.Span) string {
 	r.mu.Lock()
@@ -84,7 +95,7 @@ func (r *Receiver) Service(s *tracepb.Span) string {
 // Reset forgets the spans received so far.
 func (r *Receiver) Reset() {
 	r.mu.Lock()
-	r.spans = nil
+	r.spans, r.reqs = nil, nil
 	r.mu.Unlock()
 }
 
