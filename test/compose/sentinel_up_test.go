@@ -62,7 +62,7 @@ func (e *env) checkSentinel(t *testing.T) {
 	}
 
 	// ---- the failover ----
-	ev := e.watchSentinel(t, "sentinel-1")
+	ev := e.watchSentinels(t, "sentinel-1", "sentinel-2", "sentinel-3")
 	errsBefore := e.count("❌") // the bot's error replies (a failed enqueue: "❌ Could not queue …")
 	e.tg.UserMessage(user, user, "ride out a failover")
 	ip := e.llm.waitArrival(t, "ride out a failover")
@@ -186,8 +186,12 @@ func (e *env) containerIP(t *testing.T, id string) string {
 	return f[0]
 }
 
-// sentinelEvents records a sentinel's event stream (PSUBSCRIBE *), read
-// from the host at the container's address, with arrival times.
+// sentinelEvents records the event streams of the sentinels (PSUBSCRIBE *
+// on each), read from the host at the containers' addresses, with arrival
+// times and the service each came from. All of them, not one: only a
+// sentinel that reaches the objective-down judgement itself publishes
+// +odown, and one that is asked for its vote by a quicker peer, then
+// handed the new configuration, may never do so.
 type sentinelEvents struct {
 	mu     sync.Mutex
 	events []sentinelEvent
@@ -196,41 +200,48 @@ type sentinelEvents struct {
 
 type sentinelEvent struct {
 	at      time.Time
+	from    string // the sentinel's service
 	channel string
 	payload string
 }
 
-func (e *env) watchSentinel(t *testing.T, service string) *sentinelEvents {
+func (e *env) watchSentinels(t *testing.T, services ...string) *sentinelEvents {
 	t.Helper()
-	addr := e.containerIP(t, e.ids(service)[0]) + ":26379"
-	c := redis.NewClient(&redis.Options{Addr: addr, Protocol: 2, DisableIdentity: true})
-	ctx, cancel := context.WithCancel(context.Background())
-	ps := c.PSubscribe(ctx, "*")
-	if _, err := ps.Receive(ctx); err != nil {
-		cancel()
-		t.Fatalf("PSUBSCRIBE on %s (%s): %v", service, addr, err)
-	}
 	s := &sentinelEvents{more: make(chan struct{})}
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		for m := range ps.Channel() {
-			s.mu.Lock()
-			s.events = append(s.events, sentinelEvent{at: time.Now(), channel: m.Channel, payload: m.Payload})
-			close(s.more)
-			s.more = make(chan struct{})
-			s.mu.Unlock()
+	for _, service := range services {
+		addr := e.containerIP(t, e.ids(service)[0]) + ":26379"
+		c := redis.NewClient(&redis.Options{Addr: addr, Protocol: 2, DisableIdentity: true})
+		ctx, cancel := context.WithCancel(context.Background())
+		ps := c.PSubscribe(ctx, "*")
+		if _, err := ps.Receive(ctx); err != nil {
+			cancel()
+			t.Fatalf("PSUBSCRIBE on %s (%s): %v", service, addr, err)
 		}
-	}()
+		done := make(chan struct{})
+		go func() {
+			defer close(done)
+			for m := range ps.Channel() {
+				s.mu.Lock()
+				s.events = append(s.events, sentinelEvent{at: time.Now(), from: service, channel: m.Channel, payload: m.Payload})
+				close(s.more)
+				s.more = make(chan struct{})
+				s.mu.Unlock()
+			}
+		}()
+		t.Cleanup(func() {
+			cancel()
+			_ = ps.Close()
+			_ = c.Close()
+			<-done
+		})
+	}
+	// Registered last, so it runs first: the streams are still open,
+	// which is harmless, and the log shows every sentinel's events.
 	t.Cleanup(func() {
-		cancel()
-		_ = ps.Close()
-		_ = c.Close()
-		<-done
 		if t.Failed() {
 			s.mu.Lock()
 			for _, ev := range s.events {
-				t.Logf("%s %s %s", ev.at.Format("15:04:05.000"), ev.channel, ev.payload)
+				t.Logf("%s %s %s %s", ev.at.Format("15:04:05.000"), ev.from, ev.channel, ev.payload)
 			}
 			s.mu.Unlock()
 		}
