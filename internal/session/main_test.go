@@ -1,7 +1,6 @@
 package session_test
 
 import (
-	"os"
 	"testing"
 
 	"github.com/odekrun/odek/queue/queuetest"
@@ -9,8 +8,5 @@ import (
 
 // TestMain lets the Redis contract's three topologies (each its own
 // processes) start and run side by side even on two CPUs: they mostly wait
-// for replicas and cluster gossip (queuetest.RaiseParallel).
-func TestMain(m *testing.M) {
-	queuetest.RaiseParallel()
-	os.Exit(m.Run())
-}
+// for replicas and cluster gossip.
+func TestMain(m *testing.M) { queuetest.Main(m) }

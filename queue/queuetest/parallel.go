@@ -2,8 +2,10 @@ package queuetest
 
 import (
 	"flag"
+	"os"
 	"runtime"
 	"strconv"
+	"testing"
 )
 
 // WaitBoundParallel is the -test.parallel that RaiseParallel sets.
@@ -28,4 +30,12 @@ func RaiseParallel() {
 			panic("queuetest: set -test.parallel: " + err.Error())
 		}
 	}
+}
+
+// Main is the TestMain of a package whose tests mostly wait (on
+// redis-server, leases, fsync): it raises -test.parallel (RaiseParallel)
+// and runs the tests.
+func Main(m *testing.M) {
+	RaiseParallel()
+	os.Exit(m.Run())
 }
