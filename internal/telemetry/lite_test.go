@@ -132,13 +132,7 @@ func TestUnsampledSpansBuildNoAttributes(t *testing.T) {
 	ctx, run := telemetry.StartAgent(context.Background(), "r", "s", "m")
 	defer run.End()
 	call := telemetry.ChatCall{ResponseModel: "m", Input: 100, Output: 20, FinishReason: "stop"}
-	allocs := testing.AllocsPerRun(200, func() {
-		_, chat := telemetry.StartChat(ctx, "m", "")
-		chat.EndChat(call, "", nil)
-		_, tool := telemetry.StartTool(ctx, "read_file", "c1")
-		tool.End()
-	})
-	if allocs > 4 {
+	if allocs := iterationAllocs(ctx, call); allocs > 4 {
 		t.Fatalf("an unsampled chat span and tool span allocate %v times, want at most 4 (two spans, two contexts)", allocs)
 	}
 }
